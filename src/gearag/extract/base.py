@@ -1,0 +1,75 @@
+"""The triple-extractor seam.
+
+An extractor turns passages into raw ``(subject, predicate, object)`` string
+triples, one list per passage, in input order. The index builder ties each
+triple to its passage, normalises entities and builds the triple graph;
+extractors only read text.
+
+Extractors are named by a spec string (the CLI's ``--extractor``):
+
+* ``spacy`` — offline rules over spaCy's parse and named entities (default);
+* ``openie:FILE`` — precomputed OpenIE results in HippoRAG's JSON format;
+* ``llm`` — an LLM with the triple-extraction prompt (the LLM layer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, runtime_checkable
+
+from gearag.errors import ConfigError
+from gearag.model import Passage
+
+RawTriple = tuple[str, str, str]
+
+
+@runtime_checkable
+class TripleExtractor(Protocol):
+    """Reads passages, yields their triples."""
+
+    #: Stable identity of the extractor and its settings; keys the resumable
+    #: extraction checkpoint, so change it whenever output would change.
+    key: str
+
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[RawTriple]]:
+        """Yield one list of triples per passage, in the order given.
+
+        Implementations may batch internally but must yield in order and
+        lazily, so that the caller can checkpoint and show progress.
+        """
+        ...
+
+
+ExtractorFactory = Callable[[str, dict[str, object]], TripleExtractor]
+_FACTORIES: dict[str, ExtractorFactory] = {}
+
+
+def register_extractor(name: str, factory: ExtractorFactory) -> None:
+    """Register ``factory(arg, options)`` for specs ``name`` or ``name:arg``."""
+    _FACTORIES[name] = factory
+
+
+def make_extractor(spec: str, **options: object) -> TripleExtractor:
+    """Build an extractor from a spec such as ``spacy`` or ``openie:path.json``.
+
+    ``options`` go to extractors that take them (the LLM extractor takes
+    ``llm=``); others ignore them.
+    """
+    name, _, arg = spec.partition(":")
+    _load_builtin()
+    if name not in _FACTORIES:
+        known = ", ".join(sorted(_FACTORIES))
+        raise ConfigError(f"unknown extractor {spec!r} (known: {known})")
+    return _FACTORIES[name](arg, dict(options))
+
+
+def _load_builtin() -> None:
+    # Imported lazily so that importing gearag does not load spaCy.
+    if _FACTORIES:
+        return
+    from gearag.extract import openie, spacy_rules  # noqa: F401
+
+    try:
+        from gearag.extract import llm  # noqa: F401
+    except ImportError:  # the LLM extractor is optional
+        pass

@@ -1,0 +1,49 @@
+"""The retriever seam: ``retrieve(query, k)`` over one index (passages or triples)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from gearag.model import Hit
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """The paper's ``h^k_base(q, R)``: the top ``k`` rows of an index for a query, best first."""
+
+    def retrieve(self, query: str, k: int) -> list[Hit]: ...
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
+
+
+def top_k(scores: np.ndarray, k: int, *, keep_zero: bool = True) -> list[Hit]:
+    """The ``k`` best rows of a score vector, best first; ties broken by lower row.
+
+    With ``keep_zero=False`` rows scoring 0 (no term overlap in BM25) are dropped.
+    """
+    n = scores.shape[0]
+    k = min(k, n)
+    if k <= 0:
+        return []
+    if k < n:
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(n)
+    order = part[np.lexsort((part, -scores[part]))]
+    hits = [Hit(int(i), float(scores[i])) for i in order]
+    if not keep_zero:
+        hits = [h for h in hits if h.score > 0]
+    return hits
+
+
+class RetrieverBase:
+    """Default ``retrieve_many`` for retrievers that only implement ``retrieve``."""
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        return [self.retrieve(q, k) for q in queries]

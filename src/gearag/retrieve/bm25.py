@@ -1,0 +1,71 @@
+"""BM25 with bm25s: English stop words and Snowball stemming (PyStemmer).
+
+This is the configuration behind the reference numbers in the shared data
+README (``title + "\\n" + text``, Lucene BM25, k1 = 1.5, b = 0.75).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from gearag.model import Hit
+from gearag.retrieve.base import RetrieverBase, top_k
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> object:
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def tokenize(texts: Sequence[str]) -> list[list[str]]:
+    """Lower-case word tokens, English stop words removed, Snowball-stemmed."""
+    import bm25s
+
+    return bm25s.tokenize(
+        list(texts), stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False
+    )
+
+
+def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> object:
+    """Index ``texts`` into a ``bm25s.BM25`` model."""
+    import bm25s
+
+    model = bm25s.BM25(k1=k1, b=b)
+    tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=False)
+    model.index(tokens, show_progress=False)
+    return model
+
+
+def save_bm25(model: object, directory: Path) -> None:
+    model.save(str(directory), show_progress=False)  # type: ignore[attr-defined]
+
+
+def load_bm25(directory: Path, mmap: bool = True) -> object:
+    import bm25s
+
+    return bm25s.BM25.load(str(directory), mmap=mmap, show_progress=False)
+
+
+class BM25Retriever(RetrieverBase):
+    """Lexical retrieval over one bm25s index."""
+
+    def __init__(self, model: object) -> None:
+        self.model = model
+        self._vocab: dict[str, int] = model.vocab_dict  # type: ignore[attr-defined]
+        self.size = int(model.scores["num_docs"])  # type: ignore[attr-defined]
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every document for ``query`` (zeros when no term matches)."""
+        tokens = [t for t in tokenize([query])[0] if t in self._vocab]
+        if not tokens:
+            return np.zeros(self.size, dtype=np.float32)
+        return np.asarray(self.model.get_scores(tokens), dtype=np.float32)  # type: ignore[attr-defined]
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:
+        return top_k(self.scores(query), k, keep_zero=False)

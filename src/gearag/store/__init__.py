@@ -1,0 +1,1 @@
+"""On-disk stores: the index directory, the triple graph and resumable checkpoints."""

@@ -1,0 +1,101 @@
+"""Append-only, crash-safe checkpoint of per-passage extraction results.
+
+Long extractions (an LLM over tens of thousands of passages) must survive a
+``kill -9`` and never pay twice for a passage. Each finished passage is one
+JSON line ``{"h": <passage hash>, "t": [[s, p, o], ...]}`` appended and
+flushed as soon as it is done. On restart, lines are read back; a torn last
+line (the process died mid-write) is ignored and truncated away.
+
+The file name carries the extractor key, so switching extractor or its
+settings starts a fresh checkpoint instead of mixing outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import IO
+
+from gearag.model import Passage
+
+RawTriple = tuple[str, str, str]
+
+
+def passage_hash(passage: Passage) -> str:
+    """Content hash of a passage (title and text); ids may change between runs."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(passage.title.encode("utf-8", "surrogatepass"))
+    digest.update(b"\x00")
+    digest.update(passage.text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def checkpoint_name(extractor_key: str) -> str:
+    """File name for an extractor's checkpoint: readable prefix plus a short hash of the key."""
+    safe = "".join(c if c.isalnum() else "-" for c in extractor_key)[:40].strip("-")
+    short = hashlib.blake2b(extractor_key.encode(), digest_size=6).hexdigest()
+    return f"extract-{safe}-{short}.jsonl"
+
+
+class ExtractionCheckpoint:
+    """Per-passage results of one extractor, persisted line by line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.done: dict[str, list[RawTriple]] = {}
+        self._fh: IO[str] | None = None
+        self._load()
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        good_bytes = 0
+        with self.path.open("rb") as fh:
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break  # torn final write
+                try:
+                    row = json.loads(raw)
+                    triples = [tuple(t) for t in row["t"]]
+                    if any(len(t) != 3 for t in triples):
+                        raise ValueError("triple of wrong arity")
+                except (ValueError, KeyError, TypeError):
+                    break
+                self.done[row["h"]] = triples  # type: ignore[assignment]
+                good_bytes += len(raw)
+        if good_bytes != self.path.stat().st_size:
+            with self.path.open("r+b") as fh:
+                fh.truncate(good_bytes)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.done
+
+    def add(self, key: str, triples: list[RawTriple]) -> None:
+        """Record a passage's triples durably (flushed to the OS before returning)."""
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("a", encoding="utf-8")
+        line = json.dumps({"h": key, "t": [list(t) for t in triples]}, ensure_ascii=False)
+        self._fh.write(line + "\n")
+        self._fh.flush()
+        self.done[key] = list(triples)
+
+    def sync(self) -> None:
+        """fsync the file: call at batch boundaries to survive power loss, not just kill -9."""
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self.sync()
+            self._fh.close()
+            self._fh = None
+
+    def __enter__(self) -> ExtractionCheckpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,77 @@
+"""The triple graph: entity → triples adjacency in CSR form.
+
+GEAR §4.2: two triples are neighbours when they share a head or tail
+entity. We store, for each normalised entity, the sorted ids of the triples
+in which it is subject or object (``indptr``/``indices``, as in
+``scipy.sparse.csr_matrix``), plus each triple's head and tail entity ids.
+A triple's neighbours are then the union of its head's and tail's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gearag.model import normalise_entity
+
+
+@dataclass(frozen=True)
+class TripleGraph:
+    """Entity ids per triple and the entity → triples adjacency."""
+
+    entities: list[str]  #: normalised entity names, indexed by entity id
+    head: np.ndarray  #: int32 (T,), entity id of each triple's subject, -1 if none
+    tail: np.ndarray  #: int32 (T,), entity id of each triple's object, -1 if none
+    indptr: np.ndarray  #: int64 (E + 1,)
+    indices: np.ndarray  #: int32 (nnz,), triple ids, sorted within each entity
+
+    @classmethod
+    def build(cls, subjects: Sequence[str], objects: Sequence[str]) -> TripleGraph:
+        ids: dict[str, int] = {}
+
+        def entity_id(name: str) -> int:
+            key = normalise_entity(name)
+            if not key:
+                return -1
+            return ids.setdefault(key, len(ids))
+
+        head = np.fromiter((entity_id(s) for s in subjects), dtype=np.int32, count=len(subjects))
+        tail = np.fromiter((entity_id(o) for o in objects), dtype=np.int32, count=len(objects))
+        n_triples = len(head)
+        triple_ids = np.arange(n_triples, dtype=np.int32)
+        # Edges (entity, triple) from heads and from tails; a self-loop counts once.
+        ents = np.concatenate([head, tail])
+        trips = np.concatenate([triple_ids, triple_ids])
+        keep = ents >= 0
+        keep[n_triples:] &= tail != head
+        ents, trips = ents[keep], trips[keep]
+        order = np.lexsort((trips, ents))
+        ents, trips = ents[order], trips[order]
+        counts = np.bincount(ents, minlength=len(ids)) if len(ids) else np.zeros(0, dtype=np.int64)
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return cls(list(ids), head, tail, indptr, trips.astype(np.int32))
+
+    @property
+    def n_entities(self) -> int:
+        return len(self.entities)
+
+    def entity_triples(self, entity: int) -> np.ndarray:
+        """Triple ids in which ``entity`` is subject or object."""
+        if entity < 0:
+            return self.indices[:0]
+        return self.indices[self.indptr[entity] : self.indptr[entity + 1]]
+
+    def degree(self, entity: int) -> int:
+        return 0 if entity < 0 else int(self.indptr[entity + 1] - self.indptr[entity])
+
+    def neighbours(self, triple: int) -> np.ndarray:
+        """Triples sharing a head or tail entity with ``triple`` (itself excluded), sorted."""
+        h, t = int(self.head[triple]), int(self.tail[triple])
+        parts = [self.entity_triples(h)]
+        if t != h:
+            parts.append(self.entity_triples(t))
+        out = np.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
+        return out[out != triple]
