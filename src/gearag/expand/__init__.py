@@ -1,0 +1,1 @@
+"""Graph expansion (GEAR §4): diverse triple beam search, NaiveGE and SyncGE."""

@@ -1,0 +1,126 @@
+"""Readers: from retrieved passages to proximal triples (GEAR §4.1, Eq. 1; §5.1, Eq. 4).
+
+A reader looks at the base passages ``C'_q`` for a question (and, in the
+agent, the gist memory so far) and returns *proximal triples*: facts that
+help answer the question. SyncGE links them to index triples (tripleLink)
+and expands the graph from there.
+
+* :class:`OfflineReader` — no model. It ranks the triples of the retrieved
+  passages by how much they bear on the question, fusing three rankings with
+  RRF: lexical (BM25 of the question over those triples), semantic (cosine
+  with the question), and the retrieval rank of the triple's passage, with a
+  boost for triples that mention a question entity and can bridge to
+  another passage. Its triples are index triples, so tripleLink maps each
+  to itself.
+* The LLM reader (:mod:`gearag.expand.llm_reader`) prompts a model with the
+  paper's reader prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from gearag.model import normalise_entity
+from gearag.retrieve.fusion import rrf
+from gearag.store.index import Index
+
+
+@dataclass(frozen=True)
+class ProximalTriple:
+    """A fact a reader found; ``source`` is its index triple id when it came from the index."""
+
+    subject: str
+    predicate: str
+    object: str
+    source: int | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.subject} {self.predicate} {self.object}"
+
+    def as_tuple(self) -> tuple[str, str, str]:
+        return (self.subject, self.predicate, self.object)
+
+
+class Reader(Protocol):
+    def read(
+        self, question: str, passages: Sequence[int], memory: Sequence[ProximalTriple] = ()
+    ) -> list[ProximalTriple]: ...
+
+
+@dataclass(frozen=True)
+class OfflineReaderConfig:
+    """Settings of the model-free reader."""
+
+    #: Proximal triples returned per read (GEAR's beam width, so that all
+    #: survive the beam search's first top-b cut).
+    max_triples: int = 10
+    #: Triples considered per passage (the first ones a passage yields).
+    per_passage: int = 64
+
+
+def _mentions(question_norm: str, entity_norm: str) -> bool:
+    """Whether a normalised entity occurs in the normalised question on word boundaries."""
+    if not entity_norm or len(entity_norm) < 3:
+        return False
+    return f" {entity_norm} " in f" {question_norm} "
+
+
+class OfflineReader:
+    """Model-free reader: picks the retrieved passages' triples that bear on the question."""
+
+    def __init__(self, index: Index, config: OfflineReaderConfig = OfflineReaderConfig()) -> None:
+        self.index = index
+        self.config = config
+
+    def candidates(self, passages: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Triple ids of the passages and the retrieval rank of each triple's passage."""
+        ids, ranks = [], []
+        for rank, row in enumerate(passages):
+            r = self.index.passage_triples(row)
+            stop = min(r.stop, r.start + self.config.per_passage)
+            ids.extend(range(r.start, stop))
+            ranks.extend([rank] * (stop - r.start))
+        return np.asarray(ids, dtype=np.int64), np.asarray(ranks, dtype=np.int64)
+
+    def rank_triples(self, question: str, passages: Sequence[int], extra_query: str = "") -> list[int]:
+        """Candidate triples of ``passages`` ranked by relevance to the question."""
+        from gearag.retrieve import make_retriever
+
+        ids, ranks = self.candidates(passages)
+        if ids.size == 0:
+            return []
+        query = f"{question} {extra_query}".strip()
+        lexical = make_retriever(self.index, "bm25", "triples").scores(query)[ids]  # type: ignore[attr-defined]
+        qvec = self.index.embedder.encode([query])[0]
+        dense = np.asarray(self.index.triple_vectors[ids] @ qvec)
+        qnorm = normalise_entity(query)
+        graph = self.index.graph
+        heads, tails = graph.head[ids], graph.tail[ids]
+        mention = np.array(
+            [
+                _mentions(qnorm, graph.entities[h]) if h >= 0 else False
+                for h in heads
+            ]
+        ) | np.array([_mentions(qnorm, graph.entities[t]) if t >= 0 else False for t in tails])
+        order_lex = ids[np.lexsort((ranks, -lexical))]
+        order_dense = ids[np.lexsort((ranks, -dense))]
+        order_rank = ids[np.lexsort((-dense, ranks))]
+        order_mention = ids[np.lexsort((-dense, ranks, ~mention))]
+        fused = rrf([order_lex.tolist(), order_dense.tolist(), order_rank.tolist(), order_mention.tolist()])
+        return [int(t) for t, _ in fused]
+
+    def read(
+        self, question: str, passages: Sequence[int], memory: Sequence[ProximalTriple] = ()
+    ) -> list[ProximalTriple]:
+        known = {m.source for m in memory if m.source is not None}
+        ranked = [t for t in self.rank_triples(question, passages) if t not in known]
+        table = self.index.triples
+        return [
+            ProximalTriple(table.subjects[t], table.predicates[t], table.objects[t], source=t)
+            for t in ranked[: self.config.max_triples]
+        ]
