@@ -6,9 +6,12 @@ Exit codes: 0 success, 2 bad input (one-line error, no traceback),
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -92,20 +95,72 @@ def info(
     out.print_json(json.dumps(summary))
 
 
-MethodOpt = Annotated[str, typer.Option(help="Retrieval method: bm25 | dense | hybrid (more with graph expansion).")]
+MethodOpt = Annotated[
+    str, typer.Option(help="Method: bm25 | dense | hybrid | naivege | syncge | gear.")
+]
 TopKOpt = Annotated[int, typer.Option("--top-k", min=1, help="Passages to return per question.")]
 RrfOpt = Annotated[int, typer.Option("--rrf-k", min=1, help="RRF constant for every fusion step.")]
+BaseOpt = Annotated[str, typer.Option(help="Base retriever under graph expansion / the agent: bm25 | dense | hybrid.")]
+BeamWidthOpt = Annotated[int, typer.Option(min=1, help="Beam width b (GEAR: 10).")]
+BeamLengthOpt = Annotated[int, typer.Option(min=1, help="Maximum path length l in triples (GEAR: 2).")]
+NeighboursOpt = Annotated[int, typer.Option(min=1, help="Neighbours considered per beam and step (GEAR: 100).")]
+GammaOpt = Annotated[Optional[float], typer.Option(help="Diversity γ (default 2 × beam width).")]
+DiversityOpt = Annotated[bool, typer.Option(help="Diverse beam search; --no-diversity is standard beam search.")]
+EngineOpt = Annotated[str, typer.Option(help="Engine for the reader/agent roles: offline | openai.")]
+ScoringOpt = Annotated[str, typer.Option(help="Path scoring with a neural embedder: exact | sum.")]
+BaseKOpt = Annotated[Optional[int], typer.Option("--base-k", min=1, help="Passages from the base retriever (default: --top-k).")]
+MaxStepsOpt = Annotated[int, typer.Option(min=1, help="Agent: maximum iterations (GEAR: 4 MuSiQue, 2 2Wiki/HotpotQA).")]
+LLMBaseUrlOpt = Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")]
+LLMModelOpt = Annotated[Optional[str], typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
+
+
+#: Options shared by every command that runs a retrieval method: (name, annotation, default).
+_METHOD_OPTIONS: list[tuple[str, object, object]] = [
+    ("rrf_k", RrfOpt, 60),
+    ("base", BaseOpt, "bm25"),
+    ("base_k", BaseKOpt, None),
+    ("beam_width", BeamWidthOpt, 10),
+    ("beam_length", BeamLengthOpt, 2),
+    ("neighbours", NeighboursOpt, 100),
+    ("gamma", GammaOpt, None),
+    ("diversity", DiversityOpt, True),
+    ("scoring", ScoringOpt, "exact"),
+    ("engine", EngineOpt, "offline"),
+    ("max_steps", MaxStepsOpt, 4),
+    ("llm_base_url", LLMBaseUrlOpt, None),
+    ("llm_model", LLMModelOpt, None),
+]
+
+
+def with_method_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """Add the method options to a command; they reach it as one ``options`` dict (None = default)."""
+    names = [name for name, _, _ in _METHOD_OPTIONS]
+    own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "options"]
+    extra = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        for name, annotation, default in _METHOD_OPTIONS
+    ]
+
+    @functools.wraps(fn)
+    def command(**kwargs: object) -> None:
+        options = {name: kwargs.pop(name) for name in names}
+        fn(**kwargs, options={k: v for k, v in options.items() if v is not None})
+
+    command.__signature__ = inspect.Signature(own + extra)  # type: ignore[attr-defined]
+    command.__annotations__ = {}
+    return command
 
 
 @app.command()
+@with_method_options
 def retrieve(
     index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
     questions: Annotated[Path, typer.Argument(help="Questions: MuSiQue, HotpotQA, 2Wiki or JSONL {id, question}.")],
     out_file: Annotated[Path, typer.Option("--out", help="Run file to write (JSONL).")],
     method: MethodOpt = "bm25",
     top_k: TopKOpt = 15,
-    rrf_k: RrfOpt = 60,
     resume: Annotated[bool, typer.Option(help="Skip questions already in an interrupted run's partial file.")] = True,
+    options: Optional[dict] = None,
 ) -> None:
     """Retrieve passages for every question into a run file, one JSON row per question."""
     from gearag.data import load_questions
@@ -116,7 +171,7 @@ def retrieve(
 
     qs = load_questions(questions)
     idx = Index.load(index_dir)
-    run_method = make_method(idx, method, rrf_k=rrf_k)
+    run_method = make_method(idx, method, **(options or {}))
     writer = RunWriter(out_file, resume=resume)
     todo = [q for q in qs if q.id not in writer.done]
     if len(todo) < len(qs):
@@ -183,13 +238,14 @@ def eval_(
 
 
 @app.command()
+@with_method_options
 def ask(
     index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
     question: Annotated[str, typer.Argument(help="The question.")],
     method: MethodOpt = "bm25",
     top_k: TopKOpt = 5,
-    rrf_k: RrfOpt = 60,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
+    options: Optional[dict] = None,
 ) -> None:
     """Answer one question: show the top passages (and the method's trace)."""
     from gearag.methods import make_method
@@ -198,7 +254,7 @@ def ask(
     if not question.strip():
         raise ConfigError("the question is empty")
     idx = Index.load(index_dir)
-    result = make_method(idx, method, rrf_k=rrf_k)(question, top_k)
+    result = make_method(idx, method, **(options or {}))(question, top_k)
     if as_json:
         payload = {
             "question": question,

@@ -20,6 +20,15 @@ class IndexConfig:
     #: Dense embedder for passages and triples: ``wordllama`` (static, no
     #: torch) or ``minilm`` (all-MiniLM-L6-v2, extra ``neural``).
     embedder: str = "wordllama"
+    #: Which triple endpoints become graph nodes: ``named`` (proper names,
+    #: not lower-case common nouns or bare dates/numbers; see
+    #: :func:`gearag.store.graph.is_named`) or ``all`` (every endpoint).
+    link_entities: str = "named"
+    #: Hub cut-off: an entity found in more than this share of passages (and
+    #: in more than 20) links nothing. Such hubs ("United States", "English")
+    #: join unrelated passages and crowd real bridges out of the beams.
+    #: ``1.0`` turns the cut-off off.
+    max_entity_share: float = 0.005
     #: BM25 term-frequency saturation and length normalisation (Lucene variant).
     bm25_k1: float = 1.5
     bm25_b: float = 0.75

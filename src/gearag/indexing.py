@@ -17,12 +17,12 @@ import numpy as np
 
 from gearag.config import IndexConfig
 from gearag.embed import make_embedder
-from gearag.errors import DataError
+from gearag.errors import ConfigError, DataError
 from gearag.extract import TripleExtractor, make_extractor
 from gearag.extract.run import extract_with_checkpoint
-from gearag.model import Passage
+from gearag.model import Passage, normalise_entity
 from gearag.retrieve.bm25 import build_bm25, save_bm25
-from gearag.store.graph import TripleGraph
+from gearag.store.graph import LINK_MODES, TripleGraph, is_named
 from gearag.store.index import Index, IndexWriter
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,36 @@ def _embed(embedder: object, texts: Sequence[str], description: str) -> tuple[np
         else:
             vectors[start : start + len(chunk)] = embedder.encode(chunk)  # type: ignore[attr-defined]
     return vectors, weights
+
+
+def linkable_for(
+    config: IndexConfig, subjects: Sequence[str], objects: Sequence[str], owner: Sequence[int], n_passages: int
+) -> Callable[[str], bool] | None:
+    """The endpoint filter for ``link_entities`` and ``max_entity_share``.
+
+    ``named`` falls back to ``all`` (with a warning) for a corpus with almost
+    no capitalised endpoints, e.g. lower-cased text, where it would link nothing.
+    """
+    if config.link_entities not in LINK_MODES:
+        raise ConfigError(f"unknown link_entities {config.link_entities!r} (choose from {', '.join(LINK_MODES)})")
+    named: Callable[[str], bool] = is_named
+    if config.link_entities == "all":
+        named = bool
+    else:
+        sample = list(subjects[:5000]) + list(objects[:5000])
+        if sample and sum(map(is_named, sample)) < 0.05 * len(sample):
+            log.warning("few capitalised triple endpoints: linking every endpoint (link_entities=all)")
+            named = bool
+    if config.max_entity_share >= 1.0:
+        return named
+    cap = max(20, config.max_entity_share * n_passages)
+    seen: dict[str, set[int]] = {}
+    for s, o, p in zip(subjects, objects, owner, strict=True):
+        for e in (s, o):
+            if named(e):
+                seen.setdefault(normalise_entity(e), set()).add(p)
+    hubs = {e for e, rows in seen.items() if len(rows) > cap}
+    return lambda e: named(e) and normalise_entity(e) not in hubs
 
 
 def build_index(
@@ -112,7 +142,7 @@ def build_index(
                     objects.append(o)
                     owner.append(row)
             indptr[row + 1] = len(subjects)
-        graph = TripleGraph.build(subjects, objects)
+        graph = TripleGraph.build(subjects, objects, linkable_for(config, subjects, objects, owner, len(passages)))
         stage("graph", t0)
 
         t0 = time.perf_counter()

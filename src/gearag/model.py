@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 _ARTICLES = re.compile(r"^(the|a|an)\s+")
@@ -17,6 +18,7 @@ _NON_WORD = re.compile(r"[^\w\s]")
 _SPACES = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=1 << 18)
 def normalise_entity(name: str) -> str:
     """Canonical form of an entity mention, used as the graph's node key.
 

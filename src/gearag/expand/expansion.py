@@ -33,7 +33,9 @@ class GraphExpander:
         if not len(initial):
             return ExpansionResult([], [], [])
         scorer = make_path_scorer(self.index, query, self.scoring)
-        beams = diverse_beam_search(initial, scorer, self.index.graph.neighbours, self.config)
+        beams = diverse_beam_search(
+            initial, scorer, self.index.graph.neighbours, self.config, owner=self.index.triples.passage
+        )
         triples = flatten_breadth_first(beams)
         owner = self.index.triples.passage
         passages = list(dict.fromkeys(int(owner[t]) for t in triples))

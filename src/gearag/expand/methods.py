@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gearag.errors import ConfigError
-from gearag.expand.beam import BeamConfig
+from gearag.expand.beam import SCOPES, BeamConfig
 from gearag.expand.expansion import GraphExpander, triples_of_passages
 from gearag.expand.link import TripleLinker
 from gearag.expand.reader import OfflineReader, Reader
@@ -85,7 +85,10 @@ def expansion_config(options: dict[str, Any]) -> ExpansionConfig:
         neighbours=int(options.get("neighbours") or 100),
         gamma=options.get("gamma"),
         diversity=bool(options.get("diversity", True)),
+        scope=options.get("scope") or BeamConfig.scope,
     )
+    if beam.scope not in SCOPES:
+        raise ConfigError(f"unknown neighbour scope {beam.scope!r} (choose from {', '.join(SCOPES)})")
     if beam.width < 1 or beam.length < 1 or beam.neighbours < 1:
         raise ConfigError("--beam-width, --beam-length and --neighbours must be at least 1")
     if beam.gamma is not None and beam.gamma <= 0:

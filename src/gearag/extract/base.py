@@ -49,27 +49,27 @@ def register_extractor(name: str, factory: ExtractorFactory) -> None:
     _FACTORIES[name] = factory
 
 
+#: Modules that register the built-in extractors, imported on first use so
+#: that importing gearag does not load spaCy or an HTTP client.
+_BUILTIN_MODULES = {
+    "spacy": "gearag.extract.spacy_rules",
+    "openie": "gearag.extract.openie",
+    "llm": "gearag.extract.llm",
+}
+
+
 def make_extractor(spec: str, **options: object) -> TripleExtractor:
     """Build an extractor from a spec such as ``spacy`` or ``openie:path.json``.
 
-    ``options`` go to extractors that take them (the LLM extractor takes
+    ``options`` go to the extractor's factory (the LLM extractor takes
     ``llm=``); others ignore them.
     """
+    import importlib
+
     name, _, arg = spec.partition(":")
-    _load_builtin()
+    if name not in _FACTORIES and name in _BUILTIN_MODULES:
+        importlib.import_module(_BUILTIN_MODULES[name])
     if name not in _FACTORIES:
-        known = ", ".join(sorted(_FACTORIES))
+        known = ", ".join(sorted(set(_FACTORIES) | set(_BUILTIN_MODULES)))
         raise ConfigError(f"unknown extractor {spec!r} (known: {known})")
     return _FACTORIES[name](arg, dict(options))
-
-
-def _load_builtin() -> None:
-    # Imported lazily so that importing gearag does not load spaCy.
-    if _FACTORIES:
-        return
-    from gearag.extract import openie, spacy_rules  # noqa: F401
-
-    try:
-        from gearag.extract import llm  # noqa: F401
-    except ImportError:  # the LLM extractor is optional
-        pass

@@ -9,12 +9,36 @@ A triple's neighbours are then the union of its head's and tail's rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from gearag.model import normalise_entity
+
+LINK_MODES = ("named", "all")
+
+_MONTHS = re.compile(
+    r"\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t|tember)?|oct(ober)?"
+    r"|nov(ember)?|dec(ember)?|bc|ad|ce|bce|c)\b",
+    re.IGNORECASE,
+)
+
+
+def is_named(surface: str) -> bool:
+    """Whether a triple endpoint names an entity that can link passages.
+
+    Named: it has a capital letter (a proper name such as "Aretha Franklin",
+    "Columbia Records") and is not just a date or number. Lower-case common
+    nouns ("film", "son", "closing track") and literals ("1968", "March 25,
+    1942") are attributes, not bridges: linking on them joins thousands of
+    unrelated triples (GEAR's LLM extraction asks for named entities, App. K.1).
+    """
+    if not any(ch.isupper() for ch in surface):
+        return False
+    rest = _MONTHS.sub(" ", surface)
+    return any(ch.isalpha() for ch in rest)
 
 
 @dataclass(frozen=True)
@@ -28,10 +52,19 @@ class TripleGraph:
     indices: np.ndarray  #: int32 (nnz,), triple ids, sorted within each entity
 
     @classmethod
-    def build(cls, subjects: Sequence[str], objects: Sequence[str]) -> TripleGraph:
+    def build(
+        cls, subjects: Sequence[str], objects: Sequence[str], linkable: Callable[[str], bool] | None = None
+    ) -> TripleGraph:
+        """Graph over triples ``(subjects[i], ·, objects[i])``.
+
+        Endpoints for which ``linkable`` is false get entity id -1 and link
+        nothing (``None``: every non-empty endpoint links).
+        """
         ids: dict[str, int] = {}
 
         def entity_id(name: str) -> int:
+            if linkable is not None and not linkable(name):
+                return -1
             key = normalise_entity(name)
             if not key:
                 return -1
