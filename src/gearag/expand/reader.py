@@ -87,14 +87,22 @@ class OfflineReader:
             ranks.extend([rank] * (stop - r.start))
         return np.asarray(ids, dtype=np.int64), np.asarray(ranks, dtype=np.int64)
 
-    def rank_triples(self, question: str, passages: Sequence[int], extra_query: str = "") -> list[int]:
-        """Candidate triples of ``passages`` ranked by relevance to the question."""
+    def rank_triples(
+        self, question: str, passages: Sequence[int], memory: Sequence[ProximalTriple] = ()
+    ) -> list[int]:
+        """Candidate triples of ``passages`` ranked by relevance to the question.
+
+        With a gist memory, the memory's entities join the query and triples
+        that share an entity with the memory form a fifth ranking: reading
+        "with the memory so far" (Eq. 4) favours facts that continue a chain.
+        """
         from gearag.retrieve import make_retriever
 
         ids, ranks = self.candidates(passages)
         if ids.size == 0:
             return []
-        query = f"{question} {extra_query}".strip()
+        bridge = list(dict.fromkeys(e for t in memory for e in (t.subject, t.object)))
+        query = " ".join([question, *bridge]).strip()
         lexical = make_retriever(self.index, "bm25", "triples").scores(query)[ids]  # type: ignore[attr-defined]
         qvec = self.index.embedder.encode([query])[0]
         dense = np.asarray(self.index.triple_vectors[ids] @ qvec)
@@ -111,14 +119,24 @@ class OfflineReader:
         order_dense = ids[np.lexsort((ranks, -dense))]
         order_rank = ids[np.lexsort((-dense, ranks))]
         order_mention = ids[np.lexsort((-dense, ranks, ~mention))]
-        fused = rrf([order_lex.tolist(), order_dense.tolist(), order_rank.tolist(), order_mention.tolist()])
+        rankings = [order_lex.tolist(), order_dense.tolist(), order_rank.tolist(), order_mention.tolist()]
+        if memory:
+            known = {normalise_entity(e) for e in bridge}
+            linked = np.array(
+                [
+                    (h >= 0 and graph.entities[h] in known) or (t >= 0 and graph.entities[t] in known)
+                    for h, t in zip(heads, tails, strict=True)
+                ]
+            )
+            rankings.append(ids[np.lexsort((-dense, ranks, ~linked))].tolist())
+        fused = rrf(rankings)
         return [int(t) for t, _ in fused]
 
     def read(
         self, question: str, passages: Sequence[int], memory: Sequence[ProximalTriple] = ()
     ) -> list[ProximalTriple]:
         known = {m.source for m in memory if m.source is not None}
-        ranked = [t for t in self.rank_triples(question, passages) if t not in known]
+        ranked = [t for t in self.rank_triples(question, passages, memory) if t not in known]
         table = self.index.triples
         return [
             ProximalTriple(table.subjects[t], table.predicates[t], table.objects[t], source=t)

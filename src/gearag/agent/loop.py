@@ -1,0 +1,159 @@
+"""The GEAR agent loop (§5, Fig. 1; the project page's pseudocode).
+
+Per step ``n`` with query ``q(n)`` (``q(1) = q``):
+
+1. base retrieval of ``chunks`` passages for ``q(n)`` (App. B.2: 10);
+2. SyncGE: read them (with the gist memory from step 2 on), tripleLink,
+   diverse triple beam search scored against ``q(n)``, and
+   ``C_q(n) = RRF(expanded, base)`` (§4, Eq. 1–3);
+3. gist memory: read ``C_q(n)`` with ``q`` and ``G(n-1)`` and append the
+   proximal triples (Eq. 4–5);
+4. ``reason(G(n), q)`` (Eq. 6); stop when answerable or at ``max_steps``;
+   otherwise ``q(n+1) = rewrite(G(n), q, r(n))`` (Eq. 7).
+
+One addition: the loop also stops when the rewriter returns the current
+query again, since that step would retrieve the same passages.
+
+Afterwards each gist triple is passage-linked (Eq. 8, 10) and the result is
+``RRF(C_t1, …, C_t|G|, C_q(1), …, C_q(n))`` (Eq. 9).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gearag.agent.roles import Engine, Reasoning
+from gearag.expand.expansion import GraphExpander
+from gearag.expand.link import PassageLinker, TripleLinker
+from gearag.expand.methods import ExpansionConfig
+from gearag.expand.reader import ProximalTriple
+from gearag.model import Hit
+from gearag.retrieve import make_retriever
+from gearag.retrieve.fusion import RRF_K, rrf
+from gearag.store.index import Index
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """GEAR agent settings; defaults follow App. B.2."""
+
+    #: Maximum iterations (paper: 4 for MuSiQue, 2 for 2Wiki and HotpotQA).
+    max_steps: int = 4
+    #: Base passages retrieved per step before reading (paper: 10, as IRCoT).
+    chunks: int = 10
+    #: Passages each gist triple is linked to by passageLink (Eq. 10).
+    link_k: int = 10
+    #: Graph expansion inside each step (base retriever, beams, tripleLink).
+    expansion: ExpansionConfig = field(default_factory=ExpansionConfig)
+    #: RRF constant for Eq. 3, 9 and 10.
+    rrf_k: int = RRF_K
+
+
+@dataclass
+class StepTrace:
+    """What one iteration did, for ``--json`` traces and the benchmarks."""
+
+    step: int
+    query: str
+    proximal: list[list[str]]
+    paths: list[str]
+    gist_added: list[list[str]]
+    reasoning: dict[str, Any]
+    passages: list[str]
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+    #: Passage rows of C_q(n), best first (for per-iteration recall).
+    rows: list[int] = field(default_factory=list)
+
+
+@dataclass
+class AgentResult:
+    passages: list[Hit]
+    steps: list[StepTrace]
+    memory: list[ProximalTriple]
+    reasoning: Reasoning | None
+
+    def trace(self) -> dict[str, Any]:
+        return {
+            "steps": [asdict(s) for s in self.steps],
+            "gist_memory": [list(t.as_tuple()) for t in self.memory],
+            "iterations": len(self.steps),
+        }
+
+
+def _tokens(ledger: object | None) -> tuple[int, int]:
+    if ledger is None:
+        return 0, 0
+    total = ledger.total()  # type: ignore[attr-defined]
+    return int(total.prompt_tokens), int(total.completion_tokens)
+
+
+class GearAgent:
+    """Multi-step retrieval with gist memory over one index and one engine."""
+
+    def __init__(self, index: Index, engine: Engine, config: AgentConfig = AgentConfig()) -> None:
+        self.index = index
+        self.engine = engine
+        self.config = config
+        exp = config.expansion
+        self.base = make_retriever(index, exp.base, "passages", rrf_k=config.rrf_k)
+        self.triple_linker = TripleLinker(index, exp.link)
+        self.expander = GraphExpander(index, exp.beam, exp.scoring)
+        self.passage_linker = PassageLinker(index, exp.base, rrf_k=config.rrf_k)
+
+    def step_passages(self, query: str, question: str, memory: list[ProximalTriple]) -> tuple[list[int], dict[str, Any]]:
+        """SyncGE for one step: ``C_q(n)`` and what the step's reader and beams found."""
+        base_rows = [h.idx for h in self.base.retrieve(query, self.config.chunks)]
+        proximal = self.engine.reader.read(question, base_rows, memory)
+        initial = self.triple_linker.link(proximal)
+        expansion = self.expander.expand(query, initial)
+        fused = [p for p, _ in rrf([expansion.passages, base_rows], k=self.config.rrf_k)]
+        return fused, {"proximal": proximal, "paths": self.expander.describe(expansion.beams)}
+
+    def run(self, question: str, k: int = 15) -> AgentResult:
+        memory: list[ProximalTriple] = []
+        per_step: list[list[int]] = []
+        steps: list[StepTrace] = []
+        query = question
+        reasoning: Reasoning | None = None
+        for n in range(1, self.config.max_steps + 1):
+            started = time.perf_counter()
+            before = _tokens(self.engine.ledger)
+            rows, found = self.step_passages(query, question, memory)
+            per_step.append(rows)
+            gist = self.engine.gist.read(question, rows[: self.config.chunks], memory)
+            known = {t.as_tuple() for t in memory}
+            added = [t for t in gist if t.as_tuple() not in known]
+            memory.extend(added)
+            reasoning = self.engine.reasoner.reason(question, memory)
+            next_query = None
+            if not reasoning.answerable and n < self.config.max_steps:
+                next_query = self.engine.rewriter.rewrite(question, memory, reasoning)
+            after = _tokens(self.engine.ledger)
+            steps.append(
+                StepTrace(
+                    step=n,
+                    query=query,
+                    proximal=[list(t.as_tuple()) for t in found["proximal"]],
+                    paths=found["paths"],
+                    gist_added=[list(t.as_tuple()) for t in added],
+                    reasoning={"answerable": reasoning.answerable, "text": reasoning.text,
+                               "answer": reasoning.answer, "next_query": next_query},
+                    passages=[self.index.passages[r].title for r in rows[: self.config.chunks]],
+                    tokens_in=after[0] - before[0],
+                    tokens_out=after[1] - before[1],
+                    seconds=round(time.perf_counter() - started, 4),
+                    rows=rows,
+                )
+            )
+            if reasoning.answerable or next_query is None:
+                break
+            if next_query.strip().casefold() == query.strip().casefold():
+                break  # the rewriter has nothing new to ask; another step would repeat this one
+            query = next_query
+        linked = [[h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in memory]
+        final = rrf(linked + per_step, k=self.config.rrf_k)
+        return AgentResult([Hit(i, s) for i, s in final[:k]], steps, memory, reasoning)

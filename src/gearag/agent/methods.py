@@ -1,0 +1,65 @@
+"""``gear`` as a retrieval method: the agent over an index, with the offline or an LLM engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gearag.agent.loop import AgentConfig, GearAgent
+from gearag.agent.roles import Engine
+from gearag.errors import ConfigError
+from gearag.expand.methods import expansion_config
+from gearag.methods import MethodResult, register_method
+from gearag.store.index import Index
+
+#: Passages the answerer reads (the paper's QA setup uses the top 5, Table 3).
+QA_PASSAGES = 5
+
+
+def make_engine(index: Index, options: dict[str, Any]) -> Engine:
+    engine = options.get("engine") or "offline"
+    if engine == "offline":
+        from gearag.agent.offline import offline_engine
+
+        return offline_engine(index)
+    if engine in ("openai", "llm"):
+        from gearag.agent.llm_engine import llm_engine
+
+        return llm_engine(index, options)
+    raise ConfigError(f"unknown engine {engine!r} (choose from offline, openai)")
+
+
+def agent_config(options: dict[str, Any]) -> AgentConfig:
+    steps = int(options.get("max_steps") or 4)
+    if steps < 1:
+        raise ConfigError("--max-steps must be at least 1")
+    return AgentConfig(
+        max_steps=steps,
+        chunks=int(options.get("chunks") or 10),
+        link_k=int(options.get("link_k") or 10),
+        expansion=expansion_config({**options, "base_k": None}),
+        rrf_k=int(options.get("rrf_k") or 60),
+    )
+
+
+def _gear(index: Index, options: dict[str, Any]):
+    agent = GearAgent(index, make_engine(index, options), agent_config(options))
+    answer = bool(options.get("answer", True))
+
+    def run(question: str, k: int) -> MethodResult:
+        result = agent.run(question, k)
+        trace = result.trace()
+        if result.reasoning is not None:
+            trace["reasoning"] = result.reasoning.text
+        out = MethodResult(result.passages, trace)
+        if answer:
+            top = [index.passages[h.idx] for h in result.passages[:QA_PASSAGES]]
+            ans = agent.engine.answerer.answer(question, top, result.memory)
+            out.answer = ans.text
+            trace["answer_label"] = ans.label
+            trace["evidence"] = ans.evidence
+        return out
+
+    return run
+
+
+register_method("gear", _gear)
