@@ -40,19 +40,26 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+LLMBaseUrlOpt = Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")]
+LLMModelOpt = Annotated[Optional[str], typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
+
+
 @app.command()
 def index(
     corpus: Annotated[Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Index directory to create.")],
-    extractor: Annotated[str, typer.Option(help="Triple extractor: spacy | openie:FILE | llm.")] = "spacy",
+    extractor: Annotated[str, typer.Option(help="Triple extractor: spacy | openie:FILE | llm[:MODEL].")] = "spacy",
     embedder: Annotated[str, typer.Option(help="Dense embedder: wordllama | minilm.")] = "wordllama",
     overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted build.")] = True,
+    llm_base_url: LLMBaseUrlOpt = None,
+    llm_model: LLMModelOpt = None,
 ) -> None:
     """Index a corpus into passages, triples, a triple graph, BM25 and dense indices."""
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
     from gearag.embed import EMBEDDERS
+    from gearag.extract import make_extractor
     from gearag.indexing import build_index
 
     if embedder not in EMBEDDERS:
@@ -60,22 +67,28 @@ def index(
     passages = load_corpus(corpus)
     err.print(f"[bold]{len(passages):,}[/] passages from {corpus}")
     config = IndexConfig(extractor=extractor, embedder=embedder)
+    ex = make_extractor(extractor, llm_base_url=llm_base_url, llm_model=llm_model)
     started = time.perf_counter()
-    built = build_index(
-        passages,
-        out_dir,
-        config,
-        overwrite=overwrite,
-        resume=resume,
-        on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
-    )
+    try:
+        built = build_index(
+            passages,
+            out_dir,
+            config,
+            extractor=ex,
+            overwrite=overwrite,
+            resume=resume,
+            on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
+        )
+    finally:
+        if hasattr(ex, "summary"):
+            err.print(ex.summary())  # tokens used, also when the endpoint failed mid-way
+        if hasattr(ex, "close"):
+            ex.close()
     counts = built.manifest["counts"]
     err.print(
         f"indexed {counts['passages']:,} passages, {counts['triples']:,} triples, "
         f"{counts['entities']:,} entities into {out_dir} in {time.perf_counter() - started:.1f} s"
     )
-    if "extraction_usage" in built.manifest:
-        err.print(f"LLM usage: {json.dumps(built.manifest['extraction_usage'])}")
 
 
 @app.command()
@@ -110,8 +123,6 @@ EngineOpt = Annotated[str, typer.Option(help="Engine for the reader/agent roles:
 ScoringOpt = Annotated[str, typer.Option(help="Path scoring with a neural embedder: exact | sum.")]
 BaseKOpt = Annotated[Optional[int], typer.Option("--base-k", min=1, help="Passages from the base retriever (default: --top-k).")]
 MaxStepsOpt = Annotated[int, typer.Option(min=1, help="Agent: maximum iterations (GEAR: 4 MuSiQue, 2 2Wiki/HotpotQA).")]
-LLMBaseUrlOpt = Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")]
-LLMModelOpt = Annotated[Optional[str], typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
 
 
 #: Options shared by every command that runs a retrieval method: (name, annotation, default).

@@ -154,3 +154,49 @@ def evaluate_run(
         per_question=per_question,
         skipped_no_gold=skipped,
     )
+
+
+def recall_by_iteration(
+    questions: Sequence[Question],
+    rows: Sequence[dict[str, Any]],
+    passages_by_id: dict[str, tuple[str, str]],
+    ks: Sequence[int] = (5, 10, 15),
+) -> dict[str, Any]:
+    """Recall@k after each agent iteration, cumulative, carried forward (GEAR Fig. 2).
+
+    Uses each row's ``trace.steps[n].ranking`` (passage ids of the agent's
+    output had it stopped after step ``n``). A question that stopped at step
+    ``m`` keeps step ``m``'s recall for every later iteration. Also returns
+    iterations per question and, when the trace has them, tokens per step.
+    """
+    by_id = {q.id: q for q in questions}
+    per_q = []
+    max_steps = 0
+    for row in rows:
+        q = by_id.get(row["id"])
+        steps = (row.get("trace") or {}).get("steps") or []
+        if q is None or not q.gold or not steps:
+            continue
+        series = []
+        for step in steps:
+            retrieved = [passages_by_id[pid] for pid in step.get("ranking", []) if pid in passages_by_id]
+            series.append({k: recall_at_k(retrieved, q.gold, k) for k in ks})
+        per_q.append((series, [(s.get("tokens_in", 0), s.get("tokens_out", 0)) for s in steps]))
+        max_steps = max(max_steps, len(series))
+    if not per_q:
+        raise DataError("no rows with agent traces (run `gearag retrieve --method gear`)")
+    curve = []
+    for n in range(max_steps):
+        curve.append({
+            "iteration": n + 1,
+            **{f"R@{k}": round(100 * sum(s[min(n, len(s) - 1)][k] for s, _ in per_q) / len(per_q), 2) for k in ks},
+            "still_running": sum(1 for s, _ in per_q if len(s) > n),
+        })
+    iterations = [len(s) for s, _ in per_q]
+    tokens = [sum(a + b for a, b in t) for _, t in per_q]
+    return {
+        "curve": curve,
+        "mean_iterations": round(sum(iterations) / len(iterations), 3),
+        "iteration_histogram": {str(n): iterations.count(n) for n in sorted(set(iterations))},
+        "mean_tokens_per_question": round(sum(tokens) / len(tokens), 1),
+    }

@@ -173,7 +173,7 @@ def build_index(
         writer.write_array("vectors/triples.npy", tvec)
         if tweights is not None:
             writer.write_array("vectors/triple_weights.npy", tweights)
-        usage = getattr(extractor, "usage", None)
+        ledger = getattr(extractor, "ledger", None)
         manifest = {
             "config": config.to_dict(),
             "extractor_key": extractor.key,
@@ -181,8 +181,8 @@ def build_index(
             "embedding_dim": int(pvec.shape[1]),
             "build_seconds": timings,
         }
-        if usage is not None and hasattr(usage, "to_dict"):
-            manifest["extraction_usage"] = usage.to_dict()
+        if ledger is not None:
+            manifest["extraction_usage"] = ledger.snapshot(role="extract").to_dict()
         writer.commit(manifest)
         stage("write", t0)
     if work.exists():

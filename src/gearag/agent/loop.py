@@ -65,8 +65,11 @@ class StepTrace:
     tokens_in: int = 0
     tokens_out: int = 0
     seconds: float = 0.0
-    #: Passage rows of C_q(n), best first (for per-iteration recall).
-    rows: list[int] = field(default_factory=list)
+    #: Passage rows of C_q(n), best first.
+    rows: list[int] = field(default_factory=list, repr=False)
+    #: The agent's output had it stopped after this step (Eq. 9 over steps 1..n),
+    #: for per-iteration recall (the paper's Figure 2).
+    ranking: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -78,7 +81,7 @@ class AgentResult:
 
     def trace(self) -> dict[str, Any]:
         return {
-            "steps": [asdict(s) for s in self.steps],
+            "steps": [{k: v for k, v in asdict(s).items() if k != "rows"} for s in self.steps],
             "gist_memory": [list(t.as_tuple()) for t in self.memory],
             "iterations": len(self.steps),
         }
@@ -119,6 +122,8 @@ class GearAgent:
         steps: list[StepTrace] = []
         query = question
         reasoning: Reasoning | None = None
+        linked: list[list[int]] = []
+        final: list[tuple[int, float]] = []
         for n in range(1, self.config.max_steps + 1):
             started = time.perf_counter()
             before = _tokens(self.engine.ledger)
@@ -133,6 +138,9 @@ class GearAgent:
             if not reasoning.answerable and n < self.config.max_steps:
                 next_query = self.engine.rewriter.rewrite(question, memory, reasoning)
             after = _tokens(self.engine.ledger)
+            # Eq. 8–10 for the memory so far: passageLink new gist triples, fuse with every step.
+            linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
+            final = rrf(linked + per_step, k=self.config.rrf_k)
             steps.append(
                 StepTrace(
                     step=n,
@@ -147,6 +155,7 @@ class GearAgent:
                     tokens_out=after[1] - before[1],
                     seconds=round(time.perf_counter() - started, 4),
                     rows=rows,
+                    ranking=[self.index.passages[i].id for i, _ in final[:k]],
                 )
             )
             if reasoning.answerable or next_query is None:
@@ -154,6 +163,4 @@ class GearAgent:
             if next_query.strip().casefold() == query.strip().casefold():
                 break  # the rewriter has nothing new to ask; another step would repeat this one
             query = next_query
-        linked = [[h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in memory]
-        final = rrf(linked + per_step, k=self.config.rrf_k)
         return AgentResult([Hit(i, s) for i, s in final[:k]], steps, memory, reasoning)

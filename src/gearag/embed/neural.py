@@ -16,7 +16,8 @@ class SentenceTransformerEmbedder:
         self.name = name
         self._model = model
         self.batch_size = batch_size
-        self.dim = int(model.get_sentence_embedding_dimension())  # type: ignore[attr-defined]
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension  # type: ignore[attr-defined]
+        self.dim = int(get_dim())
 
     @classmethod
     def minilm(cls) -> SentenceTransformerEmbedder:

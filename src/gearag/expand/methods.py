@@ -110,7 +110,7 @@ def make_reader(index: Index, options: dict[str, Any]) -> Reader:
     if engine in ("llm", "openai"):
         from gearag.expand.llm_reader import LLMReader
 
-        return LLMReader.from_options(options)
+        return LLMReader.from_options(index, options)
     raise ConfigError(f"unknown engine {engine!r} (choose from offline, openai)")
 
 

@@ -29,10 +29,12 @@ def top_k(scores: np.ndarray, k: int, *, keep_zero: bool = True) -> list[Hit]:
     if k <= 0:
         return []
     if k < n:
-        part = np.argpartition(-scores, k - 1)[:k]
+        # Everything tied with the k-th best is a candidate, so ties break by row, not by partition order.
+        kth = np.partition(-scores, k - 1)[k - 1]
+        part = np.flatnonzero(-scores <= kth)
     else:
         part = np.arange(n)
-    order = part[np.lexsort((part, -scores[part]))]
+    order = part[np.lexsort((part, -scores[part]))][:k]
     hits = [Hit(int(i), float(scores[i])) for i in order]
     if not keep_zero:
         hits = [h for h in hits if h.score > 0]

@@ -32,12 +32,19 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     )
 
 
+_NO_TERMS = "gearag_document_without_terms"
+
+
 def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> object:
     """Index ``texts`` into a ``bm25s.BM25`` model."""
     import bm25s
 
     model = bm25s.BM25(k1=k1, b=b)
     tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=False)
+    if not tokens.vocab:
+        # Nothing indexable (no texts, or only stop words): bm25s cannot index an
+        # empty vocabulary, so give every document one term no query can contain.
+        tokens = bm25s.tokenize([_NO_TERMS] * max(1, len(texts)), stopwords=None, show_progress=False)
     model.index(tokens, show_progress=False)
     return model
 

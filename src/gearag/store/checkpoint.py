@@ -58,12 +58,13 @@ class ExtractionCheckpoint:
                     break  # torn final write
                 try:
                     row = json.loads(raw)
+                    key = str(row["h"])
                     triples = [tuple(t) for t in row["t"]]
                     if any(len(t) != 3 for t in triples):
                         raise ValueError("triple of wrong arity")
                 except (ValueError, KeyError, TypeError):
                     break
-                self.done[row["h"]] = triples  # type: ignore[assignment]
+                self.done[key] = triples  # type: ignore[assignment]
                 good_bytes += len(raw)
         if good_bytes != self.path.stat().st_size:
             with self.path.open("r+b") as fh:

@@ -1,0 +1,60 @@
+"""The agent's roles through an OpenAI-compatible LLM (prompts of GEAR App. K.2–K.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gearag.agent.roles import Answer, Engine, Reasoning
+from gearag.expand.llm_reader import LLMReader, llm_roles
+from gearag.expand.reader import ProximalTriple
+from gearag.model import Passage
+from gearag.store.index import Index
+
+
+class LLMReasoner:
+    """``reason(G, q)`` (Eq. 6); a malformed reply degrades to "not answerable"."""
+
+    def __init__(self, roles: Any) -> None:
+        self.roles = roles
+
+    def reason(self, question: str, memory: Sequence[ProximalTriple]) -> Reasoning:
+        result = self.roles.reason_full(list(memory), question)
+        answer = result.answer_or_why if result.answerable else None
+        return Reasoning(bool(result.answerable), result.answer_or_why, answer)
+
+
+class LLMRewriter:
+    """``rewrite(G, q, r)`` (Eq. 7); falls back to the original question."""
+
+    def __init__(self, roles: Any) -> None:
+        self.roles = roles
+
+    def rewrite(self, question: str, memory: Sequence[ProximalTriple], reasoning: Reasoning) -> str:
+        return self.roles.rewrite(list(memory), question, reasoning.text)
+
+
+class LLMAnswerer:
+    """The concise-answer prompt over the top passages (Table 3's setup)."""
+
+    LABEL = "answer"
+
+    def __init__(self, roles: Any) -> None:
+        self.roles = roles
+
+    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[ProximalTriple]) -> Answer:
+        return Answer(self.roles.answer(list(passages), question) or "", self.LABEL, [])
+
+
+def llm_engine(index: Index, options: dict[str, Any]) -> Engine:
+    roles = llm_roles(options)
+    reader = LLMReader(index, roles)
+    return Engine(
+        name="openai",
+        reader=reader,
+        gist=reader,
+        reasoner=LLMReasoner(roles),
+        rewriter=LLMRewriter(roles),
+        answerer=LLMAnswerer(roles),
+        ledger=roles.llm.ledger,
+    )

@@ -1,0 +1,42 @@
+"""The LLM reader: the paper's reader prompt (App. K.2) through the LLM layer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gearag.expand.reader import ProximalTriple
+from gearag.store.index import Index
+
+
+class LLMReader:
+    """Proximal triples from an LLM reading the passages (Eq. 1, or Eq. 4 with a memory).
+
+    Its triples are free text; tripleLink maps them to index triples.
+    """
+
+    def __init__(self, index: Index, roles: Any) -> None:
+        self.index = index
+        self.roles = roles
+
+    @classmethod
+    def from_options(cls, index: Index, options: dict[str, Any]) -> LLMReader:
+        return cls(index, llm_roles(options))
+
+    def read(
+        self, question: str, passages: Sequence[int], memory: Sequence[ProximalTriple] = ()
+    ) -> list[ProximalTriple]:
+        docs = [self.index.passages[r] for r in passages]
+        found = self.roles.read(docs, question, list(memory) or None)
+        return [ProximalTriple(s, p, o) for s, p, o in found]
+
+
+def llm_roles(options: dict[str, Any]) -> Any:
+    """The LLM roles for CLI-style options (``llm_base_url``, ``llm_model``; environment otherwise)."""
+    from gearag.llm import make_llm
+    from gearag.llm.roles import LLMRoles
+
+    if "llm_roles" in options:  # an already-built LLMRoles (tests, the library API)
+        return options["llm_roles"]
+    llm = make_llm(base_url=options.get("llm_base_url"), model=options.get("llm_model"))
+    return LLMRoles(llm)

@@ -1,0 +1,144 @@
+"""Triple extraction with an LLM (GEAR §6.2, prompt of Appendix K.1): spec ``llm`` or ``llm:MODEL``.
+
+Each passage is one request with the joint named-entity + triple prompt;
+requests run concurrently (``LLMConfig.concurrency``) while results are
+yielded lazily and in order, so :func:`gearag.extract.run.extract_with_checkpoint`
+can append each finished passage to its checkpoint: a run killed at any point
+resumes where it stopped, and with the response cache on (the default) even
+replies that arrived out of order before the kill are not paid for again.
+
+A reply that cannot be parsed yields no triples for its passage (counted in
+:attr:`LLMTripleExtractor.parse_stats`); an endpoint that fails for good
+raises :class:`~gearag.errors.LLMError` and stops the run, keeping the
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gearag.errors import ConfigError
+from gearag.extract.base import RawTriple, register_extractor
+from gearag.llm.config import LLMConfig
+from gearag.llm.engine import LLM, OpenAIEngine, ordered_map
+from gearag.llm.parsing import PARSER_VERSION, ParseStats, parse_triples
+from gearag.llm.prompts import PromptSet
+from gearag.llm.usage import UsageLedger
+from gearag.model import Passage
+
+#: Ledger role of extraction requests.
+ROLE = "extract"
+
+
+class LLMTripleExtractor:
+    """A :class:`~gearag.extract.base.TripleExtractor` backed by an :class:`~gearag.llm.engine.LLM`."""
+
+    def __init__(self, llm: LLM, *, prompts: PromptSet | None = None, concurrency: int | None = None) -> None:
+        self.llm = llm
+        self.prompts = prompts or PromptSet()
+        self.concurrency = max(1, concurrency or getattr(llm, "concurrency", 1))
+        self.parse_stats = ParseStats()
+        #: Whether :meth:`close` closes the LLM (set by the factory, which built it).
+        self.owns_llm = False
+        prompt = self.prompts["extract_triples"]
+        identity = "|".join([getattr(llm, "fingerprint", llm.model), prompt.fingerprint(), PARSER_VERSION])
+        digest = hashlib.blake2b(identity.encode(), digest_size=5).hexdigest()
+        #: Keys the checkpoint: a different model, prompt, sampling setting or parser starts afresh.
+        self.key = f"llm:{llm.model}:{digest}"
+
+    @property
+    def ledger(self) -> UsageLedger:
+        """Where token usage is recorded (the LLM's ledger)."""
+        return self.llm.ledger
+
+    def _one(self, passage: Passage) -> list[RawTriple]:
+        messages = self.prompts.render("extract_triples", title=passage.title, passage=passage.text)
+        completion = self.llm.complete(messages, role=ROLE)
+        parsed = parse_triples(completion.text)
+        if completion.truncated and not parsed.truncated:
+            parsed.truncated = True
+        self.parse_stats.add(parsed)
+        return list(parsed.value.triples)
+
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[RawTriple]]:
+        """One list of triples per passage, in order, computed ``concurrency`` at a time."""
+        return ordered_map(self._one, passages, self.concurrency)
+
+    def summary(self) -> str:
+        """Tokens used and parse outcomes, for the end of ``gearag index``."""
+        total = self.ledger.snapshot(role=ROLE)
+        lines = [
+            f"LLM extraction ({self.llm.model}): {total.calls:,} passages, {total.requests:,} requests, "
+            f"{total.cache_hits:,} cached; tokens used {total.paid_prompt_tokens:,} prompt + "
+            f"{total.paid_completion_tokens:,} completion = {total.paid_tokens:,}"
+            + (f" (all calls incl. cache: {total.total_tokens:,})" if total.cache_hits else "")
+            + (f"; cost {total.cost:.4f}" if self.ledger.prices else ""),
+            self.parse_stats.summary(),
+        ]
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        """Close the LLM's connections and cache if this extractor created the LLM (the factory does)."""
+        if self.owns_llm and hasattr(self.llm, "close"):
+            self.llm.close()
+
+    def __enter__(self) -> LLMTripleExtractor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LLMTripleExtractor(key={self.key!r}, concurrency={self.concurrency})"
+
+
+def _prompts(value: Any) -> PromptSet:
+    if value is None:
+        return PromptSet.from_env()
+    if isinstance(value, PromptSet):
+        return value
+    if isinstance(value, (str, Path, Mapping)):
+        return PromptSet.load(value)
+    raise ConfigError(f"prompts must be a PromptSet, a mapping or a file path, not {type(value).__name__}")
+
+
+def make_llm_extractor(arg: str, options: dict[str, object]) -> LLMTripleExtractor:
+    """Factory for spec ``llm`` / ``llm:MODEL``.
+
+    Options: ``llm`` (an LLM instance, used as is), else ``llm_config`` (an
+    :class:`LLMConfig`) or the environment, overridden by ``llm_model`` (or
+    the spec's ``MODEL``), ``llm_base_url``, ``llm_api_key``,
+    ``llm_concurrency``, ``llm_cache`` (``False`` disables the cache);
+    ``prompts`` (PromptSet, mapping or file) and ``concurrency``.
+    """
+    llm = options.get("llm")
+    if llm is None:
+        overrides: dict[str, Any] = {
+            "model": arg or options.get("llm_model"),
+            "base_url": options.get("llm_base_url"),
+            "api_key": options.get("llm_api_key"),
+            "concurrency": options.get("llm_concurrency"),
+        }
+        if options.get("llm_cache") is False:
+            overrides["cache_path"] = False
+        base = options.get("llm_config")
+        if base is not None and not isinstance(base, LLMConfig):
+            raise ConfigError("llm_config must be an LLMConfig")
+        config = base.with_overrides(**overrides) if base is not None else LLMConfig.from_env(**overrides)
+        llm = OpenAIEngine(config)
+    elif not isinstance(llm, LLM):
+        raise ConfigError(f"option llm must implement gearag.llm.LLM, not {type(llm).__name__}")
+    concurrency = options.get("concurrency")
+    extractor = LLMTripleExtractor(
+        llm,  # type: ignore[arg-type]
+        prompts=_prompts(options.get("prompts")),
+        concurrency=int(concurrency) if concurrency is not None else None,  # type: ignore[call-overload]
+    )
+    extractor.owns_llm = options.get("llm") is None
+    return extractor
+
+
+register_extractor("llm", make_llm_extractor)

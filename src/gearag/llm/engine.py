@@ -1,0 +1,558 @@
+"""The ``LLM`` interface and the OpenAI-compatible chat-completions engine.
+
+Any server that speaks ``POST {base_url}/chat/completions`` works: OpenAI,
+Azure-style gateways, vLLM, Ollama, llama.cpp's ``llama-server``, LiteLLM...
+The engine adds what long runs need:
+
+* a SQLite response cache (:mod:`gearag.llm.cache`): a rerun sends nothing;
+* retries with exponential backoff and jitter on 408/409/425/429/5xx,
+  timeouts, dropped connections and unreadable replies, honouring
+  ``Retry-After`` (and ``retry-after-ms``); after the last retry an
+  :class:`~gearag.errors.LLMError` names the endpoint and the status;
+* a concurrency limit shared by all threads (sync) or tasks (async);
+* usage accounting in a :class:`~gearag.llm.usage.UsageLedger`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import queue
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import httpx
+
+from gearag.errors import LLMError
+from gearag.llm.cache import CachedReply, ResponseCache, cache_key
+from gearag.llm.config import LLMConfig
+from gearag.llm.usage import Usage, UsageLedger
+
+log = logging.getLogger("gearag.llm")
+
+Message = Mapping[str, Any]
+#: A chat prompt: a list of ``{"role": ..., "content": ...}`` messages, or a
+#: bare string taken as one user message.
+Messages = Sequence[Message] | str
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: HTTP statuses worth retrying: timeouts, conflicts, rate limits and server errors.
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One reply: its text, token usage and how it was obtained."""
+
+    text: str
+    usage: Usage
+    #: Served from the response cache (no request was sent).
+    cached: bool = False
+    #: Wall-clock seconds of the call, retries and waits included (0 for cache hits).
+    latency: float = 0.0
+    #: The model that answered, as the server names it.
+    model: str = ""
+    #: ``stop``, ``length`` (cut off by max_tokens)... when the server says.
+    finish_reason: str | None = None
+    #: Attempts retried before this reply arrived.
+    retries: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        """The reply hit the token limit, so structured output may be cut off."""
+        return self.finish_reason == "length"
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What every role of gearag needs from a language model."""
+
+    #: Model name; part of cache and checkpoint keys.
+    model: str
+    #: Where usage is recorded.
+    ledger: UsageLedger
+    #: Requests in flight at once in batch work.
+    concurrency: int
+
+    def complete(
+        self, messages: Messages, *, role: str, question_id: str | None = None, **params: Any
+    ) -> Completion:
+        """Send one chat prompt and return the reply. Raises :class:`LLMError` when it fails for good."""
+        ...
+
+    async def acomplete(
+        self, messages: Messages, *, role: str, question_id: str | None = None, **params: Any
+    ) -> Completion:
+        """Async :meth:`complete`."""
+        ...
+
+    def complete_many(
+        self,
+        batch: Sequence[Messages],
+        *,
+        role: str,
+        question_ids: Sequence[str | None] | None = None,
+        **params: Any,
+    ) -> list[Completion]:
+        """Complete many prompts concurrently (at most ``concurrency`` at once); results in input order."""
+        ...
+
+
+def as_messages(messages: Messages) -> list[dict[str, Any]]:
+    """Normalise a prompt: a bare string becomes a single user message."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    return [dict(m) for m in messages]
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count (≈ 4 characters a token) for servers that report no usage."""
+    return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def _prompt_text(messages: Sequence[Message]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in messages)
+
+
+class OpenAIEngine:
+    """An :class:`LLM` over any OpenAI-compatible chat-completions endpoint (httpx).
+
+    ``cache`` defaults to a :class:`ResponseCache` at ``config.cache_path``
+    (pass ``cache=None`` explicitly, or set ``config.cache_path=None``, for
+    none). ``transport``/``async_transport`` let tests inject httpx
+    transports. Per call, ``cache=False`` bypasses the cache; every other
+    keyword (``stop``, ``top_p``, ``response_format``, ``max_tokens``...) goes
+    into the request body and into the cache key.
+    """
+
+    _DEFAULT = object()
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        ledger: UsageLedger | None = None,
+        cache: ResponseCache | None | object = _DEFAULT,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.config = config
+        self.model = config.model
+        self.concurrency = config.concurrency
+        self.endpoint = config.endpoint
+        self.ledger = ledger if ledger is not None else UsageLedger.from_env()
+        if cache is OpenAIEngine._DEFAULT:
+            cache = ResponseCache(config.cache_path) if config.cache_path is not None else None
+        self.cache: ResponseCache | None = cache  # type: ignore[assignment]
+        self._transport = transport
+        self._async_transport = async_transport
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(config.concurrency)
+        self._astate: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient, asyncio.Semaphore] | None = None
+        self._rng = random.Random()
+
+    # -- identity ------------------------------------------------------------
+
+    @property
+    def fingerprint(self) -> str:
+        """What, besides the prompt, determines replies: model and sampling settings."""
+        return f"{self.model}|t={self.config.temperature}|max={self.config.max_tokens}"
+
+    def __repr__(self) -> str:
+        return f"OpenAIEngine({self.config.describe()})"
+
+    # -- request building ----------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        from gearag import __version__
+
+        headers = {"Content-Type": "application/json", "User-Agent": f"gearag/{__version__}"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        headers.update(self.config.extra_headers)
+        return headers
+
+    def _prepare(self, messages: Messages, params: dict[str, Any]) -> tuple[dict[str, Any], str | None, bool]:
+        use_cache = bool(params.pop("cache", True)) and self.cache is not None
+        msgs = as_messages(messages)
+        body: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": self.config.temperature}
+        if self.config.max_tokens is not None:
+            body["max_tokens"] = self.config.max_tokens
+        body.update(params)
+        body.pop("stream", None)  # replies are read whole
+        extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        key = cache_key(self.endpoint, self.model, msgs, extra) if use_cache else None
+        return body, key, use_cache
+
+    def _from_cache(self, key: str | None, role: str, question_id: str | None) -> Completion | None:
+        if key is None or self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        self.ledger.record(role, hit.usage, model=hit.model, question_id=question_id, cached=True)
+        return Completion(hit.text, hit.usage, cached=True, model=hit.model, finish_reason=hit.finish_reason)
+
+    def _finish(
+        self, reply: _Reply, body: dict[str, Any], key: str | None, role: str, question_id: str | None,
+        started: float, retries: int,
+    ) -> Completion:
+        usage = reply.usage
+        if usage is None:
+            usage = Usage(estimate_tokens(_prompt_text(body["messages"])), estimate_tokens(reply.text), True)
+        if key is not None and self.cache is not None:
+            self.cache.put(key, CachedReply(reply.text, usage, reply.model, reply.finish_reason))
+        latency = time.perf_counter() - started
+        self.ledger.record(role, usage, model=reply.model, question_id=question_id, latency=latency, retries=retries)
+        return Completion(reply.text, usage, cached=False, latency=latency, model=reply.model,
+                          finish_reason=reply.finish_reason, retries=retries)
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.config.retry_after_cap)
+        ceiling = min(self.config.backoff_cap, self.config.backoff_base * (2**attempt))
+        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+
+    def _give_up(self, failure: _Failure, attempts: int, role: str, question_id: str | None) -> LLMError:
+        self.ledger.record_failure(role, model=self.model, question_id=question_id, retries=attempts - 1)
+        tries = f"after {attempts} attempts" if attempts > 1 else "(not retried)"
+        return LLMError(f"LLM request to {self.endpoint} failed {tries}: {failure.describe()}{failure.hint(self)}")
+
+    # -- sync ------------------------------------------------------------------
+
+    def _sync_client(self) -> httpx.Client:
+        if self._client is None:
+            with self._client_lock:
+                if self._client is None:
+                    self._client = httpx.Client(
+                        timeout=httpx.Timeout(self.config.timeout),
+                        limits=httpx.Limits(max_connections=self.config.concurrency + 4,
+                                            max_keepalive_connections=self.config.concurrency + 4),
+                        transport=self._transport,
+                        headers=self._headers(),
+                    )
+        return self._client
+
+    def complete(
+        self, messages: Messages, *, role: str, question_id: str | None = None, **params: Any
+    ) -> Completion:
+        body, key, _ = self._prepare(messages, params)
+        cached = self._from_cache(key, role, question_id)
+        if cached is not None:
+            return cached
+        client = self._sync_client()
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            with self._slots:
+                try:
+                    response = client.post(self.endpoint, json=body)
+                except httpx.TimeoutException as exc:
+                    outcome: _Reply | _Failure = _Failure.timeout(exc, self.config.timeout)
+                except httpx.TransportError as exc:
+                    outcome = _Failure.transport(exc)
+                else:
+                    outcome = _interpret(response, self.model)
+            if isinstance(outcome, _Reply):
+                return self._finish(outcome, body, key, role, question_id, started, attempt)
+            if not outcome.retryable or attempt >= self.config.max_retries:
+                raise self._give_up(outcome, attempt + 1, role, question_id)
+            delay = self._delay(attempt, outcome.retry_after)
+            log.warning("LLM %s: %s; retry %d/%d in %.2f s", role, outcome.describe(), attempt + 1,
+                        self.config.max_retries, delay)
+            time.sleep(delay)
+            attempt += 1
+
+    def complete_many(
+        self,
+        batch: Sequence[Messages],
+        *,
+        role: str,
+        question_ids: Sequence[str | None] | None = None,
+        **params: Any,
+    ) -> list[Completion]:
+        qids = list(question_ids) if question_ids is not None else [None] * len(batch)
+        if len(qids) != len(batch):
+            raise ValueError("question_ids must have one entry per prompt")
+        jobs = list(zip(batch, qids, strict=True))
+        return list(
+            ordered_map(lambda job: self.complete(job[0], role=role, question_id=job[1], **params),
+                        jobs, self.concurrency)
+        )
+
+    def close(self) -> None:
+        """Close HTTP connections and the cache."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> OpenAIEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- async -----------------------------------------------------------------
+
+    def _async_parts(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._astate is None or self._astate[0] is not loop:
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.config.timeout),
+                limits=httpx.Limits(max_connections=self.config.concurrency + 4,
+                                    max_keepalive_connections=self.config.concurrency + 4),
+                transport=self._async_transport,
+                headers=self._headers(),
+            )
+            self._astate = (loop, client, asyncio.Semaphore(self.config.concurrency))
+        return self._astate[1], self._astate[2]
+
+    async def acomplete(
+        self, messages: Messages, *, role: str, question_id: str | None = None, **params: Any
+    ) -> Completion:
+        body, key, _ = self._prepare(messages, params)
+        cached = self._from_cache(key, role, question_id)
+        if cached is not None:
+            return cached
+        client, slots = self._async_parts()
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            async with slots:
+                try:
+                    response = await client.post(self.endpoint, json=body)
+                except httpx.TimeoutException as exc:
+                    outcome: _Reply | _Failure = _Failure.timeout(exc, self.config.timeout)
+                except httpx.TransportError as exc:
+                    outcome = _Failure.transport(exc)
+                else:
+                    outcome = _interpret(response, self.model)
+            if isinstance(outcome, _Reply):
+                return self._finish(outcome, body, key, role, question_id, started, attempt)
+            if not outcome.retryable or attempt >= self.config.max_retries:
+                raise self._give_up(outcome, attempt + 1, role, question_id)
+            delay = self._delay(attempt, outcome.retry_after)
+            log.warning("LLM %s: %s; retry %d/%d in %.2f s", role, outcome.describe(), attempt + 1,
+                        self.config.max_retries, delay)
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    async def acomplete_many(
+        self,
+        batch: Sequence[Messages],
+        *,
+        role: str,
+        question_ids: Sequence[str | None] | None = None,
+        **params: Any,
+    ) -> list[Completion]:
+        """Async :meth:`complete_many`; the first failure cancels the rest."""
+        qids = list(question_ids) if question_ids is not None else [None] * len(batch)
+        if len(qids) != len(batch):
+            raise ValueError("question_ids must have one entry per prompt")
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(self.acomplete(m, role=role, question_id=q, **params))
+                     for m, q in zip(batch, qids, strict=True)]
+        return [t.result() for t in tasks]
+
+    async def aclose(self) -> None:
+        """Close the async client of the running loop (and everything :meth:`close` closes)."""
+        if self._astate is not None:
+            await self._astate[1].aclose()
+            self._astate = None
+        self.close()
+
+
+# -- reply interpretation -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    text: str
+    usage: Usage | None
+    model: str
+    finish_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    retryable: bool
+    what: str
+    status: int | None = None
+    retry_after: float | None = None
+
+    @staticmethod
+    def timeout(exc: Exception, seconds: float) -> _Failure:
+        return _Failure(True, f"timed out after {seconds:g} s ({type(exc).__name__})")
+
+    @staticmethod
+    def transport(exc: Exception) -> _Failure:
+        detail = str(exc) or type(exc).__name__
+        return _Failure(True, f"connection error ({type(exc).__name__}: {detail})")
+
+    def describe(self) -> str:
+        return self.what
+
+    def hint(self, engine: OpenAIEngine) -> str:
+        if self.status in (401, 403):
+            return " — check the API key (OPENAI_API_KEY)"
+        if self.status == 404:
+            return (f" — check --llm-base-url (usually ends in /v1; requests go to {engine.endpoint}) "
+                    f"and that the server serves model {engine.model!r}")
+        if self.status is None and self.what.startswith("connection error"):
+            return f" — is a server listening at {engine.config.base_url}?"
+        return ""
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    ms = response.headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_message(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        text = response.text.strip().replace("\n", " ")
+        return text[:300]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            return str(err.get("message") or err)[:300]
+        return str(err)[:300]
+    return str(data)[:300]
+
+
+def _interpret(response: httpx.Response, model: str) -> _Reply | _Failure:
+    status = response.status_code
+    if status != 200:
+        reason = response.reason_phrase or ""
+        what = f"HTTP {status}{' ' + reason if reason else ''}"
+        message = _error_message(response)
+        if message:
+            what += f": {message}"
+        retryable = status in RETRY_STATUSES or status >= 500
+        return _Failure(retryable, what, status, _retry_after(response) if retryable else None)
+    try:
+        data = response.json()
+    except ValueError:
+        snippet = response.text[:120].replace("\n", " ")
+        return _Failure(True, f"HTTP 200 with a body that is not JSON: {snippet!r}", 200)
+    if not isinstance(data, dict):
+        return _Failure(True, "HTTP 200 with an unexpected JSON body", 200)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        if "error" in data:
+            return _Failure(True, f"HTTP 200 carrying an error: {_error_message(response)}", 200)
+        return _Failure(True, "HTTP 200 without choices", 200)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    content = message.get("content") if isinstance(message, dict) else None
+    if content is None and isinstance(choice.get("text"), str):  # legacy completions shape
+        content = choice["text"]
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    text = content if isinstance(content, str) else ""
+    usage = None
+    raw_usage = data.get("usage")
+    if isinstance(raw_usage, dict):
+        try:
+            prompt = int(raw_usage.get("prompt_tokens") or 0)
+            completion = int(raw_usage.get("completion_tokens") or 0)
+            if prompt or completion:
+                usage = Usage(prompt, completion)
+        except (TypeError, ValueError):
+            usage = None
+    return _Reply(text, usage, str(data.get("model") or model), choice.get("finish_reason"))
+
+
+# -- ordered, bounded concurrency over threads -------------------------------------
+
+
+def ordered_map(
+    fn: Callable[[T], R], items: Iterable[T], concurrency: int, *, ahead: int | None = None
+) -> Iterator[R]:
+    """Apply ``fn`` to ``items`` on up to ``concurrency`` threads; yield results lazily, in input order.
+
+    At most ``ahead`` items (default ``2 * concurrency``) are started before
+    the oldest one is yielded, so a consumer that checkpoints each result
+    loses at most that much work on a crash (and nothing if the results are
+    cached). The first exception is re-raised in order; work not yet started
+    is then dropped. Worker threads are daemons: an interrupted run exits
+    without waiting for requests in flight.
+    """
+    if concurrency <= 1:
+        for item in items:
+            yield fn(item)
+        return
+    window = max(concurrency, ahead if ahead is not None else 2 * concurrency)
+    tasks: queue.SimpleQueue[tuple[Future[R], T] | None] = queue.SimpleQueue()
+
+    def worker() -> None:
+        while True:
+            job = tasks.get()
+            if job is None:
+                return
+            future, item = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(item))
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+                future.set_exception(exc)
+
+    threads = [threading.Thread(target=worker, name=f"gearag-llm-{i}", daemon=True) for i in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    source = iter(items)
+    pending: deque[Future[R]] = deque()
+
+    def submit_one() -> bool:
+        try:
+            item = next(source)
+        except StopIteration:
+            return False
+        future: Future[R] = Future()
+        pending.append(future)
+        tasks.put((future, item))
+        return True
+
+    try:
+        while len(pending) < window and submit_one():
+            pass
+        while pending:
+            result = pending.popleft().result()
+            submit_one()
+            yield result
+    finally:
+        for future in pending:
+            future.cancel()
+        for _ in threads:
+            tasks.put(None)
