@@ -231,11 +231,13 @@ def eval_(
 
     ks = _int_list(k)
     qs = load_questions(questions)
-    if corpus is not None:
-        matcher = GoldMatcher(load_corpus(corpus))
+    corpus_passages = load_corpus(corpus) if corpus is not None else None
+    if corpus_passages is not None:
+        matcher = GoldMatcher(corpus_passages)
         for q in qs:
             matcher.resolve(q)
-    report = evaluate_run(qs, read_run(run), ks)
+    rows = read_run(run)
+    report = evaluate_run(qs, rows, ks)
     table = Table(title=f"{run.name}: {report.n_questions} questions")
     cells = report.row()
     for name in cells:
@@ -244,8 +246,24 @@ def eval_(
     out.print(table)
     if report.skipped_no_gold:
         err.print(f"{report.skipped_no_gold} question(s) have no gold passages and were left out of recall")
+    payload = report.to_dict()
+    if any("steps" in (row.get("trace") or {}) for row in rows):
+        if corpus_passages is None:
+            err.print("agent traces found: pass --corpus to also report recall by iteration")
+        else:
+            from gearag.evaluation import recall_by_iteration
+
+            by_id = {p.id: (p.title, p.text) for p in corpus_passages}
+            curve = recall_by_iteration(qs, rows, by_id, [x for x in ks if x > 2] or ks)
+            payload["by_iteration"] = curve
+            it_table = Table(title=f"recall by iteration (mean {curve['mean_iterations']} iterations)")
+            for name in curve["curve"][0]:
+                it_table.add_column(name, justify="right")
+            for point in curve["curve"]:
+                it_table.add_row(*(str(v) for v in point.values()))
+            out.print(it_table)
     if json_out:
-        json_out.write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
 
 
 @app.command()
@@ -287,7 +305,7 @@ def ask(
 @app.command()
 def demo(
     directory: Annotated[Path, typer.Option("--dir", help="Where to write the demo corpus and index.")] = Path("demo_out"),
-    method: MethodOpt = "bm25",
+    method: MethodOpt = "gear",
 ) -> None:
     """Write a small multi-hop corpus, index it and answer its questions — offline, no key."""
     from gearag.demo import run_demo
@@ -295,10 +313,18 @@ def demo(
     run_demo(directory, method=method, console=out)
 
 
+def _click_exceptions():  # noqa: ANN202
+    """The click exception classes typer raises (recent typer vendors its own click)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # older typer on plain click
+        from click import exceptions
+    return exceptions
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the app and maps errors to exit codes."""
-    import click
-
+    cx = _click_exceptions()
     command = typer.main.get_command(app)
     try:
         command.main(args=argv, prog_name="gearag", standalone_mode=False)
@@ -307,17 +333,14 @@ def main(argv: list[str] | None = None) -> int:
 
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
-    except click.exceptions.Abort:
-        err.print("interrupted")
-        return 130
-    except KeyboardInterrupt:
+    except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted; rerun the same command to resume")
         return 130
-    except click.ClickException as exc:
+    except cx.ClickException as exc:
         exc.show()
         return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
+    except typer.Exit as exc:
+        return int(getattr(exc, "exit_code", 0) or 0)
     return 0
 
 

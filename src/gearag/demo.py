@@ -72,7 +72,7 @@ def write_demo_data(directory: Path) -> tuple[Path, Path]:
     return corpus, questions
 
 
-def run_demo(directory: Path, method: str = "bm25", console: Console | None = None, top_k: int = 5) -> dict:
+def run_demo(directory: Path, method: str = "gear", console: Console | None = None, top_k: int = 5) -> dict:
     """Write the demo data, index it, run ``method`` on each question and report recall."""
     from gearag.data import GoldMatcher, load_corpus, load_questions
     from gearag.display import print_result

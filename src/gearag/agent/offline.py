@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gearag.agent.question import QuestionInfo, analyse, date_key, matches_type
+from gearag.question_analysis import QuestionInfo, analyse, date_key, matches_type
 from gearag.agent.roles import Answer, Engine, Reasoning
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig, ProximalTriple
 from gearag.model import Passage, normalise_entity
@@ -53,8 +53,13 @@ _RELATED = {
     "educ": ("educ", "studi", "graduat", "attend", "school", "univers"),
 }
 
-#: Share of the question's relation terms a chain must cover to count as an answer.
-COVERAGE = 0.6
+#: Share of the question's relation words a chain must cover to be an answer.
+COVERAGE = 0.5
+
+#: Words that name the answer's type rather than a relation; the type check covers them.
+_TYPE_WORDS = frozenset(
+    "year date time day month citi countri counti place state town locat nation mani much old name person".split()
+)
 
 
 def _stems(text: str) -> set[str]:
@@ -77,12 +82,30 @@ def _in_question(entity: str, qnorm: str) -> bool:
     return len(e) >= 3 and f" {e} " in f" {qnorm} "
 
 
+def same_entity(a: str, b: str) -> bool:
+    """Normalised names of one entity: equal, or one a whole-word prefix of the other ("akron" / "akron ohio")."""
+    if a == b:
+        return True
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return len(short) >= 4 and long.startswith(short + " ")
+
+
 @dataclass
 class Chain:
     triples: list[ProximalTriple]
     terminal: str
+    #: Share of the question's relation words the chain's text covers.
     coverage: float
+    #: The terminal is a value of the asked type.
     typed: bool
+    #: The last triple's predicate expresses one of the question's relation words.
+    hit: bool
+
+    @property
+    def answers(self) -> bool:
+        """A typed value, reached through a relation the question asks about, by a
+        chain that covers most of the question's relation words."""
+        return self.typed and self.hit and self.coverage >= COVERAGE
 
     def describe(self) -> list[str]:
         return [f"({t.subject}; {t.predicate}; {t.object})" for t in self.triples]
@@ -105,31 +128,36 @@ class OfflineReasoner:
         entity_terms = set()
         for t, end in anchors:
             entity_terms |= _stems(end)
-        relation_terms = [x for x in info.terms if x not in entity_terms] or list(info.terms)
-        by_entity: dict[str, list[ProximalTriple]] = {}
-        for t in memory:
-            for end in (t.subject, t.object):
-                if is_named(end):  # chains continue through named entities only, as the graph does
-                    by_entity.setdefault(normalise_entity(end), []).append(t)
+        relation_terms = [x for x in info.terms if x not in entity_terms and x not in _TYPE_WORDS] or list(
+            info.terms
+        )
+        named = [(normalise_entity(end), t) for t in memory for end in (t.subject, t.object) if is_named(end)]
+
+        def continuing(entity: str) -> list[ProximalTriple]:
+            # Chains continue through named entities only, as the graph does; "Akron" meets "Akron, Ohio".
+            return [t for key, t in named if same_entity(key, entity)]
+
         out: list[Chain] = []
 
         def walk(path: list[ProximalTriple], came_in: str) -> None:
             last = path[-1]
-            far = last.object if normalise_entity(last.subject) == came_in else last.subject
+            far = last.object if same_entity(normalise_entity(last.subject), came_in) else last.subject
             terms = set().union(*(_stems(f"{t.subject} {t.predicate} {t.object}") for t in path))
             covered = sum(1 for x in relation_terms if _covers(x, terms)) / len(relation_terms)
+            hit = any(_covers(x, _stems(last.predicate)) for x in relation_terms)
             if not _in_question(far, qnorm):
-                out.append(Chain(list(path), far, covered, matches_type(far, info.answer_type)))
+                out.append(Chain(list(path), far, covered, matches_type(far, info.answer_type), hit))
             if len(path) >= self.max_length:
                 return
-            for nxt in by_entity.get(normalise_entity(far), []):
+            if not is_named(far):
+                return
+            for nxt in continuing(normalise_entity(far)):
                 if nxt not in path:
                     walk(path + [nxt], normalise_entity(far))
 
         for t, end in anchors:
             walk([t], normalise_entity(end))
-        out.sort(key=lambda c: (c.typed and c.coverage >= COVERAGE, c.coverage, c.typed, -len(c.triples)),
-                 reverse=True)
+        out.sort(key=lambda c: (c.answers, c.hit and c.typed, c.coverage, c.typed, -len(c.triples)), reverse=True)
         return out
 
     def compare(self, info: QuestionInfo, memory: Sequence[ProximalTriple]) -> Reasoning | None:
@@ -163,7 +191,7 @@ class OfflineReasoner:
         if not chains:
             return Reasoning(False, "No remembered fact mentions an entity of the question.")
         best = chains[0]
-        if best.typed and best.coverage >= COVERAGE:
+        if best.answers:
             return Reasoning(
                 True,
                 f"The chain {' → '.join(best.describe())} answers with {best.terminal}.",
@@ -193,10 +221,11 @@ class OfflineRewriter:
             if missing:
                 rest = re.sub(r",[^,]*\bor\b[^?]*\??$", "", question).strip()
                 return f"{missing[0]} {rest}" if normalise_entity(missing[0]) not in qnorm else f"{rest} {missing[0]}"
-        chains = [c for c in self.reasoner.chains(info, memory) if not c.typed or c.coverage < COVERAGE]
+        # Bridge: the best-covering chain that ends in a named entity the question does not name.
+        chains = [c for c in self.reasoner.chains(info, memory) if is_named(c.terminal) and not c.answers]
         if not chains:
             return question
-        bridge = chains[0]
+        bridge = max(chains, key=lambda c: (c.coverage, -len(c.triples)))
         return substitute(question, bridge)
 
 
@@ -235,7 +264,7 @@ class OfflineAnswerer:
         if info.answer_type == "yesno":
             return Answer("yes" if reasoning.answerable else "no", self.LABEL, reasoning.evidence)
         chains = self.reasoner.chains(info, memory)
-        typed = [c for c in chains if c.typed]
+        typed = [c for c in chains if c.typed and c.hit] or [c for c in chains if c.typed]
         if typed:
             return Answer(typed[0].terminal, self.LABEL, typed[0].describe())
         # Fall back to typed values in the top passages' triples, best passage first.

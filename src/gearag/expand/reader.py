@@ -109,6 +109,15 @@ class OfflineReader:
         qnorm = normalise_entity(query)
         graph = self.index.graph
         heads, tails = graph.head[ids], graph.tail[ids]
+        from gearag.question_analysis import analyse, matches_type
+        from gearag.store.graph import is_named
+
+        answer_type = analyse(question).answer_type
+        table = self.index.triples
+        # Useful facts: the far end is a bridge (a named entity) or a value of the asked type.
+        useful = np.array(
+            [is_named(table.objects[t]) or matches_type(table.objects[t], answer_type) for t in ids.tolist()]
+        )
         mention = np.array(
             [
                 _mentions(qnorm, graph.entities[h]) if h >= 0 else False
@@ -119,7 +128,9 @@ class OfflineReader:
         order_dense = ids[np.lexsort((ranks, -dense))]
         order_rank = ids[np.lexsort((-dense, ranks))]
         order_mention = ids[np.lexsort((-dense, ranks, ~mention))]
-        rankings = [order_lex.tolist(), order_dense.tolist(), order_rank.tolist(), order_mention.tolist()]
+        order_useful = ids[np.lexsort((-dense, ranks, ~useful))]
+        rankings = [order_lex.tolist(), order_dense.tolist(), order_rank.tolist(), order_mention.tolist(),
+                    order_useful.tolist()]
         if memory:
             known = {normalise_entity(e) for e in bridge}
             linked = np.array(

@@ -26,19 +26,29 @@ _MONTHS = re.compile(
 )
 
 
+_FUNCTION_WORDS = frozenset(
+    "of the and de la le les von van der den du del da di y in on for a an at to by with from".split()
+)
+
+
 def is_named(surface: str) -> bool:
     """Whether a triple endpoint names an entity that can link passages.
 
-    Named: it has a capital letter (a proper name such as "Aretha Franklin",
-    "Columbia Records") and is not just a date or number. Lower-case common
-    nouns ("film", "son", "closing track") and literals ("1968", "March 25,
-    1942") are attributes, not bridges: linking on them joins thousands of
-    unrelated triples (GEAR's LLM extraction asks for named entities, App. K.1).
+    Named: it starts with a capitalised word and at least half of its content
+    words are capitalised (a proper name such as "Aretha Franklin", "Bank of
+    America", "Virginia Tech Hokies men's basketball"), and it is not just a
+    date or number. Common nouns ("film", "son", "closing track"), descriptions
+    ("American professional basketball player") and literals ("1968",
+    "March 25, 1942") are attributes, not bridges: linking on them joins
+    thousands of unrelated triples (GEAR's LLM extraction asks for named
+    entities, App. K.1).
     """
-    if not any(ch.isupper() for ch in surface):
-        return False
     rest = _MONTHS.sub(" ", surface)
-    return any(ch.isalpha() for ch in rest)
+    words = [w for w in re.findall(r"[^\W\d_][\w'.&-]*", rest) if w.lower() not in _FUNCTION_WORDS]
+    if not words:
+        return False
+    capitalised = [any(ch.isupper() for ch in w) for w in words]
+    return capitalised[0] and 2 * sum(capitalised) >= len(capitalised)
 
 
 @dataclass(frozen=True)
