@@ -31,6 +31,20 @@ MethodFactory = Callable[[Index, dict[str, Any]], Method]
 _REGISTRY: dict[str, MethodFactory] = {}
 
 
+def positive_int(options: dict[str, Any], name: str, default: int) -> int:
+    """An integer option ≥ 1 (``None`` or absent means ``default``); anything else is a ConfigError."""
+    value = options.get(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name.replace('_', '-')} must be an integer, got {value!r}") from None
+    if number < 1 or number != value and not isinstance(value, str):
+        raise ConfigError(f"{name.replace('_', '-')} must be a whole number of at least 1, got {value!r}")
+    return number
+
+
 def register_method(name: str, factory: MethodFactory) -> None:
     _REGISTRY[name] = factory
 

@@ -90,7 +90,7 @@ class AgentResult:
 def _tokens(ledger: object | None) -> tuple[int, int]:
     if ledger is None:
         return 0, 0
-    total = ledger.total()  # type: ignore[attr-defined]
+    total = ledger.snapshot()  # type: ignore[attr-defined]
     return int(total.prompt_tokens), int(total.completion_tokens)
 
 

@@ -8,7 +8,7 @@ from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.agent.roles import Engine
 from gearag.errors import ConfigError
 from gearag.expand.methods import expansion_config
-from gearag.methods import MethodResult, register_method
+from gearag.methods import MethodResult, positive_int, register_method
 from gearag.store.index import Index
 
 #: Passages the answerer reads (the paper's QA setup uses the top 5, Table 3).
@@ -29,15 +29,12 @@ def make_engine(index: Index, options: dict[str, Any]) -> Engine:
 
 
 def agent_config(options: dict[str, Any]) -> AgentConfig:
-    steps = int(options.get("max_steps") or 4)
-    if steps < 1:
-        raise ConfigError("--max-steps must be at least 1")
     return AgentConfig(
-        max_steps=steps,
-        chunks=int(options.get("chunks") or 10),
-        link_k=int(options.get("link_k") or 10),
+        max_steps=positive_int(options, "max_steps", 4),
+        chunks=positive_int(options, "chunks", 10),
+        link_k=positive_int(options, "link_k", 10),
         expansion=expansion_config({**options, "base_k": None}),
-        rrf_k=int(options.get("rrf_k") or 60),
+        rrf_k=positive_int(options, "rrf_k", 60),
     )
 
 

@@ -20,7 +20,7 @@ from gearag.expand.beam import SCOPES, BeamConfig
 from gearag.expand.expansion import GraphExpander, triples_of_passages
 from gearag.expand.link import TripleLinker
 from gearag.expand.reader import OfflineReader, Reader
-from gearag.methods import MethodResult, register_method
+from gearag.methods import MethodResult, positive_int, register_method
 from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import RRF_K, rrf
 from gearag.store.index import Index
@@ -80,26 +80,24 @@ class GraphExpansionRetriever:
 def expansion_config(options: dict[str, Any]) -> ExpansionConfig:
     """Build the config from CLI-style options, with clear errors."""
     beam = BeamConfig(
-        width=int(options.get("beam_width") or 10),
-        length=int(options.get("beam_length") or 2),
-        neighbours=int(options.get("neighbours") or 100),
+        width=positive_int(options, "beam_width", 10),
+        length=positive_int(options, "beam_length", 2),
+        neighbours=positive_int(options, "neighbours", 100),
         gamma=options.get("gamma"),
         diversity=bool(options.get("diversity", True)),
         scope=options.get("scope") or BeamConfig.scope,
     )
     if beam.scope not in SCOPES:
         raise ConfigError(f"unknown neighbour scope {beam.scope!r} (choose from {', '.join(SCOPES)})")
-    if beam.width < 1 or beam.length < 1 or beam.neighbours < 1:
-        raise ConfigError("--beam-width, --beam-length and --neighbours must be at least 1")
     if beam.gamma is not None and beam.gamma <= 0:
         raise ConfigError("--gamma must be positive")
     return ExpansionConfig(
         base=options.get("base") or "bm25",
-        base_k=options.get("base_k"),
+        base_k=positive_int(options, "base_k", 0) or None,
         beam=beam,
         scoring=options.get("scoring") or "exact",
         link=options.get("link") or "bm25",
-        rrf_k=int(options.get("rrf_k") or RRF_K),
+        rrf_k=positive_int(options, "rrf_k", RRF_K),
     )
 
 

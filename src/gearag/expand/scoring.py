@@ -61,7 +61,8 @@ class NeuralPathScorer(PathScorer):
         self.index = index
         self.vectors = index.triple_vectors
         self.mode = mode
-        self._cache: OrderedDict[tuple[int, ...], np.ndarray] = _PATH_CACHE
+        # Path embeddings depend only on the index, so one LRU per index serves every query.
+        self._cache: OrderedDict[tuple[int, ...], np.ndarray] = index._cache.setdefault("path_embeddings", OrderedDict())
         self._cache_size = cache_size
 
     def start(self, triples: np.ndarray) -> np.ndarray:
@@ -82,10 +83,6 @@ class NeuralPathScorer(PathScorer):
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return np.array([float(self._cache[key] @ self.q) for key in keys])
-
-
-#: Path embeddings are query-independent, so one process-wide LRU serves every query.
-_PATH_CACHE: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
 
 
 def make_path_scorer(index: Index, query: str, mode: str = "exact") -> PathScorer:

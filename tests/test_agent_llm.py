@@ -1,0 +1,252 @@
+"""The GEAR agent with the LLM engine against a scripted OpenAI-compatible server on 127.0.0.1.
+
+The server answers in the order the loop asks, so each test checks the exact
+sequence of prompts: per step the reader (with the gist memory from step 2
+on), the gist constructor, the reasoner and, unless the question is
+answerable or the step is the last, the rewriter.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gearag.agent.llm_engine import llm_engine
+from gearag.agent.loop import AgentConfig, GearAgent
+from gearag.llm import prompts as P
+from gearag.llm.roles import format_passages, format_triples
+from gearag.retrieve import make_retriever
+from gearag.store.index import Index
+from llm_server import Reply, ScriptedServer
+
+QUESTION = "On which river is the city where the band of John Lennon was formed?"
+REWRITE = "On which river is Liverpool?"
+FORMED = ("The Beatles", "formed in", "Liverpool")
+RIVER = ("Liverpool", "on the river", "River Mersey")
+
+#: A line that only the named prompt template contains.
+MARKERS = {
+    "read_with_memory": "Some facts are already known",
+    "read": "From these documents, write the facts that help answer the question below.",
+    "reason": "Decide whether the known facts below are enough to answer the question.",
+    "rewrite": "write the next question to search for",
+    "answer": "careful reading-comprehension assistant",
+}
+
+
+def kind(prompt: str) -> str:
+    found = [name for name, marker in MARKERS.items() if marker in prompt]
+    assert len(found) == 1, (found, prompt[:300])
+    return found[0]
+
+
+def facts(*triples: tuple[str, str, str]) -> str:
+    return "Facts: " + format_triples(triples)
+
+
+def no(why: str) -> str:
+    return f"Answerable: No\nWhy: {why}"
+
+
+def yes(answer: str) -> str:
+    return f"Answerable: Yes\nAnswer: {answer}"
+
+
+@pytest.fixture(autouse=True)
+def llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """No response cache (every call must reach the server), no retries, nothing from the caller's env."""
+    for var in ("GEARAG_LLM_BASE_URL", "OPENAI_BASE_URL", "GEARAG_LLM_MODEL", "GEARAG_LLM_HEADERS",
+                "GEARAG_LLM_PRICES", "GEARAG_PROMPTS", "GEARAG_LLM_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GEARAG_LLM_CACHE", "0")
+    monkeypatch.setenv("GEARAG_CACHE_DIR", str(tmp_path / "cache"))  # in case the flag is ignored
+    monkeypatch.setenv("GEARAG_LLM_MAX_RETRIES", "0")
+    monkeypatch.setenv("GEARAG_LLM_TIMEOUT", "20")
+    monkeypatch.setenv("GEARAG_PROGRESS", "0")
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer(default=Reply("UNSCRIPTED CALL")) as s:
+        yield s
+
+
+def make_agent(index: Index, server: ScriptedServer, max_steps: int) -> GearAgent:
+    engine = llm_engine(index, {"llm_base_url": server.base_url, "llm_model": "test-model"})
+    return GearAgent(index, engine, AgentConfig(max_steps=max_steps, chunks=2, link_k=3))
+
+
+def base_docs(index: Index, query: str, k: int = 2) -> str:
+    rows = [h.idx for h in make_retriever(index, "bm25", "passages").retrieve(query, k)]
+    return format_passages([index.passages[r] for r in rows])
+
+
+def step_docs(index: Index, titles: list[str]) -> str:
+    by_title = {p.title: p for p in index.passages}
+    return format_passages([by_title[t] for t in titles])
+
+
+def test_markers_identify_the_default_prompts() -> None:
+    templates = {"read": P.READ, "read_with_memory": P.READ_WITH_MEMORY, "reason": P.REASON,
+                 "rewrite": P.REWRITE, "answer": P.ANSWER}
+    for name, template in templates.items():
+        assert kind(template) == name
+
+
+# --------------------------------------------------------------------------- (a) answerable at step 2
+
+
+def test_answerable_at_step_two_runs_two_steps_with_the_right_prompts(
+    tiny_index: Index, server: ScriptedServer
+) -> None:
+    server.push(
+        Reply(facts(FORMED)),                       # step 1: reader
+        Reply(facts(FORMED)),                       # step 1: gist memory
+        Reply(no("Which river Liverpool is on is not known.")),
+        Reply(f"Next Question: {REWRITE}"),
+        Reply(facts(RIVER)),                        # step 2: reader, with memory
+        Reply(facts(RIVER)),                        # step 2: gist memory
+        Reply(yes("River Mersey")),
+    )
+    result = make_agent(tiny_index, server, max_steps=4).run(QUESTION, k=5)
+
+    requests = server.requests
+    assert [kind(r.prompt) for r in requests] == [
+        "read", "read", "reason", "rewrite", "read_with_memory", "read_with_memory", "reason",
+    ]
+    assert all(r.answered and r.body["model"] == "test-model" for r in requests)
+    assert all(r.path.endswith("/chat/completions") for r in requests)
+
+    # Step 1: the reader reads the base passages of the question; the gist constructor reads C_q(1).
+    assert base_docs(tiny_index, QUESTION) in requests[0].prompt
+    assert f"Question: {QUESTION}" in requests[0].prompt
+    assert step_docs(tiny_index, result.steps[0].passages) in requests[1].prompt
+    assert f"Question: {QUESTION}\nFacts: {format_triples([FORMED])}" in requests[2].prompt
+    assert "Reason: Which river Liverpool is on is not known." in requests[3].prompt
+    assert f"Facts: {format_triples([FORMED])}" in requests[3].prompt
+
+    # Step 2 retrieves with the rewritten query and reads with the gist memory of step 1.
+    assert result.steps[1].query == REWRITE
+    assert base_docs(tiny_index, REWRITE) in requests[4].prompt
+    assert base_docs(tiny_index, REWRITE) != base_docs(tiny_index, QUESTION)
+    for r in requests[4:6]:
+        assert f"Question: {QUESTION}\nFacts: {format_triples([FORMED])}" in r.prompt
+    assert step_docs(tiny_index, result.steps[1].passages) in requests[5].prompt
+    assert f"Facts: {format_triples([FORMED, RIVER])}" in requests[6].prompt
+
+    assert len(result.steps) == 2
+    assert [s.query for s in result.steps] == [QUESTION, REWRITE]
+    assert result.steps[0].reasoning == {"answerable": False, "text": "Which river Liverpool is on is not known.",
+                                        "answer": None, "next_query": REWRITE}
+    assert result.steps[1].reasoning["answerable"] is True
+    assert result.steps[1].reasoning["answer"] == "River Mersey"
+    assert result.steps[1].reasoning["next_query"] is None
+    assert [s.gist_added for s in result.steps] == [[list(FORMED)], [list(RIVER)]]
+    assert [s.proximal for s in result.steps] == [[list(FORMED)], [list(RIVER)]]
+    assert [t.as_tuple() for t in result.memory] == [FORMED, RIVER]
+    assert result.reasoning is not None and result.reasoning.answer == "River Mersey"
+    assert 0 < len(result.passages) <= 5
+
+
+# --------------------------------------------------------------------------- (b) never answerable
+
+
+def test_never_answerable_stops_at_max_steps(tiny_index: Index, server: ScriptedServer) -> None:
+    q2, q3 = "Where was John Lennon's band formed?", "Which river flows through Liverpool?"
+    server.push(
+        Reply(facts(FORMED)), Reply(facts(FORMED)), Reply(no("missing the river")), Reply(f"Next Question: {q2}"),
+        Reply(facts(FORMED)), Reply("Facts: none"), Reply(no("still missing")), Reply(f"Next Question: {q3}"),
+        Reply(facts(RIVER)), Reply(facts(RIVER)), Reply(no("the facts do not say")),
+    )
+    result = make_agent(tiny_index, server, max_steps=3).run(QUESTION, k=5)
+    assert [kind(r.prompt) for r in server.requests] == [
+        "read", "read", "reason", "rewrite",
+        "read_with_memory", "read_with_memory", "reason", "rewrite",
+        "read_with_memory", "read_with_memory", "reason",
+    ]
+    assert len(result.steps) == 3
+    assert [s.query for s in result.steps] == [QUESTION, q2, q3]
+    assert all(not s.reasoning["answerable"] for s in result.steps)
+    assert result.steps[-1].reasoning["next_query"] is None
+    assert result.steps[1].gist_added == []
+    assert [t.as_tuple() for t in result.memory] == [FORMED, RIVER]
+    assert result.reasoning is not None and not result.reasoning.answerable
+
+
+# --------------------------------------------------------------------------- (c) malformed replies
+
+
+def test_malformed_reasoning_degrades_to_not_answerable(tiny_index: Index, server: ScriptedServer) -> None:
+    garbage = "Hmm, hard to tell from these."
+    server.push(
+        Reply("I could not find anything in those documents, sorry."),  # unusable reader reply
+        Reply(facts(FORMED)),
+        Reply(garbage),                                                  # no verdict at all
+        Reply(f"Next Question: {REWRITE}"),
+        Reply(facts(RIVER)),
+        Reply(facts(RIVER)),
+        Reply(yes("River Mersey")),
+    )
+    agent = make_agent(tiny_index, server, max_steps=3)
+    result = agent.run(QUESTION, k=5)
+    assert [kind(r.prompt) for r in server.requests] == [
+        "read", "read", "reason", "rewrite", "read_with_memory", "read_with_memory", "reason",
+    ]
+    first = result.steps[0]
+    assert first.proximal == []  # nothing to link: the step falls back to its base passages
+    assert first.reasoning["answerable"] is False
+    assert first.reasoning["answer"] is None
+    assert first.reasoning["next_query"] == REWRITE
+    assert f"Reason: {garbage}" in server.requests[3].prompt  # the loop went on and rewrote
+    assert len(result.steps) == 2 and result.steps[1].reasoning["answer"] == "River Mersey"
+    stats = agent.engine.reasoner.roles.parse_stats["reason"]  # type: ignore[attr-defined]
+    assert (stats.replies, stats.failed) == (2, 1)
+
+
+# --------------------------------------------------------------------------- (d) token accounting
+
+
+def test_step_tokens_add_up_to_the_ledger(tiny_index: Index, server: ScriptedServer) -> None:
+    usage = [(101, 11), (102, 12), (103, 13), (104, 14), (205, 25), (206, 26), (207, 27)]
+    texts = [facts(FORMED), facts(FORMED), no("river unknown"), f"Next Question: {REWRITE}",
+             facts(RIVER), facts(RIVER), yes("River Mersey")]
+    server.push(*(Reply(t, prompt_tokens=p, completion_tokens=c) for t, (p, c) in zip(texts, usage)))
+    agent = make_agent(tiny_index, server, max_steps=4)
+    result = agent.run(QUESTION, k=5)
+    assert len(result.steps) == 2
+    # Step 1 made the first four calls, step 2 the last three.
+    assert (result.steps[0].tokens_in, result.steps[0].tokens_out) == (101 + 102 + 103 + 104, 11 + 12 + 13 + 14)
+    assert (result.steps[1].tokens_in, result.steps[1].tokens_out) == (205 + 206 + 207, 25 + 26 + 27)
+    total = agent.engine.ledger.snapshot()  # type: ignore[union-attr]
+    assert total.prompt_tokens == sum(s.tokens_in for s in result.steps) == sum(p for p, _ in usage)
+    assert total.completion_tokens == sum(s.tokens_out for s in result.steps) == sum(c for _, c in usage)
+    assert total.requests == len(server.requests) == 7
+    trace = result.trace()
+    assert [(s["tokens_in"], s["tokens_out"]) for s in trace["steps"]] == [(410, 50), (618, 78)]
+
+
+# --------------------------------------------------------------------------- (e) the CLI
+
+
+def test_cli_ask_gear_with_openai_engine_prints_json(cli, tiny_index: Index, server: ScriptedServer) -> None:
+    server.push(Reply(facts(FORMED, RIVER)), Reply(facts(FORMED, RIVER)), Reply(yes("River Mersey")),
+                Reply("River Mersey"))
+    result = cli("ask", tiny_index.path, QUESTION, "--method", "gear", "--engine", "openai",
+                 "--llm-base-url", server.base_url, "--llm-model", "m", "--max-steps", "2", "--top-k", "3", "--json")
+    assert result.code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["question"] == QUESTION
+    assert payload["answer"] == "River Mersey"
+    steps = payload["trace"]["steps"]
+    assert len(steps) == 1 and steps[0]["query"] == QUESTION
+    assert steps[0]["reasoning"]["answerable"] is True
+    assert payload["trace"]["gist_memory"] == [list(FORMED), list(RIVER)]
+    assert payload["trace"]["answer_label"] == "answer"
+    assert 0 < len(payload["passages"]) <= 3
+    assert [p["id"] for p in payload["passages"]] == steps[0]["ranking"]
+    assert [kind(r.prompt) for r in server.requests] == ["read", "read", "reason", "answer"]
+    assert {r.body["model"] for r in server.requests} == {"m"}
+    # The answer prompt reads the final top passages.
+    titles = [p["title"] for p in payload["passages"]]
+    assert step_docs(tiny_index, titles) in server.requests[3].prompt
