@@ -183,7 +183,11 @@ def retrieve(
     qs = load_questions(questions)
     idx = Index.load(index_dir)
     run_method = make_method(idx, method, **(options or {}))
-    writer = RunWriter(out_file, resume=resume)
+    settings = {"index": str(Path(index_dir).resolve()), "questions": str(Path(questions).resolve()),
+                "method": method, "top_k": top_k, "options": options or {}}
+    writer = RunWriter(out_file, resume=resume, settings=settings)
+    if writer.discarded:
+        err.print(f"discarded {writer.discarded} rows of an interrupted run with other settings")
     todo = [q for q in qs if q.id not in writer.done]
     if len(todo) < len(qs):
         err.print(f"resuming: {len(qs) - len(todo)} of {len(qs)} questions already done")
@@ -327,7 +331,12 @@ def main(argv: list[str] | None = None) -> int:
     cx = _click_exceptions()
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="gearag", standalone_mode=False)
+        status = command.main(args=argv, prog_name="gearag", standalone_mode=False)
+        if status == 130:  # typer turns Ctrl-C into a returned 130
+            err.print("interrupted; rerun the same command to resume")
+            return 130
+        if isinstance(status, int):
+            return status
     except GearagError as exc:
         from rich.markup import escape
 

@@ -114,6 +114,8 @@ def evaluate_run(
     for row in rows:
         if row.get("id") not in by_id:
             raise DataError(f"run row for unknown question id {row.get('id')!r}")
+        if row["id"] in seen:
+            raise DataError(f"run has two rows for question id {row['id']!r}")
         seen.add(row["id"])
     missing = [q.id for q in questions if q.id not in seen]
     if missing:

@@ -38,18 +38,37 @@ def read_run(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-class RunWriter:
-    """Append rows to ``<out>.partial``; ``finish()`` renames it to ``out``."""
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
-    def __init__(self, out: str | Path, *, resume: bool = True) -> None:
+
+class RunWriter:
+    """Append rows to ``<out>.partial``; ``finish()`` renames it to ``out``.
+
+    ``settings`` (method, index, options...) are stored beside the partial
+    file; a resumed run with different settings starts over rather than mix
+    rows of two configurations.
+    """
+
+    def __init__(self, out: str | Path, *, resume: bool = True, settings: dict[str, Any] | None = None) -> None:
         self.out = Path(out)
         self.partial = self.out.with_name(self.out.name + ".partial")
+        self.meta = self.out.with_name(self.out.name + ".partial.settings.json")
         self.done: dict[str, dict[str, Any]] = {}
-        if resume and self.partial.exists():
+        self.discarded = 0
+        settings = json.loads(json.dumps(settings or {}, default=str))
+        # A partial file without settings (written by hand, or by an older gearag) is trusted.
+        same = not self.meta.exists() or _read_json(self.meta) == settings
+        if resume and self.partial.exists() and same:
             self._recover()
         elif self.partial.exists():
+            self.discarded = sum(1 for _ in self.partial.open("rb"))
             self.partial.unlink()
         self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.meta.write_text(json.dumps(settings), encoding="utf-8")
         self._fh: IO[str] = self.partial.open("a", encoding="utf-8")
 
     def _recover(self) -> None:
@@ -60,9 +79,10 @@ class RunWriter:
                     break
                 try:
                     row = json.loads(raw)
-                except json.JSONDecodeError:
+                    key = str(row["id"])
+                except (json.JSONDecodeError, KeyError, TypeError):
                     break
-                self.done[str(row["id"])] = row
+                self.done[key] = row
                 good += len(raw)
         with self.partial.open("r+b") as fh:
             fh.truncate(good)
@@ -84,6 +104,7 @@ class RunWriter:
             os.fsync(fh.fileno())
         os.replace(tmp, self.out)
         self.partial.unlink(missing_ok=True)
+        self.meta.unlink(missing_ok=True)
         return rows
 
     def close(self) -> None:

@@ -125,6 +125,9 @@ class IndexWriter:
         _fsync_dir(self.out.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+        # Leftovers of builds that were killed (-9) before they could clean up.
+        for stale in self.out.parent.glob(f".{self.out.name}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
         return self.out
 
     def abort(self) -> None:

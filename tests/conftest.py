@@ -1,0 +1,148 @@
+"""Shared fixtures: the real data directory, a stub triple extractor, a tiny index and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gearag.config import IndexConfig
+from gearag.model import Passage
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+VENV_BIN = Path(sys.executable).parent
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z]+\b")
+
+
+class StubExtractor:
+    """Yields ``(title, "mentions", Word)`` for each distinct capitalised word of a passage.
+
+    Records every passage it is asked about, so tests can count extractions.
+    ``fail_after=n`` raises ``fail_with`` once ``n`` passages have been yielded
+    (a crash or Ctrl-C in the middle of a build).
+    """
+
+    def __init__(self, key: str = "stub-v1", *, fail_after: int | None = None,
+                 fail_with: type[BaseException] = RuntimeError) -> None:
+        self.key = key
+        self.fail_after = fail_after
+        self.fail_with = fail_with
+        self.seen: list[Passage] = []
+
+    @staticmethod
+    def triples_for(passage: Passage) -> list[tuple[str, str, str]]:
+        words = list(dict.fromkeys(_CAPITALISED.findall(passage.text)))
+        return [(passage.title, "mentions", w) for w in words if w != passage.title]
+
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[tuple[str, str, str]]]:
+        for n, passage in enumerate(passages):
+            if self.fail_after is not None and n >= self.fail_after:
+                raise self.fail_with(f"stub extractor stopped after {n} passages")
+            self.seen.append(passage)
+            yield self.triples_for(passage)
+
+
+def use_stub_extractor(extractor: StubExtractor) -> None:
+    """Make ``--extractor stub`` (and ``make_extractor("stub")``) return ``extractor``."""
+    from gearag.extract.base import register_extractor
+
+    register_extractor("stub", lambda arg, options: extractor)
+
+
+def write_jsonl(path: Path, rows: Sequence[object]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+#: A small corpus where each question has one obviously right passage, lexically and semantically.
+TINY = [
+    ("Stephen Curry", "Stephen Curry is an American basketball player for the Golden State Warriors. "
+     "He played college basketball for the Davidson Wildcats."),
+    ("Dell Curry", "Dell Curry is a former basketball player and the father of Stephen Curry. He was drafted "
+     "by the Utah Jazz."),
+    ("Utah Jazz", "The Utah Jazz are a professional basketball team based in Salt Lake City, Utah."),
+    ("The Beatles", "The Beatles were an English rock band formed in Liverpool in 1960, with John Lennon and "
+     "Paul McCartney."),
+    ("Liverpool", "Liverpool is a port city in North West England on the River Mersey."),
+    ("Photosynthesis", "Photosynthesis is the process by which green plants use sunlight, water and carbon "
+     "dioxide to make glucose and oxygen."),
+    ("Mount Everest", "Mount Everest is the highest mountain on Earth, in the Himalayas on the border of Nepal "
+     "and China."),
+    ("Volcano", "A volcano is a rupture in the crust of a planet through which lava, ash and gases escape."),
+]
+
+
+def tiny_passages() -> list[Passage]:
+    return [Passage(f"t{i}", title, text) for i, (title, text) in enumerate(TINY)]
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    assert DATA.is_dir(), f"shared data not found at {DATA}"
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_index(tmp_path_factory: pytest.TempPathFactory):
+    """An index of :data:`TINY` built with the stub extractor and wordllama (shared, read-only)."""
+    from gearag.indexing import build_index
+
+    out = tmp_path_factory.mktemp("tiny") / "index"
+    return build_index(tiny_passages(), out, IndexConfig(extractor="stub"), extractor=StubExtractor())
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run ``gearag.cli.main(argv)`` in-process; returns exit code and captured output."""
+    from gearag.cli import main
+
+    def run(*argv: object) -> CliResult:
+        capsys.readouterr()
+        code = main([str(a) for a in argv])
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+def run_gearag(*argv: object, timeout: float = 120, env: dict[str, str] | None = None) -> CliResult:
+    """Run the installed ``gearag`` console script in a subprocess."""
+    exe = VENV_BIN / "gearag"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "gearag.cli"]
+    proc = subprocess.run(
+        cmd + [str(a) for a in argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "GEARAG_PROGRESS": "0", **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def assert_clean_error(result: CliResult, *needles: str) -> str:
+    """Exit code 2, no traceback, and a single ``error:`` line containing every needle."""
+    assert result.code == 2, (result.code, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.lower().startswith("error")]
+    assert len(errors) == 1, result.stderr
+    for needle in needles:
+        assert needle.lower() in errors[0].lower(), (needle, errors[0])
+    return errors[0]
