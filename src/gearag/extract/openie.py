@@ -1,0 +1,175 @@
+"""Precomputed OpenIE triples in HippoRAG's JSON format (spec ``openie:FILE``).
+
+HippoRAG publishes its LLM OpenIE output as::
+
+    {"docs": [{"title": ..., "text": ..., "passage": "<title>\\n<text>",
+               "extracted_entities": [...],
+               "extracted_triples": [[s, p, o], ...]}, ...],
+     "ents_by_doc": [...], ...}
+
+Older files may lack ``title``/``text`` and carry only ``passage``. Docs are
+matched to passages by content, never by position: first ``(title, text)``,
+then ``passage`` against the passage's ``title + "\\n" + text`` or its bare
+text, each also with whitespace collapsed. A passage without a matching doc is
+an error unless the extractor is built with ``missing="empty"``.
+
+Triples that are not exactly three non-empty strings (HippoRAG files contain
+some two- and four-element ones) are dropped and counted in ``skipped``;
+exact duplicates within a doc are dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from gearag.errors import ConfigError, DataError
+from gearag.extract.base import RawTriple, register_extractor
+from gearag.model import Passage
+
+#: Version of the import logic; part of the key together with the file's hash.
+KEY_VERSION = "openie-v1"
+MISSING_MODES = ("error", "empty")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clean_triple(raw: Any) -> RawTriple | None:
+    if not isinstance(raw, (list, tuple)) or len(raw) != 3:
+        return None
+    if not all(isinstance(x, str) and x.strip() for x in raw):
+        return None
+    s, p, o = (" ".join(x.split()) for x in raw)
+    return (s, p, o)
+
+
+class OpenIEExtractor:
+    """Serves triples from a HippoRAG OpenIE results file.
+
+    ``skipped`` is the number of malformed triples in the whole file (counted
+    when it is loaded); ``path`` is the file and ``key`` names the file's
+    content, so a different file gets a different extraction checkpoint.
+    """
+
+    def __init__(self, path: str | Path, *, missing: str = "error") -> None:
+        if missing not in MISSING_MODES:
+            raise ConfigError(f"openie extractor: missing must be one of {', '.join(MISSING_MODES)}, got {missing!r}")
+        self.path = Path(path).expanduser()
+        self.missing = missing
+        raw = self._read()
+        self.key = f"{KEY_VERSION}-{hashlib.blake2b(raw, digest_size=12).hexdigest()}"
+        self.skipped = 0
+        self.n_docs = 0
+        self._triples: list[list[RawTriple]] = []
+        self._by_title_text: dict[tuple[str, str], int] = {}
+        self._by_passage: dict[str, int] = {}
+        self._load(raw)
+
+    # -- loading -------------------------------------------------------------
+
+    def _read(self) -> bytes:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            raise DataError(f"{self.path}: OpenIE file not found") from None
+        except IsADirectoryError:
+            raise DataError(f"{self.path}: OpenIE file is a directory") from None
+        except OSError as exc:
+            raise DataError(f"{self.path}: cannot read OpenIE file ({exc.strerror or exc})") from None
+
+    def _load(self, raw: bytes) -> None:
+        try:
+            data = json.loads(raw)
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{self.path}: OpenIE file is not UTF-8 text ({exc.reason})") from None
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{self.path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        docs = data.get("docs") if isinstance(data, dict) else data
+        if not isinstance(docs, list):
+            raise DataError(f"{self.path}: expected HippoRAG OpenIE results, a JSON object with a 'docs' list")
+        for n, doc in enumerate(docs):
+            if not isinstance(doc, dict):
+                raise DataError(f"{self.path}: docs[{n}] is not a JSON object")
+            triples = doc.get("extracted_triples", [])
+            if triples is None:
+                triples = []
+            if not isinstance(triples, list):
+                raise DataError(f"{self.path}: docs[{n}].extracted_triples is not a list")
+            kept: list[RawTriple] = []
+            seen: set[RawTriple] = set()
+            for raw_triple in triples:
+                triple = _clean_triple(raw_triple)
+                if triple is None:
+                    self.skipped += 1
+                elif triple not in seen:
+                    seen.add(triple)
+                    kept.append(triple)
+            idx = len(self._triples)
+            self._triples.append(kept)
+            self._index(doc, idx, n)
+        self.n_docs = len(self._triples)
+
+    def _index(self, doc: dict[str, Any], idx: int, n: int) -> None:
+        title, text, passage = doc.get("title"), doc.get("text"), doc.get("passage")
+        has_any = False
+        if isinstance(title, str) and isinstance(text, str):
+            has_any = True
+            for key in ((title, text), (_squash(title), _squash(text))):
+                self._by_title_text.setdefault(key, idx)
+        if isinstance(passage, str):
+            has_any = True
+            for key in (passage, _squash(passage)):
+                self._by_passage.setdefault(key, idx)
+        elif isinstance(text, str):
+            has_any = True
+            for key in (text, _squash(text)):
+                self._by_passage.setdefault(key, idx)
+        if not has_any:
+            raise DataError(f"{self.path}: docs[{n}] has no 'passage' or 'text' to match it to a passage")
+
+    # -- matching ------------------------------------------------------------
+
+    def find(self, passage: Passage) -> int | None:
+        """Row of the doc holding this passage's triples, or None."""
+        title, text = passage.title, passage.text
+        for key in ((title, text), (_squash(title), _squash(text))):
+            idx = self._by_title_text.get(key)
+            if idx is not None:
+                return idx
+        for candidate in (passage.content, text):
+            for key in (candidate, _squash(candidate)):
+                idx = self._by_passage.get(key)
+                if idx is not None:
+                    return idx
+        return None
+
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[RawTriple]]:
+        for passage in passages:
+            idx = self.find(passage)
+            if idx is None:
+                if self.missing == "empty":
+                    yield []
+                    continue
+                label = repr(passage.title) if passage.title else f"{passage.text[:60]!r}..."
+                raise DataError(
+                    f"{self.path}: no OpenIE result for passage {label} (id {passage.id}); "
+                    "the file must come from the same corpus (pass missing='empty' to allow gaps)"
+                )
+            yield list(self._triples[idx])
+
+
+def _factory(arg: str, options: dict[str, object]) -> OpenIEExtractor:
+    if not arg:
+        raise ConfigError("the openie extractor needs a file: --extractor openie:PATH/TO/openie_results.json")
+    missing = options.get("missing") or "error"
+    if not isinstance(missing, str):
+        raise ConfigError(f"openie extractor: missing must be a string, got {missing!r}")
+    return OpenIEExtractor(arg, missing=missing)
+
+
+register_extractor("openie", _factory)
