@@ -122,6 +122,9 @@ DiversityOpt = Annotated[bool, typer.Option(help="Diverse beam search; --no-dive
 EngineOpt = Annotated[str, typer.Option(help="Engine for the reader/agent roles: offline | openai.")]
 ScoringOpt = Annotated[str, typer.Option(help="Path scoring with a neural embedder: exact | sum.")]
 BaseKOpt = Annotated[Optional[int], typer.Option("--base-k", min=1, help="Passages from the base retriever (default: --top-k).")]
+ChunksOpt = Annotated[Optional[int], typer.Option(min=1, help="Agent: base passages read per step (GEAR: 10).")]
+LinkKOpt = Annotated[Optional[int], typer.Option("--link-k", min=1, help="Agent: passages per gist triple in passageLink (default 1).")]
+ScopeOpt = Annotated[Optional[str], typer.Option(help="Beam neighbours: cross-passage (default) | all (Algorithm 1 as printed).")]
 MaxStepsOpt = Annotated[int, typer.Option(min=1, help="Agent: maximum iterations (GEAR: 4 MuSiQue, 2 2Wiki/HotpotQA).")]
 
 
@@ -138,6 +141,9 @@ _METHOD_OPTIONS: list[tuple[str, object, object]] = [
     ("scoring", ScoringOpt, "exact"),
     ("engine", EngineOpt, "offline"),
     ("max_steps", MaxStepsOpt, 4),
+    ("chunks", ChunksOpt, None),
+    ("link_k", LinkKOpt, None),
+    ("scope", ScopeOpt, None),
     ("llm_base_url", LLMBaseUrlOpt, None),
     ("llm_model", LLMModelOpt, None),
 ]

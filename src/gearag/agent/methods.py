@@ -30,9 +30,9 @@ def make_engine(index: Index, options: dict[str, Any]) -> Engine:
 
 def agent_config(options: dict[str, Any]) -> AgentConfig:
     return AgentConfig(
-        max_steps=positive_int(options, "max_steps", 4),
-        chunks=positive_int(options, "chunks", 10),
-        link_k=positive_int(options, "link_k", 10),
+        max_steps=positive_int(options, "max_steps", AgentConfig.max_steps),
+        chunks=positive_int(options, "chunks", AgentConfig.chunks),
+        link_k=positive_int(options, "link_k", AgentConfig.link_k),
         expansion=expansion_config({**options, "base_k": None}),
         rrf_k=positive_int(options, "rrf_k", 60),
     )
