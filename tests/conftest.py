@@ -18,6 +18,22 @@ from gearag.model import Passage
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def wiki_slice(n_passages: int, n_questions: int) -> tuple[list[dict], list[dict]]:
+    """The first ``n_passages`` 2Wiki passages plus the gold passages of the first ``n_questions`` questions."""
+    corpus = json.loads((DATA / "2wikimultihopqa" / "2wikimultihopqa_corpus.json").read_text(encoding="utf-8"))
+    questions = json.loads((DATA / "2wikimultihopqa" / "2wikimultihopqa.json").read_text(encoding="utf-8"))
+    questions = questions[:n_questions]
+    by_title = {p["title"]: p for p in corpus}
+    rows = corpus[:n_passages]
+    have = {p["title"] for p in rows}
+    for q in questions:
+        for title in q["supporting_facts"]:
+            if title not in have:
+                rows.append(by_title[title])
+                have.add(title)
+    return rows, questions
 VENV_BIN = Path(sys.executable).parent
 
 _CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z]+\b")

@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import wiki_slice
 
 from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.agent.offline import OfflineAnswerer
@@ -39,17 +40,7 @@ def _build(tmp_path_factory: pytest.TempPathFactory, name: str, rows: list[dict]
 
 @pytest.fixture(scope="module")
 def wiki(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
-    corpus = json.loads((DATA / "2wikimultihopqa" / "2wikimultihopqa_corpus.json").read_text(encoding="utf-8"))
-    questions = json.loads((DATA / "2wikimultihopqa" / "2wikimultihopqa.json").read_text(encoding="utf-8"))
-    questions = questions[:N_QUESTIONS]
-    by_title = {p["title"]: p for p in corpus}
-    rows = corpus[:N_PASSAGES]
-    have = {p["title"] for p in rows}
-    for q in questions:
-        for title in q["supporting_facts"]:
-            if title not in have:
-                rows.append(by_title[title])
-                have.add(title)
+    rows, questions = wiki_slice(N_PASSAGES, N_QUESTIONS)
     index = _build(tmp_path_factory, "wiki", rows)
     return SimpleNamespace(index=index, questions=[q["question"] for q in questions],
                            method=make_method(index, "gear", max_steps=MAX_STEPS))

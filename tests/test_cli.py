@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import DATA, REPO, StubExtractor, assert_clean_error, run_gearag, use_stub_extractor, write_jsonl
+from conftest import DATA, REPO, StubExtractor, assert_clean_error, run_gearag, use_stub_extractor, write_jsonl, wiki_slice
 from gearag.cli import main
 from gearag.errors import IndexFormatError
 from gearag.indexing import work_dir_for
@@ -73,17 +73,7 @@ def _assert_run_format(run: Path, question_ids: list[str], questions: dict[str, 
 def wiki(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """The first 300 2Wiki passages plus the gold passages of 20 questions, indexed with spaCy rules."""
     root = tmp_path_factory.mktemp("wiki")
-    corpus = json.loads((DATA / "2wikimultihopqa" / "2wikimultihopqa_corpus.json").read_text(encoding="utf-8"))
-    raw_questions = json.loads((DATA / "2wikimultihopqa" / "2wikimultihopqa.json").read_text(encoding="utf-8"))
-    questions = raw_questions[:N_QUESTIONS]
-    by_title = {p["title"]: p for p in corpus}
-    rows = corpus[:N_PASSAGES]
-    have = {p["title"] for p in rows}
-    for q in questions:
-        for title in q["supporting_facts"]:
-            if title not in have:
-                rows.append(by_title[title])
-                have.add(title)
+    rows, questions = wiki_slice(N_PASSAGES, N_QUESTIONS)
     corpus_path = write_jsonl(root / "corpus.jsonl",
                               [{"id": f"w{i}", "title": p["title"], "text": p["text"]} for i, p in enumerate(rows)])
     questions_path = root / "questions.json"  # HippoRAG's 2Wiki format, as published

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import wiki_slice
 
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError
@@ -39,17 +40,7 @@ def wiki(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """~200 real 2Wiki passages (incl. the gold passages of the first questions), spaCy rule triples."""
     from gearag.indexing import build_index
 
-    corpus = json.loads((DATA / "2wikimultihopqa" / "2wikimultihopqa_corpus.json").read_text(encoding="utf-8"))
-    questions = json.loads((DATA / "2wikimultihopqa" / "2wikimultihopqa.json").read_text(encoding="utf-8"))
-    questions = questions[:N_QUESTIONS]
-    by_title = {p["title"]: p for p in corpus}
-    rows = corpus[:N_PASSAGES]
-    have = {p["title"] for p in rows}
-    for q in questions:
-        for title in q["supporting_facts"]:
-            if title not in have:
-                rows.append(by_title[title])
-                have.add(title)
+    rows, questions = wiki_slice(N_PASSAGES, N_QUESTIONS)
     passages = [Passage(f"w{i}", p["title"], p["text"]) for i, p in enumerate(rows)]
     out = tmp_path_factory.mktemp("wiki-expand") / "index"
     index = build_index(passages, out, IndexConfig(extractor="spacy"))

@@ -203,6 +203,23 @@ class OpenAIEngine:
         self.ledger.record(role, hit.usage, model=hit.model, question_id=question_id, cached=True)
         return Completion(hit.text, hit.usage, cached=True, model=hit.model, finish_reason=hit.finish_reason)
 
+    def _outcome(self, result: httpx.Response | httpx.TransportError) -> _Reply | _Failure:
+        """A reply, or a failure to retry or report, from a response or a transport error."""
+        if isinstance(result, httpx.TimeoutException):
+            return _Failure.timeout(result, self.config.timeout)
+        if isinstance(result, httpx.TransportError):
+            return _Failure.transport(result)
+        return _interpret(result, self.model)
+
+    def _retry_delay(self, failure: _Failure, attempt: int, role: str, question_id: str | None) -> float:
+        """Seconds to wait before retrying ``failure``; raises LLMError when it must not be retried."""
+        if not failure.retryable or attempt >= self.config.max_retries:
+            raise self._give_up(failure, attempt + 1, role, question_id)
+        delay = self._delay(attempt, failure.retry_after)
+        log.warning("LLM %s: %s; retry %d/%d in %.2f s", role, failure.describe(), attempt + 1,
+                    self.config.max_retries, delay)
+        return delay
+
     def _finish(
         self, reply: _Reply, body: dict[str, Any], key: str | None, role: str, question_id: str | None,
         started: float, retries: int,
@@ -256,21 +273,12 @@ class OpenAIEngine:
         while True:
             with self._slots:
                 try:
-                    response = client.post(self.endpoint, json=body)
-                except httpx.TimeoutException as exc:
-                    outcome: _Reply | _Failure = _Failure.timeout(exc, self.config.timeout)
+                    outcome = self._outcome(client.post(self.endpoint, json=body))
                 except httpx.TransportError as exc:
-                    outcome = _Failure.transport(exc)
-                else:
-                    outcome = _interpret(response, self.model)
+                    outcome = self._outcome(exc)
             if isinstance(outcome, _Reply):
                 return self._finish(outcome, body, key, role, question_id, started, attempt)
-            if not outcome.retryable or attempt >= self.config.max_retries:
-                raise self._give_up(outcome, attempt + 1, role, question_id)
-            delay = self._delay(attempt, outcome.retry_after)
-            log.warning("LLM %s: %s; retry %d/%d in %.2f s", role, outcome.describe(), attempt + 1,
-                        self.config.max_retries, delay)
-            time.sleep(delay)
+            time.sleep(self._retry_delay(outcome, attempt, role, question_id))
             attempt += 1
 
     def complete_many(
@@ -332,21 +340,12 @@ class OpenAIEngine:
         while True:
             async with slots:
                 try:
-                    response = await client.post(self.endpoint, json=body)
-                except httpx.TimeoutException as exc:
-                    outcome: _Reply | _Failure = _Failure.timeout(exc, self.config.timeout)
+                    outcome = self._outcome(await client.post(self.endpoint, json=body))
                 except httpx.TransportError as exc:
-                    outcome = _Failure.transport(exc)
-                else:
-                    outcome = _interpret(response, self.model)
+                    outcome = self._outcome(exc)
             if isinstance(outcome, _Reply):
                 return self._finish(outcome, body, key, role, question_id, started, attempt)
-            if not outcome.retryable or attempt >= self.config.max_retries:
-                raise self._give_up(outcome, attempt + 1, role, question_id)
-            delay = self._delay(attempt, outcome.retry_after)
-            log.warning("LLM %s: %s; retry %d/%d in %.2f s", role, outcome.describe(), attempt + 1,
-                        self.config.max_retries, delay)
-            await asyncio.sleep(delay)
+            await asyncio.sleep(self._retry_delay(outcome, attempt, role, question_id))
             attempt += 1
 
     async def acomplete_many(
