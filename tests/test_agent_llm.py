@@ -250,3 +250,21 @@ def test_cli_ask_gear_with_openai_engine_prints_json(cli, tiny_index: Index, ser
     # The answer prompt reads the final top passages.
     titles = [p["title"] for p in payload["passages"]]
     assert step_docs(tiny_index, titles) in server.requests[3].prompt
+
+
+def test_gear_method_reports_tokens_by_role(tiny_index: Index, server: ScriptedServer) -> None:
+    from gearag.methods import make_method
+
+    usage = [(10, 1), (20, 2), (30, 3), (40, 4)]
+    texts = [facts(FORMED, RIVER), facts(FORMED, RIVER), yes("River Mersey"), "River Mersey"]
+    server.push(*(Reply(t, prompt_tokens=p, completion_tokens=c) for t, (p, c) in zip(texts, usage)))
+    run = make_method(tiny_index, "gear", engine="openai", llm_base_url=server.base_url, llm_model="m",
+                      max_steps=2, chunks=2)
+    result = run(QUESTION, 3)
+    assert result.answer == "River Mersey"
+    # Two reads (SyncGE's reader and the gist constructor), one reasoning call, one answer.
+    assert result.trace["tokens_by_role"] == {
+        "read": {"prompt": 30, "completion": 3},
+        "reason": {"prompt": 30, "completion": 3},
+        "answer": {"prompt": 40, "completion": 4},
+    }

@@ -196,7 +196,12 @@ def recall_by_iteration(
         })
     iterations = [len(s) for s, _ in per_q]
     tokens = [sum(a + b for a, b in t) for _, t in per_q]
+    by_role: dict[str, float] = {}
+    for row in rows:
+        for role, used in ((row.get("trace") or {}).get("tokens_by_role") or {}).items():
+            by_role[role] = by_role.get(role, 0) + used.get("prompt", 0) + used.get("completion", 0)
     return {
+        "mean_tokens_by_role": {r: round(v / len(per_q), 1) for r, v in sorted(by_role.items())},
         "curve": curve,
         "mean_iterations": round(sum(iterations) / len(iterations), 3),
         "iteration_histogram": {str(n): iterations.count(n) for n in sorted(set(iterations))},

@@ -42,7 +42,10 @@ def _gear(index: Index, options: dict[str, Any]):
     agent = GearAgent(index, make_engine(index, options), agent_config(options))
     answer = bool(options.get("answer", True))
 
+    ledger = agent.engine.ledger
+
     def run(question: str, k: int) -> MethodResult:
+        before = ledger.by_role() if ledger is not None else {}
         result = agent.run(question, k)
         trace = result.trace()
         if result.reasoning is not None:
@@ -54,6 +57,13 @@ def _gear(index: Index, options: dict[str, Any]):
             out.answer = ans.text
             trace["answer_label"] = ans.label
             trace["evidence"] = ans.evidence
+        if ledger is not None:
+            # Tokens this question used, by role (GEAR Fig. 4), answer generation included.
+            trace["tokens_by_role"] = {
+                role: {"prompt": st.prompt_tokens - before.get(role, type(st)()).prompt_tokens,
+                       "completion": st.completion_tokens - before.get(role, type(st)()).completion_tokens}
+                for role, st in ledger.by_role().items()
+            }
         return out
 
     return run
