@@ -45,6 +45,14 @@ Messages = Sequence[Message] | str
 T = TypeVar("T")
 R = TypeVar("R")
 
+def _jobs(batch: Sequence[Messages], question_ids: Sequence[str | None] | None) -> list[tuple[Messages, str | None]]:
+    """Pair prompts with their question ids (None when not given)."""
+    qids = list(question_ids) if question_ids is not None else [None] * len(batch)
+    if len(qids) != len(batch):
+        raise ValueError("question_ids must have one entry per prompt")
+    return list(zip(batch, qids, strict=True))
+
+
 #: HTTP statuses worth retrying: timeouts, conflicts, rate limits and server errors.
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
@@ -289,10 +297,7 @@ class OpenAIEngine:
         question_ids: Sequence[str | None] | None = None,
         **params: Any,
     ) -> list[Completion]:
-        qids = list(question_ids) if question_ids is not None else [None] * len(batch)
-        if len(qids) != len(batch):
-            raise ValueError("question_ids must have one entry per prompt")
-        jobs = list(zip(batch, qids, strict=True))
+        jobs = _jobs(batch, question_ids)
         return list(
             ordered_map(lambda job: self.complete(job[0], role=role, question_id=job[1], **params),
                         jobs, self.concurrency)
@@ -357,12 +362,9 @@ class OpenAIEngine:
         **params: Any,
     ) -> list[Completion]:
         """Async :meth:`complete_many`; the first failure cancels the rest."""
-        qids = list(question_ids) if question_ids is not None else [None] * len(batch)
-        if len(qids) != len(batch):
-            raise ValueError("question_ids must have one entry per prompt")
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(self.acomplete(m, role=role, question_id=q, **params))
-                     for m, q in zip(batch, qids, strict=True)]
+                     for m, q in _jobs(batch, question_ids)]
         return [t.result() for t in tasks]
 
     async def aclose(self) -> None:
