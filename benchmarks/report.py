@@ -42,7 +42,7 @@ def render(results: list[dict]) -> str:
             ])
     parts.append("### Index builds\n")
     parts.append(table(["dataset", "extractor", "embedder", "passages", "triples", "entities", "build s",
-                        "extract / embed s", "build peak MB", "query-process peak MB"], builds))
+                        "extract / embed s", "build peak MB", "query peak MB (index loaded, all methods)"], builds))
     for res in results:
         for run in res["runs"]:
             parts.append(f"\n### {run['dataset']} · extractor `{run['extractor']}` · embedder `{run['embedder']}`\n")

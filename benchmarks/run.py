@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -23,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from datasets import DATASETS
+from bench_datasets import DATASETS
+from memory import peak_mb, reset_peak
 
 OUT = Path(__file__).resolve().parent / "out"
 KS = (2, 5, 10, 15)
@@ -46,7 +46,9 @@ def build(dataset: str, extractor: str, embedder: str, force: bool) -> dict[str,
         return {"path": str(out), "tag": tag, "reused": True, **manifest.get("bench", {})}
     spec = extractor if extractor != "openie" else f"openie:{ds.openie}"
     code = (
-        "import json,resource,sys,time\n"
+        "import json,sys,time\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+        "from memory import peak_mb\n"
         "from gearag.config import IndexConfig\nfrom gearag.data import load_corpus\n"
         "from gearag.indexing import build_index\n"
         "t=time.perf_counter()\n"
@@ -54,7 +56,7 @@ def build(dataset: str, extractor: str, embedder: str, force: bool) -> dict[str,
         f"IndexConfig(extractor={spec!r}, embedder={embedder!r}), overwrite=True, resume=False)\n"
         "print(json.dumps({'seconds': time.perf_counter()-t, 'stages': idx.manifest['build_seconds'],"
         " 'counts': idx.manifest['counts'],"
-        " 'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024}))\n"
+        " 'peak_rss_mb': peak_mb()}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -74,6 +76,7 @@ def evaluate(index_path: str, dataset: str, methods: list[tuple[str, str, dict]]
     from gearag.methods import make_method
     from gearag.store.index import Index
 
+    reset_peak()
     index = Index.load(index_path)
     questions = load_questions(DATASETS[dataset].questions)[:limit]
     rows = []
@@ -162,7 +165,7 @@ def main() -> None:
                 rows = evaluate(built["path"], dataset, methods, limit)
                 results["runs"].append({"dataset": dataset, "extractor": extractor, "embedder": embedder,
                                         "index": built, "rows": rows,
-                                        "query_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+                                        "query_peak_rss_mb": peak_mb()})
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
                 Path(args.out).write_text(json.dumps(results, indent=2))
     print(f"wrote {args.out}")

@@ -1,0 +1,25 @@
+"""Peak resident memory of this process, from /proc (Linux).
+
+``ru_maxrss`` survives ``exec`` and so reports the parent's size for a
+child started by ``subprocess``; ``VmHWM`` belongs to the current address
+space, and writing 5 to ``/proc/self/clear_refs`` resets it between runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def peak_mb() -> float:
+    """High-water mark of resident memory since start or the last :func:`reset_peak`, in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def reset_peak() -> None:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
