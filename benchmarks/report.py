@@ -80,6 +80,9 @@ def plot(results: list[dict]) -> None:
                     curve = r["by_iteration"]["curve"]
                     ax.plot([c["iteration"] for c in curve], [c["R@15"] for c in curve], marker="o",
                              label=f"{run['dataset']} ({run['extractor']}, {run['embedder']})")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("iteration")
     ax.set_ylabel("R@15 (cumulative, carried forward)")
     ax.set_title("GEAR-offline: recall by iteration")
