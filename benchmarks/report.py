@@ -42,7 +42,10 @@ def render(results: list[dict]) -> str:
             ])
     parts.append("### Index builds\n")
     parts.append(table(["dataset", "extractor", "embedder", "passages", "triples", "entities", "build s",
-                        "extract / embed s", "build peak MB", "query peak MB (index loaded, all methods)"], builds))
+                        "extract / embed s", "build peak MB", "query-process peak MB*"], builds))
+    parts.append("\n*High-water mark of the benchmark process while it runs every method on that index; "
+                 "models loaded for earlier rows (minilm) stay resident, so rows after the first minilm row "
+                 "include ~600 MB of them.\n")
     for res in results:
         for run in res["runs"]:
             parts.append(f"\n### {run['dataset']} · extractor `{run['extractor']}` · embedder `{run['embedder']}`\n")
