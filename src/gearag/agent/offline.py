@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,10 +63,12 @@ _TYPE_WORDS = frozenset(
 )
 
 
-def _stems(text: str) -> set[str]:
+@lru_cache(maxsize=1 << 16)
+def _stems(text: str) -> frozenset[str]:
+    """Stemmed content words; cached, since chain search re-reads the same triples many times."""
     from gearag.retrieve.bm25 import tokenize
 
-    return set(tokenize([text])[0])
+    return frozenset(tokenize([text])[0])
 
 
 def _covers(term: str, chain_terms: set[str]) -> bool:
@@ -255,6 +258,7 @@ class OfflineAnswerer:
     def __init__(self, index: Index, reasoner: OfflineReasoner) -> None:
         self.index = index
         self.reasoner = reasoner
+        self._rows = {p.id: i for i, p in enumerate(index.passages)}
 
     def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[ProximalTriple]) -> Answer:
         info = analyse(question)
@@ -269,10 +273,9 @@ class OfflineAnswerer:
             return Answer(typed[0].terminal, self.LABEL, typed[0].describe())
         # Fall back to typed values in the top passages' triples, best passage first.
         qnorm = normalise_entity(question)
-        rows = {p.id: i for i, p in enumerate(self.index.passages)}
         table = self.index.triples
         for p in passages:
-            row = rows.get(p.id)
+            row = self._rows.get(p.id)
             if row is None:
                 continue
             for t in self.index.passage_triples(row):
