@@ -11,13 +11,12 @@ from conftest import wiki_slice
 
 from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.agent.offline import OfflineAnswerer
-from gearag.agent.roles import Engine, Reasoning
+from gearag.agent.roles import Engine
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, DataError
 from gearag.evaluation import recall_by_iteration
-from gearag.expand.reader import ProximalTriple
 from gearag.methods import make_method
-from gearag.model import GoldRef, Hit, Passage, Question
+from gearag.model import Fact, GoldRef, Hit, Passage, Question, Reasoning
 from gearag.store.index import Index
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -133,8 +132,8 @@ def test_bad_agent_options_are_config_errors(tiny_index: Index, options: dict) -
 
 # --------------------------------------------------------------------------- the loop with stub roles
 
-T_A = ProximalTriple("Dell Curry", "father of", "Stephen Curry")
-T_B = ProximalTriple("Dell Curry", "drafted by", "Utah Jazz")
+T_A = Fact("Dell Curry", "father of", "Stephen Curry")
+T_B = Fact("Dell Curry", "drafted by", "Utah Jazz")
 QUESTION = "Which team drafted the father of Stephen Curry?"
 
 
@@ -157,7 +156,7 @@ class StubLinker:
         self.table = table
         self.calls: list[tuple[tuple[str, str, str], int]] = []
 
-    def link(self, triple: ProximalTriple, k: int) -> list[Hit]:
+    def link(self, triple: Fact, k: int) -> list[Hit]:
         self.calls.append((triple.as_tuple(), k))
         return [Hit(r, 0.0) for r in self.table[triple.as_tuple()][:k]]
 
@@ -165,9 +164,9 @@ class StubLinker:
 class StubReader:
     """Returns scripted triples per call (none by default); records (question, rows, memory)."""
 
-    def __init__(self, script: list[list[ProximalTriple]] | None = None) -> None:
+    def __init__(self, script: list[list[Fact]] | None = None) -> None:
         self.script = list(script or [])
-        self.calls: list[tuple[str, list[int], list[ProximalTriple]]] = []
+        self.calls: list[tuple[str, list[int], list[Fact]]] = []
 
     def read(self, question, passages, memory=()):
         self.calls.append((question, list(passages), list(memory)))
@@ -177,7 +176,7 @@ class StubReader:
 class StubReasoner:
     def __init__(self, verdicts: list[Reasoning]) -> None:
         self.verdicts = list(verdicts)
-        self.calls: list[list[ProximalTriple]] = []
+        self.calls: list[list[Fact]] = []
 
     def reason(self, question, memory):
         self.calls.append(list(memory))
@@ -187,14 +186,14 @@ class StubReasoner:
 class StubRewriter:
     def __init__(self, queries: list[str]) -> None:
         self.queries = list(queries)
-        self.calls: list[tuple[str, list[ProximalTriple], Reasoning]] = []
+        self.calls: list[tuple[str, list[Fact], Reasoning]] = []
 
     def rewrite(self, question, memory, reasoning):
         self.calls.append((question, list(memory), reasoning))
         return self.queries.pop(0)
 
 
-def _agent(index: Index, *, gist: list[list[ProximalTriple]], verdicts: list[Reasoning], rewrites: list[str],
+def _agent(index: Index, *, gist: list[list[Fact]], verdicts: list[Reasoning], rewrites: list[str],
            base: dict[str, list[int]], links: dict, max_steps: int = 3) -> SimpleNamespace:
     roles = SimpleNamespace(reader=StubReader(), gist=StubReader(gist), reasoner=StubReasoner(verdicts),
                             rewriter=StubRewriter(rewrites))

@@ -7,12 +7,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import write_jsonl
+
 from gearag.data import GoldMatcher, load_corpus, load_questions
 from gearag.data.corpus import join_sentences
 from gearag.errors import DataError, GearagError
-from gearag.model import GoldRef, Passage, Question, normalise_entity
+from gearag.model import GoldRef, Passage, Question
+from gearag.text import normalise_entity
 
 # --------------------------------------------------------------------------- corpus
 

@@ -17,13 +17,14 @@ from gearag.expand import expansion as expansion_module
 from gearag.expand import scoring
 from gearag.expand.beam import Beam, BeamConfig, flatten_breadth_first
 from gearag.expand.expansion import GraphExpander, triples_of_passages
-from gearag.expand.reader import OfflineReader, OfflineReaderConfig, ProximalTriple
+from gearag.expand.reader import OfflineReader, OfflineReaderConfig
 from gearag.expand.scoring import NeuralPathScorer, StaticPathScorer, make_path_scorer
 from gearag.methods import make_method
-from gearag.model import Passage, normalise_entity
+from gearag.model import Fact, Passage
 from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import rrf
 from gearag.store.index import Index
+from gearag.text import normalise_entity
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -308,13 +309,13 @@ def test_offline_reader_ranks_question_entity_triples_first(wiki: SimpleNamespac
     found = reader.read(SPOUSE_Q, rows)
     film_norm = normalise_entity("West of Shanghai")
 
-    def mentions(t: ProximalTriple) -> bool:
+    def mentions(t: Fact) -> bool:
         return film_norm in (normalise_entity(t.subject), normalise_entity(t.object))
 
     assert found and all(mentions(t) for t in found)
     ranked = reader.rank_triples(SPOUSE_Q, rows)
     owner = index.triples.passage
-    first_mention = next(i for i, t in enumerate(ranked) if mentions(ProximalTriple(*index.triples[t].as_tuple())))
+    first_mention = next(i for i, t in enumerate(ranked) if mentions(Fact(*index.triples[t].as_tuple())))
     first_unrelated = next(i for i, t in enumerate(ranked) if int(owner[t]) in unrelated)
     assert first_mention < first_unrelated
 

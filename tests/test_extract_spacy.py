@@ -9,8 +9,15 @@ import pytest
 from gearag.errors import ConfigError
 from gearag.extract import spacy_rules
 from gearag.extract.base import make_extractor
-from gearag.extract.spacy_rules import MAX_PIECE_CHARS, SpacyRulesExtractor, clean_text, load_nlp, split_title
-from gearag.model import Passage, normalise_entity
+from gearag.extract.spacy_rules import (
+    MAX_PIECE_CHARS,
+    SpacyRulesExtractor,
+    clean_text,
+    load_nlp,
+    split_title,
+)
+from gearag.model import Passage
+from gearag.text import normalise_entity
 
 N = normalise_entity
 

@@ -9,8 +9,7 @@ import pytest
 
 from gearag.config import IndexConfig
 from gearag.expand.link import PassageLinker, TripleLinker
-from gearag.expand.reader import ProximalTriple
-from gearag.model import Passage
+from gearag.model import Fact, Passage
 from gearag.retrieve import make_retriever
 from gearag.store.index import Index
 
@@ -64,8 +63,8 @@ def test_fixture_layout(index: Index) -> None:
 
 def test_free_text_triple_links_to_its_nearest_index_triple(index: Index) -> None:
     linker = TripleLinker(index)
-    died = ProximalTriple("Aretha Franklin", "died in", "Detroit")
-    produced = ProximalTriple("Wexler", "produced records for", "Aretha")
+    died = Fact("Aretha Franklin", "died in", "Detroit")
+    produced = Fact("Wexler", "produced records for", "Aretha")
     assert linker.link([died]) == [0]
     assert linker.link([produced]) == [3]
     # Top-1 of BM25 over the triple index, computed independently.
@@ -76,7 +75,7 @@ def test_free_text_triple_links_to_its_nearest_index_triple(index: Index) -> Non
 
 def test_dense_triple_link_is_the_most_similar_triple(index: Index) -> None:
     linker = TripleLinker(index, "dense")
-    t = ProximalTriple("Atlantic Records", "was founded in", "New York City")
+    t = Fact("Atlantic Records", "was founded in", "New York City")
     qvec = index.embedder.encode([t.text])[0]
     expected = int(np.argmax(np.asarray(index.triple_vectors) @ qvec))
     assert linker.link([t]) == [expected]
@@ -86,25 +85,25 @@ def test_dense_triple_link_is_the_most_similar_triple(index: Index) -> None:
 def test_triple_with_source_links_to_itself(index: Index) -> None:
     linker = TripleLinker(index)
     # The text would link to t0, but the triple already is index triple 4.
-    t = ProximalTriple("Aretha Franklin", "died in", "Detroit", source=4)
+    t = Fact("Aretha Franklin", "died in", "Detroit", source=4)
     assert linker.link([t]) == [4]
 
 
 def test_links_are_unique_in_first_seen_order(index: Index) -> None:
     linker = TripleLinker(index)
     proximal = [
-        ProximalTriple("Wexler", "produced records for", "Aretha"),  # → 3
-        ProximalTriple("Soul music", "associated with", "Memphis", source=6),  # → 6
-        ProximalTriple("Aretha Franklin", "died in", "Detroit"),  # → 0
-        ProximalTriple("Aretha Franklin", "died in", "Detroit"),  # duplicate
-        ProximalTriple("x", "y", "z", source=3),  # duplicate of the first link
+        Fact("Wexler", "produced records for", "Aretha"),  # → 3
+        Fact("Soul music", "associated with", "Memphis", source=6),  # → 6
+        Fact("Aretha Franklin", "died in", "Detroit"),  # → 0
+        Fact("Aretha Franklin", "died in", "Detroit"),  # duplicate
+        Fact("x", "y", "z", source=3),  # duplicate of the first link
     ]
     assert linker.link(proximal) == [3, 6, 0]
     assert linker.link([]) == []
 
 
 def test_top_n_links_several_triples_per_proximal_triple(index: Index) -> None:
-    t = ProximalTriple("Aretha Franklin", "died in", "Detroit")
+    t = Fact("Aretha Franklin", "died in", "Detroit")
     top2 = [h.idx for h in make_retriever(index, "bm25", "triples").retrieve(t.text, 2)]
     assert TripleLinker(index, top=2).link([t]) == top2
     assert len(top2) == 2 and top2[0] == 0
@@ -136,7 +135,7 @@ def _sides(index: Index, text: str, k: int) -> tuple[list[int], list[int]]:
 
 
 def test_passage_link_fuses_passage_and_triple_rankings(index: Index) -> None:
-    t = ProximalTriple("singer", "recorded", "Detroit")
+    t = Fact("singer", "recorded", "Detroit")
     from_c, from_t = _sides(index, t.text, 4)
     # Passage side: "Soul music ... recorded in Detroit" first; triple side: (Aretha Franklin; occupation;
     # singer) in passage 0, (Detroit; located in; Michigan) in 1, t4 "... Atlantic Records" in 2, then t0
@@ -158,7 +157,7 @@ def test_passage_link_fuses_passage_and_triple_rankings(index: Index) -> None:
 )
 @pytest.mark.parametrize("k", [1, 3, 6])
 def test_passage_link_matches_hand_fusion(index: Index, triple: tuple[str, str, str], k: int) -> None:
-    t = ProximalTriple(*triple)
+    t = Fact(*triple)
     from_c, from_t = _sides(index, t.text, k)
     expected = _hand_rrf([from_c, from_t], 60)[:k]
     hits = PassageLinker(index).link(t, k)
@@ -167,7 +166,7 @@ def test_passage_link_matches_hand_fusion(index: Index, triple: tuple[str, str, 
 
 
 def test_passage_link_uses_its_rrf_constant(index: Index) -> None:
-    t = ProximalTriple("singer", "recorded", "Detroit")
+    t = Fact("singer", "recorded", "Detroit")
     from_c, from_t = _sides(index, t.text, 4)
     hits = PassageLinker(index, rrf_k=1).link(t, 4)
     expected = _hand_rrf([from_c, from_t], 1)[:4]

@@ -5,12 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gearag.agent.offline import OfflineReasoner, OfflineRewriter
-from gearag.expand.reader import ProximalTriple as T
-
-try:  # the analysis module moved out of gearag.agent; accept either home
-    from gearag.question_analysis import analyse, date_key
-except ModuleNotFoundError:  # pragma: no cover - older layout
-    from gearag.agent.question import analyse, date_key  # type: ignore[no-redef]
+from gearag.model import Fact as T
+from gearag.question_analysis import analyse
+from gearag.text import date_key
 
 SONG = "I Can't See Myself Leaving You"
 PERFORMED = T(SONG, "performed by", "Aretha Franklin")

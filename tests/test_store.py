@@ -9,14 +9,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import StubExtractor, tiny_passages
+
 from gearag.config import IndexConfig
 from gearag.errors import DataError, IndexFormatError
 from gearag.indexing import build_index, work_dir_for
-from gearag.model import Passage, normalise_entity
+from gearag.model import Passage
 from gearag.store.graph import TripleGraph
-from gearag.store.index import FORMAT_VERSION, MANIFEST, Index, IndexWriter, read_manifest, verify_files
+from gearag.store.index import (
+    FORMAT_VERSION,
+    MANIFEST,
+    Index,
+    IndexWriter,
+    read_manifest,
+    verify_files,
+)
+from gearag.text import normalise_entity
 
 # --------------------------------------------------------------------------- triple graph
 
@@ -348,7 +356,7 @@ def test_triples_are_cleaned_and_blank_ones_dropped(tmp_path: Path) -> None:
 
 
 def test_is_named() -> None:
-    from gearag.store.graph import is_named
+    from gearag.text import is_named
 
     assert is_named("Aretha Franklin") and is_named("The Beatles") and is_named("BBC")
     assert not is_named("film") and not is_named("closing track")
@@ -356,7 +364,7 @@ def test_is_named() -> None:
 
 
 def test_unlinkable_endpoints_get_no_entity() -> None:
-    from gearag.store.graph import is_named
+    from gearag.text import is_named
 
     subjects = ["Alpha", "Alpha", "Beta"]
     objects = ["film", "1968", "film"]

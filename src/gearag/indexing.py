@@ -20,10 +20,11 @@ from gearag.embed import make_embedder
 from gearag.errors import ConfigError, DataError
 from gearag.extract import TripleExtractor, make_extractor
 from gearag.extract.run import extract_with_checkpoint
-from gearag.model import Passage, normalise_entity
+from gearag.model import Passage
 from gearag.retrieve.bm25 import build_bm25, save_bm25
-from gearag.store.graph import LINK_MODES, TripleGraph, is_named
+from gearag.store.graph import LINK_MODES, TripleGraph
 from gearag.store.index import Index, IndexWriter
+from gearag.text import is_named, normalise_entity
 
 log = logging.getLogger(__name__)
 

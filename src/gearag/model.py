@@ -8,31 +8,8 @@ neighbours in the triple graph when they share a head or tail entity.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from functools import lru_cache
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-_ARTICLES = re.compile(r"^(the|a|an)\s+")
-_NON_WORD = re.compile(r"[^\w\s]")
-_SPACES = re.compile(r"\s+")
-
-
-@lru_cache(maxsize=1 << 18)
-def normalise_entity(name: str) -> str:
-    """Canonical form of an entity mention, used as the graph's node key.
-
-    Unicode NFKC, case-folded, accents stripped, punctuation dropped, a
-    leading English article removed and whitespace collapsed, so that
-    ``"The Beatles"``, ``"the beatles"`` and ``"Beatles"`` meet in one node.
-    """
-    text = unicodedata.normalize("NFKD", name)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    text = text.casefold()
-    text = _NON_WORD.sub(" ", text)
-    text = _SPACES.sub(" ", text).strip()
-    text = _ARTICLES.sub("", text)
-    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +45,43 @@ class Triple:
 
     def as_tuple(self) -> tuple[str, str, str]:
         return (self.subject, self.predicate, self.object)
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A (subject, predicate, object) statement as text: what extractors emit, readers pick and the gist memory holds.
+
+    ``source`` is the index triple id when the fact is one of the index's
+    triples (the offline reader's), ``None`` when a model wrote it.
+    Unpacks like a tuple: ``s, p, o = fact``.
+    """
+
+    subject: str
+    predicate: str
+    object: str
+    source: int | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.subject} {self.predicate} {self.object}"
+
+    def as_tuple(self) -> tuple[str, str, str]:
+        return (self.subject, self.predicate, self.object)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((self.subject, self.predicate, self.object))
+
+
+@dataclass(slots=True)
+class Reasoning:
+    """``a(n), r(n) = reason(G(n), q)`` (GEAR §5.2, Eq. 6): answerability and its reason or answer."""
+
+    answerable: bool
+    #: The answer when answerable, else why not.
+    text: str = ""
+    answer: str | None = None
+    #: Evidence path behind the decision, as readable triples.
+    evidence: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

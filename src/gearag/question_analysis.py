@@ -6,14 +6,13 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gearag.store.graph import is_named
+from gearag.text import YEAR as _YEAR
+from gearag.text import has_date, is_named
+
+__all__ = ["ANSWER_TYPES", "QuestionInfo", "analyse", "matches_type"]
 
 ANSWER_TYPES = ("date", "number", "place", "person", "yesno", "entity")
 
-_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
-_MONTH = re.compile(
-    r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\b", re.I
-)
 _NUMBER = re.compile(r"\d")
 _AUX = ("is ", "are ", "was ", "were ", "do ", "does ", "did ", "can ", "could ", "has ", "have ", "had ", "will ")
 _PLACE_WORDS = ("where", "place", "city", "country", "state", "county", "town", "location", "nationality",
@@ -69,22 +68,9 @@ def _options(question: str) -> tuple[str, ...]:
 def matches_type(value: str, answer_type: str) -> bool:
     """Whether a fact's value can answer a question of ``answer_type``."""
     if answer_type == "date":
-        return bool(_YEAR.search(value) or _MONTH.search(value))
+        return has_date(value)
     if answer_type == "number":
         return bool(_NUMBER.search(value))
     if answer_type in ("place", "person"):
         return is_named(value) and not _YEAR.search(value)
     return bool(value.strip())
-
-
-def date_key(value: str) -> tuple[int, int, int] | None:
-    """A sortable (year, month, day) from a date-like string, or None."""
-    year = _YEAR.search(value)
-    if not year:
-        return None
-    month_names = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
-                   "october", "november", "december"]
-    month = _MONTH.search(value)
-    m = month_names.index(month.group(1).lower()) + 1 if month else 0
-    day = re.search(r"\b([0-3]?\d)\b", _YEAR.sub(" ", value))
-    return (int(year.group(1)), m, int(day.group(1)) if day else 0)

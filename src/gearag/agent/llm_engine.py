@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gearag.agent.roles import Answer, Engine, Reasoning
+from gearag.agent.roles import Answer, Engine
 from gearag.expand.llm_reader import LLMReader, llm_roles
-from gearag.expand.reader import ProximalTriple
-from gearag.model import Passage
+from gearag.model import Fact, Passage, Reasoning
 from gearag.store.index import Index
 
 
@@ -18,7 +17,7 @@ class LLMReasoner:
     def __init__(self, roles: Any) -> None:
         self.roles = roles
 
-    def reason(self, question: str, memory: Sequence[ProximalTriple]) -> Reasoning:
+    def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning:
         result = self.roles.reason_full(list(memory), question)
         answer = result.answer_or_why if result.answerable else None
         return Reasoning(bool(result.answerable), result.answer_or_why, answer)
@@ -30,7 +29,7 @@ class LLMRewriter:
     def __init__(self, roles: Any) -> None:
         self.roles = roles
 
-    def rewrite(self, question: str, memory: Sequence[ProximalTriple], reasoning: Reasoning) -> str:
+    def rewrite(self, question: str, memory: Sequence[Fact], reasoning: Reasoning) -> str:
         return self.roles.rewrite(list(memory), question, reasoning.text)
 
 
@@ -42,7 +41,7 @@ class LLMAnswerer:
     def __init__(self, roles: Any) -> None:
         self.roles = roles
 
-    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[ProximalTriple]) -> Answer:
+    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer:
         return Answer(self.roles.answer(list(passages), question) or "", self.LABEL, [])
 
 

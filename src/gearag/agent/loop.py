@@ -24,12 +24,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gearag.agent.roles import Engine, Reasoning
+from gearag.agent.roles import Engine
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.expand.methods import ExpansionConfig
-from gearag.expand.reader import ProximalTriple
-from gearag.model import Hit
+from gearag.model import Fact, Hit, Reasoning
 from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import RRF_K, rrf
 from gearag.store.index import Index
@@ -80,7 +79,7 @@ class StepTrace:
 class AgentResult:
     passages: list[Hit]
     steps: list[StepTrace]
-    memory: list[ProximalTriple]
+    memory: list[Fact]
     reasoning: Reasoning | None
 
     def trace(self) -> dict[str, Any]:
@@ -111,7 +110,7 @@ class GearAgent:
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.passage_linker = PassageLinker(index, exp.base, rrf_k=config.rrf_k)
 
-    def step_passages(self, query: str, question: str, memory: list[ProximalTriple]) -> tuple[list[int], dict[str, Any]]:
+    def step_passages(self, query: str, question: str, memory: list[Fact]) -> tuple[list[int], dict[str, Any]]:
         """SyncGE for one step: ``C_q(n)`` and what the step's reader and beams found."""
         base_rows = [h.idx for h in self.base.retrieve(query, self.config.chunks)]
         proximal = self.engine.reader.read(question, base_rows, memory)
@@ -121,7 +120,7 @@ class GearAgent:
         return fused, {"proximal": proximal, "paths": self.expander.describe(expansion.beams)}
 
     def run(self, question: str, k: int = 15) -> AgentResult:
-        memory: list[ProximalTriple] = []
+        memory: list[Fact] = []
         per_step: list[list[int]] = []
         steps: list[StepTrace] = []
         query = question

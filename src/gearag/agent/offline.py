@@ -18,16 +18,16 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-from gearag.question_analysis import QuestionInfo, analyse, date_key, matches_type
-from gearag.agent.roles import Answer, Engine, Reasoning
-from gearag.expand.reader import OfflineReader, OfflineReaderConfig, ProximalTriple
-from gearag.model import Passage, normalise_entity
-from gearag.store.graph import is_named
+from gearag.agent.roles import Answer, Engine
+from gearag.expand.reader import OfflineReader, OfflineReaderConfig
+from gearag.model import Fact, Passage, Reasoning
+from gearag.question_analysis import QuestionInfo, analyse, matches_type
 from gearag.store.index import Index
+from gearag.text import date_key, is_named, normalise_entity
 
 #: Relation words that share no stem with the predicates that express them.
 _RELATED = {
@@ -95,7 +95,7 @@ def same_entity(a: str, b: str) -> bool:
 
 @dataclass
 class Chain:
-    triples: list[ProximalTriple]
+    triples: list[Fact]
     terminal: str
     #: Share of the question's relation words the chain's text covers.
     coverage: float
@@ -120,7 +120,7 @@ class OfflineReasoner:
     def __init__(self, max_length: int = 3) -> None:
         self.max_length = max_length
 
-    def chains(self, info: QuestionInfo, memory: Sequence[ProximalTriple]) -> list[Chain]:
+    def chains(self, info: QuestionInfo, memory: Sequence[Fact]) -> list[Chain]:
         qnorm = normalise_entity(info.text)
         anchors = [
             (t, end)
@@ -136,13 +136,13 @@ class OfflineReasoner:
         )
         named = [(normalise_entity(end), t) for t in memory for end in (t.subject, t.object) if is_named(end)]
 
-        def continuing(entity: str) -> list[ProximalTriple]:
+        def continuing(entity: str) -> list[Fact]:
             # Chains continue through named entities only, as the graph does; "Akron" meets "Akron, Ohio".
             return [t for key, t in named if same_entity(key, entity)]
 
         out: list[Chain] = []
 
-        def walk(path: list[ProximalTriple], came_in: str) -> None:
+        def walk(path: list[Fact], came_in: str) -> None:
             last = path[-1]
             far = last.object if same_entity(normalise_entity(last.subject), came_in) else last.subject
             terms = set().union(*(_stems(f"{t.subject} {t.predicate} {t.object}") for t in path))
@@ -163,11 +163,11 @@ class OfflineReasoner:
         out.sort(key=lambda c: (c.answers, c.hit and c.typed, c.coverage, c.typed, -len(c.triples)), reverse=True)
         return out
 
-    def compare(self, info: QuestionInfo, memory: Sequence[ProximalTriple]) -> Reasoning | None:
+    def compare(self, info: QuestionInfo, memory: Sequence[Fact]) -> Reasoning | None:
         """Date comparisons between the two options of an "A or B" question."""
         if len(info.options) != 2:
             return None
-        dates: dict[str, tuple[tuple[int, int, int], ProximalTriple]] = {}
+        dates: dict[str, tuple[tuple[int, int, int], Fact]] = {}
         for option in info.options:
             onorm = normalise_entity(option)
             for t in memory:
@@ -185,7 +185,7 @@ class OfflineReasoner:
         evidence = [f"({t.subject}; {t.predicate}; {t.object})" for _, t in dates.values()]
         return Reasoning(True, f"Compared dates: {'; '.join(evidence)}.", choice, evidence)
 
-    def reason(self, question: str, memory: Sequence[ProximalTriple]) -> Reasoning:
+    def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning:
         info = analyse(question)
         compared = self.compare(info, memory)
         if compared is not None and compared.answerable:
@@ -214,7 +214,7 @@ class OfflineRewriter:
     def __init__(self, reasoner: OfflineReasoner) -> None:
         self.reasoner = reasoner
 
-    def rewrite(self, question: str, memory: Sequence[ProximalTriple], reasoning: Reasoning) -> str:
+    def rewrite(self, question: str, memory: Sequence[Fact], reasoning: Reasoning) -> str:
         info = analyse(question)
         if info.options:
             # Ask about the option still missing a fact.
@@ -260,7 +260,7 @@ class OfflineAnswerer:
         self.reasoner = reasoner
         self._rows = {p.id: i for i, p in enumerate(index.passages)}
 
-    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[ProximalTriple]) -> Answer:
+    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer:
         info = analyse(question)
         reasoning = self.reasoner.reason(question, memory)
         if reasoning.answerable and reasoning.answer:

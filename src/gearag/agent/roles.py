@@ -12,19 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gearag.expand.reader import ProximalTriple, Reader
-from gearag.model import Passage
-
-
-@dataclass
-class Reasoning:
-    """``a(n), r(n) = reason(G(n), q)``: answerability and its reason (or the answer)."""
-
-    answerable: bool
-    text: str
-    answer: str | None = None
-    #: Evidence path behind the decision, as readable triples.
-    evidence: list[str] = field(default_factory=list)
+from gearag.expand.reader import Reader
+from gearag.model import Fact, Passage, Reasoning
 
 
 @dataclass
@@ -36,15 +25,15 @@ class Answer:
 
 
 class Reasoner(Protocol):
-    def reason(self, question: str, memory: Sequence[ProximalTriple]) -> Reasoning: ...
+    def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning: ...
 
 
 class Rewriter(Protocol):
-    def rewrite(self, question: str, memory: Sequence[ProximalTriple], reasoning: Reasoning) -> str: ...
+    def rewrite(self, question: str, memory: Sequence[Fact], reasoning: Reasoning) -> str: ...
 
 
 class Answerer(Protocol):
-    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[ProximalTriple]) -> Answer: ...
+    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer: ...
 
 
 @dataclass

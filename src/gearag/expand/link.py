@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gearag.expand.reader import ProximalTriple
-from gearag.model import Hit
+from gearag.model import Fact, Hit
 from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import RRF_K, rrf
 from gearag.store.index import Index
@@ -22,7 +21,7 @@ class TripleLinker:
         self.retriever = make_retriever(index, method, "triples")
         self.top = top
 
-    def link(self, proximal: Sequence[ProximalTriple]) -> list[int]:
+    def link(self, proximal: Sequence[Fact]) -> list[int]:
         out: dict[int, None] = {}
         for t in proximal:
             if t.source is not None:
@@ -45,7 +44,7 @@ class PassageLinker:
         self.triples = make_retriever(index, method, "triples")
         self.rrf_k = rrf_k
 
-    def link(self, triple: ProximalTriple, k: int) -> list[Hit]:
+    def link(self, triple: Fact, k: int) -> list[Hit]:
         from_c = [h.idx for h in self.passages.retrieve(triple.text, k)]
         owner = self.index.triples.passage
         from_t = list(dict.fromkeys(int(owner[h.idx]) for h in self.triples.retrieve(triple.text, k)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gearag.expand.reader import ProximalTriple
+from gearag.model import Fact
 from gearag.store.index import Index
 
 
@@ -24,11 +24,11 @@ class LLMReader:
         return cls(index, llm_roles(options))
 
     def read(
-        self, question: str, passages: Sequence[int], memory: Sequence[ProximalTriple] = ()
-    ) -> list[ProximalTriple]:
+        self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
+    ) -> list[Fact]:
         docs = [self.index.passages[r] for r in passages]
         found = self.roles.read(docs, question, list(memory) or None)
-        return [ProximalTriple(s, p, o) for s, p, o in found]
+        return [Fact(s, p, o) for s, p, o in found]
 
 
 def llm_roles(options: dict[str, Any]) -> Any:

