@@ -53,7 +53,7 @@ def build(dataset: str, extractor: str, embedder: str, force: bool) -> dict[str,
         "from gearag.indexing import build_index\n"
         "t=time.perf_counter()\n"
         f"idx=build_index(load_corpus({str(ds.corpus)!r}), {str(out)!r}, "
-        f"IndexConfig(extractor={spec!r}, embedder={embedder!r}), overwrite=True, resume=False)\n"
+        f"IndexConfig.of(extractor={spec!r}, embedder={embedder!r}), overwrite=True, resume=False)\n"
         "print(json.dumps({'seconds': time.perf_counter()-t, 'stages': idx.manifest['build_seconds'],"
         " 'counts': idx.manifest['counts'],"
         " 'peak_rss_mb': peak_mb()}))\n"

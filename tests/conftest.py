@@ -113,7 +113,7 @@ def tiny_index(tmp_path_factory: pytest.TempPathFactory):
     from gearag.indexing import build_index
 
     out = tmp_path_factory.mktemp("tiny") / "index"
-    return build_index(tiny_passages(), out, IndexConfig(extractor="stub"), extractor=StubExtractor())
+    return build_index(tiny_passages(), out, IndexConfig.of(extractor="stub"), extractor=StubExtractor())
 
 
 @dataclass

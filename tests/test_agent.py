@@ -11,7 +11,7 @@ from conftest import wiki_slice
 
 from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.agent.offline import OfflineAnswerer
-from gearag.agent.roles import Engine
+from gearag.engine import Engine
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, DataError
 from gearag.evaluation import recall_by_iteration
@@ -34,7 +34,7 @@ def _build(tmp_path_factory: pytest.TempPathFactory, name: str, rows: list[dict]
     from gearag.indexing import build_index
 
     passages = [Passage(f"{name[0]}{i}", p["title"], p["text"]) for i, p in enumerate(rows)]
-    return build_index(passages, tmp_path_factory.mktemp(name) / "index", IndexConfig(extractor="spacy"))
+    return build_index(passages, tmp_path_factory.mktemp(name) / "index", IndexConfig.of(extractor="spacy"))
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_offline_gear_end_to_end(request: pytest.FixtureRequest, slice_name: str
     assert len(set(rows)) == len(rows)
     assert [h.score for h in result.passages] == sorted((h.score for h in result.passages), reverse=True)
 
-    trace = result.trace
+    trace = result.trace.to_dict()
     steps = trace["steps"]
     assert 1 <= len(steps) <= MAX_STEPS
     assert trace["iterations"] == len(steps)
@@ -120,8 +120,8 @@ def test_offline_gear_end_to_end(request: pytest.FixtureRequest, slice_name: str
 
 def test_offline_gear_without_answer(wiki: SimpleNamespace) -> None:
     result = make_method(wiki.index, "gear", max_steps=1, answer=False)(wiki.questions[0], K)
-    assert result.answer is None and "answer_label" not in result.trace
-    assert len(result.trace["steps"]) == 1
+    assert result.answer is None and result.trace.answer_label is None
+    assert len(result.trace.steps) == 1
 
 
 @pytest.mark.parametrize("options", [{"max_steps": -1}, {"max_steps": 0}, {"engine": "bogus"}, {"beam_width": -3}])
@@ -245,7 +245,7 @@ def test_eq9_final_fusion_by_hand(tiny_index: Index) -> None:
     assert result.memory == [T_A, T_B]
     assert [s.gist_added for s in result.steps] == [[list(T_A.as_tuple())], [list(T_B.as_tuple())]]
     assert result.reasoning is not None and result.reasoning.answer == "Utah Jazz"
-    trace = result.trace()
+    trace = result.trace().to_dict()
     assert trace["iterations"] == 2
     assert [st["query"] for st in trace["steps"]] == [QUESTION, "Which team drafted Dell Curry?"]
     assert trace["steps"][0]["reasoning"]["next_query"] == "Which team drafted Dell Curry?"

@@ -14,6 +14,7 @@ import pytest
 
 from gearag.agent.llm_engine import llm_engine
 from gearag.agent.loop import AgentConfig, GearAgent
+from gearag.engine import EngineConfig
 from gearag.llm import prompts as P
 from gearag.llm.roles import format_passages, format_triples
 from gearag.retrieve import make_retriever
@@ -73,7 +74,7 @@ def server():
 
 
 def make_agent(index: Index, server: ScriptedServer, max_steps: int) -> GearAgent:
-    engine = llm_engine(index, {"llm_base_url": server.base_url, "llm_model": "test-model"})
+    engine = llm_engine(index, EngineConfig("openai", server.base_url, "test-model"))
     return GearAgent(index, engine, AgentConfig(max_steps=max_steps, chunks=2, link_k=3))
 
 
@@ -222,7 +223,7 @@ def test_step_tokens_add_up_to_the_ledger(tiny_index: Index, server: ScriptedSer
     assert total.prompt_tokens == sum(s.tokens_in for s in result.steps) == sum(p for p, _ in usage)
     assert total.completion_tokens == sum(s.tokens_out for s in result.steps) == sum(c for _, c in usage)
     assert total.requests == len(server.requests) == 7
-    trace = result.trace()
+    trace = result.trace().to_dict()
     assert [(s["tokens_in"], s["tokens_out"]) for s in trace["steps"]] == [(410, 50), (618, 78)]
 
 
@@ -263,7 +264,7 @@ def test_gear_method_reports_tokens_by_role(tiny_index: Index, server: ScriptedS
     result = run(QUESTION, 3)
     assert result.answer == "River Mersey"
     # Two reads (SyncGE's reader and the gist constructor), one reasoning call, one answer.
-    assert result.trace["tokens_by_role"] == {
+    assert result.trace.tokens_by_role == {
         "read": {"prompt": 30, "completion": 3},
         "reason": {"prompt": 30, "completion": 3},
         "answer": {"prompt": 40, "completion": 4},

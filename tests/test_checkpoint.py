@@ -123,7 +123,7 @@ def test_no_work_dir_means_no_checkpoint(tmp_path: Path) -> None:
 def test_interrupted_build_resumes(tmp_path: Path) -> None:
     passages = tiny_passages()
     out = tmp_path / "idx"
-    config = IndexConfig(extractor="stub")
+    config = IndexConfig.of(extractor="stub")
     with pytest.raises(RuntimeError):
         build_index(passages, out, config, extractor=StubExtractor(fail_after=5))
     assert not out.exists()
@@ -145,7 +145,7 @@ def test_build_without_resume_discards_checkpoint(tmp_path: Path) -> None:
     passages = tiny_passages()
     out = tmp_path / "idx"
     with pytest.raises(RuntimeError):
-        build_index(passages, out, IndexConfig(extractor="stub"), extractor=StubExtractor(fail_after=4))
+        build_index(passages, out, IndexConfig.of(extractor="stub"), extractor=StubExtractor(fail_after=4))
     counting = StubExtractor()
-    build_index(passages, out, IndexConfig(extractor="stub"), extractor=counting, resume=False)
+    build_index(passages, out, IndexConfig.of(extractor="stub"), extractor=counting, resume=False)
     assert len(counting.seen) == len(passages)

@@ -114,11 +114,11 @@ def test_index_info(cli, wiki: SimpleNamespace) -> None:
     assert result.code == 0, result.stderr
     info = json.loads(result.stdout)
     assert info["verified"] is True
-    assert info["format_version"] == 1
+    assert info["format_version"] == 2
     assert info["counts"]["passages"] == wiki.n_passages
     assert info["counts"]["triples"] > wiki.n_passages  # spaCy rules find several facts per passage
     assert 0 < info["counts"]["entities"]
-    assert info["config"]["extractor"] == "spacy" and info["config"]["embedder"] == "wordllama"
+    assert info["config"]["extract"]["extractor"] == "spacy" and info["config"]["embed"]["embedder"] == "wordllama"
     index = Index.load(wiki.index)
     assert index.manifest["extractor_key"].startswith("spacy")
     # Every triple belongs to a passage, and the passage ranges tile the triple table.
@@ -549,14 +549,14 @@ def test_openie_passage_not_in_file(tmp_path: Path) -> None:
 
 
 def test_retrieve_restarts_a_partial_run_with_other_settings(cli, wiki: SimpleNamespace, tmp_path: Path) -> None:
-    import gearag.methods
+    import gearag.api
 
     out = tmp_path / "run.jsonl"
     calls = {"n": 0}
-    real = gearag.methods.make_method
+    real = gearag.api.make_method
 
-    def interrupting(index, name, **options):
-        run = real(index, name, **options)
+    def interrupting(index, name, config=None, **options):
+        run = real(index, name, config, **options)
 
         def wrapped(question, k):
             calls["n"] += 1
@@ -566,11 +566,11 @@ def test_retrieve_restarts_a_partial_run_with_other_settings(cli, wiki: SimpleNa
 
         return wrapped
 
-    gearag.methods.make_method = interrupting
+    gearag.api.make_method = interrupting
     try:
         first = cli("retrieve", wiki.index, wiki.questions, "--out", out, "--method", "bm25")
     finally:
-        gearag.methods.make_method = real
+        gearag.api.make_method = real
     assert first.code == 130
     assert (tmp_path / "run.jsonl.partial").exists() and not out.exists()
     second = cli("retrieve", wiki.index, wiki.questions, "--out", out, "--method", "dense")

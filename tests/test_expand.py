@@ -44,7 +44,7 @@ def wiki(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     rows, questions = wiki_slice(N_PASSAGES, N_QUESTIONS)
     passages = [Passage(f"w{i}", p["title"], p["text"]) for i, p in enumerate(rows)]
     out = tmp_path_factory.mktemp("wiki-expand") / "index"
-    index = build_index(passages, out, IndexConfig(extractor="spacy"))
+    index = build_index(passages, out, IndexConfig.of(extractor="spacy"))
     assert {q["question"] for q in questions} >= {PERFORMER_Q, SPOUSE_Q}
     return SimpleNamespace(index=index, questions=questions, row={p.title: i for i, p in enumerate(passages)})
 
@@ -95,12 +95,14 @@ def _fake_index(names: list[str], vectors: np.ndarray | None = None) -> SimpleNa
     embedder = FakeEmbedder()
     if vectors is None:
         vectors = np.stack([embedder.vector(n) for n in names])
+    cache: dict[str, object] = {}
+    triples = SimpleNamespace(vectors=vectors, weights=None)
     return SimpleNamespace(
         path=Path("/nonexistent/fake-index", "-".join(names)),
-        triple_vectors=vectors,
+        collection=lambda name: triples,
         triples=SimpleNamespace(text=lambda t: names[t]),
         embedder=embedder,
-        _cache={},
+        cached=lambda key, build: cache.setdefault(key, build()) if key not in cache else cache[key],
     )
 
 
@@ -248,7 +250,7 @@ def test_syncge_with_offline_reader_is_rrf_of_expanded_and_base(wiki: SimpleName
         result = method(question, 10)
         base_rows = [h.idx for h in make_retriever(index, "bm25", "passages").retrieve(question, 10)]
         proximal = OfflineReader(index).read(question, base_rows)
-        assert result.trace["proximal"] == [list(t.as_tuple()) for t in proximal]
+        assert result.trace.proximal == [list(t.as_tuple()) for t in proximal]
         initial = [t.source for t in proximal]  # offline triples link to themselves
         expansion = GraphExpander(index, BeamConfig()).expand(question, initial)
         assert [b.path[0] for b in expansion.beams] and all(b.path[0] in initial for b in expansion.beams)
@@ -256,7 +258,7 @@ def test_syncge_with_offline_reader_is_rrf_of_expanded_and_base(wiki: SimpleName
         assert [h.idx for h in result.passages] == [i for i, _ in fused]
         assert [h.score for h in result.passages] == pytest.approx([s for _, s in fused])
         titles = [index.passages[p].title for p in expansion.passages[:10]]
-        assert result.trace["expanded_passages"] == titles
+        assert result.trace.expanded_passages == titles
 
 
 def test_syncge_reaches_the_second_hop(wiki: SimpleNamespace) -> None:

@@ -10,6 +10,7 @@ import pytest
 from gearag.config import IndexConfig
 from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.model import Fact, Passage
+from gearag.retrieve.config import RetrieverConfig
 from gearag.retrieve import make_retriever
 from gearag.store.index import Index
 
@@ -48,7 +49,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
 
     passages = [Passage(f"h{i}", title, text) for i, (title, text, _) in enumerate(PASSAGES)]
     out = tmp_path_factory.mktemp("link") / "index"
-    return build_index(passages, out, IndexConfig(extractor="fixed"), extractor=FixedExtractor())
+    return build_index(passages, out, IndexConfig.of(extractor="fixed"), extractor=FixedExtractor())
 
 
 def test_fixture_layout(index: Index) -> None:
@@ -77,7 +78,7 @@ def test_dense_triple_link_is_the_most_similar_triple(index: Index) -> None:
     linker = TripleLinker(index, "dense")
     t = Fact("Atlantic Records", "was founded in", "New York City")
     qvec = index.embedder.encode([t.text])[0]
-    expected = int(np.argmax(np.asarray(index.triple_vectors) @ qvec))
+    expected = int(np.argmax(np.asarray(index.collection("triples").vectors) @ qvec))
     assert linker.link([t]) == [expected]
     assert expected == 5
 
@@ -168,7 +169,7 @@ def test_passage_link_matches_hand_fusion(index: Index, triple: tuple[str, str, 
 def test_passage_link_uses_its_rrf_constant(index: Index) -> None:
     t = Fact("singer", "recorded", "Detroit")
     from_c, from_t = _sides(index, t.text, 4)
-    hits = PassageLinker(index, rrf_k=1).link(t, 4)
+    hits = PassageLinker(index, config=RetrieverConfig(rrf_k=1)).link(t, 4)
     expected = _hand_rrf([from_c, from_t], 1)[:4]
     assert [h.idx for h in hits] == [key for key, _ in expected]
     # k=1: 0: 1/3+1/2, 1: 1/4+1/3, 4: 1/2, 2: 1/4.

@@ -7,8 +7,11 @@ import pytest
 
 from gearag.errors import ConfigError
 from gearag.methods import make_method, method_names
+from gearag.retrieve.config import RetrieverConfig
 from gearag.model import Hit
-from gearag.retrieve import BASE_METHODS, make_retriever, rrf
+from gearag.retrieve import make_retriever, rrf
+
+BASE_METHODS = ("bm25", "dense", "hybrid")
 from gearag.retrieve.base import Retriever, top_k
 from gearag.retrieve.bm25 import BM25Retriever, build_bm25, tokenize
 from gearag.retrieve.hybrid import HybridRetriever
@@ -158,7 +161,7 @@ def test_dense_scores_are_cosines(tiny_index: Index) -> None:
     r = make_retriever(tiny_index, "dense")
     hits = r.retrieve("basketball", len(tiny_index.passages))
     q = tiny_index.embedder.encode(["basketball"])[0]
-    expected = np.asarray(tiny_index.passage_vectors) @ q
+    expected = np.asarray(tiny_index.collection("passages").vectors) @ q
     assert [h.idx for h in hits] == sorted(range(len(expected)), key=lambda i: (-expected[i], i))
     for h in hits:
         assert h.score == pytest.approx(float(expected[h.idx]), abs=1e-5)
@@ -179,7 +182,7 @@ def test_hybrid_is_rrf_of_bm25_and_dense(tiny_index: Index) -> None:
 
 
 def test_hybrid_rrf_k_option(tiny_index: Index) -> None:
-    hits = make_retriever(tiny_index, "hybrid", rrf_k=1).retrieve("Mount Everest Himalayas", 1)
+    hits = make_retriever(tiny_index, "hybrid", config=RetrieverConfig(rrf_k=1)).retrieve("Mount Everest Himalayas", 1)
     assert hits[0].idx == 6 and hits[0].score == pytest.approx(1.0)  # 1/(1+1) twice
 
 
@@ -209,9 +212,9 @@ def test_retriever_is_cached_and_protocol(tiny_index: Index) -> None:
 
 
 def test_unknown_retriever_and_target(tiny_index: Index) -> None:
-    with pytest.raises(ConfigError, match="unknown base retriever 'bm26'"):
+    with pytest.raises(ConfigError, match="unknown retriever 'bm26'"):
         make_retriever(tiny_index, "bm26")
-    with pytest.raises(ConfigError, match="unknown retrieval target 'entities'"):
+    with pytest.raises(ConfigError, match="no collection 'entities'"):
         make_retriever(tiny_index, "bm25", "entities")
 
 
@@ -219,6 +222,6 @@ def test_methods_registry(tiny_index: Index) -> None:
     assert set(BASE_METHODS) <= set(method_names())
     result = make_method(tiny_index, "bm25")("Which team drafted Dell Curry?", 2)
     assert result.passages[0].idx == 1 and len(result.passages) <= 2
-    assert result.answer is None and result.trace == {}
+    assert result.answer is None and result.trace is None
     with pytest.raises(ConfigError, match="unknown method 'nope'"):
         make_method(tiny_index, "nope")

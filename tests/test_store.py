@@ -167,17 +167,17 @@ def test_writer_refuses_existing(tmp_path: Path) -> None:
 def test_build_refuses_existing_then_overwrites(tmp_path: Path) -> None:
     passages = tiny_passages()[:3]
     out = tmp_path / "idx"
-    build_index(passages, out, IndexConfig(extractor="stub"), extractor=StubExtractor())
+    build_index(passages, out, IndexConfig.of(extractor="stub"), extractor=StubExtractor())
     with pytest.raises(IndexFormatError, match="already exists"):
-        build_index(passages, out, IndexConfig(extractor="stub"), extractor=StubExtractor())
-    again = build_index(passages[:2], out, IndexConfig(extractor="stub"), extractor=StubExtractor(), overwrite=True)
+        build_index(passages, out, IndexConfig.of(extractor="stub"), extractor=StubExtractor())
+    again = build_index(passages[:2], out, IndexConfig.of(extractor="stub"), extractor=StubExtractor(), overwrite=True)
     assert again.manifest["counts"]["passages"] == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no .old / .tmp / .work left
 
 
 def test_build_empty_corpus_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="empty corpus"):
-        build_index([], tmp_path / "idx", IndexConfig(extractor="stub"), extractor=StubExtractor())
+        build_index([], tmp_path / "idx", IndexConfig.of(extractor="stub"), extractor=StubExtractor())
     assert not (tmp_path / "idx").exists()
 
 
@@ -191,7 +191,7 @@ def test_manifest_counts_and_checksums(tiny_index: Index) -> None:
     assert manifest["counts"]["passages"] == len(passages)
     assert manifest["counts"]["triples"] == expected_triples == len(tiny_index.triples)
     assert manifest["counts"]["entities"] == tiny_index.graph.n_entities
-    assert manifest["config"]["extractor"] == "stub" and manifest["config"]["embedder"] == "wordllama"
+    assert manifest["config"]["extract"]["extractor"] == "stub" and manifest["config"]["embed"]["embedder"] == "wordllama"
     assert manifest["extractor_key"] == "stub-v1"
     assert manifest["embedding_dim"] == 256
     on_disk = {
@@ -223,26 +223,26 @@ def test_index_contents_round_trip(tiny_index: Index) -> None:
     # Entities are shared across passages: "Stephen Curry" is a title and a mention.
     ent = tiny_index.graph.entities
     assert "stephen curry" in ent and "curry" in ent
-    assert tiny_index.config == IndexConfig(extractor="stub")
+    assert tiny_index.config == IndexConfig.of(extractor="stub")
 
 
 def test_index_arrays_are_memory_mapped(tiny_index: Index) -> None:
-    assert isinstance(tiny_index.passage_vectors, np.memmap)
-    assert isinstance(tiny_index.triple_vectors, np.memmap)
+    assert isinstance(tiny_index.collection("passages").vectors, np.memmap)
+    assert isinstance(tiny_index.collection("triples").vectors, np.memmap)
     assert isinstance(tiny_index.graph.indices, np.memmap)
-    assert tiny_index.passage_vectors.dtype == np.float32
-    assert tiny_index.passage_vectors.shape == (len(tiny_index.passages), 256)
-    assert tiny_index.triple_vectors.shape == (len(tiny_index.triples), 256)
-    norms = np.linalg.norm(np.asarray(tiny_index.passage_vectors), axis=1)
+    assert tiny_index.collection("passages").vectors.dtype == np.float32
+    assert tiny_index.collection("passages").vectors.shape == (len(tiny_index.passages), 256)
+    assert tiny_index.collection("triples").vectors.shape == (len(tiny_index.triples), 256)
+    norms = np.linalg.norm(np.asarray(tiny_index.collection("passages").vectors), axis=1)
     np.testing.assert_allclose(norms, 1.0, atol=1e-5)
 
 
 def test_triple_weights_recover_token_sums(tiny_index: Index) -> None:
     embedder = tiny_index.embedder
     sums, _ = embedder.token_sums(tiny_index.triples.texts())
-    w = tiny_index.triple_weights
+    w = tiny_index.collection("triples").weights
     assert w is not None and w.shape == (len(tiny_index.triples),)
-    np.testing.assert_allclose(w[:, None] * np.asarray(tiny_index.triple_vectors), sums, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(w[:, None] * np.asarray(tiny_index.collection("triples").vectors), sums, rtol=1e-4, atol=1e-4)
 
 
 @pytest.fixture
@@ -328,9 +328,9 @@ def test_index_with_no_triples(tmp_path: Path) -> None:
                 yield []
 
     idx = build_index([Passage("a", "Alpha", "lower case only"), Passage("b", "Beta", "more words")],
-                      tmp_path / "idx", IndexConfig(extractor="nothing"), extractor=Nothing())
+                      tmp_path / "idx", IndexConfig.of(extractor="nothing"), extractor=Nothing())
     assert idx.manifest["counts"] == {"passages": 2, "triples": 0, "entities": 0}
-    assert idx.triple_vectors.shape == (0, 256)
+    assert idx.collection("triples").vectors.shape == (0, 256)
     assert idx.passage_triples(0) == range(0, 0)
     from gearag.retrieve import make_retriever
 
@@ -346,7 +346,7 @@ def test_triples_are_cleaned_and_blank_ones_dropped(tmp_path: Path) -> None:
             for _ in passages:
                 yield [("  Alpha \n one ", "is", "Beta"), ("", "x", "y"), ("a", "  ", "b"), ("c", "d", "\t")]
 
-    idx = build_index([Passage("a", "A", "text")], tmp_path / "idx", IndexConfig(extractor="messy"),
+    idx = build_index([Passage("a", "A", "text")], tmp_path / "idx", IndexConfig.of(extractor="messy"),
                       extractor=Messy())
     assert [idx.triples[i].as_tuple() for i in range(len(idx.triples))] == [("Alpha one", "is", "Beta")]
     assert not work_dir_for(tmp_path / "idx").exists()
@@ -376,15 +376,16 @@ def test_unlinkable_endpoints_get_no_entity() -> None:
 
 
 def test_hub_entities_link_nothing() -> None:
-    from gearag.indexing import linkable_for
+    from gearag.config import GraphConfig
+    from gearag.indexing.graph import linkable_for
 
     n = 30
     subjects = [f"Person{i}" for i in range(n)] + ["Person0"]
     objects = ["United States"] * n + ["Paris"]
     owner = list(range(n)) + [0]
-    linkable = linkable_for(IndexConfig(), subjects, objects, owner, n)
+    linkable = linkable_for(GraphConfig(), subjects, objects, owner, n)
     assert linkable is not None
     assert not linkable("United States")  # in 30 > max(20, 0.005 * 30) passages
     assert linkable("Person0") and linkable("Paris") and not linkable("film")
-    everything = linkable_for(IndexConfig(link_entities="all", max_entity_share=1.0), subjects, objects, owner, n)
+    everything = linkable_for(GraphConfig(link_entities="all", max_entity_share=1.0), subjects, objects, owner, n)
     assert everything is not None and everything("United States") and everything("film")

@@ -7,10 +7,9 @@ The library's main entry points::
     hits = make_retriever(index, "hybrid").retrieve("Who ...?", k=10)
 """
 
-__version__ = "0.1.0"
-
-from gearag.data import load_corpus, load_questions  # noqa: E402
-from gearag.model import Hit, Passage, Question, Triple  # noqa: E402
+from gearag.data import load_corpus, load_questions
+from gearag.model import Hit, Passage, Question, Triple
+from gearag.version import __version__
 
 __all__ = ["Hit", "Index", "Passage", "Question", "Triple", "__version__", "build_index", "load_corpus",
            "load_questions", "make_retriever"]

@@ -17,9 +17,11 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from gearag.errors import ConfigError, GearagError
+from gearag.options import OptionSpec, option_specs
 
 app = typer.Typer(
     add_completion=False,
@@ -28,6 +30,12 @@ app = typer.Typer(
 )
 out = Console()
 err = Console(stderr=True)
+
+
+def _method_names() -> list[str]:
+    from gearag.registry import REGISTRY
+
+    return REGISTRY.names("method")
 
 
 def _int_list(text: str) -> list[int]:
@@ -44,30 +52,84 @@ LLMBaseUrlOpt = Annotated[Optional[str], typer.Option(help="OpenAI-compatible en
 LLMModelOpt = Annotated[Optional[str], typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
 
 
+def _typer_option(spec: OptionSpec) -> tuple[object, object]:
+    """A typer annotation for a config option; its default is None (= the config's default)."""
+    default = spec.default
+    shown = "" if default is None else f" \\[default: {str(default).lower() if isinstance(default, bool) else default}]"
+    allowed = spec.allowed()
+    choices = f" ({' | '.join(allowed)})" if allowed and not spec.help.count("|") else ""
+    flags = (f"{spec.flag}/--no-{spec.flag[2:]}",) if spec.type is bool else (spec.flag,)
+    annotation = Annotated[Optional[spec.type], typer.Option(*flags, help=spec.help + choices + shown, show_default=False)]  # type: ignore[name-defined]
+    return annotation, None
+
+
+def with_config_options(specs: dict[str, OptionSpec]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Add one CLI option per config option; they reach the command as one ``options`` dict (unset ones left out)."""
+
+    def decorate(fn: Callable[..., None]) -> Callable[..., None]:
+        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "options"]
+        taken = {p.name for p in own}
+        extra = []
+        for name, spec in specs.items():
+            if name in taken:
+                continue
+            annotation, default = _typer_option(spec)
+            extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+        names = [p.name for p in extra]
+
+        @functools.wraps(fn)
+        def command(**kwargs: object) -> None:
+            options = {name: kwargs.pop(name) for name in names}
+            fn(**kwargs, options={k: v for k, v in options.items() if v is not None})
+
+        command.__signature__ = inspect.Signature(own + extra)  # type: ignore[attr-defined]
+        command.__annotations__ = {}
+        return command
+
+    return decorate
+
+
+def _method_specs() -> dict[str, OptionSpec]:
+    """Every option of every registered method, for ``retrieve`` and ``ask``."""
+    from gearag.registry import REGISTRY
+
+    specs: dict[str, OptionSpec] = {}
+    for name in REGISTRY.names("method"):
+        cls = REGISTRY.entry("method", name).config_class()
+        if cls is not None:
+            for key, spec in option_specs(cls).items():
+                specs.setdefault(key, spec)
+    return specs
+
+
+def _index_specs() -> dict[str, OptionSpec]:
+    from gearag.config import IndexConfig
+
+    return option_specs(IndexConfig)
+
+
 @app.command()
+@with_config_options(_index_specs())
 def index(
     corpus: Annotated[Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Index directory to create.")],
-    extractor: Annotated[str, typer.Option(help="Triple extractor: spacy | openie:FILE | llm[:MODEL].")] = "spacy",
-    embedder: Annotated[str, typer.Option(help="Dense embedder: wordllama | minilm.")] = "wordllama",
     overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted build.")] = True,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
+    options: Optional[dict] = None,
 ) -> None:
     """Index a corpus into passages, triples, a triple graph, BM25 and dense indices."""
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
-    from gearag.embed import EMBEDDERS
     from gearag.extract import make_extractor
     from gearag.indexing import build_index
+    from gearag.options import build_config
 
-    if embedder not in EMBEDDERS:
-        raise ConfigError(f"unknown embedder {embedder!r} (choose from {', '.join(EMBEDDERS)})")
+    config = build_config(IndexConfig, options, what="gearag index")
     passages = load_corpus(corpus)
-    err.print(f"[bold]{len(passages):,}[/] passages from {corpus}")
-    config = IndexConfig(extractor=extractor, embedder=embedder)
-    ex = make_extractor(extractor, llm_base_url=llm_base_url, llm_model=llm_model)
+    err.print(f"[bold]{len(passages):,}[/] passages from {escape(str(corpus))}")
+    ex = make_extractor(config.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model)
     started = time.perf_counter()
     try:
         built = build_index(
@@ -87,7 +149,7 @@ def index(
     counts = built.manifest["counts"]
     err.print(
         f"indexed {counts['passages']:,} passages, {counts['triples']:,} triples, "
-        f"{counts['entities']:,} entities into {out_dir} in {time.perf_counter() - started:.1f} s"
+        f"{counts['entities']:,} entities into {escape(str(out_dir))} in {time.perf_counter() - started:.1f} s"
     )
 
 
@@ -108,68 +170,12 @@ def info(
     out.print_json(json.dumps(summary))
 
 
-MethodOpt = Annotated[
-    str, typer.Option(help="Method: bm25 | dense | hybrid | naivege | syncge | gear.")
-]
+MethodOpt = Annotated[str, typer.Option(help="Method: " + " | ".join(_method_names()) + ".")]
 TopKOpt = Annotated[int, typer.Option("--top-k", min=1, help="Passages to return per question.")]
-RrfOpt = Annotated[int, typer.Option("--rrf-k", min=1, help="RRF constant for every fusion step.")]
-BaseOpt = Annotated[str, typer.Option(help="Base retriever under graph expansion / the agent: bm25 | dense | hybrid.")]
-BeamWidthOpt = Annotated[int, typer.Option(min=1, help="Beam width b (GEAR: 10).")]
-BeamLengthOpt = Annotated[int, typer.Option(min=1, help="Maximum path length l in triples (GEAR: 2).")]
-NeighboursOpt = Annotated[int, typer.Option(min=1, help="Neighbours considered per beam and step (GEAR: 100).")]
-GammaOpt = Annotated[Optional[float], typer.Option(help="Diversity γ (default 2 × beam width).")]
-DiversityOpt = Annotated[bool, typer.Option(help="Diverse beam search; --no-diversity is standard beam search.")]
-EngineOpt = Annotated[str, typer.Option(help="Engine for the reader/agent roles: offline | openai.")]
-ScoringOpt = Annotated[str, typer.Option(help="Path scoring with a neural embedder: exact | sum.")]
-BaseKOpt = Annotated[Optional[int], typer.Option("--base-k", min=1, help="Passages from the base retriever (default: --top-k).")]
-ChunksOpt = Annotated[Optional[int], typer.Option(min=1, help="Agent: base passages read per step (GEAR: 10).")]
-LinkKOpt = Annotated[Optional[int], typer.Option("--link-k", min=1, help="Agent: passages per gist triple in passageLink (default 1).")]
-ScopeOpt = Annotated[Optional[str], typer.Option(help="Beam neighbours: cross-passage (default) | all (Algorithm 1 as printed).")]
-MaxStepsOpt = Annotated[int, typer.Option(min=1, help="Agent: maximum iterations (GEAR: 4 MuSiQue, 2 2Wiki/HotpotQA).")]
-
-
-#: Options shared by every command that runs a retrieval method: (name, annotation, default).
-_METHOD_OPTIONS: list[tuple[str, object, object]] = [
-    ("rrf_k", RrfOpt, 60),
-    ("base", BaseOpt, "bm25"),
-    ("base_k", BaseKOpt, None),
-    ("beam_width", BeamWidthOpt, 10),
-    ("beam_length", BeamLengthOpt, 2),
-    ("neighbours", NeighboursOpt, 100),
-    ("gamma", GammaOpt, None),
-    ("diversity", DiversityOpt, True),
-    ("scoring", ScoringOpt, "exact"),
-    ("engine", EngineOpt, "offline"),
-    ("max_steps", MaxStepsOpt, 4),
-    ("chunks", ChunksOpt, None),
-    ("link_k", LinkKOpt, None),
-    ("scope", ScopeOpt, None),
-    ("llm_base_url", LLMBaseUrlOpt, None),
-    ("llm_model", LLMModelOpt, None),
-]
-
-
-def with_method_options(fn: Callable[..., None]) -> Callable[..., None]:
-    """Add the method options to a command; they reach it as one ``options`` dict (None = default)."""
-    names = [name for name, _, _ in _METHOD_OPTIONS]
-    own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "options"]
-    extra = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-        for name, annotation, default in _METHOD_OPTIONS
-    ]
-
-    @functools.wraps(fn)
-    def command(**kwargs: object) -> None:
-        options = {name: kwargs.pop(name) for name in names}
-        fn(**kwargs, options={k: v for k, v in options.items() if v is not None})
-
-    command.__signature__ = inspect.Signature(own + extra)  # type: ignore[attr-defined]
-    command.__annotations__ = {}
-    return command
 
 
 @app.command()
-@with_method_options
+@with_config_options(_method_specs())
 def retrieve(
     index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
     questions: Annotated[Path, typer.Argument(help="Questions: MuSiQue, HotpotQA, 2Wiki or JSONL {id, question}.")],
@@ -180,15 +186,14 @@ def retrieve(
     options: Optional[dict] = None,
 ) -> None:
     """Retrieve passages for every question into a run file, one JSON row per question."""
+    from gearag.api import Gearag
     from gearag.data import load_questions
-    from gearag.methods import make_method
     from gearag.progress import track
     from gearag.runfile import RunWriter
-    from gearag.store.index import Index
 
     qs = load_questions(questions)
-    idx = Index.load(index_dir)
-    run_method = make_method(idx, method, **(options or {}))
+    app_ = Gearag.open(index_dir)
+    run_method = app_.method(method, **(options or {}))
     settings = {"index": str(Path(index_dir).resolve()), "questions": str(Path(questions).resolve()),
                 "method": method, "top_k": top_k, "options": options or {}}
     writer = RunWriter(out_file, resume=resume, settings=settings)
@@ -203,27 +208,15 @@ def retrieve(
             t0 = time.perf_counter()
             result = run_method(q.question, top_k)
             latencies.append(time.perf_counter() - t0)
-            row = {
-                "id": q.id,
-                "question": q.question,
-                "passages": [
-                    {"id": idx.passages[h.idx].id, "title": idx.passages[h.idx].title,
-                     "text": idx.passages[h.idx].text, "score": round(h.score, 6)}
-                    for h in result.passages
-                ],
-            }
-            if result.answer is not None:
-                row["answer"] = result.answer
-            if result.trace:
-                row["trace"] = result.trace
-            writer.write(row)
+            writer.write(app_.row(result, qid=q.id, question=q.question))
     finally:
         writer.close()
     writer.finish([q.id for q in qs])
     if latencies:
         import statistics
 
-        err.print(f"wrote {out_file} ({len(qs)} questions; median {1000 * statistics.median(latencies):.1f} ms/question)")
+        err.print(f"wrote {escape(str(out_file))} ({len(qs)} questions; "
+                  f"median {1000 * statistics.median(latencies):.1f} ms/question)")
 
 
 @app.command("eval")
@@ -277,7 +270,7 @@ def eval_(
 
 
 @app.command()
-@with_method_options
+@with_config_options(_method_specs())
 def ask(
     index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -287,29 +280,18 @@ def ask(
     options: Optional[dict] = None,
 ) -> None:
     """Answer one question: show the top passages (and the method's trace)."""
-    from gearag.methods import make_method
-    from gearag.store.index import Index
+    from gearag.api import Gearag
 
     if not question.strip():
         raise ConfigError("the question is empty")
-    idx = Index.load(index_dir)
-    result = make_method(idx, method, **(options or {}))(question, top_k)
+    app_ = Gearag.open(index_dir)
+    result = app_.retrieve(question, method, top_k, **(options or {}))
     if as_json:
-        payload = {
-            "question": question,
-            "answer": result.answer,
-            "passages": [
-                {"id": idx.passages[h.idx].id, "title": idx.passages[h.idx].title, "text": idx.passages[h.idx].text,
-                 "score": h.score}
-                for h in result.passages
-            ],
-            "trace": result.trace,
-        }
-        out.print_json(json.dumps(payload, ensure_ascii=False))
+        out.print_json(json.dumps(app_.row(result, question=question), ensure_ascii=False))
         return
     from gearag.display import print_result
 
-    print_result(out, idx, question, result)
+    print_result(out, app_.index, question, result)
 
 
 @app.command()

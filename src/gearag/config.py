@@ -1,54 +1,95 @@
-"""Typed configuration with documented defaults.
+"""How an index is built: one typed config per build stage, composed into :class:`IndexConfig`.
 
-Each stage has one dataclass; the CLI maps its options onto these, and an
-index records its :class:`IndexConfig` in its manifest.
+An index records its config in its manifest (``IndexConfig.to_dict``);
+manifests of format 1 stored the same settings flat and still load.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+from gearag.options import setting
+
+#: Which triple endpoints become graph nodes (see :class:`GraphConfig`).
+LINK_MODES = ("named", "all")
 
 
 @dataclass(frozen=True)
-class IndexConfig:
-    """How an index is built."""
+class ExtractConfig:
+    """Stage 1: triples from passages (GEAR §3)."""
 
     #: Triple extractor spec: ``spacy`` (offline rules), ``openie:FILE``
     #: (HippoRAG OpenIE JSON) or ``llm``.
-    extractor: str = "spacy"
-    #: Dense embedder for passages and triples: ``wordllama`` (static, no
-    #: torch) or ``minilm`` (all-MiniLM-L6-v2, extra ``neural``).
-    embedder: str = "wordllama"
+    extractor: str = setting("spacy", "Triple extractor: spacy | openie:FILE | llm[:MODEL].")
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    """Stage 2: tie triples to passages and build the entity → triples graph (§4.2)."""
+
     #: Which triple endpoints become graph nodes: ``named`` (proper names,
     #: not lower-case common nouns or bare dates/numbers; see
-    #: :func:`gearag.store.graph.is_named`) or ``all`` (every endpoint).
-    link_entities: str = "named"
+    #: :func:`gearag.text.is_named`) or ``all`` (every endpoint).
+    link_entities: str = setting("named", "Graph nodes: named entities only, or all endpoints.", choices=LINK_MODES)
     #: Hub cut-off: an entity found in more than this share of passages (and
     #: in more than 20) links nothing. Such hubs ("United States", "English")
     #: join unrelated passages and crowd real bridges out of the beams.
     #: ``1.0`` turns the cut-off off.
-    max_entity_share: float = 0.005
-    #: BM25 term-frequency saturation and length normalisation (Lucene variant).
-    bm25_k1: float = 1.5
-    bm25_b: float = 0.75
+    max_entity_share: float = setting(0.005, "Entities in more than this share of passages link nothing.",
+                                      positive=True)
+
+
+@dataclass(frozen=True)
+class BM25Config:
+    """Stage 3: BM25 over every collection (Lucene variant, bm25s)."""
+
+    #: Term-frequency saturation.
+    k1: float = setting(1.5, "BM25 k1 (term-frequency saturation).", name="bm25_k1", positive=True)
+    #: Length normalisation.
+    b: float = setting(0.75, "BM25 b (length normalisation).", name="bm25_b", min=0.0)
+
+
+@dataclass(frozen=True)
+class EmbedConfig:
+    """Stage 4: unit-length embeddings of every collection."""
+
+    #: Dense embedder: ``wordllama`` (static, no torch) or ``minilm``
+    #: (all-MiniLM-L6-v2, extra ``neural``).
+    embedder: str = setting("wordllama", "Dense embedder: wordllama | minilm.", choices="embedder")
+    #: Texts per embedding batch; bounds memory for long passages.
+    batch: int = setting(4096, "Texts per embedding batch.", name="embed_batch", min=1)
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Every build stage's settings."""
+
+    extract: ExtractConfig = field(default_factory=ExtractConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    bm25: BM25Config = field(default_factory=BM25Config)
+    embed: EmbedConfig = field(default_factory=EmbedConfig)
+
+    @classmethod
+    def of(cls, extractor: str = "spacy", embedder: str = "wordllama") -> IndexConfig:
+        """The default config with the two settings people change most."""
+        return cls(ExtractConfig(extractor), embed=EmbedConfig(embedder))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IndexConfig:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-@dataclass(frozen=True)
-class RetrievalConfig:
-    """Base retrieval (GEAR's ``h_base``)."""
-
-    #: ``bm25``, ``dense`` or ``hybrid`` (RRF of BM25 and dense).
-    method: str = "bm25"
-    #: RRF constant for the hybrid retriever (Cormack et al.).
-    rrf_k: int = 60
-    #: How deep each side of the hybrid retriever is read before fusion.
-    hybrid_depth: int = 100
+        """Read a manifest's config: nested (format 2) or flat (format 1: extractor, embedder, bm25_k1, ...)."""
+        parts: dict[str, Any] = {}
+        for f in fields(cls):
+            sub = f.default_factory  # type: ignore[misc]
+            section = data.get(f.name)
+            known = {g.name for g in fields(sub)}
+            if isinstance(section, dict):
+                values = {k: v for k, v in section.items() if k in known}
+            else:  # format 1: flat keys, BM25's prefixed
+                flat = {k.removeprefix("bm25_") if f.name == "bm25" else k: v for k, v in data.items()}
+                values = {k: v for k, v in flat.items() if k in known}
+            parts[f.name] = sub(**values)
+        return cls(**parts)

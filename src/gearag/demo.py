@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 PASSAGES = [
     ("Stephen Curry", "Wardell Stephen Curry II (born March 14, 1988) is an American professional basketball player "
@@ -74,11 +75,11 @@ def write_demo_data(directory: Path) -> tuple[Path, Path]:
 
 def run_demo(directory: Path, method: str = "gear", console: Console | None = None, top_k: int = 5) -> dict:
     """Write the demo data, index it, run ``method`` on each question and report recall."""
+    from gearag.api import Gearag
     from gearag.data import GoldMatcher, load_corpus, load_questions
     from gearag.display import print_result
     from gearag.evaluation import evaluate_run
     from gearag.indexing import build_index
-    from gearag.methods import make_method
 
     console = console or Console()
     corpus_path, questions_path = write_demo_data(Path(directory))
@@ -91,21 +92,15 @@ def run_demo(directory: Path, method: str = "gear", console: Console | None = No
         f"{counts['entities']} entities in {Path(directory) / 'index'}\n"
     )
     matcher = GoldMatcher(passages)
-    run = make_method(index, method)
+    app = Gearag(index)
     rows = []
     for q in questions:
-        result = run(q.question, top_k)
+        result = app.retrieve(q.question, method, top_k)
         gold_rows = set().union(*matcher.resolve(q))
         print_result(console, index, q.question, result, gold_rows)
         if q.answer:
-            console.print(f"[dim]expected answer: {q.answer}[/]\n")
-        row = {
-            "id": q.id,
-            "passages": [{"title": passages[h.idx].title, "text": passages[h.idx].text} for h in result.passages],
-        }
-        if result.answer is not None:
-            row["answer"] = result.answer
-        rows.append(row)
+            console.print(f"[dim]expected answer: {escape(q.answer)}[/]\n")
+        rows.append(app.row(result, qid=q.id))
     report = evaluate_run(questions, rows, ks=(2, 5))
     cells = "  ".join(f"{k} {v}" for k, v in report.row().items())
     console.print(f"[bold]{method}[/] on the demo questions: {cells}")

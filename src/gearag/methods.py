@@ -1,90 +1,57 @@
 """Retrieval methods by name: what ``gearag retrieve --method`` runs for one question.
 
-A method maps a question to ranked passage rows plus an optional trace.
-This module is the single registry the CLI, the benchmarks and the server
-use; graph expansion and the agent register their methods here.
+A method is built from the registry (:mod:`gearag.registry`) with its typed
+config and bound to one index; calling it with a question and ``k`` gives a
+:class:`~gearag.results.Result`. The CLI, the demo, the benchmarks and the
+service all go through :func:`make_method` (usually via :mod:`gearag.api`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from gearag.errors import ConfigError
-from gearag.model import Hit
-from gearag.retrieve import BASE_METHODS, make_retriever
+from gearag.options import build_config
+from gearag.registry import REGISTRY
+from gearag.results import Result
 from gearag.store.index import Index
 
 
-@dataclass
-class MethodResult:
-    """Ranked passages (rows of ``index.passages``) and whatever the method wants to show."""
+class Method(Protocol):
+    """A retrieval method bound to an index: the top ``k`` passages for a question."""
 
-    passages: list[Hit]
-    trace: dict[str, Any] = field(default_factory=dict)
-    answer: str | None = None
-
-
-Method = Callable[[str, int], MethodResult]
-MethodFactory = Callable[[Index, dict[str, Any]], Method]
-_REGISTRY: dict[str, MethodFactory] = {}
-
-
-def positive_int(options: dict[str, Any], name: str, default: int) -> int:
-    """An integer option ≥ 1 (``None`` or absent means ``default``); anything else is a ConfigError."""
-    value = options.get(name)
-    if value is None:
-        return default
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name.replace('_', '-')} must be an integer, got {value!r}") from None
-    if number < 1 or number != value and not isinstance(value, str):
-        raise ConfigError(f"{name.replace('_', '-')} must be a whole number of at least 1, got {value!r}")
-    return number
-
-
-def register_method(name: str, factory: MethodFactory) -> None:
-    _REGISTRY[name] = factory
-
-
-def _base_factory(method: str) -> MethodFactory:
-    def factory(index: Index, options: dict[str, Any]) -> Method:
-        retriever = make_retriever(index, method, "passages", rrf_k=options.get("rrf_k", 60))
-
-        def run(question: str, k: int) -> MethodResult:
-            return MethodResult(retriever.retrieve(question, k))
-
-        return run
-
-    return factory
-
-
-for _name in BASE_METHODS:
-    register_method(_name, _base_factory(_name))
+    def __call__(self, question: str, k: int) -> Result: ...
 
 
 def method_names() -> list[str]:
-    _load_plugins()
-    return list(_REGISTRY)
+    return REGISTRY.names("method")
 
 
-def make_method(index: Index, name: str, **options: Any) -> Method:
-    """The method ``name`` bound to ``index``; ``options`` are method-specific."""
-    _load_plugins()
-    if name not in _REGISTRY:
-        raise ConfigError(f"unknown method {name!r} (choose from {', '.join(_REGISTRY)})")
-    return _REGISTRY[name](index, options)
+def method_config(name: str, options: Mapping[str, Any] | None = None) -> Any:
+    """The typed config of method ``name`` from user options; errors name the option and the method."""
+    entry = REGISTRY.entry("method", name)
+    cls = entry.config_class()
+    if cls is None:
+        raise ConfigError(f"method {entry.name!r} has no config class; register one")
+    return build_config(cls, options, what=f"method {entry.name!r}")
 
 
-def _load_plugins() -> None:
-    """Import modules that register further methods (graph expansion, the agent)."""
-    import importlib
+def make_method(
+    index: Index, name: str, config: Any = None, /, *, llm_roles: object | None = None, **options: Any
+) -> Method:
+    """The method ``name`` bound to ``index``.
 
-    for module in ("gearag.expand.methods", "gearag.agent.methods"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    Pass a ready config object, or options by keyword (``beam_width=5``)
+    which are checked and turned into the method's config. ``llm_roles``
+    injects ready LLM roles into methods that use an engine (tests, the API).
+    """
+    entry = REGISTRY.entry("method", name)
+    if config is None:
+        config = method_config(name, options)
+    elif options:
+        raise TypeError("pass either a config or options, not both")
+    factory = entry.load()
+    if llm_roles is not None:
+        return factory(index, config, llm_roles=llm_roles)  # type: ignore[no-any-return]
+    return factory(index, config)  # type: ignore[no-any-return]

@@ -111,7 +111,9 @@ class Question:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One ranked result: a row in the searched index and its score (higher is better)."""
+    """One ranked result: a row of a collection of the index and its score (higher is better)."""
 
     idx: int
     score: float
+    #: The collection ``idx`` is a row of (methods return passage rows).
+    collection: str = "passages"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gearag.agent.roles import Answer, Engine
+from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.llm_reader import LLMReader, llm_roles
 from gearag.model import Fact, Passage, Reasoning
 from gearag.store.index import Index
@@ -45,8 +45,10 @@ class LLMAnswerer:
         return Answer(self.roles.answer(list(passages), question) or "", self.LABEL, [])
 
 
-def llm_engine(index: Index, options: dict[str, Any]) -> Engine:
-    roles = llm_roles(options)
+def llm_engine(index: Index, config: EngineConfig, roles: Any | None = None) -> Engine:
+    """The roles through an OpenAI-compatible endpoint (registry factory); ``roles`` injects ready LLM roles."""
+    if roles is None:
+        roles = llm_roles(config)
     reader = LLMReader(index, roles)
     return Engine(
         name="openai",

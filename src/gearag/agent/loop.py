@@ -21,58 +21,18 @@ Afterwards each gist triple is passage-linked (Eq. 8, 10) and the result is
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from gearag.agent.roles import Engine
+from gearag.agent.config import AgentConfig
+from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
-from gearag.expand.methods import ExpansionConfig
 from gearag.model import Fact, Hit, Reasoning
 from gearag.retrieve import make_retriever
-from gearag.retrieve.fusion import RRF_K, rrf
+from gearag.retrieve.fusion import rrf
 from gearag.store.index import Index
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    """GEAR agent settings; defaults follow App. B.2."""
-
-    #: Maximum iterations (paper: 4 for MuSiQue, 2 for 2Wiki and HotpotQA).
-    max_steps: int = 4
-    #: Base passages retrieved per step before reading (paper: 10, as IRCoT).
-    chunks: int = 10
-    #: Passages each gist triple is linked to by passageLink (Eq. 8, 10; the
-    #: paper leaves k open). Each gist triple's list counts as much as a whole
-    #: step's list in Eq. 9, so deeper lists let weakly linked passages crowd
-    #: out the steps' passages: k = 1 gave the best recall on all three
-    #: benchmark sets (BENCHMARKS.md).
-    link_k: int = 1
-    #: Graph expansion inside each step (base retriever, beams, tripleLink).
-    expansion: ExpansionConfig = field(default_factory=ExpansionConfig)
-    #: RRF constant for Eq. 3, 9 and 10.
-    rrf_k: int = RRF_K
-
-
-@dataclass
-class StepTrace:
-    """What one iteration did, for ``--json`` traces and the benchmarks."""
-
-    step: int
-    query: str
-    proximal: list[list[str]]
-    paths: list[str]
-    gist_added: list[list[str]]
-    reasoning: dict[str, Any]
-    passages: list[str]
-    tokens_in: int = 0
-    tokens_out: int = 0
-    seconds: float = 0.0
-    #: Passage rows of C_q(n), best first.
-    rows: list[int] = field(default_factory=list, repr=False)
-    #: The agent's output had it stopped after this step (Eq. 9 over steps 1..n),
-    #: for per-iteration recall (the paper's Figure 2).
-    ranking: list[str] = field(default_factory=list)
+from gearag.trace import AgentTrace, StepTrace
 
 
 @dataclass
@@ -82,12 +42,9 @@ class AgentResult:
     memory: list[Fact]
     reasoning: Reasoning | None
 
-    def trace(self) -> dict[str, Any]:
-        return {
-            "steps": [{k: v for k, v in asdict(s).items() if k != "rows"} for s in self.steps],
-            "gist_memory": [list(t.as_tuple()) for t in self.memory],
-            "iterations": len(self.steps),
-        }
+    def trace(self) -> AgentTrace:
+        return AgentTrace(self.steps, [list(t.as_tuple()) for t in self.memory],
+                          self.reasoning.text if self.reasoning is not None else None)
 
 
 def _tokens(ledger: object | None) -> tuple[int, int]:
@@ -105,10 +62,11 @@ class GearAgent:
         self.engine = engine
         self.config = config
         exp = config.expansion
-        self.base = make_retriever(index, exp.base, "passages", rrf_k=config.rrf_k)
-        self.triple_linker = TripleLinker(index, exp.link)
+        self.rrf_k = exp.retriever.rrf_k
+        self.base = make_retriever(index, exp.base, config=exp.retriever)
+        self.triple_linker = TripleLinker(index, exp.link, config=exp.retriever)
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
-        self.passage_linker = PassageLinker(index, exp.base, rrf_k=config.rrf_k)
+        self.passage_linker = PassageLinker(index, exp.base, exp.retriever)
 
     def step_passages(self, query: str, question: str, memory: list[Fact]) -> tuple[list[int], dict[str, Any]]:
         """SyncGE for one step: ``C_q(n)`` and what the step's reader and beams found."""
@@ -116,7 +74,7 @@ class GearAgent:
         proximal = self.engine.reader.read(question, base_rows, memory)
         initial = self.triple_linker.link(proximal)
         expansion = self.expander.expand(query, initial)
-        fused = [p for p, _ in rrf([expansion.passages, base_rows], k=self.config.rrf_k)]
+        fused = [p for p, _ in rrf([expansion.passages, base_rows], k=self.rrf_k)]
         return fused, {"proximal": proximal, "paths": self.expander.describe(expansion.beams)}
 
     def run(self, question: str, k: int = 15) -> AgentResult:
@@ -143,7 +101,7 @@ class GearAgent:
             after = _tokens(self.engine.ledger)
             # Eq. 8–10 for the memory so far: passageLink new gist triples, fuse with every step.
             linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
-            final = rrf(linked + per_step, k=self.config.rrf_k)
+            final = rrf(linked + per_step, k=self.rrf_k)
             steps.append(
                 StepTrace(
                     step=n,

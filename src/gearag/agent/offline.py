@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gearag.agent.roles import Answer, Engine
+from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
 from gearag.model import Fact, Passage, Reasoning
 from gearag.question_analysis import QuestionInfo, analyse, matches_type
@@ -285,7 +285,14 @@ class OfflineAnswerer:
         return Answer("unknown", self.LABEL, [])
 
 
-def offline_engine(index: Index, read_triples: int = 10, gist_triples: int = 5) -> Engine:
+#: Proximal triples the offline reader returns per read (GEAR's beam width) and the gist reader keeps per step.
+READ_TRIPLES = 10
+GIST_TRIPLES = 5
+
+
+def offline_engine(index: Index, config: EngineConfig | None = None, llm_roles: object | None = None) -> Engine:
+    """The model-free engine (registry factory; it needs no settings and ignores ``llm_roles``)."""
+    read_triples, gist_triples = READ_TRIPLES, GIST_TRIPLES
     reasoner = OfflineReasoner()
     return Engine(
         name="offline",

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gearag.options import setting
+
 
 SCOPES = ("all", "cross-passage")
 
@@ -37,22 +39,23 @@ class BeamConfig:
     """Beam search settings; defaults are GEAR's (App. B.2)."""
 
     #: Beam width ``b``.
-    width: int = 10
+    width: int = setting(10, "Beam width b (GEAR: 10).", name="beam_width", min=1)
     #: Maximum path length ``l`` in triples.
-    length: int = 2
+    length: int = setting(2, "Maximum path length l in triples (GEAR: 2).", name="beam_length", min=1)
     #: Candidate neighbours considered per beam and step.
-    neighbours: int = 100
+    neighbours: int = setting(100, "Neighbours considered per beam and step (GEAR: 100).", min=1)
     #: Diversity hyper-parameter ``γ``; ``None`` means ``2 × width`` (the paper's setting).
-    gamma: float | None = None
+    gamma: float | None = setting(None, "Diversity γ (default 2 × beam width).", positive=True)
     #: Apply the per-beam rank weight ``exp(-min(n, γ)/γ)``; off = standard beam search.
-    diversity: bool = True
+    diversity: bool = setting(True, "Diverse beam search; --no-diversity is standard beam search (Table 4).")
     #: Which neighbours may extend a path: ``all`` (Algorithm 1 as printed:
     #: any triple sharing an entity) or ``cross-passage`` (only triples from
     #: passages not yet on the path). Most neighbours of a triple are its own
     #: passage's triples about the same subject; a step to one of them scores
     #: well but can never reach a new passage, so ``cross-passage`` (our
     #: default, measured in BENCHMARKS.md) spends every step on a hop.
-    scope: str = "cross-passage"
+    scope: str = setting("cross-passage", "Beam neighbours: cross-passage | all (Algorithm 1 as printed).",
+                         choices=SCOPES)
 
     @property
     def effective_gamma(self) -> float:

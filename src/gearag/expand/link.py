@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from gearag.model import Fact, Hit
 from gearag.retrieve import make_retriever
-from gearag.retrieve.fusion import RRF_K, rrf
+from gearag.retrieve.config import RetrieverConfig
+from gearag.retrieve.fusion import rrf
+from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import Index
 
 
@@ -17,8 +19,8 @@ class TripleLinker:
     index triple (``source`` set, as from the offline reader) links to itself.
     """
 
-    def __init__(self, index: Index, method: str = "bm25", top: int = 1) -> None:
-        self.retriever = make_retriever(index, method, "triples")
+    def __init__(self, index: Index, method: str = "bm25", top: int = 1, config: RetrieverConfig | None = None) -> None:
+        self.retriever = make_retriever(index, method, TRIPLES, config)
         self.top = top
 
     def link(self, proximal: Sequence[Fact]) -> list[int]:
@@ -38,11 +40,12 @@ class PassageLinker:
     Triple hits are mapped to their passages (first occurrence kept) before fusion.
     """
 
-    def __init__(self, index: Index, method: str = "bm25", rrf_k: int = RRF_K) -> None:
+    def __init__(self, index: Index, method: str = "bm25", config: RetrieverConfig | None = None) -> None:
+        config = config or RetrieverConfig()
         self.index = index
-        self.passages = make_retriever(index, method, "passages")
-        self.triples = make_retriever(index, method, "triples")
-        self.rrf_k = rrf_k
+        self.passages = make_retriever(index, method, PASSAGES, config)
+        self.triples = make_retriever(index, method, TRIPLES, config)
+        self.rrf_k = config.rrf_k
 
     def link(self, triple: Fact, k: int) -> list[Hit]:
         from_c = [h.idx for h in self.passages.retrieve(triple.text, k)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gearag.engine import EngineConfig
 from gearag.model import Fact
 from gearag.store.index import Index
 
@@ -19,10 +20,6 @@ class LLMReader:
         self.index = index
         self.roles = roles
 
-    @classmethod
-    def from_options(cls, index: Index, options: dict[str, Any]) -> LLMReader:
-        return cls(index, llm_roles(options))
-
     def read(
         self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
     ) -> list[Fact]:
@@ -31,12 +28,10 @@ class LLMReader:
         return [Fact(s, p, o) for s, p, o in found]
 
 
-def llm_roles(options: dict[str, Any]) -> Any:
-    """The LLM roles for CLI-style options (``llm_base_url``, ``llm_model``; environment otherwise)."""
+def llm_roles(config: EngineConfig) -> Any:
+    """The LLM roles for an engine config (``llm_base_url``, ``llm_model``; the environment otherwise)."""
     from gearag.llm import make_llm
     from gearag.llm.roles import LLMRoles
 
-    if "llm_roles" in options:  # an already-built LLMRoles (tests, the library API)
-        return options["llm_roles"]
-    llm = make_llm(base_url=options.get("llm_base_url"), model=options.get("llm_model"))
+    llm = make_llm(base_url=config.llm_base_url, model=config.llm_model)
     return LLMRoles(llm)

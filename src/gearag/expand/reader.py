@@ -26,6 +26,7 @@ import numpy as np
 
 from gearag.model import Fact
 from gearag.retrieve.fusion import rrf
+from gearag.store.collection import TRIPLES
 from gearag.store.index import Index
 from gearag.text import normalise_entity
 
@@ -89,7 +90,7 @@ class OfflineReader:
         query = " ".join([question, *bridge]).strip()
         lexical = make_retriever(self.index, "bm25", "triples").scores(query)[ids]  # type: ignore[attr-defined]
         qvec = self.index.embedder.encode([query])[0]
-        dense = np.asarray(self.index.triple_vectors[ids] @ qvec)
+        dense = np.asarray(self.index.collection(TRIPLES).vectors[ids] @ qvec)
         qnorm = normalise_entity(query)
         graph = self.index.graph
         heads, tails = graph.head[ids], graph.tail[ids]

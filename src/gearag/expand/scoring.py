@@ -22,6 +22,7 @@ import numpy as np
 
 from gearag.errors import ConfigError
 from gearag.expand.beam import PathScorer
+from gearag.store.collection import TRIPLES
 from gearag.store.index import Index
 
 SCORING_MODES = ("exact", "sum")
@@ -59,10 +60,10 @@ class NeuralPathScorer(PathScorer):
             raise ConfigError(f"unknown path scoring {mode!r} (choose from {', '.join(SCORING_MODES)})")
         self.q = np.asarray(query_vec, dtype=np.float32)
         self.index = index
-        self.vectors = index.triple_vectors
+        self.vectors = index.collection(TRIPLES).vectors
         self.mode = mode
         # Path embeddings depend only on the index, so one LRU per index serves every query.
-        self._cache: OrderedDict[tuple[int, ...], np.ndarray] = index._cache.setdefault("path_embeddings", OrderedDict())
+        self._cache: OrderedDict[tuple[int, ...], np.ndarray] = index.cached("path_embeddings", OrderedDict)
         self._cache_size = cache_size
 
     def start(self, triples: np.ndarray) -> np.ndarray:
@@ -88,6 +89,7 @@ class NeuralPathScorer(PathScorer):
 def make_path_scorer(index: Index, query: str, mode: str = "exact") -> PathScorer:
     """The scorer for ``query`` over ``index``: exact static arithmetic when the embedder allows it."""
     query_vec = index.embedder.encode([query])[0]
-    if index.triple_weights is not None:
-        return StaticPathScorer(query_vec, index.triple_vectors, index.triple_weights)
+    triples = index.collection(TRIPLES)
+    if triples.weights is not None:
+        return StaticPathScorer(query_vec, triples.vectors, triples.weights)
     return NeuralPathScorer(query_vec, index, mode)

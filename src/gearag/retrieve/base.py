@@ -1,4 +1,4 @@
-"""The retriever seam: ``retrieve(query, k)`` over one index (passages or triples)."""
+"""The retriever seam: ``retrieve(query, k)`` over one collection of an index (passages, triples, ...)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class Retriever(Protocol):
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
 
 
-def top_k(scores: np.ndarray, k: int, *, keep_zero: bool = True) -> list[Hit]:
+def top_k(scores: np.ndarray, k: int, *, keep_zero: bool = True, collection: str = "passages") -> list[Hit]:
     """The ``k`` best rows of a score vector, best first; ties broken by lower row.
 
     With ``keep_zero=False`` rows scoring 0 (no term overlap in BM25) are dropped.
@@ -35,7 +35,7 @@ def top_k(scores: np.ndarray, k: int, *, keep_zero: bool = True) -> list[Hit]:
     else:
         part = np.arange(n)
     order = part[np.lexsort((part, -scores[part]))][:k]
-    hits = [Hit(int(i), float(scores[i])) for i in order]
+    hits = [Hit(int(i), float(scores[i]), collection) for i in order]
     if not keep_zero:
         hits = [h for h in hits if h.score > 0]
     return hits

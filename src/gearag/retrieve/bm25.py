@@ -6,6 +6,8 @@ README (``title + "\\n" + text``, Lucene BM25, k1 = 1.5, b = 0.75).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -14,6 +16,10 @@ import numpy as np
 
 from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
+
+if TYPE_CHECKING:
+    from gearag.retrieve.config import RetrieverConfig
+    from gearag.store.index import Index
 
 
 @lru_cache(maxsize=1)
@@ -62,8 +68,9 @@ def load_bm25(directory: Path, mmap: bool = True) -> object:
 class BM25Retriever(RetrieverBase):
     """Lexical retrieval over one bm25s index."""
 
-    def __init__(self, model: object) -> None:
+    def __init__(self, model: object, collection: str = "passages") -> None:
         self.model = model
+        self.collection = collection
         self._vocab: dict[str, int] = model.vocab_dict  # type: ignore[attr-defined]
         self.size = int(model.scores["num_docs"])  # type: ignore[attr-defined]
 
@@ -75,4 +82,9 @@ class BM25Retriever(RetrieverBase):
         return np.asarray(self.model.get_scores(tokens), dtype=np.float32)  # type: ignore[attr-defined]
 
     def retrieve(self, query: str, k: int) -> list[Hit]:
-        return top_k(self.scores(query), k, keep_zero=False)
+        return top_k(self.scores(query), k, keep_zero=False, collection=self.collection)
+
+
+def bm25_retriever(index: Index, collection: str, config: RetrieverConfig) -> BM25Retriever:
+    """Registry factory: BM25 over one collection of ``index``."""
+    return BM25Retriever(index.collection(collection).bm25, collection)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gearag.model import Hit
 from gearag.retrieve.base import Retriever, RetrieverBase
 from gearag.retrieve.fusion import RRF_K, rrf
+
+if TYPE_CHECKING:
+    from gearag.retrieve.config import RetrieverConfig
+    from gearag.store.index import Index
 
 
 class HybridRetriever(RetrieverBase):
@@ -16,14 +21,17 @@ class HybridRetriever(RetrieverBase):
     is read; items outside every child's top ``depth`` cannot be returned.
     """
 
-    def __init__(self, retrievers: Sequence[Retriever], rrf_k: int = RRF_K, depth: int = 100) -> None:
+    def __init__(
+        self, retrievers: Sequence[Retriever], rrf_k: int = RRF_K, depth: int = 100, collection: str = "passages"
+    ) -> None:
         self.retrievers = list(retrievers)
         self.rrf_k = rrf_k
         self.depth = depth
+        self.collection = collection
 
     def _fuse(self, rankings: list[list[Hit]], k: int) -> list[Hit]:
         fused = rrf(([h.idx for h in r] for r in rankings), k=self.rrf_k)
-        return [Hit(i, s) for i, s in fused[:k]]
+        return [Hit(i, s, self.collection) for i, s in fused[:k]]
 
     def retrieve(self, query: str, k: int) -> list[Hit]:
         depth = max(k, self.depth)
@@ -33,3 +41,11 @@ class HybridRetriever(RetrieverBase):
         depth = max(k, self.depth)
         per_child = [r.retrieve_many(queries, depth) for r in self.retrievers]
         return [self._fuse([child[i] for child in per_child], k) for i in range(len(queries))]
+
+
+def hybrid_retriever(index: Index, collection: str, config: RetrieverConfig) -> HybridRetriever:
+    """Registry factory: RRF of BM25 and dense over one collection (GEAR §6.1)."""
+    from gearag.retrieve.factory import make_retriever
+
+    children = [make_retriever(index, "bm25", collection, config), make_retriever(index, "dense", collection, config)]
+    return HybridRetriever(children, rrf_k=config.rrf_k, depth=config.hybrid_depth, collection=collection)

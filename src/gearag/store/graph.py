@@ -16,7 +16,6 @@ import numpy as np
 
 from gearag.text import normalise_entity
 
-LINK_MODES = ("named", "all")
 
 @dataclass(frozen=True)
 class TripleGraph:

@@ -29,8 +29,10 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -38,14 +40,17 @@ from typing import Any
 
 import numpy as np
 
-from gearag import __version__
+from gearag.version import __version__
 from gearag.config import IndexConfig
-from gearag.errors import IndexFormatError
+from gearag.errors import ConfigError, IndexFormatError
 from gearag.model import Passage, Triple
+from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs
 from gearag.store.graph import TripleGraph
 
 FORMAT = "gearag-index"
-FORMAT_VERSION = 1
+#: 2 lists the index's collections in the manifest; 1 (no listing) still loads.
+FORMAT_VERSION = 2
+MIN_FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 
 
@@ -162,7 +167,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
             f"{path}: index format version {version} is newer than this gearag supports"
             f" ({FORMAT_VERSION}); upgrade gearag or rebuild the index"
         )
-    if version < FORMAT_VERSION:
+    if version < MIN_FORMAT_VERSION:
         raise IndexFormatError(f"{path}: index format version {version} is too old; rebuild the index")
     return manifest
 
@@ -198,12 +203,18 @@ class TripleTable:
         return f"{self.subjects[i]} {self.predicates[i]} {self.objects[i]}"
 
     def texts(self) -> list[str]:
+        """Each triple as the text retrievers and embedders see: ``"s p o"``."""
         return [f"{s} {p} {o}" for s, p, o in zip(self.subjects, self.predicates, self.objects, strict=True)]
 
 
 @dataclass
 class Index:
-    """A loaded index. Large arrays are memory-mapped; BM25 models load on first use."""
+    """A loaded index: passages ``C``, triples ``T``, the triple graph and every named collection.
+
+    Large arrays are memory-mapped and BM25 models load on first use. An
+    index may be shared between threads: :meth:`cached` builds each derived
+    object (retrievers, readers, ...) once under a lock.
+    """
 
     path: Path
     manifest: dict[str, Any]
@@ -211,10 +222,9 @@ class Index:
     triples: TripleTable
     graph: TripleGraph
     passage_triple_indptr: np.ndarray
-    passage_vectors: np.ndarray
-    triple_vectors: np.ndarray
-    triple_weights: np.ndarray | None = None
+    collections: dict[str, Collection]
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
     def config(self) -> IndexConfig:
@@ -228,22 +238,23 @@ class Index:
     def embedder(self) -> Any:
         from gearag.embed import make_embedder
 
-        return make_embedder(self.config.embedder)
+        return make_embedder(self.config.embed.embedder)
 
-    def bm25(self, target: str) -> Any:
-        """The bm25s model over ``passages`` or ``triples`` (memory-mapped, loaded once)."""
-        key = f"bm25:{target}"
-        if key not in self._cache:
-            from gearag.retrieve.bm25 import load_bm25
+    def collection(self, name: str) -> Collection:
+        """The collection called ``name``; a ConfigError lists the index's collections otherwise."""
+        try:
+            return self.collections[name]
+        except KeyError:
+            raise ConfigError(
+                f"{self.path}: no collection {name!r} in this index (it has {', '.join(self.collections)})"
+            ) from None
 
-            self._cache[key] = load_bm25(self.path / "bm25" / target)
-        return self._cache[key]
-
-    def vectors(self, target: str) -> np.ndarray:
-        return self.passage_vectors if target == "passages" else self.triple_vectors
-
-    def size(self, target: str) -> int:
-        return len(self.passages) if target == "passages" else len(self.triples)
+    def cached(self, key: str, build: Callable[[], Any]) -> Any:
+        """``build()`` once per index and key; thread-safe (re-entrant, so builders may nest)."""
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = build()
+            return self._cache[key]
 
     @classmethod
     def load(cls, path: str | Path, *, verify: bool = False) -> Index:
@@ -252,7 +263,7 @@ class Index:
         verify_files(path, manifest, checksums=verify)
         try:
             return cls._load(path, manifest)
-        except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
             raise IndexFormatError(f"{path}: cannot read index ({exc}); rebuild it") from None
 
     @classmethod
@@ -279,19 +290,46 @@ class Index:
             indptr=np.asarray(arr("arrays/entity_indptr.npy")),
             indices=arr("arrays/entity_indices.npy"),
         )
-        weights_path = path / "vectors" / "triple_weights.npy"
-        index = cls(
-            path=path,
-            manifest=manifest,
-            passages=passages,
-            triples=TripleTable(subjects, predicates, objects, np.asarray(arr("arrays/triple_passage.npy"))),
-            graph=graph,
-            passage_triple_indptr=np.asarray(arr("arrays/passage_triple_indptr.npy")),
-            passage_vectors=arr("vectors/passages.npy"),
-            triple_vectors=arr("vectors/triples.npy"),
-            triple_weights=np.asarray(arr("vectors/triple_weights.npy")) if weights_path.exists() else None,
-        )
+        triples = TripleTable(subjects, predicates, objects, np.asarray(arr("arrays/triple_passage.npy")))
         counts = manifest.get("counts", {})
         if counts.get("passages") != len(passages) or counts.get("triples") != len(subjects):
             raise IndexFormatError(f"{path}: contents do not match the manifest counts; rebuild the index")
-        return index
+        texts: dict[str, Callable[[], Sequence[str]]] = {
+            PASSAGES: lambda: [p.content for p in passages],
+            TRIPLES: triples.texts,
+        }
+        collections = {
+            name: Collection(path, spec, texts.get(name) or _records_texts(path, spec))
+            for name, spec in collection_specs(path, manifest).items()
+        }
+        return cls(
+            path=path,
+            manifest=manifest,
+            passages=passages,
+            triples=triples,
+            graph=graph,
+            passage_triple_indptr=np.asarray(arr("arrays/passage_triple_indptr.npy")),
+            collections=collections,
+        )
+
+
+def collection_specs(path: Path, manifest: dict[str, Any]) -> dict[str, CollectionSpec]:
+    """The collections a manifest lists (format 1 manifests: the standard passages and triples)."""
+    listed = manifest.get("collections")
+    if listed is None:
+        return default_specs(manifest.get("counts", {}), weights=(path / "vectors" / "triple_weights.npy").exists())
+    if not isinstance(listed, dict):
+        raise IndexFormatError(f"{path}: manifest 'collections' is not an object; rebuild the index")
+    return {name: CollectionSpec.from_dict(name, spec) for name, spec in listed.items()}
+
+
+def _records_texts(path: Path, spec: CollectionSpec) -> Callable[[], list[str]]:
+    """Texts of a collection stored as JSONL records with a ``text`` field."""
+
+    def load() -> list[str]:
+        if spec.records is None:
+            raise IndexFormatError(f"{path}: collection {spec.name!r} has no records; rebuild the index")
+        with (path / spec.records).open(encoding="utf-8") as fh:
+            return [json.loads(line)["text"] for line in fh]
+
+    return load

@@ -1,0 +1,41 @@
+"""``gear`` as a retrieval method: the agent over an index with the offline or an LLM engine."""
+
+from __future__ import annotations
+
+from gearag.agent.config import AgentConfig
+from gearag.agent.loop import GearAgent
+from gearag.engine import make_engine
+from gearag.results import Result
+from gearag.store.index import Index
+
+
+class GearMethod:
+    """Runs the agent for each question, then (optionally) answers from the top passages."""
+
+    def __init__(self, index: Index, config: AgentConfig, llm_roles: object | None = None) -> None:
+        self.index = index
+        self.config = config
+        self.agent = GearAgent(index, make_engine(index, config.engine, llm_roles), config)
+
+    def __call__(self, question: str, k: int) -> Result:
+        engine = self.agent.engine
+        ledger = engine.ledger
+        before = ledger.by_role() if ledger is not None else {}  # type: ignore[attr-defined]
+        run = self.agent.run(question, k)
+        trace = run.trace()
+        out = Result(run.passages, trace)
+        if self.config.answer:
+            top = [self.index.passages[h.idx] for h in run.passages[: self.config.qa_passages]]
+            answer = engine.answerer.answer(question, top, run.memory)
+            out.answer = answer.text
+            trace.answer_label = answer.label
+            trace.evidence = answer.evidence
+        if ledger is not None:
+            # Tokens this question used, by role (GEAR Fig. 4), answer generation included.
+            after = ledger.by_role()  # type: ignore[attr-defined]
+            trace.tokens_by_role = {
+                role: {"prompt": st.prompt_tokens - (before[role].prompt_tokens if role in before else 0),
+                       "completion": st.completion_tokens - (before[role].completion_tokens if role in before else 0)}
+                for role, st in after.items()
+            }
+        return out

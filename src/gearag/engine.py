@@ -1,0 +1,79 @@
+"""Engines: one implementation of every role GEAR gives to an LLM, offline or through an endpoint.
+
+An engine is chosen by name from the registry (``offline`` or ``openai``)
+and configured by :class:`EngineConfig`. Its roles:
+
+* reader — proximal triples from passages (Eq. 1 and 4); see :mod:`gearag.expand.reader`;
+* reasoner — is the question answerable from the gist memory (Eq. 6)?
+* rewriter — the next query (Eq. 7);
+* answerer — a short answer from the final passages (Table 3's QA setup).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from gearag.model import Fact, Passage, Reasoning
+from gearag.options import setting
+
+if TYPE_CHECKING:
+    from gearag.expand.reader import Reader
+    from gearag.store.index import Index
+
+
+@dataclass
+class Answer:
+    text: str
+    #: How to present it: an LLM answer, or the offline engine's extracted candidate.
+    label: str
+    evidence: list[str] = field(default_factory=list)
+
+
+class Reasoner(Protocol):
+    def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning: ...
+
+
+class Rewriter(Protocol):
+    def rewrite(self, question: str, memory: Sequence[Fact], reasoning: Reasoning) -> str: ...
+
+
+class Answerer(Protocol):
+    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer: ...
+
+
+@dataclass
+class Engine:
+    """One implementation of every role, plus its token ledger (None for the offline engine)."""
+
+    name: str
+    reader: Reader
+    gist: Reader
+    reasoner: Reasoner
+    rewriter: Rewriter
+    answerer: Answerer
+    ledger: object | None = None
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Which engine plays the roles, and how to reach its model."""
+
+    #: ``offline`` (no model, no network) or ``openai`` (any OpenAI-compatible endpoint).
+    engine: str = setting("offline", "Engine for the reader/agent roles: offline | openai.", choices="engine")
+    #: Endpoint for ``openai`` (default ``$OPENAI_BASE_URL``).
+    llm_base_url: str | None = setting(None, "OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")
+    #: Model for ``openai`` (default ``$GEARAG_LLM_MODEL``).
+    llm_model: str | None = setting(None, "Model name (default $GEARAG_LLM_MODEL).")
+
+
+def make_engine(index: Index, config: EngineConfig, llm_roles: object | None = None) -> Engine:
+    """The engine ``config.engine`` over ``index``; ``llm_roles`` injects ready LLM roles (tests, the API)."""
+    from gearag.errors import ConfigError
+    from gearag.registry import REGISTRY
+
+    entry = REGISTRY.entry("engine", config.engine)
+    if entry.name == "offline" and (config.llm_base_url or config.llm_model):
+        raise ConfigError("--llm-base-url and --llm-model apply only to --engine openai")
+    return entry.load()(index, config, llm_roles)

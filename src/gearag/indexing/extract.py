@@ -1,0 +1,25 @@
+"""Stage 1 — extract: triples for every passage, resumable (GEAR §3).
+
+The extraction checkpoint (:mod:`gearag.store.checkpoint`) lives in the
+build's work directory, so an interrupted build never extracts a passage
+twice (nor pays an LLM twice for it).
+"""
+
+from __future__ import annotations
+
+from gearag.extract import make_extractor
+from gearag.extract.run import extract_with_checkpoint
+from gearag.indexing.stage import Build
+
+
+class ExtractStage:
+    name = "extract"
+
+    def run(self, build: Build) -> None:
+        extractor = build.extractor or make_extractor(build.config.extract.extractor)
+        build.extractor = extractor
+        build.extracted = extract_with_checkpoint(build.passages, extractor, build.work)
+        build.manifest["extractor_key"] = extractor.key
+        ledger = getattr(extractor, "ledger", None)
+        if ledger is not None:
+            build.manifest["extraction_usage"] = ledger.snapshot(role="extract").to_dict()

@@ -1,0 +1,90 @@
+"""Stage 2 — graph: tie each triple to its passage and build the entity → triples graph (GEAR §3, §4.2)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from gearag.config import GraphConfig
+from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
+from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
+from gearag.store.graph import TripleGraph
+from gearag.text import is_named, normalise_entity
+
+log = logging.getLogger(__name__)
+
+
+def _clean(value: str) -> str:
+    return " ".join(str(value).split())
+
+
+def linkable_for(
+    config: GraphConfig, subjects: Sequence[str], objects: Sequence[str], owner: Sequence[int], n_passages: int
+) -> Callable[[str], bool]:
+    """The endpoint filter for ``link_entities`` and ``max_entity_share``.
+
+    ``named`` falls back to ``all`` (with a warning) for a corpus with almost
+    no capitalised endpoints, e.g. lower-cased text, where it would link nothing.
+    """
+    named: Callable[[str], bool] = is_named
+    if config.link_entities == "all":
+        named = bool
+    else:
+        sample = list(subjects[:5000]) + list(objects[:5000])
+        if sample and sum(map(is_named, sample)) < 0.05 * len(sample):
+            log.warning("few capitalised triple endpoints: linking every endpoint (link_entities=all)")
+            named = bool
+    if config.max_entity_share >= 1.0:
+        return named
+    cap = max(20, config.max_entity_share * n_passages)
+    seen: dict[str, set[int]] = {}
+    for s, o, p in zip(subjects, objects, owner, strict=True):
+        for e in (s, o):
+            if named(e):
+                seen.setdefault(normalise_entity(e), set()).add(p)
+    hubs = {e for e, rows in seen.items() if len(rows) > cap}
+    return lambda e: named(e) and normalise_entity(e) not in hubs
+
+
+def triple_columns(extracted: Sequence[Sequence[Sequence[str]]]) -> TripleColumns:
+    """Whitespace-normalised triples with empty parts dropped, as columns in passage order."""
+    cols = TripleColumns(indptr=np.zeros(len(extracted) + 1, dtype=np.int64))
+    for row, triples in enumerate(extracted):
+        for s, p, o in triples:
+            s, p, o = _clean(s), _clean(p), _clean(o)
+            if s and p and o:
+                cols.subjects.append(s)
+                cols.predicates.append(p)
+                cols.objects.append(o)
+                cols.owner.append(row)
+        cols.indptr[row + 1] = len(cols.subjects)
+    return cols
+
+
+class GraphStage:
+    name = "graph"
+
+    def run(self, build: Build) -> None:
+        assert build.extracted is not None, "the graph stage needs the extract stage"
+        cols = triple_columns(build.extracted)
+        n = len(build.passages)
+        linkable = linkable_for(build.config.graph, cols.subjects, cols.objects, cols.owner, n)
+        graph = TripleGraph.build(cols.subjects, cols.objects, linkable)
+        build.triples, build.graph = cols, graph
+        w = build.writer
+        w.write_jsonl("passages.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in build.passages])
+        w.write_jsonl("triples.jsonl", [list(t) for t in zip(cols.subjects, cols.predicates, cols.objects, strict=True)])
+        w.write_json("entities.json", graph.entities)
+        w.write_array("arrays/triple_passage.npy", np.asarray(cols.owner, dtype=np.int32))
+        w.write_array("arrays/passage_triple_indptr.npy", cols.indptr)
+        w.write_array("arrays/triple_head.npy", graph.head)
+        w.write_array("arrays/triple_tail.npy", graph.tail)
+        w.write_array("arrays/entity_indptr.npy", graph.indptr)
+        w.write_array("arrays/entity_indices.npy", graph.indices)
+        build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), [p.content for p in build.passages])
+        build.collections[TRIPLES] = CollectionBuild(
+            CollectionSpec(TRIPLES, len(cols.subjects), sources="arrays/triple_passage.npy"), cols.texts(), weights=True
+        )
+        build.manifest["counts"] = {"passages": n, "triples": len(cols.subjects), "entities": graph.n_entities}

@@ -1,0 +1,78 @@
+"""The build state that index stages share, and the stage protocol.
+
+A build runs stages in order over one :class:`Build`. Each stage reads what
+earlier stages left in it, writes its files through the build's
+:class:`~gearag.store.index.IndexWriter` (into the temporary directory that
+becomes the index on commit) and records its results: the collections it
+adds, the texts later stages index, manifest entries. A stage whose work is
+expensive keeps resumable output in the build's work directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from gearag.config import IndexConfig
+from gearag.extract.base import TripleExtractor
+from gearag.model import Fact, Passage
+from gearag.store.collection import CollectionSpec
+from gearag.store.graph import TripleGraph
+from gearag.store.index import IndexWriter
+
+
+@dataclass
+class CollectionBuild:
+    """A collection being built: its rows' texts and what the BM25 and embedding stages add to it."""
+
+    spec: CollectionSpec
+    texts: Sequence[str]
+    #: Keep a static embedder's token-sum norms (exact path scores over triples, expand.scoring).
+    weights: bool = False
+
+
+@dataclass
+class TripleColumns:
+    """The cleaned triples as parallel columns, ``owner[i]`` = passage row of triple i."""
+
+    subjects: list[str] = field(default_factory=list)
+    predicates: list[str] = field(default_factory=list)
+    objects: list[str] = field(default_factory=list)
+    owner: list[int] = field(default_factory=list)
+    #: Triples of passage r are ``indptr[r]:indptr[r + 1]``.
+    indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+
+    def texts(self) -> list[str]:
+        return [f"{s} {p} {o}" for s, p, o in zip(self.subjects, self.predicates, self.objects, strict=True)]
+
+
+@dataclass
+class Build:
+    """Everything one index build knows; stages fill it in."""
+
+    passages: Sequence[Passage]
+    config: IndexConfig
+    writer: IndexWriter
+    #: Where expensive stages keep resumable state until the build succeeds.
+    work: Path
+    extractor: TripleExtractor | None = None
+    #: Stage outputs.
+    extracted: list[list[Fact]] | None = None
+    triples: TripleColumns | None = None
+    graph: TripleGraph | None = None
+    collections: dict[str, CollectionBuild] = field(default_factory=dict)
+    #: Extra manifest entries (extractor key, counts, usage, ...).
+    manifest: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Stage(Protocol):
+    """One step of an index build."""
+
+    name: str
+
+    def run(self, build: Build) -> None: ...

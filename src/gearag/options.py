@@ -1,0 +1,233 @@
+"""Typed configs as options: one definition of every setting, its default, help and bounds.
+
+A config is a frozen dataclass whose fields carry :func:`option` metadata
+(help text, lower bound, choices, the option name when it differs from the
+field name). Nested config dataclasses are flattened: ``BeamConfig.width``
+inside ``ExpansionConfig.beam`` is the option ``beam_width``. The same
+option name may appear at several places in one tree (``rrf_k`` sets every
+fusion step); one value sets them all.
+
+:func:`build_config` turns user options (CLI flags, JSON bodies, keyword
+arguments) into a config, rejecting unknown or non-applicable names and
+bad values with a one-line :class:`~gearag.errors.ConfigError`.
+:func:`option_specs` lists the options of a config class for the CLI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from typing import Any, TypeVar
+
+from gearag.errors import ConfigError
+
+C = TypeVar("C")
+
+
+def option(
+    help: str,
+    *,
+    name: str | None = None,
+    min: float | None = None,
+    choices: tuple[str, ...] | str | None = None,
+    positive: bool = False,
+) -> dict[str, Any]:
+    """Metadata for a config field (``field(default=..., metadata=option(...))``).
+
+    ``choices`` is a tuple of allowed strings, or a registry kind (``"retriever"``,
+    ``"engine"``) whose names are allowed. ``positive`` requires a value > 0.
+    """
+    return {"gearag": {"help": help, "name": name, "min": min, "choices": choices, "positive": positive}}
+
+
+def setting(default: Any, help: str, **kwargs: Any) -> Any:
+    """A config field with a default and :func:`option` metadata (``factory`` defaults for dataclasses)."""
+    meta = option(help, **kwargs)
+    if is_dataclass(default) and isinstance(default, type):
+        return field(default_factory=default, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One user-facing option of a config tree."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    min: float | None
+    choices: tuple[str, ...] | str | None
+    positive: bool
+    optional: bool
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def allowed(self) -> tuple[str, ...] | None:
+        if isinstance(self.choices, str):
+            from gearag.registry import REGISTRY
+
+            return tuple(REGISTRY.names(self.choices))
+        return self.choices
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _base_type(hint: Any) -> tuple[type, bool]:
+    """The scalar type of a hint and whether ``None`` is allowed (``int | None`` → (int, True))."""
+    args = typing.get_args(hint)
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return inner[0], len(inner) < len(args)
+    return hint, False
+
+
+def _walk(cls: type, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], dataclasses.Field[Any], Any]]:
+    """Leaf fields of a config tree: (path of field names, field, type hint)."""
+    hints = _hints(cls)
+    for f in fields(cls):
+        hint = hints[f.name]
+        if isinstance(hint, type) and is_dataclass(hint):
+            yield from _walk(hint, prefix + (f.name,))
+        else:
+            yield prefix + (f.name,), f, hint
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return None
+
+
+def option_specs(cls: type) -> dict[str, OptionSpec]:
+    """The options of config class ``cls`` (flattened, first occurrence of each name wins)."""
+    out: dict[str, OptionSpec] = {}
+    for _path, f, hint in _walk(cls):
+        meta = f.metadata.get("gearag")
+        if meta is None:
+            continue  # internal field, not a user option
+        name = meta["name"] or f.name
+        if name in out:
+            continue
+        typ, optional = _base_type(hint)
+        out[name] = OptionSpec(name, typ, _default(f), meta["help"], meta["min"], meta["choices"], meta["positive"],
+                               optional)
+    return out
+
+
+def _coerce(spec: OptionSpec, value: Any) -> Any:
+    """Check and convert one option value; a ConfigError names the option."""
+    flag = spec.flag
+    if value is None:
+        if spec.optional:
+            return None
+        raise ConfigError(f"{flag} needs a value")
+    if spec.type is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "1", "yes", "false", "0", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(f"{flag} must be true or false, got {value!r}")
+    if spec.type is int:
+        if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+            raise ConfigError(f"{flag} must be a whole number, got {value!r}")
+        try:
+            number: float = int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{flag} must be an integer, got {value!r}") from None
+    elif spec.type is float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{flag} must be a number, got {value!r}") from None
+        if not math.isfinite(number):
+            raise ConfigError(f"{flag} must be a finite number, got {value!r}")
+    else:
+        if not isinstance(value, str):
+            raise ConfigError(f"{flag} must be a string, got {value!r}")
+        allowed = spec.allowed()
+        if allowed is not None and value not in allowed:
+            if isinstance(spec.choices, str):
+                from gearag.registry import REGISTRY
+
+                REGISTRY.entry(spec.choices, value)  # accepts aliases, raises the registry's error otherwise
+                return value
+            raise ConfigError(f"{flag}: unknown value {value!r} (choose from {', '.join(allowed)})")
+        return value
+    if spec.min is not None and number < spec.min:
+        raise ConfigError(f"{flag} must be at least {spec.min:g}, got {value!r}")
+    if spec.positive and number <= 0:
+        raise ConfigError(f"{flag} must be positive, got {value!r}")
+    return number
+
+
+def build_config(cls: type[C], options: Mapping[str, Any] | None = None, *, what: str = "") -> C:
+    """An instance of config ``cls`` from user options (``None`` values mean "the default").
+
+    Unknown option names are an error naming the option (and ``what``, e.g.
+    the method, it does not apply to).
+    """
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    specs = option_specs(cls)
+    unknown = [k for k in given if k not in specs]
+    if unknown:
+        flags = ", ".join("--" + k.replace("_", "-") for k in unknown)
+        target = f" to {what}" if what else ""
+        raise ConfigError(f"option {flags} does not apply{target} (its options: "
+                          f"{', '.join(s.flag for s in specs.values()) or 'none'})")
+    values = {name: _coerce(specs[name], value) for name, value in given.items()}
+    return _instantiate(cls, values)
+
+
+def _instantiate(cls: type[C], values: Mapping[str, Any]) -> C:
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        hint = hints[f.name]
+        if isinstance(hint, type) and is_dataclass(hint):
+            kwargs[f.name] = _instantiate(hint, values)
+            continue
+        meta = f.metadata.get("gearag")
+        name = (meta or {}).get("name") or f.name
+        if meta is not None and name in values:
+            kwargs[f.name] = values[name]
+    return cls(**kwargs)
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """A config as nested plain values (for manifests, traces and run settings)."""
+    return dataclasses.asdict(config)
+
+
+def config_from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
+    """Inverse of :func:`config_to_dict`; unknown keys are ignored (newer writers)."""
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.name not in data:
+            continue
+        hint = hints[f.name]
+        value = data[f.name]
+        if isinstance(hint, type) and is_dataclass(hint) and isinstance(value, Mapping):
+            value = config_from_dict(hint, value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def updated(config: C, **changes: Any) -> C:
+    """``dataclasses.replace`` for frozen configs, named for readability at call sites."""
+    return replace(config, **changes)  # type: ignore[type-var]
+
+
+Validator = Callable[[Any], None]

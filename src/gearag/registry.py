@@ -1,0 +1,131 @@
+"""One registry for every pluggable part of gearag.
+
+Each entry is a *kind* (``method``, ``extractor``, ``embedder``,
+``retriever``, ``engine``), a *name*, a factory given as ``"module:attr"``
+and imported only when the entry is used (so ``import gearag`` stays light),
+and optionally a frozen config dataclass with documented defaults. The CLI
+derives its options from those dataclasses (:mod:`gearag.options`), so every
+default lives in exactly one place.
+
+Factory signatures by kind:
+
+* ``method``    — ``factory(index, config) -> Method`` (``Method(question, k) -> Result``);
+* ``retriever`` — ``factory(index, collection, config) -> Retriever``;
+* ``engine``    — ``factory(index, config) -> Engine`` (the agent's roles);
+* ``embedder``  — ``factory() -> Embedder``;
+* ``extractor`` — ``factory(arg, config) -> TripleExtractor`` (``arg`` is the
+  part after ``:`` in a spec such as ``openie:FILE``).
+
+Adding a part is one module plus one :func:`register` call; the built-ins
+are the table at the end of this module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gearag.errors import ConfigError
+
+KINDS = ("method", "extractor", "embedder", "retriever", "engine")
+
+
+def _import(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered part: where its factory and its config class live."""
+
+    kind: str
+    name: str
+    factory: str | Callable[..., Any]
+    config: str | type | None = None
+    help: str = ""
+
+    def load(self) -> Callable[..., Any]:
+        """The factory, imported on first use."""
+        return _import(self.factory) if isinstance(self.factory, str) else self.factory
+
+    def config_class(self) -> type | None:
+        """The frozen config dataclass, or None for parts without settings."""
+        return _import(self.config) if isinstance(self.config, str) else self.config
+
+
+class Registry:
+    """Name → :class:`Entry` per kind; aliases resolve to a canonical name."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
+        self._aliases: dict[str, dict[str, str]] = {kind: {} for kind in KINDS}
+
+    def register(
+        self,
+        kind: str,
+        name: str,
+        factory: str | Callable[..., Any],
+        config: str | type | None = None,
+        *,
+        help: str = "",
+        aliases: tuple[str, ...] = (),
+    ) -> None:
+        if kind not in self._entries:
+            raise ValueError(f"unknown registry kind {kind!r} (choose from {', '.join(KINDS)})")
+        self._entries[kind][name] = Entry(kind, name, factory, config, help)
+        for alias in aliases:
+            self._aliases[kind][alias] = name
+
+    def names(self, kind: str) -> list[str]:
+        return list(self._entries[kind])
+
+    def entry(self, kind: str, name: str) -> Entry:
+        """The entry called ``name`` (or an alias of it); a ConfigError names the choices otherwise."""
+        table = self._entries[kind]
+        canonical = self._aliases[kind].get(name, name)
+        if canonical not in table:
+            raise ConfigError(f"unknown {kind} {name!r} (choose from {', '.join(table)})")
+        return table[canonical]
+
+    def create(self, kind: str, name: str, *args: Any) -> Any:
+        """Call the factory of ``kind``/``name`` with ``args``."""
+        return self.entry(kind, name).load()(*args)
+
+
+REGISTRY = Registry()
+register = REGISTRY.register
+
+# ---------------------------------------------------------------------------- built-in parts
+_R = "gearag.retrieve.config:RetrieverConfig"
+register("retriever", "bm25", "gearag.retrieve.bm25:bm25_retriever", _R, help="BM25 (bm25s, Lucene variant)")
+register("retriever", "dense", "gearag.retrieve.dense:dense_retriever", _R, help="cosine over the index's embeddings")
+register("retriever", "hybrid", "gearag.retrieve.hybrid:hybrid_retriever", _R, help="RRF of bm25 and dense")
+
+register("method", "bm25", "gearag.retrieve.method:BaseMethod.bm25", _R, help="BM25 over passages")
+register("method", "dense", "gearag.retrieve.method:BaseMethod.dense", _R, help="dense retrieval over passages")
+register("method", "hybrid", "gearag.retrieve.method:BaseMethod.hybrid", _R, help="RRF of BM25 and dense")
+register("method", "naivege", "gearag.expand.methods:NaiveGE", "gearag.expand.config:NaiveGEConfig",
+         help="graph expansion from all triples of the base passages (GEAR §6.2)")
+register("method", "syncge", "gearag.expand.methods:SyncGE", "gearag.expand.config:SyncGEConfig",
+         help="reader → tripleLink → diverse triple beam search, RRF with the base passages (GEAR §4)")
+register("method", "gear", "gearag.agent.method:GearMethod", "gearag.agent.config:AgentConfig",
+         help="the GEAR agent: SyncGE per step, gist memory, reasoning, rewriting, passageLink (GEAR §5)")
+
+register("engine", "offline", "gearag.agent.offline:offline_engine", help="model-free roles (default)")
+register("engine", "openai", "gearag.agent.llm_engine:llm_engine", aliases=("llm",),
+         help="any OpenAI-compatible endpoint with the paper's prompts")
+
+register("embedder", "wordllama", "gearag.embed.static:StaticEmbedder.wordllama",
+         help="256-d static token vectors shipped in the wordllama wheel (no torch)")
+register("embedder", "minilm", "gearag.embed.neural:SentenceTransformerEmbedder.minilm",
+         help="all-MiniLM-L6-v2 via sentence-transformers (extra `neural`)")
+
+register("extractor", "spacy", "gearag.extract.spacy_rules:_factory", help="offline spaCy dependency rules")
+register("extractor", "openie", "gearag.extract.openie:_factory", help="HippoRAG OpenIE JSON: openie:FILE")
+register("extractor", "llm", "gearag.extract.llm:_factory", help="an LLM with the extraction prompt")

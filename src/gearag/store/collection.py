@@ -1,0 +1,162 @@
+"""Collections: the named, retrievable row sets of an index.
+
+A collection is rows of text with what retrieval needs over them: a BM25
+index, unit-length vectors, and for each row the passages it came from.
+GEAR's passages ``C`` (each row its own source) and triples ``T`` (each row
+one source passage, §3) are the two built-in collections; later artefacts
+(SiReRAG tree nodes, ...) are further collections listed in the manifest,
+and every retriever works over any of them unchanged.
+
+The manifest's ``collections`` section names each collection's files
+relative to the index directory::
+
+    "triples": {"rows": 103067, "bm25": "bm25/triples", "vectors": "vectors/triples.npy",
+                "weights": "vectors/triple_weights.npy", "sources": "arrays/triple_passage.npy"}
+
+``sources`` is either one int array (row → passage row) or, for rows that
+cover several passages, ``{"indptr": ..., "indices": ...}`` in CSR form.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.errors import ConfigError
+
+#: The collections every GEAR index has.
+PASSAGES = "passages"
+TRIPLES = "triples"
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """What the manifest records about one collection."""
+
+    name: str
+    rows: int
+    bm25: str | None = None
+    vectors: str | None = None
+    #: Static embedders only: token-sum norms, so ``weights[i] * vectors[i]`` is row i's token sum.
+    weights: str | None = None
+    #: Row → source passage rows: one ``.npy`` path, or ``{"indptr": path, "indices": path}``; None = identity.
+    sources: str | dict[str, str] | None = None
+    #: Row records (JSONL) for collections other than passages and triples.
+    records: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rows": self.rows}
+        for key in ("bm25", "vectors", "weights", "sources", "records"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, name: str, data: dict[str, Any]) -> CollectionSpec:
+        return cls(name, int(data["rows"]), data.get("bm25"), data.get("vectors"), data.get("weights"),
+                   data.get("sources"), data.get("records"))
+
+    def files(self) -> list[str]:
+        """Files (and directories, for BM25) this collection needs."""
+        out = [v for v in (self.bm25, self.vectors, self.weights, self.records) if v]
+        if isinstance(self.sources, str):
+            out.append(self.sources)
+        elif isinstance(self.sources, dict):
+            out.extend(self.sources.values())
+        return out
+
+
+def default_specs(counts: dict[str, int], *, weights: bool) -> dict[str, CollectionSpec]:
+    """The passages and triples collections in the standard layout (format 1 indices have no listing)."""
+    return {
+        PASSAGES: CollectionSpec(PASSAGES, counts.get(PASSAGES, 0), "bm25/passages", "vectors/passages.npy"),
+        TRIPLES: CollectionSpec(TRIPLES, counts.get(TRIPLES, 0), "bm25/triples", "vectors/triples.npy",
+                                "vectors/triple_weights.npy" if weights else None, "arrays/triple_passage.npy"),
+    }
+
+
+@dataclass
+class Collection:
+    """One loaded collection. Arrays are memory-mapped and BM25 loads on first use (thread-safe)."""
+
+    root: Path
+    spec: CollectionSpec
+    #: The text each row is retrieved by (title + newline + text for passages, "s p o" for triples).
+    texts: Callable[[], Sequence[str]]
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def __len__(self) -> int:
+        return self.spec.rows
+
+    def _once(self, key: str, load: Callable[[], Any]) -> Any:
+        value = self._loaded.get(key)
+        if value is None:
+            with self._lock:
+                value = self._loaded.get(key)
+                if value is None:
+                    value = self._loaded[key] = load()
+        return value
+
+    def _array(self, rel: str) -> np.ndarray:
+        return np.load(self.root / rel, mmap_mode="r", allow_pickle=False)
+
+    @property
+    def bm25(self) -> Any:
+        """The bm25s model over this collection's rows."""
+        if self.spec.bm25 is None:
+            raise ConfigError(f"collection {self.name!r} has no BM25 index")
+        from gearag.retrieve.bm25 import load_bm25
+
+        rel = self.spec.bm25
+        return self._once("bm25", lambda: load_bm25(self.root / rel))
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Unit-length float32 row embeddings, memory-mapped."""
+        if self.spec.vectors is None:
+            raise ConfigError(f"collection {self.name!r} has no vectors")
+        rel = self.spec.vectors
+        return self._once("vectors", lambda: self._array(rel))  # type: ignore[no-any-return]
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        """Token-sum norms of a static embedder (None for neural embedders)."""
+        if self.spec.weights is None:
+            return None
+        rel = self.spec.weights
+        return self._once("weights", lambda: np.asarray(self._array(rel)))  # type: ignore[no-any-return]
+
+    def _sources(self) -> tuple[np.ndarray, np.ndarray | None]:
+        src = self.spec.sources
+        if isinstance(src, str):
+            return np.asarray(self._array(src)), None
+        if isinstance(src, dict):
+            return np.asarray(self._array(src["indptr"])), np.asarray(self._array(src["indices"]))
+        rows = np.arange(self.spec.rows, dtype=np.int64)
+        return rows, None
+
+    def sources(self, row: int) -> list[int]:
+        """Passage rows that row ``row`` of this collection came from."""
+        first, indices = self._once("sources", self._sources)
+        if indices is None:
+            return [int(first[row])]
+        return [int(x) for x in indices[first[row] : first[row + 1]]]
+
+    @property
+    def owner(self) -> np.ndarray:
+        """Row → its (first) source passage row, for collections with one source per row."""
+        first, indices = self._once("sources", self._sources)
+        if indices is not None:
+            raise ConfigError(f"collection {self.name!r} rows have several sources; use sources(row)")
+        return first

@@ -1,0 +1,105 @@
+"""Typed traces: what a retrieval method did for one question, for people, run files and the service.
+
+Every trace serialises with :meth:`to_dict`, which carries ``version``
+(:data:`TRACE_VERSION`, bumped when a field changes meaning) and ``kind``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Version of the serialised trace layout.
+TRACE_VERSION = 1
+
+
+@dataclass
+class ExpansionTrace:
+    """One round of graph expansion (NaiveGE / SyncGE, GEAR §4)."""
+
+    #: Readable beams, best first: ``(s; p; o) → (s; p; o)  [score]``.
+    paths: list[str]
+    #: Titles of the passages the beams reach, in beam order.
+    expanded_passages: list[str]
+    #: The reader's proximal triples (SyncGE only; NaiveGE starts from every triple).
+    proximal: list[list[str]] | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": TRACE_VERSION, "kind": "expansion"}
+        if self.proximal is not None:
+            out["proximal"] = self.proximal
+        out.update(paths=self.paths, expanded_passages=self.expanded_passages, seconds=self.seconds)
+        return out
+
+
+@dataclass
+class StepTrace:
+    """What one iteration of the agent did (GEAR §5)."""
+
+    step: int
+    query: str
+    proximal: list[list[str]]
+    paths: list[str]
+    gist_added: list[list[str]]
+    reasoning: dict[str, Any]
+    passages: list[str]
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+    #: Passage rows of C_q(n), best first (not serialised).
+    rows: list[int] = field(default_factory=list, repr=False)
+    #: The agent's output had it stopped after this step (Eq. 9 over steps 1..n),
+    #: for per-iteration recall (the paper's Figure 2).
+    ranking: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step, "query": self.query, "proximal": self.proximal, "paths": self.paths,
+            "gist_added": self.gist_added, "reasoning": self.reasoning, "passages": self.passages,
+            "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "seconds": self.seconds,
+            "ranking": self.ranking,
+        }
+
+
+@dataclass
+class AgentTrace:
+    """The agent's run: its steps, the gist memory, and how it answered."""
+
+    steps: list[StepTrace]
+    gist_memory: list[list[str]]
+    #: The last reasoning text (the answer, or why the memory does not answer yet).
+    reasoning: str | None = None
+    #: How the answer is presented (an LLM answer or the offline engine's extracted candidate).
+    answer_label: str | None = None
+    evidence: list[str] = field(default_factory=list)
+    #: Tokens this question used, by role (GEAR Fig. 4); None for the offline engine.
+    tokens_by_role: dict[str, dict[str, int]] | None = None
+
+    @property
+    def iterations(self) -> int:
+        return len(self.steps)
+
+    @property
+    def paths(self) -> list[str]:
+        """The last step's beams (what a person reading the result wants to see first)."""
+        return self.steps[-1].paths if self.steps else []
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "version": TRACE_VERSION, "kind": "agent",
+            "steps": [s.to_dict() for s in self.steps],
+            "gist_memory": self.gist_memory,
+            "iterations": self.iterations,
+        }
+        if self.reasoning is not None:
+            out["reasoning"] = self.reasoning
+        if self.answer_label is not None:
+            out["answer_label"] = self.answer_label
+            out["evidence"] = self.evidence
+        if self.tokens_by_role is not None:
+            out["tokens_by_role"] = self.tokens_by_role
+        return out
+
+
+Trace = ExpansionTrace | AgentTrace
