@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gearag.model import Fact
 from gearag.store.index import Index
+
+if TYPE_CHECKING:  # the LLM layer imports httpx: load it only when an LLM method runs
+    from gearag.llm.roles import LLMRoles
 
 
 class LLMReader:
@@ -15,7 +18,7 @@ class LLMReader:
     Its triples are free text; tripleLink maps them to index triples.
     """
 
-    def __init__(self, index: Index, roles: Any) -> None:
+    def __init__(self, index: Index, roles: LLMRoles) -> None:
         self.index = index
         self.roles = roles
 
@@ -23,20 +26,16 @@ class LLMReader:
     def from_options(cls, index: Index, options: dict[str, Any]) -> LLMReader:
         return cls(index, llm_roles(options))
 
-    def read(
-        self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
-    ) -> list[Fact]:
+    def read(self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()) -> list[Fact]:
         docs = [self.index.passages[r] for r in passages]
-        found = self.roles.read(docs, question, list(memory) or None)
-        return [Fact(s, p, o) for s, p, o in found]
+        return self.roles.read(docs, question, memory)
 
 
-def llm_roles(options: dict[str, Any]) -> Any:
+def llm_roles(options: dict[str, Any]) -> LLMRoles:
     """The LLM roles for CLI-style options (``llm_base_url``, ``llm_model``; environment otherwise)."""
-    from gearag.llm import make_llm
-    from gearag.llm.roles import LLMRoles
+    from gearag.llm import LLMRoles, make_llm
 
     if "llm_roles" in options:  # an already-built LLMRoles (tests, the library API)
-        return options["llm_roles"]
-    llm = make_llm(base_url=options.get("llm_base_url"), model=options.get("llm_model"))
-    return LLMRoles(llm)
+        roles: LLMRoles = options["llm_roles"]
+        return roles
+    return LLMRoles(make_llm(base_url=options.get("llm_base_url"), model=options.get("llm_model")))
