@@ -4,7 +4,7 @@ Tests start it on an ephemeral port and queue actions::
 
     with ScriptedServer() as server:
         server.push(Status(429, headers={"Retry-After": "1"}), Reply("Paris"))
-        engine = OpenAIEngine(LLMConfig(model="m", base_url=server.base_url, ...))
+        client = LLMClient(LLMConfig(model="m", base_url=server.base_url, ...))
 
 Actions: :class:`Reply` (a valid completion, optionally slow or without
 usage), :class:`Status` (an HTTP error such as 429 or 500, with headers),

@@ -17,6 +17,7 @@ from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.engine import EngineConfig
 from gearag.llm import prompts as P
 from gearag.llm.roles import format_passages, format_triples
+from gearag.model import Fact
 from gearag.retrieve import make_retriever
 from gearag.store.index import Index
 from llm_server import Reply, ScriptedServer
@@ -42,8 +43,12 @@ def kind(prompt: str) -> str:
     return found[0]
 
 
+def fmt(*triples: tuple[str, str, str]) -> str:
+    return format_triples(Fact(*t) for t in triples)
+
+
 def facts(*triples: tuple[str, str, str]) -> str:
-    return "Facts: " + format_triples(triples)
+    return "Facts: " + fmt(*triples)
 
 
 def no(why: str) -> str:
@@ -123,18 +128,18 @@ def test_answerable_at_step_two_runs_two_steps_with_the_right_prompts(
     assert base_docs(tiny_index, QUESTION) in requests[0].prompt
     assert f"Question: {QUESTION}" in requests[0].prompt
     assert step_docs(tiny_index, result.steps[0].passages) in requests[1].prompt
-    assert f"Question: {QUESTION}\nFacts: {format_triples([FORMED])}" in requests[2].prompt
+    assert f"Question: {QUESTION}\nFacts: {fmt(FORMED)}" in requests[2].prompt
     assert "Reason: Which river Liverpool is on is not known." in requests[3].prompt
-    assert f"Facts: {format_triples([FORMED])}" in requests[3].prompt
+    assert f"Facts: {fmt(FORMED)}" in requests[3].prompt
 
     # Step 2 retrieves with the rewritten query and reads with the gist memory of step 1.
     assert result.steps[1].query == REWRITE
     assert base_docs(tiny_index, REWRITE) in requests[4].prompt
     assert base_docs(tiny_index, REWRITE) != base_docs(tiny_index, QUESTION)
     for r in requests[4:6]:
-        assert f"Question: {QUESTION}\nFacts: {format_triples([FORMED])}" in r.prompt
+        assert f"Question: {QUESTION}\nFacts: {fmt(FORMED)}" in r.prompt
     assert step_docs(tiny_index, result.steps[1].passages) in requests[5].prompt
-    assert f"Facts: {format_triples([FORMED, RIVER])}" in requests[6].prompt
+    assert f"Facts: {fmt(FORMED, RIVER)}" in requests[6].prompt
 
     assert len(result.steps) == 2
     assert [s.query for s in result.steps] == [QUESTION, REWRITE]

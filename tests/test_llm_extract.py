@@ -21,7 +21,7 @@ from gearag.errors import LLMError
 from gearag.extract.base import make_extractor
 from gearag.extract.llm import LLMTripleExtractor, make_llm_extractor
 from gearag.extract.run import extract_with_checkpoint
-from gearag.llm import FakeLLM, LLMConfig, OpenAIEngine, PromptSet
+from gearag.llm import FakeLLM, LLMConfig, LLMClient, PromptSet
 from gearag.model import Passage
 from gearag.store.checkpoint import checkpoint_name
 
@@ -46,11 +46,11 @@ def reply_for(i: int, delay: float = 0.0) -> Reply:
     return Reply("```json\n" + json.dumps(payload) + "\n```", delay=delay)
 
 
-def engine(server: ScriptedServer, cache: Path | None, **kw) -> OpenAIEngine:
+def client(server: ScriptedServer, cache: Path | None, **kw) -> LLMClient:
     settings = dict(model="test-model", base_url=server.base_url, api_key="k", timeout=5.0, max_retries=2,
                     backoff_base=0.01, backoff_cap=0.05, concurrency=4, cache_path=cache)
     settings.update(kw)
-    return OpenAIEngine(LLMConfig(**settings))
+    return LLMClient(LLMConfig(**settings))
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +64,7 @@ def quiet(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_extracts_in_order_with_concurrency(tmp_path: Path) -> None:
     delays = [0.08 if i % 4 == 0 else 0.0 for i in range(16)]
     with ScriptedServer(responder=lambda b: reply_for(passage_of(b), delays[passage_of(b)])) as server:
-        ex = LLMTripleExtractor(engine(server, None, concurrency=4))
+        ex = LLMTripleExtractor(client(server, None, concurrency=4))
         out = list(ex.extract(passages(16)))
         ex.llm.close()
         assert out == [[tuple(t) for t in expected(i)] for i in range(16)]
@@ -107,7 +107,7 @@ def test_key_tracks_model_prompt_and_settings() -> None:
     custom = PromptSet({"extract_triples": "Triples for {title}: {passage}"})
     assert a.key != LLMTripleExtractor(FakeLLM(lambda m, r: "", model="m1"), prompts=custom).key
     cfg = LLMConfig(model="m1", base_url="http://127.0.0.1:9/v1", cache_path=None)
-    with OpenAIEngine(cfg.with_overrides(temperature=0.8)) as hot, OpenAIEngine(cfg) as cold:
+    with LLMClient(cfg.with_overrides(temperature=0.8)) as hot, LLMClient(cfg) as cold:
         assert LLMTripleExtractor(hot).key != LLMTripleExtractor(cold).key
     assert checkpoint_name(a.key).startswith("extract-llm-m1-")
 
@@ -118,7 +118,7 @@ def test_factory_and_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     with ScriptedServer(responder=lambda b: reply_for(passage_of(b))) as server:
         ex = make_llm_extractor("spec-model", {"llm_base_url": server.base_url, "llm_cache": False,
                                                "llm_concurrency": 2})
-        assert isinstance(ex.llm, OpenAIEngine) and ex.llm.model == "spec-model" and ex.concurrency == 2
+        assert isinstance(ex.llm, LLMClient) and ex.llm.model == "spec-model" and ex.concurrency == 2
         assert ex.llm.cache is None
         assert list(ex.extract(passages(2))) == [[("E0", "has index", "0")], [("E1", "has index", "1")]]
         assert server.requests[0].body["model"] == "spec-model"
@@ -143,7 +143,7 @@ def test_endpoint_failure_stops_the_run_and_keeps_the_checkpoint(tmp_path: Path)
         return reply_for(i)
 
     with ScriptedServer(responder=responder) as server:
-        ex = LLMTripleExtractor(engine(server, None, concurrency=1, max_retries=1))
+        ex = LLMTripleExtractor(client(server, None, concurrency=1, max_retries=1))
         with pytest.raises(LLMError, match="HTTP 500"):
             extract_with_checkpoint(passages(10), ex, tmp_path)
         assert Counter(passage_of(r.body) for r in server.answered()) == Counter(range(5))
@@ -165,14 +165,14 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     from gearag.extract.llm import LLMTripleExtractor
     from gearag.extract.run import extract_with_checkpoint
-    from gearag.llm import LLMConfig, OpenAIEngine
+    from gearag.llm import LLMConfig, LLMClient
     from gearag.model import Passage
 
     base_url, work, cache, n, out = sys.argv[1:6]
     ps = [Passage(f"p{i}", f"Doc {i}", f"PASSAGE-{i:03d} tells that E{i} has index {i}.") for i in range(int(n))]
     config = LLMConfig(model="test-model", base_url=base_url, api_key="k", timeout=60, max_retries=2,
                        backoff_base=0.01, concurrency=4, cache_path=None if cache == "-" else cache)
-    extractor = LLMTripleExtractor(OpenAIEngine(config))
+    extractor = LLMTripleExtractor(LLMClient(config))
     result = extract_with_checkpoint(ps, extractor, Path(work))
     Path(out).write_text(json.dumps(result))
     print(extractor.summary())

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gearag.llm.parsing import (
+from gearag.llm.lenient import loads_lenient, scan_structures
+from gearag.llm.parse import (
     ParseStats,
     Proposition,
-    loads_lenient,
     parse_answer,
     parse_entities,
     parse_facts,
@@ -20,8 +20,8 @@ from gearag.llm.parsing import (
     parse_reasoning,
     parse_text,
     parse_triples,
-    scan_structures,
 )
+from gearag.model import Fact
 
 CORPUS = json.loads((Path(__file__).parent / "fixtures" / "llm_replies" / "replies.json").read_text("utf-8"))
 CASES = CORPUS["cases"]
@@ -72,9 +72,9 @@ def test_corpus_case(case: dict) -> None:
         if "answer" in exp:
             assert parsed.value.answer == exp["answer"]
         if "why_contains" in exp:
-            assert exp["why_contains"] in parsed.value.why
+            assert exp["why_contains"] in parsed.value.text
         if not exp["answerable"]:
-            assert parsed.value.answer == ""
+            assert parsed.value.answer is None
     elif role == "next_question":
         assert parsed.value == exp["question"]
     elif role == "answer":
@@ -137,7 +137,7 @@ def test_truncated_salvage_keeps_every_complete_triple() -> None:
     for cut in range(len(full) // 2, len(full)):
         parsed = parse_triples(full[:cut])
         triples = parsed.value.triples
-        assert triples == [(f"s{i}", "rel", f"o{i}") for i in range(len(triples))]
+        assert triples == [Fact(f"s{i}", "rel", f"o{i}") for i in range(len(triples))]
         assert len(triples) >= 9
 
 
@@ -155,12 +155,12 @@ def test_loads_lenient_prefers_strict_json() -> None:
 
 def test_reader_dedupes_and_counts() -> None:
     parsed = parse_facts('("A", "r", "B"), ("A", "r", "B"), ("A", "r")')
-    assert parsed.value == [("A", "r", "B")]
+    assert parsed.value == [Fact("A", "r", "B")]
     assert parsed.invalid == 1
 
 
 def test_proposition_entities() -> None:
-    prop = Proposition("x", (("A", "r", "B"), ("B", "s", "C")))
+    prop = Proposition("x", (Fact("A", "r", "B"), Fact("B", "s", "C")))
     assert prop.entities == ["A", "B", "C"]
 
 

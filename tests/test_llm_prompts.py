@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gearag.errors import ConfigError
-from gearag.llm.parsing import parse_entities, parse_propositions, parse_triples
+from gearag.llm.parse import parse_entities, parse_propositions, parse_triples
 from gearag.llm.prompts import AVAILABLE, DEFAULT_PROMPTS, DEFAULTS, REQUIRED, PromptSet
 
 ROLES = {"extract_triples", "read", "read_with_memory", "reason", "rewrite", "answer", "answer_closed_book",

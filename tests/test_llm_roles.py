@@ -8,8 +8,9 @@ import pytest
 from llm_server import Reply, ScriptedServer
 
 from gearag.errors import LLMError
-from gearag.llm import FakeLLM, LLMConfig, LLMRoles, OpenAIEngine, format_passages, format_triples
-from gearag.model import Passage, Triple
+from gearag.llm import DEFAULT_PROMPTS, FakeLLM, LLMClient, LLMConfig, LLMRoles, format_passages, format_triples
+from gearag.llm.roles import gear, sirerag
+from gearag.model import Fact, Passage, Reasoning, Triple
 
 DOCS = [Passage("1", "Stephen Curry", "Stephen Curry played college basketball for Davidson."),
         Passage("2", "", "Davidson College is in North Carolina.")]
@@ -18,7 +19,7 @@ DOCS = [Passage("1", "Stephen Curry", "Stephen Curry played college basketball f
 def test_formatting_helpers() -> None:
     assert format_passages(DOCS) == ("Title: Stephen Curry\nStephen Curry played college basketball for Davidson."
                                      "\n\nDavidson College is in North Carolina.")
-    assert format_triples([("A", 'say "hi"', "B"), Triple("C", "d", "E", passage=3)]) == \
+    assert format_triples([Fact("A", 'say "hi"', "B", source=7), Triple("C", "d", "E", passage=3)]) == \
         '("A", "say \\"hi\\"", "B"), ("C", "d", "E")'
 
 
@@ -27,12 +28,13 @@ def test_read_without_and_with_memory() -> None:
                                          '("Davidson College", "located in", "North Carolina")'})
     roles = LLMRoles(fake)
     first = roles.read(DOCS, "Where is Curry's college?", question_id="q")
-    assert first == [("Stephen Curry", "college team", "Davidson"), ("Davidson College", "located in", "North Carolina")]
+    assert first == [Fact("Stephen Curry", "college team", "Davidson"),
+                     Fact("Davidson College", "located in", "North Carolina")]
     assert "Title: Stephen Curry" in fake.calls[0].prompt and "{memory}" not in fake.calls[0].prompt
 
     memory = [first[0]]
     new = roles.read(DOCS, "Where is Curry's college?", memory, question_id="q")
-    assert new == [("Davidson College", "located in", "North Carolina")]  # known facts are not repeated
+    assert new == [Fact("Davidson College", "located in", "North Carolina")]  # known facts are not repeated
     assert 'Facts: ("Stephen Curry", "college team", "Davidson")' in fake.calls[1].prompt
     assert fake.ledger.snapshot(role="read", question_id="q").calls == 2
 
@@ -49,7 +51,9 @@ def test_read_without_and_with_memory() -> None:
 )
 def test_reason_degrades_to_not_answerable(reply: str, expected: tuple) -> None:
     roles = LLMRoles(FakeLLM({"reason": reply}))
-    assert roles.reason([("a", "b", "c")], "q?") == expected
+    result = roles.reason([Fact("a", "b", "c")], "q?")
+    assert (result.answerable, result.text) == expected
+    assert result.answer == (expected[1] if expected[0] else None)
 
 
 def test_rewrite_falls_back_to_the_question() -> None:
@@ -93,7 +97,7 @@ def test_sirerag_roles() -> None:
     (prop,) = roles.extract_propositions("Stephen Curry was born in Akron.", entities)
     assert prop.entities == ["Stephen Curry", "Akron"]
     assert "Entities: Stephen Curry, Akron" in fake.calls[-1].prompt
-    assert roles.extract_triples(DOCS[0]).triples == [("Stephen Curry", "born in", "Akron")]
+    assert roles.extract_triples(DOCS[0]).triples == [Fact("Stephen Curry", "born in", "Akron")]
     assert set(fake.ledger.by_role()) == {"summarize", "coref", "entities", "propositions", "extract"}
 
 
@@ -102,10 +106,10 @@ def test_async_roles() -> None:
                               "rewrite": "Next Question: what?", "answer": "c"}))
 
     async def run() -> tuple:
-        return (await roles.aread(DOCS, "q"), await roles.areason([("a", "b", "c")], "q"),
+        return (await roles.aread(DOCS, "q"), await roles.areason([Fact("a", "b", "c")], "q"),
                 await roles.arewrite([], "q", "r"), await roles.aanswer(DOCS, "q"))
 
-    assert asyncio.run(run()) == ([("a", "b", "c")], (True, "c"), "what?", "c")
+    assert asyncio.run(run()) == ([Fact("a", "b", "c")], Reasoning(True, "c", "c"), "what?", "c")
 
 
 def test_endpoint_failures_propagate_from_roles() -> None:
@@ -113,10 +117,27 @@ def test_endpoint_failures_propagate_from_roles() -> None:
         LLMRoles(FakeLLM([])).read(DOCS, "q")
 
 
-def test_roles_over_the_http_engine() -> None:
+def test_roles_over_the_http_client() -> None:
     with ScriptedServer([Reply("```\nAnswerable: yes\nAnswer: **Davidson**\n```")]) as server:
-        with OpenAIEngine(LLMConfig(model="m", base_url=server.base_url, cache_path=None)) as llm:
-            assert LLMRoles(llm).reason([("Curry", "college", "Davidson")], "Curry's college?", question_id="q7") == \
-                (True, "Davidson")
+        with LLMClient(LLMConfig(model="m", base_url=server.base_url, cache_path=None)) as llm:
+            assert LLMRoles(llm).reason([Fact("Curry", "college", "Davidson")], "Curry's college?",
+                                        question_id="q7") == Reasoning(True, "Davidson", "Davidson")
             assert llm.ledger.snapshot(question_id="q7", role="reason").requests == 1
         assert 'Facts: ("Curry", "college", "Davidson")' in server.requests[0].prompt
+
+
+def test_every_declared_role_has_a_prompt_and_a_parser() -> None:
+    roles = gear.ROLES + sirerag.ROLES
+    assert {r.prompt for r in roles} == set(DEFAULT_PROMPTS.names())
+    assert {r.name for r in roles} == {"extract", "read", "reason", "rewrite", "answer",
+                                       "summarize", "coref", "entities", "propositions"}
+    for role in roles:
+        parsed = role.parser(None)  # the safe fallback, never an exception
+        assert parsed.ok is False
+
+
+def test_a_reply_cut_off_by_the_token_limit_is_marked_truncated() -> None:
+    from gearag.llm import Completion, Usage
+
+    parsed = gear.ANSWER.parse(Completion("Answer: Paris", Usage(1, 1), finish_reason="length"))
+    assert parsed.value == "Paris" and parsed.truncated and "reply hit the token limit" in parsed.problems

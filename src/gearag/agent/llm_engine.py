@@ -3,34 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.llm_reader import LLMReader, llm_roles
 from gearag.model import Fact, Passage, Reasoning
 from gearag.store.index import Index
 
+if TYPE_CHECKING:
+    from gearag.llm.roles import LLMRoles
+
 
 class LLMReasoner:
     """``reason(G, q)`` (Eq. 6); a malformed reply degrades to "not answerable"."""
 
-    def __init__(self, roles: Any) -> None:
+    def __init__(self, roles: LLMRoles) -> None:
         self.roles = roles
 
     def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning:
-        result = self.roles.reason_full(list(memory), question)
-        answer = result.answer_or_why if result.answerable else None
-        return Reasoning(bool(result.answerable), result.answer_or_why, answer)
+        return self.roles.reason(memory, question)
 
 
 class LLMRewriter:
     """``rewrite(G, q, r)`` (Eq. 7); falls back to the original question."""
 
-    def __init__(self, roles: Any) -> None:
+    def __init__(self, roles: LLMRoles) -> None:
         self.roles = roles
 
     def rewrite(self, question: str, memory: Sequence[Fact], reasoning: Reasoning) -> str:
-        return self.roles.rewrite(list(memory), question, reasoning.text)
+        return self.roles.rewrite(memory, question, reasoning.text)
 
 
 class LLMAnswerer:
@@ -38,15 +39,18 @@ class LLMAnswerer:
 
     LABEL = "answer"
 
-    def __init__(self, roles: Any) -> None:
+    def __init__(self, roles: LLMRoles) -> None:
         self.roles = roles
 
     def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer:
-        return Answer(self.roles.answer(list(passages), question) or "", self.LABEL, [])
+        return Answer(self.roles.answer(passages, question), self.LABEL, [])
 
 
-def llm_engine(index: Index, config: EngineConfig, roles: Any | None = None) -> Engine:
-    """The roles through an OpenAI-compatible endpoint (registry factory); ``roles`` injects ready LLM roles."""
+def llm_engine(index: Index, config: EngineConfig, roles: LLMRoles | None = None) -> Engine:
+    """The ``openai`` engine (registry factory): every agent role through one LLM client and one ledger.
+
+    ``roles`` injects ready LLM roles (tests, the API); otherwise they are made from ``config``.
+    """
     if roles is None:
         roles = llm_roles(config)
     reader = LLMReader(index, roles)

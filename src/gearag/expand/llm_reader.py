@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gearag.engine import EngineConfig
 from gearag.model import Fact
 from gearag.store.index import Index
+
+if TYPE_CHECKING:  # the LLM layer imports httpx: load it only when an LLM method runs
+    from gearag.llm.roles import LLMRoles
 
 
 class LLMReader:
@@ -16,22 +19,17 @@ class LLMReader:
     Its triples are free text; tripleLink maps them to index triples.
     """
 
-    def __init__(self, index: Index, roles: Any) -> None:
+    def __init__(self, index: Index, roles: LLMRoles) -> None:
         self.index = index
         self.roles = roles
 
-    def read(
-        self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
-    ) -> list[Fact]:
+    def read(self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()) -> list[Fact]:
         docs = [self.index.passages[r] for r in passages]
-        found = self.roles.read(docs, question, list(memory) or None)
-        return [Fact(s, p, o) for s, p, o in found]
+        return self.roles.read(docs, question, memory)
 
 
-def llm_roles(config: EngineConfig) -> Any:
+def llm_roles(config: EngineConfig) -> LLMRoles:
     """The LLM roles for an engine config (``llm_base_url``, ``llm_model``; the environment otherwise)."""
-    from gearag.llm import make_llm
-    from gearag.llm.roles import LLMRoles
+    from gearag.llm import LLMRoles, make_llm
 
-    llm = make_llm(base_url=config.llm_base_url, model=config.llm_model)
-    return LLMRoles(llm)
+    return LLMRoles(make_llm(base_url=config.llm_base_url, model=config.llm_model))

@@ -18,23 +18,25 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from gearag.errors import ConfigError
 from gearag.extract.base import RawTriple, register_extractor
+from gearag.llm.base import LLM, ordered_map
+from gearag.llm.client import LLMClient
 from gearag.llm.config import LLMConfig
-from gearag.llm.engine import LLM, OpenAIEngine, ordered_map
-from gearag.llm.parsing import PARSER_VERSION, ParseStats, parse_triples
+from gearag.llm.parse import PARSER_VERSION, ParseStats
 from gearag.llm.prompts import PromptSet
+from gearag.llm.roles.gear import EXTRACT, extract_values
 from gearag.llm.usage import UsageLedger
 from gearag.model import Passage
 
 #: Ledger role of extraction requests.
-ROLE = "extract"
+ROLE = EXTRACT.name
 
 
 class LLMTripleExtractor:
-    """A :class:`~gearag.extract.base.TripleExtractor` backed by an :class:`~gearag.llm.engine.LLM`."""
+    """A :class:`~gearag.extract.base.TripleExtractor` backed by an :class:`~gearag.llm.base.LLM`."""
 
     def __init__(self, llm: LLM, *, prompts: PromptSet | None = None, concurrency: int | None = None) -> None:
         self.llm = llm
@@ -43,7 +45,7 @@ class LLMTripleExtractor:
         self.parse_stats = ParseStats()
         #: Whether :meth:`close` closes the LLM (set by the factory, which built it).
         self.owns_llm = False
-        prompt = self.prompts["extract_triples"]
+        prompt = self.prompts[EXTRACT.prompt]
         identity = "|".join([getattr(llm, "fingerprint", llm.model), prompt.fingerprint(), PARSER_VERSION])
         digest = hashlib.blake2b(identity.encode(), digest_size=5).hexdigest()
         #: Keys the checkpoint: a different model, prompt, sampling setting or parser starts afresh.
@@ -55,13 +57,10 @@ class LLMTripleExtractor:
         return self.llm.ledger
 
     def _one(self, passage: Passage) -> list[RawTriple]:
-        messages = self.prompts.render("extract_triples", title=passage.title, passage=passage.text)
-        completion = self.llm.complete(messages, role=ROLE)
-        parsed = parse_triples(completion.text)
-        if completion.truncated and not parsed.truncated:
-            parsed.truncated = True
+        completion = self.llm.complete(EXTRACT.messages(self.prompts, extract_values(passage)), role=ROLE)
+        parsed = EXTRACT.parse(completion)
         self.parse_stats.add(parsed)
-        return list(parsed.value.triples)
+        return [t.as_tuple() for t in parsed.value.triples]
 
     def extract(self, passages: Sequence[Passage]) -> Iterator[list[RawTriple]]:
         """One list of triples per passage, in order, computed ``concurrency`` at a time."""
@@ -85,7 +84,7 @@ class LLMTripleExtractor:
         if self.owns_llm and hasattr(self.llm, "close"):
             self.llm.close()
 
-    def __enter__(self) -> LLMTripleExtractor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -114,8 +113,9 @@ def make_llm_extractor(arg: str, options: dict[str, object]) -> LLMTripleExtract
     ``llm_concurrency``, ``llm_cache`` (``False`` disables the cache);
     ``prompts`` (PromptSet, mapping or file) and ``concurrency``.
     """
-    llm = options.get("llm")
-    if llm is None:
+    given = options.get("llm")
+    llm: LLM
+    if given is None:
         overrides: dict[str, Any] = {
             "model": arg or options.get("llm_model"),
             "base_url": options.get("llm_base_url"),
@@ -128,16 +128,20 @@ def make_llm_extractor(arg: str, options: dict[str, object]) -> LLMTripleExtract
         if base is not None and not isinstance(base, LLMConfig):
             raise ConfigError("llm_config must be an LLMConfig")
         config = base.with_overrides(**overrides) if base is not None else LLMConfig.from_env(**overrides)
-        llm = OpenAIEngine(config)
-    elif not isinstance(llm, LLM):
-        raise ConfigError(f"option llm must implement gearag.llm.LLM, not {type(llm).__name__}")
+        llm = LLMClient(config)
+    elif isinstance(given, LLM):
+        llm = given
+    else:
+        raise ConfigError(f"option llm must implement gearag.llm.LLM, not {type(given).__name__}")
     concurrency = options.get("concurrency")
+    if concurrency is not None and not isinstance(concurrency, (int, float, str)):
+        raise ConfigError(f"concurrency must be a number, not {type(concurrency).__name__}")
     extractor = LLMTripleExtractor(
-        llm,  # type: ignore[arg-type]
+        llm,
         prompts=_prompts(options.get("prompts")),
-        concurrency=int(concurrency) if concurrency is not None else None,  # type: ignore[call-overload]
+        concurrency=int(concurrency) if concurrency is not None else None,
     )
-    extractor.owns_llm = options.get("llm") is None
+    extractor.owns_llm = given is None
     return extractor
 
 

@@ -21,13 +21,15 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, TypeVar
 
 from gearag.errors import ConfigError
 from gearag.llm.usage import Usage
+
+T = TypeVar("T")
 
 log = logging.getLogger("gearag.llm")
 
@@ -160,20 +162,20 @@ class ResponseCache:
                 pass
         self._local = threading.local()
 
-    def __enter__(self) -> ResponseCache:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _retry_locked(fn, attempts: int = 20):  # type: ignore[no-untyped-def]
+def _retry_locked(fn: Callable[[], T], attempts: int = 20) -> T:
     """Run ``fn``; retry briefly if SQLite still reports a lock after its busy timeout."""
-    for attempt in range(attempts):
+    for attempt in range(attempts - 1):
         try:
             return fn()
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc) or attempt == attempts - 1:
+            if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
             time.sleep(0.05 * (attempt + 1))
-    return None  # pragma: no cover
+    return fn()  # the last attempt: its error, if any, is the caller's

@@ -1,8 +1,8 @@
-"""An in-process :class:`~gearag.llm.engine.LLM` for tests and dry runs (no network).
+"""An in-process :class:`~gearag.llm.base.LLM` for tests and dry runs (no network).
 
 Replies come from a function ``(messages, role) -> str``, a list consumed in
 order, or a dict from role name to a string or such a function. Usage is
-estimated from text length and recorded in the ledger like a real engine's.
+estimated from text length and recorded in the ledger like the HTTP client's.
 """
 
 from __future__ import annotations
@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from gearag.errors import LLMError
-from gearag.llm.engine import Completion, Messages, _prompt_text, as_messages, estimate_tokens, ordered_map
+from gearag.llm.base import (
+    Completion,
+    Messages,
+    as_messages,
+    estimate_tokens,
+    ordered_map,
+    pair_question_ids,
+    prompt_text,
+)
 from gearag.llm.usage import Usage, UsageLedger
 
 Responder = Callable[[list[dict[str, Any]], str], str]
@@ -28,7 +36,7 @@ class FakeCall:
 
     @property
     def prompt(self) -> str:
-        return _prompt_text(self.messages)
+        return prompt_text(self.messages)
 
 
 class FakeLLM:
@@ -66,14 +74,16 @@ class FakeLLM:
                 raise LLMError(f"FakeLLM has no reply for role {role!r}")
             reply = replies[role]
             return reply(messages, role) if callable(reply) else str(reply)
-        return replies(messages, role)  # type: ignore[operator]
+        if callable(replies):
+            return replies(messages, role)
+        raise TypeError(f"FakeLLM replies must be a function, a list or a mapping, not {type(replies).__name__}")
 
     def complete(self, messages: Messages, *, role: str, question_id: str | None = None, **params: Any) -> Completion:
         msgs = as_messages(messages)
         with self._lock:
             self.calls.append(FakeCall(role, msgs, question_id, dict(params)))
         text = self._reply(msgs, role)
-        usage = Usage(estimate_tokens(_prompt_text(msgs)), estimate_tokens(text))
+        usage = Usage(estimate_tokens(prompt_text(msgs)), estimate_tokens(text))
         self.ledger.record(role, usage, model=self.model, question_id=question_id)
         return Completion(text, usage, model=self.model, finish_reason="stop")
 
@@ -83,7 +93,6 @@ class FakeLLM:
 
     def complete_many(self, batch: Sequence[Messages], *, role: str,
                       question_ids: Sequence[str | None] | None = None, **params: Any) -> list[Completion]:
-        qids = list(question_ids) if question_ids is not None else [None] * len(batch)
-        jobs = list(zip(batch, qids, strict=True))
+        jobs = pair_question_ids(batch, question_ids)
         return list(ordered_map(lambda j: self.complete(j[0], role=role, question_id=j[1], **params),
                                 jobs, self.concurrency))

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible engine against a real scripted HTTP server on 127.0.0.1."""
+"""The OpenAI-compatible LLM client against a real scripted HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from llm_server import Drop, Raw, Reply, ScriptedServer, Status
 
 from gearag.errors import LLMError
-from gearag.llm import LLMConfig, LLMRoles, OpenAIEngine, UsageLedger
+from gearag.llm import LLMConfig, LLMRoles, LLMClient, UsageLedger
 from gearag.model import Passage
 
 
@@ -21,16 +21,16 @@ def server():
         yield srv
 
 
-def make_engine(server: ScriptedServer, cache: Path | None = None, **overrides) -> OpenAIEngine:
+def make_client(server: ScriptedServer, cache: Path | None = None, **overrides) -> LLMClient:
     settings = dict(model="test-model", base_url=server.base_url, api_key="sk-test", timeout=5.0, max_retries=3,
                     backoff_base=0.01, backoff_cap=0.05, concurrency=4, cache_path=cache)
     settings.update(overrides)
-    return OpenAIEngine(LLMConfig(**settings))
+    return LLMClient(LLMConfig(**settings))
 
 
 def test_valid_reply_text_usage_and_request_shape(server: ScriptedServer) -> None:
     server.push(Reply("Paris", prompt_tokens=12, completion_tokens=3))
-    with make_engine(server) as llm:
+    with make_client(server) as llm:
         out = llm.complete("Capital of France?", role="answer", question_id="q1", stop=["\n"])
     assert out.text == "Paris" and not out.cached and out.retries == 0
     assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (12, 3)
@@ -47,7 +47,7 @@ def test_valid_reply_text_usage_and_request_shape(server: ScriptedServer) -> Non
 
 def test_retries_5xx_then_succeeds(server: ScriptedServer) -> None:
     server.push(Status(500), Status(502), Status(503), Reply("ok"))
-    with make_engine(server) as llm:
+    with make_client(server) as llm:
         out = llm.complete("hi", role="read")
     assert out.text == "ok" and out.retries == 3
     assert [r.action for r in server.requests] == ["Status", "Status", "Status", "Reply"]
@@ -56,7 +56,7 @@ def test_retries_5xx_then_succeeds(server: ScriptedServer) -> None:
 
 def test_429_retry_after_is_honoured(server: ScriptedServer) -> None:
     server.push(Status(429, "rate limited", headers={"Retry-After": "1"}), Reply("after the wait"))
-    with make_engine(server) as llm:
+    with make_client(server) as llm:
         out = llm.complete("hi", role="read")
     assert out.text == "after the wait"
     first, second = server.requests
@@ -65,14 +65,14 @@ def test_429_retry_after_is_honoured(server: ScriptedServer) -> None:
 
 def test_retry_after_ms_header(server: ScriptedServer) -> None:
     server.push(Status(429, headers={"retry-after-ms": "300"}), Reply("ok"))
-    with make_engine(server) as llm:
+    with make_client(server) as llm:
         assert llm.complete("hi", role="read").text == "ok"
     assert server.requests[1].received - server.requests[0].received >= 0.3
 
 
 def test_dropped_connection_is_retried(server: ScriptedServer) -> None:
     server.push(Drop(), Drop(), Reply("survived"))
-    with make_engine(server) as llm:
+    with make_client(server) as llm:
         out = llm.complete("hi", role="read")
     assert out.text == "survived" and out.retries == 2
     assert len(server.requests) == 3
@@ -80,7 +80,7 @@ def test_dropped_connection_is_retried(server: ScriptedServer) -> None:
 
 def test_slow_reply_times_out_and_is_retried(server: ScriptedServer) -> None:
     server.push(Reply("too late", delay=3.0), Reply("in time"))
-    with make_engine(server, timeout=0.3) as llm:
+    with make_client(server, timeout=0.3) as llm:
         out = llm.complete("hi", role="read")
     assert out.text == "in time" and out.retries == 1
     assert len(server.requests) == 2
@@ -93,14 +93,14 @@ def test_unreadable_200_bodies_are_retried(server: ScriptedServer) -> None:
         Raw(b'{"error": {"message": "overloaded"}}'),
         Reply("finally"),
     )
-    with make_engine(server) as llm:
+    with make_client(server) as llm:
         assert llm.complete("hi", role="read").text == "finally"
     assert len(server.requests) == 4
 
 
 def test_exhausted_retries_raise_a_clear_error_after_backing_off(server: ScriptedServer) -> None:
     server.default = Status(500, "upstream exploded")
-    with make_engine(server, max_retries=2, backoff_base=0.1, backoff_cap=10.0) as llm:
+    with make_client(server, max_retries=2, backoff_base=0.1, backoff_cap=10.0) as llm:
         with pytest.raises(LLMError) as err:
             llm.complete("hi", role="reason", question_id="q9")
     message = str(err.value)
@@ -115,21 +115,21 @@ def test_exhausted_retries_raise_a_clear_error_after_backing_off(server: Scripte
 
 
 def test_backoff_grows_is_jittered_and_capped() -> None:
-    engine = OpenAIEngine(LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", backoff_base=1.0,
+    client = LLMClient(LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", backoff_base=1.0,
                                     backoff_cap=8.0, cache_path=None))  # no request is sent
     for attempt in range(6):
         ceiling = min(8.0, 2.0**attempt)
-        delays = {engine._delay(attempt, None) for _ in range(50)}
+        delays = {client._delay(attempt, None) for _ in range(50)}
         assert all(ceiling / 2 <= d <= ceiling for d in delays)
         assert len(delays) > 1  # jitter
-    assert engine._delay(0, 42.0) == 42.0  # Retry-After wins
-    assert engine._delay(0, 10_000.0) == engine.config.retry_after_cap
+    assert client._delay(0, 42.0) == 42.0  # Retry-After wins
+    assert client._delay(0, 10_000.0) == client.config.retry_after_cap
 
 
 @pytest.mark.parametrize(("status", "hint"), [(401, "OPENAI_API_KEY"), (404, "--llm-base-url"), (400, "")])
 def test_client_errors_are_not_retried(server: ScriptedServer, status: int, hint: str) -> None:
     server.push(Status(status, "nope"))
-    with make_engine(server) as llm:
+    with make_client(server) as llm:
         with pytest.raises(LLMError) as err:
             llm.complete("hi", role="read")
     assert f"HTTP {status}" in str(err.value) and "(not retried)" in str(err.value) and hint in str(err.value)
@@ -142,7 +142,7 @@ def test_nobody_listening_names_the_endpoint() -> None:
         port = sock.getsockname()[1]
     config = LLMConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.01,
                        cache_path=None)
-    with OpenAIEngine(config) as llm, pytest.raises(LLMError) as err:
+    with LLMClient(config) as llm, pytest.raises(LLMError) as err:
         llm.complete("hi", role="read")
     message = str(err.value)
     assert f"127.0.0.1:{port}/v1/chat/completions" in message and "connection error" in message
@@ -153,11 +153,11 @@ def test_rerun_hits_the_cache_with_zero_requests(server: ScriptedServer, tmp_pat
     server.responder = lambda body: Reply("echo: " + body["messages"][-1]["content"])
     prompts = [f"question {i}" for i in range(6)]
     cache = tmp_path / "cache" / "llm.sqlite"
-    with make_engine(server, cache) as first:
+    with make_client(server, cache) as first:
         cold = first.complete_many(prompts, role="read", question_ids=[f"q{i}" for i in range(6)])
     assert len(server.requests) == 6 and not any(c.cached for c in cold)
 
-    with make_engine(server, cache) as second:  # a fresh engine, as in a rerun
+    with make_client(server, cache) as second:  # a fresh client, as in a rerun
         warm = second.complete_many(prompts, role="read", question_ids=[f"q{i}" for i in range(6)])
     assert len(server.requests) == 6  # zero new requests
     assert [c.text for c in warm] == [c.text for c in cold] and all(c.cached for c in warm)
@@ -166,17 +166,17 @@ def test_rerun_hits_the_cache_with_zero_requests(server: ScriptedServer, tmp_pat
     assert (stats.requests, stats.cache_hits, stats.paid_tokens) == (0, 6, 0)
     assert stats.total_tokens == first.ledger.total.total_tokens  # the method's footprint is unchanged
 
-    with make_engine(server, cache, temperature=0.7) as other:  # parameters are part of the key
+    with make_client(server, cache, temperature=0.7) as other:  # parameters are part of the key
         other.complete(prompts[0], role="read")
-    with make_engine(server, cache, model="other-model") as other:
+    with make_client(server, cache, model="other-model") as other:
         other.complete(prompts[0], role="read")
-    with make_engine(server, cache) as same:
+    with make_client(server, cache) as same:
         same.complete(prompts[0], role="read", cache=False)  # explicit bypass
     assert len(server.requests) == 9
 
 
 def test_no_cache_means_every_call_is_sent(server: ScriptedServer) -> None:
-    with make_engine(server, None) as llm:
+    with make_client(server, None) as llm:
         llm.complete("same", role="read")
         llm.complete("same", role="read")
     assert len(server.requests) == 2
@@ -184,7 +184,7 @@ def test_no_cache_means_every_call_is_sent(server: ScriptedServer) -> None:
 
 def test_concurrency_limit_holds(server: ScriptedServer) -> None:
     server.default = Reply("slowish", delay=0.15)
-    with make_engine(server, concurrency=3) as llm:
+    with make_client(server, concurrency=3) as llm:
         out = llm.complete_many([f"p{i}" for i in range(12)], role="extract")
     assert len(out) == 12 and len(server.requests) == 12
     assert 2 <= server.max_in_flight <= 3
@@ -194,7 +194,7 @@ def test_complete_many_keeps_input_order(server: ScriptedServer) -> None:
     delays = {f"p{i}": (0.12 if i % 3 == 0 else 0.0) for i in range(10)}
     server.responder = lambda body: Reply(body["messages"][0]["content"].upper(),
                                           delay=delays[body["messages"][0]["content"]])
-    with make_engine(server, concurrency=4) as llm:
+    with make_client(server, concurrency=4) as llm:
         out = llm.complete_many(list(delays), role="extract")
     assert [c.text for c in out] == [p.upper() for p in delays]
 
@@ -202,7 +202,7 @@ def test_complete_many_keeps_input_order(server: ScriptedServer) -> None:
 def test_async_batch_with_limit_and_retries(server: ScriptedServer, tmp_path: Path) -> None:
     server.push(Status(503))
     server.default = Reply("async", delay=0.05)
-    llm = make_engine(server, tmp_path / "a.sqlite", concurrency=2)
+    llm = make_client(server, tmp_path / "a.sqlite", concurrency=2)
 
     async def main() -> list:
         try:
@@ -229,7 +229,7 @@ def test_async_batch_with_limit_and_retries(server: ScriptedServer, tmp_path: Pa
 
 def test_async_exhausted_retries_raise(server: ScriptedServer) -> None:
     server.default = Status(500, "still broken")
-    llm = make_engine(server, max_retries=1)
+    llm = make_client(server, max_retries=1)
 
     async def main() -> None:
         try:
@@ -244,7 +244,7 @@ def test_async_exhausted_retries_raise(server: ScriptedServer) -> None:
 
 def test_missing_usage_is_estimated(server: ScriptedServer) -> None:
     server.push(Reply("some words here", usage=False))
-    with make_engine(server) as llm:
+    with make_client(server) as llm:
         out = llm.complete("a prompt of a few words", role="read")
     assert out.usage.estimated and out.usage.prompt_tokens > 0 and out.usage.completion_tokens > 0
     assert llm.ledger.total.estimated == 1
@@ -253,7 +253,7 @@ def test_missing_usage_is_estimated(server: ScriptedServer) -> None:
 def test_azure_style_base_url_keeps_query(server: ScriptedServer) -> None:
     base = f"http://127.0.0.1:{server.port}/openai/deployments/gpt4o?api-version=2024-06-01"
     config = LLMConfig(model="gpt4o", base_url=base, cache_path=None, extra_headers={"api-key": "azure-key"})
-    with OpenAIEngine(config) as llm:
+    with LLMClient(config) as llm:
         llm.complete("hi", role="read")
     (req,) = server.requests
     assert req.path == "/openai/deployments/gpt4o/chat/completions?api-version=2024-06-01"
@@ -269,17 +269,17 @@ def test_token_totals_add_up_per_role_and_question(server: ScriptedServer, tmp_p
         Reply('("X", "r", "Y")'), Reply("Answerable: Yes\nAnswer: Y"), Reply("Y"),
     )
     ledger = UsageLedger(prices={"test-model": {"prompt": 0.15, "completion": 0.60}})
-    config = make_engine(server).config.with_overrides(cache_path=tmp_path / "t.sqlite")
-    llm = OpenAIEngine(config, ledger=ledger)
+    config = make_client(server).config.with_overrides(cache_path=tmp_path / "t.sqlite")
+    llm = LLMClient(config, ledger=ledger)
     roles = LLMRoles(llm)
     docs = [Passage("1", "Doc", "A r B. B s C.")]
     for qid, question in (("q1", "What does A lead to?"), ("q2", "What does X lead to?")):
         memory = roles.read(docs, question, question_id=qid)
-        ok, why = roles.reason(memory, question, question_id=qid)
-        if not ok:
-            roles.rewrite(memory, question, why, question_id=qid)
+        reasoning = roles.reason(memory, question, question_id=qid)
+        if not reasoning.answerable:
+            roles.rewrite(memory, question, reasoning.text, question_id=qid)
             memory += roles.read(docs, question, memory, question_id=qid)
-            assert roles.reason(memory, question, question_id=qid) == (True, "C")
+            assert roles.reason(memory, question, question_id=qid).answer == "C"
         roles.answer(docs, question, question_id=qid)
     llm.close()
 

@@ -1,8 +1,8 @@
-"""The ``LLM`` interface and the OpenAI-compatible chat-completions engine.
+"""The OpenAI-compatible chat-completions client: :class:`LLMClient`.
 
 Any server that speaks ``POST {base_url}/chat/completions`` works: OpenAI,
 Azure-style gateways, vLLM, Ollama, llama.cpp's ``llama-server``, LiteLLM...
-The engine adds what long runs need:
+The client adds what long runs need:
 
 * a SQLite response cache (:mod:`gearag.llm.cache`): a rerun sends nothing;
 * retries with exponential backoff and jitter on 408/409/425/429/5xx,
@@ -11,6 +11,9 @@ The engine adds what long runs need:
   :class:`~gearag.errors.LLMError` names the endpoint and the status;
 * a concurrency limit shared by all threads (sync) or tasks (async);
 * usage accounting in a :class:`~gearag.llm.usage.UsageLedger`.
+
+("Engine" in gearag means a bundle of agent roles, :class:`gearag.engine.Engine`;
+this is the HTTP client those roles talk through.)
 """
 
 from __future__ import annotations
@@ -18,120 +21,37 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
-import queue
 import random
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Self, cast
 
 import httpx
 
+from gearag import __version__
 from gearag.errors import LLMError
+from gearag.llm.base import (
+    Completion,
+    Messages,
+    as_messages,
+    estimate_tokens,
+    ordered_map,
+    pair_question_ids,
+    prompt_text,
+)
 from gearag.llm.cache import CachedReply, ResponseCache, cache_key
 from gearag.llm.config import LLMConfig
 from gearag.llm.usage import Usage, UsageLedger
 
 log = logging.getLogger("gearag.llm")
 
-Message = Mapping[str, Any]
-#: A chat prompt: a list of ``{"role": ..., "content": ...}`` messages, or a
-#: bare string taken as one user message.
-Messages = Sequence[Message] | str
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-def _jobs(batch: Sequence[Messages], question_ids: Sequence[str | None] | None) -> list[tuple[Messages, str | None]]:
-    """Pair prompts with their question ids (None when not given)."""
-    qids = list(question_ids) if question_ids is not None else [None] * len(batch)
-    if len(qids) != len(batch):
-        raise ValueError("question_ids must have one entry per prompt")
-    return list(zip(batch, qids, strict=True))
-
 
 #: HTTP statuses worth retrying: timeouts, conflicts, rate limits and server errors.
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    """One reply: its text, token usage and how it was obtained."""
-
-    text: str
-    usage: Usage
-    #: Served from the response cache (no request was sent).
-    cached: bool = False
-    #: Wall-clock seconds of the call, retries and waits included (0 for cache hits).
-    latency: float = 0.0
-    #: The model that answered, as the server names it.
-    model: str = ""
-    #: ``stop``, ``length`` (cut off by max_tokens)... when the server says.
-    finish_reason: str | None = None
-    #: Attempts retried before this reply arrived.
-    retries: int = 0
-
-    @property
-    def truncated(self) -> bool:
-        """The reply hit the token limit, so structured output may be cut off."""
-        return self.finish_reason == "length"
-
-
-@runtime_checkable
-class LLM(Protocol):
-    """What every role of gearag needs from a language model."""
-
-    #: Model name; part of cache and checkpoint keys.
-    model: str
-    #: Where usage is recorded.
-    ledger: UsageLedger
-    #: Requests in flight at once in batch work.
-    concurrency: int
-
-    def complete(
-        self, messages: Messages, *, role: str, question_id: str | None = None, **params: Any
-    ) -> Completion:
-        """Send one chat prompt and return the reply. Raises :class:`LLMError` when it fails for good."""
-        ...
-
-    async def acomplete(
-        self, messages: Messages, *, role: str, question_id: str | None = None, **params: Any
-    ) -> Completion:
-        """Async :meth:`complete`."""
-        ...
-
-    def complete_many(
-        self,
-        batch: Sequence[Messages],
-        *,
-        role: str,
-        question_ids: Sequence[str | None] | None = None,
-        **params: Any,
-    ) -> list[Completion]:
-        """Complete many prompts concurrently (at most ``concurrency`` at once); results in input order."""
-        ...
-
-
-def as_messages(messages: Messages) -> list[dict[str, Any]]:
-    """Normalise a prompt: a bare string becomes a single user message."""
-    if isinstance(messages, str):
-        return [{"role": "user", "content": messages}]
-    return [dict(m) for m in messages]
-
-
-def estimate_tokens(text: str) -> int:
-    """Rough token count (≈ 4 characters a token) for servers that report no usage."""
-    return max(1, (len(text) + 3) // 4) if text else 0
-
-
-def _prompt_text(messages: Sequence[Message]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in messages)
-
-
-class OpenAIEngine:
+class LLMClient:
     """An :class:`LLM` over any OpenAI-compatible chat-completions endpoint (httpx).
 
     ``cache`` defaults to a :class:`ResponseCache` at ``config.cache_path``
@@ -158,9 +78,11 @@ class OpenAIEngine:
         self.concurrency = config.concurrency
         self.endpoint = config.endpoint
         self.ledger = ledger if ledger is not None else UsageLedger.from_env()
-        if cache is OpenAIEngine._DEFAULT:
-            cache = ResponseCache(config.cache_path) if config.cache_path is not None else None
-        self.cache: ResponseCache | None = cache  # type: ignore[assignment]
+        self.cache: ResponseCache | None
+        if cache is LLMClient._DEFAULT:
+            self.cache = ResponseCache(config.cache_path) if config.cache_path is not None else None
+        else:
+            self.cache = cast("ResponseCache | None", cache)
         self._transport = transport
         self._async_transport = async_transport
         self._client: httpx.Client | None = None
@@ -177,13 +99,11 @@ class OpenAIEngine:
         return f"{self.model}|t={self.config.temperature}|max={self.config.max_tokens}"
 
     def __repr__(self) -> str:
-        return f"OpenAIEngine({self.config.describe()})"
+        return f"LLMClient({self.config.describe()})"
 
     # -- request building ----------------------------------------------------
 
     def _headers(self) -> dict[str, str]:
-        from gearag import __version__
-
         headers = {"Content-Type": "application/json", "User-Agent": f"gearag/{__version__}"}
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
@@ -234,7 +154,7 @@ class OpenAIEngine:
     ) -> Completion:
         usage = reply.usage
         if usage is None:
-            usage = Usage(estimate_tokens(_prompt_text(body["messages"])), estimate_tokens(reply.text), True)
+            usage = Usage(estimate_tokens(prompt_text(body["messages"])), estimate_tokens(reply.text), True)
         if key is not None and self.cache is not None:
             self.cache.put(key, CachedReply(reply.text, usage, reply.model, reply.finish_reason))
         latency = time.perf_counter() - started
@@ -297,7 +217,7 @@ class OpenAIEngine:
         question_ids: Sequence[str | None] | None = None,
         **params: Any,
     ) -> list[Completion]:
-        jobs = _jobs(batch, question_ids)
+        jobs = pair_question_ids(batch, question_ids)
         return list(
             ordered_map(lambda job: self.complete(job[0], role=role, question_id=job[1], **params),
                         jobs, self.concurrency)
@@ -311,7 +231,7 @@ class OpenAIEngine:
         if self.cache is not None:
             self.cache.close()
 
-    def __enter__(self) -> OpenAIEngine:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -364,7 +284,7 @@ class OpenAIEngine:
         """Async :meth:`complete_many`; the first failure cancels the rest."""
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(self.acomplete(m, role=role, question_id=q, **params))
-                     for m, q in _jobs(batch, question_ids)]
+                     for m, q in pair_question_ids(batch, question_ids)]
         return [t.result() for t in tasks]
 
     async def aclose(self) -> None:
@@ -405,14 +325,14 @@ class _Failure:
     def describe(self) -> str:
         return self.what
 
-    def hint(self, engine: OpenAIEngine) -> str:
+    def hint(self, client: LLMClient) -> str:
         if self.status in (401, 403):
             return " — check the API key (OPENAI_API_KEY)"
         if self.status == 404:
-            return (f" — check --llm-base-url (usually ends in /v1; requests go to {engine.endpoint}) "
-                    f"and that the server serves model {engine.model!r}")
+            return (f" — check --llm-base-url (usually ends in /v1; requests go to {client.endpoint}) "
+                    f"and that the server serves model {client.model!r}")
         if self.status is None and self.what.startswith("connection error"):
-            return f" — is a server listening at {engine.config.base_url}?"
+            return f" — is a server listening at {client.config.base_url}?"
         return ""
 
 
@@ -456,9 +376,9 @@ def _interpret(response: httpx.Response, model: str) -> _Reply | _Failure:
     if status != 200:
         reason = response.reason_phrase or ""
         what = f"HTTP {status}{' ' + reason if reason else ''}"
-        message = _error_message(response)
-        if message:
-            what += f": {message}"
+        detail = _error_message(response)
+        if detail:
+            what += f": {detail}"
         retryable = status in RETRY_STATUSES or status >= 500
         return _Failure(retryable, what, status, _retry_after(response) if retryable else None)
     try:
@@ -492,68 +412,3 @@ def _interpret(response: httpx.Response, model: str) -> _Reply | _Failure:
         except (TypeError, ValueError):
             usage = None
     return _Reply(text, usage, str(data.get("model") or model), choice.get("finish_reason"))
-
-
-# -- ordered, bounded concurrency over threads -------------------------------------
-
-
-def ordered_map(
-    fn: Callable[[T], R], items: Iterable[T], concurrency: int, *, ahead: int | None = None
-) -> Iterator[R]:
-    """Apply ``fn`` to ``items`` on up to ``concurrency`` threads; yield results lazily, in input order.
-
-    At most ``ahead`` items (default ``2 * concurrency``) are started before
-    the oldest one is yielded, so a consumer that checkpoints each result
-    loses at most that much work on a crash (and nothing if the results are
-    cached). The first exception is re-raised in order; work not yet started
-    is then dropped. Worker threads are daemons: an interrupted run exits
-    without waiting for requests in flight.
-    """
-    if concurrency <= 1:
-        for item in items:
-            yield fn(item)
-        return
-    window = max(concurrency, ahead if ahead is not None else 2 * concurrency)
-    tasks: queue.SimpleQueue[tuple[Future[R], T] | None] = queue.SimpleQueue()
-
-    def worker() -> None:
-        while True:
-            job = tasks.get()
-            if job is None:
-                return
-            future, item = job
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(item))
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-                future.set_exception(exc)
-
-    threads = [threading.Thread(target=worker, name=f"gearag-llm-{i}", daemon=True) for i in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    source = iter(items)
-    pending: deque[Future[R]] = deque()
-
-    def submit_one() -> bool:
-        try:
-            item = next(source)
-        except StopIteration:
-            return False
-        future: Future[R] = Future()
-        pending.append(future)
-        tasks.put((future, item))
-        return True
-
-    try:
-        while len(pending) < window and submit_one():
-            pass
-        while pending:
-            result = pending.popleft().result()
-            submit_one()
-            yield result
-    finally:
-        for future in pending:
-            future.cancel()
-        for _ in threads:
-            tasks.put(None)

@@ -1,0 +1,47 @@
+"""SiReRAG's LLM roles (App. G): summaries, coreference rewrites, entities and propositions.
+
+Each role is declared once below (prompt + parser + output type);
+:class:`SiReRAGRoles` fills their prompts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gearag.llm.parse import Entity, Proposition, parse_entities, parse_propositions, parse_text
+from gearag.llm.roles.base import Role, RoleCaller
+
+#: A detail-keeping summary of a cluster of texts (RAPTOR/SiReRAG tree nodes).
+SUMMARIZE: Role[str] = Role("summarize", "summarize", parse_text)
+#: A paragraph with its entity references resolved against the previous one.
+COREF: Role[str] = Role("coref", "coref_rewrite", parse_text)
+#: Named entities with types (Figure 7 format).
+ENTITIES: Role[list[Entity]] = Role("entities", "extract_entities", parse_entities)
+#: Facts with their triplets (Figure 8 format).
+PROPOSITIONS: Role[list[Proposition]] = Role("propositions", "extract_propositions", parse_propositions)
+
+ROLES: tuple[Role[Any], ...] = (SUMMARIZE, COREF, ENTITIES, PROPOSITIONS)
+
+
+class SiReRAGRoles(RoleCaller):
+    """SiReRAG's LLM steps over one LLM."""
+
+    def summarize(self, text: str) -> str:
+        """A detail-keeping summary of ``text``; "" if the reply is empty."""
+        return self.call(SUMMARIZE, {"text": text}).value
+
+    def coref_rewrite(self, paragraph: str, previous: str = "") -> str:
+        """``paragraph`` with entity references resolved against ``previous``; unchanged if the reply is empty."""
+        values = {"paragraph": paragraph, "previous": previous or "(none)"}
+        return self.call(COREF, values).value or paragraph
+
+    def extract_entities(self, text: str) -> list[Entity]:
+        """Named entities of ``text`` with their types."""
+        return self.call(ENTITIES, {"passage": text}).value
+
+    def extract_propositions(self, text: str, entities: Iterable[str | Entity] = ()) -> list[Proposition]:
+        """Facts of ``text`` with their triplets, preferably about ``entities``."""
+        names = [e.name if isinstance(e, Entity) else str(e) for e in entities]
+        values = {"passage": text, "entities": ", ".join(names) if names else "(none given)"}
+        return self.call(PROPOSITIONS, values).value
