@@ -149,7 +149,7 @@ def test_endpoint_failure_stops_the_run_and_keeps_the_checkpoint(tmp_path: Path)
         assert Counter(passage_of(r.body) for r in server.answered()) == Counter(range(5))
         broken["on"] = False
         result = extract_with_checkpoint(passages(10), ex, tmp_path)
-        assert result == [[tuple(t) for t in expected(i)] for i in range(10)]
+        assert [[tuple(t) for t in row] for row in result] == [[tuple(t) for t in expected(i)] for i in range(10)]
         # Passages 0-4 were checkpointed before the failure: never requested again.
         assert Counter(passage_of(r.body) for r in server.answered()) == Counter(range(10))
         ex.llm.close()
@@ -174,7 +174,7 @@ CHILD = textwrap.dedent(
                        backoff_base=0.01, concurrency=4, cache_path=None if cache == "-" else cache)
     extractor = LLMTripleExtractor(OpenAIEngine(config))
     result = extract_with_checkpoint(ps, extractor, Path(work))
-    Path(out).write_text(json.dumps(result))
+    Path(out).write_text(json.dumps([[list(t) for t in row] for row in result]))
     print(extractor.summary())
     """
 )

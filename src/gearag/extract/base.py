@@ -1,7 +1,8 @@
 """The triple-extractor seam.
 
-An extractor turns passages into raw ``(subject, predicate, object)`` string
-triples, one list per passage, in input order. The index builder ties each
+An extractor turns passages into raw triples, one list of
+:class:`~gearag.model.Fact` (``subject``, ``predicate``, ``object`` as text,
+``source=None``) per passage, in input order. The index builder ties each
 triple to its passage, normalises entities and builds the triple graph;
 extractors only read text.
 
@@ -18,9 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from gearag.errors import ConfigError
-from gearag.model import Passage
-
-RawTriple = tuple[str, str, str]
+from gearag.model import Fact, Passage
 
 
 @runtime_checkable
@@ -31,7 +30,7 @@ class TripleExtractor(Protocol):
     #: extraction checkpoint, so change it whenever output would change.
     key: str
 
-    def extract(self, passages: Sequence[Passage]) -> Iterator[list[RawTriple]]:
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[Fact]]:
         """Yield one list of triples per passage, in the order given.
 
         Implementations may batch internally but must yield in order and

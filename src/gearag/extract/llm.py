@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from gearag.errors import ConfigError
-from gearag.extract.base import RawTriple, register_extractor
+from gearag.extract.base import register_extractor
 from gearag.llm.config import LLMConfig
 from gearag.llm.engine import LLM, OpenAIEngine, ordered_map
 from gearag.llm.parsing import PARSER_VERSION, ParseStats, parse_triples
+from gearag.llm.parsing import Triple3 as RawTriple
 from gearag.llm.prompts import PromptSet
 from gearag.llm.usage import UsageLedger
 from gearag.model import Passage

