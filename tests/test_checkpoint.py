@@ -56,7 +56,7 @@ def test_checkpoint_file_format_is_unchanged(tmp_path: Path) -> None:
     assert path.read_bytes() == (
         '{"h": "h1", "t": [["Émile Zola", "born in", "Paris"], ["Émile Zola", "wrote", "Nana"]]}\n'
         '{"h": "h2", "t": []}\n'
-    ).encode("utf-8")
+    ).encode()
 
 
 def test_checkpoint_written_by_the_previous_version_resumes(tmp_path: Path) -> None:

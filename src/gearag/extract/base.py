@@ -51,7 +51,7 @@ def register_extractor(name: str, factory: ExtractorFactory) -> None:
 #: Modules that register the built-in extractors, imported on first use so
 #: that importing gearag does not load spaCy or an HTTP client.
 _BUILTIN_MODULES = {
-    "spacy": "gearag.extract.spacy_rules",
+    "spacy": "gearag.extract.spacy",
     "openie": "gearag.extract.openie",
     "llm": "gearag.extract.llm",
 }
