@@ -12,7 +12,7 @@ from gearag.config import IndexConfig
 from gearag.errors import IndexFormatError
 from gearag.extract.run import extract_with_checkpoint
 from gearag.indexing import build_index, work_dir_for
-from gearag.model import Passage
+from gearag.model import Fact, Passage
 from gearag.store.checkpoint import ExtractionCheckpoint, checkpoint_name, passage_hash
 from gearag.store.index import Index
 
@@ -32,14 +32,52 @@ def test_checkpoint_name_depends_on_key() -> None:
     assert "/" not in checkpoint_name("openie:/some/path/file.json")
 
 
+def facts(rows: list[list[tuple[str, str, str]]]) -> list[list[Fact]]:
+    return [[Fact(*t) for t in row] for row in rows]
+
+
 def test_checkpoint_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "work" / "ck.jsonl"
     with ExtractionCheckpoint(path) as ck:
-        ck.add("h1", [("a", "b", "c")])
+        ck.add("h1", [Fact("a", "b", "c")])
         ck.add("h2", [])
         assert "h1" in ck and "h3" not in ck
     again = ExtractionCheckpoint(path)
-    assert again.done == {"h1": [("a", "b", "c")], "h2": []}
+    assert again.done == {"h1": [Fact("a", "b", "c")], "h2": []}
+    assert all(type(t) is Fact for t in again.done["h1"])
+
+
+def test_checkpoint_file_format_is_unchanged(tmp_path: Path) -> None:
+    """One JSON line per passage, each triple a plain list of three strings: what every version wrote."""
+    path = tmp_path / "ck.jsonl"
+    with ExtractionCheckpoint(path) as ck:
+        ck.add("h1", [Fact("Émile Zola", "born in", "Paris"), Fact("Émile Zola", "wrote", "Nana")])
+        ck.add("h2", [])
+    assert path.read_bytes() == (
+        '{"h": "h1", "t": [["Émile Zola", "born in", "Paris"], ["Émile Zola", "wrote", "Nana"]]}\n'
+        '{"h": "h2", "t": []}\n'
+    ).encode()
+
+
+def test_checkpoint_written_by_the_previous_version_resumes(tmp_path: Path) -> None:
+    """A checkpoint of the tuple era (same bytes) resumes: nothing is extracted again, results are facts."""
+    passages = tiny_passages()[:4]
+    work = tmp_path / "work"
+    work.mkdir()
+    old = [StubExtractor.triples_for(p) for p in passages[:3]]
+    # Exactly what the previous ExtractionCheckpoint.add wrote for tuples.
+    lines = [json.dumps({"h": passage_hash(p), "t": [list(t) for t in ts]}, ensure_ascii=False)
+             for p, ts in zip(passages[:3], old, strict=True)]
+    ck_file = work / checkpoint_name("stub-v1")
+    ck_file.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+    counting = StubExtractor()
+    result = extract_with_checkpoint(passages, counting, work)
+    assert [p.id for p in counting.seen] == [passages[3].id]
+    assert result == facts([StubExtractor.triples_for(p) for p in passages])
+    assert all(type(t) is Fact for row in result for t in row)
+    # Appending kept the old lines as they were.
+    assert ck_file.read_text(encoding="utf-8").splitlines()[:3] == lines
 
 
 def test_checkpoint_torn_last_line_is_truncated(tmp_path: Path) -> None:
@@ -50,11 +88,11 @@ def test_checkpoint_torn_last_line_is_truncated(tmp_path: Path) -> None:
     assert set(ck.done) == {"h1", "h2"}
     assert path.read_bytes() == good.encode()
     # New lines are appended after the truncation point, so the file stays valid JSONL.
-    ck.add("h3", [("x", "y", "z")])
+    ck.add("h3", [Fact("x", "y", "z")])
     ck.close()
     lines = path.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["h"] for line in lines] == ["h1", "h2", "h3"]
-    assert ExtractionCheckpoint(path).done["h3"] == [("x", "y", "z")]
+    assert ExtractionCheckpoint(path).done["h3"] == [Fact("x", "y", "z")]
 
 
 @pytest.mark.parametrize(
@@ -84,7 +122,7 @@ def test_resume_skips_done_passages(tmp_path: Path) -> None:
     counting = StubExtractor()
     result = extract_with_checkpoint(passages, counting, work)
     assert [p.id for p in counting.seen] == [p.id for p in passages[3:]]
-    assert result == [StubExtractor.triples_for(p) for p in passages]
+    assert result == facts([StubExtractor.triples_for(p) for p in passages])
 
     # A third run extracts nothing at all.
     idle = StubExtractor()
@@ -109,7 +147,7 @@ def test_duplicate_passages_are_extracted_once(tmp_path: Path) -> None:
     counting = StubExtractor()
     result = extract_with_checkpoint(passages, counting, tmp_path / "work")
     assert [p.id for p in counting.seen] == [base[0].id, base[1].id, base[2].id]
-    assert result == [StubExtractor.triples_for(p) for p in passages]
+    assert result == facts([StubExtractor.triples_for(p) for p in passages])
     assert result[2] == result[0] and result[4] == result[3]
 
 
@@ -117,6 +155,8 @@ def test_no_work_dir_means_no_checkpoint(tmp_path: Path) -> None:
     counting = StubExtractor()
     result = extract_with_checkpoint(tiny_passages()[:2], counting, None)
     assert len(result) == 2 and len(counting.seen) == 2
+    # Extractors that still yield plain tuples are given back as facts, with or without a checkpoint.
+    assert result == facts([StubExtractor.triples_for(p) for p in tiny_passages()[:2]])
     assert list(tmp_path.iterdir()) == []
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gearag.embed import EMBEDDERS, Embedder, make_embedder
+from gearag.embed import Embedder, make_embedder
+from gearag.registry import REGISTRY
 from gearag.embed.base import normalise_rows
 from gearag.embed.static import StaticEmbedder
 from gearag.errors import ConfigError
@@ -19,7 +20,7 @@ def wordllama() -> StaticEmbedder:
 
 
 def test_registry() -> None:
-    assert set(EMBEDDERS) == {"wordllama", "minilm"}
+    assert set(REGISTRY.names("embedder")) == {"wordllama", "minilm"}
     with pytest.raises(ConfigError, match="unknown embedder 'glove'"):
         make_embedder("glove")
 

@@ -11,7 +11,7 @@ import pytest
 from gearag.errors import ConfigError, DataError
 from gearag.extract.base import make_extractor
 from gearag.extract.openie import OpenIEExtractor
-from gearag.model import Passage
+from gearag.model import Fact, Passage
 
 DATA = Path(__file__).parents[1].parent / "shared" / "data"
 MUSIQUE = DATA / "musique_train"
@@ -28,11 +28,11 @@ def musique_slice() -> tuple[list[Passage], list[dict]]:
     return passages, [docs[i] for i in rows]
 
 
-def well_formed(doc: dict) -> list[tuple[str, str, str]]:
-    out: list[tuple[str, str, str]] = []
+def well_formed(doc: dict) -> list[Fact]:
+    out: list[Fact] = []
     for t in doc["extracted_triples"]:
         if isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) and x.strip() for x in t):
-            triple = tuple(" ".join(x.split()) for x in t)
+            triple = Fact(*(" ".join(x.split()) for x in t))
             if triple not in out:
                 out.append(triple)
     return out
@@ -88,7 +88,8 @@ def test_malformed_triples_are_skipped_and_counted(tmp_path):
     extractor = OpenIEExtractor(path)
     assert extractor.skipped == 6
     [got] = extractor.extract([Passage("0", "Ann", "Ann is.")])
-    assert got == [("Ann", "born in", "Oslo"), ("Ann", "works at", "Statoil")]
+    assert got == [Fact("Ann", "born in", "Oslo"), Fact("Ann", "works at", "Statoil")]
+    assert all(t.source is None for t in got)
 
 
 def test_match_on_passage_field_and_repeated_titles(tmp_path):
@@ -103,7 +104,7 @@ def test_match_on_passage_field_and_repeated_titles(tmp_path):
         Passage("0", "Springfield", "A town in Oregon."),
         Passage("2", "", "Untitled text only."),
     ]
-    assert [t[0][2] for t in extractor.extract(passages)] == ["Illinois", "Oregon", "untitled"]
+    assert [t[0].object for t in extractor.extract(passages)] == ["Illinois", "Oregon", "untitled"]
 
 
 def test_unmatched_passage_is_an_error_naming_it(tmp_path):

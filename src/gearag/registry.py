@@ -126,6 +126,6 @@ register("embedder", "wordllama", "gearag.embed.static:StaticEmbedder.wordllama"
 register("embedder", "minilm", "gearag.embed.neural:SentenceTransformerEmbedder.minilm",
          help="all-MiniLM-L6-v2 via sentence-transformers (extra `neural`)")
 
-register("extractor", "spacy", "gearag.extract.spacy_rules:_factory", help="offline spaCy dependency rules")
-register("extractor", "openie", "gearag.extract.openie:_factory", help="HippoRAG OpenIE JSON: openie:FILE")
-register("extractor", "llm", "gearag.extract.llm:_factory", help="an LLM with the extraction prompt")
+register("extractor", "spacy", "gearag.extract.spacy:make_spacy_extractor", help="offline spaCy dependency rules")
+register("extractor", "openie", "gearag.extract.openie:make_openie_extractor", help="HippoRAG OpenIE JSON: openie:FILE")
+register("extractor", "llm", "gearag.extract.llm:make_llm_extractor", help="an LLM with the extraction prompt")

@@ -16,12 +16,11 @@ scores (§4.2). Implementations:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from gearag.errors import ConfigError
 
 
 @runtime_checkable
@@ -41,26 +40,14 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix
 
 
-def _wordllama() -> Embedder:
-    from gearag.embed.static import StaticEmbedder
-
-    return StaticEmbedder.wordllama()
-
-
-def _minilm() -> Embedder:
-    from gearag.embed.neural import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder.minilm()
-
-
-EMBEDDERS: dict[str, Callable[[], Embedder]] = {"wordllama": _wordllama, "minilm": _minilm}
 _CACHE: dict[str, Embedder] = {}
 
 
 def make_embedder(name: str) -> Embedder:
-    """The embedder called ``name``, loaded once per process."""
-    if name not in EMBEDDERS:
-        raise ConfigError(f"unknown embedder {name!r} (known: {', '.join(EMBEDDERS)})")
-    if name not in _CACHE:
-        _CACHE[name] = EMBEDDERS[name]()
-    return _CACHE[name]
+    """The registered embedder called ``name`` (:data:`gearag.registry.REGISTRY`), loaded once per process."""
+    from gearag.registry import REGISTRY
+
+    entry = REGISTRY.entry("embedder", name)
+    if entry.name not in _CACHE:
+        _CACHE[entry.name] = entry.load()()
+    return _CACHE[entry.name]

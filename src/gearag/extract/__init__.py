@@ -1,5 +1,5 @@
 """Triple extraction for the offline index: one interface, several extractors."""
 
-from gearag.extract.base import RawTriple, TripleExtractor, make_extractor
+from gearag.extract.base import TripleExtractor, make_extractor
 
-__all__ = ["RawTriple", "TripleExtractor", "make_extractor"]
+__all__ = ["TripleExtractor", "make_extractor"]

@@ -1,7 +1,8 @@
 """The triple-extractor seam.
 
-An extractor turns passages into raw ``(subject, predicate, object)`` string
-triples, one list per passage, in input order. The index builder ties each
+An extractor turns passages into raw triples, one list of
+:class:`~gearag.model.Fact` (``subject``, ``predicate``, ``object`` as text,
+``source=None``) per passage, in input order. The index builder ties each
 triple to its passage, normalises entities and builds the triple graph;
 extractors only read text.
 
@@ -18,9 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from gearag.errors import ConfigError
-from gearag.model import Passage
-
-RawTriple = tuple[str, str, str]
+from gearag.model import Fact, Passage
 
 
 @runtime_checkable
@@ -31,7 +30,7 @@ class TripleExtractor(Protocol):
     #: extraction checkpoint, so change it whenever output would change.
     key: str
 
-    def extract(self, passages: Sequence[Passage]) -> Iterator[list[RawTriple]]:
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[Fact]]:
         """Yield one list of triples per passage, in the order given.
 
         Implementations may batch internally but must yield in order and
@@ -41,35 +40,26 @@ class TripleExtractor(Protocol):
 
 
 ExtractorFactory = Callable[[str, dict[str, object]], TripleExtractor]
-_FACTORIES: dict[str, ExtractorFactory] = {}
 
 
-def register_extractor(name: str, factory: ExtractorFactory) -> None:
-    """Register ``factory(arg, options)`` for specs ``name`` or ``name:arg``."""
-    _FACTORIES[name] = factory
+def register_extractor(name: str, factory: ExtractorFactory | str, help: str = "") -> None:
+    """Register ``factory(arg, options)`` for specs ``name`` or ``name:arg`` (in :data:`gearag.registry.REGISTRY`)."""
+    from gearag.registry import register
 
-
-#: Modules that register the built-in extractors, imported on first use so
-#: that importing gearag does not load spaCy or an HTTP client.
-_BUILTIN_MODULES = {
-    "spacy": "gearag.extract.spacy_rules",
-    "openie": "gearag.extract.openie",
-    "llm": "gearag.extract.llm",
-}
+    register("extractor", name, factory, help=help)
 
 
 def make_extractor(spec: str, **options: object) -> TripleExtractor:
     """Build an extractor from a spec such as ``spacy`` or ``openie:path.json``.
 
     ``options`` go to the extractor's factory (the LLM extractor takes
-    ``llm=``); others ignore them.
+    ``llm_base_url=`` and ``llm_model=``; spaCy ``processes=``); others ignore them.
     """
-    import importlib
+    from gearag.registry import REGISTRY
 
     name, _, arg = spec.partition(":")
-    if name not in _FACTORIES and name in _BUILTIN_MODULES:
-        importlib.import_module(_BUILTIN_MODULES[name])
-    if name not in _FACTORIES:
-        known = ", ".join(sorted(set(_FACTORIES) | set(_BUILTIN_MODULES)))
-        raise ConfigError(f"unknown extractor {spec!r} (known: {known})")
-    return _FACTORIES[name](arg, dict(options))
+    try:
+        entry = REGISTRY.entry("extractor", name)
+    except ConfigError:
+        raise ConfigError(f"unknown extractor {spec!r} (known: {', '.join(REGISTRY.names('extractor'))})") from None
+    return entry.load()(arg, dict(options))  # type: ignore[no-any-return]

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Self
 
 from gearag.errors import ConfigError
-from gearag.extract.base import RawTriple, register_extractor
 from gearag.llm.base import LLM, ordered_map
 from gearag.llm.client import LLMClient
 from gearag.llm.config import LLMConfig
@@ -29,7 +28,7 @@ from gearag.llm.parse import PARSER_VERSION, ParseStats
 from gearag.llm.prompts import PromptSet
 from gearag.llm.roles.gear import EXTRACT, extract_values
 from gearag.llm.usage import UsageLedger
-from gearag.model import Passage
+from gearag.model import Fact, Passage
 
 #: Ledger role of extraction requests.
 ROLE = EXTRACT.name
@@ -56,13 +55,13 @@ class LLMTripleExtractor:
         """Where token usage is recorded (the LLM's ledger)."""
         return self.llm.ledger
 
-    def _one(self, passage: Passage) -> list[RawTriple]:
+    def _one(self, passage: Passage) -> list[Fact]:
         completion = self.llm.complete(EXTRACT.messages(self.prompts, extract_values(passage)), role=ROLE)
         parsed = EXTRACT.parse(completion)
         self.parse_stats.add(parsed)
-        return [t.as_tuple() for t in parsed.value.triples]
+        return list(parsed.value.triples)
 
-    def extract(self, passages: Sequence[Passage]) -> Iterator[list[RawTriple]]:
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[Fact]]:
         """One list of triples per passage, in order, computed ``concurrency`` at a time."""
         return ordered_map(self._one, passages, self.concurrency)
 
@@ -144,5 +143,3 @@ def make_llm_extractor(arg: str, options: dict[str, object]) -> LLMTripleExtract
     extractor.owns_llm = given is None
     return extractor
 
-
-register_extractor("llm", make_llm_extractor)

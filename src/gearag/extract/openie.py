@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gearag.errors import ConfigError, DataError
-from gearag.extract.base import RawTriple, register_extractor
-from gearag.model import Passage
+from gearag.model import Fact, Passage
 
 #: Version of the import logic; part of the key together with the file's hash.
 KEY_VERSION = "openie-v1"
@@ -39,13 +38,13 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def _clean_triple(raw: Any) -> RawTriple | None:
+def _clean_triple(raw: Any) -> Fact | None:
     if not isinstance(raw, (list, tuple)) or len(raw) != 3:
         return None
     if not all(isinstance(x, str) and x.strip() for x in raw):
         return None
-    s, p, o = (" ".join(x.split()) for x in raw)
-    return (s, p, o)
+    s, p, o = (_squash(x) for x in raw)
+    return Fact(s, p, o)
 
 
 class OpenIEExtractor:
@@ -65,7 +64,7 @@ class OpenIEExtractor:
         self.key = f"{KEY_VERSION}-{hashlib.blake2b(raw, digest_size=12).hexdigest()}"
         self.skipped = 0
         self.n_docs = 0
-        self._triples: list[list[RawTriple]] = []
+        self._triples: list[list[Fact]] = []
         self._by_title_text: dict[tuple[str, str], int] = {}
         self._by_passage: dict[str, int] = {}
         self._load(raw)
@@ -100,8 +99,8 @@ class OpenIEExtractor:
                 triples = []
             if not isinstance(triples, list):
                 raise DataError(f"{self.path}: docs[{n}].extracted_triples is not a list")
-            kept: list[RawTriple] = []
-            seen: set[RawTriple] = set()
+            kept: list[Fact] = []
+            seen: set[Fact] = set()
             for raw_triple in triples:
                 triple = _clean_triple(raw_triple)
                 if triple is None:
@@ -119,8 +118,8 @@ class OpenIEExtractor:
         has_any = False
         if isinstance(title, str) and isinstance(text, str):
             has_any = True
-            for key in ((title, text), (_squash(title), _squash(text))):
-                self._by_title_text.setdefault(key, idx)
+            for pair in ((title, text), (_squash(title), _squash(text))):
+                self._by_title_text.setdefault(pair, idx)
         if isinstance(passage, str):
             has_any = True
             for key in (passage, _squash(passage)):
@@ -137,8 +136,8 @@ class OpenIEExtractor:
     def find(self, passage: Passage) -> int | None:
         """Row of the doc holding this passage's triples, or None."""
         title, text = passage.title, passage.text
-        for key in ((title, text), (_squash(title), _squash(text))):
-            idx = self._by_title_text.get(key)
+        for pair in ((title, text), (_squash(title), _squash(text))):
+            idx = self._by_title_text.get(pair)
             if idx is not None:
                 return idx
         for candidate in (passage.content, text):
@@ -148,7 +147,7 @@ class OpenIEExtractor:
                     return idx
         return None
 
-    def extract(self, passages: Sequence[Passage]) -> Iterator[list[RawTriple]]:
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[Fact]]:
         for passage in passages:
             idx = self.find(passage)
             if idx is None:
@@ -163,7 +162,7 @@ class OpenIEExtractor:
             yield list(self._triples[idx])
 
 
-def _factory(arg: str, options: dict[str, object]) -> OpenIEExtractor:
+def make_openie_extractor(arg: str, options: dict[str, object]) -> OpenIEExtractor:
     if not arg:
         raise ConfigError("the openie extractor needs a file: --extractor openie:PATH/TO/openie_results.json")
     missing = options.get("missing") or "error"
@@ -171,5 +170,3 @@ def _factory(arg: str, options: dict[str, object]) -> OpenIEExtractor:
         raise ConfigError(f"openie extractor: missing must be a string, got {missing!r}")
     return OpenIEExtractor(arg, missing=missing)
 
-
-register_extractor("openie", _factory)

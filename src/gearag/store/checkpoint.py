@@ -3,8 +3,11 @@
 Long extractions (an LLM over tens of thousands of passages) must survive a
 ``kill -9`` and never pay twice for a passage. Each finished passage is one
 JSON line ``{"h": <passage hash>, "t": [[s, p, o], ...]}`` appended and
-flushed as soon as it is done. On restart, lines are read back; a torn last
-line (the process died mid-write) is ignored and truncated away.
+flushed as soon as it is done. On restart, lines are read back as
+:class:`~gearag.model.Fact` values; a torn last line (the process died
+mid-write) is ignored and truncated away. A triple is stored as a plain JSON
+list of its three strings (a fact's ``source`` is not kept: raw triples have
+none), so checkpoints from every version of gearag resume.
 
 The file name carries the extractor key, so switching extractor or its
 settings starts a fresh checkpoint instead of mixing outputs.
@@ -15,12 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
-from gearag.model import Passage
-
-RawTriple = tuple[str, str, str]
+from gearag.model import Fact, Passage
 
 
 def passage_hash(passage: Passage) -> str:
@@ -44,7 +46,7 @@ class ExtractionCheckpoint:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.done: dict[str, list[RawTriple]] = {}
+        self.done: dict[str, list[Fact]] = {}
         self._fh: IO[str] | None = None
         self._load()
 
@@ -59,12 +61,12 @@ class ExtractionCheckpoint:
                 try:
                     row = json.loads(raw)
                     key = str(row["h"])
-                    triples = [tuple(t) for t in row["t"]]
-                    if any(len(t) != 3 for t in triples):
+                    if any(len(t) != 3 for t in row["t"]):
                         raise ValueError("triple of wrong arity")
+                    triples = [Fact(*t) for t in row["t"]]
                 except (ValueError, KeyError, TypeError):
                     break
-                self.done[key] = triples  # type: ignore[assignment]
+                self.done[key] = triples
                 good_bytes += len(raw)
         if good_bytes != self.path.stat().st_size:
             with self.path.open("r+b") as fh:
@@ -73,15 +75,16 @@ class ExtractionCheckpoint:
     def __contains__(self, key: str) -> bool:
         return key in self.done
 
-    def add(self, key: str, triples: list[RawTriple]) -> None:
+    def add(self, key: str, triples: Iterable[Fact]) -> None:
         """Record a passage's triples durably (flushed to the OS before returning)."""
+        facts = list(triples)
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("a", encoding="utf-8")
-        line = json.dumps({"h": key, "t": [list(t) for t in triples]}, ensure_ascii=False)
+        line = json.dumps({"h": key, "t": [list(t) for t in facts]}, ensure_ascii=False)
         self._fh.write(line + "\n")
         self._fh.flush()
-        self.done[key] = list(triples)
+        self.done[key] = facts
 
     def sync(self) -> None:
         """fsync the file: call at batch boundaries to survive power loss, not just kill -9."""
