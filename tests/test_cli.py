@@ -18,8 +18,17 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import (
+    DATA,
+    REPO,
+    StubExtractor,
+    assert_clean_error,
+    run_gearag,
+    use_stub_extractor,
+    wiki_slice,
+    write_jsonl,
+)
 
-from conftest import DATA, REPO, StubExtractor, assert_clean_error, run_gearag, use_stub_extractor, write_jsonl, wiki_slice
 from gearag.cli import main
 from gearag.errors import IndexFormatError
 from gearag.indexing import work_dir_for

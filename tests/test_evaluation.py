@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from gearag.errors import DataError
-from gearag.evaluation import evaluate_run, exact_match, f1_score, normalize_answer, recall_at_k
+from gearag.evaluation import (
+    evaluate_run,
+    exact_match,
+    f1_score,
+    normalize_answer,
+    recall_at_k,
+)
 from gearag.model import GoldRef, Question
 from gearag.runfile import RunWriter, read_run
 

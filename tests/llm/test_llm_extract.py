@@ -21,11 +21,11 @@ from gearag.errors import LLMError
 from gearag.extract.base import make_extractor
 from gearag.extract.llm import LLMTripleExtractor, make_llm_extractor
 from gearag.extract.run import extract_with_checkpoint
-from gearag.llm import FakeLLM, LLMConfig, LLMClient, PromptSet
+from gearag.llm import FakeLLM, LLMClient, LLMConfig, PromptSet
 from gearag.model import Fact, Passage
 from gearag.store.checkpoint import checkpoint_name
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 MARK = re.compile(r"PASSAGE-(\d{3})")
 
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from gearag.embed import Embedder, make_embedder
-from gearag.registry import REGISTRY
 from gearag.embed.base import normalise_rows
 from gearag.embed.static import StaticEmbedder
 from gearag.errors import ConfigError
+from gearag.registry import REGISTRY
 
 
 @pytest.fixture(scope="module")

@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import wiki_slice
+from conftest import DATA, wiki_slice
 
 from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.agent.offline import OfflineAnswerer
-from gearag.engine import Engine
 from gearag.config import IndexConfig
+from gearag.engine import Engine
 from gearag.errors import ConfigError, DataError
 from gearag.evaluation import recall_by_iteration
 from gearag.methods import make_method
 from gearag.model import Fact, GoldRef, Hit, Passage, Question, Reasoning
 from gearag.store.index import Index
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 N_PASSAGES = 120
 N_QUESTIONS = 3
 K = 5

@@ -10,8 +10,8 @@ import pytest
 from gearag.config import IndexConfig
 from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.model import Fact, Passage
-from gearag.retrieve.config import RetrieverConfig
 from gearag.retrieve import make_retriever
+from gearag.retrieve.config import RetrieverConfig
 from gearag.store.index import Index
 
 #: (title, text, the triples the fixed extractor gives for it). Triple ids follow this order.

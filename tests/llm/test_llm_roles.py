@@ -8,7 +8,15 @@ import pytest
 from llm_server import Reply, ScriptedServer
 
 from gearag.errors import LLMError
-from gearag.llm import DEFAULT_PROMPTS, FakeLLM, LLMClient, LLMConfig, LLMRoles, format_passages, format_triples
+from gearag.llm import (
+    DEFAULT_PROMPTS,
+    FakeLLM,
+    LLMClient,
+    LLMConfig,
+    LLMRoles,
+    format_passages,
+    format_triples,
+)
 from gearag.llm.roles import gear, sirerag
 from gearag.model import Fact, Passage, Reasoning, Triple
 

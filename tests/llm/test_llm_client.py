@@ -11,7 +11,7 @@ import pytest
 from llm_server import Drop, Raw, Reply, ScriptedServer, Status
 
 from gearag.errors import LLMError
-from gearag.llm import LLMConfig, LLMRoles, LLMClient, UsageLedger
+from gearag.llm import LLMClient, LLMConfig, LLMRoles, UsageLedger
 from gearag.model import Passage
 
 

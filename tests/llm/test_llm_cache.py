@@ -15,7 +15,7 @@ from gearag.errors import ConfigError
 from gearag.llm.cache import CachedReply, ResponseCache, cache_key
 from gearag.llm.usage import Usage
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 MSGS = [{"role": "user", "content": "hi"}]
 
 

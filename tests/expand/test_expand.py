@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import zlib
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,8 +24,6 @@ from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import rrf
 from gearag.store.index import Index
 from gearag.text import normalise_entity
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 #: 2Wiki questions whose gold passages go into the slice (HippoRAG's 2Wiki-1000 order).
 N_QUESTIONS = 6

@@ -7,13 +7,13 @@ import random
 from pathlib import Path
 
 import pytest
+from conftest import DATA
 
 from gearag.errors import ConfigError, DataError
 from gearag.extract.base import make_extractor
 from gearag.extract.openie import OpenIEExtractor
 from gearag.model import Fact, Passage
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
 MUSIQUE = DATA / "musique_train"
 OPENIE_FILE = MUSIQUE / "openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json"
 

@@ -7,9 +7,9 @@ import pytest
 
 from gearag.errors import ConfigError
 from gearag.methods import make_method, method_names
-from gearag.retrieve.config import RetrieverConfig
 from gearag.model import Hit
 from gearag.retrieve import make_retriever, rrf
+from gearag.retrieve.config import RetrieverConfig
 
 BASE_METHODS = ("bm25", "dense", "hybrid")
 from gearag.retrieve.base import Retriever, top_k

@@ -23,7 +23,7 @@ from gearag.llm.parse import (
 )
 from gearag.model import Fact
 
-CORPUS = json.loads((Path(__file__).parent / "fixtures" / "llm_replies" / "replies.json").read_text("utf-8"))
+CORPUS = json.loads((Path(__file__).parents[1] / "fixtures" / "llm_replies" / "replies.json").read_text("utf-8"))
 CASES = CORPUS["cases"]
 PARSERS = {
     "triples": parse_triples,

@@ -7,7 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from gearag.expand.beam import BeamConfig, PathScorer, diverse_beam_search, flatten_breadth_first
+from gearag.expand.beam import (
+    BeamConfig,
+    PathScorer,
+    diverse_beam_search,
+    flatten_breadth_first,
+)
 
 # Single-triple scores score(q, [t]).
 START = {0: 0.9, 1: 0.8, 2: 0.1}
