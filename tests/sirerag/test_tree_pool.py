@@ -140,3 +140,22 @@ def test_end_to_end_on_real_slice() -> None:
     rows, _ = search(pool, embedder.encode(["Who created the dice game Demon Dice?"]), k=5)
     covered = set().union(*(set(pool.sources(int(r)).tolist()) for r in rows[0]))
     assert any(passages[i].title == "Demon Dice" for i in covered)
+
+
+def test_tree_build_is_deterministic() -> None:
+    passages = _synthetic_passages()
+    a, b = _trees(passages), _trees(passages)
+    assert a.similarity.texts == b.similarity.texts and a.similarity.children == b.similarity.children
+    assert a.relatedness.texts == b.relatedness.texts
+    assert np.array_equal(a.similarity.embeddings, b.similarity.embeddings)
+
+
+def test_tree_stops_without_progress_and_on_small_levels() -> None:
+    texts = ["Same title\nThe same sentence here."] * 30
+    emb = _hash_encode(texts)
+    tree = build_tree("similarity", texts, emb, [(i,) for i in range(30)], encode=_hash_encode,
+                      summariser=ExtractiveSummariser(_hash_encode), config=TreeConfig(levels=4, min_nodes=3))
+    # Identical leaves form one cluster -> one summary; a level of one node is not clustered again.
+    assert tree.level_sizes() == {0: 30, 1: 1}
+    assert tree.sources[30] == tuple(range(30))
+    assert tree.texts[30] == "Same title\nThe same sentence here."
