@@ -16,7 +16,8 @@ ablations. Retrieval is a dense cosine top-k over the pool embeddings
 * source recall@k — the fraction of gold passages among the passages the
   top-k nodes cover (a summary covers all its descendants' passages, so this
   favours pools with summaries: read it as provenance, not as passage recall);
-* words@5 — mean words of the top-5 texts (long nodes make answer recall easier).
+* words@5 — mean words of the top-5 texts (long nodes make answer recall easier);
+* top5_share — percentage of the top-5 slots taken by each kind of node.
 
 Wall times on a shared machine vary with load; CPU seconds are printed too.
 """
@@ -92,6 +93,11 @@ def evaluate(pool, q_emb, answers, golds, k_max: int = 20) -> dict[str, float]:
             src.append(sum(1 for g in gold if g & covered) / len(gold) if gold else 0.0)
         out[f"answer_recall@{k}"] = round(100 * float(np.mean(hits)), 1)
         out[f"source_recall@{k}"] = round(100 * float(np.mean(src)), 1)
+    kinds: dict[str, int] = {}
+    for r in rows[:, :5].ravel():
+        key = pool.kinds[int(r)] if pool.kinds[int(r)] != "summary" else f"{pool.trees[int(r)]}_summary"
+        kinds[key] = kinds.get(key, 0) + 1
+    out["top5_share"] = {k: round(100 * v / rows[:, :5].size, 1) for k, v in sorted(kinds.items())}
     out["words@5"] = round(float(np.mean([len(pool.texts[int(r)].split()) for r in rows[:, :5].ravel()])), 1)
     return out
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytest.importorskip("umap")
+pytest.importorskip("sklearn")
+
 from gearag.sirerag.clustering import ClusterConfig, ClusterStats, candidate_ks, cluster, exact_knn
 
 

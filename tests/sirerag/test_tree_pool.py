@@ -8,6 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytest.importorskip("umap")
+pytest.importorskip("sklearn")
+
 from gearag.model import Passage
 from gearag.sirerag.aggregates import Fact
 from gearag.sirerag.pipeline import SiReRAGConfig, build_sirerag_trees, leaf_texts, single_propositions

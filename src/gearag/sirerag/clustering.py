@@ -177,15 +177,26 @@ def exact_knn(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return idx, dist
 
 
+def _require(module: str, package: str):  # noqa: ANN202
+    """Import an optional dependency of the SiReRAG trees, or say how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        from gearag.errors import ConfigError
+
+        raise ConfigError(f"SiReRAG clustering needs {package}: pip install 'gearag[sirerag]'") from exc
+
+
 def _reduce(x: np.ndarray, n_neighbors: int, cfg: ClusterConfig, stats: ClusterStats) -> np.ndarray:
     """UMAP to ``min(n_components, n - 2)`` dimensions, with PCA as the fallback."""
     n = x.shape[0]
     dim = max(1, min(cfg.n_components, n - 2))
     n_neighbors = int(max(2, min(n_neighbors, n - 1)))
+    umap = _require("umap", "umap-learn")
     start = time.perf_counter()
     try:
-        import umap
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             reducer = umap.UMAP(
@@ -212,7 +223,7 @@ def _reduce(x: np.ndarray, n_neighbors: int, cfg: ClusterConfig, stats: ClusterS
 
 def _fit_gmm(x: np.ndarray, k: int, cfg: ClusterConfig, stats: ClusterStats):  # noqa: ANN202
     """A fitted GaussianMixture, or ``None`` when even the regularised fallbacks fail."""
-    from sklearn.mixture import GaussianMixture
+    GaussianMixture = _require("sklearn.mixture", "scikit-learn").GaussianMixture  # noqa: N806
 
     start = time.perf_counter()
     attempts = [(cfg.covariance_type, cfg.reg_covar), ("diag", max(cfg.reg_covar, 1e-2) * 10)]
