@@ -104,6 +104,8 @@ def test_sentence_units_and_headers() -> None:
     units = text_units("Some Title\nFirst one. Second one.\n\nOther\nThird.")
     assert units == [("Some Title", "First one."), ("Some Title", "Second one."), ("Other", "Third.")]
     assert text_units("A fact.\nAnother fact.") == [("", "A fact."), ("", "Another fact.")]
+    assert text_units("Amber (song)\nIt is a song.") == [("Amber (song)", "It is a song.")]
+    assert text_units("Arthur!\nArthur! is a film.") == [("Arthur!", "Arthur! is a film.")]
 
 
 def test_extractive_summary_budget_whole_sentences() -> None:

@@ -74,8 +74,12 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _is_header(line: str) -> bool:
+    """A short first line not ending like a sentence: a title (``"Amber (song)"``, ``"Arthur!"``).
+
+    Titles may end in ``)``, ``!``, ``?`` or a quote; facts and sentences end in a period.
+    """
     line = line.strip()
-    return bool(line) and line[-1] not in ".!?;:\"”)" and len(line.split()) <= _HEADER_MAX_WORDS
+    return bool(line) and line[-1] not in ".;:," and len(line.split()) <= _HEADER_MAX_WORDS
 
 
 def text_units(text: str) -> list[tuple[str, str]]:
@@ -127,7 +131,7 @@ class ExtractiveSummariser:
     def __init__(self, encode: Encode, config: ExtractiveConfig | None = None) -> None:
         self.config = config or ExtractiveConfig()
         c = self.config
-        self.key = f"extractive-v1:w{c.max_words}:l{c.mmr_lambda}:p{c.max_per_text}"
+        self.key = f"extractive-v2:w{c.max_words}:l{c.mmr_lambda}:p{c.max_per_text}"
         self._encode = encode
         self._cache: dict[str, np.ndarray] = {}
 
