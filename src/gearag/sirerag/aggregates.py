@@ -1,0 +1,155 @@
+"""Proposition aggregates: the facts that share an entity, concatenated (SiReRAG §4.2).
+
+Input: for every passage (row ``i`` of the corpus), its propositions as
+:class:`Fact` (or the released files' ``{"fact": ..., "entities": [...]}``
+mappings). Output: :class:`Aggregate` pseudo-documents, the leaves of the
+relatedness tree.
+
+The released code's rules, kept:
+
+* a fact without entities never enters an aggregate;
+* the key of an entity is its string lower-cased (exact match otherwise);
+* facts are appended in document order (passage by passage, fact by fact);
+* the text of an aggregate is its facts joined by ``"\\n"``;
+* an entity with exactly one fact, whose fact also appears under another
+  entity, is skipped (that fact is already indexed elsewhere);
+* single facts are never indexed by themselves (see :mod:`gearag.sirerag.pool`
+  for the Table-5 ablations that do).
+
+Deviations, and why:
+
+* Order is deterministic: aggregates come in the order their entity first
+  appears in the corpus (the released code dedups them through a Python set).
+* The same fact text listed twice under one entity (a duplicate passage, or
+  a fact naming the entity twice) appears once; its sources are merged.
+* Aggregates with identical texts (two entities with exactly the same facts)
+  are merged into the first, keeping every entity name, so that the pool has
+  no duplicate nodes.
+* Optional :attr:`AggregateConfig.max_facts` splits very frequent entities
+  into consecutive parts (off by default, as in the released code).
+* Every aggregate carries the passage rows its facts come from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One proposition: a self-contained sentence and the entities it mentions, in order."""
+
+    text: str
+    entities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """The facts of one entity, in document order."""
+
+    #: The entity as first written (its key is ``entity.lower()``).
+    entity: str
+    #: The facts, distinct, in document order.
+    facts: tuple[str, ...]
+    #: Sorted passage rows the facts come from.
+    sources: tuple[int, ...]
+    #: Other entities whose aggregate had exactly the same facts (merged here).
+    also: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.facts)
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateConfig:
+    """Options of :func:`build_aggregates`."""
+
+    #: Apply the released code's skip rule (single fact indexed under another entity).
+    skip_redundant_singletons: bool = True
+    #: Split an entity's facts into parts of at most this many (``None``: no cap, as released).
+    max_facts: int | None = None
+
+
+@dataclass
+class AggregateStats:
+    facts_in: int = 0
+    facts_without_entities: int = 0
+    entities: int = 0
+    skipped_singletons: int = 0
+    merged_duplicates: int = 0
+    aggregates: int = 0
+    per_entity: list[int] = field(default_factory=list)
+
+
+def as_fact(item: Fact | Mapping[str, Any]) -> Fact:
+    """A :class:`Fact` from itself or from a released-file ``{"fact", "entities"}`` mapping."""
+    if isinstance(item, Fact):
+        return item
+    text = item.get("fact", item.get("text", ""))
+    entities = item.get("entities") or ()
+    if isinstance(entities, str):
+        entities = (entities,)
+    return Fact(str(text or "").strip(), tuple(str(e) for e in entities if e is not None))
+
+
+def build_aggregates(
+    facts_by_passage: Sequence[Iterable[Fact | Mapping[str, Any]]],
+    config: AggregateConfig | None = None,
+    stats: AggregateStats | None = None,
+) -> list[Aggregate]:
+    """Group facts by shared entity; ``facts_by_passage[i]`` are the facts of passage row ``i``."""
+    cfg = config or AggregateConfig()
+    stats = stats if stats is not None else AggregateStats()
+    # key -> (display name, {fact text -> set of rows}) ; dicts keep insertion (document) order.
+    groups: dict[str, tuple[str, dict[str, set[int]]]] = {}
+    for row, facts in enumerate(facts_by_passage):
+        for raw in facts:
+            fact = as_fact(raw)
+            if not fact.text:
+                continue
+            stats.facts_in += 1
+            names = [e.strip() for e in fact.entities if e and e.strip()]
+            if not names:
+                stats.facts_without_entities += 1
+                continue
+            for name in dict.fromkeys(names):
+                key = name.lower()
+                entry = groups.get(key)
+                if entry is None:
+                    entry = groups[key] = (name, {})
+                entry[1].setdefault(fact.text, set()).add(row)
+    stats.entities = len(groups)
+
+    # How many entities list each fact (for the skip rule).
+    listed: dict[str, int] = {}
+    for _, facts in groups.values():
+        for text in facts:
+            listed[text] = listed.get(text, 0) + 1
+
+    out: list[Aggregate] = []
+    by_text: dict[tuple[str, ...], int] = {}
+    for name, facts in groups.values():
+        if cfg.skip_redundant_singletons and len(facts) == 1:
+            (only,) = facts
+            if listed[only] > 1:
+                stats.skipped_singletons += 1
+                continue
+        stats.per_entity.append(len(facts))
+        texts = list(facts)
+        size = cfg.max_facts or len(texts)
+        for start in range(0, len(texts), size):
+            part = tuple(texts[start : start + size])
+            rows = sorted(set().union(*(facts[t] for t in part)))
+            seen = by_text.get(part)
+            if seen is not None:
+                prev = out[seen]
+                out[seen] = Aggregate(prev.entity, prev.facts, prev.sources, (*prev.also, name))
+                stats.merged_duplicates += 1
+                continue
+            by_text[part] = len(out)
+            out.append(Aggregate(name, part, tuple(rows)))
+    stats.aggregates = len(out)
+    return out

@@ -1,0 +1,221 @@
+"""Cluster summarisers behind one protocol: offline extractive and LLM.
+
+A :class:`Summariser` turns every cluster of a tree level into one text. The
+tree builder calls it once per level with all the level's clusters, so an
+implementation can batch (the extractive one embeds all new sentences at once;
+the LLM one can rely on the LLM layer's cache and concurrency).
+
+* :class:`ExtractiveSummariser` (offline). Deviation from the paper (GPT-4o
+  "summarise with as many key details as needed"): the summary is made of
+  whole sentences of the cluster's texts, those nearest the centroid of the
+  members' embeddings, picked greedily with a redundancy penalty (MMR) within
+  a word budget. A sentence is never cut; one longer than the budget is used
+  only when nothing else fits. Each sentence keeps the header (the passage
+  title) of the text it comes from, so ``"He was born in 1950."`` stays
+  attributable; the output is blocks ``header\\nsentence sentence`` joined by
+  blank lines, which the summariser reads back at the next level.
+  Deterministic: ties break by position.
+* :class:`LLMSummariser`: joins the cluster's texts with blank lines (as
+  RAPTOR does) and calls ``summarize(text) -> str`` — the signature of
+  :meth:`gearag.llm.roles.LLMRoles.summarize`. No length cap (as released).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+Encode = Callable[[Sequence[str]], np.ndarray]
+
+
+@runtime_checkable
+class Summariser(Protocol):
+    """Summaries of clusters. ``clusters[i]`` are rows of ``texts``/``embeddings``."""
+
+    #: Identity of the summariser and its settings (for caches and index metadata).
+    key: str
+
+    def summarise(
+        self, clusters: Sequence[Sequence[int]], texts: Sequence[str], embeddings: np.ndarray
+    ) -> list[str]: ...
+
+
+# --------------------------------------------------------------------------- text units
+
+_BLOCKS = re.compile(r"\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]?\s+(?=[\"“'(\[]?[A-Z0-9])")
+_ABBREV = frozenset(
+    "mr mrs ms dr st jr sr inc ltd co vs etc no mt gen col lt sgt capt prof rev ft u.s u.k e.g i.e approx"
+    " jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+_HEADER_MAX_WORDS = 12
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of one line of text (a regex splitter that respects common abbreviations and initials)."""
+    text = " ".join(text.split())
+    if not text:
+        return []
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        piece = text[start : m.start()].rstrip("\"'”’)")
+        last = piece.rsplit(" ", 1)[-1].rstrip(".!?").lower()
+        if len(last) == 1 and last.isalpha() or last in _ABBREV:
+            continue  # "J. R. R. Tolkien", "St. Louis"
+        out.append(text[start : m.end()].strip())
+        start = m.end()
+    out.append(text[start:].strip())
+    return [s for s in out if s]
+
+
+def _is_header(line: str) -> bool:
+    """A short first line not ending like a sentence: a title (``"Amber (song)"``, ``"Arthur!"``).
+
+    Titles may end in ``)``, ``!``, ``?`` or a quote; facts and sentences end in a period.
+    """
+    line = line.strip()
+    return bool(line) and line[-1] not in ".;:," and len(line.split()) <= _HEADER_MAX_WORDS
+
+
+def text_units(text: str) -> list[tuple[str, str]]:
+    """``(header, sentence)`` pairs of a text: a leaf ``title\\nbody`` or a summary's blocks."""
+    units: list[tuple[str, str]] = []
+    for block in _BLOCKS.split(text.strip()):
+        lines = [ln for ln in block.split("\n") if ln.strip()]
+        header = ""
+        if len(lines) > 1 and _is_header(lines[0]):
+            header, lines = lines[0].strip(), lines[1:]
+        for line in lines:
+            units.extend((header, s) for s in split_sentences(line))
+    return units
+
+
+def render_units(units: Sequence[tuple[str, str]]) -> str:
+    """Blocks of consecutive units under the same header; headerless units one per line."""
+    blocks: list[str] = []
+    i = 0
+    while i < len(units):
+        header = units[i][0]
+        j = i
+        while j < len(units) and units[j][0] == header:
+            j += 1
+        sentences = [s for _, s in units[i:j]]
+        blocks.append(f"{header}\n{' '.join(sentences)}" if header else "\n".join(sentences))
+        i = j
+    return "\n\n".join(blocks)
+
+
+# --------------------------------------------------------------------------- extractive
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractiveConfig:
+    """Options of :class:`ExtractiveSummariser` (all ours: the paper's summaries come from GPT-4o)."""
+
+    #: Word budget of a summary (RAPTOR caps LLM summaries at 100 tokens, SiReRAG does not cap).
+    max_words: int = 120
+    #: MMR trade-off: 1.0 = nearest to the centroid only, lower = more diverse.
+    mmr_lambda: float = 0.75
+    #: At most this many sentences from any one member text (spreads the summary over members).
+    max_per_text: int = 2
+
+
+class ExtractiveSummariser:
+    """Offline summaries: the sentences nearest the cluster centroid, within a word budget."""
+
+    def __init__(self, encode: Encode, config: ExtractiveConfig | None = None) -> None:
+        self.config = config or ExtractiveConfig()
+        c = self.config
+        self.key = f"extractive-v2:w{c.max_words}:l{c.mmr_lambda}:p{c.max_per_text}"
+        self._encode = encode
+        self._cache: dict[str, np.ndarray] = {}
+
+    def _vectors(self, keys: Sequence[str]) -> None:
+        missing = [k for k in dict.fromkeys(keys) if k not in self._cache]
+        if missing:
+            vecs = np.asarray(self._encode(missing), dtype=np.float32)
+            for k, v in zip(missing, vecs):
+                self._cache[k] = v
+
+    def summarise(
+        self, clusters: Sequence[Sequence[int]], texts: Sequence[str], embeddings: np.ndarray
+    ) -> list[str]:
+        needed = sorted({int(r) for c in clusters for r in c})
+        units_of = {r: text_units(texts[r]) for r in needed}
+        self._vectors([_unit_key(u) for r in needed for u in units_of[r]])
+        return [self._one([int(r) for r in c], units_of, embeddings) for c in clusters]
+
+    def _one(self, rows: list[int], units_of: dict[int, list[tuple[str, str]]], embeddings: np.ndarray) -> str:
+        cfg = self.config
+        # Candidate units in cluster order, each once (first occurrence wins).
+        cands: list[tuple[str, str]] = []
+        owner: list[int] = []
+        seen: set[tuple[str, str]] = set()
+        for pos, r in enumerate(rows):
+            for u in units_of[r]:
+                if u not in seen:
+                    seen.add(u)
+                    cands.append(u)
+                    owner.append(pos)
+        if not cands:
+            return ""
+        centroid = np.asarray(embeddings[rows], dtype=np.float32).mean(axis=0)
+        norm = float(np.linalg.norm(centroid))
+        vecs = np.stack([self._cache[_unit_key(u)] for u in cands])
+        rel = vecs @ (centroid / norm) if norm > 0 else np.zeros(len(cands), dtype=np.float32)
+        words = np.array([len(s.split()) for _, s in cands])
+        chosen: list[int] = []
+        used = 0
+        per_text: dict[int, int] = {}
+        redundancy = np.zeros(len(cands), dtype=np.float32)
+        available = np.ones(len(cands), dtype=bool)
+        while available.any():
+            score = cfg.mmr_lambda * rel - (1 - cfg.mmr_lambda) * redundancy
+            score = np.where(available, score, -np.inf)
+            best = int(np.argmax(score))  # first maximum: deterministic ties by position
+            available[best] = False
+            fits = used + words[best] <= cfg.max_words
+            if not (fits or not chosen) or per_text.get(owner[best], 0) >= cfg.max_per_text:
+                continue
+            chosen.append(best)
+            used += int(words[best])
+            per_text[owner[best]] = per_text.get(owner[best], 0) + 1
+            redundancy = np.maximum(redundancy, vecs @ vecs[best])
+            if used >= cfg.max_words:
+                break
+        chosen.sort()  # back to cluster order, so a text's sentences stay in sequence
+        return render_units([cands[i] for i in chosen])
+
+
+def _unit_key(unit: tuple[str, str]) -> str:
+    header, sentence = unit
+    return f"{header}\n{sentence}" if header else sentence
+
+
+# --------------------------------------------------------------------------- LLM
+
+
+class SummarizeRole(Protocol):
+    def summarize(self, text: str) -> str: ...
+
+
+class LLMSummariser:
+    """Summaries from an LLM role (``LLMRoles.summarize``); children joined by blank lines."""
+
+    def __init__(self, role: SummarizeRole, key: str = "llm") -> None:
+        self._role = role
+        self.key = key
+
+    def summarise(
+        self, clusters: Sequence[Sequence[int]], texts: Sequence[str], embeddings: np.ndarray
+    ) -> list[str]:
+        out: list[str] = []
+        for c in clusters:
+            joined = "\n\n".join(texts[int(r)] for r in c)
+            out.append((self._role.summarize(joined) or "").strip())
+        return out
