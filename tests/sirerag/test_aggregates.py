@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from gearag.sirerag.aggregates import AggregateConfig, AggregateStats, Fact, build_aggregates
+from gearag.sirerag.aggregates import AggregateConfig, AggregateStats, Proposition, build_aggregates
 
 FACTS = [
     [  # passage 0
-        Fact("Sonnet 110 is one of 154 sonnets written by William Shakespeare.", ("Sonnet 110", "William Shakespeare")),
-        Fact("It was published in 1609.", ()),  # no entity: dropped
-        Fact("Sonnet 110 is about the poet's travels.", ("Sonnet 110",)),
+        Proposition(
+            "Sonnet 110 is one of 154 sonnets written by William Shakespeare.", ("Sonnet 110", "William Shakespeare")
+        ),
+        Proposition("It was published in 1609.", ()),  # no entity: dropped
+        Proposition("Sonnet 110 is about the poet's travels.", ("Sonnet 110",)),
     ],
     [  # passage 1
-        {"fact": "William Shakespeare was born in Stratford-upon-Avon.", "entities": ["william shakespeare", "Stratford-upon-Avon"]},
+        {"fact": "William Shakespeare was born in Stratford-upon-Avon.",
+         "entities": ["william shakespeare", "Stratford-upon-Avon"]},
         {"fact": "Anne Hathaway married William Shakespeare.", "entities": ["Anne Hathaway", "William Shakespeare"]},
     ],
     [  # passage 2: an entity whose single fact is only under it is kept
-        Fact("Zanzibar is an archipelago.", ("Zanzibar",)),
+        Proposition("Zanzibar is an archipelago.", ("Zanzibar",)),
     ],
 ]
 
@@ -49,7 +52,8 @@ def test_skip_rule_can_be_disabled() -> None:
 
 
 def test_deterministic_and_duplicate_texts_merged() -> None:
-    facts = [[Fact("A met B.", ("A", "B")), Fact("A left B.", ("A", "B"))], [Fact("A met B.", ("A", "B"))]]
+    met, left = Proposition("A met B.", ("A", "B")), Proposition("A left B.", ("A", "B"))
+    facts = [[met, left], [met]]
     a1 = build_aggregates(facts)
     a2 = build_aggregates(facts)
     assert a1 == a2
@@ -58,6 +62,6 @@ def test_deterministic_and_duplicate_texts_merged() -> None:
 
 
 def test_max_facts_splits_in_order() -> None:
-    facts = [[Fact(f"X did {i}.", ("X",)) for i in range(5)]]
+    facts = [[Proposition(f"X did {i}.", ("X",)) for i in range(5)]]
     aggs = build_aggregates(facts, AggregateConfig(max_facts=2))
     assert [a.facts for a in aggs] == [("X did 0.", "X did 1."), ("X did 2.", "X did 3."), ("X did 4.",)]

@@ -84,7 +84,7 @@ def test_identical_vectors_over_the_token_limit_are_cut_not_recursed() -> None:
 
 
 def test_duplicates_among_distinct_points_keep_row_identity() -> None:
-    x, labels = _groups(3, 20)
+    x, _labels = _groups(3, 20)
     x = np.concatenate([x, x[:5]])  # rows 60..64 duplicate rows 0..4
     clusters = cluster(x)
     _check_cover(clusters, len(x))

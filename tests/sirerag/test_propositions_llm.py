@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gearag.llm.parsing import Entity, Proposition
-from gearag.model import Passage
+from gearag.llm.parse import Entity, Proposition
+from gearag.model import Fact, Passage
 from gearag.sirerag.aggregates import build_aggregates
 from gearag.sirerag.propositions import facts_from_llm, llm_propositions
 from gearag.sirerag.summarise import LLMSummariser, Summariser
@@ -26,8 +26,8 @@ class FakeRoles:
     def extract_propositions(self, text: str, entities=()) -> list[Proposition]:
         self.calls.append("propositions")
         return [
-            Proposition("Lester Smith designed Dragon Dice.", (("Lester Smith", "designed", "Dragon Dice"),)),
-            Proposition("Lester Smith lives in Wisconsin.", (("Lester Smith", "lives in", "Wisconsin"),)),
+            Proposition("Lester Smith designed Dragon Dice.", (Fact("Lester Smith", "designed", "Dragon Dice"),)),
+            Proposition("Lester Smith lives in Wisconsin.", (Fact("Lester Smith", "lives in", "Wisconsin"),)),
             Proposition("The game was popular.", ()),
         ]
 

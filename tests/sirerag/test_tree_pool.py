@@ -12,7 +12,7 @@ pytest.importorskip("umap")
 pytest.importorskip("sklearn")
 
 from gearag.model import Passage
-from gearag.sirerag.aggregates import Fact
+from gearag.sirerag.aggregates import Proposition
 from gearag.sirerag.pipeline import SiReRAGConfig, build_sirerag_trees, leaf_texts, single_propositions
 from gearag.sirerag.pool import VARIANTS, build_pool, search
 from gearag.sirerag.summarise import ExtractiveConfig, ExtractiveSummariser, split_sentences, text_units
@@ -42,7 +42,7 @@ def _synthetic_passages(n_topics: int = 6, per: int = 8) -> list[Passage]:
 def _trees(passages, facts=None, cross=False):
     encode = _hash_encode
     summariser = ExtractiveSummariser(encode, ExtractiveConfig(max_words=40))
-    facts = facts if facts is not None else [[Fact(p.text, (p.title.split()[1],))] for p in passages]
+    facts = facts if facts is not None else [[Proposition(p.text, (p.title.split()[1],))] for p in passages]
     emb = encode(leaf_texts(passages))
     cfg = TreeConfig(min_nodes=3)
     return build_sirerag_trees(passages, emb, facts, encode=encode, summariser=summariser,
@@ -66,7 +66,7 @@ def test_summary_sources_are_union_of_children_and_leaves() -> None:
 def test_every_leaf_exactly_once(variant: str) -> None:
     passages = _synthetic_passages()
     trees = _trees(passages)
-    props = single_propositions([[Fact(p.text, ("x",))] for p in passages], _hash_encode)
+    props = single_propositions([[Proposition(p.text, ("x",))] for p in passages], _hash_encode)
     pool = build_pool(trees.similarity, trees.relatedness, variant=variant, propositions=props)
     chunks = [i for i, k in enumerate(pool.kinds) if k == "chunk"]
     assert [tuple(pool.sources(i)) for i in chunks] == [(i,) for i in range(len(passages))]
@@ -74,9 +74,9 @@ def test_every_leaf_exactly_once(variant: str) -> None:
     assert pool.embeddings.shape == (len(pool), 64)
     assert len(pool.sources_indptr) == len(pool) + 1
     kinds = set(pool.kinds)
-    sim_s, aggs, rel_s, singles = VARIANTS[variant]
+    _sim_s, aggs, rel_s, singles = VARIANTS[variant]
     assert ("aggregate" in kinds) == aggs and ("proposition" in kinds) == singles
-    rel_summary = any(k == "summary" and t == "relatedness" for k, t in zip(pool.kinds, pool.trees))
+    rel_summary = any(k == "summary" and t == "relatedness" for k, t in zip(pool.kinds, pool.trees, strict=True))
     assert rel_summary == (rel_s and len(trees.relatedness) > trees.relatedness.n_leaves)
 
 
@@ -85,7 +85,7 @@ def test_cross_tree_pool() -> None:
     trees = _trees(passages, cross=True)
     pool = build_pool(trees.similarity, trees.relatedness, variant="sirerag")
     assert pool.kinds.count("chunk") == len(passages)
-    assert {t for t, k in zip(pool.trees, pool.kinds) if k == "summary"} <= {"cross"}
+    assert {t for t, k in zip(pool.trees, pool.kinds, strict=True) if k == "summary"} <= {"cross"}
 
 
 def test_search_is_deterministic_top_k() -> None:

@@ -1,7 +1,7 @@
 """Proposition aggregates: the facts that share an entity, concatenated (SiReRAG §4.2).
 
 Input: for every passage (row ``i`` of the corpus), its propositions as
-:class:`Fact` (or the released files' ``{"fact": ..., "entities": [...]}``
+:class:`Proposition` (or the released files' ``{"fact": ..., "entities": [...]}``
 mappings). Output: :class:`Aggregate` pseudo-documents, the leaves of the
 relatedness tree.
 
@@ -38,8 +38,13 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
-class Fact:
-    """One proposition: a self-contained sentence and the entities it mentions, in order."""
+class Proposition:
+    """One proposition: a self-contained sentence and the entities it mentions, in order.
+
+    Not :class:`gearag.model.Fact` (a triple) nor :class:`gearag.llm.parse.Proposition`
+    (an LLM reply: a fact with its triplets), which
+    :func:`gearag.sirerag.propositions.facts_from_llm` turns into these.
+    """
 
     text: str
     entities: tuple[str, ...] = ()
@@ -84,19 +89,19 @@ class AggregateStats:
     per_entity: list[int] = field(default_factory=list)
 
 
-def as_fact(item: Fact | Mapping[str, Any]) -> Fact:
-    """A :class:`Fact` from itself or from a released-file ``{"fact", "entities"}`` mapping."""
-    if isinstance(item, Fact):
+def as_proposition(item: Proposition | Mapping[str, Any]) -> Proposition:
+    """A :class:`Proposition` from itself or from a released-file ``{"fact", "entities"}`` mapping."""
+    if isinstance(item, Proposition):
         return item
     text = item.get("fact", item.get("text", ""))
     entities = item.get("entities") or ()
     if isinstance(entities, str):
         entities = (entities,)
-    return Fact(str(text or "").strip(), tuple(str(e) for e in entities if e is not None))
+    return Proposition(str(text or "").strip(), tuple(str(e) for e in entities if e is not None))
 
 
 def build_aggregates(
-    facts_by_passage: Sequence[Iterable[Fact | Mapping[str, Any]]],
+    facts_by_passage: Sequence[Iterable[Proposition | Mapping[str, Any]]],
     config: AggregateConfig | None = None,
     stats: AggregateStats | None = None,
 ) -> list[Aggregate]:
@@ -107,7 +112,7 @@ def build_aggregates(
     groups: dict[str, tuple[str, dict[str, set[int]]]] = {}
     for row, facts in enumerate(facts_by_passage):
         for raw in facts:
-            fact = as_fact(raw)
+            fact = as_proposition(raw)
             if not fact.text:
                 continue
             stats.facts_in += 1
@@ -125,24 +130,24 @@ def build_aggregates(
 
     # How many entities list each fact (for the skip rule).
     listed: dict[str, int] = {}
-    for _, facts in groups.values():
-        for text in facts:
+    for _, by_fact in groups.values():
+        for text in by_fact:
             listed[text] = listed.get(text, 0) + 1
 
     out: list[Aggregate] = []
     by_text: dict[tuple[str, ...], int] = {}
-    for name, facts in groups.values():
-        if cfg.skip_redundant_singletons and len(facts) == 1:
-            (only,) = facts
+    for name, by_fact in groups.values():
+        if cfg.skip_redundant_singletons and len(by_fact) == 1:
+            (only,) = by_fact
             if listed[only] > 1:
                 stats.skipped_singletons += 1
                 continue
-        stats.per_entity.append(len(facts))
-        texts = list(facts)
+        stats.per_entity.append(len(by_fact))
+        texts = list(by_fact)
         size = cfg.max_facts or len(texts)
         for start in range(0, len(texts), size):
             part = tuple(texts[start : start + size])
-            rows = sorted(set().union(*(facts[t] for t in part)))
+            rows = sorted(set().union(*(by_fact[t] for t in part)))
             seen = by_text.get(part)
             if seen is not None:
                 prev = out[seen]

@@ -138,7 +138,7 @@ def _distinct_rows(x: np.ndarray) -> int:
 
 def _pca(x: np.ndarray, dim: int) -> np.ndarray:
     centred = x - x.mean(axis=0, keepdims=True)
-    _, s, vt = np.linalg.svd(centred, full_matrices=False)
+    _, _s, vt = np.linalg.svd(centred, full_matrices=False)
     # Fix each axis's sign so the result does not depend on the LAPACK build.
     signs = np.sign(vt[np.arange(vt.shape[0]), np.abs(vt).argmax(axis=1)])
     signs[signs == 0] = 1
@@ -177,7 +177,7 @@ def exact_knn(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return idx, dist
 
 
-def _require(module: str, package: str):  # noqa: ANN202
+def _require(module: str, package: str):
     """Import an optional dependency of the SiReRAG trees, or say how to install it."""
     import importlib
 
@@ -213,7 +213,7 @@ def _reduce(x: np.ndarray, n_neighbors: int, cfg: ClusterConfig, stats: ClusterS
             out = np.asarray(reducer.fit_transform(x), dtype=np.float64)
         if not np.isfinite(out).all():
             raise FloatingPointError("UMAP produced non-finite coordinates")
-    except Exception as exc:  # noqa: BLE001 - any UMAP failure falls back to PCA
+    except Exception as exc:
         log.warning("UMAP failed on %d points (%s); using PCA", n, exc)
         out = _pca(x, dim)
     stats.umap_runs += 1
@@ -221,7 +221,7 @@ def _reduce(x: np.ndarray, n_neighbors: int, cfg: ClusterConfig, stats: ClusterS
     return out
 
 
-def _fit_gmm(x: np.ndarray, k: int, cfg: ClusterConfig, stats: ClusterStats):  # noqa: ANN202
+def _fit_gmm(x: np.ndarray, k: int, cfg: ClusterConfig, stats: ClusterStats):
     """A fitted GaussianMixture, or ``None`` when even the regularised fallbacks fail."""
     GaussianMixture = _require("sklearn.mixture", "scikit-learn").GaussianMixture  # noqa: N806
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gearag.model import Passage
-from gearag.sirerag.aggregates import Aggregate, AggregateConfig, AggregateStats, Fact, build_aggregates
+from gearag.sirerag.aggregates import Aggregate, AggregateConfig, AggregateStats, Proposition, build_aggregates
 from gearag.sirerag.pool import Propositions
 from gearag.sirerag.summarise import Summariser
 from gearag.sirerag.tree import RELATEDNESS, SIMILARITY, Encode, Tree, TreeConfig, build_cross_tree, build_tree
@@ -55,7 +55,7 @@ def leaf_texts(passages: Sequence[Passage]) -> list[str]:
 def build_sirerag_trees(
     passages: Sequence[Passage],
     leaf_embeddings: np.ndarray,
-    facts: Sequence[Sequence[Fact]],
+    facts: Sequence[Sequence[Proposition]],
     *,
     encode: Encode,
     summariser: Summariser,
@@ -97,7 +97,7 @@ def build_sirerag_trees(
     return SiReRAGTrees(sim, rel, aggs, stats, timings)
 
 
-def single_propositions(facts: Sequence[Sequence[Fact]], encode: Encode) -> Propositions:
+def single_propositions(facts: Sequence[Sequence[Proposition]], encode: Encode) -> Propositions:
     """Every fact with at least one entity, for the Table-5 (B)-(D) ablations (distinct texts)."""
     seen: dict[str, int] = {}
     for row, fs in enumerate(facts):

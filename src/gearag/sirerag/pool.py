@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gearag.sirerag.tree import CROSS, RELATEDNESS, SIMILARITY, Tree
+from gearag.sirerag.tree import CROSS, RELATEDNESS, Tree
 
 CHUNK, SUMMARY, AGGREGATE, PROPOSITION = "chunk", "summary", "aggregate", "proposition"
 
@@ -66,7 +66,7 @@ class Pool:
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for tree, kind in zip(self.trees, self.kinds):
+        for tree, kind in zip(self.trees, self.kinds, strict=True):
             key = kind if kind in (CHUNK, AGGREGATE, PROPOSITION) else f"{tree} summary"
             out[key] = out.get(key, 0) + 1
         return out
@@ -151,7 +151,7 @@ def build_pool(
         if rel_summaries or (cross and sim_summaries):
             b.add(relatedness, relatedness.summary_rows, SUMMARY)
     if singles and propositions is not None:
-        for text, row in zip(propositions.texts, propositions.rows):
+        for text, row in zip(propositions.texts, propositions.rows, strict=True):
             b.texts.append(text)
             b.levels.append(0)
             b.trees.append(RELATEDNESS)

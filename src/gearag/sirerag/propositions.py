@@ -1,10 +1,10 @@
 """Propositions with their entities, per passage: the input of :mod:`gearag.sirerag.aggregates`.
 
-Two engines produce the same structure, ``list[list[Fact]]`` (one list per
+Two engines produce the same structure, ``list[list[Proposition]]`` (one list per
 passage row):
 
 * **offline** (:func:`offline_propositions`): one proposition per sentence,
-  from spaCy (``en_core_web_sm`` through :func:`gearag.extract.spacy_rules.load_nlp`).
+  from spaCy (``en_core_web_sm`` through :func:`gearag.extract.spacy.pipeline.load_nlp`).
   It stands in for §4.2's three LLM steps cheaply:
 
   1. *coreference*: Wikipedia-style passages are about their title, so a
@@ -14,7 +14,7 @@ passage row):
      name (without its disambiguator: ``"Rosemary (1958 film)"`` → ``Rosemary``);
   2. *entities*: the names the sentence mentions — spaCy's named entities
      merged with runs of proper nouns, short quoted titles and mentions of the
-     passage's title (:func:`gearag.extract.spacy_rules._name_spans`); dates and
+     passage's title (:func:`gearag.extract.spacy.spans.name_spans`); dates and
      numbers are not entities by default (an aggregate keyed by ``"1998"``
      groups unrelated facts);
   3. *propositions*: the rewritten sentence is the fact. Deviation: the LLM
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gearag.model import Passage
-from gearag.sirerag.aggregates import Fact
+from gearag.sirerag.aggregates import Proposition
 
 #: Pronouns that, in a passage about its title, refer to the title.
 _SUBJECT_PRONOUNS = frozenset({"he", "she", "it"})
@@ -64,7 +64,7 @@ class OfflinePropositionConfig:
 
 
 def _title_name(title: str) -> str:
-    from gearag.extract.spacy_rules import split_title
+    from gearag.extract.spacy.clean import split_title
 
     return split_title(title)[0]
 
@@ -128,15 +128,15 @@ def _rewrite(sent: Any, name: str, class_noun: str | None) -> tuple[str, bool]:
     return "".join(out).strip(), resolved
 
 
-def _sentence_facts(doc: Any, title: str, cfg: OfflinePropositionConfig) -> list[Fact]:
-    from gearag.extract.spacy_rules import _name_spans
+def _sentence_facts(doc: Any, title: str, cfg: OfflinePropositionConfig) -> list[Proposition]:
+    from gearag.extract.spacy.spans import name_spans
 
     name = _title_name(title)
     topic_names = [n for n in dict.fromkeys((title, name)) if n]
-    spans, _ = _name_spans(doc, topic_names)
+    spans, _ = name_spans(doc, topic_names)
     sents = list(doc.sents)
     class_noun = _class_noun(sents[0]) if sents and cfg.resolve_to_title else None
-    facts: list[Fact] = []
+    facts: list[Proposition] = []
     for sent in sents:
         if sum(1 for t in sent if not t.is_punct) < cfg.min_words:
             continue
@@ -161,15 +161,16 @@ def _sentence_facts(doc: Any, title: str, cfg: OfflinePropositionConfig) -> list
             fact = _SPACES.sub(" ", fact)
             if resolved:
                 entities.insert(0, name)
-        facts.append(Fact(fact, tuple(dict.fromkeys(entities))))
+        facts.append(Proposition(fact, tuple(dict.fromkeys(entities))))
     return facts
 
 
 def offline_propositions(
     passages: Sequence[Passage], config: OfflinePropositionConfig | None = None
-) -> list[list[Fact]]:
+) -> list[list[Proposition]]:
     """Sentence-level facts with entities for every passage, in passage order (deterministic)."""
-    from gearag.extract.spacy_rules import clean_text, load_nlp
+    from gearag.extract.spacy.clean import clean_text
+    from gearag.extract.spacy.pipeline import load_nlp
 
     cfg = config or OfflinePropositionConfig()
     nlp = load_nlp()
@@ -177,8 +178,8 @@ def offline_propositions(
     kwargs: dict[str, Any] = {"batch_size": cfg.batch_size}
     if cfg.processes > 1:
         kwargs["n_process"] = cfg.processes
-    out: list[list[Fact]] = []
-    for passage, doc in zip(passages, nlp.pipe(texts, **kwargs)):
+    out: list[list[Proposition]] = []
+    for passage, doc in zip(passages, nlp.pipe(texts, **kwargs), strict=False):
         out.append(_sentence_facts(doc, passage.title, cfg))
     return out
 
@@ -196,8 +197,8 @@ class PropositionRoles(Protocol):
     def extract_propositions(self, text: str, entities: Iterable[Any] = ()) -> list[Any]: ...
 
 
-def facts_from_llm(propositions: Iterable[Any], entities: Iterable[Any] = ()) -> list[Fact]:
-    """Facts from parsed LLM output (:class:`gearag.llm.parsing.Proposition` / ``Entity``).
+def facts_from_llm(propositions: Iterable[Any], entities: Iterable[Any] = ()) -> list[Proposition]:
+    """Facts from parsed LLM output (:class:`gearag.llm.parse.Proposition` / ``Entity``).
 
     A fact's entities are the extracted entity names that occur in it
     (case-insensitively, in order of occurrence), then the heads and tails of
@@ -206,7 +207,7 @@ def facts_from_llm(propositions: Iterable[Any], entities: Iterable[Any] = ()) ->
     """
     names = [getattr(e, "name", e) for e in entities]
     names = [str(n).strip() for n in names if n and str(n).strip()]
-    out: list[Fact] = []
+    out: list[Proposition] = []
     for prop in propositions:
         fact = str(getattr(prop, "fact", prop) or "").strip()
         if not fact:
@@ -220,7 +221,7 @@ def facts_from_llm(propositions: Iterable[Any], entities: Iterable[Any] = ()) ->
             extra = str(extra).strip()
             if extra and extra.lower() not in {e.lower() for e in ents}:
                 ents.append(extra)
-        out.append(Fact(fact, tuple(dict.fromkeys(ents))))
+        out.append(Proposition(fact, tuple(dict.fromkeys(ents))))
     return out
 
 
@@ -228,9 +229,9 @@ def llm_propositions(
     roles: PropositionRoles,
     passages: Sequence[Passage],
     *,
-    on_passage: Callable[[int, list[Fact]], None] | None = None,
-    done: dict[int, list[Fact]] | None = None,
-) -> list[list[Fact]]:
+    on_passage: Callable[[int, list[Proposition]], None] | None = None,
+    done: dict[int, list[Proposition]] | None = None,
+) -> list[list[Proposition]]:
     """§4.2 with the LLM: coreference rewrite → entities → propositions, per passage.
 
     ``done`` maps passage rows already processed (e.g. loaded from a
@@ -239,7 +240,7 @@ def llm_propositions(
     coreference step sees the passage alone (``title + "\\n" + text``): the
     corpus's passages are independent documents.
     """
-    out: list[list[Fact]] = []
+    out: list[list[Proposition]] = []
     for row, passage in enumerate(passages):
         if done is not None and row in done:
             out.append(done[row])
@@ -253,7 +254,7 @@ def llm_propositions(
     return out
 
 
-def iter_fact_rows(facts_by_passage: Sequence[Sequence[Fact]]) -> Iterator[tuple[int, Fact]]:
+def iter_fact_rows(facts_by_passage: Sequence[Sequence[Proposition]]) -> Iterator[tuple[int, Proposition]]:
     """``(passage row, fact)`` for every fact, in document order (for the single-proposition ablations)."""
     for row, facts in enumerate(facts_by_passage):
         for fact in facts:

@@ -49,8 +49,11 @@ class Summariser(Protocol):
 _BLOCKS = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]?\s+(?=[\"“'(\[]?[A-Z0-9])")
 _ABBREV = frozenset(
-    "mr mrs ms dr st jr sr inc ltd co vs etc no mt gen col lt sgt capt prof rev ft u.s u.k e.g i.e approx"
-    " jan feb mar apr jun jul aug sep sept oct nov dec".split()
+    (
+        "mr", "mrs", "ms", "dr", "st", "jr", "sr", "inc", "ltd", "co", "vs", "etc", "no", "mt", "gen", "col",
+        "lt", "sgt", "capt", "prof", "rev", "ft", "u.s", "u.k", "e.g", "i.e", "approx", "jan", "feb", "mar",
+        "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+    )
 )
 _HEADER_MAX_WORDS = 12
 
@@ -65,7 +68,7 @@ def split_sentences(text: str) -> list[str]:
     for m in _SENTENCE_END.finditer(text):
         piece = text[start : m.start()].rstrip("\"'”’)")
         last = piece.rsplit(" ", 1)[-1].rstrip(".!?").lower()
-        if len(last) == 1 and last.isalpha() or last in _ABBREV:
+        if (len(last) == 1 and last.isalpha()) or last in _ABBREV:
             continue  # "J. R. R. Tolkien", "St. Louis"
         out.append(text[start : m.end()].strip())
         start = m.end()
@@ -139,7 +142,7 @@ class ExtractiveSummariser:
         missing = [k for k in dict.fromkeys(keys) if k not in self._cache]
         if missing:
             vecs = np.asarray(self._encode(missing), dtype=np.float32)
-            for k, v in zip(missing, vecs):
+            for k, v in zip(missing, vecs, strict=True):
                 self._cache[k] = v
 
     def summarise(

@@ -96,7 +96,7 @@ class Tree:
 
     def level_sizes(self) -> dict[int, int]:
         values, counts = np.unique(self.levels, return_counts=True)
-        return {int(v): int(c) for v, c in zip(values, counts)}
+        return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
 
 
 def _check_leaves(texts: Sequence[str], embeddings: np.ndarray, sources: Sequence[Sequence[int]]) -> None:
@@ -143,7 +143,7 @@ def _grow(
         summarised = time.perf_counter()
         new_emb = np.asarray(encode(texts), dtype=np.float32)
         base = len(tree.texts)
-        for g, text in zip(multi, texts):
+        for g, text in zip(multi, texts, strict=True):
             tree.texts.append(text)
             tree.trees.append(summary_tree)
             kids = tuple(int(r) for r in g)
