@@ -132,7 +132,8 @@ def test_evaluate_run_hand_computed() -> None:
     assert d["skipped_no_gold"] == 1
     assert [e["id"] for e in d["per_question"]] == ["q1", "q2", "q3"]
     assert d["per_question"][0]["R@2"] == 0.5 and "R@2" not in d["per_question"][2]
-    assert report.row() == {"R@1": "0.0", "R@2": "25.0", "R@4": "100.0", "EM": "50.0", "F1": "83.3"}
+    assert report.row() == {"R@1": "0.0", "R@2": "25.0", "R@4": "100.0", "AR@1": "0.0", "AR@2": "0.0",
+                            "AR@4": "0.0", "EM": "50.0", "F1": "83.3"}
 
 
 def test_evaluate_run_without_answers_has_no_em() -> None:
@@ -216,3 +217,41 @@ def test_run_writer_without_resume_starts_over(tmp_path: Path) -> None:
     assert writer.done == {}
     writer.write({"id": "q2", "passages": []})
     assert [r["id"] for r in writer.finish(["q1", "q2"])] == ["q2"]
+
+
+def test_answer_recall_whole_words_aliases_and_yes_no_skipped() -> None:
+    questions = [
+        Question("a", "?", answer="Paris", gold=[GoldRef("A")]),
+        Question("b", "?", answer="Lyon", answer_aliases=["Lugdunum"], gold=[GoldRef("B")]),
+        Question("c", "?", answer="Yes", gold=[GoldRef("C")]),
+        Question("d", "?", answer="the Rhône", gold=[GoldRef("D")]),
+    ]
+    rows = [
+        {"id": "a", "passages": [{"title": "X", "text": "Parisian cafés."}, {"title": "A", "text": "In Paris."}]},
+        {"id": "b", "passages": [{"title": "Lugdunum", "text": "A Roman city."}]},
+        {"id": "c", "passages": [{"title": "C", "text": "yes"}]},
+        {"id": "d", "passages": [{"title": "Z", "text": "no"}, {"title": "Y", "text": "rivers: Rhône, Saône"}]},
+    ]
+    report = evaluate_run(questions, rows, ks=(1, 2))
+    # "Parisian" is not "Paris" (whole words); the alias matches the title; yes/no is left out.
+    assert report.answer_recall == pytest.approx({1: 1 / 3, 2: 1.0})
+    assert report.n_answer_questions == 3 and report.skipped_yes_no == 1
+    d = report.to_dict()
+    assert d["answer_recall"] == {"AR@1": pytest.approx(33.33), "AR@2": 100.0}
+    assert d["answer_recall_skipped_yes_no"] == 1
+    assert d["per_question"][0]["AR@1"] == 0.0 and "AR@1" not in d["per_question"][2]
+
+
+def test_pool_rows_passage_recall_via_sources() -> None:
+    questions = [Question("q", "?", answer="Lyon", gold=[GoldRef("A"), GoldRef("B", "b text")])]
+    summary = {"id": "sirerag:9", "title": "", "text": "Lyon is in France.", "kind": "summary",
+               "sources": [{"id": "pa", "title": "A"}, {"id": "pb", "title": "B"}]}
+    chunk = {"id": "pc", "title": "C", "text": "c", "kind": "chunk", "sources": [{"id": "pc", "title": "C"}]}
+    rows = [{"id": "q", "passages": [chunk, summary]}]
+    # Without the corpus B (gold with text) matches by title; with it, by title and text.
+    report = evaluate_run(questions, rows, ks=(1, 2))
+    assert report.recall == {1: 0.0, 2: 1.0} and report.pool_rows
+    assert report.answer_recall == {1: 0.0, 2: 1.0}
+    corpus = {"pa": ("A", "a text"), "pb": ("B", "other text"), "pc": ("C", "c")}
+    assert evaluate_run(questions, rows, ks=(2,), passages_by_id=corpus).recall == {2: 0.5}
+    assert report.to_dict()["passage_recall"] == "via sources"

@@ -119,7 +119,7 @@ def index(
     llm_model: LLMModelOpt = None,
     options: Optional[dict] = None,
 ) -> None:
-    """Index a corpus into passages, triples, a triple graph, BM25 and dense indices."""
+    """Index a corpus into passages, triples, a triple graph, BM25 and dense indices (and SiReRAG pools)."""
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
     from gearag.extract import make_extractor
@@ -127,8 +127,17 @@ def index(
     from gearag.options import build_config
 
     config = build_config(IndexConfig, options, what="gearag index")
+    trees = config.trees
+    if not trees.enabled and (trees.engine != "offline" or trees.ablations or trees.cross_tree):
+        raise ConfigError("--engine, --sirerag-ablations and --sirerag-cross-tree apply only with --sirerag"
+                          " (or --raptor)")
     passages = load_corpus(corpus)
     err.print(f"[bold]{len(passages):,}[/] passages from {escape(str(corpus))}")
+    roles = None
+    if trees.enabled and trees.engine == "openai":
+        from gearag.llm import LLMRoles, make_llm
+
+        roles = LLMRoles(make_llm(base_url=llm_base_url, model=llm_model))
     ex = make_extractor(config.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model)
     started = time.perf_counter()
     try:
@@ -137,6 +146,7 @@ def index(
             out_dir,
             config,
             extractor=ex,
+            llm_roles=roles,
             overwrite=overwrite,
             resume=resume,
             on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
@@ -146,11 +156,20 @@ def index(
             err.print(ex.summary())  # tokens used, also when the endpoint failed mid-way
         if hasattr(ex, "close"):
             ex.close()
+        if roles is not None:
+            total = roles.llm.ledger.snapshot()
+            err.print(f"SiReRAG LLM ({roles.llm.model}): {total.requests:,} requests, {total.cache_hits:,} cached;"
+                      f" tokens used {total.paid_tokens:,}")
+            if hasattr(roles.llm, "close"):
+                roles.llm.close()
     counts = built.manifest["counts"]
     err.print(
         f"indexed {counts['passages']:,} passages, {counts['triples']:,} triples, "
         f"{counts['entities']:,} entities into {escape(str(out_dir))} in {time.perf_counter() - started:.1f} s"
     )
+    for name, pool in (built.manifest.get("trees") or {}).get("pools", {}).items():
+        parts = ", ".join(f"{v:,} {k}" for k, v in pool.items() if k != "nodes")
+        err.print(f"  pool {name}: {pool['nodes']:,} nodes ({parts})")
 
 
 @app.command()
@@ -163,7 +182,9 @@ def info(
 
     manifest = read_manifest(index_dir)
     verify_files(index_dir, manifest, checksums=verify)
-    summary = {k: manifest[k] for k in ("format_version", "gearag_version", "created", "config", "counts") if k in manifest}
+    keys = ("format_version", "gearag_version", "created", "config", "counts")
+    summary: dict[str, object] = {k: manifest[k] for k in keys if k in manifest}
+    summary["collections"] = {name: spec.get("rows") for name, spec in (manifest.get("collections") or {}).items()}
     summary["build_seconds"] = manifest.get("build_seconds")
     if verify:
         summary["verified"] = True
@@ -227,7 +248,7 @@ def eval_(
     k: Annotated[str, typer.Option("--k", help="Comma-separated recall cut-offs.")] = "2,5,10,15",
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the full report as JSON here.")] = None,
 ) -> None:
-    """Recall@k (and EM/F1 when the run has answers) of a run file."""
+    """Recall@k, answer recall@k (and EM/F1 when the run has answers) of a run file."""
     from gearag.data import GoldMatcher, load_corpus, load_questions
     from gearag.evaluation import evaluate_run
     from gearag.runfile import read_run
@@ -240,7 +261,8 @@ def eval_(
         for q in qs:
             matcher.resolve(q)
     rows = read_run(run)
-    report = evaluate_run(qs, rows, ks)
+    by_id = {p.id: (p.title, p.text) for p in corpus_passages} if corpus_passages is not None else None
+    report = evaluate_run(qs, rows, ks, by_id)
     table = Table(title=f"{run.name}: {report.n_questions} questions")
     cells = report.row()
     for name in cells:
@@ -249,6 +271,12 @@ def eval_(
     out.print(table)
     if report.skipped_no_gold:
         err.print(f"{report.skipped_no_gold} question(s) have no gold passages and were left out of recall")
+    if report.answer_recall is not None:
+        err.print(f"AR@k: answer recall over {report.n_answer_questions} question(s) (the normalised answer or an"
+                  f" alias in the top-k texts); {report.skipped_yes_no} yes/no question(s) left out")
+    if report.pool_rows:
+        err.print("R@k of pool nodes: gold passages among the passages the top-k nodes cover (via sources)"
+                  + ("" if by_id is not None else "; pass --corpus to match repeated titles by text"))
     payload = report.to_dict()
     if any("steps" in (row.get("trace") or {}) for row in rows):
         if corpus_passages is None:
@@ -256,8 +284,7 @@ def eval_(
         else:
             from gearag.evaluation import recall_by_iteration
 
-            by_id = {p.id: (p.title, p.text) for p in corpus_passages}
-            curve = recall_by_iteration(qs, rows, by_id, [x for x in ks if x > 2] or ks)
+            curve = recall_by_iteration(qs, rows, by_id or {}, [x for x in ks if x > 2] or ks)
             payload["by_iteration"] = curve
             it_table = Table(title=f"recall by iteration (mean {curve['mean_iterations']} iterations)")
             for name in curve["curve"][0]:

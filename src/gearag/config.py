@@ -40,9 +40,50 @@ class GraphConfig:
                                       positive=True)
 
 
+#: Engines of the SiReRAG trees (see :class:`TreesConfig`).
+TREE_ENGINES = ("offline", "openai")
+
+
+@dataclass(frozen=True)
+class TreesConfig:
+    """Stage 3 (off by default): SiReRAG's similarity and relatedness trees as retrieval pools (SiReRAG §4).
+
+    ``--sirerag`` adds the pools ``raptor`` (passages + similarity-tree
+    summaries, the paper's RAPTOR baseline) and ``sirerag`` (+ proposition
+    aggregates + relatedness-tree summaries); ``--raptor`` adds ``raptor``
+    alone. The passages collection is the ``chunks`` pool. Each pool is a
+    collection of the index (text, level, tree, kind and source passages per
+    node), indexed by the BM25 and embedding stages like the passages.
+    """
+
+    #: Build both trees (pools ``raptor`` and ``sirerag``).
+    sirerag: bool = setting(False, "Add SiReRAG's similarity and relatedness trees (pools raptor and sirerag).")
+    #: Build the similarity tree alone (pool ``raptor``).
+    raptor: bool = setting(False, "Add RAPTOR's similarity tree alone (pool raptor).")
+    #: ``offline``: sentence propositions from spaCy and extractive summaries;
+    #: ``openai``: the SiReRAG prompts through an OpenAI-compatible endpoint.
+    engine: str = setting("offline", "Engine of the trees' propositions and summaries: offline | openai.",
+                          choices=TREE_ENGINES)
+    #: Also build the Table-5 ablation pools (A) ``no_relatedness_summaries``,
+    #: (B) ``plus_propositions``, (C) ``propositions_no_aggregates``, (D) ``propositions_only``.
+    ablations: bool = setting(False, "SiReRAG: also build the Table-5 ablation pools (A)-(D).",
+                              name="sirerag_ablations")
+    #: Appendix A: one tree clustering both trees' nodes above the leaves (the paper found no gain).
+    cross_tree: bool = setting(False, "SiReRAG: cluster both trees' nodes together (Appendix A).",
+                               name="sirerag_cross_tree")
+    #: Levels per tree, leaves included (SiReRAG §4.1: 4).
+    levels: int = setting(4, "Tree levels in total, leaves included (SiReRAG: 4).", name="tree_levels", min=1)
+    #: Word budget of an offline (extractive) summary; LLM summaries are not capped, as released.
+    summary_words: int = setting(120, "Offline engine: word budget of an extractive summary.", min=10)
+
+    @property
+    def enabled(self) -> bool:
+        return self.sirerag or self.raptor
+
+
 @dataclass(frozen=True)
 class BM25Config:
-    """Stage 3: BM25 over every collection (Lucene variant, bm25s)."""
+    """Stage 4: BM25 over every collection (Lucene variant, bm25s)."""
 
     #: Term-frequency saturation.
     k1: float = setting(1.5, "BM25 k1 (term-frequency saturation).", name="bm25_k1", positive=True)
@@ -52,7 +93,7 @@ class BM25Config:
 
 @dataclass(frozen=True)
 class EmbedConfig:
-    """Stage 4: unit-length embeddings of every collection."""
+    """Stage 5: unit-length embeddings of every collection."""
 
     #: Dense embedder: ``wordllama`` (static, no torch) or ``minilm``
     #: (all-MiniLM-L6-v2, extra ``neural``).
@@ -67,6 +108,7 @@ class IndexConfig:
 
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    trees: TreesConfig = field(default_factory=TreesConfig)
     bm25: BM25Config = field(default_factory=BM25Config)
     embed: EmbedConfig = field(default_factory=EmbedConfig)
 

@@ -7,7 +7,8 @@ from rich.table import Table
 
 from rich.markup import escape
 
-from gearag.results import Result
+from gearag.results import Result, node_entry
+from gearag.store.collection import PASSAGES
 from gearag.store.index import Index
 
 
@@ -29,6 +30,12 @@ def print_result(
     table.add_column("title", style="bold")
     table.add_column("passage")
     for rank, hit in enumerate(result.passages, 1):
+        if hit.collection != PASSAGES:  # a pool node: say what it is and how many passages it covers
+            e = node_entry(index, hit)
+            what = e["title"] or f"[{e.get('tree', '')} {e.get('kind', '')} L{e.get('level', '')}]"
+            label = f"{what} ({len(e['sources'])} passages)" if len(e["sources"]) > 1 else what
+            table.add_row(str(rank), f"{hit.score:.3f}", escape(label), escape(snippet(e["text"])))
+            continue
         p = index.passages[hit.idx]
         mark = " [green]✓[/]" if gold_rows and hit.idx in gold_rows else ""
         table.add_row(str(rank), f"{hit.score:.3f}", escape(p.title) + mark, escape(snippet(p.text)))

@@ -3,6 +3,14 @@
 * Recall@k (GEAR §6, App. D; HippoRAG): per question, the fraction of its
   gold passages found in the top ``k`` retrieved passages, averaged over
   questions. GEAR reports k ∈ {5, 10, 15}; we add k = 2 (HippoRAG's).
+* Answer recall@k (SiReRAG's retrieval view, for pools whose nodes are not
+  passages): whether the normalised gold answer or one of its aliases occurs,
+  as whole words, in the normalised title + text of one of the top ``k``
+  entries. Questions whose answer is yes/no are left out (the words occur
+  everywhere), as are questions without an answer; both are counted.
+* Passage recall of a pool run (entries with ``sources``): the gold passages
+  among the passages the top ``k`` nodes cover ("via sources"). A summary
+  covers all its descendants' passages, so read it as provenance.
 * EM and F1 with the SQuAD answer normalisation (lower-case, strip
   punctuation, articles and extra whitespace), maximised over the gold answer
   and its aliases (Trivedi et al., 2023).
@@ -57,13 +65,57 @@ def f1_score(prediction: str, answers: Iterable[str]) -> float:
     return max((_f1(prediction, a) for a in answers), default=0.0)
 
 
-def recall_at_k(retrieved: Sequence[tuple[str, str]], gold: Sequence[GoldRef], k: int) -> float:
-    """Fraction of ``gold`` found among the first ``k`` retrieved ``(title, text)`` pairs."""
+def recall_at_k(retrieved: Sequence[tuple[str, str | None]], gold: Sequence[GoldRef], k: int) -> float:
+    """Fraction of ``gold`` found among the first ``k`` retrieved ``(title, text)`` pairs.
+
+    A ``None`` text (a pool node's source known by id and title only) matches by title.
+    """
     if not gold:
         raise ValueError("recall needs at least one gold passage")
     top = retrieved[:k]
-    found = sum(1 for ref in gold if any(gold_matches(ref, t, x) for t, x in top))
+    found = sum(
+        1 for ref in gold if any(ref.title == t if x is None else gold_matches(ref, t, x) for t, x in top)
+    )
     return found / len(gold)
+
+
+#: Answers that answer recall leaves out: they occur in almost any text.
+YES_NO = frozenset({"yes", "no"})
+
+
+def answer_keys(question: Question) -> list[str]:
+    """The normalised answers answer recall looks for; empty for yes/no and unanswered questions."""
+    keys = [normalize_answer(a) for a in question.answers]
+    if not keys or keys[0] in YES_NO:
+        return []
+    return [a for a in dict.fromkeys(keys) if a]
+
+
+def contains_answer(text: str, answers: Sequence[str]) -> bool:
+    """Whether one of the normalised ``answers`` occurs as whole words in ``text`` (normalised here)."""
+    padded = f" {normalize_answer(text)} "
+    return any(f" {a} " in padded for a in answers)
+
+
+def covered_passages(
+    entries: Sequence[dict[str, Any]], k: int, passages_by_id: dict[str, tuple[str, str]] | None = None
+) -> list[tuple[str, str | None]]:
+    """The ``(title, text)`` of the passages the first ``k`` entries stand for.
+
+    A passage entry stands for itself; a pool node (an entry with
+    ``sources``) for each of its source passages, with the text from
+    ``passages_by_id`` when given (else matched by title only).
+    """
+    out: list[tuple[str, str | None]] = []
+    for entry in entries[:k]:
+        sources = entry.get("sources")
+        if sources is None:
+            out.append((entry.get("title", ""), entry.get("text", "")))
+            continue
+        for src in sources:
+            known = passages_by_id.get(src.get("id", "")) if passages_by_id else None
+            out.append(known if known is not None else (src.get("title", ""), None))
+    return out
 
 
 @dataclass
@@ -77,12 +129,25 @@ class EvalReport:
     f1: float | None = None
     per_question: list[dict[str, Any]] = field(default_factory=list)
     skipped_no_gold: int = 0
+    #: Answer recall@k over :attr:`n_answer_questions` (None when no question has a usable answer).
+    answer_recall: dict[int, float] | None = None
+    n_answer_questions: int = 0
+    #: Questions left out of answer recall because their answer is yes/no.
+    skipped_yes_no: int = 0
+    #: Whether some rows are pool nodes (passage recall is then via their sources).
+    pool_rows: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "n_questions": self.n_questions,
             "recall": {f"R@{k}": round(100 * v, 2) for k, v in self.recall.items()},
         }
+        if self.answer_recall is not None:
+            out["answer_recall"] = {f"AR@{k}": round(100 * v, 2) for k, v in self.answer_recall.items()}
+            out["answer_recall_questions"] = self.n_answer_questions
+            out["answer_recall_skipped_yes_no"] = self.skipped_yes_no
+        if self.pool_rows:
+            out["passage_recall"] = "via sources"
         if self.em is not None:
             out["EM"] = round(100 * self.em, 2)
             out["F1"] = round(100 * (self.f1 or 0.0), 2)
@@ -94,6 +159,8 @@ class EvalReport:
     def row(self) -> dict[str, str]:
         """Formatted percentages for a results table."""
         cells = {f"R@{k}": f"{100 * v:.1f}" for k, v in self.recall.items()}
+        for k, v in (self.answer_recall or {}).items():
+            cells[f"AR@{k}"] = f"{100 * v:.1f}"
         if self.em is not None:
             cells["EM"] = f"{100 * self.em:.1f}"
             cells["F1"] = f"{100 * (self.f1 or 0.0):.1f}"
@@ -101,9 +168,16 @@ class EvalReport:
 
 
 def evaluate_run(
-    questions: Sequence[Question], rows: Sequence[dict[str, Any]], ks: Sequence[int] = DEFAULT_KS
+    questions: Sequence[Question],
+    rows: Sequence[dict[str, Any]],
+    ks: Sequence[int] = DEFAULT_KS,
+    passages_by_id: dict[str, tuple[str, str]] | None = None,
 ) -> EvalReport:
     """Score run rows (``{"id", "passages": [{"title", "text"}], "answer"?}``) against questions.
+
+    Rows of a pool run (entries with ``sources``) are scored for passage
+    recall via their sources; ``passages_by_id`` (passage id → (title,
+    text), from the corpus) makes that exact where titles repeat.
 
     Every run row must name a known question; questions missing from the run
     are an error (a partial run would silently inflate or deflate means).
@@ -126,18 +200,34 @@ def evaluate_run(
     n_answers = 0
     per_question = []
     skipped = 0
+    ar_sums = {k: 0.0 for k in ks}
+    n_ar = yes_no = 0
+    pool_rows = False
     for row in rows:
         q = by_id[row["id"]]
-        retrieved = [(p.get("title", ""), p.get("text", "")) for p in row.get("passages", [])]
+        entries = row.get("passages", [])
+        pool_rows = pool_rows or any("sources" in e for e in entries)
         entry: dict[str, Any] = {"id": q.id}
         if q.gold:
             n_recall += 1
             for k in ks:
-                r = recall_at_k(retrieved, q.gold, k)
+                covered = covered_passages(entries, k, passages_by_id)
+                r = recall_at_k(covered, q.gold, len(covered))
                 sums[k] += r
                 entry[f"R@{k}"] = r
         else:
             skipped += 1
+        keys = answer_keys(q)
+        if keys:
+            n_ar += 1
+            hit_at = next((i for i, e in enumerate(entries)
+                           if contains_answer(f"{e.get('title', '')}\n{e.get('text', '')}", keys)), None)
+            for k in ks:
+                found = hit_at is not None and hit_at < k
+                ar_sums[k] += found
+                entry[f"AR@{k}"] = float(found)
+        elif q.answers:
+            yes_no += 1
         if row.get("answer") is not None and q.answers:
             n_answers += 1
             em = exact_match(row["answer"], q.answers)
@@ -155,6 +245,10 @@ def evaluate_run(
         f1=f1_sum / n_answers if n_answers else None,
         per_question=per_question,
         skipped_no_gold=skipped,
+        answer_recall={k: ar_sums[k] / n_ar for k in ks} if n_ar else None,
+        n_answer_questions=n_ar,
+        skipped_yes_no=yes_no,
+        pool_rows=pool_rows,
     )
 
 

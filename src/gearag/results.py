@@ -4,7 +4,12 @@ Row contract (``gearag retrieve`` output, the service's JSON, the benchmarks)::
 
     {"id", "question", "passages": [{"id", "title", "text", "score"}, ...], "answer"?, "trace"?}
 
-best first; ``trace`` is the typed trace's ``to_dict()``.
+best first; ``trace`` is the typed trace's ``to_dict()``. A hit on another
+collection than the passages (a SiReRAG pool node) also names its
+``collection``, ``level``, ``tree`` and ``kind``, and lists the passages it
+covers as ``sources: [{"id", "title"}, ...]``; its ``id`` is the passage's
+for a passage node and ``"<collection>:<row>"`` otherwise, and its ``title``
+is empty unless it is a passage.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gearag.model import Hit
+from gearag.store.collection import PASSAGES
 from gearag.trace import Trace
 
 if TYPE_CHECKING:
@@ -24,7 +30,11 @@ SCORE_DIGITS = 6
 
 @dataclass
 class Result:
-    """Ranked passages (rows of ``index.passages``), an optional answer and what the method did."""
+    """Ranked hits, an optional answer and what the method did.
+
+    Hits are rows of ``index.passages`` unless they name another collection
+    (``Hit.collection``; the base methods over a SiReRAG pool).
+    """
 
     passages: list[Hit]
     trace: Trace | None = None
@@ -45,11 +55,34 @@ def result_row(index: Index, result: Result, *, qid: str | None = None, question
         row["question"] = question
     passages = []
     for h in result.passages:
-        p = index.passages[h.idx]
-        passages.append({"id": p.id, "title": p.title, "text": p.text, "score": round(h.score, SCORE_DIGITS)})
+        if h.collection == PASSAGES:
+            p = index.passages[h.idx]
+            passages.append({"id": p.id, "title": p.title, "text": p.text, "score": round(h.score, SCORE_DIGITS)})
+        else:
+            passages.append(node_entry(index, h))
     row["passages"] = passages
     if result.answer is not None:
         row["answer"] = result.answer
     if result.trace is not None:
         row["trace"] = result.trace.to_dict()
     return row
+
+
+def node_entry(index: Index, hit: Hit) -> dict[str, Any]:
+    """The run-file entry of a hit on a collection other than the passages (a pool node)."""
+    coll = index.collection(hit.collection)
+    sources = [index.passages[r] for r in coll.sources(hit.idx)]
+    record = coll.record(hit.idx) if coll.spec.records else {"text": coll.texts()[hit.idx]}
+    entry: dict[str, Any]
+    if record.get("kind") == "chunk" and len(sources) == 1:
+        p = sources[0]
+        entry = {"id": p.id, "title": p.title, "text": p.text}
+    else:
+        entry = {"id": f"{coll.name}:{hit.idx}", "title": "", "text": record["text"]}
+    entry["score"] = round(hit.score, SCORE_DIGITS)
+    entry["collection"] = coll.name
+    for key in ("level", "tree", "kind"):
+        if key in record:
+            entry[key] = record[key]
+    entry["sources"] = [{"id": p.id, "title": p.title} for p in sources]
+    return entry

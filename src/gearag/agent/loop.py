@@ -29,8 +29,8 @@ from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.model import Fact, Hit, Reasoning
-from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import rrf
+from gearag.retrieve.pool import base_retriever
 from gearag.store.index import Index
 from gearag.trace import AgentTrace, StepTrace
 
@@ -63,7 +63,7 @@ class GearAgent:
         self.config = config
         exp = config.expansion
         self.rrf_k = exp.retriever.rrf_k
-        self.base = make_retriever(index, exp.base, config=exp.retriever)
+        self.base = base_retriever(index, exp.base, exp.retriever)  # passages, or a pool's nodes' sources
         self.triple_linker = TripleLinker(index, exp.link, config=exp.retriever)
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.passage_linker = PassageLinker(index, exp.base, exp.retriever)

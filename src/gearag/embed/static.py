@@ -31,11 +31,19 @@ class StaticEmbedder:
     @classmethod
     def wordllama(cls) -> StaticEmbedder:
         """Load WordLlama's 256-d vectors from inside its wheel, never from the network."""
+        import logging
+
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
         try:
             import wordllama
             from wordllama import WordLlama
         except ImportError as exc:  # pragma: no cover - a core dependency
             raise ConfigError("the 'wordllama' package is not installed") from exc
+        finally:
+            # wordllama calls logging.basicConfig(INFO) on import; undo it so that other
+            # libraries' log records (bm25s, numba) do not flood the CLI's stderr.
+            root.handlers[:], root.level = handlers, level
         model = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
         from tokenizers import Tokenizer
 

@@ -20,8 +20,8 @@ from gearag.expand.link import TripleLinker
 from gearag.expand.reader import Reader
 from gearag.model import Hit
 from gearag.results import Result
-from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import rrf
+from gearag.retrieve.pool import base_retriever
 from gearag.store.index import Index
 from gearag.trace import ExpansionTrace
 
@@ -34,7 +34,7 @@ class GraphExpansionMethod:
         self.config = config
         self.reader = reader
         exp = config.expansion
-        self.base = make_retriever(index, exp.base, config=exp.retriever)
+        self.base = base_retriever(index, exp.base, exp.retriever)  # passages, or a pool's nodes' sources
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.linker = TripleLinker(index, exp.link, config=exp.retriever) if reader is not None else None
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gearag.embed import Embedder, make_embedder
+from gearag.embed import Embedder
 from gearag.indexing.stage import Build
 from gearag.progress import track
 
@@ -54,25 +54,41 @@ def _texts_key(embedder: str, texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
+def load_or_embed(
+    work: Path, embedder_name: str, embedder: Embedder, name: str, texts: Sequence[str], batch: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Vectors (and static token-sum norms) of collection ``name``, from the build's work cache when there.
+
+    The cache file is keyed by the embedder and the texts, so a stage that
+    needs the passages' vectors before this stage runs (the SiReRAG trees)
+    computes them once for both.
+    """
+    saved = Path(work) / f"embed-{name}-{_texts_key(embedder_name, texts)}.npz"
+    if saved.exists():
+        with np.load(saved, allow_pickle=False) as npz:
+            return npz["vectors"], npz.get("weights")
+    vectors, weights = embed_texts(embedder, texts, f"embedding {name}", batch)
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    tmp = saved.with_suffix(".tmp.npz")
+    if weights is None:
+        np.savez(tmp, vectors=vectors)
+    else:
+        np.savez(tmp, vectors=vectors, weights=weights)
+    tmp.replace(saved)
+    return vectors, weights
+
+
 class EmbedStage:
     name = "embed"
 
     def run(self, build: Build) -> None:
         cfg = build.config.embed
-        embedder = make_embedder(cfg.embedder)
+        embedder = build.embedder()
         for name, coll in build.collections.items():
-            saved = Path(build.work) / f"embed-{name}-{_texts_key(cfg.embedder, coll.texts)}.npz"
-            if saved.exists():
-                with np.load(saved, allow_pickle=False) as npz:
-                    vectors = npz["vectors"]
-                    weights = npz["weights"] if "weights" in npz else None
+            if coll.vectors is not None:  # embedded by the stage that made the collection, with this embedder
+                vectors, weights = np.asarray(coll.vectors, dtype=np.float32), None
             else:
-                vectors, weights = embed_texts(embedder, coll.texts, f"embedding {name}", cfg.batch)
-                saved.parent.mkdir(parents=True, exist_ok=True)
-                tmp = saved.with_suffix(".tmp.npz")
-                arrays = {"vectors": vectors} if weights is None else {"vectors": vectors, "weights": weights}
-                np.savez(tmp, **arrays)
-                tmp.replace(saved)
+                vectors, weights = load_or_embed(build.work, cfg.embedder, embedder, name, coll.texts, cfg.batch)
             rel = f"vectors/{name}.npy"
             build.writer.write_array(rel, vectors)
             spec = replace(coll.spec, vectors=rel)

@@ -1,7 +1,8 @@
 """Offline index construction (GEAR §3) as a pipeline of stages with one atomic commit.
 
-The default stages are extract → graph → bm25 → embed
-(:data:`DEFAULT_STAGES`). Each writes into the temporary directory of an
+The default stages are extract → graph → trees → bm25 → embed
+(:data:`DEFAULT_STAGES`); ``trees`` (SiReRAG/RAPTOR pools) does nothing
+unless ``config.trees`` asks for them. Each writes into the temporary directory of an
 :class:`~gearag.store.index.IndexWriter`; the manifest (config, counts, the
 collections and every file's checksum) is written last and the directory is
 renamed into place, so a crash never leaves a loadable half-index. A caller
@@ -23,10 +24,11 @@ from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
 from gearag.indexing.stage import Build, Stage
+from gearag.indexing.trees import TreesStage
 from gearag.model import Passage
 from gearag.store.index import Index, IndexWriter
 
-DEFAULT_STAGES: tuple[Stage, ...] = (ExtractStage(), GraphStage(), BM25Stage(), EmbedStage())
+DEFAULT_STAGES: tuple[Stage, ...] = (ExtractStage(), GraphStage(), TreesStage(), BM25Stage(), EmbedStage())
 
 
 def work_dir_for(out: Path) -> Path:
@@ -40,6 +42,7 @@ def build_index(
     config: IndexConfig | None = None,
     *,
     extractor: TripleExtractor | None = None,
+    llm_roles: object | None = None,
     overwrite: bool = False,
     resume: bool = True,
     on_stage: Callable[[str, float], None] | None = None,
@@ -48,7 +51,9 @@ def build_index(
     """Build an index of ``passages`` at ``out`` and return it loaded.
 
     ``extractor`` overrides ``config.extract.extractor`` (for example an LLM
-    extractor with a configured client). With ``resume`` (default) the
+    extractor with a configured client); ``llm_roles`` (an
+    :class:`~gearag.llm.roles.LLMRoles`) serves the trees stage with
+    ``config.trees.engine == "openai"`` (default: made from the environment). With ``resume`` (default) the
     work directory (:func:`work_dir_for`) is reused after an interruption
     and deleted after success. ``on_stage(name, seconds)`` is called after
     each stage (the CLI prints these).
@@ -62,7 +67,7 @@ def build_index(
     with writer:
         if not resume and work.exists():
             shutil.rmtree(work)
-        build = Build(passages, config, writer, work, extractor)
+        build = Build(passages, config, writer, work, extractor, llm_roles=llm_roles)
         for stage in stages:
             started = time.perf_counter()
             stage.run(build)

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.embed import Embedder, make_embedder
 from gearag.extract.base import TripleExtractor
 from gearag.model import Fact, Passage
 from gearag.store.collection import CollectionSpec
@@ -33,6 +34,8 @@ class CollectionBuild:
     texts: Sequence[str]
     #: Keep a static embedder's token-sum norms (exact path scores over triples, expand.scoring).
     weights: bool = False
+    #: Unit row vectors already computed with the build's embedder (the embed stage then stores them as is).
+    vectors: np.ndarray | None = None
 
 
 @dataclass
@@ -60,6 +63,9 @@ class Build:
     #: Where expensive stages keep resumable state until the build succeeds.
     work: Path
     extractor: TripleExtractor | None = None
+    #: Ready LLM roles for stages that call an LLM (the SiReRAG trees with ``engine=openai``);
+    #: None = made from the environment when needed.
+    llm_roles: Any = None
     #: Stage outputs.
     extracted: list[list[Fact]] | None = None
     triples: TripleColumns | None = None
@@ -68,6 +74,13 @@ class Build:
     #: Extra manifest entries (extractor key, counts, usage, ...).
     manifest: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    _embedder: Embedder | None = field(default=None, repr=False)
+
+    def embedder(self) -> Embedder:
+        """The build's embedder (``config.embed.embedder``), loaded once for every stage."""
+        if self._embedder is None:
+            self._embedder = make_embedder(self.config.embed.embedder)
+        return self._embedder
 
 
 class Stage(Protocol):

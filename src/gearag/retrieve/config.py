@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from gearag.options import setting
 from gearag.retrieve.fusion import RRF_K
 
+#: Retrieval pools (SiReRAG §4.3): ``chunks`` is the passages collection; the others are the
+#: collections ``gearag index --sirerag`` (``--raptor``, ``--sirerag-ablations``) adds.
+POOLS = ("chunks", "raptor", "sirerag", "no_relatedness_summaries", "plus_propositions",
+         "propositions_no_aggregates", "propositions_only")
+
 
 @dataclass(frozen=True)
 class RetrieverConfig:
@@ -16,3 +21,9 @@ class RetrieverConfig:
     rrf_k: int = setting(RRF_K, "RRF constant for every fusion step.", min=1)
     #: How deep each side of the hybrid retriever is read before fusion.
     hybrid_depth: int = setting(100, "Hybrid: how deep BM25 and dense are each read before fusion.", min=1)
+    #: Which pool a method's base retrieval searches: the passages (``chunks``) or
+    #: a SiReRAG pool of the index. The base methods return the pool's nodes;
+    #: methods that read passages (SyncGE, GEAR, ...) expand each node to its
+    #: source passages (:mod:`gearag.retrieve.pool`).
+    pool: str = setting("chunks", "Retrieval pool: chunks (passages) | raptor | sirerag | a Table-5 ablation pool.",
+                        choices=POOLS)

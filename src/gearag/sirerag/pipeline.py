@@ -48,8 +48,8 @@ class SiReRAGTrees:
 
 
 def leaf_texts(passages: Sequence[Passage]) -> list[str]:
-    """The similarity tree's leaves, as released: ``title + "\\n" + text``."""
-    return [f"{p.title}\n{p.text}" for p in passages]
+    """The similarity tree's leaves, as released: ``title + "\\n" + text`` (the passages' retrieval text)."""
+    return [p.content for p in passages]
 
 
 def build_sirerag_trees(

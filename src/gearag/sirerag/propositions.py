@@ -225,33 +225,42 @@ def facts_from_llm(propositions: Iterable[Any], entities: Iterable[Any] = ()) ->
     return out
 
 
+def llm_passage_propositions(roles: PropositionRoles, passage: Passage) -> list[Proposition]:
+    """§4.2's three LLM steps for one passage: coreference rewrite → entities → propositions."""
+    text = roles.coref_rewrite(passage.content)
+    entities = roles.extract_entities(text)
+    return facts_from_llm(roles.extract_propositions(text, entities), entities)
+
+
 def llm_propositions(
     roles: PropositionRoles,
     passages: Sequence[Passage],
     *,
     on_passage: Callable[[int, list[Proposition]], None] | None = None,
     done: dict[int, list[Proposition]] | None = None,
+    concurrency: int = 1,
 ) -> list[list[Proposition]]:
     """§4.2 with the LLM: coreference rewrite → entities → propositions, per passage.
 
     ``done`` maps passage rows already processed (e.g. loaded from a
-    checkpoint) to their facts; they are not sent again. ``on_passage`` is
-    called after each new passage (e.g. to append it to a checkpoint). The
-    coreference step sees the passage alone (``title + "\\n" + text``): the
-    corpus's passages are independent documents.
+    checkpoint) to their propositions; they are not sent again. ``on_passage``
+    is called after each new passage, in row order (e.g. to append it to a
+    checkpoint). Passages run ``concurrency`` at a time (their three steps
+    stay sequential). The coreference step sees the passage alone
+    (``title + "\\n" + text``): the corpus's passages are independent documents.
     """
-    out: list[list[Proposition]] = []
-    for row, passage in enumerate(passages):
-        if done is not None and row in done:
-            out.append(done[row])
-            continue
-        text = roles.coref_rewrite(passage.content)
-        entities = roles.extract_entities(text)
-        facts = facts_from_llm(roles.extract_propositions(text, entities), entities)
-        out.append(facts)
+    from gearag.llm.base import ordered_map
+
+    done = done or {}
+    todo = [row for row in range(len(passages)) if row not in done]
+    results = dict(done)
+    for row, facts in zip(
+        todo, ordered_map(lambda r: llm_passage_propositions(roles, passages[r]), todo, concurrency), strict=True
+    ):
+        results[row] = facts
         if on_passage is not None:
             on_passage(row, facts)
-    return out
+    return [results[row] for row in range(len(passages))]
 
 
 def iter_fact_rows(facts_by_passage: Sequence[Sequence[Proposition]]) -> Iterator[tuple[int, Proposition]]:

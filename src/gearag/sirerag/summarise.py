@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -208,17 +208,39 @@ class SummarizeRole(Protocol):
 
 
 class LLMSummariser:
-    """Summaries from an LLM role (``LLMRoles.summarize``); children joined by blank lines."""
+    """Summaries from an LLM role (``LLMRoles.summarize``); children joined by blank lines.
 
-    def __init__(self, role: SummarizeRole, key: str = "llm") -> None:
+    With a ``checkpoint`` (:class:`gearag.store.checkpoint.KeyedCheckpoint`)
+    each cluster's summary is stored under a hash of its input as soon as it
+    arrives, and a cluster already there is never sent again: a killed build
+    rebuilds the same clusters (the tree is deterministic) and pays only for
+    the ones it had not finished. Clusters run ``concurrency`` at a time.
+    """
+
+    def __init__(
+        self, role: SummarizeRole, key: str = "llm", *, checkpoint: Any = None, concurrency: int = 1
+    ) -> None:
         self._role = role
         self.key = key
+        self._checkpoint = checkpoint
+        self._concurrency = max(1, concurrency)
+
+    def _one(self, text: str) -> str:
+        return (self._role.summarize(text) or "").strip()
 
     def summarise(
         self, clusters: Sequence[Sequence[int]], texts: Sequence[str], embeddings: np.ndarray
     ) -> list[str]:
-        out: list[str] = []
-        for c in clusters:
-            joined = "\n\n".join(texts[int(r)] for r in c)
-            out.append((self._role.summarize(joined) or "").strip())
-        return out
+        from gearag.llm.base import ordered_map
+        from gearag.store.checkpoint import text_key
+
+        joined = ["\n\n".join(texts[int(r)] for r in c) for c in clusters]
+        if self._checkpoint is None:
+            return list(ordered_map(self._one, joined, self._concurrency))
+        keys = [text_key(self.key, j) for j in joined]
+        first = {k: i for i, k in reversed(list(enumerate(keys)))}
+        todo = [i for k, i in first.items() if k not in self._checkpoint]
+        todo.sort()
+        for i, summary in zip(todo, ordered_map(lambda i: self._one(joined[i]), todo, self._concurrency), strict=True):
+            self._checkpoint.add(keys[i], summary)
+        return [str(self._checkpoint.get(k)) for k in keys]

@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from gearag.model import Fact, Passage
 
@@ -103,3 +104,82 @@ class ExtractionCheckpoint:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class KeyedCheckpoint:
+    """Append-only ``key → JSON value`` results, one line each, that survive ``kill -9``.
+
+    The same guarantees as :class:`ExtractionCheckpoint` for any per-item
+    result (SiReRAG's propositions per passage, summaries per cluster):
+    each result is one line ``{"h": key, "v": value}`` flushed when done; on
+    restart a torn last line is dropped and truncated away. A later line for
+    the same key wins.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.done: dict[str, Any] = {}
+        self._fh: IO[str] | None = None
+        self._lock = threading.Lock()
+        self._load()
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        good_bytes = 0
+        with self.path.open("rb") as fh:
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break
+                try:
+                    row = json.loads(raw)
+                    self.done[str(row["h"])] = row["v"]
+                except (ValueError, KeyError, TypeError):
+                    break
+                good_bytes += len(raw)
+        if good_bytes != self.path.stat().st_size:
+            with self.path.open("r+b") as fh:
+                fh.truncate(good_bytes)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.done
+
+    def __len__(self) -> int:
+        return len(self.done)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.done.get(key, default)
+
+    def add(self, key: str, value: Any) -> None:
+        """Record one result durably (flushed to the OS before returning); thread-safe."""
+        line = json.dumps({"h": key, "v": value}, ensure_ascii=False)
+        with self._lock:
+            if self._fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.path.open("a", encoding="utf-8")
+            self._fh.write(line + "\n")
+            self._fh.flush()
+            self.done[key] = value
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> KeyedCheckpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def text_key(*parts: str) -> str:
+    """Content hash of one or more texts (a cluster's input, a prompt's values)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()

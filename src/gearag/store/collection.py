@@ -19,6 +19,7 @@ cover several passages, ``{"indptr": ..., "indices": ...}`` in CSR form.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -152,6 +153,17 @@ class Collection:
         if indices is None:
             return [int(first[row])]
         return [int(x) for x in indices[first[row] : first[row + 1]]]
+
+    def _records(self) -> list[dict[str, Any]]:
+        if self.spec.records is None:
+            raise ConfigError(f"collection {self.name!r} has no records")
+        with (self.root / self.spec.records).open(encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+
+    def record(self, row: int) -> dict[str, Any]:
+        """Row ``row``'s record (``text`` and, for pool nodes, ``level``, ``tree``, ``kind``); loaded once."""
+        records: list[dict[str, Any]] = self._once("records", self._records)
+        return records[row]
 
     @property
     def owner(self) -> np.ndarray:

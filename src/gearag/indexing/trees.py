@@ -1,0 +1,210 @@
+"""Stage 3 (optional) — SiReRAG's similarity and relatedness trees as retrieval pools (SiReRAG §4).
+
+Runs when ``config.trees.sirerag`` or ``config.trees.raptor`` is set, after
+the graph stage (which adds the passages collection) and before BM25 and
+embedding, which index the pools it adds like any other collection:
+
+1. leaves: the passages' ``title + "\\n" + text`` embedded with the build's
+   embedder — through the embed stage's work cache, so the passages are
+   embedded once for both stages;
+2. propositions per passage (``sirerag`` only): offline (spaCy sentences) or
+   with the LLM's three SiReRAG steps, checkpointed per passage;
+3. both trees (:func:`gearag.sirerag.pipeline.build_sirerag_trees`) with
+   extractive summaries (offline) or LLM summaries checkpointed per cluster;
+4. one collection per pool (:data:`gearag.sirerag.pool.VARIANTS` minus
+   ``chunks``, which is the passages collection): records ``{"text",
+   "level", "tree", "kind"}`` per node and the CSR map node → source passages.
+   The nodes' vectors come from the tree build and are stored as they are.
+
+Never paid twice: LLM propositions and summaries are appended to
+checkpoints in the build's work directory as they arrive (a ``kill -9``
+loses at most the requests in flight, and those are in the LLM client's
+response cache when it is on); a rerun rebuilds the same clusters
+(the trees are deterministic given their inputs) and finds them there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.config import TreesConfig
+from gearag.errors import ConfigError
+from gearag.indexing.embed import load_or_embed
+from gearag.indexing.stage import Build, CollectionBuild
+from gearag.store.checkpoint import KeyedCheckpoint, passage_hash
+from gearag.store.collection import CollectionSpec
+
+log = logging.getLogger(__name__)
+
+#: Pools built by ``--raptor`` and ``--sirerag``; the Table-5 ablations with ``--sirerag-ablations``.
+RAPTOR_POOLS = ("raptor",)
+SIRERAG_POOLS = ("raptor", "sirerag")
+ABLATION_POOLS = ("no_relatedness_summaries", "plus_propositions", "propositions_no_aggregates",
+                  "propositions_only")
+#: Bump when the offline propositions change for the same passage.
+OFFLINE_PROPOSITIONS_VERSION = "offline-v1"
+
+
+def pool_names(cfg: TreesConfig) -> tuple[str, ...]:
+    """The pool collections a config builds, in order."""
+    if cfg.sirerag:
+        return SIRERAG_POOLS + (ABLATION_POOLS if cfg.ablations else ())
+    if cfg.raptor:
+        if cfg.ablations:
+            raise ConfigError("--sirerag-ablations needs --sirerag (the ablations vary the relatedness side)")
+        return RAPTOR_POOLS
+    return ()
+
+
+def _short(key: str) -> str:
+    safe = "".join(c if c.isalnum() else "-" for c in key)[:32].strip("-")
+    return f"{safe}-{hashlib.blake2b(key.encode(), digest_size=6).hexdigest()}"
+
+
+def _llm_key(roles: Any, prompt_names: Sequence[str]) -> str:
+    """Identity of an LLM and the prompts it is asked (a change starts a fresh checkpoint)."""
+    from gearag.llm.parse import PARSER_VERSION
+
+    llm = roles.llm
+    prompts = "|".join(roles.prompts[name].fingerprint() for name in prompt_names)
+    return f"llm:{getattr(llm, 'model', '?')}:{getattr(llm, 'fingerprint', '')}|{prompts}|{PARSER_VERSION}"
+
+
+class TreesStage:
+    name = "trees"
+
+    def run(self, build: Build) -> None:
+        cfg = build.config.trees
+        pools = pool_names(cfg)
+        if not pools:
+            return
+        if cfg.engine == "offline" and build.llm_roles is not None:
+            log.info("LLM roles given but --engine offline: the trees use no LLM")
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        embedder = build.embedder()
+        passages = build.passages
+        leaves = [p.content for p in passages]
+        t = time.perf_counter()
+        leaf_vectors, _ = load_or_embed(build.work, build.config.embed.embedder, embedder, "passages", leaves,
+                                        build.config.embed.batch)
+        timings["embed_leaves_s"] = time.perf_counter() - t
+
+        roles = self._roles(build) if cfg.engine == "openai" else None
+        t = time.perf_counter()
+        facts = self._propositions(build, roles) if cfg.sirerag else [[] for _ in passages]
+        timings["propositions_s"] = time.perf_counter() - t
+
+        from gearag.sirerag.pipeline import SiReRAGConfig, build_sirerag_trees, single_propositions
+        from gearag.sirerag.pool import build_pool
+        from gearag.sirerag.tree import TreeConfig
+
+        tree_cfg = TreeConfig(levels=cfg.levels)
+        sire_cfg = SiReRAGConfig(similarity=tree_cfg, relatedness=tree_cfg, cross_tree=cfg.cross_tree)
+        summariser, checkpoint = self._summariser(build, roles, embedder)
+        t = time.perf_counter()
+        try:
+            trees = build_sirerag_trees(passages, leaf_vectors, facts, encode=embedder.encode, summariser=summariser,
+                                        config=sire_cfg, build_relatedness=cfg.sirerag)
+        finally:
+            if checkpoint is not None:
+                checkpoint.close()
+        timings["trees_s"] = time.perf_counter() - t
+        singles = single_propositions(facts, embedder.encode) if cfg.ablations else None
+
+        counts: dict[str, dict[str, int]] = {}
+        for name in pools:
+            pool = build_pool(trees.similarity, trees.relatedness, variant=name, propositions=singles)
+            build.collections[name] = self._collection(build, name, pool)
+            counts[name] = {"nodes": len(pool), **pool.counts()}
+        stats = trees.aggregate_stats
+        build.manifest["trees"] = {
+            "engine": cfg.engine,
+            "pools": counts,
+            "similarity_levels": {str(k): v for k, v in trees.similarity.level_sizes().items()},
+            "relatedness_levels": {str(k): v for k, v in trees.relatedness.level_sizes().items()},
+            "propositions": stats.facts_in,
+            "propositions_without_entities": stats.facts_without_entities,
+            "aggregates": len(trees.aggregates),
+            "summariser": summariser.key,
+            "seconds": {k: round(v, 3) for k, v in {**timings, **trees.timings,
+                                                      "total_s": time.perf_counter() - started}.items()},
+        }
+        if roles is not None:
+            build.manifest["trees"]["llm_usage"] = roles.llm.ledger.snapshot().to_dict()
+
+    # ------------------------------------------------------------------ parts
+
+    @staticmethod
+    def _roles(build: Build) -> Any:
+        if build.llm_roles is not None:
+            return build.llm_roles
+        from gearag.llm import LLMRoles, make_llm
+
+        build.llm_roles = LLMRoles(make_llm())
+        return build.llm_roles
+
+    @staticmethod
+    def _propositions(build: Build, roles: Any) -> list[list[Any]]:
+        """Propositions per passage row, from the checkpoint where already there."""
+        from gearag.sirerag.aggregates import Proposition
+        from gearag.sirerag.propositions import OfflinePropositionConfig, llm_propositions, offline_propositions
+
+        if roles is None:
+            key = OFFLINE_PROPOSITIONS_VERSION
+        else:
+            key = _llm_key(roles, ("coref_rewrite", "extract_entities", "extract_propositions"))
+        path = Path(build.work) / f"sirerag-propositions-{_short(key)}.jsonl"
+        passages = build.passages
+        hashes = [passage_hash(p) for p in passages]
+
+        def encode(props: list[Proposition]) -> list[list[Any]]:
+            return [[p.text, list(p.entities)] for p in props]
+
+        with KeyedCheckpoint(path) as ckpt:
+            done = {row: [Proposition(t, tuple(e)) for t, e in ckpt.get(h)]
+                    for row, h in enumerate(hashes) if h in ckpt}
+            if roles is None:
+                todo = [row for row in range(len(passages)) if row not in done]
+                if todo:
+                    cfg = OfflinePropositionConfig(processes=2 if len(todo) >= 1000 else 1)
+                    new = offline_propositions([passages[r] for r in todo], cfg)
+                    for row, props in zip(todo, new, strict=True):
+                        ckpt.add(hashes[row], encode(props))
+                        done[row] = props
+                return [done[row] for row in range(len(passages))]
+            concurrency = int(getattr(roles.llm, "concurrency", 1) or 1)
+            return llm_propositions(roles, passages, done=done, concurrency=concurrency,
+                                    on_passage=lambda row, props: ckpt.add(hashes[row], encode(props)))
+
+    @staticmethod
+    def _summariser(build: Build, roles: Any, embedder: Any) -> tuple[Any, KeyedCheckpoint | None]:
+        from gearag.sirerag.summarise import ExtractiveConfig, ExtractiveSummariser, LLMSummariser
+
+        if roles is None:
+            config = ExtractiveConfig(max_words=build.config.trees.summary_words)
+            return ExtractiveSummariser(embedder.encode, config), None
+        key = _llm_key(roles, ("summarize",))
+        checkpoint = KeyedCheckpoint(Path(build.work) / f"sirerag-summaries-{_short(key)}.jsonl")
+        concurrency = int(getattr(roles.llm, "concurrency", 1) or 1)
+        return LLMSummariser(roles, key, checkpoint=checkpoint, concurrency=concurrency), checkpoint
+
+    @staticmethod
+    def _collection(build: Build, name: str, pool: Any) -> CollectionBuild:
+        w = build.writer
+        records = f"pools/{name}.jsonl"
+        w.write_jsonl(records, [{"text": t, "level": int(lv), "tree": tr, "kind": k}
+                                for t, lv, tr, k in zip(pool.texts, pool.levels, pool.trees, pool.kinds, strict=True)])
+        sources = {"indptr": f"arrays/{name}_sources_indptr.npy", "indices": f"arrays/{name}_sources_indices.npy"}
+        w.write_array(sources["indptr"], pool.sources_indptr.astype(np.int64))
+        w.write_array(sources["indices"], pool.sources_indices.astype(np.int32))
+        spec = CollectionSpec(name, len(pool), sources=sources, records=records)
+        return CollectionBuild(spec, list(pool.texts), vectors=np.asarray(pool.embeddings, dtype=np.float32))
+
