@@ -11,17 +11,16 @@ import pytest
 pytest.importorskip("umap")
 pytest.importorskip("sklearn")
 
-from conftest import wiki_slice, write_jsonl  # noqa: E402
-
-from gearag.api import Gearag  # noqa: E402
-from gearag.config import IndexConfig, TreesConfig  # noqa: E402
-from gearag.errors import ConfigError  # noqa: E402
-from gearag.indexing import build_index  # noqa: E402
-from gearag.model import Passage  # noqa: E402
-from gearag.registry import REGISTRY  # noqa: E402
-from gearag.retrieve.config import POOLS  # noqa: E402
-from gearag.sirerag.pool import VARIANTS  # noqa: E402
-from gearag.store.index import Index  # noqa: E402
+from conftest import wiki_slice, write_jsonl
+from gearag.api import Gearag
+from gearag.config import IndexConfig, TreesConfig
+from gearag.errors import ConfigError
+from gearag.indexing import build_index
+from gearag.model import Passage
+from gearag.registry import REGISTRY
+from gearag.retrieve.config import POOLS
+from gearag.sirerag.pool import VARIANTS
+from gearag.store.index import Index
 
 POOL_COLLECTIONS = [p for p in POOLS if p != "chunks"]
 
@@ -64,9 +63,10 @@ def test_every_pool_is_a_collection_with_each_passage_once(sire: tuple[Gearag, l
         assert ("aggregate" in kinds) == aggs and ("proposition" in kinds) == singles
     sizes = index.manifest["trees"]["pools"]
     assert sizes["raptor"]["nodes"] < sizes["sirerag"]["nodes"] < sizes["plus_propositions"]["nodes"]
-    summaries = [r for r in range(len(index.collection("sirerag"))) if index.collection("sirerag").record(r)["level"] > 0]
+    sire = index.collection("sirerag")
+    summaries = [r for r in range(len(sire)) if sire.record(r)["level"] > 0]
     assert summaries, "a 60-passage slice has summary levels"
-    assert len(index.collection("sirerag").sources(summaries[-1])) > 1
+    assert len(sire.sources(summaries[-1])) > 1
 
 
 @pytest.mark.parametrize("method", ["bm25", "dense", "hybrid"])
@@ -134,7 +134,7 @@ def test_missing_pool_is_a_clear_error(tmp_path: Path) -> None:
     index = build_index(passages, tmp_path / "plain", IndexConfig(trees=TreesConfig(raptor=True)))
     assert "raptor" in index.collections and "sirerag" not in index.collections
     app = Gearag(Index.load(tmp_path / "plain"))
-    with pytest.raises(ConfigError, match="no 'sirerag' pool in this index .*--sirerag"):
+    with pytest.raises(ConfigError, match=r"no 'sirerag' pool in this index .*--sirerag"):
         app.retrieve("Who?", "dense", 5, pool="sirerag")
     with pytest.raises(ConfigError, match="unknown value 'trees'"):
         app.retrieve("Who?", "dense", 5, pool="trees")
