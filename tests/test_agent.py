@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import wiki_slice
 
+from gearag.expand.methods import ExpansionConfig
 from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.agent.offline import OfflineAnswerer
 from gearag.agent.roles import Engine, Reasoning
@@ -200,7 +201,9 @@ def _agent(index: Index, *, gist: list[list[ProximalTriple]], verdicts: list[Rea
                             rewriter=StubRewriter(rewrites))
     engine = Engine("stub", roles.reader, roles.gist, roles.reasoner, roles.rewriter,
                     answerer=None)  # type: ignore[arg-type]
-    agent = GearAgent(index, engine, AgentConfig(max_steps=max_steps, chunks=3, link_k=2))
+    # Eq. 9 and Algorithm 1 as printed (the passage-graph defaults are tested in test_graph.py).
+    agent = GearAgent(index, engine, AgentConfig(max_steps=max_steps, chunks=3, link_k=2, final="rrf",
+                                                 expansion=ExpansionConfig(graph="beams")))
     # With no proximal triples there is nothing to expand, so C_q(n) is the base ranking.
     agent.base = StubBase(base)
     agent.passage_linker = StubLinker(links)

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gearag.agent.roles import Engine, Reasoning
+from gearag.errors import ConfigError
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.expand.methods import ExpansionConfig
@@ -53,6 +54,17 @@ class AgentConfig:
     expansion: ExpansionConfig = field(default_factory=ExpansionConfig)
     #: RRF constant for Eq. 3, 9 and 10.
     rrf_k: int = RRF_K
+    #: The agent's output ranking: ``rrf`` is Eq. 9 as printed (passageLink of
+    #: every gist triple fused with every step's passages); ``ppr`` ranks by
+    #: Personalized PageRank over the passage-aware graph seeded with the
+    #: question's entities, the whole gist memory (as proximal facts, in
+    #: memory order) and the first step's base passages — HippoRAG 2's
+    #: retrieval with the gist memory in the role of its filtered facts.
+    #: ``ppr`` needs the expansion's ``graph`` to be ``ppr`` or ``both``.
+    final: str = "ppr"
+
+
+FINAL_MODES = ("ppr", "rrf")
 
 
 @dataclass
@@ -110,15 +122,49 @@ class GearAgent:
         self.triple_linker = TripleLinker(index, exp.link)
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.passage_linker = PassageLinker(index, exp.base, rrf_k=config.rrf_k)
+        if config.final not in FINAL_MODES:
+            raise ConfigError(f"unknown final ranking {config.final!r} (choose from {', '.join(FINAL_MODES)})")
+        self.graph = None
+        if exp.graph != "beams":
+            from gearag.graph.passage_graph import passage_graph_for
 
-    def step_passages(self, query: str, question: str, memory: list[ProximalTriple]) -> tuple[list[int], dict[str, Any]]:
+            self.graph = passage_graph_for(index, exp.graph_config)
+
+    def step_passages(
+        self, query: str, question: str, memory: list[ProximalTriple], n_base: list[Hit] | None = None
+    ) -> tuple[list[int], dict[str, Any]]:
         """SyncGE for one step: ``C_q(n)`` and what the step's reader and beams found."""
-        base_rows = [h.idx for h in self.base.retrieve(query, self.config.chunks)]
+        base_hits = self.base.retrieve(query, self.config.chunks)
+        base_rows = [h.idx for h in base_hits]
         proximal = self.engine.reader.read(question, base_rows, memory)
         initial = self.triple_linker.link(proximal)
-        expansion = self.expander.expand(query, initial)
-        fused = [p for p, _ in rrf([expansion.passages, base_rows], k=self.config.rrf_k)]
-        return fused, {"proximal": proximal, "paths": self.expander.describe(expansion.beams)}
+        mode = self.config.expansion.graph
+        rankings, paths = [], []
+        if self.graph is not None:
+            known = [t.source for t in memory if t.source is not None]
+            seeds = list(dict.fromkeys([*initial, *known]))
+            rankings.append(self.graph.rank(query, [(h.idx, h.score) for h in base_hits], seeds,
+                                            max(15, self.config.chunks)))
+        if mode != "ppr":
+            expansion = self.expander.expand(query, initial)
+            rankings.extend([expansion.passages, base_rows] if mode == "beams" else [expansion.passages])
+            paths = self.expander.describe(expansion.beams)
+        else:
+            rankings = [list(dict.fromkeys([*rankings[0], *base_rows]))]
+        fused = [p for p, _ in rrf(rankings, k=self.config.rrf_k)]
+        if n_base is not None:
+            n_base.extend(base_hits)
+        return fused, {"proximal": proximal, "paths": paths}
+
+    def final_ppr(
+        self, question: str, memory: list[ProximalTriple], base: list[Hit], per_step: list[list[int]], k: int
+    ) -> list[tuple[int, float]]:
+        """The output ranking by PPR (see ``AgentConfig.final``); the steps' passages fill the tail."""
+        seeds = list(dict.fromkeys(t.source for t in memory if t.source is not None))
+        ranked = self.graph.rank(question, [(h.idx, h.score) for h in base], seeds, k)  # type: ignore[union-attr]
+        tail = [p for p, _ in rrf(per_step, k=self.config.rrf_k) if p not in set(ranked)]
+        order = [*ranked, *tail]
+        return [(p, 1.0 / (self.config.rrf_k + i + 1)) for i, p in enumerate(order)]
 
     def run(self, question: str, k: int = 15) -> AgentResult:
         memory: list[ProximalTriple] = []
@@ -128,10 +174,11 @@ class GearAgent:
         reasoning: Reasoning | None = None
         linked: list[list[int]] = []
         final: list[tuple[int, float]] = []
+        first_base: list[Hit] = []
         for n in range(1, self.config.max_steps + 1):
             started = time.perf_counter()
             before = _tokens(self.engine.ledger)
-            rows, found = self.step_passages(query, question, memory)
+            rows, found = self.step_passages(query, question, memory, first_base if n == 1 else None)
             per_step.append(rows)
             gist = self.engine.gist.read(question, rows[: self.config.chunks], memory)
             known = {t.as_tuple() for t in memory}
@@ -144,7 +191,10 @@ class GearAgent:
             after = _tokens(self.engine.ledger)
             # Eq. 8–10 for the memory so far: passageLink new gist triples, fuse with every step.
             linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
-            final = rrf(linked + per_step, k=self.config.rrf_k)
+            if self.config.final == "ppr" and self.graph is not None:
+                final = self.final_ppr(question, memory, first_base, per_step, k)
+            else:
+                final = rrf(linked + per_step, k=self.config.rrf_k)
             steps.append(
                 StepTrace(
                     step=n,

@@ -35,6 +35,7 @@ def agent_config(options: dict[str, Any]) -> AgentConfig:
         link_k=positive_int(options, "link_k", AgentConfig.link_k),
         expansion=expansion_config({**options, "base_k": None}),
         rrf_k=positive_int(options, "rrf_k", 60),
+        final=options.get("final") or AgentConfig.final,
     )
 
 

@@ -20,6 +20,7 @@ from gearag.expand.beam import SCOPES, BeamConfig
 from gearag.expand.expansion import GraphExpander, triples_of_passages
 from gearag.expand.link import TripleLinker
 from gearag.expand.reader import OfflineReader, Reader
+from gearag.graph.passage_graph import GraphConfig, passage_graph_for
 from gearag.methods import MethodResult, positive_int, register_method
 from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import RRF_K, rrf
@@ -42,6 +43,16 @@ class ExpansionConfig:
     link: str = "bm25"
     #: RRF constant for Eq. 3.
     rrf_k: int = RRF_K
+    #: What expands the base passages: ``ppr`` (Personalized PageRank over the
+    #: passage-aware graph seeded by the question's entities, the proximal
+    #: triples and the base passages; :mod:`gearag.graph.passage_graph`),
+    #: ``beams`` (Algorithm 1 as printed, then Eq. 3) or ``both`` (RRF of the two).
+    graph: str = "ppr"
+    #: Settings of the passage graph (``graph`` = ppr | both).
+    graph_config: GraphConfig = field(default_factory=GraphConfig)
+
+
+GRAPH_MODES = ("ppr", "beams", "both")
 
 
 class GraphExpansionRetriever:
@@ -54,8 +65,13 @@ class GraphExpansionRetriever:
         self.base = make_retriever(index, config.base, "passages", rrf_k=config.rrf_k)
         self.expander = GraphExpander(index, config.beam, config.scoring)
         self.linker = TripleLinker(index, config.link) if reader is not None else None
+        if config.graph not in GRAPH_MODES:
+            raise ConfigError(f"unknown graph mode {config.graph!r} (choose from {', '.join(GRAPH_MODES)})")
+        self.graph = passage_graph_for(index, config.graph_config) if config.graph != "beams" else None
 
     def __call__(self, question: str, k: int) -> MethodResult:
+        from gearag.model import Hit
+
         started = time.perf_counter()
         base_hits = self.base.retrieve(question, self.config.base_k or k)
         base_rows = [h.idx for h in base_hits]
@@ -66,13 +82,22 @@ class GraphExpansionRetriever:
             proximal = self.reader.read(question, base_rows)
             trace["proximal"] = [list(t.as_tuple()) for t in proximal]
             initial = self.linker.link(proximal)  # type: ignore[union-attr]
-        expansion = self.expander.expand(question, initial)
-        fused = rrf([expansion.passages, base_rows], k=self.config.rrf_k)
-        from gearag.model import Hit
-
+        rankings = []
+        if self.graph is not None:
+            seeds = initial if self.reader is not None else []
+            ppr = self.graph.rank(question, [(h.idx, h.score) for h in base_hits], seeds, max(k, len(base_rows)))
+            rankings.append(ppr)
+            trace["ppr_passages"] = [self.index.passages[p].title for p in ppr[:k]]
+        if self.config.graph != "ppr":
+            expansion = self.expander.expand(question, initial)
+            rankings.extend([expansion.passages, base_rows] if self.config.graph == "beams" else [expansion.passages])
+            trace["paths"] = self.expander.describe(expansion.beams)
+            trace["expanded_passages"] = [self.index.passages[p].title for p in expansion.passages[:k]]
+        else:
+            # PPR already weighs the base passages (seeded); they only fill the tail here.
+            rankings = [list(dict.fromkeys([*rankings[0], *base_rows]))]
+        fused = rrf(rankings, k=self.config.rrf_k)
         hits = [Hit(i, s) for i, s in fused[:k]]
-        trace["paths"] = self.expander.describe(expansion.beams)
-        trace["expanded_passages"] = [self.index.passages[p].title for p in expansion.passages[:k]]
         trace["seconds"] = round(time.perf_counter() - started, 4)
         return MethodResult(hits, trace)
 
@@ -98,7 +123,24 @@ def expansion_config(options: dict[str, Any]) -> ExpansionConfig:
         scoring=options.get("scoring") or "exact",
         link=options.get("link") or "bm25",
         rrf_k=positive_int(options, "rrf_k", RRF_K),
+        graph=options.get("graph") or ExpansionConfig.graph,
+        graph_config=graph_config(options),
     )
+
+
+def graph_config(options: dict[str, Any]) -> GraphConfig:
+    """Passage-graph options (``ppr_damping``, ``passage_weight``, ``proximal_weight``,
+    ``about_weight``, ``backlink_weight``, ``passage_nodes``); absent = the documented defaults."""
+    base = GraphConfig()
+    values = {}
+    for name, key in (("damping", "ppr_damping"), ("passage_weight", "passage_weight"),
+                      ("proximal_weight", "proximal_weight"), ("about_weight", "about_weight"),
+                      ("backlink_weight", "backlink_weight")):
+        if options.get(key) is not None:
+            values[name] = float(options[key])
+    if options.get("passage_nodes") is not None:
+        values["passage_nodes"] = bool(options["passage_nodes"])
+    return GraphConfig(**{**base.__dict__, **values})
 
 
 def make_reader(index: Index, options: dict[str, Any]) -> Reader:
@@ -112,8 +154,21 @@ def make_reader(index: Index, options: dict[str, Any]) -> Reader:
     raise ConfigError(f"unknown engine {engine!r} (choose from offline, openai)")
 
 
-register_method("naivege", lambda index, options: GraphExpansionRetriever(index, expansion_config(options)))
+# NaiveGE is the paper's baseline (§6.2): Algorithm 1 from all base triples, unless asked otherwise.
+register_method(
+    "naivege",
+    lambda index, options: GraphExpansionRetriever(index, expansion_config({"graph": "beams", **options})),
+)
 register_method(
     "syncge",
     lambda index, options: GraphExpansionRetriever(index, expansion_config(options), make_reader(index, options)),
 )
+
+
+def _titlelink(index: Index, options: dict[str, Any]):
+    from gearag.graph.titlelink import TitleLinkConfig, TitleLinkRetriever
+
+    return TitleLinkRetriever(index, TitleLinkConfig(rrf_k=positive_int(options, "rrf_k", RRF_K)))
+
+
+register_method("titlelink", _titlelink)
