@@ -145,6 +145,15 @@ def build_index(
         graph = TripleGraph.build(subjects, objects, linkable_for(config, subjects, objects, owner, len(passages)))
         stage("graph", t0)
 
+        entity_graph = None
+        if config.entity_graph:
+            t0 = time.perf_counter()
+            from gearag.graph.passage_graph import GraphArrays
+
+            entity_graph = GraphArrays.build([p.title for p in passages], [p.text for p in passages],
+                                             subjects, objects, owner, is_named)
+            stage("resolve", t0)
+
         t0 = time.perf_counter()
         passage_texts = [p.content for p in passages]
         triple_texts = [f"{s} {p} {o}" for s, p, o in zip(subjects, predicates, objects, strict=True)]
@@ -169,6 +178,10 @@ def build_index(
         writer.write_array("arrays/triple_tail.npy", graph.tail)
         writer.write_array("arrays/entity_indptr.npy", graph.indptr)
         writer.write_array("arrays/entity_indices.npy", graph.indices)
+        if entity_graph is not None:
+            from gearag.graph.passage_graph import write_graph_arrays
+
+            write_graph_arrays(writer, entity_graph)
         writer.write_array("vectors/passages.npy", pvec)
         writer.write_array("vectors/triples.npy", tvec)
         if tweights is not None:

@@ -141,6 +141,13 @@ class GraphArrays:
         return cls(res, csr("relations", (n_e, n_e)))
 
 
+def write_graph_arrays(writer, arrays: GraphArrays) -> None:  # noqa: ANN001 - gearag.store.index.IndexWriter
+    """Store ``arrays`` under ``graph/`` of an index being written (the one hook in indexing)."""
+    writer.write_json(f"{GRAPH_DIR}/entities.json", arrays.meta())
+    for name, array in arrays.files().items():
+        writer.write_array(f"{GRAPH_DIR}/{name}", array)
+
+
 def graph_arrays_for(index) -> GraphArrays:  # noqa: ANN001 - gearag.store.index.Index
     """The index's graph arrays: stored ones, else built from its passages and triples (cached)."""
     cache = index._cache

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 _TOKEN = re.compile(r"[^\W_]+")
+#: Combining diacritical marks (U+0300–U+036F) left by NFKD decomposition.
+_COMBINING = re.compile("[\u0300-\u036f]")
 _ARTICLES = frozenset({"the", "a", "an"})
 _END = -1  # key in a trie node: the id of the name that ends there
 
@@ -30,8 +32,7 @@ _END = -1  # key in a trie node: the id of the name that ends there
 def _strip_accents(text: str) -> str:
     if text.isascii():
         return text
-    text = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in text if not unicodedata.combining(ch))
+    return _COMBINING.sub("", unicodedata.normalize("NFKD", text))
 
 
 def tokens(text: str) -> list[str]:
