@@ -62,6 +62,11 @@ class AgentConfig:
     #: retrieval with the gist memory in the role of its filtered facts.
     #: ``ppr`` needs the expansion's ``graph`` to be ``ppr`` or ``both``.
     final: str = "ppr"
+    #: Keep going when the rewriter repeats the query but the step added facts
+    #: to the gist memory (a bridge is still being resolved; the next step's
+    #: reader and graph seeds differ through the memory). Off: stop on a
+    #: repeated query, as before issue 9.
+    chain: bool = True
 
 
 FINAL_MODES = ("ppr", "rrf")
@@ -161,7 +166,9 @@ class GearAgent:
     ) -> list[tuple[int, float]]:
         """The output ranking by PPR (see ``AgentConfig.final``); the steps' passages fill the tail."""
         seeds = list(dict.fromkeys(t.source for t in memory if t.source is not None))
-        ranked = self.graph.rank(question, [(h.idx, h.score) for h in base], seeds, k)  # type: ignore[union-attr]
+        # The gist memory is already a selection: its facts seed alike (not by reading order).
+        ranked = self.graph.rank(question, [(h.idx, h.score) for h in base], seeds, k,  # type: ignore[union-attr]
+                                 ranked=not self.config.chain)
         tail = [p for p, _ in rrf(per_step, k=self.config.rrf_k) if p not in set(ranked)]
         order = [*ranked, *tail]
         return [(p, 1.0 / (self.config.rrf_k + i + 1)) for i, p in enumerate(order)]
@@ -214,7 +221,7 @@ class GearAgent:
             )
             if reasoning.answerable or next_query is None:
                 break
-            if next_query.strip().casefold() == query.strip().casefold():
+            if next_query.strip().casefold() == query.strip().casefold() and not (self.config.chain and added):
                 break  # the rewriter has nothing new to ask; another step would repeat this one
             query = next_query
         return AgentResult([Hit(i, s) for i, s in final[:k]], steps, memory, reasoning)

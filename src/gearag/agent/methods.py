@@ -20,7 +20,7 @@ def make_engine(index: Index, options: dict[str, Any]) -> Engine:
     if engine == "offline":
         from gearag.agent.offline import offline_engine
 
-        return offline_engine(index)
+        return offline_engine(index, chain=bool(options.get("chain_agent", True)))
     if engine in ("openai", "llm"):
         from gearag.agent.llm_engine import llm_engine
 
@@ -40,7 +40,12 @@ def agent_config(options: dict[str, Any]) -> AgentConfig:
 
 
 def _gear(index: Index, options: dict[str, Any]):
-    agent = GearAgent(index, make_engine(index, options), agent_config(options))
+    config = agent_config(options)
+    if options.get("chain_agent") is not None:
+        from dataclasses import replace
+
+        config = replace(config, chain=bool(options["chain_agent"]))
+    agent = GearAgent(index, make_engine(index, options), config)
     answer = bool(options.get("answer", True))
 
     ledger = agent.engine.ledger

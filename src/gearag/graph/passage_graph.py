@@ -220,11 +220,13 @@ class PassageGraph:
         question: str,
         base: Sequence[tuple[int, float]] = (),
         proximal: Sequence[int] = (),
+        ranked: bool = True,
     ) -> np.ndarray:
         """Seed vector over the graph's nodes.
 
         ``base``: (passage row, retrieval score) pairs; ``proximal``: index
-        triple ids found by the reader, best first.
+        triple ids found by the reader, best first (``ranked``: weight
+        ``1/(rank+1)``; otherwise all alike, e.g. a gist memory).
         """
         cfg = self.config
         offset = self.n_passages if cfg.passage_nodes else 0
@@ -240,7 +242,7 @@ class PassageGraph:
             for rank, t in enumerate(proximal):
                 for e in ends[int(t)]:
                     if e >= 0:
-                        acc[int(e)] = acc.get(int(e), 0.0) + self.specificity[e] / (rank + 1)
+                        acc[int(e)] = acc.get(int(e), 0.0) + self.specificity[e] / (rank + 1 if ranked else 1)
             if acc:
                 total = sum(acc.values())
                 for e, v in acc.items():
@@ -266,9 +268,10 @@ class PassageGraph:
         base: Sequence[tuple[int, float]] = (),
         proximal: Sequence[int] = (),
         k: int = 15,
+        ranked: bool = True,
     ) -> list[int]:
         """Top ``k`` passage rows by PPR (passages with zero probability are not returned)."""
-        seeds = self.seeds(question, base, proximal)
+        seeds = self.seeds(question, base, proximal, ranked)
         if not seeds.any():
             return []
         sc = self.scores(seeds)
