@@ -330,21 +330,22 @@ class OfflineReasoner:
             facts = resolver.facts(option)
             if not facts:
                 return None
-            if not relation:
-                hit = dated(facts, facts[0].subject)
-                if hit is None:
-                    return None
-                found[option] = (hit[0], [hit[1]])
-                continue
             bridges = [t for t in facts if is_named(t.object) and resolver.row(t.object) is not None
-                       and any(_covers(x, _stems(t.predicate)) for x in relation)]
+                       and any(_covers(x, _stems(t.predicate)) for x in relation)] if relation else []
             for bridge in bridges:
                 hit = dated(resolver.facts(bridge.object), bridge.object)
                 if hit is not None:
                     found[option] = (hit[0], [bridge, hit[1]])
                     break
-            if option not in found:
+            if option in found:
+                continue
+            # The option's own date, when the question asks about the option itself ("released
+            # first", "who is older") or the dated fact expresses the asked relation ("released in").
+            own = [t for t in facts if not relation or any(_covers(x, _stems(t.predicate)) for x in relation)]
+            hit = dated(own, facts[0].subject)
+            if hit is None:
                 return None
+            found[option] = (hit[0], [hit[1]])
         latest = any(w in f" {low}" for w in (" later", " last", " younger", " most recent", " more recent"))
         pick = max if latest else min
         choice = pick(info.options, key=lambda o: found[o][0])
@@ -450,6 +451,9 @@ class OfflineAnswerer:
         reasoning = self.reasoner.reason(question, memory)
         if reasoning.answerable and reasoning.answer:
             return Answer(reasoning.answer, self.LABEL, reasoning.evidence)
+        if info.options and self.reasoner.resolver is not None:
+            # An "A or B" question is answered by A or B: undecided, the first option (a guess, labelled).
+            return Answer(info.options[0], self.LABEL + "; undecided comparison, first option", reasoning.evidence)
         if info.answer_type == "yesno":
             return Answer("yes" if reasoning.answerable else "no", self.LABEL, reasoning.evidence)
         chains = self.reasoner.chains(info, memory)
@@ -490,6 +494,9 @@ class ChainGist:
         obj = table.objects[t]
         # Only specific types count here: for "person"/"place" any name matches the type ("American").
         if info.answer_type in ("date", "number") and matches_type(obj, info.answer_type):
+            return True
+        # "A or B" questions compare dates (born, died, released, founded).
+        if info.options and matches_type(obj, "date"):
             return True
         noun = asked_noun(info.text)
         if noun and noun in obj.lower():
