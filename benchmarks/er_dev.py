@@ -14,8 +14,8 @@ looking at the first half only, so the second half is held out.
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_datasets import DATASETS  # noqa: E402
+from bench_datasets import DATASETS
 
 #: Where the indices live (outside the repository by default: benchmarks/out is ignored by git).
 ROOT = Path(os.environ.get("GEARAG_BENCH_DIR", Path(__file__).resolve().parent / "out" / "er-indices"))
