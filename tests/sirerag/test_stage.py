@@ -89,7 +89,19 @@ def test_base_methods_return_pool_nodes_with_sources(sire: tuple[Gearag, list[di
     assert all(h.collection == "passages" for h in chunks.passages)
 
 
-@pytest.mark.parametrize("name", [m for m in REGISTRY.names("method") if m not in ("bm25", "dense", "hybrid")])
+def _pool_methods() -> list[str]:
+    """Methods that read passages and take a pool (their config has the ``pool`` option)."""
+    from gearag.options import option_specs
+
+    return [m for m in REGISTRY.names("method") if m not in ("bm25", "dense", "hybrid")
+            and "pool" in option_specs(REGISTRY.entry("method", m).config_class())]
+
+
+def test_pool_option_reaches_syncge_and_gear() -> None:
+    assert {"syncge", "naivege", "gear"} <= set(_pool_methods())
+
+
+@pytest.mark.parametrize("name", _pool_methods())
 def test_passage_methods_over_a_pool_return_unique_passages(sire: tuple[Gearag, list[dict], Path],
                                                             name: str) -> None:
     """SyncGE, NaiveGE and GEAR take the pool as their base retriever's collection: passages out."""
