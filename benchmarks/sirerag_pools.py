@@ -83,6 +83,80 @@ def run(app: Gearag, questions, method: str, k: int, by_id, **options) -> dict:
     return out
 
 
+ABLATIONS = {
+    "sirerag": "SiReRAG",
+    "no_relatedness_summaries": "(A) no relatedness summaries",
+    "plus_propositions": "(B) + single propositions",
+    "propositions_no_aggregates": "(C) (B) without aggregates",
+    "propositions_only": "(D) (C) without relatedness summaries",
+    "raptor": "RAPTOR (similarity tree only)",
+}
+
+
+def report(results: dict) -> str:
+    """BENCHMARKS.md tables from a results file."""
+    sets = list(results)
+    out: list[str] = []
+    cols = ["AR@5", "AR@20", "R@5", "R@20"]
+    for method in ("dense", "bm25"):
+        out.append(f"\n**{method}, top-20** (AR = answer recall, R = passage recall via sources; TPQ in ms)\n")
+        out.append("| pool | " + " | ".join(f"{s} size | {s} AR@5 | AR@20 | R@5 | R@20 | TPQ" for s in sets)
+                   + " | avg AR@5 |")
+        out.append("| --- " * (2 + 6 * len(sets)) + "|")
+        for pool in ("chunks", "raptor", "sirerag"):
+            cells, avg = [], []
+            for s in sets:
+                r = results[s]["pools"][f"{pool}/{method}"]
+                cells += [str(results[s]["sizes"][pool]), *(str(r[c]) for c in cols), str(r["tpq_ms"])]
+                avg.append(r["AR@5"])
+            out.append(f"| {pool} | " + " | ".join(cells) + f" | {sum(avg) / len(avg):.1f} |")
+    out.append("\n**Table 7: time per query and TPER (SiReRAG = A, RAPTOR = B)**\n")
+    out.append("| method | " + " | ".join(f"{s} TPQ raptor | TPQ sirerag | size ratio | TPER" for s in sets) + " |")
+    out.append("| --- " * (1 + 4 * len(sets)) + "|")
+    for method in ("dense", "bm25"):
+        cells = []
+        for s in sets:
+            r = results[s]
+            ratio = r["sizes"]["sirerag"] / r["sizes"]["raptor"]
+            cells += [str(r["pools"][f"raptor/{method}"]["tpq_ms"]), str(r["pools"][f"sirerag/{method}"]["tpq_ms"]),
+                      f"{ratio:.2f}", str(r[f"tper_{method}"])]
+        out.append(f"| {method} | " + " | ".join(cells) + " |")
+    for method in ("dense", "bm25"):
+        out.append(f"\n**Table 5 ablations, {method} top-20**\n")
+        out.append("| pool | " + " | ".join(f"{s} size | {s} AR@5 | AR@20 | R@5" for s in sets) + " | avg AR@5 |")
+        out.append("| --- " * (2 + 4 * len(sets)) + "|")
+        for pool, label in ABLATIONS.items():
+            cells, avg = [], []
+            for s in sets:
+                r = results[s]["pools"][f"{pool}/{method}"]
+                cells += [str(results[s]["sizes"][pool]), str(r["AR@5"]), str(r["AR@20"]), str(r["R@5"])]
+                avg.append(r["AR@5"])
+            out.append(f"| {label} | " + " | ".join(cells) + f" | {sum(avg) / len(avg):.1f} |")
+    if all(results[s].get("gear") for s in sets):
+        out.append("\n**GEAR (offline engine, BM25 base) over chunks vs over the SiReRAG pool**\n")
+        out.append("| base pool | " + " | ".join(f"{s} R@5 | R@20 | AR@5 | AR@20 | EM | F1 | TPQ" for s in sets) + " |")
+        out.append("| --- " * (1 + 7 * len(sets)) + "|")
+        for pool in ("chunks", "sirerag"):
+            cells = []
+            for s in sets:
+                r = results[s]["gear"][pool]
+                cells += [str(r[c]) for c in ("R@5", "R@20", "AR@5", "AR@20")]
+                cells += [str(r.get("EM", "")), str(r.get("F1", "")), str(r["tpq_ms"])]
+            out.append(f"| {pool} | " + " | ".join(cells) + " |")
+    out.append("\n**Builds** (wall seconds per stage, peak RSS of the build process)\n")
+    out.append("| set | passages | raptor nodes | sirerag nodes | aggregates | extract | resolve | trees | bm25 | embed"
+               " | total | peak MB |")
+    out.append("| --- " * 12 + "|")
+    for s in sets:
+        b = results[s]["build"]
+        st, tr = b["stages"], b["trees"]
+        out.append(f"| {s} | {results[s]['sizes']['chunks']} | {tr['pools']['raptor']['nodes']} | "
+                   f"{tr['pools']['sirerag']['nodes']} | {tr['aggregates']} | {st.get('extract')} | "
+                   f"{st.get('resolve', '')} | {st['trees']} | {st['bm25']} | {st['embed']} | {b['seconds']:.0f} | "
+                   f"{b['peak_mb']:.0f} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--indices", type=Path, required=True)
@@ -90,7 +164,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--no-gear", action="store_true")
+    ap.add_argument("--report", type=Path, help="Print the BENCHMARKS.md tables of a results file and exit.")
     args = ap.parse_args()
+    if args.report:
+        print(report(json.loads(args.report.read_text())))
+        return
     args.indices.mkdir(parents=True, exist_ok=True)
     results: dict = {}
     for name in args.sets.split(","):
