@@ -58,9 +58,10 @@ _RELATED = {
 COVERAGE = 0.5
 
 #: Words that name the answer's type rather than a relation; the type check covers them.
-_TYPE_WORDS = frozenset(
-    "year date time day month citi countri counti place state town locat nation mani much old name person".split()
-)
+_TYPE_WORDS = frozenset({
+    "year", "date", "time", "day", "month", "citi", "countri", "counti", "place", "state", "town", "locat", "nation",
+    "mani", "much", "old", "name", "person",
+})
 
 
 @lru_cache(maxsize=1 << 16)
