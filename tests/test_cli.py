@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from conftest import (
     DATA,
     REPO,
@@ -28,7 +29,6 @@ from conftest import (
     wiki_slice,
     write_jsonl,
 )
-
 from gearag.cli import main
 from gearag.errors import IndexFormatError
 from gearag.indexing import work_dir_for
@@ -126,7 +126,7 @@ def test_index_info(cli, wiki: SimpleNamespace) -> None:
     assert info["format_version"] == 2
     assert info["counts"]["passages"] == wiki.n_passages
     assert info["counts"]["triples"] > wiki.n_passages  # spaCy rules find several facts per passage
-    assert 0 < info["counts"]["entities"]
+    assert info["counts"]["entities"] > 0
     assert info["config"]["extract"]["extractor"] == "spacy" and info["config"]["embed"]["embedder"] == "wordllama"
     index = Index.load(wiki.index)
     assert index.manifest["extractor_key"].startswith("spacy")

@@ -140,7 +140,7 @@ def _coerce(spec: OptionSpec, value: Any) -> Any:
             return value.lower() in ("true", "1", "yes")
         raise ConfigError(f"{flag} must be true or false, got {value!r}")
     if spec.type is int:
-        if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
             raise ConfigError(f"{flag} must be a whole number, got {value!r}")
         try:
             number: float = int(value)

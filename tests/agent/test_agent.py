@@ -6,8 +6,8 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from conftest import DATA, wiki_slice
 
+from conftest import DATA, wiki_slice
 from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.agent.offline import OfflineAnswerer
 from gearag.config import IndexConfig

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import wiki_slice
 
+from conftest import wiki_slice
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError
 from gearag.expand import expansion as expansion_module

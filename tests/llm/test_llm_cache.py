@@ -51,7 +51,7 @@ def test_many_threads_write_safely(tmp_path: Path) -> None:
             for i in range(60):
                 cache.put(f"{t}-{i}", CachedReply(f"reply {t} {i}", Usage(i, 1), "m"))
                 assert cache.get(f"{t}-{i}") is not None
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]

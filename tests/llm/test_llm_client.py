@@ -8,11 +8,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from llm_server import Drop, Raw, Reply, ScriptedServer, Status
 
 from gearag.errors import LLMError
 from gearag.llm import LLMClient, LLMConfig, LLMRoles, UsageLedger
 from gearag.model import Passage
+from llm_server import Drop, Raw, Reply, ScriptedServer, Status
 
 
 @pytest.fixture
@@ -129,9 +129,8 @@ def test_backoff_grows_is_jittered_and_capped() -> None:
 @pytest.mark.parametrize(("status", "hint"), [(401, "OPENAI_API_KEY"), (404, "--llm-base-url"), (400, "")])
 def test_client_errors_are_not_retried(server: ScriptedServer, status: int, hint: str) -> None:
     server.push(Status(status, "nope"))
-    with make_client(server) as llm:
-        with pytest.raises(LLMError) as err:
-            llm.complete("hi", role="read")
+    with make_client(server) as llm, pytest.raises(LLMError) as err:
+        llm.complete("hi", role="read")
     assert f"HTTP {status}" in str(err.value) and "(not retried)" in str(err.value) and hint in str(err.value)
     assert len(server.requests) == 1
 

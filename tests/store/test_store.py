@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import StubExtractor, tiny_passages
 
+from conftest import StubExtractor, tiny_passages
 from gearag.config import IndexConfig
 from gearag.errors import DataError, IndexFormatError
 from gearag.indexing import build_index, work_dir_for
@@ -331,7 +331,7 @@ def test_index_with_no_triples(tmp_path: Path) -> None:
                       tmp_path / "idx", IndexConfig.of(extractor="nothing"), extractor=Nothing())
     assert idx.manifest["counts"] == {"passages": 2, "triples": 0, "entities": 0}
     assert idx.collection("triples").vectors.shape == (0, 256)
-    assert idx.passage_triples(0) == range(0, 0)
+    assert idx.passage_triples(0) == range(0)
     from gearag.retrieve import make_retriever
 
     assert make_retriever(idx, "bm25", "passages").retrieve("alpha", 1)[0].idx == 0
