@@ -97,9 +97,9 @@ def _walk(cls: type, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
     for f in fields(cls):
         hint = hints[f.name]
         if isinstance(hint, type) and is_dataclass(hint):
-            yield from _walk(hint, prefix + (f.name,))
+            yield from _walk(hint, (*prefix, f.name))
         else:
-            yield prefix + (f.name,), f, hint
+            yield (*prefix, f.name), f, hint
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from types import SimpleNamespace
 
@@ -94,7 +95,7 @@ def test_offline_gear_end_to_end(request: pytest.FixtureRequest, slice_name: str
         assert (step["tokens_in"], step["tokens_out"]) == (0, 0)  # no language model
     # The loop's queries: the question first, then each rewrite.
     assert steps[0]["query"] == question
-    for prev, step in zip(steps, steps[1:]):
+    for prev, step in itertools.pairwise(steps):
         assert not prev["reasoning"]["answerable"]
         assert step["query"] == prev["reasoning"]["next_query"]
     last = steps[-1]

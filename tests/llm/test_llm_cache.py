@@ -94,5 +94,5 @@ def test_many_processes_write_safely(tmp_path: Path) -> None:
 def test_unusable_cache_file_is_a_config_error(tmp_path: Path) -> None:
     bad = tmp_path / "llm.sqlite"
     bad.write_bytes(b"this is not a database at all" * 100)
-    with pytest.raises(ConfigError, match="GEARAG_CACHE_DIR|cannot open"):
+    with pytest.raises(ConfigError, match=r"GEARAG_CACHE_DIR|cannot open"):
         ResponseCache(bad)

@@ -382,7 +382,7 @@ def test_hub_entities_link_nothing() -> None:
     n = 30
     subjects = [f"Person{i}" for i in range(n)] + ["Person0"]
     objects = ["United States"] * n + ["Paris"]
-    owner = list(range(n)) + [0]
+    owner = [*range(n), 0]
     linkable = linkable_for(GraphConfig(), subjects, objects, owner, n)
     assert linkable is not None
     assert not linkable("United States")  # in 30 > max(20, 0.005 * 30) passages

@@ -130,7 +130,7 @@ class OfflineReasoner:
             if _in_question(end, qnorm)
         ]
         entity_terms = set()
-        for t, end in anchors:
+        for _, end in anchors:
             entity_terms |= _stems(end)
         relation_terms = [x for x in info.terms if x not in entity_terms and x not in _TYPE_WORDS] or list(
             info.terms
@@ -157,7 +157,7 @@ class OfflineReasoner:
                 return
             for nxt in continuing(normalise_entity(far)):
                 if nxt not in path:
-                    walk(path + [nxt], normalise_entity(far))
+                    walk([*path, nxt], normalise_entity(far))
 
         for t, end in anchors:
             walk([t], normalise_entity(end))

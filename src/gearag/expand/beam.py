@@ -116,7 +116,7 @@ def diverse_beam_search(
             order = np.lexsort((nbrs, -scores))[: config.neighbours]
             for n, j in enumerate(order):
                 weight = math.exp(-min(n, gamma) / gamma) if config.diversity else 1.0
-                candidates.append(Beam(float(scores[j]) * weight, beam.path + (int(nbrs[j]),)))
+                candidates.append(Beam(float(scores[j]) * weight, (*beam.path, int(nbrs[j]))))
         if not candidates:
             break
         beams = _top(candidates, config.width)

@@ -65,7 +65,7 @@ class EmbedStage:
             if saved.exists():
                 with np.load(saved, allow_pickle=False) as npz:
                     vectors = npz["vectors"]
-                    weights = npz["weights"] if "weights" in npz else None
+                    weights = npz.get("weights")
             else:
                 vectors, weights = embed_texts(embedder, coll.texts, f"embedding {name}", cfg.batch)
                 saved.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ next to an agent run) can share one cache file. A committed reply survives a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -156,10 +157,8 @@ class ResponseCache:
         with self._lock:
             conns, self._all = self._all, []
         for conn in conns:
-            try:
+            with contextlib.suppress(sqlite3.Error):  # closing from another thread
                 conn.close()
-            except sqlite3.Error:  # pragma: no cover - closing from another thread
-                pass
         self._local = threading.local()
 
     def __enter__(self) -> Self:

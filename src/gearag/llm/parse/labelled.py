@@ -145,7 +145,7 @@ def parse_next_question(text: str) -> Parsed[str]:
     m = _NEXT_LABEL.search(plain)
     if m:
         rest = plain[m.end():].strip()
-        candidate = rest.split("\n")[0].strip() or (rest.split("\n") + [""])[1].strip()
+        candidate = rest.split("\n")[0].strip() or [*rest.split("\n"), ""][1].strip()
         if not re.match(r"(?i)\s*next question\s*:", text.strip()):
             repaired = True
     if not candidate and "{" in plain:
