@@ -74,7 +74,9 @@ def with_config_options(specs: dict[str, OptionSpec]) -> Callable[[Callable[...,
             if name in taken:
                 continue
             annotation, default = _typer_option(spec)
-            extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+            extra.append(
+                inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            )
         names = [p.name for p in extra]
 
         @functools.wraps(fn)
@@ -111,7 +113,9 @@ def _index_specs() -> dict[str, OptionSpec]:
 @app.command()
 @with_config_options(_index_specs())
 def index(
-    corpus: Annotated[Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")],
+    corpus: Annotated[
+        Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")
+    ],
     out_dir: Annotated[Path, typer.Option("--out", help="Index directory to create.")],
     overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted build.")] = True,
@@ -163,7 +167,8 @@ def info(
 
     manifest = read_manifest(index_dir)
     verify_files(index_dir, manifest, checksums=verify)
-    summary = {k: manifest[k] for k in ("format_version", "gearag_version", "created", "config", "counts") if k in manifest}
+    keys = ("format_version", "gearag_version", "created", "config", "counts")
+    summary: dict[str, object] = {k: manifest[k] for k in keys if k in manifest}
     summary["build_seconds"] = manifest.get("build_seconds")
     if verify:
         summary["verified"] = True
@@ -296,7 +301,9 @@ def ask(
 
 @app.command()
 def demo(
-    directory: Annotated[Path, typer.Option("--dir", help="Where to write the demo corpus and index.")] = Path("demo_out"),
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Where to write the demo corpus and index.")
+    ] = Path("demo_out"),
     method: MethodOpt = "gear",
 ) -> None:
     """Write a small multi-hop corpus, index it and answer its questions — offline, no key."""

@@ -191,7 +191,8 @@ def test_manifest_counts_and_checksums(tiny_index: Index) -> None:
     assert manifest["counts"]["passages"] == len(passages)
     assert manifest["counts"]["triples"] == expected_triples == len(tiny_index.triples)
     assert manifest["counts"]["entities"] == tiny_index.graph.n_entities
-    assert manifest["config"]["extract"]["extractor"] == "stub" and manifest["config"]["embed"]["embedder"] == "wordllama"
+    assert manifest["config"]["extract"]["extractor"] == "stub"
+    assert manifest["config"]["embed"]["embedder"] == "wordllama"
     assert manifest["extractor_key"] == "stub-v1"
     assert manifest["embedding_dim"] == 256
     on_disk = {
@@ -242,7 +243,8 @@ def test_triple_weights_recover_token_sums(tiny_index: Index) -> None:
     sums, _ = embedder.token_sums(tiny_index.triples.texts())
     w = tiny_index.collection("triples").weights
     assert w is not None and w.shape == (len(tiny_index.triples),)
-    np.testing.assert_allclose(w[:, None] * np.asarray(tiny_index.collection("triples").vectors), sums, rtol=1e-4, atol=1e-4)
+    vectors = np.asarray(tiny_index.collection("triples").vectors)
+    np.testing.assert_allclose(w[:, None] * vectors, sums, rtol=1e-4, atol=1e-4)
 
 
 @pytest.fixture

@@ -75,7 +75,8 @@ class GraphStage:
         build.triples, build.graph = cols, graph
         w = build.writer
         w.write_jsonl("passages.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in build.passages])
-        w.write_jsonl("triples.jsonl", [list(t) for t in zip(cols.subjects, cols.predicates, cols.objects, strict=True)])
+        rows = zip(cols.subjects, cols.predicates, cols.objects, strict=True)
+        w.write_jsonl("triples.jsonl", [list(t) for t in rows])
         w.write_json("entities.json", graph.entities)
         w.write_array("arrays/triple_passage.npy", np.asarray(cols.owner, dtype=np.int32))
         w.write_array("arrays/passage_triple_indptr.npy", cols.indptr)

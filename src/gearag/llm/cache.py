@@ -89,7 +89,9 @@ class ResponseCache:
         try:
             _retry_locked(lambda: conn.execute(_SCHEMA))
         except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"LLM cache {self.path} is not usable ({exc}); delete it or set GEARAG_CACHE_DIR") from None
+            raise ConfigError(
+                f"LLM cache {self.path} is not usable ({exc}); delete it or set GEARAG_CACHE_DIR"
+            ) from None
 
     def _conn(self) -> sqlite3.Connection:
         pid = os.getpid()

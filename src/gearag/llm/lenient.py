@@ -283,7 +283,10 @@ def loads_lenient(text: str) -> tuple[Any, bool, bool]:
 
 
 def loads_strict(text: str) -> tuple[bool, Any]:
-    """``(True, value)`` when ``text`` (the contents of its code fences, if any) is strict JSON, else ``(False, None)``."""
+    """``(True, value)`` when ``text`` (the contents of its code fences, if any) is strict JSON.
+
+    Else ``(False, None)``.
+    """
     return _json(strip_fences(text).strip())
 
 

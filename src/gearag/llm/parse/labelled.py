@@ -33,7 +33,9 @@ _NO = {"no", "n", "false", "not", "unanswerable", "none", "partially", "partial"
 _LABEL = r"(?im)^[ \t\-\d.)]*{name}[ \t]*[:\-=][ \t]*"
 _ANSWER_LABEL = re.compile(_LABEL.format(name=r"(?:final\s+)?answer"))
 _WHY_LABEL = re.compile(_LABEL.format(name=r"(?:why|reason(?:ing)?|explanation|because)"))
-_ANY_LABEL = re.compile(_LABEL.format(name=r"(?:answerable|(?:final\s+)?answer|why|reason(?:ing)?|explanation|next\s+question)"))
+_ANY_LABEL = re.compile(
+    _LABEL.format(name=r"(?:answerable|(?:final\s+)?answer|why|reason(?:ing)?|explanation|next\s+question)")
+)
 _UNKNOWN_ANSWER = re.compile(
     r"^(unknown|none|n/?a|not (provided|given|available|known|stated|mentioned|enough|specified)|"
     r"cannot be (determined|answered)|insufficient|no answer|unanswerable|\.\.\.|<.*>)\W*$",
