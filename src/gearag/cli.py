@@ -317,7 +317,9 @@ def _click_exceptions():
     try:
         from typer._click import exceptions
     except ImportError:  # older typer on plain click
-        from click import exceptions
+        from click import exceptions as click_exceptions
+
+        return click_exceptions
     return exceptions
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -72,7 +73,7 @@ def _stems(text: str) -> frozenset[str]:
     return frozenset(tokenize([text])[0])
 
 
-def _covers(term: str, chain_terms: set[str]) -> bool:
+def _covers(term: str, chain_terms: AbstractSet[str]) -> bool:
     if term in chain_terms:
         return True
     return any(any(c.startswith(a) for c in chain_terms) for a in _RELATED.get(term, ()))
@@ -129,7 +130,7 @@ class OfflineReasoner:
             for end in (t.subject, t.object)
             if _in_question(end, qnorm)
         ]
-        entity_terms = set()
+        entity_terms: set[str] = set()
         for _, end in anchors:
             entity_terms |= _stems(end)
         relation_terms = [x for x in info.terms if x not in entity_terms and x not in _TYPE_WORDS] or list(

@@ -107,7 +107,7 @@ def diverse_beam_search(
             nbrs = np.asarray(neighbours(beam.path[-1]), dtype=np.int64)
             if nbrs.size:
                 nbrs = nbrs[~np.isin(nbrs, visited)]
-            if cross and nbrs.size:
+            if cross and owner is not None and nbrs.size:
                 nbrs = nbrs[~np.isin(owner[nbrs], owner[list(beam.path)])]
             if nbrs.size == 0:
                 continue

@@ -64,7 +64,8 @@ class OfflineReader:
 
     def candidates(self, passages: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """Triple ids of the passages and the retrieval rank of each triple's passage."""
-        ids, ranks = [], []
+        ids: list[int] = []
+        ranks: list[int] = []
         for rank, row in enumerate(passages):
             r = self.index.passage_triples(row)
             stop = min(r.stop, r.start + self.config.per_passage)

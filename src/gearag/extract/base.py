@@ -62,4 +62,4 @@ def make_extractor(spec: str, **options: object) -> TripleExtractor:
         entry = REGISTRY.entry("extractor", name)
     except ConfigError:
         raise ConfigError(f"unknown extractor {spec!r} (known: {', '.join(REGISTRY.names('extractor'))})") from None
-    return entry.load()(arg, dict(options))  # type: ignore[no-any-return]
+    return entry.load()(arg, dict(options))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def linkable_for(
     return lambda e: named(e) and normalise_entity(e) not in hubs
 
 
-def triple_columns(extracted: Sequence[Sequence[Sequence[str]]]) -> TripleColumns:
+def triple_columns(extracted: Sequence[Iterable[Iterable[str]]]) -> TripleColumns:
     """Whitespace-normalised triples with empty parts dropped, as columns in passage order."""
     cols = TripleColumns(indptr=np.zeros(len(extracted) + 1, dtype=np.int64))
     for row, triples in enumerate(extracted):
