@@ -19,8 +19,8 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from collections.abc import Iterator, Mapping
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
 
 from gearag.errors import ConfigError
@@ -205,29 +205,3 @@ def _instantiate(cls: type[C], values: Mapping[str, Any]) -> C:
     return cls(**kwargs)
 
 
-def config_to_dict(config: Any) -> dict[str, Any]:
-    """A config as nested plain values (for manifests, traces and run settings)."""
-    return dataclasses.asdict(config)
-
-
-def config_from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
-    """Inverse of :func:`config_to_dict`; unknown keys are ignored (newer writers)."""
-    hints = _hints(cls)
-    kwargs: dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        if f.name not in data:
-            continue
-        hint = hints[f.name]
-        value = data[f.name]
-        if isinstance(hint, type) and is_dataclass(hint) and isinstance(value, Mapping):
-            value = config_from_dict(hint, value)
-        kwargs[f.name] = value
-    return cls(**kwargs)
-
-
-def updated(config: C, **changes: Any) -> C:
-    """``dataclasses.replace`` for frozen configs, named for readability at call sites."""
-    return replace(config, **changes)  # type: ignore[type-var]
-
-
-Validator = Callable[[Any], None]
