@@ -24,6 +24,7 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
 
 from gearag.errors import ConfigError
+from gearag.registry import REGISTRY
 
 C = TypeVar("C")
 
@@ -71,8 +72,6 @@ class OptionSpec:
 
     def allowed(self) -> tuple[str, ...] | None:
         if isinstance(self.choices, str):
-            from gearag.registry import REGISTRY
-
             return tuple(REGISTRY.names(self.choices))
         return self.choices
 
@@ -159,8 +158,6 @@ def _coerce(spec: OptionSpec, value: Any) -> Any:
         allowed = spec.allowed()
         if allowed is not None and value not in allowed:
             if isinstance(spec.choices, str):
-                from gearag.registry import REGISTRY
-
                 REGISTRY.entry(spec.choices, value)  # accepts aliases, raises the registry's error otherwise
                 return value
             raise ConfigError(f"{flag}: unknown value {value!r} (choose from {', '.join(allowed)})")

@@ -27,6 +27,7 @@ from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
 from gearag.model import Fact, Passage, Reasoning
 from gearag.question_analysis import QuestionInfo, analyse, matches_type
+from gearag.retrieve.bm25 import tokenize
 from gearag.store.index import Index
 from gearag.text import date_key, is_named, normalise_entity
 
@@ -68,8 +69,6 @@ _TYPE_WORDS = frozenset({
 @lru_cache(maxsize=1 << 16)
 def _stems(text: str) -> frozenset[str]:
     """Stemmed content words; cached, since chain search re-reads the same triples many times."""
-    from gearag.retrieve.bm25 import tokenize
-
     return frozenset(tokenize([text])[0])
 
 

@@ -25,10 +25,12 @@ from typing import Protocol
 import numpy as np
 
 from gearag.model import Fact
+from gearag.question_analysis import analyse, matches_type
+from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import rrf
 from gearag.store.collection import TRIPLES
 from gearag.store.index import Index
-from gearag.text import normalise_entity
+from gearag.text import is_named, normalise_entity
 
 
 class Reader(Protocol):
@@ -82,8 +84,6 @@ class OfflineReader:
         that share an entity with the memory form a fifth ranking: reading
         "with the memory so far" (Eq. 4) favours facts that continue a chain.
         """
-        from gearag.retrieve import make_retriever
-
         ids, ranks = self.candidates(passages)
         if ids.size == 0:
             return []
@@ -95,8 +95,6 @@ class OfflineReader:
         qnorm = normalise_entity(query)
         graph = self.index.graph
         heads, tails = graph.head[ids], graph.tail[ids]
-        from gearag.question_analysis import analyse, matches_type
-        from gearag.text import is_named
 
         answer_type = analyse(question).answer_type
         table = self.index.triples
