@@ -22,6 +22,7 @@ from gearag.registry import REGISTRY
 
 if TYPE_CHECKING:
     from gearag.expand.reader import Reader
+    from gearag.llm.usage import UsageLedger
     from gearag.store.index import Index
 
 
@@ -55,7 +56,7 @@ class Engine:
     reasoner: Reasoner
     rewriter: Rewriter
     answerer: Answerer
-    ledger: object | None = None
+    ledger: UsageLedger | None = None
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,15 @@ import types
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gearag.errors import ConfigError
 from gearag.registry import REGISTRY
 
-C = TypeVar("C")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C", bound="DataclassInstance")
 
 
 def option(
@@ -190,7 +193,7 @@ def build_config(cls: type[C], options: Mapping[str, Any] | None = None, *, what
 def _instantiate(cls: type[C], values: Mapping[str, Any]) -> C:
     hints = _hints(cls)
     kwargs: dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
+    for f in fields(cls):
         hint = hints[f.name]
         if isinstance(hint, type) and is_dataclass(hint):
             kwargs[f.name] = _instantiate(hint, values)
