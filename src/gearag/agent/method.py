@@ -20,7 +20,7 @@ class GearMethod:
     def __call__(self, question: str, k: int) -> Result:
         engine = self.agent.engine
         ledger = engine.ledger
-        before = ledger.by_role() if ledger is not None else {}  # type: ignore[attr-defined]
+        before = ledger.by_role() if ledger is not None else {}
         run = self.agent.run(question, k)
         trace = run.trace()
         out = Result(run.passages, trace)
@@ -32,7 +32,7 @@ class GearMethod:
             trace.evidence = answer.evidence
         if ledger is not None:
             # Tokens this question used, by role (GEAR Fig. 4), answer generation included.
-            after = ledger.by_role()  # type: ignore[attr-defined]
+            after = ledger.by_role()
             trace.tokens_by_role = {
                 role: {"prompt": st.prompt_tokens - (before[role].prompt_tokens if role in before else 0),
                        "completion": st.completion_tokens - (before[role].completion_tokens if role in before else 0)}

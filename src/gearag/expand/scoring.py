@@ -75,7 +75,7 @@ class NeuralPathScorer(PathScorer):
             paths = base + np.asarray(self.vectors[candidates], dtype=np.float64)
             norms = np.linalg.norm(paths, axis=1)
             return (paths @ self.q) / np.maximum(norms, 1e-12)
-        keys = [path + (int(c),) for c in candidates]
+        keys = [(*path, int(c)) for c in candidates]
         missing = [key for key in keys if key not in self._cache]
         if missing:
             texts = [" ".join(self.index.triples.text(t) for t in key) for key in missing]
