@@ -1,0 +1,1 @@
+"""Graph algorithms shared by the graph-based methods (Personalized PageRank, ...)."""
