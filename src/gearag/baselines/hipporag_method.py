@@ -185,7 +185,8 @@ class HippoRAG2(_Base):
         t = self.index.triples
         q = self.encode(question)
         dense = self.dense_scores(q)
-        facts = self.recognise(question, self.top_facts(q))
+        candidates = self.top_facts(q)
+        facts = self.recognise(question, candidates)
         trace = HippoRAGTrace("v2", facts=[[t.subjects[i], t.predicates[i], t.objects[i], round(s, 4)]
                                             for i, s in facts])
         total = np.zeros(g.n_phrases)
@@ -202,7 +203,7 @@ class HippoRAG2(_Base):
             cut = np.argsort(-phrase, kind="stable")[self.config.fact_top_k:]
             phrase[cut] = 0.0
         if not phrase.any():
-            trace.fallback = "no fact linked: dense" if not facts else "no fact survived the filter: dense"
+            trace.fallback = "no fact linked: dense" if not candidates else "no fact survived the filter: dense"
             return dense, trace
         trace.seeds = _seed_list(g, phrase)
         seeds = np.concatenate([phrase, min_max(dense) * self.config.passage_weight])
