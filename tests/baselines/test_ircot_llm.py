@@ -7,7 +7,6 @@ so far, the reasoning so far), where it stops, and what it accumulates.
 from __future__ import annotations
 
 import pytest
-from llm_server import Reply, ScriptedServer
 
 from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig, IRCoTConfig
 from gearag.baselines.hipporag_method import HippoRAG, HippoRAG2
@@ -17,6 +16,7 @@ from gearag.llm.roles import format_passages
 from gearag.retrieve import make_retriever
 from gearag.store.index import Index
 from gearag.trace import HippoRAGTrace, IRCoTTrace
+from llm_server import Reply, ScriptedServer
 
 QUESTION = "On which river is the city where the band of John Lennon was formed?"
 THOUGHT_1 = "The Beatles were formed in Liverpool."

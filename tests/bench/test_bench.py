@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import assert_clean_error, run_gearag, wiki_slice
 
+from conftest import assert_clean_error, run_gearag, wiki_slice
 from gearag.bench.datasets import pick_datasets, shared_datasets
 from gearag.bench.grid import grid, select
 from gearag.errors import ConfigError
