@@ -10,6 +10,7 @@ keeps at most four of the top facts).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from gearag.llm.parse import parse_facts, parse_names, parse_thought
 from gearag.llm.roles.base import Role, RoleCaller
@@ -22,6 +23,8 @@ IRCOT_THOUGHT: Role[str] = Role("ircot", "ircot_thought", parse_thought)
 HIPPORAG_NER: Role[list[str]] = Role("ner", "hipporag_ner", parse_names)
 #: The top facts that help answer the question (HippoRAG 2's recognition filter).
 HIPPORAG_FILTER: Role[list[Fact]] = Role("filter", "hipporag_filter", parse_facts)
+
+ROLES: tuple[Role[Any], ...] = (IRCOT_THOUGHT, HIPPORAG_NER, HIPPORAG_FILTER)
 
 
 class BaselineRoles(RoleCaller):
