@@ -300,6 +300,41 @@ def ask(
 
 
 @app.command()
+def bench(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for results.md, results.json and the figures.")],
+    datasets: Annotated[str | None, typer.Option(help="Comma-separated: musique, 2wiki, hotpotqa (default all).")]
+    = None,
+    methods: Annotated[str | None, typer.Option(help="Comma-separated method names or row labels (default all).")]
+    = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions per dataset.")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="Own corpus (with --questions) instead of the shared sets.")]
+    = None,
+    questions: Annotated[Path | None, typer.Option(help="Questions with gold passages for --corpus.")] = None,
+    index_dir: Annotated[Path | None, typer.Option(help="Where indices are built or reused (default OUT/indices).")]
+    = None,
+    extractors: Annotated[str, typer.Option(help="Comma-separated extractors (openie: the shipped OpenIE file).")]
+    = "spacy",
+    embedders: Annotated[str, typer.Option(help="Comma-separated embedders.")] = "wordllama",
+    ablations: Annotated[bool, typer.Option(help="Also run the ablation rows.")] = True,
+    force: Annotated[bool, typer.Option(help="Rebuild indices that exist.")] = False,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="Step budget for GEAR/IRCoT (default per dataset).")]
+    = None,
+    engine: Annotated[str | None, typer.Option(help="Engine for GEAR, IRCoT and HippoRAG rows: offline | openai.")]
+    = None,
+    llm_base_url: LLMBaseUrlOpt = None,
+    llm_model: LLMModelOpt = None,
+) -> None:
+    """Every method side by side on the same indices: a Table-2 Markdown table, JSON numbers and two figures."""
+    from gearag.bench.run import BenchConfig, run_bench
+
+    config = BenchConfig(out_dir, datasets, methods, limit, corpus, questions, index_dir, extractors, embedders,
+                         ablations, force, max_steps, engine, llm_base_url, llm_model,
+                         command=" ".join(["gearag", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
+                         else "gearag bench")
+    run_bench(config, log=lambda line: err.print(escape(line), highlight=False, soft_wrap=True))
+
+
+@app.command()
 def demo(
     directory: Annotated[
         Path, typer.Option("--dir", help="Where to write the demo corpus and index.")
