@@ -41,7 +41,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.graph.ppr import DAMPING, PageRankOperator
-from gearag.graph.resolve import STOP_WORDS, Resolution, resolve_corpus, usable_key
+from gearag.graph.resolve import Resolution, resolve_corpus, stop_words, usable_key
 from gearag.graph.trie import TokenTrie, tokens
 from gearag.options import setting
 from gearag.text import is_named
@@ -219,7 +219,7 @@ class PassageGraph:
         toks = tokens(question)
         out: dict[int, None] = {}
         for m in self.trie.scan(toks, require_capital=True):
-            if all(t.casefold() in STOP_WORDS for t in toks[m.start : m.end]):
+            if all(t.casefold() in stop_words() for t in toks[m.start : m.end]):
                 continue
             out.setdefault(m.name, None)
         return list(out)
