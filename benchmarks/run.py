@@ -30,7 +30,7 @@ KS = (2, 5, 10, 15)
 
 #: Table-2-style grid: every base retriever alone, with NaiveGE and with SyncGE-offline.
 GRID = [
-    (f"{base}{suffix}", method, {"base": base})
+    (f"{base}{suffix}", method, {} if method == base else {"base": base})
     for base in ("bm25", "dense", "hybrid")
     for suffix, method in (("", base), (" + NaiveGE", "naivege"), (" + SyncGE-offline", "syncge"))
 ]
@@ -71,13 +71,14 @@ def build(dataset: str, extractor: str, embedder: str, force: bool) -> dict[str,
 
 
 def evaluate(index_path: str, dataset: str, methods: list[tuple[str, str, dict]], limit: int | None) -> list[dict]:
+    from gearag.api import Gearag
     from gearag.data import load_questions
     from gearag.evaluation import evaluate_run, recall_by_iteration
-    from gearag.methods import make_method
-    from gearag.store.index import Index
+    from gearag.trace import AgentTrace
 
     reset_peak()
-    index = Index.load(index_path)
+    app = Gearag.open(index_path)
+    index = app.index
     questions = load_questions(DATASETS[dataset].questions)[:limit]
     rows = []
     by_id = {p.id: (p.title, p.text) for p in index.passages}
@@ -85,22 +86,16 @@ def evaluate(index_path: str, dataset: str, methods: list[tuple[str, str, dict]]
         options = dict(options)
         method_limit = options.pop("limit", None)
         qs = questions[:method_limit] if method_limit else questions
-        run = make_method(index, method, **options)
+        run = app.method(method, **options)
         run("warm-up question", 15)  # load models and mmaps before timing
         latencies, run_rows, iterations = [], [], []
         for q in qs:
             t0 = time.perf_counter()
             result = run(q.question, 15)
             latencies.append(time.perf_counter() - t0)
-            run_rows.append({
-                "id": q.id,
-                "passages": [{"title": index.passages[h.idx].title, "text": index.passages[h.idx].text}
-                             for h in result.passages],
-                **({"answer": result.answer} if result.answer is not None else {}),
-                **({"trace": result.trace} if "steps" in result.trace else {}),
-            })
-            if "iterations" in result.trace:
-                iterations.append(result.trace["iterations"])
+            run_rows.append(app.row(result, qid=q.id))
+            if isinstance(result.trace, AgentTrace):
+                iterations.append(result.trace.iterations)
         report = evaluate_run(qs, run_rows, KS)
         row = {
             "label": label,
@@ -158,7 +153,8 @@ def main() -> None:
                     methods.append(("bm25 + SyncGE-offline, exact path scores (100 q)", "syncge",
                                     {"base": "bm25", "scoring": "exact", "limit": 100}))
                     # The default grid uses the cheap approximation for neural embedders.
-                    methods = [(lab, m, {**o, "scoring": o.get("scoring", "sum")}) for lab, m, o in methods]
+                    methods = [(lab, m, o if m == o.get("base", m) and m in ("bm25", "dense", "hybrid")
+                                else {**o, "scoring": o.get("scoring", "sum")}) for lab, m, o in methods]
                 if not args.skip_agent:
                     methods.append(("GEAR-offline (bm25)", "gear", {"base": "bm25", "max_steps": ds.max_steps}))
                 limit = args.limit

@@ -129,3 +129,24 @@ register("embedder", "minilm", "gearag.embed.neural:SentenceTransformerEmbedder.
 register("extractor", "spacy", "gearag.extract.spacy:make_spacy_extractor", help="offline spaCy dependency rules")
 register("extractor", "openie", "gearag.extract.openie:make_openie_extractor", help="HippoRAG OpenIE JSON: openie:FILE")
 register("extractor", "llm", "gearag.extract.llm:make_llm_extractor", help="an LLM with the extraction prompt")
+
+
+def _load_plugins() -> None:
+    """Let installed packages add parts: each ``gearag.plugins`` entry point is called with the registry.
+
+    A plugin package declares, in its ``pyproject.toml``::
+
+        [project.entry-points."gearag.plugins"]
+        mine = "my_package.gearag_plugin:register"
+
+    and ``register(registry)`` calls ``registry.register(...)``. Plugins are
+    loaded once, when this module is first imported, so the CLI lists their
+    methods and options like the built-ins.
+    """
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="gearag.plugins"):
+        ep.load()(REGISTRY)
+
+
+_load_plugins()

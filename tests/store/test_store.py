@@ -393,3 +393,28 @@ def test_hub_entities_link_nothing() -> None:
     assert linkable("Person0") and linkable("Paris") and not linkable("film")
     everything = linkable_for(GraphConfig(link_entities="all", max_entity_share=1.0), subjects, objects, owner, n)
     assert everything is not None and everything("United States") and everything("film")
+
+
+def test_format_1_index_still_loads(tiny_index: Index, tmp_path: Path) -> None:
+    """An index written before collections were listed (format 1, flat config) loads and retrieves the same."""
+    import shutil
+
+    from gearag.retrieve import make_retriever
+
+    old = tmp_path / "old"
+    shutil.copytree(tiny_index.path, old)
+    manifest = json.loads((old / MANIFEST).read_text(encoding="utf-8"))
+    manifest["format_version"] = 1
+    del manifest["collections"]
+    cfg = manifest["config"]
+    manifest["config"] = {"extractor": cfg["extract"]["extractor"], "embedder": cfg["embed"]["embedder"],
+                          "link_entities": "all", "max_entity_share": 1.0, "bm25_k1": 1.2, "bm25_b": 0.75}
+    (old / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    loaded = Index.load(old)
+    assert set(loaded.collections) == {"passages", "triples"}
+    assert loaded.config.graph.link_entities == "all" and loaded.config.bm25.k1 == 1.2
+    assert loaded.config.extract.extractor == "stub"
+    for method in ("bm25", "dense"):
+        for coll in ("passages", "triples"):
+            assert [h.idx for h in make_retriever(loaded, method, coll).retrieve("Everest", 3)] == \
+                [h.idx for h in make_retriever(tiny_index, method, coll).retrieve("Everest", 3)]
