@@ -6,11 +6,10 @@ README (``title + "\\n" + text``, Lucene BM25, k1 = 1.5, b = 0.75).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
