@@ -129,13 +129,15 @@ def test_two_concurrent_builds_of_one_directory(tmp_path: Path) -> None:
         in_progress = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".index."))
         assert ".index.lock" in in_progress and any(n.startswith(".index.tmp-") for n in in_progress)
         # The second build runs to its lock and fails at once, naming the first; it touches nothing.
-        go.touch()  # (were the second to get past the lock, it would not wait)
-        second = _spawn_build(script, corpus, out, tmp_path / "second-started", go)
+        go_now = tmp_path / "go-now"
+        go_now.touch()  # were the second to get past the lock, it would not wait
+        second = _spawn_build(script, corpus, out, tmp_path / "second-started", go_now)
         _, err = second.communicate(timeout=120)
         assert second.returncode == 2, err
         assert "another gearag build is writing this index" in err and f"pid {first.pid}" in err, err
         assert "Traceback" not in err
         assert not (tmp_path / "second-started").exists()
+        go.touch()
         _, err = first.communicate(timeout=120)
         assert first.returncode == 0, err
     finally:
