@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_clean_error, run_gearag, write_jsonl
+from conftest import assert_clean_error, write_jsonl
 from gearag.errors import OutputError
 from gearag.outputs import atomic_write, check_output_dir, check_output_file, replace_file
 from gearag.store.index import Index
@@ -89,11 +89,11 @@ def test_eval_json_is_written_atomically(cli, questions: Path, tmp_path: Path) -
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q.jsonl", "report.json", "run.jsonl"]
 
 
-def test_index_out_that_is_a_file_or_cwd_is_refused(tmp_path: Path) -> None:
+def test_index_out_that_is_a_file_or_cwd_is_refused(cli, tmp_path: Path) -> None:
     corpus = write_jsonl(tmp_path / "c.jsonl", [{"title": "A", "text": "Alpha beta."}])
-    assert_clean_error(run_gearag("index", corpus, "--out", corpus), "is a file")
+    assert_clean_error(cli("index", corpus, "--out", corpus), "is a file")
     assert corpus.read_text(encoding="utf-8").startswith("{")
-    proc = run_gearag("index", corpus, "--out", ".", "--overwrite")
+    proc = cli("index", corpus, "--out", ".", "--overwrite")
     assert_clean_error(proc, "current directory")
 
 
@@ -140,11 +140,11 @@ def test_final_rename_only_replaces_a_regular_file(tmp_path: Path) -> None:
     assert stat.S_ISFIFO(fifo.stat().st_mode)
 
 
-def test_demo_refuses_a_directory_it_did_not_write(tmp_path: Path) -> None:
+def test_demo_refuses_a_directory_it_did_not_write(cli, tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "corpus.jsonl").write_text("my own corpus\n", encoding="utf-8")
-    assert_clean_error(run_gearag("demo", "--dir", mine), "not written by `gearag demo`")
+    assert_clean_error(cli("demo", "--dir", mine), "not written by `gearag demo`")
     assert (mine / "corpus.jsonl").read_text(encoding="utf-8") == "my own corpus\n"
     assert sorted(p.name for p in mine.iterdir()) == ["corpus.jsonl"]
 
@@ -157,4 +157,4 @@ def test_demo_reruns_in_its_own_directory(cli, tmp_path: Path) -> None:
     again = cli("demo", "--dir", out, "--method", "bm25")
     assert again.code == 0, again.stderr
     assert "bm25" in again.stdout and "R@5" in again.stdout
-    assert_clean_error(run_gearag("demo", "--dir", tmp_path / "demo" / "corpus.jsonl"), "is a file")
+    assert_clean_error(cli("demo", "--dir", tmp_path / "demo" / "corpus.jsonl"), "is a file")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import gearag.store.index as store
-from conftest import REPO, StubExtractor, assert_clean_error, run_gearag, tiny_passages, write_jsonl
+from conftest import REPO, StubExtractor, assert_clean_error, tiny_passages, write_jsonl
 from gearag.config import IndexConfig
 from gearag.errors import BusyError, IndexFormatError
 from gearag.indexing import build_index, work_dir_for
@@ -44,7 +44,7 @@ def index_copy(tiny_index: Index, tmp_path: Path) -> Path:
 # --------------------------------------------------------------------------- item 2: --overwrite
 
 
-def test_overwrite_refuses_a_folder_that_merely_has_a_manifest_json(tmp_path: Path) -> None:
+def test_overwrite_refuses_a_folder_that_merely_has_a_manifest_json(cli, tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
     (site / "manifest.json").write_text('{"name": "my web app"}', encoding="utf-8")
@@ -53,7 +53,7 @@ def test_overwrite_refuses_a_folder_that_merely_has_a_manifest_json(tmp_path: Pa
         _build(site, overwrite=True)
     assert sorted(p.name for p in site.iterdir()) == ["index.html", "manifest.json"]
     corpus = write_jsonl(tmp_path / "c.jsonl", [{"title": "A", "text": "Alpha."}])
-    assert_clean_error(run_gearag("index", corpus, "--out", site, "--overwrite", "--extractor", "openie:none"),
+    assert_clean_error(cli("index", corpus, "--out", site, "--overwrite", "--extractor", "openie:none"),
                        "not a gearag index")
     assert (site / "index.html").exists()
 
@@ -186,14 +186,14 @@ def test_writer_holds_the_lock_until_closed(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- item 4: verification
 
 
-def test_required_files_are_checked_not_just_listed_ones(index_copy: Path) -> None:
+def test_required_files_are_checked_not_just_listed_ones(cli, index_copy: Path) -> None:
     # What a racing build's clean-up once left: no bm25/, and a manifest that no longer lists it.
     shutil.rmtree(index_copy / "bm25")
     _edit_manifest(index_copy, lambda m: m.update(files={k: v for k, v in m["files"].items()
                                                          if not k.startswith("bm25/")}))
     with pytest.raises(IndexFormatError, match="missing directory bm25/"):
         check_index(index_copy, full=True)
-    assert_clean_error(run_gearag("info", index_copy, "--verify"), "missing directory bm25/", "rebuild")
+    assert_clean_error(cli("info", index_copy, "--verify"), "missing directory bm25/", "rebuild")
 
 
 def test_a_required_file_missing_from_the_manifest_is_an_error(index_copy: Path) -> None:
@@ -294,9 +294,9 @@ def test_corrupt_npy_header_never_suggests_pickle(index_copy: Path) -> None:
         (lambda m: m.update(format_version=True), "format_version"),
     ],
 )
-def test_hand_edited_manifest_fields_are_one_line_errors(index_copy: Path, edit, needle: str) -> None:
+def test_hand_edited_manifest_fields_are_one_line_errors(cli, index_copy: Path, edit, needle: str) -> None:
     _edit_manifest(index_copy, edit)
     with pytest.raises(IndexFormatError, match=r"rebuild|format_version") as err:
         Index.load(index_copy)
     assert needle in str(err.value)
-    assert_clean_error(run_gearag("info", index_copy), needle)
+    assert_clean_error(cli("info", index_copy), needle)
