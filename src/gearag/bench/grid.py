@@ -48,8 +48,26 @@ def grid(ds: Dataset, embedder: str, *, ablations: bool = True) -> list[Row]:
             rows.append(Row(f"SiReRAG ({name})", name))
     if ablations:
         rows += [
-            Row("bm25 + SyncGE-offline, no diversity", "syncge", {"base": "bm25", "diversity": False}, ablation=True),
-            Row("bm25 + SyncGE-offline, Alg. 1 scope", "syncge", {"base": "bm25", "scope": "all"}, ablation=True),
+            # Issue 9: what moved the offline numbers (PPR over the passage graph, resolution, passage nodes,
+            # the chain agent, the output ranking); "beams" is GEAR's Algorithm 1 + Eq. 3 as printed.
+            Row("bm25 + SyncGE-offline, Alg. 1 beams (PPR off)", "syncge", {"base": "bm25", "graph": "beams"},
+                ablation=True),
+            Row("bm25 + SyncGE-offline, PPR + Alg. 1 fused", "syncge", {"base": "bm25", "graph": "both"},
+                ablation=True),
+            Row("bm25 + SyncGE-offline, resolution off", "syncge", {"base": "bm25", "about_weight": 0.0},
+                ablation=True),
+            Row("bm25 + SyncGE-offline, passage nodes off", "syncge", {"base": "bm25", "passage_nodes": False},
+                ablation=True),
+            Row("GEAR-offline, Eq. 9 output", "gear", {"base": "bm25", "final": "rrf"}, ablation=True),
+            Row("GEAR-offline, Alg. 1 + Eq. 9 (PPR off)", "gear", {"base": "bm25", "graph": "beams", "final": "rrf"},
+                ablation=True),
+            Row("GEAR-offline, resolution off", "gear", {"base": "bm25", "about_weight": 0.0}, ablation=True),
+            Row("GEAR-offline, chain agent off", "gear", {"base": "bm25", "chain_agent": False}, ablation=True),
+            # Table 4's diversity ablation and our neighbour scope, on Algorithm 1 (they do not touch PPR).
+            Row("bm25 + SyncGE-offline (beams), no diversity", "syncge",
+                {"base": "bm25", "graph": "beams", "diversity": False}, ablation=True),
+            Row("bm25 + SyncGE-offline (beams), Alg. 1 scope", "syncge",
+                {"base": "bm25", "graph": "beams", "scope": "all"}, ablation=True),
             Row("HippoRAG, no node specificity", "hipporag", {"node_specificity": False}, ablation=True),
             Row("HippoRAG, no synonym edges", "hipporag", {"synonym_neighbours": 0}, ablation=True),
             Row("HippoRAG 2, no passage seeds", "hipporag2", {"passage_weight": 0.0}, ablation=True),
