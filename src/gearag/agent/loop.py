@@ -21,6 +21,7 @@ Afterwards each gist triple is passage-linked (Eq. 8, 10) and the result is
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +78,8 @@ class GearAgent:
         fused = [p for p, _ in rrf([expansion.passages, base_rows], k=self.rrf_k)]
         return fused, {"proximal": proximal, "paths": self.expander.describe(expansion.beams)}
 
-    def run(self, question: str, k: int = 15) -> AgentResult:
+    def run(self, question: str, k: int = 15, on_step: Callable[[StepTrace], None] | None = None) -> AgentResult:
+        """Run the loop for ``question``; ``on_step`` (if given) sees each step's trace as soon as it finishes."""
         memory: list[Fact] = []
         per_step: list[list[int]] = []
         steps: list[StepTrace] = []
@@ -119,6 +121,8 @@ class GearAgent:
                     ranking=[self.index.passages[i].id for i, _ in final[:k]],
                 )
             )
+            if on_step is not None:
+                on_step(steps[-1])
             if reasoning.answerable or next_query is None:
                 break
             if next_query.strip().casefold() == query.strip().casefold():
