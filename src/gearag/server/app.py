@@ -56,6 +56,10 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None) -> FastAP
         body, content_type = metrics.exposition()
         return Response(body, media_type=content_type)
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def _favicon() -> Response:
+        return Response(status_code=204)
+
     @app.get("/", include_in_schema=False)
     def _page(request: Request) -> FileResponse:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -27,8 +28,15 @@ def serve(index_dir: Path, settings: ServerSettings) -> None:
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     print(f"gearag: serving {index_dir} ({counts.get('passages', '?')} passages) on http://{host}:{settings.port}/"
           f" — {key}; API docs at /docs", file=sys.stderr, flush=True)
+    # uvicorn handles SIGTERM itself (graceful drain), then re-raises it; make that re-raise a clean exit 0.
+    signal.signal(signal.SIGTERM, _stopped)
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
         # After SIGTERM/Ctrl-C: stop accepting, let in-flight requests finish, but not forever.
         timeout_graceful_shutdown=int(settings.request_timeout) + 5,
     )
+
+
+def _stopped(signum: int, frame: object) -> None:
+    print("gearag: stopped", file=sys.stderr, flush=True)
+    sys.exit(0)

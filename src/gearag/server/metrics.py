@@ -43,17 +43,20 @@ class Metrics:
 def _route(scope: dict[str, Any]) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
-    return path if isinstance(path, str) else "unmatched"
+    if isinstance(path, str):
+        return path
+    return "/static" if str(scope.get("path", "")).startswith("/static/") else "unmatched"
 
 
 def setup_access_log() -> None:
     """Send access lines, as they are (already JSON), to stderr once."""
-    if not access_log.handlers:
+    access_log.setLevel(logging.INFO)
+    access_log.propagate = False
+    if not any(getattr(h, "_gearag_access", False) for h in access_log.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._gearag_access = True  # type: ignore[attr-defined]
         access_log.addHandler(handler)
-        access_log.setLevel(logging.INFO)
-        access_log.propagate = False
 
 
 class MetricsMiddleware:

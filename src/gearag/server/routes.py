@@ -83,7 +83,7 @@ def respond(gearag: Gearag, result: Result, question: str, method: str, seconds:
     row = gearag.row(result, question=question)
     trace = result.trace
     evidence = list(trace.evidence) if isinstance(trace, AgentTrace) else []
-    return {**row, "method": method, "answer_label": result.answer_label if result.answer is not None else None,
+    return {"answer": None, "trace": None, **row, "method": method, "answer_label": result.answer_label if result.answer is not None else None,
             "evidence": evidence, "graph": result_graph(gearag, result), "seconds": round(seconds, 4)}
 
 
