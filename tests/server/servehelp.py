@@ -1,9 +1,4 @@
-"""Fixtures and helpers for the service tests: the demo index, an app factory with settings, a real `gearag serve`.
-
-Not a ``conftest.py``: a second package-less conftest would replace the top-level one
-in ``sys.modules`` and break ``from conftest import ...`` in the tests collected after
-this folder. Test modules import the fixtures they use from here.
-"""
+"""Helpers for the service tests: the demo question and a real `gearag serve` subprocess."""
 
 from __future__ import annotations
 
@@ -12,63 +7,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-import pytest
-from fastapi.testclient import TestClient
-
-from gearag.api import Gearag
-from gearag.store.index import Index
 
 #: The demo question the offline engine answers right (answer 1982, three gold passages).
 DEMO_QUESTION = ("In what year did Stephen Curry's father join the team from which he started his college "
                  "basketball career?")
 DEMO_ANSWER = "1982"
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-@pytest.fixture(scope="session")
-def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    """The index `make demo` builds (12 passages, spaCy triples, wordllama)."""
-    from gearag.data import load_corpus
-    from gearag.demo import write_demo_data
-    from gearag.indexing import build_index
-
-    directory = tmp_path_factory.mktemp("demo")
-    corpus, _ = write_demo_data(directory)
-    return build_index(load_corpus(corpus), directory / "index")
-
-
-@pytest.fixture(scope="session")
-def demo_gearag(demo_index: Index) -> Gearag:
-    return Gearag(demo_index)
-
-
-@pytest.fixture
-def make_client(demo_gearag: Gearag) -> Iterator[Callable[..., TestClient]]:
-    """``make_client(**settings)``: a TestClient over the demo index with those ServerSettings."""
-    from gearag.server import ServerSettings, create_app
-
-    clients: list[TestClient] = []
-
-    def make(gearag: Gearag | None = None, **settings: object) -> TestClient:
-        settings.setdefault("access_log", False)
-        client = TestClient(create_app(gearag or demo_gearag, ServerSettings(**settings)),  # type: ignore[arg-type]
-                            raise_server_exceptions=False)
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
-
-
-@pytest.fixture
-def client(make_client: Callable[..., TestClient]) -> TestClient:
-    return make_client()
 
 
 def free_port() -> int:
@@ -109,10 +56,3 @@ class Served:
             self.proc.kill()
             _, err = self.proc.communicate()
         return self.proc.returncode, err
-
-
-@pytest.fixture(scope="module")
-def served(demo_index: Index) -> Iterator[Served]:
-    server = Served(demo_index.path)
-    yield server
-    server.stop()

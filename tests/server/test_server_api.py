@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import assert_clean_error
 from fastapi.testclient import TestClient
-from servehelp import DEMO_ANSWER, DEMO_QUESTION, client, demo_gearag, demo_index, make_client  # noqa: F401
 
+from conftest import assert_clean_error
 from gearag.api import Gearag
 from gearag.results import Result
 from gearag.server import ServerSettings
 from gearag.server.graph import parse_path
+from server.servehelp import DEMO_ANSWER, DEMO_QUESTION
 
 Client = Callable[..., TestClient]
 
@@ -39,7 +39,7 @@ def assert_error(response: Any, status: int, *needles: str) -> str:
 def test_health_and_index(client: TestClient) -> None:
     assert client.get("/health").json()["status"] == "ok"
     info = client.get("/v1/index").json()
-    assert info["counts"] == {"passages": 12, "triples": info["counts"]["triples"], "entities": info["counts"]["entities"]}
+    assert info["counts"]["passages"] == 12 and info["counts"]["triples"] > 12 and info["counts"]["entities"] > 12
     assert info["extractor"] == "spacy" and info["embedder"] == "wordllama" and info["created"]
     methods = {m["name"]: m for m in info["methods"]}
     assert {"bm25", "syncge", "gear"} <= set(methods)

@@ -1,4 +1,4 @@
-"""A real headless Chromium (Debian's `chromium` + `chromium-driver`, via selenium) uses the page against the demo index.
+"""A real headless Chromium (Debian's `chromium` + `chromium-driver`, via selenium) uses the page on the demo index.
 
 Skipped with a visible reason when Chromium or selenium is missing — except in CI
 (``CI=true``), where a missing browser is a failure: this test must never pass silently there.
@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from servehelp import DEMO_ANSWER, DEMO_QUESTION, Served, demo_index, served  # noqa: F401
+
+from server.servehelp import DEMO_ANSWER, DEMO_QUESTION, Served
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
 DRIVER = shutil.which("chromedriver")

@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
-from servehelp import DEMO_ANSWER, DEMO_QUESTION, Served, demo_index, served  # noqa: F401
+
+from server.servehelp import DEMO_ANSWER, DEMO_QUESTION, Served
 
 openai = pytest.importorskip("openai", reason="the openai client is a dev dependency")
 
@@ -43,7 +44,7 @@ def test_openai_client_sees_clear_errors(served: Served) -> None:
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "q"}])
 
 
-def test_live_server_with_a_key_on_a_public_address_and_graceful_shutdown(demo_index: Any) -> None:  # noqa: F811
+def test_live_server_with_a_key_on_a_public_address_and_graceful_shutdown(demo_index: Any) -> None:
     server = Served(demo_index.path, {"GEARAG_API_KEY": "k3y"}, "--host", "127.0.0.1", "--request-timeout", "20")
     try:
         assert httpx.get(server.base_url + "/v1/index").status_code == 401

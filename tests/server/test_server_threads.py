@@ -7,7 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from servehelp import DEMO_QUESTION, demo_gearag, demo_index  # noqa: F401
 
 from gearag.api import Gearag
 from gearag.demo import QUESTIONS
@@ -20,7 +19,7 @@ def _key(gearag: Gearag, method: str, question: str) -> Any:
     return [(h.idx, round(h.score, 9)) for h in result.passages], result.answer
 
 
-def test_concurrent_calls_match_sequential_ones(demo_index: Any) -> None:  # noqa: F811
+def test_concurrent_calls_match_sequential_ones(demo_index: Any) -> None:
     gearag = Gearag(demo_index)  # a fresh app: methods and caches are built under contention too
     jobs = [(m, q["question"]) for m in ("bm25", "syncge", "gear", "hybrid") for q in QUESTIONS] * 3
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -50,7 +49,7 @@ class _FakeEmbedder:
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
-def test_shared_path_embedding_lru_survives_concurrent_evictions(demo_index: Any) -> None:  # noqa: F811
+def test_shared_path_embedding_lru_survives_concurrent_evictions(demo_index: Any) -> None:
     index = demo_index
     fake = _FakeEmbedder()
     index.cached("embedder", lambda: None)  # make sure the key exists, then swap in the fake
@@ -80,7 +79,7 @@ def test_shared_path_embedding_lru_survives_concurrent_evictions(demo_index: Any
                 for i in order:
                     got = scorer.extend(paths[i], candidates)
                     np.testing.assert_allclose(got, want[paths[i]], rtol=1e-5, atol=1e-6)
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:  # reported below
                 errors.append(exc)
 
         threads = [threading.Thread(target=work, args=(s,)) for s in range(6)]

@@ -83,7 +83,8 @@ def respond(gearag: Gearag, result: Result, question: str, method: str, seconds:
     row = gearag.row(result, question=question)
     trace = result.trace
     evidence = list(trace.evidence) if isinstance(trace, AgentTrace) else []
-    return {"answer": None, "trace": None, **row, "method": method, "answer_label": result.answer_label if result.answer is not None else None,
+    label = result.answer_label if result.answer is not None else None
+    return {"answer": None, "trace": None, **row, "method": method, "answer_label": label,
             "evidence": evidence, "graph": result_graph(gearag, result), "seconds": round(seconds, 4)}
 
 
