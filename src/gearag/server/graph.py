@@ -155,16 +155,23 @@ def neighbourhood(index: Index, entity: str, depth: int, max_nodes: int) -> dict
 
 
 def beams_graph(index: Index, paths: Sequence[str], highlight: Iterable[Sequence[str]] = (),
-                max_nodes: int = 120) -> dict[str, Any]:
-    """A step's beams as a graph; triples in ``highlight`` (evidence, gist memory) are marked and always drawn."""
+                also: Iterable[Sequence[str]] = (), max_nodes: int = 120) -> dict[str, Any]:
+    """A step's beams as a graph; triples in ``highlight`` (evidence, gist memory) are marked and drawn first.
+
+    ``also`` adds further triples after the beams (the step's proximal triples, the gist memory):
+    with PPR expansion (``graph=ppr``) a step has no beams, and these are what it worked from.
+    """
     rows = _triple_rows(index)
-    marked = {tuple(t) for t in highlight if len(t) == 3}
+    marked = {(t[0], t[1], t[2]) for t in highlight if len(t) == 3}
     b = _Builder(index, max_nodes)
     for s, p, o in sorted(marked):  # the evidence chain first, so the node limit never hides it
         b.triple(s, p, o, rows.get((s, p, o)), highlight=True)
     for path in paths:
         for s, p, o in parse_path(path):
             b.triple(s, p, o, rows.get((s, p, o)), highlight=(s, p, o) in marked)
+    for t in also:
+        if len(t) == 3:
+            b.triple(t[0], t[1], t[2], rows.get((t[0], t[1], t[2])), highlight=(t[0], t[1], t[2]) in marked)
     return b.out()
 
 

@@ -69,12 +69,14 @@ def check_top_k(top_k: int, settings: ServerSettings) -> int:
 
 
 def result_graph(gearag: Gearag, result: Result) -> dict[str, Any] | None:
-    """The final beams with the evidence chain highlighted (None for methods without beams)."""
+    """The final beams (and gist memory or proximal triples) with the evidence chain highlighted (None for
+    methods without a graph)."""
     trace = result.trace
     if isinstance(trace, AgentTrace):
-        return graphs.beams_graph(gearag.index, trace.paths, graphs.evidence_triples(trace.evidence))
+        return graphs.beams_graph(gearag.index, trace.paths, graphs.evidence_triples(trace.evidence),
+                                  also=trace.gist_memory)
     if isinstance(trace, ExpansionTrace):
-        return graphs.beams_graph(gearag.index, trace.paths)
+        return graphs.beams_graph(gearag.index, trace.paths, also=trace.proximal or [])
     return None
 
 
@@ -159,7 +161,8 @@ async def ask_stream(request: Request, body: AskRequest) -> StreamingResponse:
             async for kind, value in runner.events(call):
                 if kind == "step":
                     memory.extend(value.get("gist_added", []))
-                    graph = await run_in_threadpool(graphs.beams_graph, gearag.index, value.get("paths", []), memory)
+                    graph = await run_in_threadpool(graphs.beams_graph, gearag.index, value.get("paths", []), memory,
+                                                    value.get("proximal", []))
                     yield _line({"event": "step", "step": value, "graph": graph})
                 else:
                     out = await run_in_threadpool(respond, gearag, value, question, body.method,
