@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from conftest import (
     DATA,
     REPO,
@@ -28,7 +29,6 @@ from conftest import (
     wiki_slice,
     write_jsonl,
 )
-
 from gearag.cli import main
 from gearag.errors import IndexFormatError
 from gearag.indexing import work_dir_for

@@ -12,8 +12,8 @@ import json
 from dataclasses import fields, is_dataclass
 
 import pytest
-from conftest import wiki_slice
 
+from conftest import wiki_slice
 from gearag.api import Gearag
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError

@@ -41,6 +41,17 @@ class GraphConfig:
 
 
 @dataclass(frozen=True)
+class ResolveConfig:
+    """Stage 2b: entity resolution and the passage-aware graph's arrays (:mod:`gearag.graph`)."""
+
+    #: Build the passage-aware graph (mentions resolved to the passages about
+    #: them, entity relations) under ``graph/``. Off: it is built in memory on
+    #: first use instead (a few seconds on 6k passages).
+    entity_graph: bool = setting(True, "Store the passage-aware entity graph in the index (--no-entity-graph: "
+                                       "build it in memory on first use).")
+
+
+@dataclass(frozen=True)
 class BM25Config:
     """Stage 3: BM25 over every collection (Lucene variant, bm25s)."""
 
@@ -67,6 +78,7 @@ class IndexConfig:
 
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
+    resolve: ResolveConfig = field(default_factory=ResolveConfig)
     bm25: BM25Config = field(default_factory=BM25Config)
     embed: EmbedConfig = field(default_factory=EmbedConfig)
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
-
 from rich.markup import escape
+from rich.table import Table
 
 from gearag.results import Result
 from gearag.store.index import Index

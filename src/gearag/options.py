@@ -20,7 +20,7 @@ import math
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, TypeVar
 
 from gearag.errors import ConfigError
@@ -91,29 +91,29 @@ def _base_type(hint: Any) -> tuple[type, bool]:
     return hint, False
 
 
-def _walk(cls: type, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], dataclasses.Field[Any], Any]]:
-    """Leaf fields of a config tree: (path of field names, field, type hint)."""
+def _walk(
+    cls: type, instance: Any, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], dataclasses.Field[Any], Any, Any]]:
+    """Leaf fields of a config tree: (path of field names, field, type hint, default value).
+
+    Defaults are read from ``instance`` (the parent's default), so a method
+    whose config defaults a nested setting differently (NaiveGE's beams)
+    shows and uses its own default.
+    """
     hints = _hints(cls)
     for f in fields(cls):
         hint = hints[f.name]
+        value = getattr(instance, f.name)
         if isinstance(hint, type) and is_dataclass(hint):
-            yield from _walk(hint, prefix + (f.name,))
+            yield from _walk(hint, value, prefix + (f.name,))
         else:
-            yield prefix + (f.name,), f, hint
-
-
-def _default(f: dataclasses.Field[Any]) -> Any:
-    if f.default is not MISSING:
-        return f.default
-    if f.default_factory is not MISSING:
-        return f.default_factory()
-    return None
+            yield prefix + (f.name,), f, hint, value
 
 
 def option_specs(cls: type) -> dict[str, OptionSpec]:
     """The options of config class ``cls`` (flattened, first occurrence of each name wins)."""
     out: dict[str, OptionSpec] = {}
-    for _path, f, hint in _walk(cls):
+    for _path, f, hint, default in _walk(cls, cls()):
         meta = f.metadata.get("gearag")
         if meta is None:
             continue  # internal field, not a user option
@@ -121,7 +121,7 @@ def option_specs(cls: type) -> dict[str, OptionSpec]:
         if name in out:
             continue
         typ, optional = _base_type(hint)
-        out[name] = OptionSpec(name, typ, _default(f), meta["help"], meta["min"], meta["choices"], meta["positive"],
+        out[name] = OptionSpec(name, typ, default, meta["help"], meta["min"], meta["choices"], meta["positive"],
                                optional)
     return out
 
@@ -190,19 +190,21 @@ def build_config(cls: type[C], options: Mapping[str, Any] | None = None, *, what
     return _instantiate(cls, values)
 
 
-def _instantiate(cls: type[C], values: Mapping[str, Any]) -> C:
+def _instantiate(cls: type[C], values: Mapping[str, Any], base: Any = None) -> C:
+    """``base`` (default ``cls()``) with the given option values set at every place they name."""
+    base = cls() if base is None else base
     hints = _hints(cls)
-    kwargs: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
     for f in fields(cls):  # type: ignore[arg-type]
         hint = hints[f.name]
         if isinstance(hint, type) and is_dataclass(hint):
-            kwargs[f.name] = _instantiate(hint, values)
+            changes[f.name] = _instantiate(hint, values, getattr(base, f.name))
             continue
         meta = f.metadata.get("gearag")
         name = (meta or {}).get("name") or f.name
         if meta is not None and name in values:
-            kwargs[f.name] = values[name]
-    return cls(**kwargs)
+            changes[f.name] = values[name]
+    return replace(base, **changes)  # type: ignore[type-var, no-any-return]
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

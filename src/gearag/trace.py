@@ -23,14 +23,30 @@ class ExpansionTrace:
     expanded_passages: list[str]
     #: The reader's proximal triples (SyncGE only; NaiveGE starts from every triple).
     proximal: list[list[str]] | None = None
+    #: Titles of the passages PPR over the passage graph ranks first (``graph`` = ppr | both).
+    ppr_passages: list[str] | None = None
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": TRACE_VERSION, "kind": "expansion"}
         if self.proximal is not None:
             out["proximal"] = self.proximal
-        out.update(paths=self.paths, expanded_passages=self.expanded_passages, seconds=self.seconds)
+        out.update(paths=self.paths, expanded_passages=self.expanded_passages)
+        if self.ppr_passages is not None:
+            out["ppr_passages"] = self.ppr_passages
+        out["seconds"] = self.seconds
         return out
+
+
+@dataclass
+class LinkTrace:
+    """A one-step method that adds linked passages to a base ranking (the title-mention baseline)."""
+
+    #: Titles of the passages linked from the base passages, in link order.
+    linked: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": TRACE_VERSION, "kind": "links", "linked": self.linked}
 
 
 @dataclass
@@ -102,4 +118,4 @@ class AgentTrace:
         return out
 
 
-Trace = ExpansionTrace | AgentTrace
+Trace = ExpansionTrace | AgentTrace | LinkTrace

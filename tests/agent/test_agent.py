@@ -8,7 +8,9 @@ from types import SimpleNamespace
 import pytest
 from conftest import DATA, wiki_slice
 
-from gearag.agent.loop import AgentConfig, GearAgent
+from gearag.agent.config import AgentConfig, AgentEngineConfig
+from gearag.agent.loop import GearAgent
+from gearag.expand.config import ExpansionConfig
 from gearag.agent.offline import OfflineAnswerer
 from gearag.config import IndexConfig
 from gearag.engine import Engine
@@ -192,12 +194,15 @@ class StubRewriter:
 
 
 def _agent(index: Index, *, gist: list[list[Fact]], verdicts: list[Reasoning], rewrites: list[str],
-           base: dict[str, list[int]], links: dict, max_steps: int = 3) -> SimpleNamespace:
+           base: dict[str, list[int]], links: dict, max_steps: int = 3, chain: bool = False) -> SimpleNamespace:
     roles = SimpleNamespace(reader=StubReader(), gist=StubReader(gist), reasoner=StubReasoner(verdicts),
                             rewriter=StubRewriter(rewrites))
     engine = Engine("stub", roles.reader, roles.gist, roles.reasoner, roles.rewriter,
                     answerer=None)  # type: ignore[arg-type]
-    agent = GearAgent(index, engine, AgentConfig(max_steps=max_steps, chunks=3, link_k=2))
+    # Eq. 9 and Algorithm 1 as printed (the passage-graph defaults are tested in test_graph.py).
+    agent = GearAgent(index, engine, AgentConfig(max_steps=max_steps, chunks=3, link_k=2, final="rrf",
+                                                 engine=AgentEngineConfig(chain_agent=chain),
+                                                 expansion=ExpansionConfig(graph="beams")))
     # With no proximal triples there is nothing to expand, so C_q(n) is the base ranking.
     agent.base = StubBase(base)
     agent.passage_linker = StubLinker(links)
@@ -285,6 +290,23 @@ def test_loop_stops_when_the_rewrite_repeats_the_query(tiny_index: Index) -> Non
     result = s.agent.run(QUESTION, k=5)
     assert len(result.steps) == 1
     assert s.base.queries == [(QUESTION, 3)]
+
+
+def test_chain_loop_continues_on_a_repeated_rewrite_while_the_memory_grows(tiny_index: Index) -> None:
+    """Issue 9: a repeated query is retried while the step added facts (the next step reads with them)."""
+    repeated = "  which team drafted the FATHER of Stephen Curry? "
+    s = _agent(
+        tiny_index,
+        gist=[[T_A], []],
+        verdicts=[Reasoning(False, "missing"), Reasoning(False, "missing")],
+        rewrites=[repeated, repeated],
+        base={QUESTION: [0, 1], repeated: [0, 1]},
+        links={T_A.as_tuple(): [1]},
+        chain=True,
+    )
+    result = s.agent.run(QUESTION, k=5)
+    assert len(result.steps) == 2  # step 2 added nothing, so the loop stops there
+    assert s.base.queries == [(QUESTION, 3), (repeated, 3)]
 
 
 def test_loop_stops_when_answerable_at_step_one(tiny_index: Index) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from llm_server import Reply, ScriptedServer
 
 from gearag.agent.llm_engine import llm_engine
 from gearag.agent.loop import AgentConfig, GearAgent
@@ -21,6 +20,7 @@ from gearag.llm.roles import format_passages, format_triples
 from gearag.model import Fact
 from gearag.retrieve import make_retriever
 from gearag.store.index import Index
+from llm_server import Reply, ScriptedServer
 
 QUESTION = "On which river is the city where the band of John Lennon was formed?"
 REWRITE = "On which river is Liverpool?"

@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import write_jsonl
 
+from conftest import write_jsonl
 from gearag.data import GoldMatcher, load_corpus, load_questions
 from gearag.data.corpus import join_sentences
 from gearag.errors import DataError, GearagError

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import wiki_slice
 
+from conftest import wiki_slice
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError
 from gearag.expand import expansion as expansion_module
@@ -241,8 +241,9 @@ def test_naivege_starts_from_all_triples_of_the_base_passages(tiny_index: Index)
 
 
 def test_syncge_with_offline_reader_is_rrf_of_expanded_and_base(wiki: SimpleNamespace) -> None:
+    """Algorithm 1 as printed (``graph=beams``), then Eq. 3."""
     index = wiki.index
-    method = make_method(index, "syncge")
+    method = make_method(index, "syncge", graph="beams")
     for question in (PERFORMER_Q, SPOUSE_Q):
         result = method(question, 10)
         base_rows = [h.idx for h in make_retriever(index, "bm25", "passages").retrieve(question, 10)]

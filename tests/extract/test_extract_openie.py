@@ -7,8 +7,8 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import DATA
 
+from conftest import DATA
 from gearag.errors import ConfigError, DataError
 from gearag.extract.base import make_extractor
 from gearag.extract.openie import OpenIEExtractor

@@ -8,11 +8,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from llm_server import Drop, Raw, Reply, ScriptedServer, Status
 
 from gearag.errors import LLMError
 from gearag.llm import LLMClient, LLMConfig, LLMRoles, UsageLedger
 from gearag.model import Passage
+from llm_server import Drop, Raw, Reply, ScriptedServer, Status
 
 
 @pytest.fixture

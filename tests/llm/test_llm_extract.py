@@ -15,7 +15,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from llm_server import Hang, Reply, ScriptedServer, Status
 
 from gearag.errors import LLMError
 from gearag.extract.base import make_extractor
@@ -24,6 +23,7 @@ from gearag.extract.run import extract_with_checkpoint
 from gearag.llm import FakeLLM, LLMClient, LLMConfig, PromptSet
 from gearag.model import Fact, Passage
 from gearag.store.checkpoint import checkpoint_name
+from llm_server import Hang, Reply, ScriptedServer, Status
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 MARK = re.compile(r"PASSAGE-(\d{3})")

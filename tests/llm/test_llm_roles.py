@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from llm_server import Reply, ScriptedServer
 
 from gearag.errors import LLMError
 from gearag.llm import (
@@ -19,6 +18,7 @@ from gearag.llm import (
 )
 from gearag.llm.roles import gear, sirerag
 from gearag.model import Fact, Passage, Reasoning, Triple
+from llm_server import Reply, ScriptedServer
 
 DOCS = [Passage("1", "Stephen Curry", "Stephen Curry played college basketball for Davidson."),
         Passage("2", "", "Davidson College is in North Carolina.")]

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import StubExtractor, tiny_passages
 
+from conftest import StubExtractor, tiny_passages
 from gearag.config import IndexConfig
 from gearag.errors import IndexFormatError
 from gearag.extract.run import extract_with_checkpoint

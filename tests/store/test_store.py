@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import StubExtractor, tiny_passages
 
+from conftest import StubExtractor, tiny_passages
 from gearag.config import IndexConfig
 from gearag.errors import DataError, IndexFormatError
 from gearag.indexing import build_index, work_dir_for

@@ -1,4 +1,4 @@
-"""Settings of the GEAR agent (§5); defaults follow App. B.2."""
+"""Settings of the GEAR agent (§5); defaults follow App. B.2 where the paper fixes them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,21 @@ from dataclasses import dataclass
 from gearag.engine import EngineConfig
 from gearag.expand.config import ExpansionConfig
 from gearag.options import setting
+
+#: How the agent ranks its output: PPR over the passage-aware graph, or Eq. 9 as printed.
+FINAL_MODES = ("ppr", "rrf")
+
+
+@dataclass(frozen=True)
+class AgentEngineConfig(EngineConfig):
+    """The engine of the agent, with the offline engine's chain behaviour."""
+
+    #: The offline agent finishes its chains (issue 9): the gist keeps facts
+    #: that advance a chain, the rewrite substitutes the resolved bridge's page
+    #: title, names meet when they resolve to the same page, "A or B" questions
+    #: follow both branches, and the loop continues on a repeated rewrite while
+    #: the memory still grows. Off: the model-free roles as first built.
+    chain_agent: bool = setting(True, "Offline agent: finish chains through entity resolution (--no-chain-agent: off).")
 
 
 @dataclass(frozen=True)
@@ -23,9 +38,18 @@ class AgentConfig:
     #: out the steps' passages: k = 1 gave the best recall on all three
     #: benchmark sets (BENCHMARKS.md).
     link_k: int = setting(1, "Agent: passages per gist triple in passageLink (Eq. 8).", min=1)
-    #: Graph expansion inside each step (base retriever, beams, tripleLink, RRF).
+    #: The output ranking: ``rrf`` is Eq. 9 as printed (passageLink of every
+    #: gist triple fused with every step's passages); ``ppr`` ranks by
+    #: Personalized PageRank over the passage-aware graph seeded with the
+    #: question's entities, the whole gist memory and the first step's base
+    #: passages — HippoRAG 2's retrieval with the gist memory in the role of
+    #: its filtered facts (BENCHMARKS.md: +2.6 R@5 on 2Wiki). ``ppr`` needs the
+    #: expansion's ``graph`` to be ``ppr`` or ``both`` (else Eq. 9 is used).
+    final: str = setting("ppr", "Agent output ranking: ppr (passage graph) | rrf (Eq. 9 as printed).",
+                         choices=FINAL_MODES)
+    #: Graph expansion inside each step (base retriever, PPR or beams, tripleLink, RRF).
     expansion: ExpansionConfig = setting(ExpansionConfig, "")
-    engine: EngineConfig = setting(EngineConfig, "")
+    engine: AgentEngineConfig = setting(AgentEngineConfig, "")
     #: Also produce a short answer from the top passages (Table 3's QA setup).
     answer: bool = setting(True, "Agent: also answer from the top passages (--no-answer skips it).")
     #: Passages the answerer reads (the paper's QA setup uses the top 5, Table 3).

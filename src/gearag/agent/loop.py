@@ -11,11 +11,18 @@ Per step ``n`` with query ``q(n)`` (``q(1) = q``):
 4. ``reason(G(n), q)`` (Eq. 6); stop when answerable or at ``max_steps``;
    otherwise ``q(n+1) = rewrite(G(n), q, r(n))`` (Eq. 7).
 
-One addition: the loop also stops when the rewriter returns the current
-query again, since that step would retrieve the same passages.
+The loop also stops when the rewriter returns the current query again,
+since that step would retrieve the same passages — unless the step added
+facts to the gist memory while the offline chain agent is on (a bridge is
+still being resolved; ``chain_agent``).
 
-Afterwards each gist triple is passage-linked (Eq. 8, 10) and the result is
-``RRF(C_t1, …, C_t|G|, C_q(1), …, C_q(n))`` (Eq. 9).
+The output ranking (``AgentConfig.final``): ``rrf`` is Eq. 9 as printed —
+each gist triple passage-linked (Eq. 8, 10) and
+``RRF(C_t1, …, C_t|G|, C_q(1), …, C_q(n))``; ``ppr`` (default, issue 9)
+ranks by Personalized PageRank over the passage-aware graph seeded with the
+question's entities, the gist memory and the first step's base passages.
+Inside each step, ``ExpansionConfig.graph`` chooses PPR (default), Algorithm 1's
+beams (as printed) or both.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from gearag.agent.config import AgentConfig
 from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
+from gearag.graph.passage_graph import passage_graph_for
 from gearag.model import Fact, Hit, Reasoning
 from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import rrf
@@ -68,15 +76,47 @@ class GearAgent:
         self.triple_linker = TripleLinker(index, exp.link, config=exp.retriever)
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.passage_linker = PassageLinker(index, exp.base, exp.retriever)
+        self.chain = config.engine.chain_agent
+        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
 
-    def step_passages(self, query: str, question: str, memory: list[Fact]) -> tuple[list[int], dict[str, Any]]:
+    def step_passages(
+        self, query: str, question: str, memory: list[Fact], n_base: list[Hit] | None = None
+    ) -> tuple[list[int], dict[str, Any]]:
         """SyncGE for one step: ``C_q(n)`` and what the step's reader and beams found."""
-        base_rows = [h.idx for h in self.base.retrieve(query, self.config.chunks)]
+        base_hits = self.base.retrieve(query, self.config.chunks)
+        base_rows = [h.idx for h in base_hits]
         proximal = self.engine.reader.read(question, base_rows, memory)
         initial = self.triple_linker.link(proximal)
-        expansion = self.expander.expand(query, initial)
-        fused = [p for p, _ in rrf([expansion.passages, base_rows], k=self.rrf_k)]
-        return fused, {"proximal": proximal, "paths": self.expander.describe(expansion.beams)}
+        mode = self.config.expansion.graph
+        rankings: list[list[int]] = []
+        paths: list[str] = []
+        if self.graph is not None:
+            known = [t.source for t in memory if t.source is not None]
+            seeds = list(dict.fromkeys([*initial, *known]))
+            rankings.append(self.graph.rank(query, [(h.idx, h.score) for h in base_hits], seeds,
+                                            max(15, self.config.chunks)))
+        if mode != "ppr":
+            expansion = self.expander.expand(query, initial)
+            rankings.extend([expansion.passages, base_rows] if mode == "beams" else [expansion.passages])
+            paths = self.expander.describe(expansion.beams)
+        else:
+            rankings = [list(dict.fromkeys([*rankings[0], *base_rows]))]
+        fused = [p for p, _ in rrf(rankings, k=self.rrf_k)]
+        if n_base is not None:
+            n_base.extend(base_hits)
+        return fused, {"proximal": proximal, "paths": paths}
+
+    def final_ppr(
+        self, question: str, memory: list[Fact], base: list[Hit], per_step: list[list[int]], k: int
+    ) -> list[tuple[int, float]]:
+        """The output ranking by PPR (see ``AgentConfig.final``); the steps' passages fill the tail."""
+        seeds = list(dict.fromkeys(t.source for t in memory if t.source is not None))
+        # The gist memory is already a selection: its facts seed alike (not by reading order).
+        ranked = self.graph.rank(question, [(h.idx, h.score) for h in base], seeds, k,  # type: ignore[union-attr]
+                                 ranked=not self.chain)
+        tail = [p for p, _ in rrf(per_step, k=self.rrf_k) if p not in set(ranked)]
+        order = [*ranked, *tail]
+        return [(p, 1.0 / (self.rrf_k + i + 1)) for i, p in enumerate(order)]
 
     def run(self, question: str, k: int = 15, on_step: Callable[[StepTrace], None] | None = None) -> AgentResult:
         """Run the loop for ``question``; ``on_step`` (if given) sees each step's trace as soon as it finishes."""
@@ -87,10 +127,11 @@ class GearAgent:
         reasoning: Reasoning | None = None
         linked: list[list[int]] = []
         final: list[tuple[int, float]] = []
+        first_base: list[Hit] = []
         for n in range(1, self.config.max_steps + 1):
             started = time.perf_counter()
             before = _tokens(self.engine.ledger)
-            rows, found = self.step_passages(query, question, memory)
+            rows, found = self.step_passages(query, question, memory, first_base if n == 1 else None)
             per_step.append(rows)
             gist = self.engine.gist.read(question, rows[: self.config.chunks], memory)
             known = {t.as_tuple() for t in memory}
@@ -103,7 +144,10 @@ class GearAgent:
             after = _tokens(self.engine.ledger)
             # Eq. 8–10 for the memory so far: passageLink new gist triples, fuse with every step.
             linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
-            final = rrf(linked + per_step, k=self.rrf_k)
+            if self.config.final == "ppr" and self.graph is not None:
+                final = self.final_ppr(question, memory, first_base, per_step, k)
+            else:
+                final = rrf(linked + per_step, k=self.rrf_k)
             steps.append(
                 StepTrace(
                     step=n,
@@ -125,7 +169,7 @@ class GearAgent:
                 on_step(steps[-1])
             if reasoning.answerable or next_query is None:
                 break
-            if next_query.strip().casefold() == query.strip().casefold():
+            if next_query.strip().casefold() == query.strip().casefold() and not (self.chain and added):
                 break  # the rewriter has nothing new to ask; another step would repeat this one
             query = next_query
         return AgentResult([Hit(i, s) for i, s in final[:k]], steps, memory, reasoning)

@@ -13,6 +13,22 @@
   "Aretha Franklin") and keeps the unresolved rest;
 * answerer — the reasoner's chain terminal, else the best typed value in the
   memory and the top passages' triples; labelled as an extracted candidate.
+
+With ``chain=True`` (default; issue 9) the engine uses the index's entity
+resolution (:mod:`gearag.graph.resolve`) so that it finishes its chains:
+
+* the gist keeps facts that *advance the chain* — facts ending in a name that
+  resolves to a passage (a bridge one can follow), in a value of the asked
+  type, or through a relation the question asks about — not generic
+  attributes ("is American");
+* the rewrite substitutes the bridge's resolved page title ("Duke Blue
+  Devils" → "Duke Blue Devils men's basketball") for the span it resolves;
+* a question that names the kind of place it wants with a noun English
+  names of such places carry ("which county", "which river") is answered
+  only by a terminal carrying that noun ("Summit County", not "Akron");
+* "A or B" comparisons follow both branches through the resolved pages:
+  the option's page → the fact for the asked relation (its director) → that
+  entity's page → the date asked for (born / died), then compare.
 """
 
 from __future__ import annotations
@@ -22,10 +38,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
 from gearag.model import Fact, Passage, Reasoning
 from gearag.question_analysis import QuestionInfo, analyse, matches_type
+from gearag.store.collection import PASSAGES
 from gearag.store.index import Index
 from gearag.text import date_key, is_named, normalise_entity
 
@@ -90,7 +109,79 @@ def same_entity(a: str, b: str) -> bool:
     if a == b:
         return True
     short, long = (a, b) if len(a) < len(b) else (b, a)
-    return len(short) >= 4 and long.startswith(short + " ")
+    if len(short) >= 4 and long.startswith(short + " "):
+        return True
+    # A name of two or more words ending a longer one: "blue devils" / "duke blue devils".
+    return " " in short and long.endswith(" " + short)
+
+
+#: Place nouns that English names of such places carry ("Summit County", "Ohio River"):
+#: when a question asks "which county", only a terminal with "county" answers it.
+NAME_NOUNS = ("county", "river", "university", "college", "school", "district", "province", "island", "lake",
+              "church", "parish", "borough", "township", "mountain", "airport")
+
+
+def asked_noun(question: str) -> str | None:
+    """The place noun a question asks for ("In which county ..." → "county"), if one of :data:`NAME_NOUNS`."""
+    m = re.search(r"\b(?:which|what)\s+(\w+)", question.lower())
+    if m and m.group(1) in NAME_NOUNS:
+        return m.group(1)
+    return None
+
+
+class Resolver:
+    """Names → the passage about them, through the index's entity resolution (issue 9)."""
+
+    #: A name resolves when its best candidate holds at least this share of its weight
+    #: (see the ambiguity policy in :mod:`gearag.graph.resolve`).
+    MIN_SHARE = 0.5
+
+    def __init__(self, index: Index) -> None:
+        from gearag.graph.passage_graph import graph_arrays_for
+
+        self.index = index
+        res = graph_arrays_for(index).resolution
+        self.keys = res.key_index()
+        self.about = res.about
+        self._cache: dict[str, int | None] = {}
+
+    def row(self, name: str) -> int | None:
+        from gearag.graph.trie import name_key
+
+        if name not in self._cache:
+            eid = self.keys.get(name_key(name))
+            row = None
+            if eid is not None:
+                lo, hi = self.about.indptr[eid], self.about.indptr[eid + 1]
+                if hi > lo:
+                    j = lo + int(np.argmax(self.about.data[lo:hi]))
+                    if self.about.data[j] >= self.MIN_SHARE:
+                        row = int(self.about.indices[j])
+            self._cache[name] = row
+        return self._cache[name]
+
+    def title(self, name: str) -> str | None:
+        row = self.row(name)
+        return self.index.passages[row].title if row is not None else None
+
+    def relevance(self, question: str, names: Sequence[str]) -> list[float]:
+        """Cosine of the question and the page each name resolves to (-1 when it resolves to none)."""
+        rows = [self.row(n) for n in names]
+        if all(r is None for r in rows):
+            return [-1.0] * len(rows)
+        q = self.index.embedder.encode([question])[0]
+        vecs = self.index.collection(PASSAGES).vectors
+        return [float(vecs[r] @ q) if r is not None else -1.0 for r in rows]
+
+    def facts(self, name: str, limit: int = 64) -> list[Fact]:
+        """The triples of the passage ``name`` resolves to."""
+        row = self.row(name)
+        if row is None:
+            return []
+        table = self.index.triples
+        r = self.index.passage_triples(row)
+        return [Fact(table.subjects[t], table.predicates[t], table.objects[t], source=t)
+                for t in range(r.start, min(r.stop, r.start + limit))]
 
 
 @dataclass
@@ -117,8 +208,10 @@ class Chain:
 class OfflineReasoner:
     """Answerability from chains of gist triples; see the module docstring."""
 
-    def __init__(self, max_length: int = 3) -> None:
+    def __init__(self, max_length: int = 3, resolver: Resolver | None = None) -> None:
         self.max_length = max_length
+        #: With a resolver: type nouns are enforced and comparisons follow both branches.
+        self.resolver = resolver
 
     def chains(self, info: QuestionInfo, memory: Sequence[Fact]) -> list[Chain]:
         qnorm = normalise_entity(info.text)
@@ -135,10 +228,19 @@ class OfflineReasoner:
             info.terms
         )
         named = [(normalise_entity(end), t) for t in memory for end in (t.subject, t.object) if is_named(end)]
+        noun = asked_noun(info.text) if self.resolver is not None else None
+
+        resolver = self.resolver
 
         def continuing(entity: str) -> list[Fact]:
-            # Chains continue through named entities only, as the graph does; "Akron" meets "Akron, Ohio".
-            return [t for key, t in named if same_entity(key, entity)]
+            # Chains continue through named entities only, as the graph does; "Akron" meets "Akron, Ohio",
+            # and with a resolver two names meet when they resolve to the same page.
+            out = [t for key, t in named if same_entity(key, entity)]
+            if resolver is not None:
+                row = resolver.row(entity)
+                if row is not None:
+                    out += [t for key, t in named if t not in out and resolver.row(key) == row]
+            return out
 
         out: list[Chain] = []
 
@@ -149,7 +251,8 @@ class OfflineReasoner:
             covered = sum(1 for x in relation_terms if _covers(x, terms)) / len(relation_terms)
             hit = any(_covers(x, _stems(last.predicate)) for x in relation_terms)
             if not _in_question(far, qnorm):
-                out.append(Chain(list(path), far, covered, matches_type(far, info.answer_type), hit))
+                typed = matches_type(far, info.answer_type) and (noun is None or noun in far.lower())
+                out.append(Chain(list(path), far, covered, typed, hit))
             if len(path) >= self.max_length:
                 return
             if not is_named(far):
@@ -167,6 +270,10 @@ class OfflineReasoner:
         """Date comparisons between the two options of an "A or B" question."""
         if len(info.options) != 2:
             return None
+        if self.resolver is not None:
+            bridged = self.compare_bridged(info)
+            if bridged is not None:
+                return bridged
         dates: dict[str, tuple[tuple[int, int, int], Fact]] = {}
         for option in info.options:
             onorm = normalise_entity(option)
@@ -184,6 +291,67 @@ class OfflineReasoner:
         choice = pick(info.options, key=lambda o: dates[o][0])
         evidence = [f"({t.subject}; {t.predicate}; {t.object})" for _, t in dates.values()]
         return Reasoning(True, f"Compared dates: {'; '.join(evidence)}.", choice, evidence)
+
+    def compare_bridged(self, info: QuestionInfo) -> Reasoning | None:
+        """Follow both options through their pages: option → relation fact → entity → asked date.
+
+        "Which film has the director born earlier, A or B?": for A and B, the
+        fact on the option's page whose predicate expresses a relation word of
+        the question ("directed by" for "director") and ends in a name that
+        resolves; on that page, the date fact for the asked event ("born").
+        Without a relation word the option's own date is compared ("came out
+        first"). ``None`` when either branch cannot be followed.
+        """
+        resolver = self.resolver
+        assert resolver is not None
+        low = info.text.lower()
+        option_terms = set().union(*(_stems(o) for o in info.options))
+        event = ("born", "birth") if re.search(r"\bborn\b|\bbirth", low) else (
+            ("die", "death", "dead") if re.search(r"\bdie|\bdeath|\bdead", low) else ())
+        event_terms = {"born", "birth", "die", "death", "dead", "older", "younger", "earlier", "later", "first",
+                       "last"}
+        relation = [x for x in info.terms if x not in option_terms and x not in _TYPE_WORDS
+                    and x not in event_terms and x not in ("film", "song", "album", "book", "person", "peopl")]
+
+        def dated(facts: list[Fact], subject: str) -> tuple[tuple[int, int, int], Fact] | None:
+            best = None
+            for t in facts:
+                if not same_entity(normalise_entity(t.subject), normalise_entity(subject)) and not (
+                        normalise_entity(subject) in normalise_entity(t.subject)):
+                    continue
+                if event and not any(p.startswith(e) for p in _stems(t.predicate) | _stems(t.object) for e in event):
+                    continue
+                key = date_key(t.object)
+                if key and (best is None or key < best[0]):
+                    best = (key, t)
+            return best
+
+        found: dict[str, tuple[tuple[int, int, int], list[Fact]]] = {}
+        for option in info.options:
+            facts = resolver.facts(option)
+            if not facts:
+                return None
+            bridges = [t for t in facts if is_named(t.object) and resolver.row(t.object) is not None
+                       and any(_covers(x, _stems(t.predicate)) for x in relation)] if relation else []
+            for bridge in bridges:
+                hit = dated(resolver.facts(bridge.object), bridge.object)
+                if hit is not None:
+                    found[option] = (hit[0], [bridge, hit[1]])
+                    break
+            if option in found:
+                continue
+            # The option's own date, when the question asks about the option itself ("released
+            # first", "who is older") or the dated fact expresses the asked relation ("released in").
+            own = [t for t in facts if not relation or any(_covers(x, _stems(t.predicate)) for x in relation)]
+            hit = dated(own, facts[0].subject)
+            if hit is None:
+                return None
+            found[option] = (hit[0], [hit[1]])
+        latest = any(w in f" {low}" for w in (" later", " last", " younger", " most recent", " more recent"))
+        pick = max if latest else min
+        choice = pick(info.options, key=lambda o: found[o][0])
+        evidence = [f"({t.subject}; {t.predicate}; {t.object})" for _, path in found.values() for t in path]
+        return Reasoning(True, f"Compared through both branches: {'; '.join(evidence)}.", choice, evidence)
 
     def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning:
         info = analyse(question)
@@ -213,6 +381,7 @@ class OfflineRewriter:
 
     def __init__(self, reasoner: OfflineReasoner) -> None:
         self.reasoner = reasoner
+        self.resolver = reasoner.resolver
 
     def rewrite(self, question: str, memory: Sequence[Fact], reasoning: Reasoning) -> str:
         info = analyse(question)
@@ -228,25 +397,43 @@ class OfflineRewriter:
         chains = [c for c in self.reasoner.chains(info, memory) if is_named(c.terminal) and not c.answers]
         if not chains:
             return question
-        bridge = max(chains, key=lambda c: (c.coverage, -len(c.triples)))
-        return substitute(question, bridge)
+        if self.resolver is not None:
+            # The furthest bridge among the best-covering chains: a chain that went one hop
+            # further ("Seth Curry" → "Duke Blue Devils") is where the next step starts; among
+            # equally long ones, the bridge whose page bears most on the question.
+            relevance = [self.resolver.relevance(_unresolved(question, c), [c.terminal])[0] for c in chains]
+            bridge = max(zip(chains, relevance), key=lambda cr: (cr[0].coverage, len(cr[0].triples), cr[1]))[0]
+        else:
+            bridge = max(chains, key=lambda c: (c.coverage, -len(c.triples)))
+        name = None
+        if self.resolver is not None:
+            name = self.resolver.title(bridge.terminal)
+        return substitute(question, bridge, name)
 
 
-def substitute(question: str, chain: Chain) -> str:
+def _unresolved(question: str, chain: Chain) -> str:
+    """The question's words the chain does not cover yet (what the next page must bear on)."""
+    chain_terms = _stems(" ".join(f"{t.subject} {t.predicate} {t.object}" for t in chain.triples))
+    words = question.rstrip("?").split()
+    return " ".join(w for w in words if not (_stems(w) and all(_covers(x, chain_terms) for x in _stems(w))))
+
+
+def substitute(question: str, chain: Chain, name: str | None = None) -> str:
     """Replace the question span the chain resolves by the chain's terminal entity."""
     words = question.rstrip("?").split()
     stems_by_word = [_stems(w) for w in words]
     chain_text = " ".join(f"{t.subject} {t.predicate} {t.object}" for t in chain.triples)
     chain_terms = _stems(chain_text)
     marked = [bool(s) and all(_covers(x, chain_terms) for x in s) for s in stems_by_word]
+    name = name or chain.terminal
     if not any(marked):
-        return f"{chain.terminal} {question}"
+        return f"{name} {question}"
     first = marked.index(True)
     last = len(marked) - 1 - marked[::-1].index(True)
     # Keep a leading function word ("of the", "the") attached to what remains.
     head = words[:first]
     tail = words[last + 1 :]
-    rewritten = " ".join([*head, chain.terminal, *tail]).strip()
+    rewritten = " ".join([*head, name, *tail]).strip()
     return rewritten + "?"
 
 
@@ -265,6 +452,9 @@ class OfflineAnswerer:
         reasoning = self.reasoner.reason(question, memory)
         if reasoning.answerable and reasoning.answer:
             return Answer(reasoning.answer, self.LABEL, reasoning.evidence)
+        if info.options and self.reasoner.resolver is not None:
+            # An "A or B" question is answered by A or B: undecided, the first option (a guess, labelled).
+            return Answer(info.options[0], self.LABEL + "; undecided comparison, first option", reasoning.evidence)
         if info.answer_type == "yesno":
             return Answer("yes" if reasoning.answerable else "no", self.LABEL, reasoning.evidence)
         chains = self.reasoner.chains(info, memory)
@@ -285,19 +475,74 @@ class OfflineAnswerer:
         return Answer("unknown", self.LABEL, [])
 
 
+class ChainGist:
+    """Gist constructor that keeps the facts that advance a chain (see the module docstring).
+
+    A fact advances the chain when its far end is a name that resolves to a
+    passage (a bridge one can follow), or a value of the asked type, or when
+    its predicate expresses a relation word of the question. Generic
+    attributes ("is American", "is 1957 film") do none of these.
+    """
+
+    def __init__(self, index: Index, resolver: Resolver, max_triples: int = 5) -> None:
+        self.reader = OfflineReader(index, OfflineReaderConfig(max_triples=max_triples))
+        self.index = index
+        self.resolver = resolver
+        self.max_triples = max_triples
+
+    def advances(self, t: int, info: QuestionInfo, relation: list[str], reached: set[str]) -> bool:
+        table = self.index.triples
+        obj = table.objects[t]
+        # Only specific types count here: for "person"/"place" any name matches the type ("American").
+        if info.answer_type in ("date", "number") and matches_type(obj, info.answer_type):
+            return True
+        # "A or B" questions compare dates (born, died, released, founded).
+        if info.options and matches_type(obj, "date"):
+            return True
+        noun = asked_noun(info.text)
+        if noun and noun in obj.lower():
+            return True
+        if any(_covers(x, _stems(table.predicates[t])) for x in relation):
+            return True
+        if not is_named(obj):
+            return False
+        # A named value of a fact about an entity the chain has reached continues the chain.
+        subject = normalise_entity(table.subjects[t])
+        return self.resolver.row(obj) is not None or any(same_entity(subject, e) for e in reached)
+
+    def read(self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
+             ) -> list[Fact]:
+        info = analyse(question)
+        relation = [x for x in info.terms if x not in _TYPE_WORDS]
+        known = {m.source for m in memory if m.source is not None}
+        ranked = [t for t in self.reader.rank_triples(question, passages, memory) if t not in known]
+        reached = {normalise_entity(e) for m in memory for e in (m.subject, m.object) if is_named(e)}
+        keep = [t for t in ranked if self.advances(t, info, relation, reached)] or ranked
+        table = self.index.triples
+        return [Fact(table.subjects[t], table.predicates[t], table.objects[t], source=t)
+                for t in keep[: self.max_triples]]
+
+
 #: Proximal triples the offline reader returns per read (GEAR's beam width) and the gist reader keeps per step.
 READ_TRIPLES = 10
 GIST_TRIPLES = 5
 
 
 def offline_engine(index: Index, config: EngineConfig | None = None, llm_roles: object | None = None) -> Engine:
-    """The model-free engine (registry factory; it needs no settings and ignores ``llm_roles``)."""
+    """The model-free engine (registry factory; it ignores ``llm_roles``).
+
+    With ``chain_agent`` (an agent setting, :class:`gearag.agent.config.AgentEngineConfig`; default on)
+    the gist, reasoner and rewriter use the index's entity resolution to finish their chains.
+    """
     read_triples, gist_triples = READ_TRIPLES, GIST_TRIPLES
-    reasoner = OfflineReasoner()
+    resolver = Resolver(index) if getattr(config, "chain_agent", False) else None
+    reasoner = OfflineReasoner(resolver=resolver)
+    gist = (ChainGist(index, resolver, gist_triples) if resolver is not None
+            else OfflineReader(index, OfflineReaderConfig(max_triples=gist_triples)))
     return Engine(
         name="offline",
         reader=OfflineReader(index, OfflineReaderConfig(max_triples=read_triples)),
-        gist=OfflineReader(index, OfflineReaderConfig(max_triples=gist_triples)),
+        gist=gist,
         reasoner=reasoner,
         rewriter=OfflineRewriter(reasoner),
         answerer=OfflineAnswerer(index, reasoner),

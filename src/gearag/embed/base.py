@@ -22,7 +22,6 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 
-
 @runtime_checkable
 class Embedder(Protocol):
     name: str

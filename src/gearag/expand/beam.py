@@ -30,7 +30,6 @@ import numpy as np
 
 from gearag.options import setting
 
-
 SCOPES = ("all", "cross-passage")
 
 

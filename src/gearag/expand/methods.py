@@ -1,8 +1,13 @@
 """NaiveGE and SyncGE as retrieval methods (GEAR §4, §6.2).
 
-Both run the base retriever for ``C'_q``, pick initial triples, run diverse
-triple beam search, map the flattened beams to passages ``~C_q`` and return
-``RRF(~C_q, C'_q)`` (Eq. 3).
+Both run the base retriever for ``C'_q`` and pick initial triples. With
+``graph="beams"`` (the paper; NaiveGE's default) they run diverse triple beam
+search, map the flattened beams to passages ``~C_q`` and return
+``RRF(~C_q, C'_q)`` (Eq. 3). With ``graph="ppr"`` (SyncGE's default, our
+extension, issue 9) they rank passages by Personalized PageRank over the
+passage-aware graph (:mod:`gearag.graph.passage_graph`) seeded by the
+question's entities, the linked proximal triples and the base passages;
+``both`` fuses the two.
 
 * NaiveGE: the initial triples are all triples of ``C'_q``.
 * SyncGE: a reader (the engine's) extracts proximal triples from ``C'_q``
@@ -18,6 +23,7 @@ from gearag.expand.config import NaiveGEConfig, SyncGEConfig
 from gearag.expand.expansion import GraphExpander, triples_of_passages
 from gearag.expand.link import TripleLinker
 from gearag.expand.reader import Reader
+from gearag.graph.passage_graph import passage_graph_for
 from gearag.model import Hit
 from gearag.results import Result
 from gearag.retrieve import make_retriever
@@ -29,7 +35,7 @@ from gearag.trace import ExpansionTrace
 class GraphExpansionMethod:
     """NaiveGE when ``reader`` is None, SyncGE otherwise."""
 
-    def __init__(self, index: Index, config: NaiveGEConfig, reader: Reader | None = None) -> None:
+    def __init__(self, index: Index, config: NaiveGEConfig | SyncGEConfig, reader: Reader | None = None) -> None:
         self.index = index
         self.config = config
         self.reader = reader
@@ -37,10 +43,13 @@ class GraphExpansionMethod:
         self.base = make_retriever(index, exp.base, config=exp.retriever)
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.linker = TripleLinker(index, exp.link, config=exp.retriever) if reader is not None else None
+        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
 
     def __call__(self, question: str, k: int) -> Result:
         started = time.perf_counter()
-        base_rows = [h.idx for h in self.base.retrieve(question, self.config.base_k or k)]
+        exp = self.config.expansion
+        base_hits = self.base.retrieve(question, self.config.base_k or k)
+        base_rows = [h.idx for h in base_hits]
         proximal = None
         if self.reader is None or self.linker is None:
             initial = triples_of_passages(self.index, base_rows).tolist()
@@ -48,19 +57,30 @@ class GraphExpansionMethod:
             found = self.reader.read(question, base_rows)
             proximal = [list(t.as_tuple()) for t in found]
             initial = self.linker.link(found)
-        expansion = self.expander.expand(question, initial)
-        fused = rrf([expansion.passages, base_rows], k=self.config.expansion.retriever.rrf_k)
-        trace = ExpansionTrace(
-            paths=self.expander.describe(expansion.beams),
-            expanded_passages=[self.index.passages[p].title for p in expansion.passages[:k]],
-            proximal=proximal,
-            seconds=round(time.perf_counter() - started, 4),
-        )
+        trace = ExpansionTrace(paths=[], expanded_passages=[], proximal=proximal)
+        rankings: list[list[int]] = []
+        if self.graph is not None:
+            # PPR seeded by the question's entities, the linked proximal triples and the base passages.
+            seeds = initial if self.reader is not None else []
+            ppr = self.graph.rank(question, [(h.idx, h.score) for h in base_hits], seeds, max(k, len(base_rows)))
+            rankings.append(ppr)
+            trace.ppr_passages = [self.index.passages[p].title for p in ppr[:k]]
+        if exp.graph != "ppr":
+            expansion = self.expander.expand(question, initial)
+            # Eq. 3: RRF(expanded, base); with both, the PPR ranking joins the fusion.
+            rankings.extend([expansion.passages, base_rows] if exp.graph == "beams" else [expansion.passages])
+            trace.paths = self.expander.describe(expansion.beams)
+            trace.expanded_passages = [self.index.passages[p].title for p in expansion.passages[:k]]
+        else:
+            # PPR already weighs the base passages (they are seeds); they only fill the tail here.
+            rankings = [list(dict.fromkeys([*rankings[0], *base_rows]))]
+        fused = rrf(rankings, k=exp.retriever.rrf_k)
+        trace.seconds = round(time.perf_counter() - started, 4)
         return Result([Hit(i, s) for i, s in fused[:k]], trace)
 
 
 def NaiveGE(index: Index, config: NaiveGEConfig) -> GraphExpansionMethod:  # noqa: N802 - registry factory
-    """NaiveGE (§6.2): beams from every triple of the base passages."""
+    """NaiveGE (§6.2): beams (Algorithm 1) from every triple of the base passages."""
     return GraphExpansionMethod(index, config)
 
 

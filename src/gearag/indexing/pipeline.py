@@ -1,6 +1,6 @@
 """Offline index construction (GEAR §3) as a pipeline of stages with one atomic commit.
 
-The default stages are extract → graph → bm25 → embed
+The default stages are extract → graph → resolve → bm25 → embed
 (:data:`DEFAULT_STAGES`). Each writes into the temporary directory of an
 :class:`~gearag.store.index.IndexWriter`; the manifest (config, counts, the
 collections and every file's checksum) is written last and the directory is
@@ -22,11 +22,12 @@ from gearag.indexing.bm25 import BM25Stage
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
+from gearag.indexing.resolve import ResolveStage
 from gearag.indexing.stage import Build, Stage
 from gearag.model import Passage
 from gearag.store.index import Index, IndexWriter
 
-DEFAULT_STAGES: tuple[Stage, ...] = (ExtractStage(), GraphStage(), BM25Stage(), EmbedStage())
+DEFAULT_STAGES: tuple[Stage, ...] = (ExtractStage(), GraphStage(), ResolveStage(), BM25Stage(), EmbedStage())
 
 
 def work_dir_for(out: Path) -> Path:

@@ -39,12 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from gearag.version import __version__
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, IndexFormatError
 from gearag.model import Passage, Triple
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs
 from gearag.store.graph import TripleGraph
+from gearag.version import __version__
 
 FORMAT = "gearag-index"
 #: 2 lists the index's collections in the manifest; 1 (no listing) still loads.

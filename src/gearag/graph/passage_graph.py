@@ -1,0 +1,297 @@
+"""The passage-aware graph: entity and passage nodes, ranked by Personalized PageRank.
+
+Nodes are the corpus's passages (rows ``0 … P-1``) and its entities (name
+keys, rows ``P …``; :mod:`gearag.graph.resolve`). Edges, all undirected and
+weighted (HippoRAG 2, Gutiérrez et al., 2025, §3):
+
+* **mention** passage — entity, weight 1: the entity is a named endpoint of
+  one of the passage's triples or a name found in its text (HippoRAG's
+  passage–phrase "context" edges);
+* **about** entity — passage, weight ``about_weight × w``: the resolution
+  (``w`` from :mod:`gearag.graph.resolve`). This is the edge GEAR's triple
+  graph lacks: from a fact's object to the page about it;
+* **relation** entity — entity, weight = number of triples joining them
+  (HippoRAG's subject–object edges).
+
+A query is answered by PPR (:mod:`gearag.graph.ppr`, damping 0.5) seeded with
+
+* the question's entities (names found in it by the token trie), each
+  weighted by its node specificity ``1 / |passages mentioning it|``
+  (HippoRAG §3.2), normalised to total 1;
+* the proximal triples' named endpoints (the reader's facts, GEAR Eq. 1),
+  weight ``1 / (rank + 1)``, normalised to total ``proximal_weight``;
+* the base passages at ``passage_weight × min-max score`` (HippoRAG 2 seeds
+  every passage at 0.05 × its normalised dense score; we seed the base
+  retriever's top passages).
+
+Passages are ranked by their own PPR probability. ``passage_nodes=False``
+is HippoRAG 1's scheme (entities only; a passage scores the sum of its
+entities' probabilities), kept for the ablation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy import sparse
+
+from gearag.graph.ppr import DAMPING, PageRankOperator
+from gearag.graph.resolve import STOP_WORDS, Resolution, resolve_corpus, usable_key
+from gearag.graph.trie import TokenTrie, tokens
+from gearag.options import setting
+from gearag.text import is_named
+
+if TYPE_CHECKING:
+    from gearag.store.index import Index, IndexWriter
+
+#: Sub-directory of an index that holds the graph arrays.
+GRAPH_DIR = "graph"
+
+#: Passage-node seed weight: the low end of HippoRAG 2's range (0.01–0.1 behave alike on MuSiQue, §5).
+PASSAGE_WEIGHT = 0.01
+
+
+#: PPR convergence for ranking: L1 change < 1e-5 (≈ 17 iterations at d = 0.5; the
+#: error after n iterations is at most dⁿ, far below the gaps between ranked passages).
+RANK_TOL = 1e-5
+
+
+@dataclass(frozen=True)
+class PassageGraphConfig:
+    """Query-time settings of the passage graph (defaults: HippoRAG 2's constants where they exist)."""
+
+    #: PPR damping (probability of following an edge); HippoRAG's 0.5.
+    damping: float = setting(DAMPING, "PPR damping over the passage graph (HippoRAG: 0.5).", name="ppr_damping",
+                             positive=True)
+    #: Seed weight of the base passages (× min-max score). HippoRAG 2 uses 0.05
+    #: and reports 0.01–0.1 alike on MuSiQue; we take the low end of that
+    #: range, 0.01, because our entity seeds come from exact name matches
+    #: (not an embedding's fact scores) and deserve the larger share.
+    #: Measured on the first half of 2Wiki only (R@5 88.2 at 0.01, 82.7 at 0.05).
+    passage_weight: float = setting(PASSAGE_WEIGHT, "PPR seed weight of the base passages (HippoRAG 2: 0.01-0.1).",
+                                    min=0.0)
+    #: Total seed weight of the proximal triples' endpoints relative to the
+    #: question's entities (total 1): the reader's facts are as good a hint as
+    #: the question itself.
+    proximal_weight: float = setting(1.0, "PPR seed weight of the proximal triples relative to the question's "
+                                          "entities.", min=0.0)
+    #: Multiplier of the about (entity ↔ page) edges; 0 = resolution off (ablation).
+    #: An entity's own page is a stronger neighbour than a page that merely
+    #: mentions it (weight 1). 2 was chosen on the first half of 2Wiki only
+    #: (GEAR-offline R@5 91.8 → 93.2 on its first 300 questions); HotpotQA and
+    #: MuSiQue moved by < 1 point either way. The second half is held out.
+    about_weight: float = setting(2.0, "Weight of entity-to-own-page edges (0: resolution off).", min=0.0)
+    #: Weight of the entity → passage step along a *mention* edge (to a passage
+    #: that merely mentions the entity), relative to 1 for passage → entity.
+    #: 1 is HippoRAG's undirected graph. Below 1 the walk from an entity prefers
+    #: the page about it (a hyperlink) over the other pages naming it. Without
+    #: titles every entity → passage edge is a mention edge, and column
+    #: normalisation makes this weight irrelevant (no behaviour change).
+    backlink_weight: float = setting(1.0, "Weight of entity-to-mentioning-passage edges (1: undirected).", min=0.0)
+    #: Passage nodes in the graph (HippoRAG 2); off = HippoRAG 1's entity-only graph (ablation).
+    passage_nodes: bool = setting(True, "Passage nodes in the PPR graph (--no-passage-nodes: entity-only).")
+
+
+@dataclass
+class GraphArrays:
+    """What the index stores: the resolution plus the entity–entity relation counts."""
+
+    resolution: Resolution
+    relations: sparse.csr_matrix  #: entity × entity, triple counts (upper and lower both filled)
+
+    @classmethod
+    def build(
+        cls,
+        titles: Sequence[str],
+        texts: Sequence[str],
+        subjects: Sequence[str],
+        objects: Sequence[str],
+        owner: Sequence[int] | np.ndarray,
+        named,
+    ) -> GraphArrays:
+        res = resolve_corpus(titles, texts, subjects, objects, owner, named)
+        ends = res.triple_ends
+        keep = (ends[:, 0] >= 0) & (ends[:, 1] >= 0) & (ends[:, 0] != ends[:, 1])
+        h, t = ends[keep, 0].astype(np.int64), ends[keep, 1].astype(np.int64)
+        n = len(res.keys)
+        rel = sparse.csr_matrix(
+            (np.ones(2 * len(h), dtype=np.float32), (np.concatenate([h, t]), np.concatenate([t, h]))), shape=(n, n)
+        )
+        rel.sum_duplicates()
+        return cls(res, rel)
+
+    # -- persistence -------------------------------------------------------
+    def files(self) -> dict[str, np.ndarray]:
+        r = self.resolution
+        out: dict[str, np.ndarray] = {}
+        for name, m in (("about", r.about), ("mentions", r.mentions), ("relations", self.relations)):
+            out[f"{name}_indptr.npy"] = m.indptr.astype(np.int64)
+            out[f"{name}_indices.npy"] = m.indices.astype(np.int32)
+            out[f"{name}_data.npy"] = m.data.astype(np.float32)
+        out["triple_ends.npy"] = r.triple_ends
+        return out
+
+    def meta(self) -> dict:
+        r = self.resolution
+        return {"keys": r.keys, "n_names": r.n_names, "n_passages": int(r.mentions.shape[0])}
+
+    @classmethod
+    def load(cls, directory: Path) -> GraphArrays:
+        meta = json.loads((directory / "entities.json").read_text(encoding="utf-8"))
+        n_e, n_p = len(meta["keys"]), meta["n_passages"]
+
+        def csr(name: str, shape: tuple[int, int]) -> sparse.csr_matrix:
+            arr = {part: np.load(directory / f"{name}_{part}.npy") for part in ("indptr", "indices", "data")}
+            return sparse.csr_matrix((arr["data"], arr["indices"], arr["indptr"]), shape=shape)
+
+        res = Resolution(meta["keys"], meta["n_names"], csr("about", (n_e, n_p)), csr("mentions", (n_p, n_e)),
+                         np.load(directory / "triple_ends.npy"))
+        return cls(res, csr("relations", (n_e, n_e)))
+
+
+def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays) -> None:
+    """Store ``arrays`` under ``graph/`` of an index being written (the one hook in indexing)."""
+    writer.write_json(f"{GRAPH_DIR}/entities.json", arrays.meta())
+    for name, array in arrays.files().items():
+        writer.write_array(f"{GRAPH_DIR}/{name}", array)
+
+
+def graph_arrays_for(index: Index) -> GraphArrays:
+    """The index's graph arrays: stored ones, else built from its passages and triples (cached)."""
+
+    def build() -> GraphArrays:
+        directory = Path(index.path) / GRAPH_DIR
+        if (directory / "entities.json").exists():
+            return GraphArrays.load(directory)
+        tt = index.triples
+        return GraphArrays.build([p.title for p in index.passages], [p.text for p in index.passages],
+                                 tt.subjects, tt.objects, np.asarray(tt.passage), is_named)
+
+    return index.cached("graph_arrays", build)  # type: ignore[no-any-return]
+
+
+class PassageGraph:
+    """PPR ranking of passages over an index's graph arrays (see the module docstring)."""
+
+    def __init__(self, arrays: GraphArrays, config: PassageGraphConfig = PassageGraphConfig()) -> None:
+        self.arrays = arrays
+        self.config = config
+        res = arrays.resolution
+        self.n_passages, self.n_entities = res.mentions.shape
+        df = np.asarray((res.mentions > 0).sum(axis=0)).ravel()
+        #: Node specificity 1/|P(e)| (HippoRAG §3.2); entities in no passage count as in one.
+        self.specificity = 1.0 / np.maximum(df, 1)
+        self.trie = TokenTrie()
+        for i, key in enumerate(res.keys):
+            if usable_key(key):
+                self.trie.add(key.split(" "), i)
+        # float32: the ranking needs far less precision than float32 holds, and it halves the memory traffic.
+        self.operator = PageRankOperator(self._adjacency(), dtype=np.float32)
+
+    def _adjacency(self) -> sparse.csr_matrix:
+        res, cfg = self.arrays.resolution, self.config
+        mentions = res.mentions.astype(np.float64)  # passage × entity
+        about_t = (res.about.T * cfg.about_weight).astype(np.float64)  # passage × entity
+        # A[i, j] is the weight of the step j → i: entity → passage in the upper-right
+        # block, passage → entity in the lower-left one.
+        to_passage = (mentions * cfg.backlink_weight + about_t).tocsr()
+        to_entity = (mentions + about_t).T.tocsr()
+        rel = self.arrays.relations.astype(np.float64)
+        if not cfg.passage_nodes:
+            # Entity-only graph: relation edges plus entity–entity edges through a shared passage's
+            # resolution (an entity and the page it is about's entities), HippoRAG 1's scheme.
+            return sparse.csr_matrix(rel)
+        p, e = self.n_passages, self.n_entities
+        return sparse.bmat([[sparse.csr_matrix((p, p)), to_passage], [to_entity, rel]], format="csr")
+
+    # -- seeds ---------------------------------------------------------------
+    def question_entities(self, question: str) -> list[int]:
+        """Entity ids named in the question (leftmost-longest, written as names).
+
+        A match made only of stop words ("What is" at the start of a question
+        matching a title "What Is") is not a name mention.
+        """
+        toks = tokens(question)
+        out: dict[int, None] = {}
+        for m in self.trie.scan(toks, require_capital=True):
+            if all(t.casefold() in STOP_WORDS for t in toks[m.start : m.end]):
+                continue
+            out.setdefault(m.name, None)
+        return list(out)
+
+    def seeds(
+        self,
+        question: str,
+        base: Sequence[tuple[int, float]] = (),
+        proximal: Sequence[int] = (),
+        ranked: bool = True,
+    ) -> np.ndarray:
+        """Seed vector over the graph's nodes.
+
+        ``base``: (passage row, retrieval score) pairs; ``proximal``: index
+        triple ids found by the reader, best first (``ranked``: weight
+        ``1/(rank+1)``; otherwise all alike, e.g. a gist memory).
+        """
+        cfg = self.config
+        offset = self.n_passages if cfg.passage_nodes else 0
+        size = self.n_passages + self.n_entities if cfg.passage_nodes else self.n_entities
+        s = np.zeros(size)
+        ents = self.question_entities(question)
+        if ents:
+            w = self.specificity[ents]
+            s[offset + np.asarray(ents)] += w / w.sum()
+        if proximal and cfg.proximal_weight > 0:
+            ends = self.arrays.resolution.triple_ends
+            acc: dict[int, float] = {}
+            for rank, t in enumerate(proximal):
+                for e in ends[int(t)]:
+                    if e >= 0:
+                        acc[int(e)] = acc.get(int(e), 0.0) + self.specificity[e] / (rank + 1 if ranked else 1)
+            if acc:
+                total = sum(acc.values())
+                for e, v in acc.items():
+                    s[offset + e] += cfg.proximal_weight * v / total
+        if base and cfg.passage_weight > 0 and cfg.passage_nodes:
+            rows = np.asarray([r for r, _ in base], dtype=np.int64)
+            scores = np.asarray([sc for _, sc in base], dtype=np.float64)
+            lo, hi = scores.min(), scores.max()
+            norm = (scores - lo) / (hi - lo) if hi > lo else np.ones_like(scores)
+            s[rows] += cfg.passage_weight * norm
+        return s
+
+    def scores(self, seeds: np.ndarray) -> np.ndarray:
+        """Passage scores: their PPR probability (entity-only graph: sum over mentioned entities)."""
+        p = self.operator.run(seeds, damping=self.config.damping, tol=RANK_TOL)
+        if self.config.passage_nodes:
+            return p[: self.n_passages]
+        return np.asarray(self.arrays.resolution.mentions @ p).ravel()
+
+    def rank(
+        self,
+        question: str,
+        base: Sequence[tuple[int, float]] = (),
+        proximal: Sequence[int] = (),
+        k: int = 15,
+        ranked: bool = True,
+    ) -> list[int]:
+        """Top ``k`` passage rows by PPR (passages with zero probability are not returned)."""
+        seeds = self.seeds(question, base, proximal, ranked)
+        if not seeds.any():
+            return []
+        sc = self.scores(seeds)
+        top = np.argpartition(-sc, min(k, len(sc) - 1))[:k] if len(sc) > k else np.arange(len(sc))
+        top = top[np.lexsort((top, -sc[top]))]
+        return [int(r) for r in top if sc[r] > 0]
+
+
+def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) -> PassageGraph:
+    """A cached :class:`PassageGraph` for ``index`` and ``config``."""
+    config = config or PassageGraphConfig()
+    return index.cached(  # type: ignore[no-any-return]
+        f"passage_graph:{config!r}", lambda: PassageGraph(graph_arrays_for(index), config)
+    )

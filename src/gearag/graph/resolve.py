@@ -1,0 +1,302 @@
+"""Entity resolution at index time: mentions → the passages *about* them.
+
+GEAR's triple graph joins two triples only when their endpoint strings are
+identical after normalisation (§4.2); it never connects the mention
+"Duke Blue Devils" in Seth Curry's passage to the passage *about* the team.
+On Wikipedia-style corpora that link is what makes a question multi-hop:
+HippoRAG's ablations (Gutiérrez et al., 2024, Table 5) lose most of their
+2Wiki gain without the entity ↔ passage structure, and LinearRAG (ICLR 2026)
+gets it from spaCy entities alone.
+
+Names come from the passages' titles and openings (no model):
+
+==========  =====================================================  ======
+tier        how the name is derived                                weight
+==========  =====================================================  ======
+``title``   the normalised title ("Akron, Ohio" → ``akron ohio``)  1.0
+``base``    the title without a disambiguating parenthetical or    0.5
+            the part after a comma ("Stephen Curry (comedian)" →
+            ``stephen curry``; "Akron, Ohio" → ``akron``)
+``alias``   the opening's subject ("Wardell Stephen Curry II (born  0.5
+            …) is …"), also with a quoted nickname removed, and
+            nickname + surname ("Dell" Curry → ``dell curry``)
+``head``    the title's leading proper-name run ("Duke Blue Devils  0.25
+            men's basketball" → ``duke blue devils``)
+==========  =====================================================  ======
+
+**Ambiguity policy.** A name keeps every passage it may denote; each
+candidate's weight is its best tier weight, and the weights of one name are
+normalised to sum to 1. "stephen curry" therefore goes to the basketball
+player's page (title, 1.0 → 0.67) and to "Stephen Curry (comedian)" (base,
+0.5 → 0.33); two passages with the same title (MuSiQue has many) share a
+name equally. Nothing is invented: a corpus without titles has no names and
+every mention stays unresolved (the graph still has its triple and
+passage–entity edges).
+
+**Mentions.** Three sources, all mapped to the same name keys:
+
+* the named endpoints of the passage's triples (the extractor's entity spans);
+* every name of the lexicon found in the passage text by the token trie
+  (:mod:`gearag.graph.trie`), when written as a name (capitalised);
+* an endpoint that is not itself a name but contains one covering at least
+  half of its tokens resolves to it, its weight scaled by that share
+  ("Duke Blue Devils men's basketball team" → the team's page).
+
+Output: compact CSR arrays (``about``: entity → passage with weights;
+``mentions``: passage → entity), see :class:`Resolution`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from gearag.graph.trie import TokenTrie, name_key, tokens
+
+#: Tier weights (see the module docstring). A title is the strongest evidence
+#: that a passage is about a name; derived names are weaker, and the head of a
+#: longer title is the weakest (it may name a broader thing: "Duke" teams).
+TIER_WEIGHTS = {"title": 1.0, "base": 0.5, "alias": 0.5, "head": 0.25}
+
+#: A name shorter than this (characters of its key) is too ambiguous to link.
+MIN_KEY_CHARS = 3
+
+#: Aliases longer than this many tokens are descriptions, not names.
+MAX_ALIAS_TOKENS = 8
+
+#: An endpoint resolves through a name it contains when the name covers at
+#: least this share of the endpoint's tokens.
+MIN_CONTAINED_SHARE = 0.5
+
+_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
+_QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,40})[\"“”«»]")
+_OPENING = re.compile(r"^(.{3,120}?)\s*(?:\(|,|\bis\b|\bwas\b|\bare\b|\bwere\b|\bhas been\b)")
+_FUNCTION = frozenset("of the and de la le von van der den du del da di y for on in at".split())
+
+
+def _stop_words() -> frozenset[str]:
+    try:
+        from spacy.lang.en.stop_words import STOP_WORDS
+
+        return frozenset(STOP_WORDS)
+    except ImportError:  # pragma: no cover - spaCy is a core dependency
+        return frozenset()
+
+
+STOP_WORDS = _stop_words()
+
+
+def usable_key(key: str) -> bool:
+    """A name key that can link: long enough and not a single stop word."""
+    return len(key) >= MIN_KEY_CHARS and key not in STOP_WORDS
+
+
+def _is_capital(tok: str) -> bool:
+    return tok[:1].isupper() or tok[:1].isdigit()
+
+
+def leading_name(title: str) -> str | None:
+    """The title's leading proper-name run, when it is shorter than the title.
+
+    Capitalised tokens, with function words allowed between two of them:
+    "Duke Blue Devils men's basketball" → "Duke Blue Devils";
+    "Bank of America Stadium" has no shorter run.
+    """
+    toks = tokens(title)
+    run = 0
+    i = 0
+    while i < len(toks):
+        if _is_capital(toks[i]):
+            i += 1
+            run = i
+        elif toks[i].casefold() in _FUNCTION and i + 1 < len(toks) and _is_capital(toks[i + 1]):
+            i += 1
+        else:
+            break
+    if 0 < run < len(toks):
+        return " ".join(toks[:run])
+    return None
+
+
+def title_names(title: str) -> list[tuple[str, str]]:
+    """``(key, tier)`` names a title yields (see the module docstring)."""
+    out = [(name_key(title), "title")]
+    base = _PAREN.sub("", title).strip()
+    if base and base != title:
+        out.append((name_key(base), "base"))
+    if "," in base:
+        out.append((name_key(base.split(",", 1)[0]), "base"))
+    head = leading_name(base.split(",", 1)[0])
+    if head:
+        out.append((name_key(head), "head"))
+    return out
+
+
+def opening_names(title: str, text: str) -> list[str]:
+    """Aliases from a passage's opening: its subject phrase and nickname forms.
+
+    The subject phrase must share a word with the title and be written as a
+    name; "He was …" or "The film is …" yield nothing.
+    """
+    m = _OPENING.match(text.lstrip())
+    if not m:
+        return []
+    span = m.group(1).strip()
+    title_words = {t.casefold() for t in tokens(title)}
+    span_toks = tokens(span)
+    if not span_toks or len(span_toks) > MAX_ALIAS_TOKENS or not _is_capital(span_toks[0]):
+        return []
+    if not title_words & {t.casefold() for t in span_toks}:
+        return []
+    out = [span]
+    quoted = _QUOTED.findall(span)
+    if quoted:
+        out.append(_QUOTED.sub(" ", span))
+        surname = tokens(_PAREN.sub("", title))[-1:]
+        out.extend(f"{q} {surname[0]}" for q in quoted if surname)
+    return [name_key(s) for s in out]
+
+
+def build_lexicon(titles: Sequence[str], texts: Sequence[str]) -> dict[str, dict[int, float]]:
+    """Name key → {passage row: tier weight} over a corpus (best tier per pair)."""
+    lexicon: dict[str, dict[int, float]] = {}
+
+    def add(key: str, row: int, tier: str) -> None:
+        if not usable_key(key):
+            return
+        cands = lexicon.setdefault(key, {})
+        cands[row] = max(cands.get(row, 0.0), TIER_WEIGHTS[tier])
+
+    for row, (title, text) in enumerate(zip(titles, texts, strict=True)):
+        if not title or not title.strip():
+            continue
+        for key, tier in title_names(title):
+            add(key, row, tier)
+        for key in opening_names(title, text):
+            add(key, row, "alias")
+    return lexicon
+
+
+@dataclass
+class Resolution:
+    """Entities (name keys) and their links to passages, as CSR arrays.
+
+    ``keys[:n_names]`` come from the lexicon (titles and openings); the rest
+    are triple endpoints that no lexicon name equals.
+    """
+
+    keys: list[str]
+    n_names: int
+    #: entity → passages it is about (weights sum to 1 per resolved entity).
+    about: sparse.csr_matrix
+    #: passage → entities it mentions (1.0 per distinct pair).
+    mentions: sparse.csr_matrix
+    #: int32 (T, 2): entity ids of each triple's subject and object, -1 if not a name.
+    triple_ends: np.ndarray
+
+    def passage_links(self) -> sparse.csr_matrix:
+        """passage → passage: "passage i mentions a name that is about passage j" (self-links dropped)."""
+        links = (self.mentions @ self.about).tocsr()
+        links.setdiag(0)
+        links.eliminate_zeros()
+        return links
+
+    def key_index(self) -> dict[str, int]:
+        return {k: i for i, k in enumerate(self.keys)}
+
+
+def resolve_corpus(
+    titles: Sequence[str],
+    texts: Sequence[str],
+    subjects: Sequence[str],
+    objects: Sequence[str],
+    owner: Sequence[int] | np.ndarray,
+    named: Callable[[str], bool],
+    *,
+    scan_text: bool = True,
+) -> Resolution:
+    """Resolve the corpus's mentions (see the module docstring)."""
+    n_passages = len(titles)
+    lexicon = build_lexicon(titles, texts)
+    keys = list(lexicon)
+    ids = {k: i for i, k in enumerate(keys)}
+    n_names = len(keys)
+    trie = TokenTrie()
+    for k, i in ids.items():
+        trie.add(k.split(" "), i)
+
+    about_rows: list[int] = []
+    about_cols: list[int] = []
+    about_vals: list[float] = []
+    for i, k in enumerate(keys):
+        cands = lexicon[k]
+        total = sum(cands.values())
+        for row, w in cands.items():
+            about_rows.append(i)
+            about_cols.append(row)
+            about_vals.append(w / total)
+
+    # Triple endpoints → entity ids (new ids for names the lexicon lacks).
+    endpoint_ids: dict[str, int] = {}
+
+    def endpoint(surface: str) -> int:
+        if surface in endpoint_ids:
+            return endpoint_ids[surface]
+        eid = -1
+        if named(surface):
+            key = name_key(surface)
+            if usable_key(key):
+                eid = ids.get(key, -1)
+                if eid < 0:
+                    eid = ids[key] = len(keys)
+                    keys.append(key)
+                    _contained(key, eid)
+        endpoint_ids[surface] = eid
+        return eid
+
+    def _contained(key: str, eid: int) -> None:
+        toks = key.split(" ")
+        for m in trie.scan(toks):
+            share = (m.end - m.start) / len(toks)
+            if share < MIN_CONTAINED_SHARE:
+                continue
+            for row, w in lexicon[keys[m.name]].items():
+                about_rows.append(eid)
+                about_cols.append(row)
+                about_vals.append(share * w / sum(lexicon[keys[m.name]].values()))
+
+    men_rows: list[int] = []
+    men_cols: list[int] = []
+    ends = np.full((len(subjects), 2), -1, dtype=np.int32)
+    for t, (s, o, p) in enumerate(zip(subjects, objects, owner, strict=True)):
+        for side, surface in enumerate((s, o)):
+            eid = endpoint(surface)
+            ends[t, side] = eid
+            if eid >= 0:
+                men_rows.append(int(p))
+                men_cols.append(eid)
+    if scan_text and n_names:
+        for row, text in enumerate(texts):
+            for m in trie.scan(tokens(text), require_capital=True):
+                men_rows.append(row)
+                men_cols.append(m.name)
+
+    n_keys = len(keys)
+    about = sparse.csr_matrix(
+        (np.asarray(about_vals, dtype=np.float32), (np.asarray(about_rows, dtype=np.int64),
+                                                    np.asarray(about_cols, dtype=np.int64))),
+        shape=(n_keys, n_passages),
+    )
+    about.sum_duplicates()
+    mentions = sparse.csr_matrix(
+        (np.ones(len(men_rows), dtype=np.float32), (np.asarray(men_rows, dtype=np.int64),
+                                                    np.asarray(men_cols, dtype=np.int64))),
+        shape=(n_passages, n_keys),
+    )
+    mentions.sum_duplicates()
+    mentions.data[:] = 1.0
+    return Resolution(keys, n_names, about, mentions, ends)

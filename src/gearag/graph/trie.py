@@ -1,0 +1,123 @@
+"""A token trie for multi-pattern name matching.
+
+Finding every known name (all passage titles, aliases, entity names) in a
+text by scanning name by name costs O(names) per text. The trie walks the
+text's tokens once: at each position it follows the tokens as far as some
+name continues and keeps the longest complete name (leftmost-longest, no
+overlaps), as Aho–Corasick matchers do in their "longest match" mode.
+
+Tokens are runs of letters and digits with accents stripped, so
+"Stephen Curry's" yields ``stephen``, ``curry``, ``s`` and the name
+"Stephen Curry" matches its first two tokens. Matching is case-insensitive
+(``casefold``) by default; ``case_sensitive=True`` compares the tokens as
+written (the title-mention baseline's "verbatim" test).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+_TOKEN = re.compile(r"[^\W_]+")
+#: Combining diacritical marks (U+0300–U+036F) left by NFKD decomposition.
+_COMBINING = re.compile("[\u0300-\u036f]")
+_ARTICLES = frozenset({"the", "a", "an"})
+_END = -1  # key in a trie node: the id of the name that ends there
+
+
+@lru_cache(maxsize=1 << 16)
+def _strip_accents(text: str) -> str:
+    if text.isascii():
+        return text
+    return _COMBINING.sub("", unicodedata.normalize("NFKD", text))
+
+
+def tokens(text: str) -> list[str]:
+    """Letter/digit runs of ``text`` as written (accents stripped)."""
+    return _TOKEN.findall(_strip_accents(text))
+
+
+def name_key(text: str) -> str:
+    """The canonical key of a name: case-folded tokens, a leading article dropped.
+
+    "The Beatles", "the Beatles'" and "Beatles" share the key ``beatles``;
+    "Akron, Ohio" has the key ``akron ohio``.
+    """
+    toks = [t.casefold() for t in tokens(text)]
+    if len(toks) > 1 and toks[0] in _ARTICLES:
+        toks = toks[1:]
+    return " ".join(toks)
+
+
+@dataclass(frozen=True)
+class Match:
+    """Name ``name`` found at tokens ``[start, end)`` of the scanned text."""
+
+    name: int
+    start: int
+    end: int
+
+
+class TokenTrie:
+    """Names (token sequences) → integer ids; finds them in token streams."""
+
+    def __init__(self, case_sensitive: bool = False) -> None:
+        self.case_sensitive = case_sensitive
+        self.root: dict = {}
+        self.size = 0
+
+    def _fold(self, toks: Iterable[str]) -> list[str]:
+        return list(toks) if self.case_sensitive else [t.casefold() for t in toks]
+
+    def add(self, name: str | list[str], value: int) -> None:
+        """Register ``name`` (a string or its tokens) with id ``value``; a later add of the same name wins."""
+        toks = self._fold(tokens(name) if isinstance(name, str) else name)
+        if not toks:
+            return
+        node = self.root
+        for tok in toks:
+            node = node.setdefault(tok, {})
+        if _END not in node:
+            self.size += 1
+        node[_END] = value
+
+    def get(self, name: str | list[str]) -> int | None:
+        node = self.root
+        for tok in self._fold(tokens(name) if isinstance(name, str) else name):
+            node = node.get(tok)
+            if node is None:
+                return None
+        return node.get(_END)
+
+    def scan(self, toks: list[str], require_capital: bool = False) -> Iterator[Match]:
+        """Leftmost-longest, non-overlapping matches in ``toks`` (tokens as written).
+
+        ``require_capital`` accepts a match only when its first token starts
+        with an upper-case letter or a digit: names in running text are
+        written that way, so the common word "home" does not match the
+        title "Home" while "Home" at a name position does.
+        """
+        folded = self._fold(toks)
+        n = len(folded)
+        i = 0
+        root = self.root
+        while i < n:
+            node = root.get(folded[i])
+            best = None
+            if node is not None and not (require_capital and not (toks[i][0].isupper() or toks[i][0].isdigit())):
+                j = i
+                while node is not None:
+                    if _END in node:
+                        best = (node[_END], j + 1)
+                    j += 1
+                    if j >= n:
+                        break
+                    node = node.get(folded[j])
+            if best is None:
+                i += 1
+                continue
+            yield Match(best[0], i, best[1])
+            i = best[1]

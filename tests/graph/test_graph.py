@@ -1,0 +1,246 @@
+"""Entity resolution, the token trie, PPR, the passage graph and the title-mention baseline (issue 9)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
+from gearag.graph.ppr import personalized_pagerank
+from gearag.graph.resolve import build_lexicon, leading_name, opening_names, resolve_corpus, title_names
+from gearag.graph.titlelink import TitleMentions
+from gearag.graph.trie import TokenTrie, name_key, tokens
+from gearag.text import is_named
+
+# -- trie -------------------------------------------------------------------
+
+
+def test_trie_finds_leftmost_longest_names() -> None:
+    trie = TokenTrie()
+    for i, name in enumerate(["Stephen Curry", "Stephen", "Curry", "Golden State Warriors"]):
+        trie.add(name, i)
+    found = [(m.name, m.start, m.end) for m in trie.scan(tokens("Stephen Curry's Golden State Warriors won"))]
+    assert found == [(0, 0, 2), (3, 3, 6)]
+
+
+def test_trie_capitalisation_and_case_sensitivity() -> None:
+    trie = TokenTrie()
+    trie.add("Home", 0)
+    assert [m.name for m in trie.scan(tokens("they went home"), require_capital=True)] == []
+    assert [m.name for m in trie.scan(tokens("they went Home"), require_capital=True)] == [0]
+    exact = TokenTrie(case_sensitive=True)
+    exact.add("Home", 0)
+    assert list(exact.scan(tokens("home"))) == []
+
+
+def test_name_key_normalises() -> None:
+    assert name_key("The Beatles") == name_key("beatles") == "beatles"
+    assert name_key("Akron, Ohio") == "akron ohio"
+    assert name_key("Pérez") == "perez"
+
+
+# -- resolution ---------------------------------------------------------------
+
+CORPUS = [
+    ("Stephen Curry", "Wardell Stephen Curry II (born 1988) is a basketball player. He played for the "
+                      "Davidson Wildcats."),
+    ("Stephen Curry (comedian)", "Stephen Curry (born 1976) is an Australian comedian."),
+    ("Dell Curry", 'Wardell Stephen "Dell" Curry (born 1964) is a former player.'),
+    ("Duke Blue Devils men's basketball", "The Duke Blue Devils men's basketball team represents Duke."),
+    ("Seth Curry", "Seth Curry is a player. He played for the Duke Blue Devils."),
+    ("Akron, Ohio", "Akron is a city in Summit County."),
+]
+
+
+def _resolve(corpus, triples=()):
+    titles = [t for t, _ in corpus]
+    texts = [x for _, x in corpus]
+    subjects = [s for s, _, _, _ in triples]
+    objects = [o for _, _, o, _ in triples]
+    owner = [p for _, _, _, p in triples]
+    return resolve_corpus(titles, texts, subjects, objects, owner, is_named)
+
+
+def _about(res, name: str) -> dict[int, float]:
+    keys = res.key_index()
+    row = res.about.getrow(keys[name_key(name)])
+    return {int(c): float(v) for c, v in zip(row.indices, row.data)}
+
+
+def test_title_variants() -> None:
+    assert ("stephen curry", "base") in title_names("Stephen Curry (comedian)")
+    assert ("akron", "base") in title_names("Akron, Ohio")
+    assert leading_name("Duke Blue Devils men's basketball") == "Duke Blue Devils"
+    assert leading_name("Bank of America Stadium") is None
+    assert "dell curry" in opening_names("Dell Curry", CORPUS[2][1])
+    assert "wardell stephen dell curry" in opening_names("Dell Curry", CORPUS[2][1])
+    assert opening_names("Seth Curry", "He is a player.") == []
+
+
+def test_parenthetical_title_is_a_weaker_candidate_for_the_same_name() -> None:
+    res = _resolve(CORPUS)
+    about = _about(res, "Stephen Curry")
+    assert set(about) == {0, 1}
+    assert about[0] > about[1] > 0
+    assert sum(about.values()) == pytest.approx(1.0)
+
+
+def test_prefix_of_a_title_resolves_to_it() -> None:
+    res = _resolve(CORPUS, [("Seth Curry", "played for", "Duke Blue Devils", 4)])
+    assert _about(res, "Duke Blue Devils") == {3: pytest.approx(1.0)}
+    # The triple's object and the name found in Seth Curry's text are one entity, mentioned by passage 4.
+    links = res.passage_links()
+    assert links[4, 3] > 0
+    assert _about(res, "Akron") == {5: pytest.approx(1.0)}
+
+
+def test_two_entities_with_one_name_share_it_equally() -> None:
+    corpus = [("Paris", "Paris is the capital of France."), ("Paris", "Paris is a city in Texas."),
+              ("Texas", "Texas is a state. Its cities include Paris.")]
+    res = _resolve(corpus)
+    assert _about(res, "Paris") == {0: pytest.approx(0.5), 1: pytest.approx(0.5)}
+    assert res.passage_links()[2, 0] == res.passage_links()[2, 1] > 0
+
+
+def test_corpus_without_titles_resolves_nothing_and_does_not_break() -> None:
+    corpus = [("", "Seth Curry played for the Duke Blue Devils."), ("", "The Duke Blue Devils are a team.")]
+    res = _resolve(corpus, [("Seth Curry", "played for", "Duke Blue Devils", 0),
+                            ("Duke Blue Devils", "are", "team", 1)])
+    assert res.n_names == 0 and res.about.nnz == 0
+    assert res.passage_links().nnz == 0
+    assert res.mentions.nnz == 3  # endpoints are still entities that passages mention
+    graph = PassageGraph(GraphArrays.build(["", ""], [x for _, x in corpus], ["Seth Curry", "Duke Blue Devils"],
+                                           ["Duke Blue Devils", "team"], [0, 1], is_named))
+    ranked = graph.rank("Where did Seth Curry play?", [(0, 1.0)], [], 2)
+    assert ranked[0] == 0 and set(ranked) == {0, 1}
+
+
+def test_lexicon_skips_stop_word_titles() -> None:
+    assert "it" not in build_lexicon(["It"], ["It is a novel."])
+
+
+# -- PPR ----------------------------------------------------------------------
+
+
+def _dense_ppr(adj: np.ndarray, seeds: np.ndarray, d: float) -> np.ndarray:
+    """Closed form: p = (1-d) s + d (M p + (dangling·p) s), solved as a linear system."""
+    n = len(seeds)
+    out = adj.sum(axis=0)
+    m = np.divide(adj, out, out=np.zeros_like(adj), where=out > 0)
+    s = seeds / seeds.sum()
+    dangling = (out == 0).astype(float)
+    system = np.eye(n) - d * (m + np.outer(s, dangling))
+    return np.linalg.solve(system, (1 - d) * s)
+
+
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_ppr_matches_an_independent_linear_solve(damping: float) -> None:
+    rng = np.random.default_rng(0)
+    adj = rng.random((12, 12)) * (rng.random((12, 12)) < 0.3)
+    adj = adj + adj.T
+    adj[:, 11] = 0  # a dangling node
+    adj[11, 0] = 1.0
+    seeds = np.zeros(12)
+    seeds[[2, 5]] = [0.7, 0.3]
+    got = personalized_pagerank(sparse.csr_matrix(adj), seeds, damping=damping, tol=1e-12, max_iter=1000)
+    assert got.sum() == pytest.approx(1.0)
+    assert got == pytest.approx(_dense_ppr(adj, seeds, damping), abs=1e-9)
+
+
+def test_ppr_on_a_path_by_hand() -> None:
+    # 0 - 1 - 2 undirected, seed 0, d = 0.5: p0 = .5 + .5·p1/2, p1 = .5(p0 + p2), p2 = .5·p1/2.
+    adj = sparse.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
+    p = personalized_pagerank(adj, np.array([1.0, 0, 0]), damping=0.5, tol=1e-14, max_iter=500)
+    p1 = 0.5 / (2 - 0.25 - 0.25)  # from p0 = .5 + p1/4, p2 = p1/4, p1 = (p0 + p2)/2
+    assert p == pytest.approx([0.5 + p1 / 4, p1, p1 / 4])
+
+
+def test_ppr_rejects_bad_input() -> None:
+    adj = sparse.eye(3, format="csr")
+    with pytest.raises(ValueError):
+        personalized_pagerank(adj, np.array([1.0, 0]))
+    with pytest.raises(ValueError):
+        personalized_pagerank(adj, np.array([-1.0, 0, 0]))
+    assert not personalized_pagerank(adj, np.zeros(3)).any()
+
+
+# -- passage graph --------------------------------------------------------------
+
+
+def _demo_graph(config: PassageGraphConfig = PassageGraphConfig()) -> PassageGraph:
+    from gearag.demo import PASSAGES
+
+    triples = [("Seth Curry", "played for", "Duke Blue Devils", 4), ("Stephen Curry", "born in", "Akron, Ohio", 0),
+               ("Stephen Curry", "son of", "Dell Curry", 0), ("Seth Curry", "brother of", "Stephen Curry", 4)]
+    arrays = GraphArrays.build([t for t, _ in PASSAGES], [x for _, x in PASSAGES], [s for s, *_ in triples],
+                               [o for _, _, o, _ in triples], [p for *_, p in triples], is_named)
+    return PassageGraph(arrays, config)
+
+
+def test_ppr_steps_from_a_fact_to_the_page_about_its_object() -> None:
+    graph = _demo_graph()
+    q = "Who coached the college basketball team of Seth Curry?"
+    ranked = graph.rank(q, [(4, 1.0)], [0], 5)  # proximal: (Seth Curry, played for, Duke Blue Devils)
+    # Seth Curry first; Duke Blue Devils men's basketball (two hops: fact → entity → page) in the top 3,
+    # beside Sonya Curry (one hop: her passage mentions Seth Curry).
+    assert ranked[0] == 4 and 5 in ranked[:3]
+    off = _demo_graph(PassageGraphConfig(about_weight=0.0)).rank(q, [(4, 1.0)], [0], 5)
+    assert 5 not in off  # without the about edges nothing leads to the team's page
+
+
+def test_question_entities_skip_stop_word_matches() -> None:
+    graph = _demo_graph()
+    keys = graph.arrays.resolution.keys
+    assert [keys[e] for e in graph.question_entities("Where was Stephen Curry born?")] == ["stephen curry"]
+
+
+def test_graph_arrays_round_trip(tmp_path) -> None:
+    class Writer:
+        def path(self, rel):
+            p = tmp_path / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            return p
+
+        def write_json(self, rel, value):
+            import json
+
+            self.path(rel).write_text(json.dumps(value))
+
+        def write_array(self, rel, array):
+            np.save(self.path(rel), array)
+
+    from gearag.graph.passage_graph import write_graph_arrays
+
+    arrays = _demo_graph().arrays
+    write_graph_arrays(Writer(), arrays)
+    loaded = GraphArrays.load(tmp_path / "graph")
+    assert loaded.resolution.keys == arrays.resolution.keys
+    assert (loaded.resolution.about != arrays.resolution.about).nnz == 0
+    assert (loaded.relations != arrays.relations).nnz == 0
+
+
+# -- titlelink ------------------------------------------------------------------
+
+
+def test_title_mentions_are_verbatim_and_skip_self() -> None:
+    titles = ["Akron, Ohio", "Stephen Curry", "Home"]
+    texts = ["Akron is in Ohio.", "Stephen Curry was born in Akron, Ohio and went home.", "Home is a film."]
+    tm = TitleMentions(titles, texts)
+    assert tm.links(1) == [0]  # "home" is not "Home"
+    assert tm.links(0) == [] and tm.links(2) == []
+
+
+def test_titlelink_method_on_a_tiny_index(tiny_index) -> None:
+    from gearag.methods import make_method
+    from gearag.retrieve import make_retriever
+
+    run = make_method(tiny_index, "titlelink")
+    q = tiny_index.passages[0].title
+    result = run(q, 5)
+    base = [h.idx for h in make_retriever(tiny_index, "bm25", "passages").retrieve(q, 10)]
+    linked = list(dict.fromkeys(t for r in base[:5] for t in TitleMentions(
+        [p.title for p in tiny_index.passages], [p.text for p in tiny_index.passages]).links(r)))
+    from gearag.retrieve.fusion import rrf
+
+    assert [h.idx for h in result.passages] == [i for i, _ in rrf([base, linked])][:5]
