@@ -131,7 +131,8 @@ function renderStep(step, graph) {
   const r = step.reasoning || {};
   const verdict = r.answerable ? "answerable: " + (r.answer || "") : "not yet answerable";
   const show = el("button", { type: "button", class: "secondary",
-                              onclick: () => drawGraph(graph, "Beams of step " + step.step) }, "Show beams");
+                              onclick: () => drawGraph(graph, "Step " + step.step + ": beams, proximal triples and gist memory") },
+                   "Show graph");
   const item = el("li", { "data-step": String(step.step) },
     el("div", {}, el("strong", {}, "Step " + step.step + " "), el("span", { class: "muted" },
        "(" + step.seconds + " s) "), show),
@@ -146,7 +147,7 @@ function renderStep(step, graph) {
     r.next_query ? el("p", { class: "muted" }, "Next query: " + r.next_query) : null,
   );
   $("steps").append(item);
-  drawGraph(graph, "Beams of step " + step.step + " (gist memory highlighted)");
+  drawGraph(graph, "Step " + step.step + ": beams, proximal triples and gist memory (highlighted)");
 }
 
 function focusPassage(nodeId) {
@@ -177,7 +178,7 @@ function renderResult(result) {
   });
   $("passages").replaceChildren(...passages);
   if (result.graph && result.graph.nodes.length) {
-    drawGraph(result.graph, "Final beams" + (result.evidence && result.evidence.length ?
+    drawGraph(result.graph, "Final beams and gist memory" + (result.evidence && result.evidence.length ?
       ", evidence chain highlighted" : ""));
   }
   const trace = result.trace || {};
