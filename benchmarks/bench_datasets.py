@@ -28,9 +28,13 @@ DATASETS = {
         max_steps=4,
     ),
     "hotpotqa": Dataset(
-        "hotpotqa", DATA / "hotpotqa_train" / "hotpotqa_train_corpus.json", DATA / "hotpotqa_train" / "hotpotqa_train.json"
+        "hotpotqa",
+        DATA / "hotpotqa_train" / "hotpotqa_train_corpus.json",
+        DATA / "hotpotqa_train" / "hotpotqa_train.json",
     ),
     "2wiki": Dataset(
-        "2wiki", DATA / "2wikimultihopqa" / "2wikimultihopqa_corpus.json", DATA / "2wikimultihopqa" / "2wikimultihopqa.json"
+        "2wiki",
+        DATA / "2wikimultihopqa" / "2wikimultihopqa_corpus.json",
+        DATA / "2wikimultihopqa" / "2wikimultihopqa.json",
     ),
 }

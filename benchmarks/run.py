@@ -141,7 +141,8 @@ def main() -> None:
             for embedder in args.embedders.split(","):
                 print(f"{dataset} · {extractor} · {embedder}", flush=True)
                 built = build(dataset, extractor, embedder, args.force)
-                print(f"  index: {built.get('seconds', 0):.1f} s, peak {built.get('peak_rss_mb', 0):.0f} MB", flush=True)
+                seconds, peak = built.get("seconds", 0), built.get("peak_rss_mb", 0)
+                print(f"  index: {seconds:.1f} s, peak {peak:.0f} MB", flush=True)
                 methods = list(GRID)
                 # Ablations on the default base retriever.
                 methods.append(("bm25 + SyncGE-offline, no diversity", "syncge", {"base": "bm25", "diversity": False}))

@@ -7,6 +7,7 @@ that exit codes and stderr are exactly what a user sees.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -67,7 +68,7 @@ def _assert_run_format(run: Path, question_ids: list[str], questions: dict[str, 
         assert 0 < len(passages) <= top_k
         scores = [p["score"] for p in passages]
         assert all(isinstance(s, float | int) for s in scores)
-        assert all(a >= b for a, b in zip(scores, scores[1:])), scores  # best first
+        assert all(a >= b for a, b in itertools.pairwise(scores)), scores  # best first
         for p in passages:
             assert {"title", "text", "score"} <= set(p)
             assert (p["title"], p["text"]) in corpus_keys
@@ -126,7 +127,7 @@ def test_index_info(cli, wiki: SimpleNamespace) -> None:
     assert info["format_version"] == 2
     assert info["counts"]["passages"] == wiki.n_passages
     assert info["counts"]["triples"] > wiki.n_passages  # spaCy rules find several facts per passage
-    assert 0 < info["counts"]["entities"]
+    assert info["counts"]["entities"] > 0
     assert info["config"]["extract"]["extractor"] == "spacy" and info["config"]["embed"]["embedder"] == "wordllama"
     index = Index.load(wiki.index)
     assert index.manifest["extractor_key"].startswith("spacy")

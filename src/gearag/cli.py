@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -48,8 +48,8 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-LLMBaseUrlOpt = Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")]
-LLMModelOpt = Annotated[Optional[str], typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
+LLMBaseUrlOpt = Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")]
+LLMModelOpt = Annotated[str | None, typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
 
 
 def _typer_option(spec: OptionSpec) -> tuple[object, object]:
@@ -59,7 +59,7 @@ def _typer_option(spec: OptionSpec) -> tuple[object, object]:
     allowed = spec.allowed()
     choices = f" ({' | '.join(allowed)})" if allowed and not spec.help.count("|") else ""
     flags = (f"{spec.flag}/--no-{spec.flag[2:]}",) if spec.type is bool else (spec.flag,)
-    annotation = Annotated[Optional[spec.type], typer.Option(*flags, help=spec.help + choices + shown, show_default=False)]  # type: ignore[name-defined]
+    annotation = Annotated[spec.type | None, typer.Option(*flags, help=spec.help + choices + shown, show_default=False)]  # type: ignore[name-defined]
     return annotation, None
 
 
@@ -74,7 +74,9 @@ def with_config_options(specs: dict[str, OptionSpec]) -> Callable[[Callable[...,
             if name in taken:
                 continue
             annotation, default = _typer_option(spec)
-            extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+            extra.append(
+                inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            )
         names = [p.name for p in extra]
 
         @functools.wraps(fn)
@@ -111,13 +113,15 @@ def _index_specs() -> dict[str, OptionSpec]:
 @app.command()
 @with_config_options(_index_specs())
 def index(
-    corpus: Annotated[Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")],
+    corpus: Annotated[
+        Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")
+    ],
     out_dir: Annotated[Path, typer.Option("--out", help="Index directory to create.")],
     overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted build.")] = True,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
-    options: Optional[dict] = None,
+    options: dict | None = None,
 ) -> None:
     """Index a corpus into passages, triples, a triple graph, BM25 and dense indices."""
     from gearag.config import IndexConfig
@@ -163,7 +167,8 @@ def info(
 
     manifest = read_manifest(index_dir)
     verify_files(index_dir, manifest, checksums=verify)
-    summary = {k: manifest[k] for k in ("format_version", "gearag_version", "created", "config", "counts") if k in manifest}
+    keys = ("format_version", "gearag_version", "created", "config", "counts")
+    summary: dict[str, object] = {k: manifest[k] for k in keys if k in manifest}
     summary["build_seconds"] = manifest.get("build_seconds")
     if verify:
         summary["verified"] = True
@@ -183,7 +188,7 @@ def retrieve(
     method: MethodOpt = "bm25",
     top_k: TopKOpt = 15,
     resume: Annotated[bool, typer.Option(help="Skip questions already in an interrupted run's partial file.")] = True,
-    options: Optional[dict] = None,
+    options: dict | None = None,
 ) -> None:
     """Retrieve passages for every question into a run file, one JSON row per question."""
     from gearag.api import Gearag
@@ -223,9 +228,9 @@ def retrieve(
 def eval_(
     questions: Annotated[Path, typer.Argument(help="Questions with gold passages (and answers).")],
     run: Annotated[Path, typer.Argument(help="Run file from `gearag retrieve`.")],
-    corpus: Annotated[Optional[Path], typer.Option(help="Corpus: check every gold passage resolves in it first.")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="Corpus: check every gold passage resolves in it first.")] = None,
     k: Annotated[str, typer.Option("--k", help="Comma-separated recall cut-offs.")] = "2,5,10,15",
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the full report as JSON here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the full report as JSON here.")] = None,
 ) -> None:
     """Recall@k (and EM/F1 when the run has answers) of a run file."""
     from gearag.data import GoldMatcher, load_corpus, load_questions
@@ -277,7 +282,7 @@ def ask(
     method: MethodOpt = "bm25",
     top_k: TopKOpt = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
-    options: Optional[dict] = None,
+    options: dict | None = None,
 ) -> None:
     """Answer one question: show the top passages (and the method's trace)."""
     from gearag.api import Gearag
@@ -296,7 +301,9 @@ def ask(
 
 @app.command()
 def demo(
-    directory: Annotated[Path, typer.Option("--dir", help="Where to write the demo corpus and index.")] = Path("demo_out"),
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Where to write the demo corpus and index.")
+    ] = Path("demo_out"),
     method: MethodOpt = "gear",
 ) -> None:
     """Write a small multi-hop corpus, index it and answer its questions — offline, no key."""
@@ -327,12 +334,14 @@ def serve(
     run_server(index_dir, ServerSettings.from_env(**(options or {})))
 
 
-def _click_exceptions():  # noqa: ANN202
+def _click_exceptions():
     """The click exception classes typer raises (recent typer vendors its own click)."""
     try:
         from typer._click import exceptions
     except ImportError:  # older typer on plain click
-        from click import exceptions
+        from click import exceptions as click_exceptions
+
+        return click_exceptions
     return exceptions
 
 

@@ -13,6 +13,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from gearag.api import Gearag
+from gearag.data import GoldMatcher, load_corpus, load_questions
+from gearag.display import print_result
+from gearag.evaluation import evaluate_run
+from gearag.indexing import build_index
+
 PASSAGES = [
     ("Stephen Curry", "Wardell Stephen Curry II (born March 14, 1988) is an American professional basketball player "
      "and point guard for the Golden State Warriors of the NBA. He was born in Akron, Ohio, and is the son of former "
@@ -75,12 +81,6 @@ def write_demo_data(directory: Path) -> tuple[Path, Path]:
 
 def run_demo(directory: Path, method: str = "gear", console: Console | None = None, top_k: int = 5) -> dict:
     """Write the demo data, index it, run ``method`` on each question and report recall."""
-    from gearag.api import Gearag
-    from gearag.data import GoldMatcher, load_corpus, load_questions
-    from gearag.display import print_result
-    from gearag.evaluation import evaluate_run
-    from gearag.indexing import build_index
-
     console = console or Console()
     corpus_path, questions_path = write_demo_data(Path(directory))
     passages = load_corpus(corpus_path)

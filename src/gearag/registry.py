@@ -93,10 +93,6 @@ class Registry:
             raise ConfigError(f"unknown {kind} {name!r} (choose from {', '.join(table)})")
         return table[canonical]
 
-    def create(self, kind: str, name: str, *args: Any) -> Any:
-        """Call the factory of ``kind``/``name`` with ``args``."""
-        return self.entry(kind, name).load()(*args)
-
 
 REGISTRY = Registry()
 register = REGISTRY.register

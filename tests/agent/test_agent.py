@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from types import SimpleNamespace
 
 import pytest
-from conftest import DATA, wiki_slice
 
+from conftest import DATA, wiki_slice
 from gearag.agent.config import AgentConfig, AgentEngineConfig
 from gearag.agent.loop import GearAgent
-from gearag.expand.config import ExpansionConfig
 from gearag.agent.offline import OfflineAnswerer
 from gearag.config import IndexConfig
 from gearag.engine import Engine
 from gearag.errors import ConfigError, DataError
 from gearag.evaluation import recall_by_iteration
+from gearag.expand.config import ExpansionConfig
 from gearag.methods import make_method
 from gearag.model import Fact, GoldRef, Hit, Passage, Question, Reasoning
 from gearag.store.index import Index
@@ -96,7 +97,7 @@ def test_offline_gear_end_to_end(request: pytest.FixtureRequest, slice_name: str
         assert (step["tokens_in"], step["tokens_out"]) == (0, 0)  # no language model
     # The loop's queries: the question first, then each rewrite.
     assert steps[0]["query"] == question
-    for prev, step in zip(steps, steps[1:]):
+    for prev, step in itertools.pairwise(steps):
         assert not prev["reasoning"]["answerable"]
         assert step["query"] == prev["reasoning"]["next_query"]
     last = steps[-1]

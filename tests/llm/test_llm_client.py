@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import socket
 from pathlib import Path
@@ -100,14 +101,13 @@ def test_unreadable_200_bodies_are_retried(server: ScriptedServer) -> None:
 
 def test_exhausted_retries_raise_a_clear_error_after_backing_off(server: ScriptedServer) -> None:
     server.default = Status(500, "upstream exploded")
-    with make_client(server, max_retries=2, backoff_base=0.1, backoff_cap=10.0) as llm:
-        with pytest.raises(LLMError) as err:
-            llm.complete("hi", role="reason", question_id="q9")
+    with make_client(server, max_retries=2, backoff_base=0.1, backoff_cap=10.0) as llm, pytest.raises(LLMError) as err:
+        llm.complete("hi", role="reason", question_id="q9")
     message = str(err.value)
     assert f"{server.base_url}/chat/completions" in message
     assert "HTTP 500" in message and "upstream exploded" in message and "after 3 attempts" in message
     assert len(server.requests) == 3
-    gaps = [b.received - a.received for a, b in zip(server.requests, server.requests[1:])]
+    gaps = [b.received - a.received for a, b in itertools.pairwise(server.requests)]
     # Exponential backoff with jitter: the n-th wait is at least half of base * 2**n.
     assert gaps[0] >= 0.05 and gaps[1] >= 0.1
     assert llm.ledger.total.failures == 1
@@ -129,9 +129,8 @@ def test_backoff_grows_is_jittered_and_capped() -> None:
 @pytest.mark.parametrize(("status", "hint"), [(401, "OPENAI_API_KEY"), (404, "--llm-base-url"), (400, "")])
 def test_client_errors_are_not_retried(server: ScriptedServer, status: int, hint: str) -> None:
     server.push(Status(status, "nope"))
-    with make_client(server) as llm:
-        with pytest.raises(LLMError) as err:
-            llm.complete("hi", role="read")
+    with make_client(server) as llm, pytest.raises(LLMError) as err:
+        llm.complete("hi", role="read")
     assert f"HTTP {status}" in str(err.value) and "(not retried)" in str(err.value) and hint in str(err.value)
     assert len(server.requests) == 1
 

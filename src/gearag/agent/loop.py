@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gearag.agent.config import AgentConfig
 from gearag.engine import Engine
@@ -42,6 +42,9 @@ from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import rrf
 from gearag.store.index import Index
 from gearag.trace import AgentTrace, StepTrace
+
+if TYPE_CHECKING:
+    from gearag.llm.usage import UsageLedger
 
 
 @dataclass
@@ -56,10 +59,10 @@ class AgentResult:
                           self.reasoning.text if self.reasoning is not None else None)
 
 
-def _tokens(ledger: object | None) -> tuple[int, int]:
+def _tokens(ledger: UsageLedger | None) -> tuple[int, int]:
     if ledger is None:
         return 0, 0
-    total = ledger.snapshot()  # type: ignore[attr-defined]
+    total = ledger.snapshot()
     return int(total.prompt_tokens), int(total.completion_tokens)
 
 

@@ -24,7 +24,7 @@ class GearMethod:
         """The top ``k`` passages (and an answer); ``on_step`` sees each agent step as it finishes (streaming)."""
         engine = self.agent.engine
         ledger = engine.ledger
-        before = ledger.by_role() if ledger is not None else {}  # type: ignore[attr-defined]
+        before = ledger.by_role() if ledger is not None else {}
         run = self.agent.run(question, k, on_step)
         trace = run.trace()
         out = Result(run.passages, trace)
@@ -36,7 +36,7 @@ class GearMethod:
             trace.evidence = answer.evidence
         if ledger is not None:
             # Tokens this question used, by role (GEAR Fig. 4), answer generation included.
-            after = ledger.by_role()  # type: ignore[attr-defined]
+            after = ledger.by_role()
             trace.tokens_by_role = {
                 role: {"prompt": st.prompt_tokens - (before[role].prompt_tokens if role in before else 0),
                        "completion": st.completion_tokens - (before[role].completion_tokens if role in before else 0)}

@@ -78,7 +78,7 @@ class NeuralPathScorer(PathScorer):
             paths = base + np.asarray(self.vectors[candidates], dtype=np.float64)
             norms = np.linalg.norm(paths, axis=1)
             return (paths @ self.q) / np.maximum(norms, 1e-12)
-        keys = [path + (int(c),) for c in candidates]
+        keys = [(*path, int(c)) for c in candidates]
         with self._lock:
             found = {key: self._cache[key] for key in keys if key in self._cache}
         missing = [key for key in keys if key not in found]

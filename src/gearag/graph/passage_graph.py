@@ -172,7 +172,7 @@ def graph_arrays_for(index: Index) -> GraphArrays:
         return GraphArrays.build([p.title for p in index.passages], [p.text for p in index.passages],
                                  tt.subjects, tt.objects, np.asarray(tt.passage), is_named)
 
-    return index.cached("graph_arrays", build)  # type: ignore[no-any-return]
+    return index.cached("graph_arrays", build)
 
 
 class PassageGraph:
@@ -206,7 +206,7 @@ class PassageGraph:
             # Entity-only graph: relation edges plus entity–entity edges through a shared passage's
             # resolution (an entity and the page it is about's entities), HippoRAG 1's scheme.
             return sparse.csr_matrix(rel)
-        p, e = self.n_passages, self.n_entities
+        p = self.n_passages
         return sparse.bmat([[sparse.csr_matrix((p, p)), to_passage], [to_entity, rel]], format="csr")
 
     # -- seeds ---------------------------------------------------------------
@@ -292,6 +292,6 @@ class PassageGraph:
 def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) -> PassageGraph:
     """A cached :class:`PassageGraph` for ``index`` and ``config``."""
     config = config or PassageGraphConfig()
-    return index.cached(  # type: ignore[no-any-return]
+    return index.cached(
         f"passage_graph:{config!r}", lambda: PassageGraph(graph_arrays_for(index), config)
     )

@@ -75,7 +75,8 @@ MIN_CONTAINED_SHARE = 0.5
 _PAREN = re.compile(r"\s*\([^()]*\)\s*$")
 _QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,40})[\"“”«»]")
 _OPENING = re.compile(r"^(.{3,120}?)\s*(?:\(|,|\bis\b|\bwas\b|\bare\b|\bwere\b|\bhas been\b)")
-_FUNCTION = frozenset("of the and de la le von van der den du del da di y for on in at".split())
+_FUNCTION = frozenset({"of", "the", "and", "de", "la", "le", "von", "van", "der", "den", "du", "del", "da", "di",
+                       "y", "for", "on", "in", "at"})
 
 
 def _stop_words() -> frozenset[str]:

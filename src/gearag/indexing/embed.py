@@ -65,13 +65,15 @@ class EmbedStage:
             if saved.exists():
                 with np.load(saved, allow_pickle=False) as npz:
                     vectors = npz["vectors"]
-                    weights = npz["weights"] if "weights" in npz else None
+                    weights = npz.get("weights")
             else:
                 vectors, weights = embed_texts(embedder, coll.texts, f"embedding {name}", cfg.batch)
                 saved.parent.mkdir(parents=True, exist_ok=True)
                 tmp = saved.with_suffix(".tmp.npz")
-                arrays = {"vectors": vectors} if weights is None else {"vectors": vectors, "weights": weights}
-                np.savez(tmp, **arrays)
+                if weights is None:
+                    np.savez(tmp, vectors=vectors)
+                else:
+                    np.savez(tmp, vectors=vectors, weights=weights)
                 tmp.replace(saved)
             rel = f"vectors/{name}.npy"
             build.writer.write_array(rel, vectors)

@@ -69,7 +69,7 @@ class LLMClient:
         config: LLMConfig,
         *,
         ledger: UsageLedger | None = None,
-        cache: ResponseCache | None | object = _DEFAULT,
+        cache: ResponseCache | object | None = _DEFAULT,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:

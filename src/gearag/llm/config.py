@@ -39,7 +39,8 @@ _FALSE = {"0", "false", "no", "off", "none", ""}
 
 
 def default_cache_path() -> Path:
-    """``$GEARAG_CACHE_DIR/llm.sqlite``, else ``$XDG_CACHE_HOME/gearag/llm.sqlite``, else ``~/.cache/gearag/llm.sqlite``."""
+    """``$GEARAG_CACHE_DIR/llm.sqlite``, else ``$XDG_CACHE_HOME/gearag/llm.sqlite``,
+    else ``~/.cache/gearag/llm.sqlite``."""
     root = os.environ.get("GEARAG_CACHE_DIR")
     if root:
         return Path(root).expanduser() / "llm.sqlite"
@@ -114,7 +115,10 @@ class LLMConfig:
         return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
     def with_overrides(self, **overrides: Any) -> LLMConfig:
-        """A copy with the given fields changed; ``None`` values are ignored, ``cache_path=False`` disables the cache."""
+        """A copy with the given fields changed.
+
+        ``None`` values are ignored, ``cache_path=False`` disables the cache.
+        """
         return replace(self, **_clean(overrides))
 
     def describe(self) -> str:

@@ -83,6 +83,10 @@ def _fill(template: str, values: Mapping[str, Any]) -> str:
     return _PLACEHOLDER.sub(sub, template)
 
 
+# Prompt texts keep one paragraph per line: the text is exactly what the model
+# reads (and its hash keys the checkpoints), so wrapping it would change
+# results. Each template is marked `noqa: E501 - prompt text` instead.
+
 # ---------------------------------------------------------------------------
 # GEAR, offline: joint named entities + triples (Appendix K.1 structure)
 # ---------------------------------------------------------------------------
@@ -138,7 +142,7 @@ Passage:
 {title}
 {passage}
 ```
-"""
+"""  # noqa: E501 - prompt text
 
 # ---------------------------------------------------------------------------
 # GEAR, online: reader (§4.1, §5.1), reasoner (§5.2), rewriter (§5.3)
@@ -152,19 +156,19 @@ Facts: ("Alan Turing", "doctorate from", "Princeton University"), ("Princeton Un
 
 Here are the documents you can use:
 {documents}
-"""
+"""  # noqa: E501 - prompt text
 
 READ = _READ_HEAD + """
 From these documents, write the facts that help answer the question below. If the documents do not hold everything needed, write only the relevant facts you can find; never invent facts.
 
 Question: {question}
-Facts:"""
+Facts:"""  # noqa: E501 - prompt text
 
 READ_WITH_MEMORY = _READ_HEAD + """
 Some facts are already known; they start the Facts line below. From the documents, add further facts that help answer the question, building on the known ones. If the documents do not hold everything needed, write only the relevant facts you can find; never invent facts. Reply with the new facts only, in the same format.
 
 Question: {question}
-Facts: {memory}"""
+Facts: {memory}"""  # noqa: E501 - prompt text
 
 REASON = """# Task
 Decide whether the known facts below are enough to answer the question.
@@ -195,7 +199,7 @@ Next Question: What is the official language of the country whose capital is Bud
 Question: {question}
 Facts: {facts}
 Reason: {reason}
-Next Question:"""
+Next Question:"""  # noqa: E501 - prompt text
 
 # ---------------------------------------------------------------------------
 # GEAR, QA (Appendix K.3): concise answers, one in-context example
@@ -222,7 +226,7 @@ Given the passages and the question below, give a short, definite answer with no
 {passages}
 
 Question: {question}
-Answer:"""
+Answer:"""  # noqa: E501 - prompt text
 
 ANSWER_CLOSED_BOOK = """Given the question below, give a short, definite answer with no explanation, at most 6 words.
 
@@ -238,7 +242,7 @@ SUMMARIZE = """Summarise the text below. Keep as many of its key details (names,
 Text:
 {text}
 
-Summary:"""
+Summary:"""  # noqa: E501 - prompt text
 
 COREF_REWRITE = """Rewrite a paragraph so that every entity reference is resolved, using the paragraph that precedes it in the same document for context.
 
@@ -262,7 +266,7 @@ Preceding paragraph:
 {previous}
 Paragraph:
 {paragraph}
-Rewritten:"""
+Rewritten:"""  # noqa: E501 - prompt text
 
 EXTRACT_ENTITIES = """List every named entity in the document, each with a type.
 
@@ -286,7 +290,7 @@ Output:
 
 Document:
 {passage}
-Output:"""
+Output:"""  # noqa: E501 - prompt text
 
 EXTRACT_PROPOSITIONS = """Extract every fact stated in the document. A fact is a short, self-contained statement of important information, preferably about the listed entities. For each fact, also give all of its semantic triplets.
 
@@ -313,7 +317,7 @@ Output:
 Document:
 {passage}
 Entities: {entities}
-Output:"""
+Output:"""  # noqa: E501 - prompt text
 
 #: The built-in prompts by name.
 DEFAULTS: dict[str, Prompt] = {

@@ -127,7 +127,7 @@ class Collection:
         if self.spec.vectors is None:
             raise ConfigError(f"collection {self.name!r} has no vectors")
         rel = self.spec.vectors
-        return self._once("vectors", lambda: self._array(rel))  # type: ignore[no-any-return]
+        return self._once("vectors", lambda: self._array(rel))
 
     @property
     def weights(self) -> np.ndarray | None:
@@ -135,7 +135,7 @@ class Collection:
         if self.spec.weights is None:
             return None
         rel = self.spec.weights
-        return self._once("weights", lambda: np.asarray(self._array(rel)))  # type: ignore[no-any-return]
+        return self._once("weights", lambda: np.asarray(self._array(rel)))
 
     def _sources(self) -> tuple[np.ndarray, np.ndarray | None]:
         src = self.spec.sources
