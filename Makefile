@@ -37,7 +37,8 @@ test: lint $(VENV)/.neural
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.neural
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/gearag bench --extractors spacy,openie --out benchmarks/out/bench
+	$(BIN)/python benchmarks/report.py benchmarks/out/bench
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .ruff_cache .mypy_cache

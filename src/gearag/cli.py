@@ -17,10 +17,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from gearag.errors import ConfigError, GearagError
+from gearag.data.corpus import MAX_PASSAGE_CHARS
+from gearag.errors import ConfigError, GearagError, IndexFormatError
 from gearag.options import OptionSpec, option_specs
 
 app = typer.Typer(
@@ -28,8 +28,17 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Multi-hop retrieval: index a corpus, retrieve with BM25/dense/hybrid, graph expansion and the GEAR agent.",
 )
-out = Console()
-err = Console(stderr=True)
+# emoji=False: ":smile:" in a passage or path is data, not an emoji code.
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
+
+
+def _print_json(value: object) -> None:
+    """Print ``value`` as indented JSON; C1 controls are written as escapes, nothing is re-parsed."""
+    from gearag.display import json_for_terminal
+
+    text = json_for_terminal(json.dumps(value, indent=2, ensure_ascii=False))
+    out.print(text, markup=False, highlight=out.is_terminal, soft_wrap=True)
 
 
 def _method_names() -> list[str]:
@@ -121,18 +130,31 @@ def index(
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted build.")] = True,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
+    max_passage_chars: Annotated[int, typer.Option(
+        min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
     options: dict | None = None,
 ) -> None:
     """Index a corpus into passages, triples, a triple graph, BM25 and dense indices."""
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
+    from gearag.display import safe
     from gearag.extract import make_extractor
     from gearag.indexing import build_index
     from gearag.options import build_config
+    from gearag.outputs import check_output_dir
+    from gearag.store.index import check_replaceable
 
     config = build_config(IndexConfig, options, what="gearag index")
-    passages = load_corpus(corpus)
-    err.print(f"[bold]{len(passages):,}[/] passages from {escape(str(corpus))}")
+    check_output_dir(out_dir)
+    if overwrite:
+        check_replaceable(out_dir)
+    elif out_dir.exists():
+        raise IndexFormatError(f"{out_dir}: already exists (pass --overwrite to replace it)")
+    def warn(message: str) -> None:
+        err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)
+
+    passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn)
+    err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     ex = make_extractor(config.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model)
     started = time.perf_counter()
     try:
@@ -153,26 +175,26 @@ def index(
     counts = built.manifest["counts"]
     err.print(
         f"indexed {counts['passages']:,} passages, {counts['triples']:,} triples, "
-        f"{counts['entities']:,} entities into {escape(str(out_dir))} in {time.perf_counter() - started:.1f} s"
+        f"{counts['entities']:,} entities into {safe(out_dir)} in {time.perf_counter() - started:.1f} s"
     )
 
 
 @app.command()
 def info(
     index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
-    verify: Annotated[bool, typer.Option(help="Also check every file's SHA-256.")] = False,
+    verify: Annotated[bool, typer.Option(help="Checksum every file in full (default: small files in full, "
+                                         "large arrays by sampled blocks).")] = False,
 ) -> None:
-    """Show an index's manifest summary (and verify its checksums)."""
-    from gearag.store.index import read_manifest, verify_files
+    """Show an index's manifest summary after checking its files (fully with --verify)."""
+    from gearag.store.index import check_index
 
-    manifest = read_manifest(index_dir)
-    verify_files(index_dir, manifest, checksums=verify)
+    manifest = check_index(index_dir, full=verify)
     keys = ("format_version", "gearag_version", "created", "config", "counts")
     summary: dict[str, object] = {k: manifest[k] for k in keys if k in manifest}
     summary["build_seconds"] = manifest.get("build_seconds")
     if verify:
         summary["verified"] = True
-    out.print_json(json.dumps(summary))
+    _print_json(summary)
 
 
 MethodOpt = Annotated[str, typer.Option(help="Method: " + " | ".join(_method_names()) + ".")]
@@ -193,17 +215,26 @@ def retrieve(
     """Retrieve passages for every question into a run file, one JSON row per question."""
     from gearag.api import Gearag
     from gearag.data import load_questions
+    from gearag.display import safe
+    from gearag.methods import method_config
+    from gearag.outputs import check_output_file
     from gearag.progress import track
     from gearag.runfile import RunWriter
 
+    inputs = (questions, index_dir / "manifest.json", index_dir / "passages.jsonl")
+    check_output_file(out_file, inputs=inputs)
+    method_config(method, options)  # bad options fail before any loading
     qs = load_questions(questions)
     app_ = Gearag.open(index_dir)
     run_method = app_.method(method, **(options or {}))
     settings = {"index": str(Path(index_dir).resolve()), "questions": str(Path(questions).resolve()),
-                "method": method, "top_k": top_k, "options": options or {}}
-    writer = RunWriter(out_file, resume=resume, settings=settings)
+                "method": method, "top_k": top_k, "options": options or {},
+                "index_identity": {"manifest_sha256": app_.index.identity,
+                                   "created": app_.index.manifest.get("created")}}
+    writer = RunWriter(out_file, resume=resume, settings=settings, inputs=inputs)
     if writer.discarded:
-        err.print(f"discarded {writer.discarded} rows of an interrupted run with other settings")
+        err.print(f"restarting: discarded {writer.discarded} rows of an interrupted run because "
+                  f"{safe(writer.restart_reason)}")
     todo = [q for q in qs if q.id not in writer.done]
     if len(todo) < len(qs):
         err.print(f"resuming: {len(qs) - len(todo)} of {len(qs)} questions already done")
@@ -220,7 +251,7 @@ def retrieve(
     if latencies:
         import statistics
 
-        err.print(f"wrote {escape(str(out_file))} ({len(qs)} questions; "
+        err.print(f"wrote {safe(out_file)} ({len(qs)} questions; "
                   f"median {1000 * statistics.median(latencies):.1f} ms/question)")
 
 
@@ -234,10 +265,14 @@ def eval_(
 ) -> None:
     """Recall@k (and EM/F1 when the run has answers) of a run file."""
     from gearag.data import GoldMatcher, load_corpus, load_questions
+    from gearag.display import safe
     from gearag.evaluation import evaluate_run
+    from gearag.outputs import check_output_file, write_text_atomic
     from gearag.runfile import read_run
 
     ks = _int_list(k)
+    if json_out is not None:
+        check_output_file(json_out, inputs=(questions, run, corpus), what="--json")
     qs = load_questions(questions)
     corpus_passages = load_corpus(corpus) if corpus is not None else None
     if corpus_passages is not None:
@@ -246,7 +281,7 @@ def eval_(
             matcher.resolve(q)
     rows = read_run(run)
     report = evaluate_run(qs, rows, ks)
-    table = Table(title=f"{run.name}: {report.n_questions} questions")
+    table = Table(title=f"{safe(run.name, one_line=True)}: {report.n_questions} questions")
     cells = report.row()
     for name in cells:
         table.add_column(name, justify="right")
@@ -271,7 +306,7 @@ def eval_(
                 it_table.add_row(*(str(v) for v in point.values()))
             out.print(it_table)
     if json_out:
-        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        write_text_atomic(json_out, json.dumps(payload, indent=2))
 
 
 @app.command()
@@ -286,17 +321,55 @@ def ask(
 ) -> None:
     """Answer one question: show the top passages (and the method's trace)."""
     from gearag.api import Gearag
+    from gearag.methods import method_config
 
     if not question.strip():
         raise ConfigError("the question is empty")
+    method_config(method, options)  # bad options fail before any loading
     app_ = Gearag.open(index_dir)
     result = app_.retrieve(question, method, top_k, **(options or {}))
     if as_json:
-        out.print_json(json.dumps(app_.row(result, question=question), ensure_ascii=False))
+        _print_json(app_.row(result, question=question))
         return
     from gearag.display import print_result
 
     print_result(out, app_.index, question, result)
+
+
+@app.command()
+def bench(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for results.md, results.json and the figures.")],
+    datasets: Annotated[str | None, typer.Option(help="Comma-separated: musique, 2wiki, hotpotqa (default all).")]
+    = None,
+    methods: Annotated[str | None, typer.Option(help="Comma-separated method names or row labels (default all).")]
+    = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions per dataset.")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="Own corpus (with --questions) instead of the shared sets.")]
+    = None,
+    questions: Annotated[Path | None, typer.Option(help="Questions with gold passages for --corpus.")] = None,
+    index_dir: Annotated[Path | None, typer.Option(help="Where indices are built or reused (default OUT/indices).")]
+    = None,
+    extractors: Annotated[str, typer.Option(help="Comma-separated extractors (openie: the shipped OpenIE file).")]
+    = "spacy",
+    embedders: Annotated[str, typer.Option(help="Comma-separated embedders.")] = "wordllama",
+    ablations: Annotated[bool, typer.Option(help="Also run the ablation rows.")] = True,
+    force: Annotated[bool, typer.Option(help="Rebuild indices that exist.")] = False,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="Step budget for GEAR/IRCoT (default per dataset).")]
+    = None,
+    engine: Annotated[str | None, typer.Option(help="Engine for GEAR, IRCoT and HippoRAG rows: offline | openai.")]
+    = None,
+    llm_base_url: LLMBaseUrlOpt = None,
+    llm_model: LLMModelOpt = None,
+) -> None:
+    """Every method side by side on the same indices: a Table-2 Markdown table, JSON numbers and two figures."""
+    from gearag.bench.run import BenchConfig, run_bench
+    from gearag.display import safe
+
+    config = BenchConfig(out_dir, datasets, methods, limit, corpus, questions, index_dir, extractors, embedders,
+                         ablations, force, max_steps, engine, llm_base_url, llm_model,
+                         command=" ".join(["gearag", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
+                         else "gearag bench")
+    run_bench(config, log=lambda line: err.print(safe(line), highlight=False, soft_wrap=True))
 
 
 @app.command()
@@ -357,9 +430,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(status, int):
             return status
     except GearagError as exc:
-        from rich.markup import escape
+        from gearag.display import safe
 
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/] {safe(exc, one_line=True)}", highlight=False, soft_wrap=True)
         return 2
     except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted; rerun the same command to resume")

@@ -87,16 +87,19 @@ def test_slow_reply_times_out_and_is_retried(server: ScriptedServer) -> None:
     assert len(server.requests) == 2
 
 
-def test_unreadable_200_bodies_are_retried(server: ScriptedServer) -> None:
-    server.push(
-        Raw(b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
-        Raw(b'{"choices": [], "model": "x"}'),
-        Raw(b'{"error": {"message": "overloaded"}}'),
-        Reply("finally"),
-    )
+def test_an_unreadable_200_body_is_retried_once(server: ScriptedServer) -> None:
+    server.push(Raw(b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"), Reply("finally"))
     with make_client(server) as llm:
         assert llm.complete("hi", role="read").text == "finally"
-    assert len(server.requests) == 4
+    assert len(server.requests) == 2
+
+
+def test_unreadable_200_bodies_are_retried_only_once(server: ScriptedServer) -> None:
+    server.push(Raw(b'{"choices": [], "model": "x"}'), Raw(b'{"error": {"message": "overloaded"}}'), Reply("never"))
+    with make_client(server, max_retries=5) as llm, pytest.raises(LLMError) as err:
+        llm.complete("hi", role="read")
+    assert "after 2 attempts" in str(err.value) and "HTTP 200" in str(err.value)
+    assert len(server.requests) == 2
 
 
 def test_exhausted_retries_raise_a_clear_error_after_backing_off(server: ScriptedServer) -> None:
@@ -139,13 +142,14 @@ def test_nobody_listening_names_the_endpoint() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = LLMConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.01,
+    # A refused connection is not retried: with these settings a retry would wait 30 s or more.
+    config = LLMConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=5, backoff_base=30.0,
                        cache_path=None)
     with LLMClient(config) as llm, pytest.raises(LLMError) as err:
         llm.complete("hi", role="read")
     message = str(err.value)
     assert f"127.0.0.1:{port}/v1/chat/completions" in message and "connection error" in message
-    assert "after 2 attempts" in message
+    assert "(not retried)" in message and "is a server listening" in message
 
 
 def test_rerun_hits_the_cache_with_zero_requests(server: ScriptedServer, tmp_path: Path) -> None:

@@ -263,9 +263,13 @@ def _flip_byte(path: Path, offset: int = -1) -> None:
 def test_verify_detects_same_size_corruption(index_copy: Path) -> None:
     _flip_byte(index_copy / "vectors" / "passages.npy")
     manifest = read_manifest(index_copy)
-    verify_files(index_copy, manifest, checksums=False)  # sizes still match
+    # Sizes still match; small files are checksummed by default, not only with --verify.
+    with pytest.raises(IndexFormatError, match=r"vectors/passages\.npy fails its checksum"):
+        verify_files(index_copy, manifest, checksums=False)
     with pytest.raises(IndexFormatError, match=r"vectors/passages\.npy fails its checksum"):
         verify_files(index_copy, manifest, checksums=True)
+    with pytest.raises(IndexFormatError, match="checksum"):
+        Index.load(index_copy)
     with pytest.raises(IndexFormatError, match="checksum"):
         Index.load(index_copy, verify=True)
 

@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import sparse
 
+from gearag.errors import IndexFormatError
 from gearag.graph.ppr import DAMPING, PageRankOperator
-from gearag.graph.resolve import STOP_WORDS, Resolution, resolve_corpus, usable_key
+from gearag.graph.resolve import Resolution, resolve_corpus, stop_words, usable_key
 from gearag.graph.trie import TokenTrie, tokens
 from gearag.options import setting
 from gearag.text import is_named
@@ -167,7 +168,11 @@ def graph_arrays_for(index: Index) -> GraphArrays:
     def build() -> GraphArrays:
         directory = Path(index.path) / GRAPH_DIR
         if (directory / "entities.json").exists():
-            return GraphArrays.load(directory)
+            try:
+                return GraphArrays.load(directory)
+            except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError):
+                # Damaged arrays: one line, never numpy's advice to allow pickle.
+                raise IndexFormatError(f"{index.path}: {GRAPH_DIR}/ arrays are corrupt; rebuild the index") from None
         tt = index.triples
         return GraphArrays.build([p.title for p in index.passages], [p.text for p in index.passages],
                                  tt.subjects, tt.objects, np.asarray(tt.passage), is_named)
@@ -219,7 +224,7 @@ class PassageGraph:
         toks = tokens(question)
         out: dict[int, None] = {}
         for m in self.trie.scan(toks, require_capital=True):
-            if all(t.casefold() in STOP_WORDS for t in toks[m.start : m.end]):
+            if all(t.casefold() in stop_words() for t in toks[m.start : m.end]):
                 continue
             out.setdefault(m.name, None)
         return list(out)

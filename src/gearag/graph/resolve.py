@@ -51,6 +51,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import sparse
@@ -79,21 +80,17 @@ _FUNCTION = frozenset({"of", "the", "and", "de", "la", "le", "von", "van", "der"
                        "y", "for", "on", "in", "at"})
 
 
-def _stop_words() -> frozenset[str]:
-    try:
-        from spacy.lang.en.stop_words import STOP_WORDS
+@lru_cache(maxsize=1)
+def stop_words() -> frozenset[str]:
+    """spaCy's English stop words, loaded on first use (importing spaCy takes seconds; the CLI must start fast)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
 
-        return frozenset(STOP_WORDS)
-    except ImportError:  # pragma: no cover - spaCy is a core dependency
-        return frozenset()
-
-
-STOP_WORDS = _stop_words()
+    return frozenset(STOP_WORDS)
 
 
 def usable_key(key: str) -> bool:
     """A name key that can link: long enough and not a single stop word."""
-    return len(key) >= MIN_KEY_CHARS and key not in STOP_WORDS
+    return len(key) >= MIN_KEY_CHARS and key not in stop_words()
 
 
 def _is_capital(tok: str) -> bool:

@@ -3,7 +3,9 @@
 The prompts follow the structure and output formats of GEAR's Appendix K
 (triple extraction; reader with and without gist memory; answerability
 reasoning; query rewriting; concise answer generation) and SiReRAG's
-Appendix G (summary, coreference rewrite, entities, propositions), written
+Appendix G (summary, coreference rewrite, entities, propositions), and of
+the peer baselines (IRCoT's one-sentence reasoning step, HippoRAG's query
+NER and HippoRAG 2's fact filter), written
 afresh for this project with our own demonstrations.
 
 Templates use ``{name}`` placeholders. Only the names a prompt declares are
@@ -319,6 +321,42 @@ Document:
 Entities: {entities}
 Output:"""  # noqa: E501 - prompt text
 
+# ---------------------------------------------------------------------------
+# Peer baselines: IRCoT's one-thought step, HippoRAG's query NER and fact filter
+# ---------------------------------------------------------------------------
+
+IRCOT_THOUGHT = """You help answer questions that need several documents, reasoning one step at a time. Given the documents retrieved so far, the question and the reasoning written so far, write only the NEXT single sentence of reasoning. Do not write the whole chain at once. When that sentence reaches the final answer, begin it with "So the answer is:".
+
+=== Example ===
+Title: Lake Bled
+Lake Bled is a glacial lake in the Julian Alps in north-western Slovenia, next to the town of Bled.
+
+Title: Slovenia
+Slovenia is a country in Central Europe. Its capital and largest city is Ljubljana.
+
+Question: What is the capital of the country where Lake Bled lies?
+Reasoning: Lake Bled lies in Slovenia. The capital of Slovenia is Ljubljana. So the answer is: Ljubljana.
+
+=== Your task ===
+{documents}
+
+Question: {question}
+Reasoning: {thoughts}"""  # noqa: E501 - prompt text
+
+HIPPORAG_NER = """List the named entities (people, places, organisations, works, events, dates and other proper names) that appear in the question below. Reply with JSON only: {"named_entities": ["...", "..."]}.
+
+Question: Which university did the director of the film "Ex Machina" attend?
+{"named_entities": ["Ex Machina"]}
+
+Question: {question}
+"""  # noqa: E501 - prompt text
+
+HIPPORAG_FILTER = """A search system found the candidate facts below for a question. Keep only the facts that help answer the question (at most four), copied exactly, and drop the rest. Reply with JSON only: {"fact": [["subject", "predicate", "object"], ...]}; reply {"fact": []} if none helps.
+
+Question: {question}
+Candidate facts: {facts}
+"""  # noqa: E501 - prompt text
+
 #: The built-in prompts by name.
 DEFAULTS: dict[str, Prompt] = {
     p.name: p
@@ -334,6 +372,9 @@ DEFAULTS: dict[str, Prompt] = {
         Prompt("coref_rewrite", COREF_REWRITE),
         Prompt("extract_entities", EXTRACT_ENTITIES),
         Prompt("extract_propositions", EXTRACT_PROPOSITIONS),
+        Prompt("ircot_thought", IRCOT_THOUGHT),
+        Prompt("hipporag_ner", HIPPORAG_NER),
+        Prompt("hipporag_filter", HIPPORAG_FILTER),
     )
 }
 
@@ -350,6 +391,9 @@ REQUIRED: dict[str, set[str]] = {
     "coref_rewrite": {"previous", "paragraph"},
     "extract_entities": {"passage"},
     "extract_propositions": {"passage"},
+    "ircot_thought": {"documents", "question", "thoughts"},
+    "hipporag_ner": {"question"},
+    "hipporag_filter": {"question", "facts"},
 }
 
 #: Placeholders each prompt may use (values are always supplied by the caller).
@@ -365,6 +409,9 @@ AVAILABLE: dict[str, set[str]] = {
     "coref_rewrite": {"previous", "paragraph"},
     "extract_entities": {"passage"},
     "extract_propositions": {"passage", "entities"},
+    "ircot_thought": {"documents", "question", "thoughts"},
+    "hipporag_ner": {"question"},
+    "hipporag_filter": {"question", "facts"},
 }
 
 
