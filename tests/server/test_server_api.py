@@ -150,7 +150,8 @@ def test_chat_completions_plain_and_streamed(client: TestClient) -> None:
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
     assert "writes no answer" in text and "[1] " in text
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
-    assert [m["id"] for m in client.get("/v1/models").json()["data"]][-1] == "gearag-gear"
+    models = [m["id"] for m in client.get("/v1/models").json()["data"]]
+    assert {"gearag-gear", "gearag-syncge", "gearag-bm25"} <= set(models)
 
 
 def test_openapi_documents_the_endpoints(client: TestClient) -> None:
