@@ -385,6 +385,28 @@ def demo(
     run_demo(directory, method=method, console=out)
 
 
+def _serve_specs() -> dict[str, OptionSpec]:
+    from gearag.server.settings import ServerSettings
+
+    return option_specs(ServerSettings)
+
+
+@app.command()
+@with_config_options(_serve_specs())
+def serve(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    options: dict | None = None,
+) -> None:
+    """Serve an index over HTTP: the /v1 API, an OpenAI-compatible chat endpoint and a browser page at /.
+
+    Binds 127.0.0.1 by default. Set GEARAG_API_KEY to require a key (needed for any other address).
+    """
+    from gearag.server.launch import serve as run_server
+    from gearag.server.settings import ServerSettings
+
+    run_server(index_dir, ServerSettings.from_env(**(options or {})))
+
+
 def _click_exceptions():
     """The click exception classes typer raises (recent typer vendors its own click)."""
     try:

@@ -362,3 +362,26 @@ def test_recall_by_iteration_needs_agent_traces() -> None:
     questions = [Question("q1", "?", gold=[GoldRef("A")])]
     with pytest.raises(DataError):
         recall_by_iteration(questions, [{"id": "q1", "passages": []}], {"a": ("A", "")})
+
+
+def test_on_step_sees_each_step_as_it_finishes(tiny_index: Index) -> None:
+    s = _agent(
+        tiny_index,
+        gist=[[T_A], [T_B]],
+        verdicts=[Reasoning(False, "missing"), Reasoning(True, "found", "Utah Jazz")],
+        rewrites=["second query"],
+        base={QUESTION: [0, 1], "second query": [2]},
+        links={T_A.as_tuple(): [1], T_B.as_tuple(): [2]},
+    )
+    seen: list[tuple[int, int]] = []  # (step number, reasoner calls made when the step was reported)
+    result = s.agent.run(QUESTION, k=5, on_step=lambda st: seen.append((st.step, len(s.roles.reasoner.calls))))
+    # Step 1 is reported before step 2 reasons: a stream can show it while step 2 runs.
+    assert seen == [(1, 1), (2, 2)]
+    assert [st.step for st in result.steps] == [1, 2]
+
+
+def test_gear_method_passes_on_step_through(tiny_index: Index) -> None:
+    method = make_method(tiny_index, "gear", max_steps=2)
+    steps: list[int] = []
+    result = method("Who is the father of Stephen Curry?", 3, on_step=lambda st: steps.append(st.step))
+    assert result.trace is not None and steps == [st.step for st in result.trace.steps]  # type: ignore[union-attr]

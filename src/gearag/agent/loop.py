@@ -28,6 +28,7 @@ beams (as printed) or both.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,7 +121,8 @@ class GearAgent:
         order = [*ranked, *tail]
         return [(p, 1.0 / (self.rrf_k + i + 1)) for i, p in enumerate(order)]
 
-    def run(self, question: str, k: int = 15) -> AgentResult:
+    def run(self, question: str, k: int = 15, on_step: Callable[[StepTrace], None] | None = None) -> AgentResult:
+        """Run the loop for ``question``; ``on_step`` (if given) sees each step's trace as soon as it finishes."""
         memory: list[Fact] = []
         per_step: list[list[int]] = []
         steps: list[StepTrace] = []
@@ -166,6 +168,8 @@ class GearAgent:
                     ranking=[self.index.passages[i].id for i, _ in final[:k]],
                 )
             )
+            if on_step is not None:
+                on_step(steps[-1])
             if reasoning.answerable or next_query is None:
                 break
             if next_query.strip().casefold() == query.strip().casefold() and not (self.chain and added):

@@ -46,7 +46,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -515,11 +514,12 @@ class Index:
         """Triple ids extracted from passage ``row``."""
         return range(int(self.passage_triple_indptr[row]), int(self.passage_triple_indptr[row + 1]))
 
-    @cached_property
+    @property
     def embedder(self) -> Any:
+        """The index's embedder, loaded once (under the index lock: threads never load it twice)."""
         from gearag.embed import make_embedder
 
-        return make_embedder(self.config.embed.embedder)
+        return self.cached("embedder", lambda: make_embedder(self.config.embed.embedder))
 
     def collection(self, name: str) -> Collection:
         """The collection called ``name``; a ConfigError lists the index's collections otherwise."""
