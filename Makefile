@@ -6,7 +6,7 @@ PIP    := $(BIN)/pip install --quiet --disable-pip-version-check
 # A CPU build of torch, pinned: an unpinned torch pulls gigabytes of CUDA packages.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test bench install install-neural clean
+.PHONY: demo test lint bench install install-neural clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,11 +28,17 @@ install-neural: $(VENV)/.neural
 demo: $(VENV)/.base
 	$(BIN)/gearag demo --dir demo_out
 
-test: $(VENV)/.neural
+# ruff and mypy (configured in pyproject.toml; installed by the dev extra).
+lint: $(VENV)/.base
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+
+test: lint $(VENV)/.neural
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.neural
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/gearag bench --extractors spacy,openie --out benchmarks/out/bench
+	$(BIN)/python benchmarks/report.py benchmarks/out/bench
 
 clean:
-	rm -rf $(VENV) demo_out .pytest_cache
+	rm -rf $(VENV) demo_out .pytest_cache .ruff_cache .mypy_cache

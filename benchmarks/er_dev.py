@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_datasets import DATASETS
+from gearag.bench.datasets import shared_datasets
+
+DATASETS = shared_datasets()
 
 #: Where the indices live (outside the repository by default: benchmarks/out is ignored by git).
 ROOT = Path(os.environ.get("GEARAG_BENCH_DIR", Path(__file__).resolve().parent / "out" / "er-indices"))

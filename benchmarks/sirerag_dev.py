@@ -26,23 +26,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory import peak_mb, reset_peak  # noqa: E402
-
-from gearag.data.corpus import load_corpus  # noqa: E402
-from gearag.data.questions import GoldMatcher, load_questions  # noqa: E402
-from gearag.embed import make_embedder  # noqa: E402
-from gearag.evaluation import normalize_answer  # noqa: E402
-from gearag.sirerag.pipeline import build_sirerag_trees, leaf_texts, single_propositions  # noqa: E402
-from gearag.sirerag.pool import VARIANTS, build_pool, search  # noqa: E402
-from gearag.sirerag.propositions import OfflinePropositionConfig, offline_propositions  # noqa: E402
-from gearag.sirerag.summarise import ExtractiveSummariser  # noqa: E402
+from gearag.bench.memory import peak_mb, reset_peak
+from gearag.data.corpus import load_corpus
+from gearag.data.questions import GoldMatcher, load_questions
+from gearag.embed import make_embedder
+from gearag.evaluation import normalize_answer
+from gearag.sirerag.pipeline import build_sirerag_trees, leaf_texts, single_propositions
+from gearag.sirerag.pool import VARIANTS, build_pool, search
+from gearag.sirerag.propositions import OfflinePropositionConfig, offline_propositions
+from gearag.sirerag.summarise import ExtractiveSummariser
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SETS = {
@@ -57,7 +54,7 @@ class Stage:
     def __init__(self, log: dict, name: str) -> None:
         self.log, self.name = log, name
 
-    def __enter__(self) -> "Stage":
+    def __enter__(self) -> Stage:
         reset_peak()
         self.wall, self.cpu = time.perf_counter(), time.process_time()
         return self

@@ -28,18 +28,16 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_datasets import DATASETS
 from gearag.api import Gearag
+from gearag.bench.datasets import shared_datasets
 from gearag.data import GoldMatcher, load_corpus, load_questions
 from gearag.evaluation import evaluate_run
 from gearag.retrieve.config import POOLS
 
 KS = (5, 20)
 BUILD = """
-import json, sys, time
-sys.path.insert(0, {bench!r})
-from memory import peak_mb
+import json, time
+from gearag.bench.memory import peak_mb
 from gearag.config import IndexConfig, TreesConfig
 from gearag.data import load_corpus
 from gearag.indexing import build_index
@@ -52,12 +50,12 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "peak_mb": peak_mb(),
 
 
 def build(name: str, indices: Path, force: bool) -> dict:
-    ds = DATASETS[name]
+    ds = shared_datasets()[name]
     out = indices / name
     meta = indices / f"{name}.build.json"
     if out.exists() and meta.exists() and not force:
         return json.loads(meta.read_text())
-    code = BUILD.format(bench=str(Path(__file__).resolve().parent), corpus=str(ds.corpus), out=str(out))
+    code = BUILD.format(corpus=str(ds.corpus), out=str(out))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"build of {name} failed:\n{proc.stderr[-3000:]}")
@@ -172,7 +170,7 @@ def main() -> None:
     args.indices.mkdir(parents=True, exist_ok=True)
     results: dict = {}
     for name in args.sets.split(","):
-        ds = DATASETS[name]
+        ds = shared_datasets()[name]
         print(f"{name}: building", flush=True)
         built = build(name, args.indices, args.force)
         print(f"  built in {built['seconds']:.0f} s, peak {built['peak_mb']:.0f} MB; stages {built['stages']}",

@@ -10,7 +10,9 @@ Actions: :class:`Reply` (a valid completion, optionally slow or without
 usage), :class:`Status` (an HTTP error such as 429 or 500, with headers),
 :class:`Drop` (close the connection without answering), :class:`Hang`
 (hold the request open until released), :class:`Raw` (any body, e.g. HTML or
-broken JSON). A ``responder(body) -> action | None`` decides per request;
+broken JSON), :class:`Trickle` (a valid reply sent one byte at a time, slowly)
+and :class:`Huge` (a body of any size, declared or streamed; the bytes the
+server managed to send are recorded in ``Recorded.sent``). A ``responder(body) -> action | None`` decides per request;
 otherwise queued actions are used in order, then ``default``.
 Every request is recorded (:attr:`ScriptedServer.requests`), with whether a
 complete reply was sent back (``answered``).
@@ -63,7 +65,24 @@ class Raw:
     content_type: str = "application/json"
 
 
-Action = Reply | Status | Drop | Hang | Raw
+@dataclass
+class Trickle:
+    """A valid completion whose body is written ``chunk`` bytes every ``interval`` seconds."""
+
+    text: str = "x" * 200
+    interval: float = 0.2
+    chunk: int = 1
+
+
+@dataclass
+class Huge:
+    """A 200 reply of ``size`` bytes; ``declare`` sends its Content-Length, else it is streamed until close."""
+
+    size: int
+    declare: bool = True
+
+
+Action = Reply | Status | Drop | Hang | Raw | Trickle | Huge
 
 
 @dataclass
@@ -76,6 +95,7 @@ class Recorded:
     action: str = ""
     answered: bool = False
     usage: dict[str, int] | None = None
+    sent: int = 0
 
     @property
     def prompt(self) -> str:
@@ -140,7 +160,7 @@ class ScriptedServer:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 server._handle(self)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -241,6 +261,37 @@ class ScriptedServer:
             while not released.wait(0.05) and not self._stopped.is_set():
                 pass
             handler.close_connection = True
+        elif isinstance(action, Trickle):
+            payload = json.dumps({"id": f"chatcmpl-{rec.index}", "object": "chat.completion", "model": "m",
+                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": action.text},
+                                               "finish_reason": "stop"}]}).encode()
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.flush()
+            for start in range(0, len(payload), action.chunk):
+                if self._stopped.wait(action.interval):
+                    break
+                handler.wfile.write(payload[start:start + action.chunk])
+                handler.wfile.flush()
+                rec.sent += action.chunk
+            handler.close_connection = True
+        elif isinstance(action, Huge):
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            if action.declare:
+                handler.send_header("Content-Length", str(action.size))
+            else:
+                handler.send_header("Connection", "close")
+            handler.end_headers()
+            block = b'{"pad": "' + b"x" * (64 * 1024) + b'"}'
+            try:
+                while rec.sent < action.size and not self._stopped.is_set():
+                    handler.wfile.write(block)
+                    rec.sent += len(block)
+            finally:
+                handler.close_connection = True
         else:  # pragma: no cover
             raise TypeError(action)
 

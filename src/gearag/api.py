@@ -41,7 +41,7 @@ class Gearag:
             config = method_config(name, options)
         elif options:
             raise TypeError("pass either a config or options, not both")
-        return self.index.cached(  # type: ignore[no-any-return]
+        return self.index.cached(
             f"method:{name}:{config!r}", lambda: make_method(self.index, name, config, llm_roles=self.llm_roles)
         )
 

@@ -13,14 +13,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from gearag.errors import ConfigError, GearagError
+from gearag.data.corpus import MAX_PASSAGE_CHARS
+from gearag.errors import ConfigError, GearagError, IndexFormatError
 from gearag.options import OptionSpec, option_specs
 
 app = typer.Typer(
@@ -28,8 +28,17 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Multi-hop retrieval: index a corpus, retrieve with BM25/dense/hybrid, graph expansion and the GEAR agent.",
 )
-out = Console()
-err = Console(stderr=True)
+# emoji=False: ":smile:" in a passage or path is data, not an emoji code.
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
+
+
+def _print_json(value: object) -> None:
+    """Print ``value`` as indented JSON; C1 controls are written as escapes, nothing is re-parsed."""
+    from gearag.display import json_for_terminal
+
+    text = json_for_terminal(json.dumps(value, indent=2, ensure_ascii=False))
+    out.print(text, markup=False, highlight=out.is_terminal, soft_wrap=True)
 
 
 def _method_names() -> list[str]:
@@ -48,8 +57,8 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-LLMBaseUrlOpt = Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")]
-LLMModelOpt = Annotated[Optional[str], typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
+LLMBaseUrlOpt = Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")]
+LLMModelOpt = Annotated[str | None, typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
 
 
 def _typer_option(spec: OptionSpec) -> tuple[object, object]:
@@ -59,7 +68,7 @@ def _typer_option(spec: OptionSpec) -> tuple[object, object]:
     allowed = spec.allowed()
     choices = f" ({' | '.join(allowed)})" if allowed and not spec.help.count("|") else ""
     flags = (f"{spec.flag}/--no-{spec.flag[2:]}",) if spec.type is bool else (spec.flag,)
-    annotation = Annotated[Optional[spec.type], typer.Option(*flags, help=spec.help + choices + shown, show_default=False)]  # type: ignore[name-defined]
+    annotation = Annotated[spec.type | None, typer.Option(*flags, help=spec.help + choices + shown, show_default=False)]  # type: ignore[name-defined]
     return annotation, None
 
 
@@ -74,7 +83,9 @@ def with_config_options(specs: dict[str, OptionSpec]) -> Callable[[Callable[...,
             if name in taken:
                 continue
             annotation, default = _typer_option(spec)
-            extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+            extra.append(
+                inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            )
         names = [p.name for p in extra]
 
         @functools.wraps(fn)
@@ -111,28 +122,43 @@ def _index_specs() -> dict[str, OptionSpec]:
 @app.command()
 @with_config_options(_index_specs())
 def index(
-    corpus: Annotated[Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")],
+    corpus: Annotated[
+        Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")
+    ],
     out_dir: Annotated[Path, typer.Option("--out", help="Index directory to create.")],
     overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted build.")] = True,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
-    options: Optional[dict] = None,
+    max_passage_chars: Annotated[int, typer.Option(
+        min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
+    options: dict | None = None,
 ) -> None:
     """Index a corpus into passages, triples, a triple graph, BM25 and dense indices (and SiReRAG pools)."""
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
+    from gearag.display import safe
     from gearag.extract import make_extractor
     from gearag.indexing import build_index
     from gearag.options import build_config
+    from gearag.outputs import check_output_dir
+    from gearag.store.index import check_replaceable
 
     config = build_config(IndexConfig, options, what="gearag index")
     trees = config.trees
     if not trees.enabled and (trees.engine != "offline" or trees.ablations or trees.cross_tree):
         raise ConfigError("--engine, --sirerag-ablations and --sirerag-cross-tree apply only with --sirerag"
                           " (or --raptor)")
-    passages = load_corpus(corpus)
-    err.print(f"[bold]{len(passages):,}[/] passages from {escape(str(corpus))}")
+    check_output_dir(out_dir)
+    if overwrite:
+        check_replaceable(out_dir)
+    elif out_dir.exists():
+        raise IndexFormatError(f"{out_dir}: already exists (pass --overwrite to replace it)")
+    def warn(message: str) -> None:
+        err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)
+
+    passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn)
+    err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     roles = None
     if trees.enabled and trees.engine == "openai":
         from gearag.llm import LLMRoles, make_llm
@@ -165,7 +191,7 @@ def index(
     counts = built.manifest["counts"]
     err.print(
         f"indexed {counts['passages']:,} passages, {counts['triples']:,} triples, "
-        f"{counts['entities']:,} entities into {escape(str(out_dir))} in {time.perf_counter() - started:.1f} s"
+        f"{counts['entities']:,} entities into {safe(out_dir)} in {time.perf_counter() - started:.1f} s"
     )
     for name, pool in (built.manifest.get("trees") or {}).get("pools", {}).items():
         parts = ", ".join(f"{v:,} {k}" for k, v in pool.items() if k != "nodes")
@@ -175,20 +201,20 @@ def index(
 @app.command()
 def info(
     index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
-    verify: Annotated[bool, typer.Option(help="Also check every file's SHA-256.")] = False,
+    verify: Annotated[bool, typer.Option(help="Checksum every file in full (default: small files in full, "
+                                         "large arrays by sampled blocks).")] = False,
 ) -> None:
-    """Show an index's manifest summary (and verify its checksums)."""
-    from gearag.store.index import read_manifest, verify_files
+    """Show an index's manifest summary after checking its files (fully with --verify)."""
+    from gearag.store.index import check_index
 
-    manifest = read_manifest(index_dir)
-    verify_files(index_dir, manifest, checksums=verify)
+    manifest = check_index(index_dir, full=verify)
     keys = ("format_version", "gearag_version", "created", "config", "counts")
     summary: dict[str, object] = {k: manifest[k] for k in keys if k in manifest}
     summary["collections"] = {name: spec.get("rows") for name, spec in (manifest.get("collections") or {}).items()}
     summary["build_seconds"] = manifest.get("build_seconds")
     if verify:
         summary["verified"] = True
-    out.print_json(json.dumps(summary))
+    _print_json(summary)
 
 
 MethodOpt = Annotated[str, typer.Option(help="Method: " + " | ".join(_method_names()) + ".")]
@@ -204,22 +230,31 @@ def retrieve(
     method: MethodOpt = "bm25",
     top_k: TopKOpt = 15,
     resume: Annotated[bool, typer.Option(help="Skip questions already in an interrupted run's partial file.")] = True,
-    options: Optional[dict] = None,
+    options: dict | None = None,
 ) -> None:
     """Retrieve passages for every question into a run file, one JSON row per question."""
     from gearag.api import Gearag
     from gearag.data import load_questions
+    from gearag.display import safe
+    from gearag.methods import method_config
+    from gearag.outputs import check_output_file
     from gearag.progress import track
     from gearag.runfile import RunWriter
 
+    inputs = (questions, index_dir / "manifest.json", index_dir / "passages.jsonl")
+    check_output_file(out_file, inputs=inputs)
+    method_config(method, options)  # bad options fail before any loading
     qs = load_questions(questions)
     app_ = Gearag.open(index_dir)
     run_method = app_.method(method, **(options or {}))
     settings = {"index": str(Path(index_dir).resolve()), "questions": str(Path(questions).resolve()),
-                "method": method, "top_k": top_k, "options": options or {}}
-    writer = RunWriter(out_file, resume=resume, settings=settings)
+                "method": method, "top_k": top_k, "options": options or {},
+                "index_identity": {"manifest_sha256": app_.index.identity,
+                                   "created": app_.index.manifest.get("created")}}
+    writer = RunWriter(out_file, resume=resume, settings=settings, inputs=inputs)
     if writer.discarded:
-        err.print(f"discarded {writer.discarded} rows of an interrupted run with other settings")
+        err.print(f"restarting: discarded {writer.discarded} rows of an interrupted run because "
+                  f"{safe(writer.restart_reason)}")
     todo = [q for q in qs if q.id not in writer.done]
     if len(todo) < len(qs):
         err.print(f"resuming: {len(qs) - len(todo)} of {len(qs)} questions already done")
@@ -236,7 +271,7 @@ def retrieve(
     if latencies:
         import statistics
 
-        err.print(f"wrote {escape(str(out_file))} ({len(qs)} questions; "
+        err.print(f"wrote {safe(out_file)} ({len(qs)} questions; "
                   f"median {1000 * statistics.median(latencies):.1f} ms/question)")
 
 
@@ -244,16 +279,20 @@ def retrieve(
 def eval_(
     questions: Annotated[Path, typer.Argument(help="Questions with gold passages (and answers).")],
     run: Annotated[Path, typer.Argument(help="Run file from `gearag retrieve`.")],
-    corpus: Annotated[Optional[Path], typer.Option(help="Corpus: check every gold passage resolves in it first.")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="Corpus: check every gold passage resolves in it first.")] = None,
     k: Annotated[str, typer.Option("--k", help="Comma-separated recall cut-offs.")] = "2,5,10,15",
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the full report as JSON here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the full report as JSON here.")] = None,
 ) -> None:
     """Recall@k, answer recall@k (and EM/F1 when the run has answers) of a run file."""
     from gearag.data import GoldMatcher, load_corpus, load_questions
+    from gearag.display import safe
     from gearag.evaluation import evaluate_run
+    from gearag.outputs import check_output_file, write_text_atomic
     from gearag.runfile import read_run
 
     ks = _int_list(k)
+    if json_out is not None:
+        check_output_file(json_out, inputs=(questions, run, corpus), what="--json")
     qs = load_questions(questions)
     corpus_passages = load_corpus(corpus) if corpus is not None else None
     if corpus_passages is not None:
@@ -263,7 +302,7 @@ def eval_(
     rows = read_run(run)
     by_id = {p.id: (p.title, p.text) for p in corpus_passages} if corpus_passages is not None else None
     report = evaluate_run(qs, rows, ks, by_id)
-    table = Table(title=f"{run.name}: {report.n_questions} questions")
+    table = Table(title=f"{safe(run.name, one_line=True)}: {report.n_questions} questions")
     cells = report.row()
     for name in cells:
         table.add_column(name, justify="right")
@@ -293,7 +332,7 @@ def eval_(
                 it_table.add_row(*(str(v) for v in point.values()))
             out.print(it_table)
     if json_out:
-        json_out.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        write_text_atomic(json_out, json.dumps(payload, indent=2))
 
 
 @app.command()
@@ -304,17 +343,19 @@ def ask(
     method: MethodOpt = "bm25",
     top_k: TopKOpt = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
-    options: Optional[dict] = None,
+    options: dict | None = None,
 ) -> None:
     """Answer one question: show the top passages (and the method's trace)."""
     from gearag.api import Gearag
+    from gearag.methods import method_config
 
     if not question.strip():
         raise ConfigError("the question is empty")
+    method_config(method, options)  # bad options fail before any loading
     app_ = Gearag.open(index_dir)
     result = app_.retrieve(question, method, top_k, **(options or {}))
     if as_json:
-        out.print_json(json.dumps(app_.row(result, question=question), ensure_ascii=False))
+        _print_json(app_.row(result, question=question))
         return
     from gearag.display import print_result
 
@@ -322,8 +363,46 @@ def ask(
 
 
 @app.command()
+def bench(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for results.md, results.json and the figures.")],
+    datasets: Annotated[str | None, typer.Option(help="Comma-separated: musique, 2wiki, hotpotqa (default all).")]
+    = None,
+    methods: Annotated[str | None, typer.Option(help="Comma-separated method names or row labels (default all).")]
+    = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions per dataset.")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="Own corpus (with --questions) instead of the shared sets.")]
+    = None,
+    questions: Annotated[Path | None, typer.Option(help="Questions with gold passages for --corpus.")] = None,
+    index_dir: Annotated[Path | None, typer.Option(help="Where indices are built or reused (default OUT/indices).")]
+    = None,
+    extractors: Annotated[str, typer.Option(help="Comma-separated extractors (openie: the shipped OpenIE file).")]
+    = "spacy",
+    embedders: Annotated[str, typer.Option(help="Comma-separated embedders.")] = "wordllama",
+    ablations: Annotated[bool, typer.Option(help="Also run the ablation rows.")] = True,
+    force: Annotated[bool, typer.Option(help="Rebuild indices that exist.")] = False,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="Step budget for GEAR/IRCoT (default per dataset).")]
+    = None,
+    engine: Annotated[str | None, typer.Option(help="Engine for GEAR, IRCoT and HippoRAG rows: offline | openai.")]
+    = None,
+    llm_base_url: LLMBaseUrlOpt = None,
+    llm_model: LLMModelOpt = None,
+) -> None:
+    """Every method side by side on the same indices: a Table-2 Markdown table, JSON numbers and two figures."""
+    from gearag.bench.run import BenchConfig, run_bench
+    from gearag.display import safe
+
+    config = BenchConfig(out_dir, datasets, methods, limit, corpus, questions, index_dir, extractors, embedders,
+                         ablations, force, max_steps, engine, llm_base_url, llm_model,
+                         command=" ".join(["gearag", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
+                         else "gearag bench")
+    run_bench(config, log=lambda line: err.print(safe(line), highlight=False, soft_wrap=True))
+
+
+@app.command()
 def demo(
-    directory: Annotated[Path, typer.Option("--dir", help="Where to write the demo corpus and index.")] = Path("demo_out"),
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Where to write the demo corpus and index.")
+    ] = Path("demo_out"),
     method: MethodOpt = "gear",
 ) -> None:
     """Write a small multi-hop corpus, index it and answer its questions — offline, no key."""
@@ -332,12 +411,36 @@ def demo(
     run_demo(directory, method=method, console=out)
 
 
-def _click_exceptions():  # noqa: ANN202
+def _serve_specs() -> dict[str, OptionSpec]:
+    from gearag.server.settings import ServerSettings
+
+    return option_specs(ServerSettings)
+
+
+@app.command()
+@with_config_options(_serve_specs())
+def serve(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    options: dict | None = None,
+) -> None:
+    """Serve an index over HTTP: the /v1 API, an OpenAI-compatible chat endpoint and a browser page at /.
+
+    Binds 127.0.0.1 by default. Set GEARAG_API_KEY to require a key (needed for any other address).
+    """
+    from gearag.server.launch import serve as run_server
+    from gearag.server.settings import ServerSettings
+
+    run_server(index_dir, ServerSettings.from_env(**(options or {})))
+
+
+def _click_exceptions():
     """The click exception classes typer raises (recent typer vendors its own click)."""
     try:
         from typer._click import exceptions
     except ImportError:  # older typer on plain click
-        from click import exceptions
+        from click import exceptions as click_exceptions
+
+        return click_exceptions
     return exceptions
 
 
@@ -353,9 +456,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(status, int):
             return status
     except GearagError as exc:
-        from rich.markup import escape
+        from gearag.display import safe
 
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/] {safe(exc, one_line=True)}", highlight=False, soft_wrap=True)
         return 2
     except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted; rerun the same command to resume")

@@ -6,7 +6,7 @@ manifests of format 1 stored the same settings flat and still load.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 from gearag.options import setting
@@ -137,7 +137,9 @@ class IndexConfig:
         """Read a manifest's config: nested (format 2) or flat (format 1: extractor, embedder, bm25_k1, ...)."""
         parts: dict[str, Any] = {}
         for f in fields(cls):
-            sub = f.default_factory  # type: ignore[misc]
+            sub = f.default_factory
+            if not (isinstance(sub, type) and is_dataclass(sub)):  # every field is a section with a default
+                raise TypeError(f"{cls.__name__}.{f.name} is not a config section")
             section = data.get(f.name)
             known = {g.name for g in fields(sub)}
             if isinstance(section, dict):

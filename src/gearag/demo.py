@@ -11,7 +11,15 @@ import json
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
+
+from gearag.api import Gearag
+from gearag.data import GoldMatcher, load_corpus, load_questions
+from gearag.display import print_result, safe
+from gearag.errors import OutputError
+from gearag.evaluation import evaluate_run
+from gearag.indexing import build_index
+from gearag.methods import method_config
+from gearag.outputs import check_output_dir, write_text_atomic
 
 PASSAGES = [
     ("Stephen Curry", "Wardell Stephen Curry II (born March 14, 1988) is an American professional basketball player "
@@ -60,28 +68,43 @@ QUESTIONS = [
 ]
 
 
-def write_demo_data(directory: Path) -> tuple[Path, Path]:
-    """Write ``corpus.jsonl`` and ``questions.jsonl`` into ``directory``."""
+#: The file that marks a directory as written by the demo (so a rerun may replace its files).
+MARKER = ".gearag-demo"
+
+
+def claim_demo_dir(directory: Path) -> None:
+    """Make ``directory`` the demo's: new, empty, or written by an earlier demo; otherwise an OutputError.
+
+    The demo never writes into a directory of the user's own: it would
+    replace their ``corpus.jsonl``, ``questions.jsonl`` or ``index``.
+    """
+    check_output_dir(directory, what="--dir")
+    if directory.exists() and any(directory.iterdir()) and not (directory / MARKER).is_file():
+        raise OutputError(
+            f"--dir {directory}: exists, is not empty and was not written by `gearag demo`; "
+            "choose a new or empty directory"
+        )
     directory.mkdir(parents=True, exist_ok=True)
+    (directory / MARKER).write_text("written by `gearag demo`; safe to delete with this directory\n",
+                                    encoding="utf-8")
+
+
+def write_demo_data(directory: Path) -> tuple[Path, Path]:
+    """Write ``corpus.jsonl`` and ``questions.jsonl`` into ``directory`` (claimed first, see :func:`claim_demo_dir`)."""
+    claim_demo_dir(directory)
     corpus = directory / "corpus.jsonl"
     questions = directory / "questions.jsonl"
-    corpus.write_text(
-        "".join(json.dumps({"id": f"d{i}", "title": t, "text": x}) + "\n" for i, (t, x) in enumerate(PASSAGES)),
-        encoding="utf-8",
+    write_text_atomic(
+        corpus, "".join(json.dumps({"id": f"d{i}", "title": t, "text": x}) + "\n" for i, (t, x) in enumerate(PASSAGES))
     )
-    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
+    write_text_atomic(questions, "".join(json.dumps(q) + "\n" for q in QUESTIONS))
     return corpus, questions
 
 
 def run_demo(directory: Path, method: str = "gear", console: Console | None = None, top_k: int = 5) -> dict:
     """Write the demo data, index it, run ``method`` on each question and report recall."""
-    from gearag.api import Gearag
-    from gearag.data import GoldMatcher, load_corpus, load_questions
-    from gearag.display import print_result
-    from gearag.evaluation import evaluate_run
-    from gearag.indexing import build_index
-
     console = console or Console()
+    method_config(method)  # an unknown method fails before anything is written
     corpus_path, questions_path = write_demo_data(Path(directory))
     passages = load_corpus(corpus_path)
     questions = load_questions(questions_path)
@@ -89,7 +112,7 @@ def run_demo(directory: Path, method: str = "gear", console: Console | None = No
     counts = index.manifest["counts"]
     console.print(
         f"[bold]demo index:[/] {counts['passages']} passages, {counts['triples']} triples, "
-        f"{counts['entities']} entities in {Path(directory) / 'index'}\n"
+        f"{counts['entities']} entities in {safe(Path(directory) / 'index')}\n"
     )
     matcher = GoldMatcher(passages)
     app = Gearag(index)
@@ -99,9 +122,9 @@ def run_demo(directory: Path, method: str = "gear", console: Console | None = No
         gold_rows = set().union(*matcher.resolve(q))
         print_result(console, index, q.question, result, gold_rows)
         if q.answer:
-            console.print(f"[dim]expected answer: {escape(q.answer)}[/]\n")
+            console.print(f"[dim]expected answer: {safe(q.answer)}[/]\n")
         rows.append(app.row(result, qid=q.id))
     report = evaluate_run(questions, rows, ks=(2, 5))
     cells = "  ".join(f"{k} {v}" for k, v in report.row().items())
-    console.print(f"[bold]{method}[/] on the demo questions: {cells}")
+    console.print(f"[bold]{safe(method)}[/] on the demo questions: {cells}")
     return report.to_dict()

@@ -15,11 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from gearag.errors import ConfigError
 from gearag.model import Fact, Passage, Reasoning
 from gearag.options import setting
+from gearag.registry import REGISTRY
 
 if TYPE_CHECKING:
     from gearag.expand.reader import Reader
+    from gearag.llm.usage import UsageLedger
     from gearag.store.index import Index
 
 
@@ -53,7 +56,7 @@ class Engine:
     reasoner: Reasoner
     rewriter: Rewriter
     answerer: Answerer
-    ledger: object | None = None
+    ledger: UsageLedger | None = None
 
 
 @dataclass(frozen=True)
@@ -70,9 +73,6 @@ class EngineConfig:
 
 def make_engine(index: Index, config: EngineConfig, llm_roles: object | None = None) -> Engine:
     """The engine ``config.engine`` over ``index``; ``llm_roles`` injects ready LLM roles (tests, the API)."""
-    from gearag.errors import ConfigError
-    from gearag.registry import REGISTRY
-
     entry = REGISTRY.entry("engine", config.engine)
     if entry.name == "offline" and (config.llm_base_url or config.llm_model):
         raise ConfigError("--llm-base-url and --llm-model apply only to --engine openai")

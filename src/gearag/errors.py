@@ -25,3 +25,11 @@ class ConfigError(GearagError):
 
 class LLMError(GearagError):
     """An LLM endpoint failed for good (after retries), or is not configured."""
+
+
+class OutputError(GearagError):
+    """An output path cannot be used: a special file, a directory, an input file, or not writable."""
+
+
+class BusyError(GearagError):
+    """Another gearag process holds the lock on the index being built."""

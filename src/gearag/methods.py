@@ -53,5 +53,5 @@ def make_method(
         raise TypeError("pass either a config or options, not both")
     factory = entry.load()
     if llm_roles is not None:
-        return factory(index, config, llm_roles=llm_roles)  # type: ignore[no-any-return]
-    return factory(index, config)  # type: ignore[no-any-return]
+        return factory(index, config, llm_roles=llm_roles)
+    return factory(index, config)

@@ -19,13 +19,17 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gearag.errors import ConfigError
+from gearag.registry import REGISTRY
 
-C = TypeVar("C")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C", bound="DataclassInstance")
 
 
 def option(
@@ -71,8 +75,6 @@ class OptionSpec:
 
     def allowed(self) -> tuple[str, ...] | None:
         if isinstance(self.choices, str):
-            from gearag.registry import REGISTRY
-
             return tuple(REGISTRY.names(self.choices))
         return self.choices
 
@@ -105,9 +107,9 @@ def _walk(
         hint = hints[f.name]
         value = getattr(instance, f.name)
         if isinstance(hint, type) and is_dataclass(hint):
-            yield from _walk(hint, value, prefix + (f.name,))
+            yield from _walk(hint, value, (*prefix, f.name))
         else:
-            yield prefix + (f.name,), f, hint, value
+            yield (*prefix, f.name), f, hint, value
 
 
 def option_specs(cls: type) -> dict[str, OptionSpec]:
@@ -140,7 +142,7 @@ def _coerce(spec: OptionSpec, value: Any) -> Any:
             return value.lower() in ("true", "1", "yes")
         raise ConfigError(f"{flag} must be true or false, got {value!r}")
     if spec.type is int:
-        if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
             raise ConfigError(f"{flag} must be a whole number, got {value!r}")
         try:
             number: float = int(value)
@@ -159,8 +161,6 @@ def _coerce(spec: OptionSpec, value: Any) -> Any:
         allowed = spec.allowed()
         if allowed is not None and value not in allowed:
             if isinstance(spec.choices, str):
-                from gearag.registry import REGISTRY
-
                 REGISTRY.entry(spec.choices, value)  # accepts aliases, raises the registry's error otherwise
                 return value
             raise ConfigError(f"{flag}: unknown value {value!r} (choose from {', '.join(allowed)})")
@@ -195,7 +195,7 @@ def _instantiate(cls: type[C], values: Mapping[str, Any], base: Any = None) -> C
     base = cls() if base is None else base
     hints = _hints(cls)
     changes: dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
+    for f in fields(cls):
         hint = hints[f.name]
         if isinstance(hint, type) and is_dataclass(hint):
             changes[f.name] = _instantiate(hint, values, getattr(base, f.name))
@@ -204,32 +204,6 @@ def _instantiate(cls: type[C], values: Mapping[str, Any], base: Any = None) -> C
         name = (meta or {}).get("name") or f.name
         if meta is not None and name in values:
             changes[f.name] = values[name]
-    return replace(base, **changes)  # type: ignore[type-var, no-any-return]
+    return replace(base, **changes)
 
 
-def config_to_dict(config: Any) -> dict[str, Any]:
-    """A config as nested plain values (for manifests, traces and run settings)."""
-    return dataclasses.asdict(config)
-
-
-def config_from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
-    """Inverse of :func:`config_to_dict`; unknown keys are ignored (newer writers)."""
-    hints = _hints(cls)
-    kwargs: dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        if f.name not in data:
-            continue
-        hint = hints[f.name]
-        value = data[f.name]
-        if isinstance(hint, type) and is_dataclass(hint) and isinstance(value, Mapping):
-            value = config_from_dict(hint, value)
-        kwargs[f.name] = value
-    return cls(**kwargs)
-
-
-def updated(config: C, **changes: Any) -> C:
-    """``dataclasses.replace`` for frozen configs, named for readability at call sites."""
-    return replace(config, **changes)  # type: ignore[type-var]
-
-
-Validator = Callable[[Any], None]

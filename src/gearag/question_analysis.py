@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gearag.retrieve.bm25 import tokenize
 from gearag.text import YEAR as _YEAR
 from gearag.text import has_date, is_named
 
@@ -34,8 +35,6 @@ class QuestionInfo:
 
 @lru_cache(maxsize=4096)
 def analyse(question: str) -> QuestionInfo:
-    from gearag.retrieve.bm25 import tokenize
-
     q = question.strip()
     low = " " + q.lower() + " "
     options = _options(q)

@@ -93,10 +93,6 @@ class Registry:
             raise ConfigError(f"unknown {kind} {name!r} (choose from {', '.join(table)})")
         return table[canonical]
 
-    def create(self, kind: str, name: str, *args: Any) -> Any:
-        """Call the factory of ``kind``/``name`` with ``args``."""
-        return self.entry(kind, name).load()(*args)
-
 
 REGISTRY = Registry()
 register = REGISTRY.register
@@ -118,6 +114,16 @@ register("method", "titlelink", "gearag.graph.titlelink:TitleLinkRetriever", "ge
          help="baseline: BM25 plus the passages whose titles the top passages mention (issue 9)")
 register("method", "gear", "gearag.agent.method:GearMethod", "gearag.agent.config:AgentConfig",
          help="the GEAR agent: SyncGE per step, gist memory, reasoning, rewriting, passageLink (GEAR §5)")
+
+_B = "gearag.baselines"
+register("method", "hipporag", f"{_B}.hipporag_method:HippoRAG", f"{_B}.config:HippoRAGConfig",
+         help="HippoRAG v1: query entities → phrase nodes, PPR (damping 0.5), passages through their phrases")
+register("method", "hipporag2", f"{_B}.hipporag_method:HippoRAG2", f"{_B}.config:HippoRAG2Config",
+         help="HippoRAG 2: top facts → phrase seeds, dense passage seeds × 0.05, PPR over phrases and passages")
+register("method", "ircot", f"{_B}.ircot:IRCoT", f"{_B}.config:IRCoTConfig",
+         help="IRCoT: retrieve, one reasoning sentence, retrieve with it, up to max steps")
+register("method", "hipporag-ircot", f"{_B}.ircot:HippoRAGIRCoT", f"{_B}.config:HippoRAGIRCoTConfig",
+         help="HippoRAG w/ IRCoT: IRCoT's loop with HippoRAG retrieving at every step")
 
 register("engine", "offline", "gearag.agent.offline:offline_engine", help="model-free roles (default)")
 register("engine", "openai", "gearag.agent.llm_engine:llm_engine", aliases=("llm",),

@@ -19,10 +19,10 @@ _SPACES = re.compile(r"\s+")
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december")
 #: Month names and their usual abbreviations, as written in running text (capitalised).
-MONTH_WORDS = frozenset(
-    "January February March April May June July August September October November December "
-    "Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split()
-)
+MONTH_WORDS = frozenset({
+    "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November",
+    "December", "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec",
+})
 YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 MONTH = re.compile(r"\b(" + "|".join(MONTHS) + r")\b", re.IGNORECASE)
 #: Month names, abbreviations and era markers: date words that are not part of a name.
@@ -31,9 +31,10 @@ _DATE_WORDS = re.compile(
     r"|nov(ember)?|dec(ember)?|bc|ad|ce|bce|c)\b",
     re.IGNORECASE,
 )
-_FUNCTION_WORDS = frozenset(
-    "of the and de la le les von van der den du del da di y in on for a an at to by with from".split()
-)
+_FUNCTION_WORDS = frozenset({
+    "of", "the", "and", "de", "la", "le", "les", "von", "van", "der", "den", "du", "del", "da", "di", "y", "in", "on",
+    "for", "a", "an", "at", "to", "by", "with", "from",
+})
 _NAME_WORD = re.compile(r"[^\W\d_][\w'.&-]*")
 _DAY = re.compile(r"\b([0-3]?\d)\b")
 

@@ -118,4 +118,80 @@ class AgentTrace:
         return out
 
 
-Trace = ExpansionTrace | AgentTrace | LinkTrace
+@dataclass
+class HippoRAGTrace:
+    """How HippoRAG (v1 or 2) seeded its Personalized PageRank for one query."""
+
+    variant: str
+    #: v1: query entities and the phrase node each links to, with the cosine: ``[entity, phrase, cosine]``.
+    linked: list[list[Any]] = field(default_factory=list)
+    #: v2: the facts linked to the query (after the recognition filter), ``[s, p, o, score]``.
+    facts: list[list[Any]] = field(default_factory=list)
+    #: Phrase seeds, heaviest first: ``[phrase, weight]``.
+    seeds: list[list[Any]] = field(default_factory=list)
+    #: Why PPR did not run (``"no query entity"``, ``"no fact survived the filter"``) and what ranked instead.
+    fallback: str | None = None
+    tokens_by_role: dict[str, dict[str, int]] | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": TRACE_VERSION, "kind": "hipporag", "variant": self.variant,
+                               "linked": self.linked, "facts": self.facts, "seeds": self.seeds,
+                               "fallback": self.fallback, "seconds": self.seconds}
+        if self.tokens_by_role is not None:
+            out["tokens_by_role"] = self.tokens_by_role
+        return out
+
+
+@dataclass
+class IRCoTStep:
+    """One IRCoT step: retrieve with ``query``, then (unless it is the last) write the next thought."""
+
+    step: int
+    query: str
+    #: Titles of passages this step added to the accumulated set.
+    new_passages: list[str]
+    #: The reasoning sentence written over the passages so far ("" on the last step).
+    thought: str = ""
+    #: Passage ids of the output had the loop stopped after this step (for Figure 2).
+    ranking: list[str] = field(default_factory=list)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+    #: The retriever's own trace for this step (HippoRAG w/ IRCoT), if any.
+    retrieval: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"step": self.step, "query": self.query, "new_passages": self.new_passages,
+               "thought": self.thought, "ranking": self.ranking, "tokens_in": self.tokens_in,
+               "tokens_out": self.tokens_out, "seconds": self.seconds}
+        if self.retrieval is not None:
+            out["retrieval"] = self.retrieval
+        return out
+
+
+@dataclass
+class IRCoTTrace:
+    """IRCoT's run: its steps, and whether a thought stated the answer."""
+
+    retriever: str
+    steps: list[IRCoTStep]
+    #: The engine that wrote the thoughts (``offline``: triples picked from the passages, see ircot.py).
+    engine: str = "offline"
+    answered: bool = False
+    tokens_by_role: dict[str, dict[str, int]] | None = None
+
+    @property
+    def iterations(self) -> int:
+        return len(self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": TRACE_VERSION, "kind": "ircot", "retriever": self.retriever,
+                               "engine": self.engine, "steps": [s.to_dict() for s in self.steps],
+                               "iterations": self.iterations, "answered": self.answered}
+        if self.tokens_by_role is not None:
+            out["tokens_by_role"] = self.tokens_by_role
+        return out
+
+
+Trace = ExpansionTrace | AgentTrace | LinkTrace | HippoRAGTrace | IRCoTTrace

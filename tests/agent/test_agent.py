@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from types import SimpleNamespace
 
 import pytest
-from conftest import DATA, wiki_slice
 
+from conftest import DATA, wiki_slice
 from gearag.agent.config import AgentConfig, AgentEngineConfig
 from gearag.agent.loop import GearAgent
-from gearag.expand.config import ExpansionConfig
 from gearag.agent.offline import OfflineAnswerer
 from gearag.config import IndexConfig
 from gearag.engine import Engine
 from gearag.errors import ConfigError, DataError
 from gearag.evaluation import recall_by_iteration
+from gearag.expand.config import ExpansionConfig
 from gearag.methods import make_method
 from gearag.model import Fact, GoldRef, Hit, Passage, Question, Reasoning
 from gearag.store.index import Index
@@ -96,7 +97,7 @@ def test_offline_gear_end_to_end(request: pytest.FixtureRequest, slice_name: str
         assert (step["tokens_in"], step["tokens_out"]) == (0, 0)  # no language model
     # The loop's queries: the question first, then each rewrite.
     assert steps[0]["query"] == question
-    for prev, step in zip(steps, steps[1:]):
+    for prev, step in itertools.pairwise(steps):
         assert not prev["reasoning"]["answerable"]
         assert step["query"] == prev["reasoning"]["next_query"]
     last = steps[-1]
@@ -361,3 +362,26 @@ def test_recall_by_iteration_needs_agent_traces() -> None:
     questions = [Question("q1", "?", gold=[GoldRef("A")])]
     with pytest.raises(DataError):
         recall_by_iteration(questions, [{"id": "q1", "passages": []}], {"a": ("A", "")})
+
+
+def test_on_step_sees_each_step_as_it_finishes(tiny_index: Index) -> None:
+    s = _agent(
+        tiny_index,
+        gist=[[T_A], [T_B]],
+        verdicts=[Reasoning(False, "missing"), Reasoning(True, "found", "Utah Jazz")],
+        rewrites=["second query"],
+        base={QUESTION: [0, 1], "second query": [2]},
+        links={T_A.as_tuple(): [1], T_B.as_tuple(): [2]},
+    )
+    seen: list[tuple[int, int]] = []  # (step number, reasoner calls made when the step was reported)
+    result = s.agent.run(QUESTION, k=5, on_step=lambda st: seen.append((st.step, len(s.roles.reasoner.calls))))
+    # Step 1 is reported before step 2 reasons: a stream can show it while step 2 runs.
+    assert seen == [(1, 1), (2, 2)]
+    assert [st.step for st in result.steps] == [1, 2]
+
+
+def test_gear_method_passes_on_step_through(tiny_index: Index) -> None:
+    method = make_method(tiny_index, "gear", max_steps=2)
+    steps: list[int] = []
+    result = method("Who is the father of Stephen Curry?", 3, on_step=lambda st: steps.append(st.step))
+    assert result.trace is not None and steps == [st.step for st in result.trace.steps]  # type: ignore[union-attr]

@@ -15,7 +15,8 @@ from gearag.model import Passage
 from gearag.store.index import Index
 
 FILMS = [
-    ("Moonlight Harbor", "Moonlight Harbor is a 1951 American drama film directed by Arthur Penwick. It stars Joan Hale."),
+    ("Moonlight Harbor",
+     "Moonlight Harbor is a 1951 American drama film directed by Arthur Penwick. It stars Joan Hale."),
     ("Silent Orchard", "Silent Orchard is a 1960 British film directed by Clara Dunmore. It was shot in Kent."),
     ("Arthur Penwick", "Arthur Penwick (12 March 1902 – 3 May 1970) was an American film director."),
     ("Clara Dunmore", "Clara Dunmore (4 June 1898 – 9 July 1981) was a British film director and writer."),

@@ -15,7 +15,7 @@ import pytest
 from gearag.agent.llm_engine import llm_engine
 from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.engine import EngineConfig
-from gearag.llm import prompts as P
+from gearag.llm import prompts
 from gearag.llm.roles import format_passages, format_triples
 from gearag.model import Fact
 from gearag.retrieve import make_retriever
@@ -94,8 +94,8 @@ def step_docs(index: Index, titles: list[str]) -> str:
 
 
 def test_markers_identify_the_default_prompts() -> None:
-    templates = {"read": P.READ, "read_with_memory": P.READ_WITH_MEMORY, "reason": P.REASON,
-                 "rewrite": P.REWRITE, "answer": P.ANSWER}
+    templates = {"read": prompts.READ, "read_with_memory": prompts.READ_WITH_MEMORY, "reason": prompts.REASON,
+                 "rewrite": prompts.REWRITE, "answer": prompts.ANSWER}
     for name, template in templates.items():
         assert kind(template) == name
 
@@ -217,7 +217,7 @@ def test_step_tokens_add_up_to_the_ledger(tiny_index: Index, server: ScriptedSer
     usage = [(101, 11), (102, 12), (103, 13), (104, 14), (205, 25), (206, 26), (207, 27)]
     texts = [facts(FORMED), facts(FORMED), no("river unknown"), f"Next Question: {REWRITE}",
              facts(RIVER), facts(RIVER), yes("River Mersey")]
-    server.push(*(Reply(t, prompt_tokens=p, completion_tokens=c) for t, (p, c) in zip(texts, usage)))
+    server.push(*(Reply(t, prompt_tokens=p, completion_tokens=c) for t, (p, c) in zip(texts, usage, strict=True)))
     agent = make_agent(tiny_index, server, max_steps=4)
     result = agent.run(QUESTION, k=5)
     assert len(result.steps) == 2
@@ -263,7 +263,7 @@ def test_gear_method_reports_tokens_by_role(tiny_index: Index, server: ScriptedS
 
     usage = [(10, 1), (20, 2), (30, 3), (40, 4)]
     texts = [facts(FORMED, RIVER), facts(FORMED, RIVER), yes("River Mersey"), "River Mersey"]
-    server.push(*(Reply(t, prompt_tokens=p, completion_tokens=c) for t, (p, c) in zip(texts, usage)))
+    server.push(*(Reply(t, prompt_tokens=p, completion_tokens=c) for t, (p, c) in zip(texts, usage, strict=True)))
     run = make_method(tiny_index, "gear", engine="openai", llm_base_url=server.base_url, llm_model="m",
                       max_steps=2, chunks=2)
     result = run(QUESTION, 3)

@@ -278,7 +278,7 @@ def _unrelated_rows(wiki: SimpleNamespace, n: int) -> list[int]:
 
 def test_offline_reader_returns_index_triples_of_the_given_passages(wiki: SimpleNamespace) -> None:
     index = wiki.index
-    rows = _unrelated_rows(wiki, 3) + [wiki.row["I Can't See Myself Leaving You"], wiki.row["Aretha Franklin"]]
+    rows = [*_unrelated_rows(wiki, 3), wiki.row["I Can't See Myself Leaving You"], wiki.row["Aretha Franklin"]]
     for max_triples in (3, 10):
         found = OfflineReader(index, OfflineReaderConfig(max_triples=max_triples)).read(PERFORMER_Q, rows)
         assert 0 < len(found) <= max_triples
@@ -292,7 +292,7 @@ def test_offline_reader_returns_index_triples_of_the_given_passages(wiki: Simple
 
 def test_offline_reader_caps_triples_per_passage(wiki: SimpleNamespace) -> None:
     index = wiki.index
-    rows = [wiki.row["West of Shanghai"], wiki.row["John Farrow"]] + _unrelated_rows(wiki, 2)
+    rows = [wiki.row["West of Shanghai"], wiki.row["John Farrow"], *_unrelated_rows(wiki, 2)]
     reader = OfflineReader(index, OfflineReaderConfig(max_triples=50, per_passage=2))
     found = reader.read(SPOUSE_Q, rows)
     allowed = {t for row in rows for t in list(index.passage_triples(row))[:2]}
@@ -304,7 +304,7 @@ def test_offline_reader_ranks_question_entity_triples_first(wiki: SimpleNamespac
     index = wiki.index
     film = wiki.row["West of Shanghai"]
     unrelated = _unrelated_rows(wiki, 3)
-    rows = unrelated[:2] + [film] + unrelated[2:]  # the film's passage is only third by retrieval rank
+    rows = [*unrelated[:2], film, *unrelated[2:]]  # the film's passage is only third by retrieval rank
     reader = OfflineReader(index, OfflineReaderConfig(max_triples=3))
     found = reader.read(SPOUSE_Q, rows)
     film_norm = normalise_entity("West of Shanghai")

@@ -65,7 +65,7 @@ def _resolve(corpus, triples=()):
 def _about(res, name: str) -> dict[int, float]:
     keys = res.key_index()
     row = res.about.getrow(keys[name_key(name)])
-    return {int(c): float(v) for c, v in zip(row.indices, row.data)}
+    return {int(c): float(v) for c, v in zip(row.indices, row.data, strict=True)}
 
 
 def test_title_variants() -> None:

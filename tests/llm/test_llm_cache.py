@@ -51,7 +51,7 @@ def test_many_threads_write_safely(tmp_path: Path) -> None:
             for i in range(60):
                 cache.put(f"{t}-{i}", CachedReply(f"reply {t} {i}", Usage(i, 1), "m"))
                 assert cache.get(f"{t}-{i}") is not None
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
@@ -94,5 +94,5 @@ def test_many_processes_write_safely(tmp_path: Path) -> None:
 def test_unusable_cache_file_is_a_config_error(tmp_path: Path) -> None:
     bad = tmp_path / "llm.sqlite"
     bad.write_bytes(b"this is not a database at all" * 100)
-    with pytest.raises(ConfigError, match="GEARAG_CACHE_DIR|cannot open"):
+    with pytest.raises(ConfigError, match=r"GEARAG_CACHE_DIR|cannot open"):
         ResponseCache(bad)

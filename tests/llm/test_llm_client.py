@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import socket
 from pathlib import Path
@@ -86,28 +87,30 @@ def test_slow_reply_times_out_and_is_retried(server: ScriptedServer) -> None:
     assert len(server.requests) == 2
 
 
-def test_unreadable_200_bodies_are_retried(server: ScriptedServer) -> None:
-    server.push(
-        Raw(b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
-        Raw(b'{"choices": [], "model": "x"}'),
-        Raw(b'{"error": {"message": "overloaded"}}'),
-        Reply("finally"),
-    )
+def test_an_unreadable_200_body_is_retried_once(server: ScriptedServer) -> None:
+    server.push(Raw(b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"), Reply("finally"))
     with make_client(server) as llm:
         assert llm.complete("hi", role="read").text == "finally"
-    assert len(server.requests) == 4
+    assert len(server.requests) == 2
+
+
+def test_unreadable_200_bodies_are_retried_only_once(server: ScriptedServer) -> None:
+    server.push(Raw(b'{"choices": [], "model": "x"}'), Raw(b'{"error": {"message": "overloaded"}}'), Reply("never"))
+    with make_client(server, max_retries=5) as llm, pytest.raises(LLMError) as err:
+        llm.complete("hi", role="read")
+    assert "after 2 attempts" in str(err.value) and "HTTP 200" in str(err.value)
+    assert len(server.requests) == 2
 
 
 def test_exhausted_retries_raise_a_clear_error_after_backing_off(server: ScriptedServer) -> None:
     server.default = Status(500, "upstream exploded")
-    with make_client(server, max_retries=2, backoff_base=0.1, backoff_cap=10.0) as llm:
-        with pytest.raises(LLMError) as err:
-            llm.complete("hi", role="reason", question_id="q9")
+    with make_client(server, max_retries=2, backoff_base=0.1, backoff_cap=10.0) as llm, pytest.raises(LLMError) as err:
+        llm.complete("hi", role="reason", question_id="q9")
     message = str(err.value)
     assert f"{server.base_url}/chat/completions" in message
     assert "HTTP 500" in message and "upstream exploded" in message and "after 3 attempts" in message
     assert len(server.requests) == 3
-    gaps = [b.received - a.received for a, b in zip(server.requests, server.requests[1:])]
+    gaps = [b.received - a.received for a, b in itertools.pairwise(server.requests)]
     # Exponential backoff with jitter: the n-th wait is at least half of base * 2**n.
     assert gaps[0] >= 0.05 and gaps[1] >= 0.1
     assert llm.ledger.total.failures == 1
@@ -129,9 +132,8 @@ def test_backoff_grows_is_jittered_and_capped() -> None:
 @pytest.mark.parametrize(("status", "hint"), [(401, "OPENAI_API_KEY"), (404, "--llm-base-url"), (400, "")])
 def test_client_errors_are_not_retried(server: ScriptedServer, status: int, hint: str) -> None:
     server.push(Status(status, "nope"))
-    with make_client(server) as llm:
-        with pytest.raises(LLMError) as err:
-            llm.complete("hi", role="read")
+    with make_client(server) as llm, pytest.raises(LLMError) as err:
+        llm.complete("hi", role="read")
     assert f"HTTP {status}" in str(err.value) and "(not retried)" in str(err.value) and hint in str(err.value)
     assert len(server.requests) == 1
 
@@ -140,13 +142,14 @@ def test_nobody_listening_names_the_endpoint() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = LLMConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.01,
+    # A refused connection is not retried: with these settings a retry would wait 30 s or more.
+    config = LLMConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=5, backoff_base=30.0,
                        cache_path=None)
     with LLMClient(config) as llm, pytest.raises(LLMError) as err:
         llm.complete("hi", role="read")
     message = str(err.value)
     assert f"127.0.0.1:{port}/v1/chat/completions" in message and "connection error" in message
-    assert "after 2 attempts" in message
+    assert "(not retried)" in message and "is a server listening" in message
 
 
 def test_rerun_hits_the_cache_with_zero_requests(server: ScriptedServer, tmp_path: Path) -> None:

@@ -53,7 +53,8 @@ def test_public_openai_needs_a_key_but_local_servers_do_not() -> None:
 
 
 def test_cache_can_be_disabled_from_env(tmp_path: Path) -> None:
-    assert LLMConfig.from_env({"GEARAG_LLM_MODEL": "m", "OPENAI_API_KEY": "k", "GEARAG_LLM_CACHE": "0"}).cache_path is None
+    env = {"GEARAG_LLM_MODEL": "m", "OPENAI_API_KEY": "k", "GEARAG_LLM_CACHE": "0"}
+    assert LLMConfig.from_env(env).cache_path is None
     assert LLMConfig(model="m").with_overrides(cache_path=False).cache_path is None
     assert LLMConfig(model="m", cache_path=str(tmp_path / "x.sqlite")).cache_path == tmp_path / "x.sqlite"
 

@@ -192,7 +192,8 @@ def spawn(tmp_path: Path, server: ScriptedServer, cache: str, n: int) -> subproc
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
                GEARAG_PROGRESS="0")
     return subprocess.Popen(
-        [sys.executable, str(script), server.base_url, str(tmp_path / "work"), cache, str(n), str(tmp_path / "out.json")],
+        [sys.executable, str(script), server.base_url, str(tmp_path / "work"), cache, str(n),
+         str(tmp_path / "out.json")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 

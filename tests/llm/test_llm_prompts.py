@@ -13,7 +13,8 @@ from gearag.llm.parse import parse_entities, parse_propositions, parse_triples
 from gearag.llm.prompts import AVAILABLE, DEFAULT_PROMPTS, DEFAULTS, REQUIRED, PromptSet
 
 ROLES = {"extract_triples", "read", "read_with_memory", "reason", "rewrite", "answer", "answer_closed_book",
-         "summarize", "coref_rewrite", "extract_entities", "extract_propositions"}
+         "summarize", "coref_rewrite", "extract_entities", "extract_propositions",
+         "ircot_thought", "hipporag_ner", "hipporag_filter"}
 
 
 def test_every_role_has_a_prompt() -> None:

@@ -16,7 +16,7 @@ from gearag.llm import (
     format_passages,
     format_triples,
 )
-from gearag.llm.roles import gear, sirerag
+from gearag.llm.roles import baselines, gear, sirerag
 from gearag.model import Fact, Passage, Reasoning, Triple
 from llm_server import Reply, ScriptedServer
 
@@ -135,10 +135,10 @@ def test_roles_over_the_http_client() -> None:
 
 
 def test_every_declared_role_has_a_prompt_and_a_parser() -> None:
-    roles = gear.ROLES + sirerag.ROLES
+    roles = gear.ROLES + sirerag.ROLES + baselines.ROLES
     assert {r.prompt for r in roles} == set(DEFAULT_PROMPTS.names())
     assert {r.name for r in roles} == {"extract", "read", "reason", "rewrite", "answer",
-                                       "summarize", "coref", "entities", "propositions"}
+                                       "summarize", "coref", "entities", "propositions", "ircot", "ner", "filter"}
     for role in roles:
         parsed = role.parser(None)  # the safe fallback, never an exception
         assert parsed.ok is False

@@ -9,13 +9,13 @@ from gearag.errors import ConfigError
 from gearag.methods import make_method, method_names
 from gearag.model import Hit
 from gearag.retrieve import make_retriever, rrf
-from gearag.retrieve.config import RetrieverConfig
-
-BASE_METHODS = ("bm25", "dense", "hybrid")
 from gearag.retrieve.base import Retriever, top_k
 from gearag.retrieve.bm25 import BM25Retriever, build_bm25, tokenize
+from gearag.retrieve.config import RetrieverConfig
 from gearag.retrieve.hybrid import HybridRetriever
 from gearag.store.index import Index
+
+BASE_METHODS = ("bm25", "dense", "hybrid")
 
 # --------------------------------------------------------------------------- RRF
 

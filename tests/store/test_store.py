@@ -191,7 +191,8 @@ def test_manifest_counts_and_checksums(tiny_index: Index) -> None:
     assert manifest["counts"]["passages"] == len(passages)
     assert manifest["counts"]["triples"] == expected_triples == len(tiny_index.triples)
     assert manifest["counts"]["entities"] == tiny_index.graph.n_entities
-    assert manifest["config"]["extract"]["extractor"] == "stub" and manifest["config"]["embed"]["embedder"] == "wordllama"
+    assert manifest["config"]["extract"]["extractor"] == "stub"
+    assert manifest["config"]["embed"]["embedder"] == "wordllama"
     assert manifest["extractor_key"] == "stub-v1"
     assert manifest["embedding_dim"] == 256
     on_disk = {
@@ -242,7 +243,8 @@ def test_triple_weights_recover_token_sums(tiny_index: Index) -> None:
     sums, _ = embedder.token_sums(tiny_index.triples.texts())
     w = tiny_index.collection("triples").weights
     assert w is not None and w.shape == (len(tiny_index.triples),)
-    np.testing.assert_allclose(w[:, None] * np.asarray(tiny_index.collection("triples").vectors), sums, rtol=1e-4, atol=1e-4)
+    vectors = np.asarray(tiny_index.collection("triples").vectors)
+    np.testing.assert_allclose(w[:, None] * vectors, sums, rtol=1e-4, atol=1e-4)
 
 
 @pytest.fixture
@@ -261,9 +263,13 @@ def _flip_byte(path: Path, offset: int = -1) -> None:
 def test_verify_detects_same_size_corruption(index_copy: Path) -> None:
     _flip_byte(index_copy / "vectors" / "passages.npy")
     manifest = read_manifest(index_copy)
-    verify_files(index_copy, manifest, checksums=False)  # sizes still match
+    # Sizes still match; small files are checksummed by default, not only with --verify.
+    with pytest.raises(IndexFormatError, match=r"vectors/passages\.npy fails its checksum"):
+        verify_files(index_copy, manifest, checksums=False)
     with pytest.raises(IndexFormatError, match=r"vectors/passages\.npy fails its checksum"):
         verify_files(index_copy, manifest, checksums=True)
+    with pytest.raises(IndexFormatError, match="checksum"):
+        Index.load(index_copy)
     with pytest.raises(IndexFormatError, match="checksum"):
         Index.load(index_copy, verify=True)
 
@@ -331,7 +337,7 @@ def test_index_with_no_triples(tmp_path: Path) -> None:
                       tmp_path / "idx", IndexConfig.of(extractor="nothing"), extractor=Nothing())
     assert idx.manifest["counts"] == {"passages": 2, "triples": 0, "entities": 0}
     assert idx.collection("triples").vectors.shape == (0, 256)
-    assert idx.passage_triples(0) == range(0, 0)
+    assert idx.passage_triples(0) == range(0)
     from gearag.retrieve import make_retriever
 
     assert make_retriever(idx, "bm25", "passages").retrieve("alpha", 1)[0].idx == 0
@@ -382,7 +388,7 @@ def test_hub_entities_link_nothing() -> None:
     n = 30
     subjects = [f"Person{i}" for i in range(n)] + ["Person0"]
     objects = ["United States"] * n + ["Paris"]
-    owner = list(range(n)) + [0]
+    owner = [*range(n), 0]
     linkable = linkable_for(GraphConfig(), subjects, objects, owner, n)
     assert linkable is not None
     assert not linkable("United States")  # in 30 > max(20, 0.005 * 30) passages

@@ -28,8 +28,9 @@ beams (as printed) or both.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gearag.agent.config import AgentConfig
 from gearag.engine import Engine
@@ -41,6 +42,9 @@ from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
 from gearag.store.index import Index
 from gearag.trace import AgentTrace, StepTrace
+
+if TYPE_CHECKING:
+    from gearag.llm.usage import UsageLedger
 
 
 @dataclass
@@ -55,10 +59,10 @@ class AgentResult:
                           self.reasoning.text if self.reasoning is not None else None)
 
 
-def _tokens(ledger: object | None) -> tuple[int, int]:
+def _tokens(ledger: UsageLedger | None) -> tuple[int, int]:
     if ledger is None:
         return 0, 0
-    total = ledger.snapshot()  # type: ignore[attr-defined]
+    total = ledger.snapshot()
     return int(total.prompt_tokens), int(total.completion_tokens)
 
 
@@ -117,7 +121,8 @@ class GearAgent:
         order = [*ranked, *tail]
         return [(p, 1.0 / (self.rrf_k + i + 1)) for i, p in enumerate(order)]
 
-    def run(self, question: str, k: int = 15) -> AgentResult:
+    def run(self, question: str, k: int = 15, on_step: Callable[[StepTrace], None] | None = None) -> AgentResult:
+        """Run the loop for ``question``; ``on_step`` (if given) sees each step's trace as soon as it finishes."""
         memory: list[Fact] = []
         per_step: list[list[int]] = []
         steps: list[StepTrace] = []
@@ -163,6 +168,8 @@ class GearAgent:
                     ranking=[self.index.passages[i].id for i, _ in final[:k]],
                 )
             )
+            if on_step is not None:
+                on_step(steps[-1])
             if reasoning.answerable or next_query is None:
                 break
             if next_query.strip().casefold() == query.strip().casefold() and not (self.chain and added):

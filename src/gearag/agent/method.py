@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gearag.agent.config import AgentConfig
 from gearag.agent.loop import GearAgent
 from gearag.engine import make_engine
 from gearag.results import Result
 from gearag.store.index import Index
+from gearag.trace import StepTrace
 
 
 class GearMethod:
@@ -17,11 +20,12 @@ class GearMethod:
         self.config = config
         self.agent = GearAgent(index, make_engine(index, config.engine, llm_roles), config)
 
-    def __call__(self, question: str, k: int) -> Result:
+    def __call__(self, question: str, k: int, on_step: Callable[[StepTrace], None] | None = None) -> Result:
+        """The top ``k`` passages (and an answer); ``on_step`` sees each agent step as it finishes (streaming)."""
         engine = self.agent.engine
         ledger = engine.ledger
-        before = ledger.by_role() if ledger is not None else {}  # type: ignore[attr-defined]
-        run = self.agent.run(question, k)
+        before = ledger.by_role() if ledger is not None else {}
+        run = self.agent.run(question, k, on_step)
         trace = run.trace()
         out = Result(run.passages, trace)
         if self.config.answer:
@@ -32,7 +36,7 @@ class GearMethod:
             trace.evidence = answer.evidence
         if ledger is not None:
             # Tokens this question used, by role (GEAR Fig. 4), answer generation included.
-            after = ledger.by_role()  # type: ignore[attr-defined]
+            after = ledger.by_role()
             trace.tokens_by_role = {
                 role: {"prompt": st.prompt_tokens - (before[role].prompt_tokens if role in before else 0),
                        "completion": st.completion_tokens - (before[role].completion_tokens if role in before else 0)}

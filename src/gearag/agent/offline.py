@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -44,6 +45,7 @@ from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
 from gearag.model import Fact, Passage, Reasoning
 from gearag.question_analysis import QuestionInfo, analyse, matches_type
+from gearag.retrieve.bm25 import tokenize
 from gearag.store.collection import PASSAGES
 from gearag.store.index import Index
 from gearag.text import date_key, is_named, normalise_entity
@@ -77,20 +79,19 @@ _RELATED = {
 COVERAGE = 0.5
 
 #: Words that name the answer's type rather than a relation; the type check covers them.
-_TYPE_WORDS = frozenset(
-    "year date time day month citi countri counti place state town locat nation mani much old name person".split()
-)
+_TYPE_WORDS = frozenset({
+    "year", "date", "time", "day", "month", "citi", "countri", "counti", "place", "state", "town", "locat", "nation",
+    "mani", "much", "old", "name", "person",
+})
 
 
 @lru_cache(maxsize=1 << 16)
 def _stems(text: str) -> frozenset[str]:
     """Stemmed content words; cached, since chain search re-reads the same triples many times."""
-    from gearag.retrieve.bm25 import tokenize
-
     return frozenset(tokenize([text])[0])
 
 
-def _covers(term: str, chain_terms: set[str]) -> bool:
+def _covers(term: str, chain_terms: AbstractSet[str]) -> bool:
     if term in chain_terms:
         return True
     return any(any(c.startswith(a) for c in chain_terms) for a in _RELATED.get(term, ()))
@@ -221,8 +222,8 @@ class OfflineReasoner:
             for end in (t.subject, t.object)
             if _in_question(end, qnorm)
         ]
-        entity_terms = set()
-        for t, end in anchors:
+        entity_terms: set[str] = set()
+        for _, end in anchors:
             entity_terms |= _stems(end)
         relation_terms = [x for x in info.terms if x not in entity_terms and x not in _TYPE_WORDS] or list(
             info.terms
@@ -259,7 +260,7 @@ class OfflineReasoner:
                 return
             for nxt in continuing(normalise_entity(far)):
                 if nxt not in path:
-                    walk(path + [nxt], normalise_entity(far))
+                    walk([*path, nxt], normalise_entity(far))
 
         for t, end in anchors:
             walk([t], normalise_entity(end))
@@ -316,8 +317,8 @@ class OfflineReasoner:
         def dated(facts: list[Fact], subject: str) -> tuple[tuple[int, int, int], Fact] | None:
             best = None
             for t in facts:
-                if not same_entity(normalise_entity(t.subject), normalise_entity(subject)) and not (
-                        normalise_entity(subject) in normalise_entity(t.subject)):
+                t_subject, wanted = normalise_entity(t.subject), normalise_entity(subject)
+                if not same_entity(t_subject, wanted) and wanted not in t_subject:
                     continue
                 if event and not any(p.startswith(e) for p in _stems(t.predicate) | _stems(t.object) for e in event):
                     continue
@@ -402,7 +403,8 @@ class OfflineRewriter:
             # further ("Seth Curry" → "Duke Blue Devils") is where the next step starts; among
             # equally long ones, the bridge whose page bears most on the question.
             relevance = [self.resolver.relevance(_unresolved(question, c), [c.terminal])[0] for c in chains]
-            bridge = max(zip(chains, relevance), key=lambda cr: (cr[0].coverage, len(cr[0].triples), cr[1]))[0]
+            scored = zip(chains, relevance, strict=True)
+            bridge = max(scored, key=lambda cr: (cr[0].coverage, len(cr[0].triples), cr[1]))[0]
         else:
             bridge = max(chains, key=lambda c: (c.coverage, -len(c.triples)))
         name = None

@@ -8,11 +8,22 @@ Accepted shapes (auto-detected):
 * a ``{title: [sentences]}`` or ``{title: text}`` dict (HotpotQA's corpus).
 
 Passages without an ``id`` get ``p<row>``. Duplicate ids, records with no
-text, and an empty corpus are errors that name the record.
+text, non-string sentences and an empty corpus are errors that name the
+record.
+
+A passage longer than ``max_passage_chars`` (default
+:data:`MAX_PASSAGE_CHARS`, 200,000 characters — a book chapter, not a
+paragraph) is split into chunks of at most that many characters, at
+whitespace where possible, with a warning naming it. Each chunk keeps the
+title and gets the id ``<id>#<n>`` (n from 1). Without the split a
+multi-megabyte passage costs gigabytes of memory in extraction and
+embedding; gold references by title still match every chunk.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +32,49 @@ from gearag.errors import DataError
 from gearag.model import Passage
 
 _TEXT_KEYS = ("text", "contents", "paragraph_text", "passage", "content")
+
+#: Passages longer than this many characters are split (see the module docstring).
+MAX_PASSAGE_CHARS = 200_000
+
+log = logging.getLogger("gearag.data")
+
+
+def _sentences(body: list[Any], where: str) -> str:
+    for i, sent in enumerate(body):
+        if not isinstance(sent, str):
+            raise DataError(f"{where}: sentence {i} must be a string, got {type(sent).__name__}")
+    return join_sentences(body)
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut at the last whitespace of each window."""
+    pieces = []
+    while len(text) > limit:
+        cut = max(text.rfind(" ", limit // 2, limit), text.rfind("\n", limit // 2, limit))
+        if cut <= 0:
+            cut = limit
+        pieces.append(text[:cut].strip())
+        text = text[cut:].lstrip()
+    if text:
+        pieces.append(text)
+    return [p for p in pieces if p]
+
+
+def split_long_passages(
+    passages: list[Passage], limit: int, on_warning: Callable[[str], None] | None = None, where: str = ""
+) -> list[Passage]:
+    """Split every passage longer than ``limit`` characters into chunks ``<id>#1``, ``<id>#2``, ..."""
+    out: list[Passage] = []
+    for row, p in enumerate(passages):
+        if len(p.text) <= limit:
+            out.append(p)
+            continue
+        chunks = split_text(p.text, limit)
+        message = (f"{where}record {row} (id {p.id!r}, {len(p.text):,} characters) is longer than "
+                   f"{limit:,} characters; split into {len(chunks)} passages {p.id}#1..#{len(chunks)}")
+        (on_warning or log.warning)(message)
+        out.extend(Passage(f"{p.id}#{n}", p.title, chunk) for n, chunk in enumerate(chunks, 1))
+    return out
 
 
 def join_sentences(sentences: list[str]) -> str:
@@ -41,7 +95,7 @@ def _record_to_passage(rec: Any, row: int, path: Path) -> Passage:
     if text is None:
         raise DataError(f"{where}: missing 'text' field (keys: {', '.join(map(str, rec)) or 'none'})")
     if isinstance(text, list):
-        text = join_sentences([str(s) for s in text])
+        text = _sentences(text, where)
     if not isinstance(text, str):
         raise DataError(f"{where}: 'text' must be a string, got {type(text).__name__}")
     title = rec.get("title", "")
@@ -56,21 +110,27 @@ def _record_to_passage(rec: Any, row: int, path: Path) -> Passage:
     return Passage(id=pid, title=title.strip(), text=text.strip())
 
 
-def passages_from_records(records: Any, path: Path) -> list[Passage]:
+def passages_from_records(
+    records: Any, path: Path, *, max_passage_chars: int | None = MAX_PASSAGE_CHARS,
+    on_warning: Callable[[str], None] | None = None,
+) -> list[Passage]:
     """Turn parsed JSON (list of records, or title→sentences dict) into passages."""
     if isinstance(records, dict):
         if "docs" in records or "data" in records or "corpus" in records:
             inner = records.get("docs") or records.get("data") or records.get("corpus")
-            return passages_from_records(inner, path)
+            return passages_from_records(inner, path, max_passage_chars=max_passage_chars, on_warning=on_warning)
         records = [
-            {"title": title, "text": body if not isinstance(body, list) else join_sentences(body)}
-            for title, body in records.items()
+            {"title": title,
+             "text": body if not isinstance(body, list) else _sentences(body, f"{path}: record {row} ({title!r})")}
+            for row, (title, body) in enumerate(records.items())
         ]
     if not isinstance(records, list):
         raise DataError(f"{path}: expected a list of passages or a {{title: text}} dict")
     passages = [_record_to_passage(rec, row, path) for row, rec in enumerate(records)]
     if not passages:
         raise DataError(f"{path}: corpus is empty")
+    if max_passage_chars is not None:
+        passages = split_long_passages(passages, max_passage_chars, on_warning, where=f"{path}: ")
     seen: dict[str, int] = {}
     for row, p in enumerate(passages):
         if p.id in seen:
@@ -79,7 +139,11 @@ def passages_from_records(records: Any, path: Path) -> list[Passage]:
     return passages
 
 
-def load_corpus(path: str | Path) -> list[Passage]:
-    """Load a corpus file into passages, in file order."""
+def load_corpus(
+    path: str | Path, *, max_passage_chars: int | None = MAX_PASSAGE_CHARS,
+    on_warning: Callable[[str], None] | None = None,
+) -> list[Passage]:
+    """Load a corpus file into passages, in file order (overlong passages split, see the module docstring)."""
     path = Path(path)
-    return passages_from_records(read_json_or_jsonl(path), path)
+    return passages_from_records(read_json_or_jsonl(path), path, max_passage_chars=max_passage_chars,
+                                 on_warning=on_warning)

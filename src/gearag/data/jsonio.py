@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,10 @@ def read_text(path: Path) -> str:
         raise DataError(f"{path}: no such file")
     if path.is_dir():
         raise DataError(f"{path}: is a directory, expected a JSON or JSONL file")
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -26,6 +30,19 @@ def read_text(path: Path) -> str:
             " re-encode the file as UTF-8"
         ) from None
     return text.removeprefix("\ufeff")
+
+
+def json_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Non-blank lines of JSON Lines text with their 1-based numbers.
+
+    Lines end at ``\n`` only (a trailing ``\r`` is dropped): JSON allows
+    U+2028, U+2029 and U+0085 raw inside strings, where ``str.splitlines``
+    would break a record in two.
+    """
+    for lineno, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
+        if line.strip():
+            yield lineno, line
 
 
 def read_json_or_jsonl(path: Path) -> Any:
@@ -43,9 +60,7 @@ def read_json_or_jsonl(path: Path) -> Any:
             if not stripped.startswith("{") or exc.msg != "Extra data":
                 raise DataError(f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})") from None
     rows = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, line in json_lines(text):
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as exc:

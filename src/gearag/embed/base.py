@@ -21,6 +21,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from gearag.registry import REGISTRY
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -44,8 +46,6 @@ _CACHE: dict[str, Embedder] = {}
 
 def make_embedder(name: str) -> Embedder:
     """The registered embedder called ``name`` (:data:`gearag.registry.REGISTRY`), loaded once per process."""
-    from gearag.registry import REGISTRY
-
     entry = REGISTRY.entry("embedder", name)
     if entry.name not in _CACHE:
         _CACHE[entry.name] = entry.load()()

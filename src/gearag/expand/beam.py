@@ -107,7 +107,7 @@ def diverse_beam_search(
             nbrs = np.asarray(neighbours(beam.path[-1]), dtype=np.int64)
             if nbrs.size:
                 nbrs = nbrs[~np.isin(nbrs, visited)]
-            if cross and nbrs.size:
+            if cross and owner is not None and nbrs.size:
                 nbrs = nbrs[~np.isin(owner[nbrs], owner[list(beam.path)])]
             if nbrs.size == 0:
                 continue
@@ -116,7 +116,7 @@ def diverse_beam_search(
             order = np.lexsort((nbrs, -scores))[: config.neighbours]
             for n, j in enumerate(order):
                 weight = math.exp(-min(n, gamma) / gamma) if config.diversity else 1.0
-                candidates.append(Beam(float(scores[j]) * weight, beam.path + (int(nbrs[j]),)))
+                candidates.append(Beam(float(scores[j]) * weight, (*beam.path, int(nbrs[j]))))
         if not candidates:
             break
         beams = _top(candidates, config.width)

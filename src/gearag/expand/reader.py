@@ -20,15 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 
 from gearag.model import Fact
+from gearag.question_analysis import analyse, matches_type
+from gearag.retrieve import make_retriever
+from gearag.retrieve.bm25 import BM25Retriever
 from gearag.retrieve.fusion import rrf
 from gearag.store.collection import TRIPLES
 from gearag.store.index import Index
-from gearag.text import normalise_entity
+from gearag.text import is_named, normalise_entity
 
 
 class Reader(Protocol):
@@ -64,7 +67,8 @@ class OfflineReader:
 
     def candidates(self, passages: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """Triple ids of the passages and the retrieval rank of each triple's passage."""
-        ids, ranks = [], []
+        ids: list[int] = []
+        ranks: list[int] = []
         for rank, row in enumerate(passages):
             r = self.index.passage_triples(row)
             stop = min(r.stop, r.start + self.config.per_passage)
@@ -81,21 +85,18 @@ class OfflineReader:
         that share an entity with the memory form a fifth ranking: reading
         "with the memory so far" (Eq. 4) favours facts that continue a chain.
         """
-        from gearag.retrieve import make_retriever
-
         ids, ranks = self.candidates(passages)
         if ids.size == 0:
             return []
         bridge = list(dict.fromkeys(e for t in memory for e in (t.subject, t.object)))
         query = " ".join([question, *bridge]).strip()
-        lexical = make_retriever(self.index, "bm25", "triples").scores(query)[ids]  # type: ignore[attr-defined]
+        bm25 = cast(BM25Retriever, make_retriever(self.index, "bm25", "triples"))  # the registry's "bm25"
+        lexical = bm25.scores(query)[ids]
         qvec = self.index.embedder.encode([query])[0]
         dense = np.asarray(self.index.collection(TRIPLES).vectors[ids] @ qvec)
         qnorm = normalise_entity(query)
         graph = self.index.graph
         heads, tails = graph.head[ids], graph.tail[ids]
-        from gearag.question_analysis import analyse, matches_type
-        from gearag.text import is_named
 
         answer_type = analyse(question).answer_type
         table = self.index.triples

@@ -16,6 +16,7 @@ The path text is its triples' texts joined by spaces.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -62,8 +63,10 @@ class NeuralPathScorer(PathScorer):
         self.index = index
         self.vectors = index.collection(TRIPLES).vectors
         self.mode = mode
-        # Path embeddings depend only on the index, so one LRU per index serves every query.
+        # Path embeddings depend only on the index, so one LRU per index serves every query —
+        # and every thread (the service): reads, inserts and evictions hold the index's LRU lock.
         self._cache: OrderedDict[tuple[int, ...], np.ndarray] = index.cached("path_embeddings", OrderedDict)
+        self._lock: threading.Lock = index.cached("path_embeddings_lock", threading.Lock)
         self._cache_size = cache_size
 
     def start(self, triples: np.ndarray) -> np.ndarray:
@@ -75,15 +78,22 @@ class NeuralPathScorer(PathScorer):
             paths = base + np.asarray(self.vectors[candidates], dtype=np.float64)
             norms = np.linalg.norm(paths, axis=1)
             return (paths @ self.q) / np.maximum(norms, 1e-12)
-        keys = [path + (int(c),) for c in candidates]
-        missing = [key for key in keys if key not in self._cache]
+        keys = [(*path, int(c)) for c in candidates]
+        with self._lock:
+            found = {key: self._cache[key] for key in keys if key in self._cache}
+        missing = [key for key in keys if key not in found]
         if missing:
+            # Encode outside the lock (the slow part); another thread may encode the same path meanwhile,
+            # which costs time but never correctness.
             texts = [" ".join(self.index.triples.text(t) for t in key) for key in missing]
-            for key, vec in zip(missing, self.index.embedder.encode(texts), strict=True):
-                self._cache[key] = vec
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return np.array([float(self._cache[key] @ self.q) for key in keys])
+            vecs = self.index.embedder.encode(texts)
+            with self._lock:
+                for key, vec in zip(missing, vecs, strict=True):
+                    self._cache[key] = vec
+                    found[key] = vec
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return np.array([float(found[key] @ self.q) for key in keys])
 
 
 def make_path_scorer(index: Index, query: str, mode: str = "exact") -> PathScorer:

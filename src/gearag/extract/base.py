@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from gearag.errors import ConfigError
 from gearag.model import Fact, Passage
+from gearag.registry import REGISTRY, register
 
 
 @runtime_checkable
@@ -44,8 +45,6 @@ ExtractorFactory = Callable[[str, dict[str, object]], TripleExtractor]
 
 def register_extractor(name: str, factory: ExtractorFactory | str, help: str = "") -> None:
     """Register ``factory(arg, options)`` for specs ``name`` or ``name:arg`` (in :data:`gearag.registry.REGISTRY`)."""
-    from gearag.registry import register
-
     register("extractor", name, factory, help=help)
 
 
@@ -55,11 +54,9 @@ def make_extractor(spec: str, **options: object) -> TripleExtractor:
     ``options`` go to the extractor's factory (the LLM extractor takes
     ``llm_base_url=`` and ``llm_model=``; spaCy ``processes=``); others ignore them.
     """
-    from gearag.registry import REGISTRY
-
     name, _, arg = spec.partition(":")
     try:
         entry = REGISTRY.entry("extractor", name)
     except ConfigError:
         raise ConfigError(f"unknown extractor {spec!r} (known: {', '.join(REGISTRY.names('extractor'))})") from None
-    return entry.load()(arg, dict(options))  # type: ignore[no-any-return]
+    return entry.load()(arg, dict(options))

@@ -1,8 +1,8 @@
-"""Entity resolution and the passage-aware graph (issue 9).
+"""Graph algorithms: entity resolution, the passage-aware graph (issue 9) and the shared PPR.
 
 * :mod:`gearag.graph.trie` — token trie: every known name found in a text in one pass;
 * :mod:`gearag.graph.resolve` — mentions → the passages *about* them (index time);
-* :mod:`gearag.graph.ppr` — weighted Personalized PageRank (scipy.sparse);
+* :mod:`gearag.graph.ppr` — weighted Personalized PageRank (scipy.sparse), also used by the HippoRAG baselines;
 * :mod:`gearag.graph.passage_graph` — entity + passage nodes, seeding, PPR ranking;
 * :mod:`gearag.graph.titlelink` — the title-mention baseline.
 """

@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import sparse
 
+from gearag.errors import IndexFormatError
 from gearag.graph.ppr import DAMPING, PageRankOperator
-from gearag.graph.resolve import STOP_WORDS, Resolution, resolve_corpus, usable_key
+from gearag.graph.resolve import Resolution, resolve_corpus, stop_words, usable_key
 from gearag.graph.trie import TokenTrie, tokens
 from gearag.options import setting
 from gearag.text import is_named
@@ -167,12 +168,16 @@ def graph_arrays_for(index: Index) -> GraphArrays:
     def build() -> GraphArrays:
         directory = Path(index.path) / GRAPH_DIR
         if (directory / "entities.json").exists():
-            return GraphArrays.load(directory)
+            try:
+                return GraphArrays.load(directory)
+            except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError):
+                # Damaged arrays: one line, never numpy's advice to allow pickle.
+                raise IndexFormatError(f"{index.path}: {GRAPH_DIR}/ arrays are corrupt; rebuild the index") from None
         tt = index.triples
         return GraphArrays.build([p.title for p in index.passages], [p.text for p in index.passages],
                                  tt.subjects, tt.objects, np.asarray(tt.passage), is_named)
 
-    return index.cached("graph_arrays", build)  # type: ignore[no-any-return]
+    return index.cached("graph_arrays", build)
 
 
 class PassageGraph:
@@ -206,7 +211,7 @@ class PassageGraph:
             # Entity-only graph: relation edges plus entity–entity edges through a shared passage's
             # resolution (an entity and the page it is about's entities), HippoRAG 1's scheme.
             return sparse.csr_matrix(rel)
-        p, e = self.n_passages, self.n_entities
+        p = self.n_passages
         return sparse.bmat([[sparse.csr_matrix((p, p)), to_passage], [to_entity, rel]], format="csr")
 
     # -- seeds ---------------------------------------------------------------
@@ -219,7 +224,7 @@ class PassageGraph:
         toks = tokens(question)
         out: dict[int, None] = {}
         for m in self.trie.scan(toks, require_capital=True):
-            if all(t.casefold() in STOP_WORDS for t in toks[m.start : m.end]):
+            if all(t.casefold() in stop_words() for t in toks[m.start : m.end]):
                 continue
             out.setdefault(m.name, None)
         return list(out)
@@ -292,6 +297,6 @@ class PassageGraph:
 def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) -> PassageGraph:
     """A cached :class:`PassageGraph` for ``index`` and ``config``."""
     config = config or PassageGraphConfig()
-    return index.cached(  # type: ignore[no-any-return]
+    return index.cached(
         f"passage_graph:{config!r}", lambda: PassageGraph(graph_arrays_for(index), config)
     )

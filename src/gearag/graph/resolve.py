@@ -51,6 +51,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import sparse
@@ -75,24 +76,21 @@ MIN_CONTAINED_SHARE = 0.5
 _PAREN = re.compile(r"\s*\([^()]*\)\s*$")
 _QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,40})[\"“”«»]")
 _OPENING = re.compile(r"^(.{3,120}?)\s*(?:\(|,|\bis\b|\bwas\b|\bare\b|\bwere\b|\bhas been\b)")
-_FUNCTION = frozenset("of the and de la le von van der den du del da di y for on in at".split())
+_FUNCTION = frozenset({"of", "the", "and", "de", "la", "le", "von", "van", "der", "den", "du", "del", "da", "di",
+                       "y", "for", "on", "in", "at"})
 
 
-def _stop_words() -> frozenset[str]:
-    try:
-        from spacy.lang.en.stop_words import STOP_WORDS
+@lru_cache(maxsize=1)
+def stop_words() -> frozenset[str]:
+    """spaCy's English stop words, loaded on first use (importing spaCy takes seconds; the CLI must start fast)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
 
-        return frozenset(STOP_WORDS)
-    except ImportError:  # pragma: no cover - spaCy is a core dependency
-        return frozenset()
-
-
-STOP_WORDS = _stop_words()
+    return frozenset(STOP_WORDS)
 
 
 def usable_key(key: str) -> bool:
     """A name key that can link: long enough and not a single stop word."""
-    return len(key) >= MIN_KEY_CHARS and key not in STOP_WORDS
+    return len(key) >= MIN_KEY_CHARS and key not in stop_words()
 
 
 def _is_capital(tok: str) -> bool:

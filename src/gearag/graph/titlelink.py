@@ -75,7 +75,7 @@ class TitleMentions:
 
 def title_mentions_for(index: Index) -> TitleMentions:
     """The index's title matcher, built once."""
-    return index.cached(  # type: ignore[no-any-return]
+    return index.cached(
         "title_mentions", lambda: TitleMentions([p.title for p in index.passages], [p.text for p in index.passages])
     )
 

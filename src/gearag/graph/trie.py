@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 _TOKEN = re.compile(r"[^\W_]+")
 #: Combining diacritical marks (U+0300–U+036F) left by NFKD decomposition.
@@ -85,12 +86,14 @@ class TokenTrie:
         node[_END] = value
 
     def get(self, name: str | list[str]) -> int | None:
-        node = self.root
+        node: dict[Any, Any] = self.root
         for tok in self._fold(tokens(name) if isinstance(name, str) else name):
-            node = node.get(tok)
-            if node is None:
+            child = node.get(tok)
+            if child is None:
                 return None
-        return node.get(_END)
+            node = child
+        value = node.get(_END)
+        return int(value) if value is not None else None
 
     def scan(self, toks: list[str], require_capital: bool = False) -> Iterator[Match]:
         """Leftmost-longest, non-overlapping matches in ``toks`` (tokens as written).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def linkable_for(
     return lambda e: named(e) and normalise_entity(e) not in hubs
 
 
-def triple_columns(extracted: Sequence[Sequence[Sequence[str]]]) -> TripleColumns:
+def triple_columns(extracted: Sequence[Iterable[Iterable[str]]]) -> TripleColumns:
     """Whitespace-normalised triples with empty parts dropped, as columns in passage order."""
     cols = TripleColumns(indptr=np.zeros(len(extracted) + 1, dtype=np.int64))
     for row, triples in enumerate(extracted):
@@ -75,7 +75,8 @@ class GraphStage:
         build.triples, build.graph = cols, graph
         w = build.writer
         w.write_jsonl("passages.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in build.passages])
-        w.write_jsonl("triples.jsonl", [list(t) for t in zip(cols.subjects, cols.predicates, cols.objects, strict=True)])
+        rows = zip(cols.subjects, cols.predicates, cols.objects, strict=True)
+        w.write_jsonl("triples.jsonl", [list(t) for t in rows])
         w.write_json("entities.json", graph.entities)
         w.write_array("arrays/triple_passage.npy", np.asarray(cols.owner, dtype=np.int32))
         w.write_array("arrays/passage_triple_indptr.npy", cols.indptr)

@@ -65,7 +65,9 @@ def build_index(
     out = Path(out)
     if not passages:
         raise DataError("cannot index an empty corpus")
-    writer = IndexWriter(out, overwrite=overwrite)  # fail fast, before the expensive work
+    # Fails fast, before the expensive work: bad --out, a directory --overwrite must not
+    # delete, or another build of the same directory (the writer holds its lock until the end).
+    writer = IndexWriter(out, overwrite=overwrite)
     work = work_dir_for(out)
     with writer:
         if not resume and work.exists():
@@ -88,6 +90,6 @@ def build_index(
         build.timings["write"] = round(time.perf_counter() - started, 3)
         if on_stage:
             on_stage("write", build.timings["write"])
-    if work.exists():
-        shutil.rmtree(work, ignore_errors=True)
+        if work.exists():  # under the lock: no other build of ``out`` is using it
+            shutil.rmtree(work, ignore_errors=True)
     return Index.load(out)

@@ -142,7 +142,7 @@ def ordered_map(
                 continue
             try:
                 future.set_result(fn(item))
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            except BaseException as exc:  # handed to the consumer
                 future.set_exception(exc)
 
     threads = [threading.Thread(target=worker, name=f"gearag-llm-{i}", daemon=True) for i in range(concurrency)]

@@ -14,6 +14,7 @@ next to an agent run) can share one cache file. A committed reply survives a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -88,7 +89,9 @@ class ResponseCache:
         try:
             _retry_locked(lambda: conn.execute(_SCHEMA))
         except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"LLM cache {self.path} is not usable ({exc}); delete it or set GEARAG_CACHE_DIR") from None
+            raise ConfigError(
+                f"LLM cache {self.path} is not usable ({exc}); delete it or set GEARAG_CACHE_DIR"
+            ) from None
 
     def _conn(self) -> sqlite3.Connection:
         pid = os.getpid()
@@ -156,10 +159,8 @@ class ResponseCache:
         with self._lock:
             conns, self._all = self._all, []
         for conn in conns:
-            try:
+            with contextlib.suppress(sqlite3.Error):  # closing from another thread
                 conn.close()
-            except sqlite3.Error:  # pragma: no cover - closing from another thread
-                pass
         self._local = threading.local()
 
     def __enter__(self) -> Self:

@@ -5,10 +5,17 @@ Azure-style gateways, vLLM, Ollama, llama.cpp's ``llama-server``, LiteLLM...
 The client adds what long runs need:
 
 * a SQLite response cache (:mod:`gearag.llm.cache`): a rerun sends nothing;
+* bounds on every request, the same for every role (extraction, reader,
+  agent): a deadline for connecting and reading the whole reply
+  (``timeout``; a trickling server is cut off), a reply-size cap
+  (``max_reply_bytes``; the body is streamed and abandoned past it) and a
+  time budget over all attempts (``retry_budget``);
 * retries with exponential backoff and jitter on 408/409/425/429/5xx,
-  timeouts, dropped connections and unreadable replies, honouring
-  ``Retry-After`` (and ``retry-after-ms``); after the last retry an
-  :class:`~gearag.errors.LLMError` names the endpoint and the status;
+  timeouts and dropped connections, honouring ``Retry-After`` (and
+  ``retry-after-ms``); a 200 whose body is not a completion is retried once;
+  refused connections, other 4xx and oversized replies are not retried.
+  Giving up raises an :class:`~gearag.errors.LLMError` naming the endpoint
+  and the reason;
 * a concurrency limit shared by all threads (sync) or tasks (async);
 * usage accounting in a :class:`~gearag.llm.usage.UsageLedger`.
 
@@ -19,13 +26,15 @@ this is the HTTP client those roles talk through.)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import logging
 import random
+import socket
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Self, cast
 
 import httpx
@@ -69,7 +78,7 @@ class LLMClient:
         config: LLMConfig,
         *,
         ledger: UsageLedger | None = None,
-        cache: ResponseCache | None | object = _DEFAULT,
+        cache: ResponseCache | object | None = _DEFAULT,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -131,19 +140,31 @@ class LLMClient:
         self.ledger.record(role, hit.usage, model=hit.model, question_id=question_id, cached=True)
         return Completion(hit.text, hit.usage, cached=True, model=hit.model, finish_reason=hit.finish_reason)
 
-    def _outcome(self, result: httpx.Response | httpx.TransportError) -> _Reply | _Failure:
+    def _outcome(self, result: httpx.Response | httpx.TransportError, deadline: float) -> _Reply | _Failure:
         """A reply, or a failure to retry or report, from a response or a transport error."""
-        if isinstance(result, httpx.TimeoutException):
+        if isinstance(result, httpx.TimeoutException) or (
+                isinstance(result, httpx.TransportError) and time.monotonic() >= deadline):
             return _Failure.timeout(result, self.config.timeout)
         if isinstance(result, httpx.TransportError):
             return _Failure.transport(result)
         return _interpret(result, self.model)
 
-    def _retry_delay(self, failure: _Failure, attempt: int, role: str, question_id: str | None) -> float:
+    def _request_timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(self.config.timeout)
+
+    def _retry_delay(
+        self, failure: _Failure, attempt: int, role: str, question_id: str | None, started: float, bad_bodies: int,
+    ) -> float:
         """Seconds to wait before retrying ``failure``; raises LLMError when it must not be retried."""
+        if failure.status == 200 and bad_bodies > 1:
+            failure = replace(failure, retryable=False, what=failure.what + " (twice)")
         if not failure.retryable or attempt >= self.config.max_retries:
             raise self._give_up(failure, attempt + 1, role, question_id)
         delay = self._delay(attempt, failure.retry_after)
+        spent = time.perf_counter() - started
+        if spent + delay > self.config.retry_budget:
+            failure = replace(failure, what=f"{failure.what}; retry budget of {self.config.retry_budget:g} s spent")
+            raise self._give_up(failure, attempt + 1, role, question_id)
         log.warning("LLM %s: %s; retry %d/%d in %.2f s", role, failure.describe(), attempt + 1,
                     self.config.max_retries, delay)
         return delay
@@ -180,7 +201,7 @@ class LLMClient:
             with self._client_lock:
                 if self._client is None:
                     self._client = httpx.Client(
-                        timeout=httpx.Timeout(self.config.timeout),
+                        timeout=self._request_timeout(),
                         limits=httpx.Limits(max_connections=self.config.concurrency + 4,
                                             max_keepalive_connections=self.config.concurrency + 4),
                         transport=self._transport,
@@ -197,17 +218,36 @@ class LLMClient:
             return cached
         client = self._sync_client()
         started = time.perf_counter()
-        attempt = 0
+        attempt = bad_bodies = 0
         while True:
             with self._slots:
-                try:
-                    outcome = self._outcome(client.post(self.endpoint, json=body))
-                except httpx.TransportError as exc:
-                    outcome = self._outcome(exc)
+                outcome = self._attempt(client, body)
             if isinstance(outcome, _Reply):
                 return self._finish(outcome, body, key, role, question_id, started, attempt)
-            time.sleep(self._retry_delay(outcome, attempt, role, question_id))
+            bad_bodies += outcome.status == 200
+            time.sleep(self._retry_delay(outcome, attempt, role, question_id, started, bad_bodies))
             attempt += 1
+
+    def _attempt(self, client: httpx.Client, body: dict[str, Any]) -> _Reply | _Failure:
+        """One request under the deadline: a watchdog shuts the socket down when it passes."""
+        deadline = time.monotonic() + self.config.timeout
+        watchdog = _Watchdog(deadline)
+
+        def trace(event: str, info: Mapping[str, Any]) -> None:
+            if event == "connection.connect_tcp.complete":
+                watchdog.arm(info.get("return_value"))
+
+        try:
+            with client.stream("POST", self.endpoint, json=body, extensions={"trace": trace}) as response:
+                watchdog.arm(response.extensions.get("network_stream"))
+                capped = _read_capped(response, response.iter_bytes(), self.config.max_reply_bytes, deadline)
+                if isinstance(capped, _Failure):
+                    return capped
+                return self._outcome(capped, deadline)
+        except httpx.TransportError as exc:
+            return self._outcome(exc, deadline)
+        finally:
+            watchdog.cancel()
 
     def complete_many(
         self,
@@ -243,7 +283,7 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         if self._astate is None or self._astate[0] is not loop:
             client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.config.timeout),
+                timeout=self._request_timeout(),
                 limits=httpx.Limits(max_connections=self.config.concurrency + 4,
                                     max_keepalive_connections=self.config.concurrency + 4),
                 transport=self._async_transport,
@@ -261,17 +301,30 @@ class LLMClient:
             return cached
         client, slots = self._async_parts()
         started = time.perf_counter()
-        attempt = 0
+        attempt = bad_bodies = 0
         while True:
             async with slots:
-                try:
-                    outcome = self._outcome(await client.post(self.endpoint, json=body))
-                except httpx.TransportError as exc:
-                    outcome = self._outcome(exc)
+                outcome = await self._aattempt(client, body)
             if isinstance(outcome, _Reply):
                 return self._finish(outcome, body, key, role, question_id, started, attempt)
-            await asyncio.sleep(self._retry_delay(outcome, attempt, role, question_id))
+            bad_bodies += outcome.status == 200
+            await asyncio.sleep(self._retry_delay(outcome, attempt, role, question_id, started, bad_bodies))
             attempt += 1
+
+    async def _aattempt(self, client: httpx.AsyncClient, body: dict[str, Any]) -> _Reply | _Failure:
+        """One request under the deadline (``asyncio.timeout`` covers connect and the whole reply)."""
+        deadline = time.monotonic() + self.config.timeout
+        try:
+            async with asyncio.timeout(self.config.timeout):
+                async with client.stream("POST", self.endpoint, json=body) as response:
+                    capped = await _aread_capped(response, self.config.max_reply_bytes, deadline)
+        except TimeoutError as exc:
+            return _Failure.timeout(exc, self.config.timeout)
+        except httpx.TransportError as exc:
+            return self._outcome(exc, deadline)
+        if isinstance(capped, _Failure):
+            return capped
+        return self._outcome(capped, deadline)
 
     async def acomplete_many(
         self,
@@ -295,6 +348,93 @@ class LLMClient:
         self.close()
 
 
+# -- bounded reading --------------------------------------------------------------
+
+
+class _Watchdog:
+    """Shuts a request's socket down at its deadline, so a blocked read returns at once."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    def arm(self, stream: Any) -> None:
+        sock = stream.get_extra_info("socket") if stream is not None and hasattr(stream, "get_extra_info") else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(max(self.deadline - time.monotonic(), 0.0), _shutdown, (sock,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed: nothing left to interrupt
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _too_big(length: int | None, cap: int) -> _Failure:
+    size = f"{length:,} bytes" if length is not None else "more"
+    return _Failure(False, f"reply too large ({size}; the limit is {cap:,} bytes, GEARAG_LLM_MAX_REPLY_BYTES)")
+
+
+def _declared_length(response: httpx.Response) -> int | None:
+    try:
+        return int(response.headers.get("content-length", ""))
+    except ValueError:
+        return None
+
+
+def _buffered(response: httpx.Response, data: bytes) -> httpx.Response:
+    """The streamed ``response`` with its (already decoded) body in memory."""
+    headers = [(k, v) for k, v in response.headers.multi_items()
+               if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx.Response(response.status_code, headers=headers, content=data, request=response.request,
+                          extensions={k: v for k, v in response.extensions.items() if k == "reason_phrase"})
+
+
+def _read_capped(
+    response: httpx.Response, chunks: Iterator[bytes], cap: int, deadline: float,
+) -> httpx.Response | _Failure:
+    declared = _declared_length(response)
+    if declared is not None and declared > cap:
+        return _too_big(declared, cap)
+    parts: list[bytes] = []
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > cap:
+            return _too_big(None, cap)
+        parts.append(chunk)
+        if time.monotonic() > deadline:
+            raise httpx.ReadTimeout("deadline passed while reading the reply")
+    return _buffered(response, b"".join(parts))
+
+
+async def _aread_capped(response: httpx.Response, cap: int, deadline: float) -> httpx.Response | _Failure:
+    declared = _declared_length(response)
+    if declared is not None and declared > cap:
+        return _too_big(declared, cap)
+    parts: list[bytes] = []
+    total = 0
+    chunks: AsyncIterator[bytes] = response.aiter_bytes()
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > cap:
+            return _too_big(None, cap)
+        parts.append(chunk)
+    return _buffered(response, b"".join(parts))
+
+
 # -- reply interpretation -------------------------------------------------------
 
 
@@ -315,12 +455,15 @@ class _Failure:
 
     @staticmethod
     def timeout(exc: Exception, seconds: float) -> _Failure:
-        return _Failure(True, f"timed out after {seconds:g} s ({type(exc).__name__})")
+        return _Failure(True, f"timed out: no complete reply within the {seconds:g} s deadline "
+                              f"({type(exc).__name__}; GEARAG_LLM_TIMEOUT)")
 
     @staticmethod
     def transport(exc: Exception) -> _Failure:
         detail = str(exc) or type(exc).__name__
-        return _Failure(True, f"connection error ({type(exc).__name__}: {detail})")
+        # Nobody listening (or no such host): retrying in a few seconds will not change that.
+        return _Failure(not isinstance(exc, httpx.ConnectError),
+                        f"connection error ({type(exc).__name__}: {detail})")
 
     def describe(self) -> str:
         return self.what

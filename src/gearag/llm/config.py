@@ -4,25 +4,28 @@ Every field can be set in code; :meth:`LLMConfig.from_env` also reads the
 environment (the standard OpenAI variables plus a few of gearag's own), and
 keyword overrides (for example CLI options) win over the environment.
 
-=========================  =====================================================
-variable                   field
-=========================  =====================================================
-``GEARAG_LLM_BASE_URL``    ``base_url`` (wins over ``OPENAI_BASE_URL``)
-``OPENAI_BASE_URL``        ``base_url``
-``OPENAI_API_KEY``         ``api_key`` (``GEARAG_LLM_API_KEY`` wins if set)
-``GEARAG_LLM_MODEL``       ``model``
-``GEARAG_LLM_CONCURRENCY`` ``concurrency``
-``GEARAG_LLM_TIMEOUT``     ``timeout`` (seconds)
-``GEARAG_LLM_MAX_RETRIES`` ``max_retries``
-``GEARAG_LLM_HEADERS``     ``extra_headers`` as a JSON object (gateways)
-``GEARAG_LLM_CACHE``       ``0``/``off`` disables the response cache
-``GEARAG_CACHE_DIR``       directory of the cache file ``llm.sqlite``
-=========================  =====================================================
+==============================  =====================================================
+variable                        field
+==============================  =====================================================
+``GEARAG_LLM_BASE_URL``         ``base_url`` (wins over ``OPENAI_BASE_URL``)
+``OPENAI_BASE_URL``             ``base_url``
+``OPENAI_API_KEY``              ``api_key`` (``GEARAG_LLM_API_KEY`` wins if set)
+``GEARAG_LLM_MODEL``            ``model``
+``GEARAG_LLM_CONCURRENCY``      ``concurrency``
+``GEARAG_LLM_TIMEOUT``          ``timeout`` (seconds, the deadline of one request)
+``GEARAG_LLM_MAX_RETRIES``      ``max_retries``
+``GEARAG_LLM_RETRY_BUDGET``     ``retry_budget`` (seconds over all attempts)
+``GEARAG_LLM_MAX_REPLY_BYTES``  ``max_reply_bytes``
+``GEARAG_LLM_HEADERS``          ``extra_headers`` as a JSON object (gateways)
+``GEARAG_LLM_CACHE``            ``0``/``off`` disables the response cache
+``GEARAG_CACHE_DIR``            directory of the cache file ``llm.sqlite``
+==============================  =====================================================
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -39,7 +42,8 @@ _FALSE = {"0", "false", "no", "off", "none", ""}
 
 
 def default_cache_path() -> Path:
-    """``$GEARAG_CACHE_DIR/llm.sqlite``, else ``$XDG_CACHE_HOME/gearag/llm.sqlite``, else ``~/.cache/gearag/llm.sqlite``."""
+    """``$GEARAG_CACHE_DIR/llm.sqlite``, else ``$XDG_CACHE_HOME/gearag/llm.sqlite``,
+    else ``~/.cache/gearag/llm.sqlite``."""
     root = os.environ.get("GEARAG_CACHE_DIR")
     if root:
         return Path(root).expanduser() / "llm.sqlite"
@@ -65,11 +69,20 @@ class LLMConfig:
     temperature: float = 0.0
     #: Upper bound on generated tokens per reply; ``None`` leaves it to the server.
     max_tokens: int | None = None
-    #: Seconds allowed for one HTTP request (connect, send and read).
+    #: Deadline of one HTTP request in seconds: connecting, sending and reading
+    #: the whole reply. A server that trickles its reply is cut off at the
+    #: deadline, not only one that stops sending.
     timeout: float = 120.0
-    #: Retries after the first attempt on 408/409/425/429/5xx, timeouts,
-    #: dropped connections and unreadable replies.
+    #: Retries after the first attempt on 408/409/425/429/5xx, timeouts and
+    #: dropped connections; a 200 whose body is not a completion is retried once.
+    #: Refused connections, other 4xx and oversized replies are not retried.
     max_retries: int = 6
+    #: Seconds all attempts of one call may take together, waits included;
+    #: no retry starts that would end its wait beyond it.
+    retry_budget: float = 600.0
+    #: Largest reply body accepted (bytes, after decompression); a larger one
+    #: is abandoned as soon as it is seen, without reading the rest.
+    max_reply_bytes: int = 8 << 20
     #: Exponential backoff: the n-th retry waits about ``backoff_base * 2**n``
     #: seconds (half fixed, half random jitter), at most ``backoff_cap``.
     backoff_base: float = 1.0
@@ -90,7 +103,9 @@ class LLMConfig:
         if not self.base_url or not urlsplit(self.base_url).scheme.startswith("http"):
             raise ConfigError(f"LLM base URL must start with http:// or https://, got {self.base_url!r}")
         checks = [
-            (self.timeout > 0, "timeout must be > 0"),
+            (self.timeout > 0 and math.isfinite(self.timeout), "timeout must be a finite number > 0"),
+            (self.retry_budget > 0 and math.isfinite(self.retry_budget), "retry_budget must be a finite number > 0"),
+            (self.max_reply_bytes >= 1024, "max_reply_bytes must be >= 1024"),
             (self.max_retries >= 0, "max_retries must be >= 0"),
             (self.backoff_base >= 0, "backoff_base must be >= 0"),
             (self.backoff_cap >= 0, "backoff_cap must be >= 0"),
@@ -114,7 +129,10 @@ class LLMConfig:
         return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
     def with_overrides(self, **overrides: Any) -> LLMConfig:
-        """A copy with the given fields changed; ``None`` values are ignored, ``cache_path=False`` disables the cache."""
+        """A copy with the given fields changed.
+
+        ``None`` values are ignored, ``cache_path=False`` disables the cache.
+        """
         return replace(self, **_clean(overrides))
 
     def describe(self) -> str:
@@ -145,6 +163,8 @@ class LLMConfig:
             ("GEARAG_LLM_CONCURRENCY", "concurrency", int),
             ("GEARAG_LLM_TIMEOUT", "timeout", float),
             ("GEARAG_LLM_MAX_RETRIES", "max_retries", int),
+            ("GEARAG_LLM_RETRY_BUDGET", "retry_budget", float),
+            ("GEARAG_LLM_MAX_REPLY_BYTES", "max_reply_bytes", int),
         ):
             raw = env.get(var)
             if raw:

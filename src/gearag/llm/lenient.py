@@ -34,7 +34,7 @@ class Bare(str):
     """A string that was not quoted in the reply (an unquoted word or phrase)."""
 
 
-class _Truncated(Exception):
+class _TruncatedError(Exception):
     """The text ended inside a value."""
 
 
@@ -115,13 +115,13 @@ class _Reader:
                 return "".join(out).rstrip(), i
             out.append(c)
             i += 1
-        raise _Truncated
+        raise _TruncatedError
 
     def value(self, i: int, *, key: bool = False) -> tuple[Any, int]:
         s, n = self.s, self.n
         i = self.skip(i)
         if i >= n:
-            raise _Truncated
+            raise _TruncatedError
         c = s[i]
         if c in _OPENERS:
             if self.depth >= MAX_DEPTH:  # absurd nesting: read the bracket as a plain character
@@ -143,7 +143,7 @@ class _Reader:
         while j < n and s[j] not in stops:
             j += 1
         if j >= n:
-            raise _Truncated  # a bare token running into the end may be cut off
+            raise _TruncatedError  # a bare token running into the end may be cut off
         self.repaired = True
         return Bare(s[i:j].strip()), j
 
@@ -191,7 +191,7 @@ class _Reader:
             if is_obj:
                 try:
                     k, i = self.value(i, key=True)
-                except _Truncated:
+                except _TruncatedError:
                     self.truncated = True
                     return obj, n
                 if isinstance(k, (list, dict)):
@@ -200,7 +200,7 @@ class _Reader:
                 if i < n and s[i] in ":=":
                     try:
                         v, i = self.value(i + 1)
-                    except _Truncated:
+                    except _TruncatedError:
                         self.truncated = True
                         return obj, n
                 elif i >= n:
@@ -213,7 +213,7 @@ class _Reader:
             else:
                 try:
                     v, i = self.value(i)
-                except _Truncated:
+                except _TruncatedError:
                     self.truncated = True
                     return items, n
                 items.append(v)
@@ -283,7 +283,10 @@ def loads_lenient(text: str) -> tuple[Any, bool, bool]:
 
 
 def loads_strict(text: str) -> tuple[bool, Any]:
-    """``(True, value)`` when ``text`` (the contents of its code fences, if any) is strict JSON, else ``(False, None)``."""
+    """``(True, value)`` when ``text`` (the contents of its code fences, if any) is strict JSON.
+
+    Else ``(False, None)``.
+    """
     return _json(strip_fences(text).strip())
 
 

@@ -3,7 +3,9 @@
 The prompts follow the structure and output formats of GEAR's Appendix K
 (triple extraction; reader with and without gist memory; answerability
 reasoning; query rewriting; concise answer generation) and SiReRAG's
-Appendix G (summary, coreference rewrite, entities, propositions), written
+Appendix G (summary, coreference rewrite, entities, propositions), and of
+the peer baselines (IRCoT's one-sentence reasoning step, HippoRAG's query
+NER and HippoRAG 2's fact filter), written
 afresh for this project with our own demonstrations.
 
 Templates use ``{name}`` placeholders. Only the names a prompt declares are
@@ -83,6 +85,10 @@ def _fill(template: str, values: Mapping[str, Any]) -> str:
     return _PLACEHOLDER.sub(sub, template)
 
 
+# Prompt texts keep one paragraph per line: the text is exactly what the model
+# reads (and its hash keys the checkpoints), so wrapping it would change
+# results. Each template is marked `noqa: E501 - prompt text` instead.
+
 # ---------------------------------------------------------------------------
 # GEAR, offline: joint named entities + triples (Appendix K.1 structure)
 # ---------------------------------------------------------------------------
@@ -138,7 +144,7 @@ Passage:
 {title}
 {passage}
 ```
-"""
+"""  # noqa: E501 - prompt text
 
 # ---------------------------------------------------------------------------
 # GEAR, online: reader (§4.1, §5.1), reasoner (§5.2), rewriter (§5.3)
@@ -152,19 +158,19 @@ Facts: ("Alan Turing", "doctorate from", "Princeton University"), ("Princeton Un
 
 Here are the documents you can use:
 {documents}
-"""
+"""  # noqa: E501 - prompt text
 
 READ = _READ_HEAD + """
 From these documents, write the facts that help answer the question below. If the documents do not hold everything needed, write only the relevant facts you can find; never invent facts.
 
 Question: {question}
-Facts:"""
+Facts:"""  # noqa: E501 - prompt text
 
 READ_WITH_MEMORY = _READ_HEAD + """
 Some facts are already known; they start the Facts line below. From the documents, add further facts that help answer the question, building on the known ones. If the documents do not hold everything needed, write only the relevant facts you can find; never invent facts. Reply with the new facts only, in the same format.
 
 Question: {question}
-Facts: {memory}"""
+Facts: {memory}"""  # noqa: E501 - prompt text
 
 REASON = """# Task
 Decide whether the known facts below are enough to answer the question.
@@ -195,7 +201,7 @@ Next Question: What is the official language of the country whose capital is Bud
 Question: {question}
 Facts: {facts}
 Reason: {reason}
-Next Question:"""
+Next Question:"""  # noqa: E501 - prompt text
 
 # ---------------------------------------------------------------------------
 # GEAR, QA (Appendix K.3): concise answers, one in-context example
@@ -222,7 +228,7 @@ Given the passages and the question below, give a short, definite answer with no
 {passages}
 
 Question: {question}
-Answer:"""
+Answer:"""  # noqa: E501 - prompt text
 
 ANSWER_CLOSED_BOOK = """Given the question below, give a short, definite answer with no explanation, at most 6 words.
 
@@ -238,7 +244,7 @@ SUMMARIZE = """Summarise the text below. Keep as many of its key details (names,
 Text:
 {text}
 
-Summary:"""
+Summary:"""  # noqa: E501 - prompt text
 
 COREF_REWRITE = """Rewrite a paragraph so that every entity reference is resolved, using the paragraph that precedes it in the same document for context.
 
@@ -262,7 +268,7 @@ Preceding paragraph:
 {previous}
 Paragraph:
 {paragraph}
-Rewritten:"""
+Rewritten:"""  # noqa: E501 - prompt text
 
 EXTRACT_ENTITIES = """List every named entity in the document, each with a type.
 
@@ -286,7 +292,7 @@ Output:
 
 Document:
 {passage}
-Output:"""
+Output:"""  # noqa: E501 - prompt text
 
 EXTRACT_PROPOSITIONS = """Extract every fact stated in the document. A fact is a short, self-contained statement of important information, preferably about the listed entities. For each fact, also give all of its semantic triplets.
 
@@ -313,7 +319,43 @@ Output:
 Document:
 {passage}
 Entities: {entities}
-Output:"""
+Output:"""  # noqa: E501 - prompt text
+
+# ---------------------------------------------------------------------------
+# Peer baselines: IRCoT's one-thought step, HippoRAG's query NER and fact filter
+# ---------------------------------------------------------------------------
+
+IRCOT_THOUGHT = """You help answer questions that need several documents, reasoning one step at a time. Given the documents retrieved so far, the question and the reasoning written so far, write only the NEXT single sentence of reasoning. Do not write the whole chain at once. When that sentence reaches the final answer, begin it with "So the answer is:".
+
+=== Example ===
+Title: Lake Bled
+Lake Bled is a glacial lake in the Julian Alps in north-western Slovenia, next to the town of Bled.
+
+Title: Slovenia
+Slovenia is a country in Central Europe. Its capital and largest city is Ljubljana.
+
+Question: What is the capital of the country where Lake Bled lies?
+Reasoning: Lake Bled lies in Slovenia. The capital of Slovenia is Ljubljana. So the answer is: Ljubljana.
+
+=== Your task ===
+{documents}
+
+Question: {question}
+Reasoning: {thoughts}"""  # noqa: E501 - prompt text
+
+HIPPORAG_NER = """List the named entities (people, places, organisations, works, events, dates and other proper names) that appear in the question below. Reply with JSON only: {"named_entities": ["...", "..."]}.
+
+Question: Which university did the director of the film "Ex Machina" attend?
+{"named_entities": ["Ex Machina"]}
+
+Question: {question}
+"""  # noqa: E501 - prompt text
+
+HIPPORAG_FILTER = """A search system found the candidate facts below for a question. Keep only the facts that help answer the question (at most four), copied exactly, and drop the rest. Reply with JSON only: {"fact": [["subject", "predicate", "object"], ...]}; reply {"fact": []} if none helps.
+
+Question: {question}
+Candidate facts: {facts}
+"""  # noqa: E501 - prompt text
 
 #: The built-in prompts by name.
 DEFAULTS: dict[str, Prompt] = {
@@ -330,6 +372,9 @@ DEFAULTS: dict[str, Prompt] = {
         Prompt("coref_rewrite", COREF_REWRITE),
         Prompt("extract_entities", EXTRACT_ENTITIES),
         Prompt("extract_propositions", EXTRACT_PROPOSITIONS),
+        Prompt("ircot_thought", IRCOT_THOUGHT),
+        Prompt("hipporag_ner", HIPPORAG_NER),
+        Prompt("hipporag_filter", HIPPORAG_FILTER),
     )
 }
 
@@ -346,6 +391,9 @@ REQUIRED: dict[str, set[str]] = {
     "coref_rewrite": {"previous", "paragraph"},
     "extract_entities": {"passage"},
     "extract_propositions": {"passage"},
+    "ircot_thought": {"documents", "question", "thoughts"},
+    "hipporag_ner": {"question"},
+    "hipporag_filter": {"question", "facts"},
 }
 
 #: Placeholders each prompt may use (values are always supplied by the caller).
@@ -361,6 +409,9 @@ AVAILABLE: dict[str, set[str]] = {
     "coref_rewrite": {"previous", "paragraph"},
     "extract_entities": {"passage"},
     "extract_propositions": {"passage", "entities"},
+    "ircot_thought": {"documents", "question", "thoughts"},
+    "hipporag_ner": {"question"},
+    "hipporag_filter": {"question", "facts"},
 }
 
 

@@ -6,8 +6,8 @@ README (``title + "\\n" + text``, Lucene BM25, k1 = 1.5, b = 0.75).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,11 +21,18 @@ if TYPE_CHECKING:
     from gearag.store.index import Index
 
 
-@lru_cache(maxsize=1)
-def _stemmer() -> object:
-    import Stemmer
+_local = threading.local()
 
-    return Stemmer.Stemmer("english")
+
+def _stemmer() -> object:
+    """This thread's Snowball stemmer: a PyStemmer instance has internal state and must not be shared
+    between threads (its docstring says so), and the service tokenises queries from several threads."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
 
 
 def tokenize(texts: Sequence[str]) -> list[list[str]]:

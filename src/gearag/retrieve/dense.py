@@ -35,7 +35,7 @@ class DenseRetriever(RetrieverBase):
         if not queries:
             return []
         q = self.embedder.encode(list(queries))
-        out = []
+        out: list[list[Hit]] = []
         for start in range(0, len(queries), 256):
             block = q[start : start + 256] @ np.asarray(self.vectors).T
             out.extend(top_k(row, k, collection=self.collection) for row in block)

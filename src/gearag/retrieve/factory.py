@@ -24,4 +24,4 @@ def make_retriever(
     entry = REGISTRY.entry("retriever", method)
     coll = index.collection(collection)
     key = f"retriever:{entry.name}:{coll.name}:{config}"
-    return index.cached(key, lambda: entry.load()(index, coll.name, config))  # type: ignore[no-any-return]
+    return index.cached(key, lambda: entry.load()(index, coll.name, config))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from gearag.model import Hit
 from gearag.retrieve.base import Retriever, RetrieverBase
+from gearag.retrieve.factory import make_retriever
 from gearag.retrieve.fusion import RRF_K, rrf
 
 if TYPE_CHECKING:
@@ -45,7 +46,5 @@ class HybridRetriever(RetrieverBase):
 
 def hybrid_retriever(index: Index, collection: str, config: RetrieverConfig) -> HybridRetriever:
     """Registry factory: RRF of BM25 and dense over one collection (GEAR §6.1)."""
-    from gearag.retrieve.factory import make_retriever
-
     children = [make_retriever(index, "bm25", collection, config), make_retriever(index, "dense", collection, config)]
     return HybridRetriever(children, rrf_k=config.rrf_k, depth=config.hybrid_depth, collection=collection)

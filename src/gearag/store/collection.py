@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from gearag.errors import ConfigError
+from gearag.errors import ConfigError, IndexFormatError
 
 #: The collections every GEAR index has.
 PASSAGES = "passages"
@@ -60,8 +60,19 @@ class CollectionSpec:
 
     @classmethod
     def from_dict(cls, name: str, data: dict[str, Any]) -> CollectionSpec:
-        return cls(name, int(data["rows"]), data.get("bm25"), data.get("vectors"), data.get("weights"),
-                   data.get("sources"), data.get("records"))
+        """A spec from its manifest entry; a malformed entry (hand-edited?) is a ValueError."""
+        rows = data["rows"]
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
+            raise ValueError(f"collection {name!r}: rows must be a non-negative integer")
+        paths = {key: data.get(key) for key in ("bm25", "vectors", "weights", "records")}
+        if not all(v is None or (isinstance(v, str) and v) for v in paths.values()):
+            raise ValueError(f"collection {name!r}: file entries must be paths")
+        sources = data.get("sources")
+        csr = isinstance(sources, dict) and set(sources) == {"indptr", "indices"} and all(
+            isinstance(v, str) for v in sources.values())
+        if not (sources is None or isinstance(sources, str) or csr):
+            raise ValueError(f"collection {name!r}: sources must be a path or {{indptr, indices}}")
+        return cls(name, rows, paths["bm25"], paths["vectors"], paths["weights"], sources, paths["records"])
 
     def files(self) -> list[str]:
         """Files (and directories, for BM25) this collection needs."""
@@ -71,6 +82,17 @@ class CollectionSpec:
         elif isinstance(self.sources, dict):
             out.extend(self.sources.values())
         return out
+
+
+def load_array(root: Path, rel: str) -> np.ndarray:
+    """Memory-map ``root/rel``; a damaged file is an IndexFormatError naming it (never advice to unpickle)."""
+    try:
+        return np.load(root / rel, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise IndexFormatError(f"{root}: missing file {rel}; rebuild the index") from None
+    except (OSError, ValueError, EOFError, TypeError) as exc:
+        reason = "not a plain numeric array" if "pickle" in str(exc).lower() else "unreadable array header"
+        raise IndexFormatError(f"{root}: {rel} is corrupt ({reason}); rebuild the index") from None
 
 
 def default_specs(counts: dict[str, int], *, weights: bool) -> dict[str, CollectionSpec]:
@@ -109,8 +131,12 @@ class Collection:
                     value = self._loaded[key] = load()
         return value
 
-    def _array(self, rel: str) -> np.ndarray:
-        return np.load(self.root / rel, mmap_mode="r", allow_pickle=False)
+    def _array(self, rel: str, ndim: int = 1) -> np.ndarray:
+        """A memory-mapped array of this collection with one row per collection row."""
+        array = load_array(self.root, rel)
+        if array.ndim != ndim or len(array) != self.spec.rows or array.dtype.kind not in "iuf":
+            raise IndexFormatError(f"{self.root}: {rel} has the wrong shape or type (corrupt); rebuild the index")
+        return array
 
     @property
     def bm25(self) -> Any:
@@ -120,7 +146,16 @@ class Collection:
         from gearag.retrieve.bm25 import load_bm25
 
         rel = self.spec.bm25
-        return self._once("bm25", lambda: load_bm25(self.root / rel))
+
+        def load() -> Any:
+            try:
+                return load_bm25(self.root / rel)
+            except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+                reason = "corrupt" if "pickle" in str(exc).lower() else f"corrupt: {type(exc).__name__}"
+                raise IndexFormatError(f"{self.root}: BM25 index {rel} is unreadable ({reason}); "
+                                       "rebuild the index") from None
+
+        return self._once("bm25", load)
 
     @property
     def vectors(self) -> np.ndarray:
@@ -128,7 +163,7 @@ class Collection:
         if self.spec.vectors is None:
             raise ConfigError(f"collection {self.name!r} has no vectors")
         rel = self.spec.vectors
-        return self._once("vectors", lambda: self._array(rel))  # type: ignore[no-any-return]
+        return self._once("vectors", lambda: self._array(rel, ndim=2))
 
     @property
     def weights(self) -> np.ndarray | None:
@@ -136,14 +171,14 @@ class Collection:
         if self.spec.weights is None:
             return None
         rel = self.spec.weights
-        return self._once("weights", lambda: np.asarray(self._array(rel)))  # type: ignore[no-any-return]
+        return self._once("weights", lambda: np.asarray(self._array(rel)))
 
     def _sources(self) -> tuple[np.ndarray, np.ndarray | None]:
         src = self.spec.sources
         if isinstance(src, str):
             return np.asarray(self._array(src)), None
         if isinstance(src, dict):
-            return np.asarray(self._array(src["indptr"])), np.asarray(self._array(src["indices"]))
+            return np.asarray(load_array(self.root, src["indptr"])), np.asarray(load_array(self.root, src["indices"]))
         rows = np.arange(self.spec.rows, dtype=np.int64)
         return rows, None
 

@@ -14,9 +14,19 @@ Layout (all paths relative to the index directory)::
 
 Writes are atomic: :class:`IndexWriter` builds everything in a sibling
 temporary directory, writes the manifest last and renames the directory into
-place, so a crash never leaves a loadable half-index. Loading memory-maps the
-large arrays and checks the manifest's file list and sizes (``verify=True``
-also checks SHA-256 sums).
+place, so a crash never leaves a loadable half-index. While it builds it
+holds an OS lock (``flock``) on ``.NAME.lock`` beside the index, so a second
+build of the same directory fails at once, and clean-up of leftovers only
+ever happens under that lock. ``overwrite`` replaces only a directory that
+is a gearag index by its manifest and holds nothing the index did not write.
+
+Loading checks that every file the index needs (its fixed layout plus each
+collection's files) is listed in the manifest and present with its size;
+files up to :data:`SMALL_FILE_BYTES` are checksummed on every load, larger
+ones by a SHA-256 of sampled blocks recorded at build time (``verify=True``
+checksums everything). The graph arrays are checked for consistent shapes
+and in-range ids. Any mismatch is an :class:`IndexFormatError` that says to
+rebuild.
 
 For static embedders, ``triple_weights[i] * triples[i]`` is triple ``i``'s
 token-vector sum, so a path's exact embedding direction is the weighted sum
@@ -25,25 +35,27 @@ of its triples' rows (see :class:`gearag.embed.static.StaticEmbedder`).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+import socket
+import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gearag.config import IndexConfig
-from gearag.errors import ConfigError, IndexFormatError
+from gearag.errors import BusyError, ConfigError, IndexFormatError, OutputError
 from gearag.model import Passage, Triple
-from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs
+from gearag.outputs import check_output_dir
+from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import TripleGraph
 from gearag.version import __version__
 
@@ -53,12 +65,43 @@ FORMAT_VERSION = 2
 MIN_FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 
+#: Files up to this size are checksummed in full on every load; larger ones by sampled blocks.
+SMALL_FILE_BYTES = 8 << 20
+#: Sampled check of a large file: this many blocks of this size, evenly spaced, first and last included.
+SAMPLE_BLOCKS = 16
+SAMPLE_BLOCK_BYTES = 64 << 10
+
+#: Files every index has besides its collections' files.
+FIXED_FILES = (
+    "passages.jsonl",
+    "triples.jsonl",
+    "entities.json",
+    "arrays/triple_head.npy",
+    "arrays/triple_tail.npy",
+    "arrays/entity_indptr.npy",
+    "arrays/entity_indices.npy",
+    "arrays/triple_passage.npy",
+    "arrays/passage_triple_indptr.npy",
+)
+
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
+    return digest.hexdigest()
+
+
+def _sampled_sha256(path: Path, size: int) -> str:
+    """SHA-256 over :data:`SAMPLE_BLOCKS` evenly spaced blocks of a file (cheap check of large arrays)."""
+    digest = hashlib.sha256()
+    last = max(size - SAMPLE_BLOCK_BYTES, 0)
+    offsets = sorted({round(i * last / (SAMPLE_BLOCKS - 1)) for i in range(SAMPLE_BLOCKS)})
+    with path.open("rb") as fh:
+        for offset in offsets:
+            fh.seek(offset)
+            digest.update(fh.read(SAMPLE_BLOCK_BYTES))
     return digest.hexdigest()
 
 
@@ -70,18 +113,150 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def lock_path(out: Path) -> Path:
+    """The lock file of index directory ``out``: ``.NAME.lock`` beside it, present while a build runs."""
+    return out.parent / f".{out.name}.lock"
+
+
+class IndexLock:
+    """An exclusive ``flock`` on ``.NAME.lock`` beside an index directory, held while it is built.
+
+    The OS drops the lock when the holder exits, even on ``kill -9``, so a
+    lock never outlives its build (a file left by a killed build is simply
+    locked again). The file records the holder's pid, host and start time
+    for the message a second build gets. The holder unlinks the file before
+    releasing it; a process that locked a file which is no longer at the
+    path retries with the new one, so two builds never both hold the lock.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.path = lock_path(out)
+        self.out = out
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(fd)
+                os.close(fd)
+                raise BusyError(
+                    f"{self.out}: another gearag build is writing this index ({holder}); "
+                    "wait for it to finish or stop it, then retry"
+                ) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the previous holder removed this file as we locked it: lock the new one
+        info = {"pid": os.getpid(), "host": socket.gethostname(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                self.path.unlink(missing_ok=True)
+            finally:
+                os.close(fd)  # closing drops the flock
+
+
+def _lock_holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {info['pid']} on {info['host']}, started {info['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder unknown"
+
+
+def foreign_entries(path: Path, manifest: dict[str, Any]) -> list[str]:
+    """Entries of index directory ``path`` that its build did not write (user files, symlinks, ...)."""
+    listed = set(manifest.get("files") or {}) | {MANIFEST}
+    dirs = {p.rsplit("/", 1)[0] for p in listed if "/" in p}
+    dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
+    foreign = []
+    for root, dirnames, filenames in os.walk(path):
+        rel_root = Path(root).relative_to(path).as_posix()
+        for name in sorted(dirnames):
+            rel = name if rel_root == "." else f"{rel_root}/{name}"
+            if os.path.islink(os.path.join(root, name)) or rel not in dirs:
+                foreign.append(rel + "/")
+        dirnames[:] = [d for d in dirnames if (d if rel_root == "." else f"{rel_root}/{d}") in dirs
+                       and not os.path.islink(os.path.join(root, d))]
+        for name in sorted(filenames):
+            rel = name if rel_root == "." else f"{rel_root}/{name}"
+            full = os.path.join(root, name)
+            if rel not in listed or os.path.islink(full) or not os.path.isfile(full):
+                foreign.append(rel)
+    return foreign
+
+
+def check_replaceable(out: Path) -> None:
+    """Raise unless ``out`` is absent, empty, or a gearag index holding only what its build wrote."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise OutputError(f"{out}: is a file, not an index directory; refusing to replace it")
+    if not any(out.iterdir()):
+        return
+    try:
+        manifest = read_manifest(out)
+    except IndexFormatError as exc:
+        reason = str(exc).removeprefix(f"{out}: ").removeprefix(f"{out / MANIFEST}: ")
+        raise IndexFormatError(
+            f"{out}: exists and is not a gearag index ({reason}); --overwrite only replaces a gearag index, "
+            "refusing to delete it"
+        ) from None
+    foreign = foreign_entries(out, manifest)
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise IndexFormatError(
+            f"{out}: holds files the index did not write ({', '.join(foreign[:3])}{more}); "
+            "refusing to delete them with --overwrite — move them away first"
+        )
+
+
 class IndexWriter:
-    """Builds an index directory in a temporary sibling and renames it into place on commit."""
+    """Builds an index directory in a temporary sibling and renames it into place on commit.
+
+    Holds :class:`IndexLock` from construction to :meth:`close` (or the end
+    of the ``with`` block), so the whole build — including the work
+    directory its stages use — belongs to one process at a time.
+    """
 
     def __init__(self, out: Path, *, overwrite: bool = False) -> None:
-        self.out = Path(out)
+        self.out = check_output_dir(Path(out))
         if self.out.exists() and not overwrite:
-            raise IndexFormatError(f"{self.out}: already exists (pass --overwrite to replace it)")
-        if self.out.exists() and not (self.out / MANIFEST).exists() and any(self.out.iterdir()):
-            raise IndexFormatError(f"{self.out}: exists and is not a gearag index; refusing to replace it")
+            if self.out.is_dir():
+                raise IndexFormatError(f"{self.out}: already exists (pass --overwrite to replace it)")
+            raise OutputError(f"--out {self.out}: is a file, not a directory")
+        check_replaceable(self.out)  # fail fast, before the lock and the work
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = self.out.parent / f".{self.out.name}.tmp-{uuid.uuid4().hex[:8]}"
-        self.tmp.mkdir()
+        self.lock = IndexLock(self.out)
+        self.lock.acquire()
+        try:
+            self._remove_stale()
+            self.tmp = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}.tmp-"))
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _remove_stale(self) -> None:
+        """Temporary directories of builds that were killed (-9): safe to delete only under the lock."""
+        for pattern in (f".{self.out.name}.tmp-*", f".{self.out.name}.old-*"):
+            for stale in self.out.parent.glob(pattern):
+                if stale.is_dir() and not stale.is_symlink():
+                    shutil.rmtree(stale, ignore_errors=True)
 
     def path(self, rel: str) -> Path:
         p = self.tmp / rel
@@ -102,12 +277,16 @@ class IndexWriter:
 
     def commit(self, manifest: dict[str, Any]) -> Path:
         """Checksum every file, write the manifest, fsync, and swap the directory into place."""
-        files = {}
+        files: dict[str, dict[str, Any]] = {}
         for p in sorted(self.tmp.rglob("*")):
             if p.is_file():
                 with p.open("rb") as fh:
                     os.fsync(fh.fileno())
-                files[p.relative_to(self.tmp).as_posix()] = {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+                size = p.stat().st_size
+                meta: dict[str, Any] = {"bytes": size, "sha256": _sha256(p)}
+                if size > SMALL_FILE_BYTES:
+                    meta["sample"] = _sampled_sha256(p, size)
+                files[p.relative_to(self.tmp).as_posix()] = meta
         manifest = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -122,34 +301,41 @@ class IndexWriter:
             fh.flush()
             os.fsync(fh.fileno())
         _fsync_dir(self.tmp)
+        check_replaceable(self.out)  # again: files may have appeared while we built
         old = None
         if self.out.exists():
-            old = self.out.parent / f".{self.out.name}.old-{uuid.uuid4().hex[:8]}"
+            old = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}.old-"))
             os.replace(self.out, old)
         os.replace(self.tmp, self.out)
         _fsync_dir(self.out.parent)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-        # Leftovers of builds that were killed (-9) before they could clean up.
-        for stale in self.out.parent.glob(f".{self.out.name}.tmp-*"):
-            shutil.rmtree(stale, ignore_errors=True)
         return self.out
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def close(self) -> None:
+        """Remove the temporary directory if it was not committed, and release the lock."""
+        try:
+            if self.tmp.exists():
+                self.abort()
+        finally:
+            self.lock.release()
+
     def __enter__(self) -> IndexWriter:
         return self
 
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        if exc_type is not None or self.tmp.exists():
-            self.abort()
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise IndexFormatError(f"{path}: no such index directory")
+    if not path.is_dir():
+        raise IndexFormatError(f"{path}: is a file, not an index directory")
     mpath = path / MANIFEST
     if not mpath.exists():
         raise IndexFormatError(f"{path}: not a gearag index (no {MANIFEST}; an interrupted build leaves none)")
@@ -157,10 +343,12 @@ def read_manifest(path: Path) -> dict[str, Any]:
         manifest = json.loads(mpath.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise IndexFormatError(f"{mpath}: unreadable manifest ({exc})") from None
+    except OSError as exc:
+        raise IndexFormatError(f"{mpath}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise IndexFormatError(f"{mpath}: not a gearag index manifest")
     version = manifest.get("format_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise IndexFormatError(f"{mpath}: missing format_version")
     if version > FORMAT_VERSION:
         raise IndexFormatError(
@@ -169,19 +357,109 @@ def read_manifest(path: Path) -> dict[str, Any]:
         )
     if version < MIN_FORMAT_VERSION:
         raise IndexFormatError(f"{path}: index format version {version} is too old; rebuild the index")
+    _check_manifest_fields(mpath, manifest)
     return manifest
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_manifest_fields(mpath: Path, manifest: dict[str, Any]) -> None:
+    """The fields the loader relies on have the types it expects (they may have been edited by hand)."""
+
+    def bad(field: str, expected: str) -> IndexFormatError:
+        return IndexFormatError(f"{mpath}: field {field!r} is malformed (expected {expected}); rebuild the index")
+
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        raise bad("files", "an object of file entries")
+    for rel, meta in files.items():
+        parts = Path(rel).parts
+        if not rel or Path(rel).is_absolute() or ".." in parts:
+            raise bad(f"files.{rel}", "a path inside the index")
+        if not isinstance(meta, dict) or not _is_count(meta.get("bytes")) or not isinstance(meta.get("sha256"), str):
+            raise bad(f"files.{rel}", '{"bytes": <size>, "sha256": <hex>}')
+        if "sample" in meta and not isinstance(meta["sample"], str):
+            raise bad(f"files.{rel}.sample", "a hex digest")
+    counts = manifest.get("counts", {})
+    if not isinstance(counts, dict) or not all(_is_count(v) for v in counts.values()):
+        raise bad("counts", "an object of non-negative integers")
+    for key in ("config", "collections"):
+        if key in manifest and not isinstance(manifest[key], dict):
+            raise bad(key, "an object")
+
+
+def required_files(path: Path, manifest: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """What an index needs: (files, directories) relative to ``path`` — the fixed layout plus every collection's."""
+    files = list(FIXED_FILES)
+    dirs: list[str] = []
+    for spec in collection_specs(path, manifest).values():
+        if spec.bm25:
+            dirs.append(spec.bm25)
+        files.extend(f for f in spec.files() if f != spec.bm25)
+    return list(dict.fromkeys(files)), list(dict.fromkeys(dirs))
+
+
 def verify_files(path: Path, manifest: dict[str, Any], *, checksums: bool) -> None:
-    """Check that every file the manifest lists exists with its size (and checksum)."""
-    for rel, meta in manifest.get("files", {}).items():
+    """Check the files an index needs and every file its manifest lists.
+
+    Every required file must be listed and present; every listed file must
+    have its size. Files up to :data:`SMALL_FILE_BYTES` are checksummed;
+    larger ones by their sampled hash (indices of format 1 have none: size
+    only). ``checksums=True`` (``--verify``) checksums every file in full.
+    """
+    listed: dict[str, dict[str, Any]] = manifest.get("files") or {}
+    files, dirs = required_files(path, manifest)
+    for rel in files:
+        if rel not in listed:
+            raise IndexFormatError(
+                f"{path}: the manifest does not list {rel}, which the index needs; rebuild the index")
+    for rel in dirs:
+        if not (path / rel).is_dir() or not any(name.startswith(rel.rstrip("/") + "/") for name in listed):
+            raise IndexFormatError(f"{path}: missing directory {rel}; rebuild the index")
+    for rel, meta in listed.items():
         f = path / rel
         if not f.is_file():
             raise IndexFormatError(f"{path}: missing file {rel}; rebuild the index")
-        if f.stat().st_size != meta["bytes"]:
+        size = f.stat().st_size
+        if size != meta["bytes"]:
             raise IndexFormatError(f"{path}: {rel} has the wrong size (corrupt); rebuild the index")
-        if checksums and _sha256(f) != meta["sha256"]:
-            raise IndexFormatError(f"{path}: {rel} fails its checksum (corrupt); rebuild the index")
+        if checksums or size <= SMALL_FILE_BYTES:
+            if _sha256(f) != meta["sha256"]:
+                raise IndexFormatError(f"{path}: {rel} fails its checksum (corrupt); rebuild the index")
+        elif "sample" in meta and _sampled_sha256(f, size) != meta["sample"]:
+            raise IndexFormatError(f"{path}: {rel} fails its sampled checksum (corrupt); rebuild the index")
+
+
+def check_index(path: str | Path, *, full: bool = False) -> dict[str, Any]:
+    """Read and verify the index at ``path`` without loading it; returns its manifest."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    verify_files(path, manifest, checksums=full)
+    return manifest
+
+
+def manifest_identity(path: Path) -> str:
+    """SHA-256 of an index's manifest: changes whenever the index is rebuilt (it lists every file's checksum)."""
+    try:
+        return _sha256(Path(path) / MANIFEST)
+    except OSError as exc:
+        raise IndexFormatError(f"{path}: cannot read {MANIFEST} ({exc.strerror or exc})") from None
+
+
+def _check_ids(path: Path, rel: str, array: np.ndarray, length: int | None, low: int, high: int) -> None:
+    """``array`` is a 1-D integer array of ``length`` with values in ``[low, high)``."""
+    if array.ndim != 1 or array.dtype.kind not in "iu" or (length is not None and len(array) != length):
+        raise IndexFormatError(f"{path}: {rel} has the wrong shape or type (corrupt); rebuild the index")
+    if len(array) and (int(array.min()) < low or int(array.max()) >= high):
+        raise IndexFormatError(f"{path}: {rel} holds out-of-range ids (corrupt); rebuild the index")
+
+
+def _check_indptr(path: Path, rel: str, indptr: np.ndarray, rows: int, total: int) -> None:
+    _check_ids(path, rel, indptr, rows + 1, 0, total + 1)
+    if int(indptr[0]) != 0 or int(indptr[-1]) != total or (len(indptr) > 1 and bool((np.diff(indptr) < 0).any())):
+        raise IndexFormatError(f"{path}: {rel} is not a valid row index (corrupt); rebuild the index")
 
 
 @dataclass
@@ -223,6 +501,8 @@ class Index:
     graph: TripleGraph
     passage_triple_indptr: np.ndarray
     collections: dict[str, Collection]
+    #: SHA-256 of the manifest: which build of ``path`` this is (run files record it to resume safely).
+    identity: str = ""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
@@ -234,11 +514,12 @@ class Index:
         """Triple ids extracted from passage ``row``."""
         return range(int(self.passage_triple_indptr[row]), int(self.passage_triple_indptr[row + 1]))
 
-    @cached_property
+    @property
     def embedder(self) -> Any:
+        """The index's embedder, loaded once (under the index lock: threads never load it twice)."""
         from gearag.embed import make_embedder
 
-        return make_embedder(self.config.embed.embedder)
+        return self.cached("embedder", lambda: make_embedder(self.config.embed.embedder))
 
     def collection(self, name: str) -> Collection:
         """The collection called ``name``; a ConfigError lists the index's collections otherwise."""
@@ -260,16 +541,20 @@ class Index:
     def load(cls, path: str | Path, *, verify: bool = False) -> Index:
         path = Path(path)
         manifest = read_manifest(path)
+        identity = manifest_identity(path)
         verify_files(path, manifest, checksums=verify)
         try:
-            return cls._load(path, manifest)
-        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
-            raise IndexFormatError(f"{path}: cannot read index ({exc}); rebuild it") from None
+            index = cls._load(path, manifest)
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            what = "a file is corrupt" if "pickle" in str(exc).lower() else str(exc)
+            raise IndexFormatError(f"{path}: cannot read index ({what}); rebuild it") from None
+        index.identity = identity
+        return index
 
     @classmethod
     def _load(cls, path: Path, manifest: dict[str, Any]) -> Index:
         def arr(rel: str) -> np.ndarray:
-            return np.load(path / rel, mmap_mode="r", allow_pickle=False)
+            return load_array(path, rel)
 
         passages = []
         with (path / "passages.jsonl").open(encoding="utf-8") as fh:
@@ -283,8 +568,11 @@ class Index:
                 subjects.append(s)
                 predicates.append(p)
                 objects.append(o)
+        entities = json.loads((path / "entities.json").read_text(encoding="utf-8"))
+        if not isinstance(entities, list):
+            raise IndexFormatError(f"{path}: entities.json is not a list (corrupt); rebuild the index")
         graph = TripleGraph(
-            entities=json.loads((path / "entities.json").read_text(encoding="utf-8")),
+            entities=entities,
             head=np.asarray(arr("arrays/triple_head.npy")),
             tail=np.asarray(arr("arrays/triple_tail.npy")),
             indptr=np.asarray(arr("arrays/entity_indptr.npy")),
@@ -294,6 +582,14 @@ class Index:
         counts = manifest.get("counts", {})
         if counts.get("passages") != len(passages) or counts.get("triples") != len(subjects):
             raise IndexFormatError(f"{path}: contents do not match the manifest counts; rebuild the index")
+        passage_triple_indptr = np.asarray(arr("arrays/passage_triple_indptr.npy"))
+        n_p, n_t, n_e = len(passages), len(subjects), len(entities)
+        _check_ids(path, "arrays/triple_head.npy", graph.head, n_t, -1, n_e)
+        _check_ids(path, "arrays/triple_tail.npy", graph.tail, n_t, -1, n_e)
+        _check_ids(path, "arrays/entity_indices.npy", graph.indices, None, 0, n_t)
+        _check_indptr(path, "arrays/entity_indptr.npy", graph.indptr, n_e, len(graph.indices))
+        _check_ids(path, "arrays/triple_passage.npy", triples.passage, n_t, 0, max(n_p, 1))
+        _check_indptr(path, "arrays/passage_triple_indptr.npy", passage_triple_indptr, n_p, n_t)
         texts: dict[str, Callable[[], Sequence[str]]] = {
             PASSAGES: lambda: [p.content for p in passages],
             TRIPLES: triples.texts,
@@ -308,7 +604,7 @@ class Index:
             passages=passages,
             triples=triples,
             graph=graph,
-            passage_triple_indptr=np.asarray(arr("arrays/passage_triple_indptr.npy")),
+            passage_triple_indptr=passage_triple_indptr,
             collections=collections,
         )
 
@@ -320,7 +616,14 @@ def collection_specs(path: Path, manifest: dict[str, Any]) -> dict[str, Collecti
         return default_specs(manifest.get("counts", {}), weights=(path / "vectors" / "triple_weights.npy").exists())
     if not isinstance(listed, dict):
         raise IndexFormatError(f"{path}: manifest 'collections' is not an object; rebuild the index")
-    return {name: CollectionSpec.from_dict(name, spec) for name, spec in listed.items()}
+    specs = {}
+    for name, spec in listed.items():
+        try:
+            specs[name] = CollectionSpec.from_dict(name, spec)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise IndexFormatError(
+                f"{path}: manifest field 'collections.{name}' is malformed; rebuild the index") from None
+    return specs
 
 
 def _records_texts(path: Path, spec: CollectionSpec) -> Callable[[], list[str]]:

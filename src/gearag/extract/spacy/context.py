@@ -30,18 +30,18 @@ from gearag.model import Fact
 from gearag.text import normalise_entity
 
 #: Pronouns that, in an encyclopedia passage, refer to the passage's topic.
-_TOPIC_PRONOUNS = frozenset(
-    "he she it they his her its their him them hers theirs himself herself itself themselves".split()
-)
+_TOPIC_PRONOUNS = frozenset({
+    "he", "she", "it", "they", "his", "her", "its", "their", "him", "them", "hers", "theirs", "himself", "herself",
+    "itself", "themselves",
+})
 _MAX_CHUNK_TOKENS = 6
 _LEFT_MODS = frozenset({"compound", "amod", "nummod", "nmod", "quantmod"})
-_STOP = frozenset(
-    (
-        "a an the this that these those it its he she they him her them his hers their theirs we us "
-        "our you your i me my who whom whose which what there here one ones some any all both each "
-        "other others such same own s many much more most several few"
-    ).split()
-)
+_STOP = frozenset({
+    "a", "an", "the", "this", "that", "these", "those", "it", "its", "he", "she", "they", "him", "her", "them", "his",
+    "hers", "their", "theirs", "we", "us", "our", "you", "your", "i", "me", "my", "who", "whom", "whose", "which",
+    "what", "there", "here", "one", "ones", "some", "any", "all", "both", "each", "other", "others", "such", "same",
+    "own", "s", "many", "much", "more", "most", "several", "few",
+})
 _MAX_PRED_WORDS = 4
 
 
@@ -79,7 +79,9 @@ _CLASS_SYNONYMS = (
 
 
 #: Title words too general to stand for the title after "the" ("the world" is not "Guitar World").
-_GENERIC_NOUNS = frozenset("world time people life year day way thing part man woman family".split())
+_GENERIC_NOUNS = frozenset({
+    "world", "time", "people", "life", "year", "day", "way", "thing", "part", "man", "woman", "family",
+})
 
 
 class RuleContext:

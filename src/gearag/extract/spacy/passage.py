@@ -48,9 +48,7 @@ class PassageRules(VerbRules, NounRules):
         for t in inner:
             if t.lower_ in ("born", "b."):
                 mode = "born"
-            elif t.lower_ in ("died", "d."):
-                mode = "died"
-            elif t.text in DASHES and not explicit and found_date:
+            elif t.lower_ in ("died", "d.") or (t.text in DASHES and not explicit and found_date):
                 mode = "died"
             span = self.spans.get(t.i)
             if mode is None or span is None or span in seen:

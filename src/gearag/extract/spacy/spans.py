@@ -21,22 +21,25 @@ _DAY = re.compile(r"^([1-9]|[12]\d|3[01])(st|nd|rd|th)?$")
 _ROMAN = re.compile(r"^[IVX]{1,4}$")
 _LOOSE_CAPS_TAGS = frozenset({"JJ", "NN", "NNS", "VBG", "VBN", "VBD", "VB", "VBZ", "VBP"})
 #: Words before a bare number that make it a year ("in 931", "between 995 and 997").
-_YEAR_CUES = frozenset("in since from until till by before after between and during circa c. ca. born died".split())
+_YEAR_CUES = frozenset({
+    "in", "since", "from", "until", "till", "by", "before", "after", "between", "and", "during", "circa", "c.", "ca.",
+    "born", "died",
+})
 #: Entity labels that are not names (numbers alone are not worth a node).
 _SKIP_LABELS = frozenset({"CARDINAL", "ORDINAL"})
 _MAX_NAME_TOKENS = 10
 _MAX_QUOTED_TOKENS = 10
 #: Titles and ranks that precede a person's name ("Emperor Lothair I").
-_HONORIFICS = frozenset(
-    (
-        "emperor empress king queen prince princess duke duchess count countess earl lord lady sir dame "
-        "pope president vice general admiral captain commander colonel lieutenant major sergeant marshal "
-        "bishop archbishop cardinal sultan tsar czar shah caliph pharaoh chief judge justice senator "
-        "governor mayor dr doctor professor prof mr mrs ms miss reverend rev margrave landgrave elector "
-        "baron baroness viscount marquess marquis khan rabbi imam ayatollah maharaja raja rani emir "
-        "chancellor minister premier prime consul regent abbot abbess prior saint grand master"
-    ).split()
-)
+_HONORIFICS = frozenset({
+    "emperor", "empress", "king", "queen", "prince", "princess", "duke", "duchess", "count", "countess", "earl",
+    "lord", "lady", "sir", "dame", "pope", "president", "vice", "general", "admiral", "captain", "commander",
+    "colonel", "lieutenant", "major", "sergeant", "marshal", "bishop", "archbishop", "cardinal", "sultan", "tsar",
+    "czar", "shah", "caliph", "pharaoh", "chief", "judge", "justice", "senator", "governor", "mayor", "dr", "doctor",
+    "professor", "prof", "mr", "mrs", "ms", "miss", "reverend", "rev", "margrave", "landgrave", "elector", "baron",
+    "baroness", "viscount", "marquess", "marquis", "khan", "rabbi", "imam", "ayatollah", "maharaja", "raja", "rani",
+    "emir", "chancellor", "minister", "premier", "prime", "consul", "regent", "abbot", "abbess", "prior", "saint",
+    "grand", "master",
+})
 #: Honorifics that start place and institution names too, so are never stripped.
 _KEEP_HONORIFICS = frozenset({"saint", "st", "general"})
 

@@ -33,7 +33,9 @@ _NO = {"no", "n", "false", "not", "unanswerable", "none", "partially", "partial"
 _LABEL = r"(?im)^[ \t\-\d.)]*{name}[ \t]*[:\-=][ \t]*"
 _ANSWER_LABEL = re.compile(_LABEL.format(name=r"(?:final\s+)?answer"))
 _WHY_LABEL = re.compile(_LABEL.format(name=r"(?:why|reason(?:ing)?|explanation|because)"))
-_ANY_LABEL = re.compile(_LABEL.format(name=r"(?:answerable|(?:final\s+)?answer|why|reason(?:ing)?|explanation|next\s+question)"))
+_ANY_LABEL = re.compile(
+    _LABEL.format(name=r"(?:answerable|(?:final\s+)?answer|why|reason(?:ing)?|explanation|next\s+question)")
+)
 _UNKNOWN_ANSWER = re.compile(
     r"^(unknown|none|n/?a|not (provided|given|available|known|stated|mentioned|enough|specified)|"
     r"cannot be (determined|answered)|insufficient|no answer|unanswerable|\.\.\.|<.*>)\W*$",
@@ -145,7 +147,7 @@ def parse_next_question(text: str) -> Parsed[str]:
     m = _NEXT_LABEL.search(plain)
     if m:
         rest = plain[m.end():].strip()
-        candidate = rest.split("\n")[0].strip() or (rest.split("\n") + [""])[1].strip()
+        candidate = rest.split("\n")[0].strip() or [*rest.split("\n"), ""][1].strip()
         if not re.match(r"(?i)\s*next question\s*:", text.strip()):
             repaired = True
     if not candidate and "{" in plain:

@@ -269,7 +269,9 @@ def parse_triples(text: str) -> Parsed[TripleExtraction]:
     )
 
 
-_NO_FACTS = re.compile(r"^\W*(none|no (additional |new |relevant |further )?(facts?|information)|n/?a)\b", re.IGNORECASE)
+_NO_FACTS = re.compile(
+    r"^\W*(none|no (additional |new |relevant |further )?(facts?|information)|n/?a)\b", re.IGNORECASE
+)
 
 
 @never_raise(lambda _: list[Fact]())

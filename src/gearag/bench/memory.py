@@ -7,6 +7,7 @@ space, and writing 5 to ``/proc/self/clear_refs`` resets it between runs.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 
@@ -19,7 +20,5 @@ def peak_mb() -> float:
 
 
 def reset_peak() -> None:
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass

@@ -1,0 +1,166 @@
+"""The bench's outputs: one Markdown table in Table-2 layout, the JSON numbers and two figures.
+
+* ``results.md`` — per (extractor, embedder): recall R@2/5/10/15 with one
+  column group per dataset (the GEAR paper's Table 2), then median latency
+  per question, mean iterations and mean tokens per question, then the index
+  builds;
+* ``results.json`` — everything, including recall after every iteration;
+* ``recall_by_iteration.png`` — R@15 after each iteration of the multi-step
+  methods (GEAR Figure 2);
+* ``tokens_by_iteration.png`` — mean tokens per iteration (GEAR Figure 4);
+  with offline engines it says so: no model, no tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gearag.bench.evaluate import KS
+
+RECALL_FIGURE = "recall_by_iteration.png"
+TOKENS_FIGURE = "tokens_by_iteration.png"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _groups(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Runs grouped by ``extractor · embedder`` (one table each)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for run in results["runs"]:
+        groups.setdefault(f"{run['extractor']} · {run['embedder']}", []).append(run)
+    return groups
+
+
+def _labels(runs: list[dict[str, Any]]) -> list[str]:
+    labels: list[str] = []
+    for run in runs:
+        for r in run["rows"]:
+            if r["label"] not in labels:
+                labels.append(r["label"])
+    return labels
+
+
+def _cell(value: Any, fmt: str = "{:.1f}") -> str:
+    return "" if value is None else fmt.format(value)
+
+
+def render(results: dict[str, Any]) -> str:
+    """``results.md``."""
+    parts = [f"Command: `{results['command']}` · machine: {results['machine']} · date: {results['date']}\n"]
+    for group, runs in _groups(results).items():
+        by = {(run["dataset"], r["label"]): r for run in runs for r in run["rows"]}
+        names = [f"{run['dataset']} ({run['rows'][0]['n'] if run['rows'] else 0} q)" for run in runs]
+        parts.append(f"\n### Recall · extractor · embedder = {group}\n")
+        header = ["method"] + [f"{n} R@{k}" for n in names for k in KS]
+        rows = []
+        for label in _labels(runs):
+            cells = [label]
+            for run in runs:
+                r = by.get((run["dataset"], label))
+                cells += [_cell(r["recall"].get(str(k))) if r else "" for k in KS]
+            rows.append(cells)
+        parts.append(_table(header, rows))
+        parts.append(f"\n### Cost · {group}\n")
+        header = ["method"] + [f"{run['dataset']} {c}" for run in runs for c in ("ms/q", "iters", "tokens/q")]
+        rows = []
+        for label in _labels(runs):
+            cells = [label]
+            for run in runs:
+                r = by.get((run["dataset"], label))
+                if r is None:
+                    cells += ["", "", ""]
+                    continue
+                tokens = r.get("mean_tokens")
+                cells += [_cell(r["median_ms"]), _cell(r.get("mean_iterations"), "{:.2f}"),
+                          _cell(tokens, "{:.0f}") if tokens is not None else "—"]
+            rows.append(cells)
+        parts.append(_table(header, rows))
+        parts.append("\nms/q: median latency per question; iters: mean iterations (multi-step methods); "
+                     "tokens/q: mean LLM tokens per question (— = offline engine, no model). "
+                     "Rows with fewer questions say so in their label.\n")
+    builds = []
+    for run in results["runs"]:
+        b = run["index"]
+        c = b.get("counts", {})
+        builds.append([run["dataset"], run["extractor"], run["embedder"], f"{c.get('passages', 0):,}",
+                       f"{c.get('triples', 0):,}", _cell(b.get("seconds")), _cell(b.get("peak_rss_mb"), "{:.0f}"),
+                       "reused" if b.get("reused") else "built", _cell(run.get("query_peak_rss_mb"), "{:.0f}")])
+    parts.append("\n### Index builds\n")
+    parts.append(_table(["dataset", "extractor", "embedder", "passages", "triples", "build s", "build peak MB",
+                         "this run", "query-process peak MB"], builds))
+    return "\n".join(parts) + "\n"
+
+
+def _stepped(results: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for run in results["runs"]:
+        for r in run["rows"]:
+            if "by_iteration" in r and not r.get("ablation"):
+                out.append((f"{run['dataset']} · {r['label']}", r))
+    return out
+
+
+def plot(results: dict[str, Any], out_dir: Path) -> list[Path]:
+    """Both figures; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    stepped = _stepped(results)
+    paths = []
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, r in stepped:
+        curve = r["by_iteration"]["curve"]
+        ax.plot([c["iteration"] for c in curve], [c["R@15"] for c in curve], marker="o", label=name)
+    if not stepped:
+        ax.text(0.5, 0.5, "no multi-step method in this run", ha="center", va="center", transform=ax.transAxes)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("R@15 (cumulative, carried forward)")
+    ax.set_title("Recall by iteration (GEAR Fig. 2)")
+    ax.grid(alpha=0.3)
+    if stepped:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    paths.append(out_dir / RECALL_FIGURE)
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    any_tokens = False
+    for name, r in stepped:
+        points = r.get("tokens_by_iteration") or []
+        if any(p["mean_tokens"] > 0 for p in points):
+            any_tokens = True
+            ax.plot([p["iteration"] for p in points], [p["mean_tokens"] for p in points], marker="o", label=name)
+    if not any_tokens:
+        ax.text(0.5, 0.5, "offline engines: no LLM, no tokens\n(run with --engine openai to measure them)",
+                ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.legend(fontsize=7)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("mean tokens (prompt + completion)")
+    ax.set_title("Tokens per iteration (GEAR Fig. 4)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    paths.append(out_dir / TOKENS_FIGURE)
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def write(results: dict[str, Any], out_dir: Path) -> list[Path]:
+    """``results.json``, ``results.md`` and both figures into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    (out_dir / "results.md").write_text(render(results), encoding="utf-8")
+    return [out_dir / "results.json", out_dir / "results.md", *plot(results, out_dir)]

@@ -1,0 +1,80 @@
+"""The app factory: one :class:`~gearag.api.Gearag` (index loaded once) behind the service's routes and limits."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from gearag.api import Gearag
+from gearag.server import errors
+from gearag.server.auth import AuthMiddleware
+from gearag.server.limits import BodyLimitMiddleware
+from gearag.server.metrics import Metrics, MetricsMiddleware, setup_access_log
+from gearag.server.runner import Runner
+from gearag.server.settings import ServerSettings
+from gearag.version import __version__
+
+STATIC = Path(__file__).parent / "static"
+
+DESCRIPTION = """Multi-hop retrieval over one gearag index: BM25/dense/hybrid, graph expansion and the GEAR agent.
+
+Every endpoint but `/health` and the page at `/` needs the API key when `GEARAG_API_KEY` is set
+(`Authorization: Bearer KEY` or `X-API-Key: KEY`). Errors are `{"error": {"message", "type"}}`.
+"""
+
+
+def create_app(gearag: Gearag, settings: ServerSettings | None = None) -> FastAPI:
+    """The service over ``gearag`` with ``settings`` (default: :class:`ServerSettings` defaults, no key)."""
+    from gearag.server import openai_compat, routes
+
+    settings = settings or ServerSettings()
+    runner = Runner(gearag, settings)
+    metrics = Metrics()
+    metrics.in_flight.set_function(lambda: runner.active)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        runner.shutdown()  # uvicorn has drained in-flight requests; let any stray calls finish too
+
+    app = FastAPI(title="gearag", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app.state.gearag = gearag
+    app.state.runner = runner
+    app.state.settings = settings
+    app.state.metrics = metrics
+    errors.install(app)
+    app.include_router(routes.router)
+    app.include_router(openai_compat.router)
+
+    @app.get("/metrics", include_in_schema=False)
+    def _metrics() -> Response:
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def _favicon() -> Response:
+        return Response(status_code=204)
+
+    @app.get("/", include_in_schema=False)
+    def _page(request: Request) -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    # Middleware: the last added runs first. Metrics see everything (401/413 included).
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(AuthMiddleware, api_key=settings.api_key)
+    if settings.cors:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors, allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "X-API-Key", "Content-Type"])
+    if settings.access_log:
+        setup_access_log()
+    app.add_middleware(MetricsMiddleware, metrics=metrics, log=settings.access_log)
+    return app

@@ -1,0 +1,42 @@
+"""``gearag serve``: load the index once and run the app under uvicorn (SIGTERM drains in-flight requests)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+from gearag.errors import ConfigError
+from gearag.server.settings import API_KEY_ENV, ServerSettings
+
+
+def serve(index_dir: Path, settings: ServerSettings) -> None:
+    """Serve ``index_dir`` until interrupted; user errors raise GearagError (one line, exit 2)."""
+    settings.check_exposure()
+    try:
+        import uvicorn
+
+        from gearag.server.app import create_app
+    except ImportError as exc:  # pragma: no cover - fastapi and uvicorn are core dependencies
+        raise ConfigError(f"gearag serve needs fastapi and uvicorn ({exc}); reinstall gearag") from None
+    from gearag.api import Gearag
+
+    gearag = Gearag.open(index_dir)
+    app = create_app(gearag, settings)
+    counts = gearag.index.manifest.get("counts", {})
+    key = "API key required" if settings.api_key else f"no API key (set {API_KEY_ENV} to require one)"
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    print(f"gearag: serving {index_dir} ({counts.get('passages', '?')} passages) on http://{host}:{settings.port}/"
+          f" — {key}; API docs at /docs", file=sys.stderr, flush=True)
+    # uvicorn handles SIGTERM itself (graceful drain), then re-raises it; make that re-raise a clean exit 0.
+    signal.signal(signal.SIGTERM, _stopped)
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
+        # After SIGTERM/Ctrl-C: stop accepting, let in-flight requests finish, but not forever.
+        timeout_graceful_shutdown=int(settings.request_timeout) + 5,
+    )
+
+
+def _stopped(signum: int, frame: object) -> None:
+    print("gearag: stopped", file=sys.stderr, flush=True)
+    sys.exit(0)

@@ -1,0 +1,132 @@
+"""``POST /v1/chat/completions``: an index as an OpenAI-compatible "model".
+
+The model name picks the method (``gearag-gear``, ``gearag-syncge``, or a bare
+method name; default ``gearag-gear``). The last user message is the question;
+the reply is the method's answer (when it writes one) followed by the cited
+passages as ``[n] Title``. ``stream: true`` sends server-sent events in
+OpenAI's chunk format ending with ``data: [DONE]``. Extra fields of the
+request (temperature, ...) are accepted and ignored; the response carries a
+``gearag`` extension (passage ids and scores, the trace).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from gearag.errors import GearagError
+from gearag.registry import REGISTRY
+from gearag.results import Result
+from gearag.server.errors import APIError, error_body, error_type
+from gearag.server.models import ChatRequest
+from gearag.server.routes import ERRORS, check_question, check_top_k
+from gearag.server.runner import StoppedError
+
+router = APIRouter()
+
+PREFIX = "gearag-"
+DEFAULT_TOP_K = 5
+#: Characters per streamed content chunk.
+CHUNK = 48
+
+
+def method_of(model: str) -> str:
+    """``gearag-gear`` → ``gear``; a ConfigError (→ 400) names the models otherwise."""
+    name = model[len(PREFIX):] if model.startswith(PREFIX) else model
+    if name not in REGISTRY.names("method"):
+        choices = ", ".join(PREFIX + n for n in REGISTRY.names("method"))
+        raise APIError(400, f"unknown model {model!r} (choose from {choices})")
+    return name
+
+
+def last_user_message(body: ChatRequest) -> str:
+    for message in reversed(body.messages):
+        if message.role == "user":
+            content = message.content
+            if isinstance(content, list):  # content parts: keep the text ones
+                content = " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+            return content or ""
+    raise APIError(422, "messages: no user message to answer")
+
+
+def compose(result: Result, gearag: Any, method: str) -> tuple[str, list[dict[str, Any]]]:
+    """The reply text (answer, then ``[n] Title`` citations) and the cited passages."""
+    cited = []
+    for n, hit in enumerate(result.passages, 1):
+        p = gearag.index.passages[hit.idx]
+        cited.append({"n": n, "id": p.id, "title": p.title, "score": round(hit.score, 6)})
+    lines = []
+    if result.answer is not None:
+        lines.append(result.answer)
+        label = result.answer_label
+        if label and label != "answer":
+            lines.append(f"({label})")
+    else:
+        lines.append(f"gearag-{method} retrieves passages and writes no answer; the best passages are:")
+    lines.append("")
+    lines.append("Sources:")
+    lines.extend(f"[{c['n']}] {c['title']}" for c in cited)
+    return "\n".join(lines), cited
+
+
+def _completion(model: str, content: str, cited: list[dict[str, Any]], trace: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion", "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "gearag": {"citations": cited, "trace": trace},
+    }
+
+
+def _chunk(cid: str, model: str, created: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    body = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
+
+
+@router.post("/v1/chat/completions", responses=ERRORS, tags=["openai"])
+async def chat_completions(request: Request, body: ChatRequest) -> Any:
+    """OpenAI chat completions: answers the last user message with gearag and cites the passages."""
+    state = request.app.state
+    gearag, runner, settings = state.gearag, state.runner, state.settings
+    method = method_of(body.model)
+    question = check_question(last_user_message(body), settings)
+    top_k = check_top_k(body.top_k or DEFAULT_TOP_K, settings)
+    config = runner.config(method, {})
+    call = runner.submit(method, config, question, top_k)
+    if not body.stream:
+        result = await runner.result(call)
+        content, cited = compose(result, gearag, method)
+        return _completion(body.model, content, cited, result.trace.to_dict() if result.trace else None)
+
+    cid, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(time.time())
+
+    async def events() -> AsyncIterator[bytes]:
+        yield _chunk(cid, body.model, created, {"role": "assistant", "content": ""})
+        try:
+            result = await runner.result(call)
+            content, _ = compose(result, gearag, method)
+            for start in range(0, len(content), CHUNK):
+                yield _chunk(cid, body.model, created, {"content": content[start:start + CHUNK]})
+            yield _chunk(cid, body.model, created, {}, "stop")
+        except APIError as exc:
+            yield f"data: {json.dumps(error_body(exc.message, exc.type))}\n\n".encode()
+        except (GearagError, StoppedError) as exc:
+            yield f"data: {json.dumps(error_body(str(exc), error_type(400)))}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+
+@router.get("/v1/models", tags=["openai"])
+def models() -> dict[str, Any]:
+    """OpenAI's model list: one model per gearag method."""
+    return {"object": "list", "data": [{"id": PREFIX + n, "object": "model", "created": 0, "owned_by": "gearag"}
+                                       for n in REGISTRY.names("method")]}

@@ -1,0 +1,78 @@
+"""``gearag bench`` end to end on a real 2Wiki slice: index build, rows, the Table-2 Markdown, JSON and both PNGs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_clean_error, run_gearag, wiki_slice
+from gearag.bench.datasets import pick_datasets, shared_datasets
+from gearag.bench.grid import grid, select
+from gearag.errors import ConfigError
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def slice_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    rows, questions = wiki_slice(40, 5)
+    d = tmp_path_factory.mktemp("bench-data")
+    corpus, qfile = d / "wiki_corpus.json", d / "wiki.json"
+    corpus.write_text(json.dumps(rows), encoding="utf-8")
+    qfile.write_text(json.dumps(questions), encoding="utf-8")
+    return corpus, qfile
+
+
+def test_bench_end_to_end_writes_the_table_the_numbers_and_both_figures(
+    slice_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, questions = slice_files
+    out = tmp_path / "bench"
+    result = run_gearag("bench", "--corpus", corpus, "--questions", questions, "--limit", "5", "--out", out,
+                        "--methods", "bm25,syncge,hipporag,hipporag2,ircot,gear", "--no-ablations", timeout=600)
+    assert result.code == 0, result.stderr
+    md = (out / "results.md").read_text()
+    assert "| method | wiki (5 q) R@2 | wiki (5 q) R@5 | wiki (5 q) R@10 | wiki (5 q) R@15 |" in md
+    for label in ("| bm25 |", "| bm25 + SyncGE-offline |", "| HippoRAG |", "| HippoRAG 2 |", "| IRCoT (bm25) |",
+                  "| GEAR-offline (bm25) |"):
+        assert label in md, label
+    assert "### Cost" in md and "### Index builds" in md
+    for name in ("recall_by_iteration.png", "tokens_by_iteration.png"):
+        assert (out / name).read_bytes()[:8] == PNG
+    data = json.loads((out / "results.json").read_text())
+    (run,) = data["runs"]
+    assert run["dataset"] == "wiki" and run["max_steps"] == 2
+    assert run["index"]["counts"]["passages"] >= 40 and run["index"]["seconds"] > 0
+    assert run["index"]["peak_rss_mb"] > 0
+    rows = {r["label"]: r for r in run["rows"]}
+    assert all(r["n"] == 5 and set(r["recall"]) == {"2", "5", "10", "15"} for r in rows.values())
+    assert rows["IRCoT (bm25)"]["options"] == {"base": "bm25", "max_steps": 2}
+    assert "by_iteration" in rows["IRCoT (bm25)"] and "by_iteration" in rows["GEAR-offline (bm25)"]
+    assert rows["IRCoT (bm25)"]["mean_tokens"] is None  # offline: no tokens
+    # A second run reuses the index.
+    again = run_gearag("bench", "--corpus", corpus, "--questions", questions, "--limit", "2", "--out", out,
+                       "--methods", "bm25", "--no-ablations", timeout=300)
+    assert again.code == 0, again.stderr
+    assert json.loads((out / "results.json").read_text())["runs"][0]["index"]["reused"] is True
+
+
+def test_bench_rejects_unknown_names(tmp_path: Path) -> None:
+    assert_clean_error(run_gearag("bench", "--datasets", "nope", "--out", tmp_path), "unknown dataset")
+    with pytest.raises(ConfigError, match="unknown method"):
+        select(grid(shared_datasets()["musique"], "wordllama"), "telepathy")
+    with pytest.raises(ConfigError, match="go together"):
+        pick_datasets(None, tmp_path / "c.json", None)
+
+
+def test_grid_follows_table_two_and_the_datasets_step_budgets() -> None:
+    sets = shared_datasets()
+    rows = grid(sets["musique"], "wordllama")
+    labels = [r.label for r in rows]
+    assert labels[:3] == ["bm25", "bm25 + NaiveGE", "bm25 + SyncGE-offline"]
+    for name in ("IRCoT (bm25)", "HippoRAG", "HippoRAG 2", "HippoRAG w/ IRCoT", "GEAR-offline (bm25)"):
+        assert name in labels
+    stepped = {r.label: r.options.get("max_steps") for r in rows if r.method in ("gear", "ircot", "hipporag-ircot")}
+    assert set(stepped.values()) == {4}
+    assert {r.options.get("max_steps") for r in grid(sets["2wiki"], "wordllama") if r.method == "ircot"} == {2}

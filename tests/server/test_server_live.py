@@ -1,0 +1,71 @@
+"""A really running `gearag serve` (subprocess, 127.0.0.1, free port): the official openai client, keys, shutdown."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from server.servehelp import DEMO_ANSWER, DEMO_QUESTION, Served
+
+openai = pytest.importorskip("openai", reason="the openai client is a dev dependency")
+
+
+def test_openai_client_gets_an_answer_with_citations(served: Served) -> None:
+    client = openai.OpenAI(base_url=served.base_url + "/v1", api_key="unused", max_retries=0, timeout=60)
+    reply = client.chat.completions.create(model="gearag-gear", messages=[{"role": "user", "content": DEMO_QUESTION}])
+    content = reply.choices[0].message.content or ""
+    assert content.startswith(DEMO_ANSWER), content
+    assert "[1] " in content and "Virginia Tech Hokies men's basketball" in content
+    assert reply.model == "gearag-gear" and reply.choices[0].finish_reason == "stop"
+    assert "gearag-syncge" in [m.id for m in client.models.list().data]
+
+
+def test_openai_client_streams_an_answer_with_citations(served: Served) -> None:
+    client = openai.OpenAI(base_url=served.base_url + "/v1", api_key="unused", max_retries=0, timeout=60)
+    stream = client.chat.completions.create(model="gearag-gear", stream=True,
+                                            messages=[{"role": "user", "content": DEMO_QUESTION}])
+    parts, finish = [], None
+    for chunk in stream:
+        delta = chunk.choices[0].delta
+        parts.append(delta.content or "")
+        finish = chunk.choices[0].finish_reason or finish
+    content = "".join(parts)
+    assert len(parts) > 2 and content.startswith(DEMO_ANSWER) and "[1] " in content and finish == "stop"
+
+
+def test_openai_client_sees_clear_errors(served: Served) -> None:
+    client = openai.OpenAI(base_url=served.base_url + "/v1", api_key="unused", max_retries=0, timeout=60)
+    with pytest.raises(openai.BadRequestError, match="unknown model"):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "q"}])
+
+
+def test_live_server_with_a_key_on_a_public_address_and_graceful_shutdown(demo_index: Any) -> None:
+    server = Served(demo_index.path, {"GEARAG_API_KEY": "k3y"}, "--host", "127.0.0.1", "--request-timeout", "20")
+    try:
+        assert httpx.get(server.base_url + "/v1/index").status_code == 401
+        client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="k3y", max_retries=0, timeout=60)
+        reply = client.chat.completions.create(model="gearag-bm25", messages=[{"role": "user", "content": "Curry"}])
+        assert "[1] " in (reply.choices[0].message.content or "")
+        # SIGTERM while a request is in flight: it still gets its answer, then the server exits cleanly.
+        got: dict[str, Any] = {}
+
+        def ask() -> None:
+            got["r"] = httpx.post(server.base_url + "/v1/ask/stream", headers={"X-API-Key": "k3y"}, timeout=60,
+                                  json={"question": DEMO_QUESTION, "options": {"max_steps": 4}})
+
+        worker = threading.Thread(target=ask)
+        worker.start()
+        time.sleep(0.3)
+        server.proc.send_signal(signal.SIGTERM)
+        worker.join(60)
+        code, err = server.stop()
+        assert code == 0, err
+        assert got["r"].status_code == 200 and '"event": "result"' in got["r"].text
+        assert "Traceback" not in err
+    finally:
+        server.stop()

@@ -1,0 +1,302 @@
+"""Safe --overwrite, the build lock, and verification that means something (issue 10, items 2–4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gearag.store.index as store
+from conftest import REPO, StubExtractor, assert_clean_error, tiny_passages, write_jsonl
+from gearag.config import IndexConfig
+from gearag.errors import BusyError, IndexFormatError
+from gearag.indexing import build_index, work_dir_for
+from gearag.store.index import MANIFEST, Index, IndexLock, IndexWriter, check_index, lock_path, read_manifest
+
+
+def _build(out: Path, n: int = 4, **kwargs: object) -> Index:
+    return build_index(tiny_passages()[:n], out, IndexConfig.of(extractor="stub"), extractor=StubExtractor(),
+                       **kwargs)  # type: ignore[arg-type]
+
+
+def _edit_manifest(index: Path, edit) -> None:
+    mpath = index / MANIFEST
+    manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    edit(manifest)
+    mpath.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+@pytest.fixture
+def index_copy(tiny_index: Index, tmp_path: Path) -> Path:
+    out = tmp_path / "copy"
+    shutil.copytree(tiny_index.path, out)
+    return out
+
+
+# --------------------------------------------------------------------------- item 2: --overwrite
+
+
+def test_overwrite_refuses_a_folder_that_merely_has_a_manifest_json(cli, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "manifest.json").write_text('{"name": "my web app"}', encoding="utf-8")
+    (site / "index.html").write_text("<html></html>", encoding="utf-8")
+    with pytest.raises(IndexFormatError, match=r"not a gearag index.*refusing to delete"):
+        _build(site, overwrite=True)
+    assert sorted(p.name for p in site.iterdir()) == ["index.html", "manifest.json"]
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"title": "A", "text": "Alpha."}])
+    assert_clean_error(cli("index", corpus, "--out", site, "--overwrite", "--extractor", "openie:none"),
+                       "not a gearag index")
+    assert (site / "index.html").exists()
+
+
+def test_overwrite_refuses_an_index_holding_the_users_files(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    _build(out)
+    (out / "notes.txt").write_text("my notes", encoding="utf-8")
+    (out / "vectors" / "mine.npy").write_bytes(b"123")
+    with pytest.raises(IndexFormatError, match=r"holds files the index did not write \(notes\.txt, vectors/mine\.npy"):
+        _build(out, n=2, overwrite=True)
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "my notes"
+    assert Index.load(out).manifest["counts"]["passages"] == 4
+    (out / "notes.txt").unlink()
+    (out / "vectors" / "mine.npy").unlink()
+    assert _build(out, n=2, overwrite=True).manifest["counts"]["passages"] == 2
+
+
+def test_overwrite_refuses_a_symlink_inside_an_index(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    _build(out)
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (out / "link").symlink_to(precious)
+    with pytest.raises(IndexFormatError, match="link/"):
+        _build(out, overwrite=True)
+    assert precious.is_dir()
+
+
+# --------------------------------------------------------------------------- item 3: the build lock
+
+
+_SLOW_BUILD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from conftest import StubExtractor, use_stub_extractor
+
+    corpus, out, started, go = sys.argv[1:5]
+
+    class Waiting(StubExtractor):
+        def extract(self, passages):
+            Path(started).touch()
+            while not Path(go).exists():
+                time.sleep(0.05)
+            yield from super().extract(passages)
+
+    use_stub_extractor(Waiting())
+    from gearag.cli import main
+    sys.exit(main(["index", corpus, "--out", out, "--extractor", "stub"]))
+""")
+
+
+def _spawn_build(script: Path, corpus: Path, out: Path, started: Path, go: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO / 'tests'}", "GEARAG_PROGRESS": "0"}
+    return subprocess.Popen([sys.executable, str(script), str(corpus), str(out), str(started), str(go)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_two_concurrent_builds_of_one_directory(tmp_path: Path) -> None:
+    script = tmp_path / "slow_build.py"
+    script.write_text(_SLOW_BUILD, encoding="utf-8")
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [{"title": t, "text": x} for _, t, x in
+                                                     ((p.id, p.title, p.text) for p in tiny_passages())])
+    out = tmp_path / "index"
+    go = tmp_path / "go"
+    first = _spawn_build(script, corpus, out, tmp_path / "first-started", go)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "first-started").exists():
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "the first build never started extracting"
+            time.sleep(0.05)
+        in_progress = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".index."))
+        assert ".index.lock" in in_progress and any(n.startswith(".index.tmp-") for n in in_progress)
+        # The second build runs to its lock and fails at once, naming the first; it touches nothing.
+        go_now = tmp_path / "go-now"
+        go_now.touch()  # were the second to get past the lock, it would not wait
+        second = _spawn_build(script, corpus, out, tmp_path / "second-started", go_now)
+        _, err = second.communicate(timeout=120)
+        assert second.returncode == 2, err
+        assert "another gearag build is writing this index" in err and f"pid {first.pid}" in err, err
+        assert "Traceback" not in err
+        assert not (tmp_path / "second-started").exists()
+        go.touch()
+        _, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err
+    finally:
+        for proc in (first,):
+            if proc.poll() is None:
+                proc.kill()
+    index = Index.load(out, verify=True)
+    assert index.manifest["counts"]["passages"] == len(tiny_passages())
+    assert (out / "bm25" / "passages").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_held_lock_refuses_in_process_too(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    lock = IndexLock(out)
+    lock.acquire()
+    try:
+        (tmp_path / ".idx.tmp-other").mkdir()  # another build's work in progress
+        with pytest.raises(BusyError, match=f"pid {os.getpid()}"):
+            _build(out)
+        assert (tmp_path / ".idx.tmp-other").is_dir()
+    finally:
+        lock.release()
+    assert not lock_path(out).exists()
+
+
+def test_stale_temporary_directories_are_removed_under_the_lock(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    (tmp_path / ".idx.tmp-killed").mkdir()  # left by a build killed with -9: nobody holds the lock
+    (tmp_path / ".idx.tmp-killed" / "passages.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / ".other.tmp-live").mkdir()  # another index's: never touched
+    _build(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.tmp-live", "idx"]
+
+
+def test_writer_holds_the_lock_until_closed(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    with IndexWriter(out) as writer:
+        with pytest.raises(BusyError):
+            IndexWriter(out)
+        writer.write_json("a.json", [1])
+    assert not lock_path(out).exists()
+    assert not work_dir_for(out).exists()
+
+
+# --------------------------------------------------------------------------- item 4: verification
+
+
+def test_required_files_are_checked_not_just_listed_ones(cli, index_copy: Path) -> None:
+    # What a racing build's clean-up once left: no bm25/, and a manifest that no longer lists it.
+    shutil.rmtree(index_copy / "bm25")
+    _edit_manifest(index_copy, lambda m: m.update(files={k: v for k, v in m["files"].items()
+                                                         if not k.startswith("bm25/")}))
+    with pytest.raises(IndexFormatError, match="missing directory bm25/"):
+        check_index(index_copy, full=True)
+    assert_clean_error(cli("info", index_copy, "--verify"), "missing directory bm25/", "rebuild")
+
+
+def test_a_required_file_missing_from_the_manifest_is_an_error(index_copy: Path) -> None:
+    _edit_manifest(index_copy, lambda m: m["files"].pop("arrays/entity_indices.npy"))
+    with pytest.raises(IndexFormatError, match=r"does not list arrays/entity_indices\.npy"):
+        Index.load(index_copy)
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_large_arrays_get_a_sampled_check_and_a_full_one_with_verify(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store, "SMALL_FILE_BYTES", 1024)
+    monkeypatch.setattr(store, "SAMPLE_BLOCK_BYTES", 256)
+    monkeypatch.setattr(store, "SAMPLE_BLOCKS", 4)
+    out = tmp_path / "idx"
+    _build(out, n=8)
+    meta = read_manifest(out)["files"]["vectors/passages.npy"]
+    size = meta["bytes"]
+    assert size > 4 * 1024 and "sample" in meta
+    vectors = out / "vectors" / "passages.npy"
+    original = vectors.read_bytes()
+    _flip(vectors, size - 1)  # inside the last sampled block: the default load notices
+    with pytest.raises(IndexFormatError, match=r"vectors/passages\.npy fails its sampled checksum"):
+        Index.load(out)
+    vectors.write_bytes(original)
+    _flip(vectors, 300)  # between sampled blocks: only the full check notices
+    Index.load(out)
+    with pytest.raises(IndexFormatError, match=r"vectors/passages\.npy fails its checksum"):
+        Index.load(out, verify=True)
+
+
+def test_old_indices_without_sampled_hashes_still_load(index_copy: Path) -> None:
+    def to_format_1(m: dict) -> None:
+        m["format_version"] = 1
+        m.pop("collections", None)
+        for meta in m["files"].values():
+            meta.pop("sample", None)
+
+    _edit_manifest(index_copy, to_format_1)
+    index = Index.load(index_copy, verify=True)
+    assert set(index.collections) == {"passages", "triples"}
+
+
+def _rewrite_array(index: Path, rel: str, array: np.ndarray) -> None:
+    """Replace an array and fix its manifest entry, as a consistent-looking corruption would."""
+    np.save(index / rel, array, allow_pickle=False)
+    size = (index / rel).stat().st_size
+    _edit_manifest(index, lambda m: m["files"].update({rel: {"bytes": size, "sha256": store._sha256(index / rel)}}))
+
+
+@pytest.mark.parametrize("rel", ["arrays/entity_indices.npy", "arrays/triple_head.npy", "arrays/entity_indptr.npy",
+                                 "arrays/triple_passage.npy", "arrays/passage_triple_indptr.npy"])
+def test_corrupt_graph_arrays_are_a_clean_error(index_copy: Path, rel: str) -> None:
+    array = np.load(index_copy / rel).copy()
+    array[-1] = 10**6  # same size, same type, out of range
+    _rewrite_array(index_copy, rel, array)
+    with pytest.raises(IndexFormatError, match=f"{rel}.*rebuild"):
+        Index.load(index_copy)
+
+
+def test_corrupt_npy_header_never_suggests_pickle(index_copy: Path) -> None:
+    rel = "vectors/triples.npy"
+    np.save(index_copy / rel, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    size = (index_copy / rel).stat().st_size
+    _edit_manifest(index_copy, lambda m: m["files"].update(
+        {rel: {"bytes": size, "sha256": store._sha256(index_copy / rel)}}))
+    index = Index.load(index_copy)
+    with pytest.raises(IndexFormatError) as err:
+        index.collection("triples").vectors  # noqa: B018
+    assert "pickle" not in str(err.value).lower() and "rebuild" in str(err.value)
+    garbage = index_copy / "arrays" / "triple_tail.npy"
+    garbage.write_bytes(b"\x93NUMPY\x01\x00" + b"garbage" * 10)
+    _edit_manifest(index_copy, lambda m: m["files"].update({"arrays/triple_tail.npy": {
+        "bytes": garbage.stat().st_size, "sha256": store._sha256(garbage)}}))
+    with pytest.raises(IndexFormatError) as err:
+        Index.load(index_copy)
+    assert "triple_tail.npy is corrupt" in str(err.value) and "pickle" not in str(err.value).lower()
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda m: m.update(files=["passages.jsonl"]), "'files' is malformed"),
+        (lambda m: m["files"]["passages.jsonl"].pop("bytes"), "files.passages.jsonl"),
+        (lambda m: m["files"]["passages.jsonl"].update(bytes="many"), "files.passages.jsonl"),
+        (lambda m: m["files"].update({"../../etc/passwd": {"bytes": 1, "sha256": "0"}}), "inside the index"),
+        (lambda m: m.update(counts={"passages": "eight"}), "'counts' is malformed"),
+        (lambda m: m.update(counts=[8]), "'counts' is malformed"),
+        (lambda m: m["collections"]["triples"].update(rows="many"), "collections.triples"),
+        (lambda m: m["collections"]["passages"].pop("rows"), "collections.passages"),
+        (lambda m: m.update(collections=[]), "collections"),
+        (lambda m: m.update(config="spacy"), "'config' is malformed"),
+        (lambda m: m.update(format_version=True), "format_version"),
+    ],
+)
+def test_hand_edited_manifest_fields_are_one_line_errors(cli, index_copy: Path, edit, needle: str) -> None:
+    _edit_manifest(index_copy, edit)
+    with pytest.raises(IndexFormatError, match=r"rebuild|format_version") as err:
+        Index.load(index_copy)
+    assert needle in str(err.value)
+    assert_clean_error(cli("info", index_copy), needle)

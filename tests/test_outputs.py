@@ -1,0 +1,160 @@
+"""Output paths are checked before any work, and files are replaced atomically (issue 10, item 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_clean_error, write_jsonl
+from gearag.errors import OutputError
+from gearag.outputs import atomic_write, check_output_dir, check_output_file, replace_file
+from gearag.store.index import Index
+
+
+@pytest.fixture
+def questions(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "q.jsonl", [
+        {"id": "q1", "question": "Who is the father of Stephen Curry?", "gold": ["Dell Curry"]},
+        {"id": "q2", "question": "Where were the Beatles formed?", "gold": ["The Beatles"]},
+    ])
+
+
+def _run_file(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "run.jsonl", [
+        {"id": "q1", "passages": [{"id": "t1", "title": "Dell Curry", "text": "x", "score": 1.0}]},
+        {"id": "q2", "passages": [{"id": "t3", "title": "The Beatles", "text": "y", "score": 1.0}]},
+    ])
+
+
+def test_retrieve_out_fifo_is_refused_and_left_alone(cli, tiny_index: Index, questions: Path,
+                                                      tmp_path: Path) -> None:
+    # The stand-in for /dev/stdout: the old code renamed its temporary file over any path.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    result = cli("retrieve", tiny_index.path, questions, "--out", fifo)
+    assert result.code == 2 and "is a FIFO" in result.stderr, result.stderr
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert not any(p.name.startswith((".pipe", "pipe.")) for p in tmp_path.iterdir())
+
+
+def test_retrieve_out_dev_stdout_is_refused(cli, tiny_index: Index, questions: Path) -> None:
+    with pytest.raises(OutputError, match="is a special file"):
+        check_output_file("/dev/stdout")
+    result = cli("retrieve", tiny_index.path, questions, "--out", "/dev/null")
+    assert result.code == 2 and "is a special file" in result.stderr
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert os.path.islink("/dev/stdout") or not os.path.isfile("/dev/stdout")
+
+
+def test_a_symlinked_output_updates_its_target(cli, tiny_index: Index, questions: Path, tmp_path: Path) -> None:
+    target = tmp_path / "real-run.jsonl"
+    target.write_text("", encoding="utf-8")
+    link = tmp_path / "run.jsonl"
+    link.symlink_to(target)
+    result = cli("retrieve", tiny_index.path, questions, "--out", link, "--top-k", "1")
+    assert result.code == 0, result.stderr
+    assert link.is_symlink() and len(target.read_text(encoding="utf-8").split("\n")) == 3
+
+
+def test_retrieve_out_equal_to_the_questions_file_is_refused(cli, tiny_index: Index, questions: Path) -> None:
+    before = questions.read_bytes()
+    result = cli("retrieve", tiny_index.path, questions, "--out", questions)
+    assert result.code == 2 and "input file" in result.stderr
+    assert questions.read_bytes() == before
+
+
+def test_eval_json_equal_to_the_run_file_is_refused(cli, questions: Path, tmp_path: Path) -> None:
+    run = _run_file(tmp_path)
+    before = run.read_bytes()
+    result = cli("eval", questions, run, "--json", run)
+    assert result.code == 2 and "input file" in result.stderr
+    assert run.read_bytes() == before
+
+
+def test_eval_json_is_checked_before_computing(cli, questions: Path, tmp_path: Path) -> None:
+    # An unreadable run file would be reported if eval computed first; the bad --json wins.
+    result = cli("eval", questions, tmp_path / "missing-run.jsonl", "--json", tmp_path)
+    assert result.code == 2 and "--json" in result.stderr and "is a directory" in result.stderr
+
+
+def test_eval_json_is_written_atomically(cli, questions: Path, tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    result = cli("eval", questions, _run_file(tmp_path), "--json", report)
+    assert result.code == 0, result.stderr
+    assert json.loads(report.read_text(encoding="utf-8"))["n_questions"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.jsonl", "report.json", "run.jsonl"]
+
+
+def test_index_out_that_is_a_file_or_cwd_is_refused(cli, tmp_path: Path) -> None:
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"title": "A", "text": "Alpha beta."}])
+    assert_clean_error(cli("index", corpus, "--out", corpus), "is a file")
+    assert corpus.read_text(encoding="utf-8").startswith("{")
+    proc = cli("index", corpus, "--out", ".", "--overwrite")
+    assert_clean_error(proc, "current directory")
+
+
+def test_unwritable_output_is_refused_before_work(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    with pytest.raises(OutputError, match=r"is not a directory|is a file"):
+        check_output_file(blocker / "run.jsonl")
+    with pytest.raises(OutputError, match=r"is not a directory|is a file"):
+        check_output_dir(blocker / "index")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into read-only directories")
+def test_read_only_directory_is_refused(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        with pytest.raises(OutputError, match="cannot write"):
+            check_output_file(ro / "run.jsonl")
+        with pytest.raises(OutputError, match="cannot write"):
+            check_output_dir(ro / "index")
+    finally:
+        ro.chmod(0o755)
+
+
+def test_atomic_write_removes_its_temporary_file_on_failure(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("old", encoding="utf-8")
+    with pytest.raises(RuntimeError), atomic_write(target) as fh:
+        fh.write("new, half written")
+        raise RuntimeError("crash")
+    assert target.read_text(encoding="utf-8") == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_final_rename_only_replaces_a_regular_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    tmp = tmp_path / "tmp"
+    tmp.write_text("data", encoding="utf-8")
+    with pytest.raises(OutputError, match="not replaced"):
+        replace_file(tmp, fifo)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_demo_refuses_a_directory_it_did_not_write(cli, tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "corpus.jsonl").write_text("my own corpus\n", encoding="utf-8")
+    assert_clean_error(cli("demo", "--dir", mine), "not written by `gearag demo`")
+    assert (mine / "corpus.jsonl").read_text(encoding="utf-8") == "my own corpus\n"
+    assert sorted(p.name for p in mine.iterdir()) == ["corpus.jsonl"]
+
+
+def test_demo_reruns_in_its_own_directory(cli, tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    first = cli("demo", "--dir", out, "--method", "bm25")
+    assert first.code == 0, first.stderr
+    assert (out / ".gearag-demo").is_file() and Index.load(out / "index").manifest["counts"]["passages"] == 12
+    again = cli("demo", "--dir", out, "--method", "bm25")
+    assert again.code == 0, again.stderr
+    assert "bm25" in again.stdout and "R@5" in again.stdout
+    assert_clean_error(cli("demo", "--dir", tmp_path / "demo" / "corpus.jsonl"), "is a file")
