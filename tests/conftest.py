@@ -162,3 +162,15 @@ def assert_clean_error(result: CliResult, *needles: str) -> str:
     for needle in needles:
         assert needle.lower() in errors[0].lower(), (needle, errors[0])
     return errors[0]
+
+
+def isolate_llm_env(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
+    """LLM tests: no response cache (every call must reach the server), no retries, nothing from the caller's env."""
+    for var in ("GEARAG_LLM_BASE_URL", "OPENAI_BASE_URL", "GEARAG_LLM_MODEL", "GEARAG_LLM_HEADERS",
+                "GEARAG_LLM_PRICES", "GEARAG_PROMPTS", "GEARAG_LLM_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GEARAG_LLM_CACHE", "0")
+    monkeypatch.setenv("GEARAG_CACHE_DIR", str(cache_dir))  # in case the flag is ignored
+    monkeypatch.setenv("GEARAG_LLM_MAX_RETRIES", "0")
+    monkeypatch.setenv("GEARAG_LLM_TIMEOUT", "20")
+    monkeypatch.setenv("GEARAG_PROGRESS", "0")

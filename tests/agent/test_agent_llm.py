@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from conftest import isolate_llm_env
 from gearag.agent.llm_engine import llm_engine
 from gearag.agent.loop import AgentConfig, GearAgent
 from gearag.engine import EngineConfig
@@ -61,15 +62,7 @@ def yes(answer: str) -> str:
 
 @pytest.fixture(autouse=True)
 def llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """No response cache (every call must reach the server), no retries, nothing from the caller's env."""
-    for var in ("GEARAG_LLM_BASE_URL", "OPENAI_BASE_URL", "GEARAG_LLM_MODEL", "GEARAG_LLM_HEADERS",
-                "GEARAG_LLM_PRICES", "GEARAG_PROMPTS", "GEARAG_LLM_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("GEARAG_LLM_CACHE", "0")
-    monkeypatch.setenv("GEARAG_CACHE_DIR", str(tmp_path / "cache"))  # in case the flag is ignored
-    monkeypatch.setenv("GEARAG_LLM_MAX_RETRIES", "0")
-    monkeypatch.setenv("GEARAG_LLM_TIMEOUT", "20")
-    monkeypatch.setenv("GEARAG_PROGRESS", "0")
+    isolate_llm_env(monkeypatch, tmp_path / "cache")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import isolate_llm_env
 from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig, IRCoTConfig
 from gearag.baselines.hipporag_method import HippoRAG, HippoRAG2
 from gearag.baselines.ircot import IRCoT
@@ -26,13 +27,7 @@ MARKER = "write only the NEXT single sentence of reasoning"
 
 @pytest.fixture(autouse=True)
 def llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    for var in ("GEARAG_LLM_BASE_URL", "OPENAI_BASE_URL", "GEARAG_LLM_MODEL", "GEARAG_LLM_HEADERS",
-                "GEARAG_LLM_PRICES", "GEARAG_PROMPTS", "GEARAG_LLM_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("GEARAG_LLM_CACHE", "0")
-    monkeypatch.setenv("GEARAG_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("GEARAG_LLM_MAX_RETRIES", "0")
-    monkeypatch.setenv("GEARAG_LLM_TIMEOUT", "20")
+    isolate_llm_env(monkeypatch, tmp_path / "cache")
 
 
 @pytest.fixture
