@@ -142,7 +142,7 @@ def index(
     from gearag.indexing import build_index
     from gearag.options import build_config
     from gearag.outputs import check_output_dir
-    from gearag.store.index import check_replaceable
+    from gearag.store.writer import check_replaceable
 
     config = build_config(IndexConfig, options, what="gearag index")
     trees = config.trees

@@ -19,7 +19,8 @@ from conftest import REPO, StubExtractor, assert_clean_error, tiny_passages, wri
 from gearag.config import IndexConfig
 from gearag.errors import BusyError, IndexFormatError
 from gearag.indexing import build_index, work_dir_for
-from gearag.store.index import MANIFEST, Index, IndexLock, IndexWriter, check_index, lock_path, read_manifest
+from gearag.store.index import MANIFEST, Index, check_index, read_manifest
+from gearag.store.writer import IndexLock, IndexWriter, lock_path
 
 
 def _build(out: Path, n: int = 4, **kwargs: object) -> Index:

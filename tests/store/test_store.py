@@ -20,10 +20,10 @@ from gearag.store.index import (
     FORMAT_VERSION,
     MANIFEST,
     Index,
-    IndexWriter,
     read_manifest,
     verify_files,
 )
+from gearag.store.writer import IndexWriter
 from gearag.text import normalise_entity
 
 # --------------------------------------------------------------------------- triple graph

@@ -48,7 +48,8 @@ from gearag.options import setting
 from gearag.text import is_named
 
 if TYPE_CHECKING:
-    from gearag.store.index import Index, IndexWriter
+    from gearag.store.index import Index
+    from gearag.store.writer import IndexWriter
 
 #: Sub-directory of an index that holds the graph arrays.
 GRAPH_DIR = "graph"

@@ -3,7 +3,7 @@
 The default stages are extract → graph → resolve → trees → bm25 → embed
 (:data:`DEFAULT_STAGES`); ``trees`` (SiReRAG/RAPTOR pools) does nothing
 unless ``config.trees`` asks for them. Each writes into the temporary directory of an
-:class:`~gearag.store.index.IndexWriter`; the manifest (config, counts, the
+:class:`~gearag.store.writer.IndexWriter`; the manifest (config, counts, the
 collections and every file's checksum) is written last and the directory is
 renamed into place, so a crash never leaves a loadable half-index. A caller
 may pass its own stage list to add a stage (e.g. SiReRAG trees) or skip one.
@@ -27,7 +27,8 @@ from gearag.indexing.resolve import ResolveStage
 from gearag.indexing.stage import Build, Stage
 from gearag.indexing.trees import TreesStage
 from gearag.model import Passage
-from gearag.store.index import Index, IndexWriter
+from gearag.store.index import Index
+from gearag.store.writer import IndexWriter
 
 DEFAULT_STAGES: tuple[Stage, ...] = (
     ExtractStage(), GraphStage(), ResolveStage(), TreesStage(), BM25Stage(), EmbedStage()

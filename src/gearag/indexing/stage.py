@@ -2,7 +2,7 @@
 
 A build runs stages in order over one :class:`Build`. Each stage reads what
 earlier stages left in it, writes its files through the build's
-:class:`~gearag.store.index.IndexWriter` (into the temporary directory that
+:class:`~gearag.store.writer.IndexWriter` (into the temporary directory that
 becomes the index on commit) and records its results: the collections it
 adds, the texts later stages index, manifest entries. A stage whose work is
 expensive keeps resumable output in the build's work directory.
@@ -23,7 +23,7 @@ from gearag.extract.base import TripleExtractor
 from gearag.model import Fact, Passage
 from gearag.store.collection import CollectionSpec
 from gearag.store.graph import TripleGraph
-from gearag.store.index import IndexWriter
+from gearag.store.writer import IndexWriter
 
 
 @dataclass

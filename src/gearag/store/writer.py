@@ -1,0 +1,265 @@
+"""Writing an index directory safely: an OS lock per build, overwrite checks, and an atomic commit.
+
+:class:`IndexWriter` builds everything in a sibling temporary directory,
+writes the manifest last and renames the directory into place, so a crash
+never leaves a loadable half-index. While it builds it holds an OS lock
+(``flock``) on ``.NAME.lock`` beside the index (:class:`IndexLock`), so a
+second build of the same directory fails at once, and clean-up of leftovers
+only ever happens under that lock. ``overwrite`` replaces only a directory
+that is a gearag index by its manifest and holds nothing the index did not
+write (:func:`check_replaceable`). Reading and verifying an index is
+:mod:`gearag.store.index`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.errors import BusyError, IndexFormatError, OutputError
+from gearag.outputs import check_output_dir
+from gearag.store import index as index_layout
+from gearag.store.index import (
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    _sampled_sha256,
+    _sha256,
+    read_manifest,
+)
+from gearag.version import __version__
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def lock_path(out: Path) -> Path:
+    """The lock file of index directory ``out``: ``.NAME.lock`` beside it, present while a build runs."""
+    return out.parent / f".{out.name}.lock"
+
+
+class IndexLock:
+    """An exclusive ``flock`` on ``.NAME.lock`` beside an index directory, held while it is built.
+
+    The OS drops the lock when the holder exits, even on ``kill -9``, so a
+    lock never outlives its build (a file left by a killed build is simply
+    locked again). The file records the holder's pid, host and start time
+    for the message a second build gets. The holder unlinks the file before
+    releasing it; a process that locked a file which is no longer at the
+    path retries with the new one, so two builds never both hold the lock.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.path = lock_path(out)
+        self.out = out
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(fd)
+                os.close(fd)
+                raise BusyError(
+                    f"{self.out}: another gearag build is writing this index ({holder}); "
+                    "wait for it to finish or stop it, then retry"
+                ) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the previous holder removed this file as we locked it: lock the new one
+        info = {"pid": os.getpid(), "host": socket.gethostname(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                self.path.unlink(missing_ok=True)
+            finally:
+                os.close(fd)  # closing drops the flock
+
+
+def _lock_holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {info['pid']} on {info['host']}, started {info['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder unknown"
+
+
+def foreign_entries(path: Path, manifest: dict[str, Any]) -> list[str]:
+    """Entries of index directory ``path`` that its build did not write (user files, symlinks, ...)."""
+    listed = set(manifest.get("files") or {}) | {MANIFEST}
+    dirs = {p.rsplit("/", 1)[0] for p in listed if "/" in p}
+    dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
+    foreign = []
+    for root, dirnames, filenames in os.walk(path):
+        rel_root = Path(root).relative_to(path).as_posix()
+        for name in sorted(dirnames):
+            rel = name if rel_root == "." else f"{rel_root}/{name}"
+            if os.path.islink(os.path.join(root, name)) or rel not in dirs:
+                foreign.append(rel + "/")
+        dirnames[:] = [d for d in dirnames if (d if rel_root == "." else f"{rel_root}/{d}") in dirs
+                       and not os.path.islink(os.path.join(root, d))]
+        for name in sorted(filenames):
+            rel = name if rel_root == "." else f"{rel_root}/{name}"
+            full = os.path.join(root, name)
+            if rel not in listed or os.path.islink(full) or not os.path.isfile(full):
+                foreign.append(rel)
+    return foreign
+
+
+def check_replaceable(out: Path) -> None:
+    """Raise unless ``out`` is absent, empty, or a gearag index holding only what its build wrote."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise OutputError(f"{out}: is a file, not an index directory; refusing to replace it")
+    if not any(out.iterdir()):
+        return
+    try:
+        manifest = read_manifest(out)
+    except IndexFormatError as exc:
+        reason = str(exc).removeprefix(f"{out}: ").removeprefix(f"{out / MANIFEST}: ")
+        raise IndexFormatError(
+            f"{out}: exists and is not a gearag index ({reason}); --overwrite only replaces a gearag index, "
+            "refusing to delete it"
+        ) from None
+    foreign = foreign_entries(out, manifest)
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise IndexFormatError(
+            f"{out}: holds files the index did not write ({', '.join(foreign[:3])}{more}); "
+            "refusing to delete them with --overwrite — move them away first"
+        )
+
+
+class IndexWriter:
+    """Builds an index directory in a temporary sibling and renames it into place on commit.
+
+    Holds :class:`IndexLock` from construction to :meth:`close` (or the end
+    of the ``with`` block), so the whole build — including the work
+    directory its stages use — belongs to one process at a time.
+    """
+
+    def __init__(self, out: Path, *, overwrite: bool = False) -> None:
+        self.out = check_output_dir(Path(out))
+        if self.out.exists() and not overwrite:
+            if self.out.is_dir():
+                raise IndexFormatError(f"{self.out}: already exists (pass --overwrite to replace it)")
+            raise OutputError(f"--out {self.out}: is a file, not a directory")
+        check_replaceable(self.out)  # fail fast, before the lock and the work
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.lock = IndexLock(self.out)
+        self.lock.acquire()
+        try:
+            self._remove_stale()
+            self.tmp = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}.tmp-"))
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _remove_stale(self) -> None:
+        """Temporary directories of builds that were killed (-9): safe to delete only under the lock."""
+        for pattern in (f".{self.out.name}.tmp-*", f".{self.out.name}.old-*"):
+            for stale in self.out.parent.glob(pattern):
+                if stale.is_dir() and not stale.is_symlink():
+                    shutil.rmtree(stale, ignore_errors=True)
+
+    def path(self, rel: str) -> Path:
+        p = self.tmp / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def write_jsonl(self, rel: str, rows: list[Any]) -> None:
+        with self.path(rel).open("w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False))
+                fh.write("\n")
+
+    def write_json(self, rel: str, value: Any) -> None:
+        self.path(rel).write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+
+    def write_array(self, rel: str, array: np.ndarray) -> None:
+        np.save(self.path(rel), np.ascontiguousarray(array), allow_pickle=False)
+
+    def commit(self, manifest: dict[str, Any]) -> Path:
+        """Checksum every file, write the manifest, fsync, and swap the directory into place."""
+        files: dict[str, dict[str, Any]] = {}
+        for p in sorted(self.tmp.rglob("*")):
+            if p.is_file():
+                with p.open("rb") as fh:
+                    os.fsync(fh.fileno())
+                size = p.stat().st_size
+                meta: dict[str, Any] = {"bytes": size, "sha256": _sha256(p)}
+                if size > index_layout.SMALL_FILE_BYTES:  # read at call time: one threshold for write and load
+                    meta["sample"] = _sampled_sha256(p, size)
+                files[p.relative_to(self.tmp).as_posix()] = meta
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "gearag_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **manifest,
+            "files": files,
+        }
+        mpath = self.tmp / MANIFEST
+        with mpath.open("w", encoding="utf-8") as fh:
+            json.dump(manifest, fh, indent=2, ensure_ascii=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _fsync_dir(self.tmp)
+        check_replaceable(self.out)  # again: files may have appeared while we built
+        old = None
+        if self.out.exists():
+            old = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}.old-"))
+            os.replace(self.out, old)
+        os.replace(self.tmp, self.out)
+        _fsync_dir(self.out.parent)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return self.out
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def close(self) -> None:
+        """Remove the temporary directory if it was not committed, and release the lock."""
+        try:
+            if self.tmp.exists():
+                self.abort()
+        finally:
+            self.lock.release()
+
+    def __enter__(self) -> IndexWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
