@@ -267,3 +267,40 @@ def test_gear_method_reports_tokens_by_role(tiny_index: Index, server: ScriptedS
         "reason": {"prompt": 30, "completion": 3},
         "answer": {"prompt": 40, "completion": 4},
     }
+
+
+def test_concurrent_questions_keep_their_own_token_counts(tiny_index: Index) -> None:
+    """Two questions answered at the same time (as `gearag serve` does) each report only their tokens."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gearag.methods import make_method
+
+    other = "Which river flows through Liverpool?"
+    # Every request of one question costs 100 prompt tokens, of the other 7; the first
+    # request of each waits for the other's, so both questions are in flight at once.
+    together = threading.Barrier(2, timeout=10)
+    first_seen: set[str] = set()
+    lock = threading.Lock()
+
+    def respond(body: dict) -> Reply:
+        prompt = "\n".join(str(m.get("content", "")) for m in body["messages"])
+        who = "a" if QUESTION in prompt else "b"
+        with lock:
+            first = who not in first_seen
+            first_seen.add(who)
+        if first:
+            together.wait()
+        cost = 100 if who == "a" else 7
+        text = yes("River Mersey") if kind(prompt) == "reason" else facts(FORMED, RIVER)
+        return Reply(text, prompt_tokens=cost, completion_tokens=1)
+
+    with ScriptedServer(responder=respond) as server:
+        run = make_method(tiny_index, "gear", engine="openai", llm_base_url=server.base_url, llm_model="m",
+                          max_steps=1, chunks=2, answer=False)
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda q: run(q, 3), [QUESTION, other]))
+    for result, cost in zip(results, (100, 7), strict=True):
+        by_role = result.trace.tokens_by_role
+        assert by_role and all(v["prompt"] == cost * v["completion"] for v in by_role.values()), by_role
+        assert sum(s.tokens_in for s in result.trace.steps) == sum(v["prompt"] for v in by_role.values())

@@ -96,3 +96,36 @@ def test_summary_mentions_roles_and_totals() -> None:
     ledger.record("reason", Usage(300, 10), model="m", cached=True)
     text = ledger.summary()
     assert "read" in text and "reason" in text and "total" in text and "1,200" in text
+
+
+def test_usage_scope_counts_only_its_own_context_across_threads() -> None:
+    import threading
+
+    from gearag.llm.base import ordered_map
+    from gearag.llm.usage import TokenMeter, Usage, UsageLedger, usage_scope
+
+    ledger = UsageLedger()
+    meter = TokenMeter(ledger)
+    both_recorded = threading.Barrier(2, timeout=10)
+    seen: dict[str, dict[str, dict[str, int]]] = {}
+
+    def question(name: str, tokens: int) -> None:
+        with usage_scope():
+            before = meter.snapshot()
+            # Two completions on worker threads (as a batch of LLM calls runs), then wait
+            # until the other question has recorded its own before reading.
+            list(ordered_map(lambda _: ledger.record("read", Usage(tokens, 1)), range(2), concurrency=2))
+            both_recorded.wait()
+            seen[name] = meter.since(before)
+
+    threads = [threading.Thread(target=question, args=(n, t)) for n, t in (("a", 100), ("b", 7))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"a": {"read": {"prompt": 200, "completion": 2}}, "b": {"read": {"prompt": 14, "completion": 2}}}
+    assert ledger.total.prompt_tokens == 214  # the ledger still counts everything
+    with usage_scope() as outer:
+        with usage_scope() as inner:
+            ledger.record("answer", Usage(5, 5))
+        assert inner.by_role()["answer"].prompt_tokens == outer.by_role()["answer"].prompt_tokens == 5

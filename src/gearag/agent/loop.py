@@ -37,6 +37,7 @@ from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.graph.passage_graph import passage_graph_for
+from gearag.llm.usage import TokenMeter
 from gearag.model import Fact, Hit, Reasoning
 from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
@@ -60,10 +61,8 @@ class AgentResult:
 
 
 def _tokens(ledger: UsageLedger | None) -> tuple[int, int]:
-    if ledger is None:
-        return 0, 0
-    total = ledger.snapshot()
-    return int(total.prompt_tokens), int(total.completion_tokens)
+    """Tokens used so far (by this question inside its usage scope, see gearag.llm.usage)."""
+    return TokenMeter.totals(TokenMeter(ledger).since({}))
 
 
 class GearAgent:

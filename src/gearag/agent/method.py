@@ -7,6 +7,7 @@ from collections.abc import Callable
 from gearag.agent.config import AgentConfig
 from gearag.agent.loop import GearAgent
 from gearag.engine import make_engine
+from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.results import Result
 from gearag.store.index import Index
 from gearag.trace import StepTrace
@@ -22,9 +23,13 @@ class GearMethod:
 
     def __call__(self, question: str, k: int, on_step: Callable[[StepTrace], None] | None = None) -> Result:
         """The top ``k`` passages (and an answer); ``on_step`` sees each agent step as it finishes (streaming)."""
+        with usage_scope():  # this question's tokens only, however many run at once
+            return self._run(question, k, on_step)
+
+    def _run(self, question: str, k: int, on_step: Callable[[StepTrace], None] | None) -> Result:
         engine = self.agent.engine
-        ledger = engine.ledger
-        before = ledger.by_role() if ledger is not None else {}
+        meter = TokenMeter(engine.ledger)
+        before = meter.snapshot()
         run = self.agent.run(question, k, on_step)
         trace = run.trace()
         out = Result(run.passages, trace)
@@ -34,12 +39,7 @@ class GearMethod:
             out.answer = answer.text
             trace.answer_label = answer.label
             trace.evidence = answer.evidence
-        if ledger is not None:
+        if engine.ledger is not None:
             # Tokens this question used, by role (GEAR Fig. 4), answer generation included.
-            after = ledger.by_role()
-            trace.tokens_by_role = {
-                role: {"prompt": st.prompt_tokens - (before[role].prompt_tokens if role in before else 0),
-                       "completion": st.completion_tokens - (before[role].completion_tokens if role in before else 0)}
-                for role, st in after.items()
-            }
+            trace.tokens_by_role = meter.since(before)
         return out

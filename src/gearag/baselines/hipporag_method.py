@@ -28,8 +28,9 @@ import numpy as np
 
 from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig
 from gearag.baselines.hipporag import HippoGraph, hippo_graph
-from gearag.baselines.llm import TokenMeter, baseline_roles
+from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
+from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Fact
 from gearag.results import Result
 from gearag.retrieve.base import top_k
@@ -73,7 +74,7 @@ class _Base:
         self.index = index
         self.config = config
         self.roles = baseline_roles(config.engine, llm_roles)
-        self.meter = TokenMeter(self.roles)
+        self.meter = TokenMeter(self.roles.llm.ledger if self.roles is not None else None)
         self.graph: HippoGraph = hippo_graph(index, config.graph)
         self.graph.operator(self.variant)
 
@@ -87,12 +88,13 @@ class _Base:
         raise NotImplementedError
 
     def __call__(self, question: str, k: int) -> Result:
-        before = self.meter.snapshot()
-        t0 = time.perf_counter()
-        scores, trace = self.scores(question)
-        trace.seconds = time.perf_counter() - t0
-        if self.roles is not None:
-            trace.tokens_by_role = self.meter.since(before)
+        with usage_scope():  # this question's tokens only, however many run at once
+            before = self.meter.snapshot()
+            t0 = time.perf_counter()
+            scores, trace = self.scores(question)
+            trace.seconds = time.perf_counter() - t0
+            if self.roles is not None:
+                trace.tokens_by_role = self.meter.since(before)
         return Result(top_k(scores, k), trace)
 
 

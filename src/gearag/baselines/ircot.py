@@ -34,9 +34,10 @@ import numpy as np
 
 from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig, HippoRAGIRCoTConfig, IRCoTConfig
 from gearag.baselines.hipporag_method import HippoRAG, HippoRAG2
-from gearag.baselines.llm import TokenMeter, baseline_roles
+from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
 from gearag.llm.parse.baselines import ANSWER_MARK
+from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Hit
 from gearag.results import Result
 from gearag.retrieve import make_retriever
@@ -62,7 +63,7 @@ class IRCoTLoop:
         self.retrieve = retrieve
         self.retriever_name = retriever_name
         self.roles = roles
-        self.meter = TokenMeter(roles)
+        self.meter = TokenMeter(roles.llm.ledger if roles is not None else None)
         self.engine = "offline" if roles is None else "openai"
 
     # -- merging -------------------------------------------------------------------------
@@ -103,6 +104,10 @@ class IRCoTLoop:
 
     # -- the loop ------------------------------------------------------------------------
     def __call__(self, question: str, k: int) -> Result:
+        with usage_scope():  # this question's tokens only, however many run at once
+            return self._run(question, k)
+
+    def _run(self, question: str, k: int) -> Result:
         start = self.meter.snapshot()
         best: dict[int, float] = {}
         first: dict[int, int] = {}

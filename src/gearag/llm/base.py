@@ -9,6 +9,7 @@ HTTP endpoint) and :class:`~gearag.llm.fake.FakeLLM` (scripted, in process).
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from collections import deque
@@ -123,25 +124,27 @@ def ordered_map(
     loses at most that much work on a crash (and nothing if the results are
     cached). The first exception is re-raised in order; work not yet started
     is then dropped. Worker threads are daemons: an interrupted run exits
-    without waiting for requests in flight.
+    without waiting for requests in flight. Each item runs in a copy of the
+    caller's context (as asyncio tasks do), so context variables such as the
+    usage scope (:func:`gearag.llm.usage.usage_scope`) reach the workers.
     """
     if concurrency <= 1:
         for item in items:
             yield fn(item)
         return
     window = max(concurrency, ahead if ahead is not None else 2 * concurrency)
-    tasks: queue.SimpleQueue[tuple[Future[R], T] | None] = queue.SimpleQueue()
+    tasks: queue.SimpleQueue[tuple[Future[R], T, contextvars.Context] | None] = queue.SimpleQueue()
 
     def worker() -> None:
         while True:
             job = tasks.get()
             if job is None:
                 return
-            future, item = job
+            future, item, context = job
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                future.set_result(fn(item))
+                future.set_result(context.run(fn, item))
             except BaseException as exc:  # handed to the consumer
                 future.set_exception(exc)
 
@@ -158,7 +161,7 @@ def ordered_map(
             return False
         future: Future[R] = Future()
         pending.append(future)
-        tasks.put((future, item))
+        tasks.put((future, item, contextvars.copy_context()))
         return True
 
     try:

@@ -15,6 +15,13 @@ Per-iteration counts (GEAR Figure 4) are differences of snapshots::
     before = ledger.snapshot(question_id=qid)
     ...  # one agent iteration
     spent = ledger.snapshot(question_id=qid) - before
+
+Several questions may run at once (``gearag serve`` answers requests on
+threads), so a method measures its own question's tokens inside a
+:func:`usage_scope`: every completion recorded in that context (its thread,
+the workers :func:`gearag.llm.base.ordered_map` starts for it, its asyncio
+tasks) also counts in the scope, and :class:`TokenMeter` reads the scope
+instead of the ledger's global counters.
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ import json
 import os
 import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -194,6 +203,10 @@ class UsageLedger:
                 qid = str(question_id)
                 self._questions.setdefault(qid, Stats()).add(delta)
                 self._question_roles.setdefault((qid, role), Stats()).add(delta)
+        scope = _SCOPE.get()
+        while scope is not None:
+            scope.add(role, delta)
+            scope = scope.parent
 
     def merge(self, other: UsageLedger) -> None:
         """Add another ledger's counts (e.g. from a worker process) into this one."""
@@ -344,3 +357,66 @@ def load_prices(path: str | Path) -> dict[str, Price]:
     if not isinstance(data, dict):
         raise ConfigError(f"LLM price table {path} must map model names to prices")
     return {name: _as_price(name, value) for name, value in data.items()}
+
+
+class UsageScope:
+    """Per-role usage of the completions recorded inside one :func:`usage_scope` block."""
+
+    def __init__(self, parent: UsageScope | None) -> None:
+        self.parent = parent
+        self._lock = threading.Lock()
+        self._roles: dict[str, Stats] = {}
+
+    def add(self, role: str, delta: Stats) -> None:
+        with self._lock:
+            self._roles.setdefault(role, Stats()).add(delta)
+
+    def by_role(self) -> dict[str, Stats]:
+        with self._lock:
+            return {k: v.copy() for k, v in sorted(self._roles.items())}
+
+
+_SCOPE: ContextVar[UsageScope | None] = ContextVar("gearag_usage_scope", default=None)
+
+
+@contextmanager
+def usage_scope() -> Iterator[UsageScope]:
+    """Count the completions recorded in this context (and nested scopes') apart from concurrent work."""
+    scope = UsageScope(_SCOPE.get())
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+class TokenMeter:
+    """Tokens by role used between two points of a question's run.
+
+    Inside a :func:`usage_scope` only that scope's completions count (other
+    questions running at the same time never leak in); outside one, the
+    ledger's totals.
+    """
+
+    def __init__(self, ledger: UsageLedger | None) -> None:
+        self.ledger = ledger
+
+    def snapshot(self) -> dict[str, tuple[int, int]]:
+        if self.ledger is None:
+            return {}
+        scope = _SCOPE.get()
+        stats = scope.by_role() if scope is not None else self.ledger.by_role()
+        return {r: (st.prompt_tokens, st.completion_tokens) for r, st in stats.items()}
+
+    def since(self, before: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:
+        """``{role: {"prompt", "completion"}}`` used since ``before`` (roles that used none left out)."""
+        out = {}
+        for role, (p, c) in self.snapshot().items():
+            p0, c0 = before.get(role, (0, 0))
+            if p - p0 or c - c0:
+                out[role] = {"prompt": p - p0, "completion": c - c0}
+        return out
+
+    @staticmethod
+    def totals(used: dict[str, dict[str, int]]) -> tuple[int, int]:
+        return sum(u["prompt"] for u in used.values()), sum(u["completion"] for u in used.values())
