@@ -1,4 +1,4 @@
-"""Append-only, crash-safe checkpoint of per-passage extraction results.
+"""Append-only, crash-safe checkpoints of per-item results (extraction, SiReRAG propositions and summaries).
 
 Long extractions (an LLM over tens of thousands of passages) must survive a
 ``kill -9`` and never pay twice for a passage. Each finished passage is one
@@ -21,7 +21,7 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from gearag.model import Fact, Passage
 
@@ -42,14 +42,30 @@ def checkpoint_name(extractor_key: str) -> str:
     return f"extract-{safe}-{short}.jsonl"
 
 
-class ExtractionCheckpoint:
-    """Per-passage results of one extractor, persisted line by line."""
+class KeyedCheckpoint:
+    """Append-only ``key → JSON value`` results, one line each, that survive ``kill -9``.
+
+    For any per-item result (a passage's triples, SiReRAG's propositions per
+    passage, summaries per cluster): each result is one line
+    ``{"h": key, "v": value}`` flushed when done; on restart a torn or
+    unreadable last line is dropped and truncated away. A later line for the
+    same key wins. Subclasses change the line's encoding (:meth:`_encode`,
+    :meth:`_decode`), not the guarantees.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.done: dict[str, list[Fact]] = {}
+        self.done: dict[str, Any] = {}
         self._fh: IO[str] | None = None
+        self._lock = threading.Lock()
         self._load()
+
+    def _encode(self, key: str, value: Any) -> dict[str, Any]:
+        return {"h": key, "v": value}
+
+    def _decode(self, row: Any) -> tuple[str, Any]:
+        """(key, value) of one line; ValueError/KeyError/TypeError for a line that is not one."""
+        return str(row["h"]), row["v"]
 
     def _load(self) -> None:
         if not self.path.exists():
@@ -60,82 +76,10 @@ class ExtractionCheckpoint:
                 if not raw.endswith(b"\n"):
                     break  # torn final write
                 try:
-                    row = json.loads(raw)
-                    key = str(row["h"])
-                    if any(len(t) != 3 for t in row["t"]):
-                        raise ValueError("triple of wrong arity")
-                    triples = [Fact(*t) for t in row["t"]]
+                    key, value = self._decode(json.loads(raw))
                 except (ValueError, KeyError, TypeError):
                     break
-                self.done[key] = triples
-                good_bytes += len(raw)
-        if good_bytes != self.path.stat().st_size:
-            with self.path.open("r+b") as fh:
-                fh.truncate(good_bytes)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.done
-
-    def add(self, key: str, triples: Iterable[Fact]) -> None:
-        """Record a passage's triples durably (flushed to the OS before returning)."""
-        facts = list(triples)
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("a", encoding="utf-8")
-        line = json.dumps({"h": key, "t": [list(t) for t in facts]}, ensure_ascii=False)
-        self._fh.write(line + "\n")
-        self._fh.flush()
-        self.done[key] = facts
-
-    def sync(self) -> None:
-        """fsync the file: call at batch boundaries to survive power loss, not just kill -9."""
-        if self._fh is not None:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self.sync()
-            self._fh.close()
-            self._fh = None
-
-    def __enter__(self) -> ExtractionCheckpoint:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class KeyedCheckpoint:
-    """Append-only ``key → JSON value`` results, one line each, that survive ``kill -9``.
-
-    The same guarantees as :class:`ExtractionCheckpoint` for any per-item
-    result (SiReRAG's propositions per passage, summaries per cluster):
-    each result is one line ``{"h": key, "v": value}`` flushed when done; on
-    restart a torn last line is dropped and truncated away. A later line for
-    the same key wins.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.done: dict[str, Any] = {}
-        self._fh: IO[str] | None = None
-        self._lock = threading.Lock()
-        self._load()
-
-    def _load(self) -> None:
-        if not self.path.exists():
-            return
-        good_bytes = 0
-        with self.path.open("rb") as fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break
-                try:
-                    row = json.loads(raw)
-                    self.done[str(row["h"])] = row["v"]
-                except (ValueError, KeyError, TypeError):
-                    break
+                self.done[key] = value
                 good_bytes += len(raw)
         if good_bytes != self.path.stat().st_size:
             with self.path.open("r+b") as fh:
@@ -152,7 +96,7 @@ class KeyedCheckpoint:
 
     def add(self, key: str, value: Any) -> None:
         """Record one result durably (flushed to the OS before returning); thread-safe."""
-        line = json.dumps({"h": key, "v": value}, ensure_ascii=False)
+        line = json.dumps(self._encode(key, value), ensure_ascii=False)
         with self._lock:
             if self._fh is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -161,19 +105,43 @@ class KeyedCheckpoint:
             self._fh.flush()
             self.done[key] = value
 
-    def close(self) -> None:
+    def sync(self) -> None:
+        """fsync the file: call at batch boundaries to survive power loss, not just kill -9."""
         with self._lock:
             if self._fh is not None:
                 self._fh.flush()
                 os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self.sync()
+        with self._lock:
+            if self._fh is not None:
                 self._fh.close()
                 self._fh = None
 
-    def __enter__(self) -> KeyedCheckpoint:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ExtractionCheckpoint(KeyedCheckpoint):
+    """Per-passage triples of one extractor: ``{"h": <passage hash>, "t": [[s, p, o], ...]}`` a line."""
+
+    done: dict[str, list[Fact]]
+
+    def _encode(self, key: str, value: Any) -> dict[str, Any]:
+        return {"h": key, "t": [list(t) for t in value]}
+
+    def _decode(self, row: Any) -> tuple[str, list[Fact]]:
+        if any(len(t) != 3 for t in row["t"]):
+            raise ValueError("triple of wrong arity")
+        return str(row["h"]), [Fact(*t) for t in row["t"]]
+
+    def add(self, key: str, triples: Iterable[Fact]) -> None:
+        """Record a passage's triples durably (flushed to the OS before returning)."""
+        super().add(key, list(triples))
 
 
 def text_key(*parts: str) -> str:
