@@ -66,8 +66,8 @@ class HippoRAG2Config:
 
 
 @dataclass(frozen=True)
-class IRCoTConfig:
-    """IRCoT: retrieve, write one reasoning sentence, retrieve with it, until the answer or ``max_steps``."""
+class IRCoTLoopConfig:
+    """The IRCoT loop's settings, shared by ``ircot`` and ``hipporag-ircot``."""
 
     #: Retrieval steps including the first (GEAR's agent default 4 = MuSiQue; 2 for 2Wiki/HotpotQA;
     #: the bench sets it per dataset, GEAR App. B.1).
@@ -78,24 +78,24 @@ class IRCoTConfig:
     #: first-retrieved first.
     merge: str = setting("score", "IRCoT: merge steps by best score (score) or retrieval order (order).",
                          choices=("score", "order"))
-    #: Base retriever for ``ircot`` (HippoRAG's IRCoT baseline used BM25, Contriever or ColBERTv2).
-    base: str = setting("bm25", "IRCoT: base retriever (ircot only).", choices="retriever")
     #: Offline only: the next query is the new reasoning sentence alone (IRCoT) or the question plus it.
     offline_query: str = setting("thought", "IRCoT offline: next query = thought | question+thought.",
                                  choices=("thought", "question+thought"))
+
+
+@dataclass(frozen=True)
+class IRCoTConfig(IRCoTLoopConfig):
+    """IRCoT: retrieve, write one reasoning sentence, retrieve with it, until the answer or ``max_steps``."""
+
+    #: Base retriever for ``ircot`` (HippoRAG's IRCoT baseline used BM25, Contriever or ColBERTv2).
+    base: str = setting("bm25", "IRCoT: base retriever (ircot only).", choices="retriever")
     engine: EngineConfig = setting(EngineConfig, "")
 
 
 @dataclass(frozen=True)
-class HippoRAGIRCoTConfig:
+class HippoRAGIRCoTConfig(IRCoTLoopConfig):
     """HippoRAG w/ IRCoT: IRCoT's loop with HippoRAG (v1 by default, as in the HippoRAG paper) per step."""
 
-    max_steps: int = setting(4, "IRCoT: maximum retrieval steps (GEAR: 4 MuSiQue, 2 2Wiki/HotpotQA).", min=1)
-    per_step: int = setting(10, "IRCoT: passages retrieved per step (10).", min=1)
-    merge: str = setting("score", "IRCoT: merge steps by best score (score) or retrieval order (order).",
-                         choices=("score", "order"))
-    offline_query: str = setting("thought", "IRCoT offline: next query = thought | question+thought.",
-                                 choices=("thought", "question+thought"))
     #: Which HippoRAG retrieves each step (the HippoRAG paper combines IRCoT with v1).
     variant: str = setting("hipporag", "HippoRAG w/ IRCoT: retriever per step: hipporag | hipporag2.",
                            choices=("hipporag", "hipporag2"))
