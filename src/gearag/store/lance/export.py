@@ -241,7 +241,7 @@ def read_meta(db: Any, loc: Location) -> dict[str, Any]:
     except (OSError, RuntimeError, ValueError) as exc:
         raise store_error(loc, exc) from None
     if META_TABLE not in names:
-        hint = " (an interrupted export leaves none)" if names else ""
+        hint = "; an interrupted export leaves none" if names else ""
         raise IndexFormatError(f"{loc}: not a gearag Lance index (no {META_TABLE} table{hint})")
     try:
         rows = db.open_table(META_TABLE).to_arrow().column("meta").to_pylist()

@@ -87,12 +87,15 @@ def _scheme(location: str) -> str:
 
 
 def is_lance_location(location: str | Path) -> bool:
-    """Whether ``location`` names a Lance index: an object-store URI, or a directory holding a Lance meta table."""
+    """Whether ``location`` names a Lance index: an object-store URI, or a directory of Lance tables."""
     text = str(location)
     if _scheme(text) in REMOTE_SCHEMES:
         return True
     path = Path(text.split("?", 1)[0])
-    return (path / f"{META_TABLE}.lance").is_dir() and not (path / "manifest.json").exists()
+    if not path.is_dir() or (path / "manifest.json").exists():
+        return False
+    # The meta table, or other Lance tables without it (an interrupted export: a clear error, not "no manifest").
+    return (path / f"{META_TABLE}.lance").is_dir() or any(path.glob("*.lance"))
 
 
 def parse_location(location: str | Path) -> Location:
