@@ -158,6 +158,17 @@ def test_export_refuses_to_overwrite_what_it_did_not_write(slice_index: tuple[In
         export_index(index.path, tmp_path / "mine")
     export_index(index.path, tmp_path / "mine", ExportConfig(overwrite=True))
     assert len(open_index(tmp_path / "mine").passages) == len(index.passages)
+    from gearag.errors import BusyError
+    from gearag.store.writer import IndexLock
+
+    lock = IndexLock(tmp_path / "busy")  # another export or build holds the directory
+    lock.acquire()
+    try:
+        with pytest.raises(BusyError, match="another gearag build"):
+            export_index(index.path, tmp_path / "busy")
+    finally:
+        lock.release()
+    assert not (tmp_path / "busy").exists()
 
 
 def _one_line(exc: BaseException) -> str:

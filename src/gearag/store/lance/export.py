@@ -185,9 +185,25 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
     """Write the embedded index at ``index_dir`` to Lance tables at ``location``; returns a summary."""
     loc = parse_location(location)
     import_lancedb()
+    index = Index.load(index_dir)
+    if loc.remote:  # object stores have no flock: concurrent exports to one URI are the caller's to avoid
+        return _export(index, loc, config, progress)
+    from gearag.store.writer import IndexLock
+
+    Path(loc.uri).parent.mkdir(parents=True, exist_ok=True)
+    lock = IndexLock(Path(loc.uri))  # the build lock: two exports (or a build) never write one directory
+    lock.acquire()
+    try:
+        return _export(index, loc, config, progress)
+    finally:
+        lock.release()
+
+
+def _export(index: Index, loc: Location, config: ExportConfig,
+            progress: Callable[[str], None] | None) -> dict[str, Any]:
     import pyarrow as pa
 
-    index = Index.load(index_dir)
+    index_dir = index.path
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
     try:
