@@ -4,6 +4,9 @@ Adding a method to the registry adds it here: it must return ranked, unique
 passage rows, respect ``k``, give a trace that serialises to JSON, turn into a
 valid run-file row, and reject options it does not have and bad values of the
 ones it has (the imbalanced-learn idea of one shared estimator check).
+
+Every method runs on both storage backends: the embedded index directory and the same index
+exported to Lance tables (``gearag export``; skipped when the ``lance`` extra is not installed).
 """
 
 from __future__ import annotations
@@ -30,11 +33,26 @@ RETRIEVERS = REGISTRY.names("retriever")
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> tuple[Gearag, list[str]]:
+def embedded_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[Gearag, list[str]]:
     rows, questions = wiki_slice(60, 6)
     passages = [Passage(f"p{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
     index = build_index(passages, tmp_path_factory.mktemp("contract") / "index", IndexConfig())
     return Gearag(index), [q["question"] for q in questions]
+
+
+@pytest.fixture(scope="module", params=["embedded", "lance"])
+def app(request: pytest.FixtureRequest, embedded_app: tuple[Gearag, list[str]],
+        tmp_path_factory: pytest.TempPathFactory) -> tuple[Gearag, list[str]]:
+    """The slice's index on each backend (Lance: the same index exported to a local Lance directory)."""
+    if request.param == "embedded":
+        return embedded_app
+    pytest.importorskip("lancedb", reason="the lance extra is not installed")
+    from gearag.store.lance.export import export_index
+
+    gearag, questions = embedded_app
+    uri = tmp_path_factory.mktemp("contract-lance") / "lance"
+    export_index(gearag.index.path, uri)
+    return Gearag.open(uri), questions
 
 
 @pytest.mark.parametrize("name", METHODS)

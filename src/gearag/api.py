@@ -32,8 +32,13 @@ class Gearag:
 
     @classmethod
     def open(cls, path: str | Path, *, verify: bool = False, llm_roles: object | None = None) -> Gearag:
-        """Load the index at ``path`` (``verify`` also checks every file's checksum)."""
-        return cls(Index.load(path, verify=verify), llm_roles=llm_roles)
+        """Load the index at ``path``: a directory, or a Lance location (``s3://...``; extra ``lance``).
+
+        ``verify`` also checks every file's checksum (every table's readability for Lance).
+        """
+        from gearag.store.backend import open_index
+
+        return cls(open_index(path, verify=verify), llm_roles=llm_roles)
 
     def method(self, name: str, config: Any = None, **options: Any) -> Method:
         """The method ``name`` with ``config`` (or ``options``), built once and cached."""

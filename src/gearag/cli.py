@@ -200,20 +200,39 @@ def index(
 
 @app.command()
 def info(
-    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     verify: Annotated[bool, typer.Option(help="Checksum every file in full (default: small files in full, "
                                          "large arrays by sampled blocks).")] = False,
 ) -> None:
     """Show an index's manifest summary after checking its files (fully with --verify)."""
-    from gearag.store.index import check_index
+    from gearag.store.backend import backend_of, index_summary
 
-    manifest = check_index(index_dir, full=verify)
+    manifest = index_summary(index_dir, verify=verify)
     keys = ("format_version", "gearag_version", "created", "config", "counts")
     summary: dict[str, object] = {k: manifest[k] for k in keys if k in manifest}
     summary["collections"] = {name: spec.get("rows") for name, spec in (manifest.get("collections") or {}).items()}
     summary["build_seconds"] = manifest.get("build_seconds")
+    summary["backend"] = backend_of(index_dir)
     if verify:
         summary["verified"] = True
+    _print_json(summary)
+
+
+@app.command()
+def export(
+    index_dir: Annotated[Path, typer.Argument(help="A built index directory.")],
+    uri: Annotated[str, typer.Argument(help="Where to write Lance tables: a directory or s3://BUCKET/PREFIX "
+                                            "(endpoint: AWS_ENDPOINT_URL or ?endpoint=URL).")],
+    overwrite: Annotated[bool, typer.Option(help="Replace a Lance index gearag wrote there.")] = False,
+    ann_min_rows: Annotated[int, typer.Option(min=1, help="Collections with at least this many rows get an "
+                                                         "IVF-PQ vector index; smaller ones are searched exactly.")]
+    = 100_000,
+) -> None:
+    """Write a built index to Lance tables (extra `lance`); every command that takes an index then reads the URI."""
+    from gearag.store.lance.export import ExportConfig, export_index
+
+    summary = export_index(index_dir, uri, ExportConfig(ann_min_rows=ann_min_rows, overwrite=overwrite),
+                           progress=lambda msg: err.print(msg))
     _print_json(summary)
 
 
@@ -224,7 +243,7 @@ TopKOpt = Annotated[int, typer.Option("--top-k", min=1, help="Passages to return
 @app.command()
 @with_config_options(_method_specs())
 def retrieve(
-    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     questions: Annotated[Path, typer.Argument(help="Questions: MuSiQue, HotpotQA, 2Wiki or JSONL {id, question}.")],
     out_file: Annotated[Path, typer.Option("--out", help="Run file to write (JSONL).")],
     method: MethodOpt = "bm25",
@@ -240,14 +259,18 @@ def retrieve(
     from gearag.outputs import check_output_file
     from gearag.progress import track
     from gearag.runfile import RunWriter
+    from gearag.store.backend import backend_of
 
-    inputs = (questions, index_dir / "manifest.json", index_dir / "passages.jsonl")
+    embedded = backend_of(index_dir) == "embedded"
+    files = (Path(index_dir) / "manifest.json", Path(index_dir) / "passages.jsonl") if embedded else ()
+    inputs = (questions, *files)
     check_output_file(out_file, inputs=inputs)
     method_config(method, options)  # bad options fail before any loading
     qs = load_questions(questions)
     app_ = Gearag.open(index_dir)
     run_method = app_.method(method, **(options or {}))
-    settings = {"index": str(Path(index_dir).resolve()), "questions": str(Path(questions).resolve()),
+    location = str(Path(index_dir).resolve()) if embedded else app_.index.location
+    settings = {"index": location, "questions": str(Path(questions).resolve()),
                 "method": method, "top_k": top_k, "options": options or {},
                 "index_identity": {"manifest_sha256": app_.index.identity,
                                    "created": app_.index.manifest.get("created")}}
@@ -338,7 +361,7 @@ def eval_(
 @app.command()
 @with_config_options(_method_specs())
 def ask(
-    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     question: Annotated[str, typer.Argument(help="The question.")],
     method: MethodOpt = "bm25",
     top_k: TopKOpt = 5,
@@ -420,7 +443,7 @@ def _serve_specs() -> dict[str, OptionSpec]:
 @app.command()
 @with_config_options(_serve_specs())
 def serve(
-    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     options: dict | None = None,
 ) -> None:
     """Serve an index over HTTP: the /v1 API, an OpenAI-compatible chat endpoint and a browser page at /.

@@ -13,6 +13,7 @@ Factory signatures by kind:
 * ``retriever`` — ``factory(index, collection, config) -> Retriever``;
 * ``engine``    — ``factory(index, config) -> Engine`` (the agent's roles);
 * ``embedder``  — ``factory() -> Embedder``;
+* ``backend``   — ``factory(location, verify=False) -> Index`` (where an index is stored);
 * ``extractor`` — ``factory(arg, config) -> TripleExtractor`` (``arg`` is the
   part after ``:`` in a spec such as ``openie:FILE``).
 
@@ -29,7 +30,7 @@ from typing import Any
 
 from gearag.errors import ConfigError
 
-KINDS = ("method", "extractor", "embedder", "retriever", "engine")
+KINDS = ("method", "extractor", "embedder", "retriever", "engine", "backend")
 
 
 def _import(target: str) -> Any:
@@ -137,6 +138,9 @@ register("embedder", "minilm", "gearag.embed.neural:SentenceTransformerEmbedder.
 register("extractor", "spacy", "gearag.extract.spacy:make_spacy_extractor", help="offline spaCy dependency rules")
 register("extractor", "openie", "gearag.extract.openie:make_openie_extractor", help="HippoRAG OpenIE JSON: openie:FILE")
 register("extractor", "llm", "gearag.extract.llm:make_llm_extractor", help="an LLM with the extraction prompt")
+register("backend", "embedded", "gearag.store.index:Index.load", help="an index directory (default)")
+register("backend", "lance", "gearag.store.lance.index:open_lance_index",
+         help="Lance tables in a directory or object storage (extra `lance`; `gearag export`)")
 
 
 def _load_plugins() -> None:

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Protocol
 
 import numpy as np
 
 from gearag.model import Fact
 from gearag.question_analysis import analyse, matches_type
-from gearag.retrieve import make_retriever
-from gearag.retrieve.bm25 import BM25Retriever
 from gearag.retrieve.fusion import rrf
 from gearag.store.collection import TRIPLES
 from gearag.store.index import Index
@@ -90,10 +88,10 @@ class OfflineReader:
             return []
         bridge = list(dict.fromkeys(e for t in memory for e in (t.subject, t.object)))
         query = " ".join([question, *bridge]).strip()
-        bm25 = cast(BM25Retriever, make_retriever(self.index, "bm25", "triples"))  # the registry's "bm25"
-        lexical = bm25.scores(query)[ids]
+        triples = self.index.collection(TRIPLES)
+        lexical = triples.bm25_scores(query, ids)
         qvec = self.index.embedder.encode([query])[0]
-        dense = np.asarray(self.index.collection(TRIPLES).vectors[ids] @ qvec)
+        dense = np.asarray(triples.rows_vectors(ids) @ qvec)
         qnorm = normalise_entity(query)
         graph = self.index.graph
         heads, tails = graph.head[ids], graph.tail[ids]

@@ -31,8 +31,9 @@ entities' probabilities), kept for the ablation.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +41,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import sparse
 
-from gearag.errors import IndexFormatError
 from gearag.graph.ppr import DAMPING, PageRankOperator
 from gearag.graph.resolve import Resolution, resolve_corpus, stop_words, usable_key
 from gearag.graph.trie import TokenTrie, tokens
@@ -144,15 +144,23 @@ class GraphArrays:
 
     @classmethod
     def load(cls, directory: Path) -> GraphArrays:
-        meta = json.loads((directory / "entities.json").read_text(encoding="utf-8"))
+        return cls.from_files(lambda name: (directory / name).read_bytes())
+
+    @classmethod
+    def from_files(cls, read: Callable[[str], bytes]) -> GraphArrays:
+        """The arrays from their files' bytes, ``read(name)`` for each name of :meth:`files` (any store)."""
+        meta = json.loads(read("entities.json").decode("utf-8"))
         n_e, n_p = len(meta["keys"]), meta["n_passages"]
 
+        def npy(name: str) -> np.ndarray:
+            return np.load(io.BytesIO(read(name)), allow_pickle=False)
+
         def csr(name: str, shape: tuple[int, int]) -> sparse.csr_matrix:
-            arr = {part: np.load(directory / f"{name}_{part}.npy") for part in ("indptr", "indices", "data")}
+            arr = {part: npy(f"{name}_{part}.npy") for part in ("indptr", "indices", "data")}
             return sparse.csr_matrix((arr["data"], arr["indices"], arr["indptr"]), shape=shape)
 
         res = Resolution(meta["keys"], meta["n_names"], csr("about", (n_e, n_p)), csr("mentions", (n_p, n_e)),
-                         np.load(directory / "triple_ends.npy"))
+                         npy("triple_ends.npy"))
         return cls(res, csr("relations", (n_e, n_e)))
 
 
@@ -167,13 +175,9 @@ def graph_arrays_for(index: Index) -> GraphArrays:
     """The index's graph arrays: stored ones, else built from its passages and triples (cached)."""
 
     def build() -> GraphArrays:
-        directory = Path(index.path) / GRAPH_DIR
-        if (directory / "entities.json").exists():
-            try:
-                return GraphArrays.load(directory)
-            except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError):
-                # Damaged arrays: one line, never numpy's advice to allow pickle.
-                raise IndexFormatError(f"{index.path}: {GRAPH_DIR}/ arrays are corrupt; rebuild the index") from None
+        stored: GraphArrays | None = index.stored_graph_arrays()
+        if stored is not None:
+            return stored
         tt = index.triples
         return GraphArrays.build([p.title for p in index.passages], [p.text for p in index.passages],
                                  tt.subjects, tt.objects, np.asarray(tt.passage), is_named)

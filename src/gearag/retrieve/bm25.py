@@ -91,6 +91,7 @@ class BM25Retriever(RetrieverBase):
         return top_k(self.scores(query), k, keep_zero=False, collection=self.collection)
 
 
-def bm25_retriever(index: Index, collection: str, config: RetrieverConfig) -> BM25Retriever:
-    """Registry factory: BM25 over one collection of ``index``."""
-    return BM25Retriever(index.collection(collection).bm25, collection)
+def bm25_retriever(index: Index, collection: str, config: RetrieverConfig) -> RetrieverBase:
+    """Registry factory: BM25 over one collection of ``index`` (bm25s, or the backend's full-text search)."""
+    retriever: RetrieverBase = index.collection(collection).bm25_retriever()
+    return retriever

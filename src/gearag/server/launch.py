@@ -10,7 +10,7 @@ from gearag.errors import ConfigError
 from gearag.server.settings import API_KEY_ENV, ServerSettings
 
 
-def serve(index_dir: Path, settings: ServerSettings) -> None:
+def serve(index_dir: str | Path, settings: ServerSettings) -> None:
     """Serve ``index_dir`` until interrupted; user errors raise GearagError (one line, exit 2)."""
     settings.check_exposure()
     try:

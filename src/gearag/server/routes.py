@@ -119,7 +119,7 @@ def index_info(request: Request) -> dict[str, Any]:
         methods.append(MethodInfo(name=name, help=entry.help, options={
             k: {"type": s.type.__name__, "default": s.default, "help": s.help} for k, s in specs.items()}))
     return {
-        "path": str(gearag.index.path), "counts": manifest.get("counts", {}),
+        "path": gearag.index.location, "counts": manifest.get("counts", {}),
         "extractor": config.get("extract", {}).get("extractor"), "embedder": config.get("embed", {}).get("embedder"),
         "created": manifest.get("created"), "format_version": manifest.get("format_version"),
         "gearag_version": manifest.get("gearag_version"), "methods": methods,

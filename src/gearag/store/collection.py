@@ -24,11 +24,14 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gearag.errors import ConfigError, IndexFormatError
+
+if TYPE_CHECKING:
+    from gearag.model import Hit
 
 #: The collections every GEAR index has.
 PASSAGES = "passages"
@@ -106,7 +109,13 @@ def default_specs(counts: dict[str, int], *, weights: bool) -> dict[str, Collect
 
 @dataclass
 class Collection:
-    """One loaded collection. Arrays are memory-mapped and BM25 loads on first use (thread-safe)."""
+    """One loaded collection. Arrays are memory-mapped and BM25 loads on first use (thread-safe).
+
+    The search seam every retriever and reader goes through (another backend,
+    e.g. :class:`gearag.store.lance.collection.LanceCollection`, implements the
+    same five operations): :meth:`search_dense`, :meth:`search_bm25`,
+    :meth:`bm25_scores`, :meth:`rows_vectors` and :meth:`rows_weights`.
+    """
 
     root: Path
     spec: CollectionSpec
@@ -172,6 +181,42 @@ class Collection:
             return None
         rel = self.spec.weights
         return self._once("weights", lambda: np.asarray(self._array(rel)))
+
+    # -- the search seam ----------------------------------------------------------------
+    def search_dense(self, queries: np.ndarray, k: int) -> list[list[Hit]]:
+        """Exact inner-product top ``k`` rows for each unit query vector (rows of ``queries``), best first."""
+        from gearag.retrieve.base import top_k
+
+        out: list[list[Hit]] = []
+        for start in range(0, len(queries), 256):
+            block = queries[start : start + 256] @ np.asarray(self.vectors).T
+            out.extend(top_k(row, k, collection=self.name) for row in block)
+        return out
+
+    def bm25_retriever(self) -> Any:
+        """The bm25s retriever over this collection (built once)."""
+        from gearag.retrieve.bm25 import BM25Retriever
+
+        model = self.bm25  # loaded first: _once's lock is not re-entrant
+        return self._once("bm25_retriever", lambda: BM25Retriever(model, self.name))
+
+    def search_bm25(self, query: str, k: int) -> list[Hit]:
+        """The top ``k`` rows by BM25 for ``query`` (rows without a query term left out), best first."""
+        hits: list[Hit] = self.bm25_retriever().retrieve(query, k)
+        return hits
+
+    def bm25_scores(self, query: str, rows: np.ndarray) -> np.ndarray:
+        """BM25 scores of ``rows`` for ``query`` (0 where no query term occurs)."""
+        return np.asarray(self.bm25_retriever().scores(query)[rows], dtype=np.float32)
+
+    def rows_vectors(self, rows: np.ndarray | Sequence[int]) -> np.ndarray:
+        """The unit vectors of ``rows``, in that order, shape ``(len(rows), dim)``."""
+        return np.asarray(self.vectors[np.asarray(rows, dtype=np.int64)])
+
+    def rows_weights(self, rows: np.ndarray | Sequence[int]) -> np.ndarray | None:
+        """Token-sum norms of ``rows`` (static embedders), None for neural embedders."""
+        weights = self.weights
+        return None if weights is None else np.asarray(weights[np.asarray(rows, dtype=np.int64)])
 
     def _sources(self) -> tuple[np.ndarray, np.ndarray | None]:
         src = self.spec.sources

@@ -21,7 +21,7 @@ from gearag.text import normalise_entity
 class TripleGraph:
     """Entity ids per triple and the entity → triples adjacency."""
 
-    entities: list[str]  #: normalised entity names, indexed by entity id
+    entities: Sequence[str]  #: normalised entity names, indexed by entity id
     head: np.ndarray  #: int32 (T,), entity id of each triple's subject, -1 if none
     tail: np.ndarray  #: int32 (T,), entity id of each triple's object, -1 if none
     indptr: np.ndarray  #: int64 (E + 1,)

@@ -228,9 +228,9 @@ def _check_indptr(path: Path, rel: str, indptr: np.ndarray, rows: int, total: in
 class TripleTable:
     """The triples ``T`` as parallel columns; ``passage[i]`` is triple ``i``'s passage row."""
 
-    subjects: list[str]
-    predicates: list[str]
-    objects: list[str]
+    subjects: Sequence[str]
+    predicates: Sequence[str]
+    objects: Sequence[str]
     passage: np.ndarray
 
     def __len__(self) -> int:
@@ -258,7 +258,7 @@ class Index:
 
     path: Path
     manifest: dict[str, Any]
-    passages: list[Passage]
+    passages: Sequence[Passage]
     triples: TripleTable
     graph: TripleGraph
     passage_triple_indptr: np.ndarray
@@ -271,6 +271,24 @@ class Index:
     @property
     def config(self) -> IndexConfig:
         return IndexConfig.from_dict(self.manifest.get("config", {}))
+
+    @property
+    def location(self) -> str:
+        """Where the index lives (a directory here; a URI for other backends)."""
+        return str(self.path)
+
+    def stored_graph_arrays(self) -> Any:
+        """The passage-graph arrays stored under ``graph/`` (a GraphArrays), None when the index has none."""
+        from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays
+
+        directory = self.path / GRAPH_DIR
+        if not (directory / "entities.json").exists():
+            return None
+        try:
+            return GraphArrays.load(directory)
+        except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError):
+            # Damaged arrays: one line, never numpy's advice to allow pickle.
+            raise IndexFormatError(f"{self.path}: {GRAPH_DIR}/ arrays are corrupt; rebuild the index") from None
 
     def passage_triples(self, row: int) -> range:
         """Triple ids extracted from passage ``row``."""

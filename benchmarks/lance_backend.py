@@ -1,0 +1,186 @@
+"""The LanceDB backend against the embedded index on one dataset (BENCHMARKS.md, "LanceDB backend").
+
+Exports a built index to a local Lance directory (timed), then, in a fresh child process per backend
+(so resident memory is that backend's alone): opens the index, runs bm25, dense and syncge on the
+first ``--limit`` questions, and reports recall@2/5/15, the median latency per question and the
+resident memory (VmRSS) after all queries.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/lance_backend.py INDEX_DIR [--dataset 2wiki] [--limit 200]
+        [--lance DIR] [--json out.json] [--cache-rows N]
+    PYTHONPATH=src .venv/bin/python benchmarks/lance_backend.py INDEX_DIR --stages LOCATION --limit 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+METHODS = ("bm25", "dense", "syncge")
+KS = (2, 5, 15)
+
+
+def dir_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def child(location: str, dataset: str, limit: int, cache_rows: int | None) -> dict[str, Any]:
+    """One backend: open, run every method on the questions, measure."""
+    from gearag.api import Gearag
+    from gearag.bench.datasets import shared_datasets
+    from gearag.data import load_questions
+    from gearag.evaluation import evaluate_run
+    from gearag.store.backend import backend_of
+
+    questions = load_questions(shared_datasets()[dataset].questions)[:limit]
+    lance = backend_of(location) == "lance"
+    if lance:
+        from gearag.store.lance.storage import import_lancedb
+
+        import_lancedb()  # the libraries' own memory, counted in rss_start_mb
+    base = rss_mb()
+    t0 = time.perf_counter()
+    if lance and cache_rows is not None:
+        from gearag.store.lance.collection import LanceSearchConfig
+        from gearag.store.lance.index import open_lance_index
+
+        app = Gearag(open_lance_index(location, config=LanceSearchConfig(cache_rows=cache_rows)))
+    else:
+        app = Gearag.open(location)
+    out: dict[str, Any] = {"open_seconds": round(time.perf_counter() - t0, 2), "rss_start_mb": round(base, 1),
+                           "rss_open_mb": round(rss_mb(), 1), "methods": {}}
+    for method in METHODS:
+        run = app.method(method)
+        t0 = time.perf_counter()
+        run("warm-up question about a film director", 15)
+        warm = time.perf_counter() - t0
+        latencies, rows = [], []
+        for q in questions:
+            t0 = time.perf_counter()
+            result = run(q.question, 15)
+            latencies.append(time.perf_counter() - t0)
+            rows.append(app.row(result, qid=q.id))
+        report = evaluate_run(questions, rows, KS)
+        out["methods"][method] = {
+            "recall": {k: round(100 * v, 1) for k, v in report.recall.items()},
+            "median_ms": round(1000 * statistics.median(latencies), 1),
+            "p90_ms": round(1000 * sorted(latencies)[int(0.9 * (len(latencies) - 1))], 1),
+            "first_query_s": round(warm, 2),
+            "ranking": [[p["id"] for p in r["passages"]] for r in rows],
+        }
+    out["rss_after_mb"] = round(rss_mb(), 1)
+    out["n"] = len(questions)
+    return out
+
+
+def stages(location: str, dataset: str, limit: int) -> None:
+    """Resident memory after each stage of use (both backends import the Lance libraries first)."""
+    from gearag.api import Gearag
+    from gearag.bench.datasets import shared_datasets
+    from gearag.data import load_questions
+    from gearag.graph.passage_graph import graph_arrays_for
+    from gearag.store.lance.storage import import_lancedb
+
+    import_lancedb()
+    questions = [q.question for q in load_questions(shared_datasets()[dataset].questions)[:limit]]
+    print(f"libraries imported: {rss_mb():.0f} MB")
+    app = Gearag.open(location)
+    print(f"open: {rss_mb():.0f} MB")
+    app.index.embedder.encode(["x"])
+    print(f"embedder loaded: {rss_mb():.0f} MB")
+    for q in questions:
+        app.index.collection("passages").search_bm25(q, 15)
+    print(f"bm25 over passages, {len(questions)} queries: {rss_mb():.0f} MB")
+    for q in questions:
+        app.retrieve(q, "dense", 15)
+    print(f"dense, {len(questions)} queries: {rss_mb():.0f} MB")
+    graph_arrays_for(app.index)
+    print(f"passage-graph arrays loaded: {rss_mb():.0f} MB")
+    app.retrieve(questions[0], "syncge", 15)
+    print(f"first syncge query (PPR graph built): {rss_mb():.0f} MB")
+    for q in questions:
+        app.retrieve(q, "syncge", 15)
+    print(f"syncge, {len(questions)} more queries: {rss_mb():.0f} MB")
+
+
+def overlap(a: list[list[str]], b: list[list[str]], k: int) -> float:
+    """Mean share of the top ``k`` that two runs have in common."""
+    return statistics.mean(len(set(x[:k]) & set(y[:k])) / max(1, min(k, len(x))) for x, y in zip(a, b, strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("index", type=Path)
+    parser.add_argument("--dataset", default="2wiki")
+    parser.add_argument("--limit", type=int, default=200)
+    parser.add_argument("--lance", type=Path, default=None, help="where to export (default: INDEX.lance)")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--cache-rows", type=int, default=None, help="Lance: rows kept per column LRU")
+    parser.add_argument("--stages", default=None, metavar="LOCATION",
+                        help="print resident memory after each stage of use of LOCATION, then exit")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.stages:
+        stages(args.stages, args.dataset, args.limit)
+        return
+    if args.child:
+        print(json.dumps(child(args.child, args.dataset, args.limit, args.cache_rows)))
+        return
+    from gearag.store.lance.export import ExportConfig, export_index
+
+    target = args.lance or args.index.with_name(args.index.name + ".lance")
+    if target.exists():
+        shutil.rmtree(target)
+    t0 = time.perf_counter()
+    export_index(args.index, target, ExportConfig())
+    export_s = time.perf_counter() - t0
+    result: dict[str, Any] = {"dataset": args.dataset, "export_seconds": round(export_s, 1),
+                              "embedded_mb": round(dir_mb(args.index), 1), "lance_mb": round(dir_mb(target), 1)}
+    print(f"export {export_s:.1f} s; size embedded {result['embedded_mb']} MB, lance {result['lance_mb']} MB",
+          flush=True)
+    for name, location in (("embedded", args.index), ("lance", target)):
+        extra = ["--cache-rows", str(args.cache_rows)] if args.cache_rows is not None else []
+        done = subprocess.run([sys.executable, __file__, str(args.index), "--dataset", args.dataset, "--limit",
+                               str(args.limit), "--child", str(location), *extra], capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
+        result[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        r = result[name]
+        print(f"{name}: open {r['open_seconds']} s, RSS before open {r['rss_start_mb']} MB, "
+              f"after {r['n']} questions x {len(METHODS)} methods "
+              f"{r['rss_after_mb']} MB (at open {r['rss_open_mb']} MB)", flush=True)
+        for method, m in r["methods"].items():
+            print(f"  {method:<7} " + " ".join(f"R@{k} {v:5.1f}" for k, v in m["recall"].items())
+                  + f"  median {m['median_ms']:7.1f} ms  p90 {m['p90_ms']:7.1f} ms  first {m['first_query_s']} s",
+                  flush=True)
+    for method in METHODS:
+        a, b = result["embedded"]["methods"][method]["ranking"], result["lance"]["methods"][method]["ranking"]
+        same = statistics.mean(x == y for x, y in zip(a, b, strict=True))
+        result.setdefault("agreement", {})[method] = {"identical_top15": round(100 * same, 1),
+                                                      "overlap@5": round(100 * overlap(a, b, 5), 1),
+                                                      "overlap@15": round(100 * overlap(a, b, 15), 1)}
+        print(f"agreement {method}: identical top-15 {100 * same:.1f}% of questions, "
+              f"top-5 overlap {100 * overlap(a, b, 5):.1f}%, top-15 overlap {100 * overlap(a, b, 15):.1f}%")
+    if args.json:
+        for name in ("embedded", "lance"):
+            for m in result[name]["methods"].values():
+                m.pop("ranking")
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""``gearag export INDEX_DIR URI``: a built index into Lance tables (local directory or object storage).
+
+Tables (one Lance dataset each, under ``URI``):
+
+* ``passages`` — ``row, id, title, text, tokens, vector``;
+* ``triples`` — ``row, subject, predicate, object, tokens, vector[, weight]``;
+* ``entities`` — ``row, name, triples``: the entity → triples postings of the beam search (GEAR §4.2);
+* ``c_<name>`` — any further collection (SiReRAG pools): ``row, text, tokens, vector[, weight], sources, record``;
+* ``arrays`` — ``name, data``: the integer graph arrays (triple head/tail entity, CSR offsets,
+  triple → passage) and the passage-graph arrays under ``graph/``, as ``.npy`` bytes;
+* ``meta`` — one row: the source index's manifest and what the export wrote. Written last, so an
+  interrupted export has no ``meta`` and is never loaded.
+
+``tokens`` is the row's text as gearag's BM25 analyser sees it (stop words removed, Snowball stems,
+space-separated); the full-text index over it splits on whitespace and changes nothing else, so the
+Lance BM25 and bm25s score the same terms (their BM25 variants differ: docs/lance.md).
+Collections with at least ``ann_min_rows`` rows get an IVF-PQ vector index; smaller ones are searched
+exactly (flat).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.errors import ConfigError, IndexFormatError
+from gearag.options import setting
+from gearag.store.collection import PASSAGES, TRIPLES, Collection
+from gearag.store.index import FIXED_FILES, Index
+from gearag.store.lance.storage import (
+    META_TABLE,
+    Location,
+    connect,
+    import_lancedb,
+    parse_location,
+    store_error,
+    table_names,
+)
+
+FORMAT = "gearag-lance"
+FORMAT_VERSION = 1
+ARRAYS_TABLE = "arrays"
+ENTITIES_TABLE = "entities"
+#: Integer arrays of the embedded layout copied into the ``arrays`` table.
+ARRAY_FILES = tuple(f for f in FIXED_FILES if f.endswith(".npy"))
+
+
+@dataclass(frozen=True)
+class ExportConfig:
+    """How an index is written to Lance."""
+
+    ann_min_rows: int = setting(100_000, "collections with at least this many rows get an IVF-PQ vector index")
+    batch: int = setting(8192, "rows per written batch (bounds the export's extra memory)")
+    overwrite: bool = setting(False, "replace a Lance index gearag wrote at URI (never anything else)")
+
+
+def collection_table(name: str) -> str:
+    return name if name in (PASSAGES, TRIPLES) else f"c_{name}"
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _tokens(texts: Sequence[str]) -> list[str]:
+    from gearag.retrieve.bm25 import tokenize
+
+    return [" ".join(t) for t in tokenize(texts)]
+
+
+def _vector_type(pa: Any, dim: int) -> Any:
+    return pa.list_(pa.float32(), dim)
+
+
+def _batches(index: Index, coll: Collection, batch: int, pa: Any) -> tuple[Any, Iterator[Any]]:
+    """Schema and record batches of one collection's table."""
+    vectors = coll.vectors
+    dim = int(vectors.shape[1])
+    weights = coll.weights
+    fields = [pa.field("row", pa.int64())]
+    if coll.name == PASSAGES:
+        fields += [pa.field(n, pa.string()) for n in ("id", "title", "text")]
+    elif coll.name == TRIPLES:
+        fields += [pa.field(n, pa.string()) for n in ("subject", "predicate", "object")]
+    else:
+        fields += [pa.field("text", pa.string()), pa.field("sources", pa.list_(pa.int64())),
+                   pa.field("record", pa.string())]
+    fields += [pa.field("tokens", pa.string()), pa.field("vector", _vector_type(pa, dim))]
+    if weights is not None:
+        fields.append(pa.field("weight", pa.float32()))
+    schema = pa.schema(fields)
+    texts = coll.texts()
+
+    def gen() -> Iterator[Any]:
+        for start in range(0, len(coll), batch):
+            stop = min(start + batch, len(coll))
+            rows = range(start, stop)
+            cols: dict[str, Any] = {"row": pa.array(np.arange(start, stop, dtype=np.int64))}
+            if coll.name == PASSAGES:
+                ps = [index.passages[r] for r in rows]
+                cols.update(id=[p.id for p in ps], title=[p.title for p in ps], text=[p.text for p in ps])
+            elif coll.name == TRIPLES:
+                t = index.triples
+                cols.update(subject=t.subjects[start:stop], predicate=t.predicates[start:stop],
+                            object=t.objects[start:stop])
+            else:
+                cols.update(text=[texts[r] for r in rows], sources=[coll.sources(r) for r in rows],
+                            record=[json.dumps(coll.record(r)) if coll.spec.records else "{}" for r in rows])
+            cols["tokens"] = _tokens([texts[r] for r in rows])
+            flat = np.ascontiguousarray(vectors[start:stop], dtype=np.float32).ravel()
+            cols["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
+            if weights is not None:
+                cols["weight"] = pa.array(np.asarray(weights[start:stop], dtype=np.float32))
+            yield pa.record_batch([cols[f.name] for f in schema], schema=schema)
+
+    return schema, gen()
+
+
+def _entities(index: Index, batch: int, pa: Any) -> tuple[Any, Iterator[Any]]:
+    g = index.graph
+    schema = pa.schema([pa.field("row", pa.int64()), pa.field("name", pa.string()),
+                        pa.field("triples", pa.list_(pa.int32()))])
+
+    def gen() -> Iterator[Any]:
+        for start in range(0, g.n_entities, batch):
+            stop = min(start + batch, g.n_entities)
+            lo, hi = int(g.indptr[start]), int(g.indptr[stop])
+            offsets = pa.array((np.asarray(g.indptr[start : stop + 1]) - lo).astype(np.int32))
+            postings = pa.ListArray.from_arrays(offsets, pa.array(np.asarray(g.indices[lo:hi], dtype=np.int32)))
+            yield pa.record_batch([pa.array(np.arange(start, stop, dtype=np.int64)),
+                                   pa.array(list(g.entities[start:stop])), postings], schema=schema)
+
+    return schema, gen()
+
+
+def _arrays(index: Index, pa: Any) -> Any:
+    names, blobs = [], []
+    for rel in ARRAY_FILES:
+        names.append(rel)
+        blobs.append(npy_bytes(np.load(index.path / rel, mmap_mode="r", allow_pickle=False)))
+    graph_dir = index.path / "graph"
+    if (graph_dir / "entities.json").exists():
+        for f in sorted(graph_dir.iterdir()):
+            names.append(f"graph/{f.name}")
+            blobs.append(f.read_bytes())
+    return pa.table({"name": pa.array(names), "data": pa.array(blobs, pa.large_binary())})
+
+
+def _check_target(db: Any, loc: Location, config: ExportConfig) -> None:
+    """Refuse to write over anything gearag did not write; over a gearag Lance index only with overwrite."""
+    if not loc.remote:
+        path = Path(loc.uri)
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"{loc}: is a file; give a directory or an object-store URI")
+        if (path / "manifest.json").exists():
+            raise ConfigError(f"{loc}: holds an embedded gearag index; export to another location")
+        if path.is_dir() and any(path.iterdir()) and not (path / f"{META_TABLE}.lance").is_dir():
+            raise ConfigError(f"{loc}: is not empty and not a gearag Lance index; not overwriting it")
+    names = set(table_names(db))
+    if names and META_TABLE not in names:
+        raise ConfigError(f"{loc}: holds tables gearag did not write ({', '.join(sorted(names)[:5])}); "
+                          "not overwriting them")
+    if names and not config.overwrite:
+        raise ConfigError(f"{loc}: a Lance index exists there; pass --overwrite to replace it")
+
+
+def _create(db: Any, name: str, data: Any, schema: Any = None) -> Any:
+    if schema is None:
+        return db.create_table(name, data, mode="overwrite")
+    return db.create_table(name, data, schema=schema, mode="overwrite")
+
+
+def export_index(index_dir: str | Path, location: str | Path, config: ExportConfig = ExportConfig(),
+                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Write the embedded index at ``index_dir`` to Lance tables at ``location``; returns a summary."""
+    loc = parse_location(location)
+    import_lancedb()
+    index = Index.load(index_dir)
+    if loc.remote:  # object stores have no flock: concurrent exports to one URI are the caller's to avoid
+        return _export(index, loc, config, progress)
+    from gearag.store.writer import IndexLock
+
+    Path(loc.uri).parent.mkdir(parents=True, exist_ok=True)
+    lock = IndexLock(Path(loc.uri))  # the build lock: two exports (or a build) never write one directory
+    lock.acquire()
+    try:
+        return _export(index, loc, config, progress)
+    finally:
+        lock.release()
+
+
+def _export(index: Index, loc: Location, config: ExportConfig,
+            progress: Callable[[str], None] | None) -> dict[str, Any]:
+    import pyarrow as pa
+
+    index_dir = index.path
+    say = progress or (lambda _msg: None)
+    t0 = time.perf_counter()
+    try:
+        db = connect(loc)
+        _check_target(db, loc, config)
+        if META_TABLE in table_names(db):
+            db.drop_table(META_TABLE)  # first: an interrupted overwrite is never loadable
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise store_error(loc, exc, "cannot write") from None
+    tables: dict[str, Any] = {}
+    try:
+        for name, coll in index.collections.items():
+            say(f"table {collection_table(name)}: {len(coll)} rows")
+            schema, batches = _batches(index, coll, config.batch, pa)
+            tbl = _create(db, collection_table(name), pa.RecordBatchReader.from_batches(schema, batches))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tbl.create_fts_index("tokens", use_tantivy=False, base_tokenizer="whitespace", lower_case=False,
+                                     stem=False, remove_stop_words=False, ascii_folding=False,
+                                     with_position=False, replace=True)
+            ann = len(coll) >= config.ann_min_rows
+            if ann:
+                dim = int(coll.vectors.shape[1])
+                say(f"table {collection_table(name)}: IVF-PQ vector index")
+                from lancedb.index import IvfPq
+
+                tbl.create_index("vector", config=IvfPq(distance_type="dot",
+                                                        num_partitions=max(1, int(np.sqrt(len(coll)))),
+                                                        num_sub_vectors=max(1, dim // 8)))
+            tables[name] = {"table": collection_table(name), "rows": len(coll), "ann": ann,
+                            "weights": coll.weights is not None, "spec": coll.spec.to_dict()}
+        say(f"table {ENTITIES_TABLE}: {index.graph.n_entities} entities")
+        schema, batches = _entities(index, config.batch, pa)
+        _create(db, ENTITIES_TABLE, pa.RecordBatchReader.from_batches(schema, batches))
+        _create(db, ARRAYS_TABLE, _arrays(index, pa))
+        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "collections": tables,
+                "entities": index.graph.n_entities, "source": str(Path(index_dir).absolute()),
+                "source_identity": index.identity, "manifest": index.manifest}
+        _create(db, META_TABLE, pa.table({"meta": [json.dumps(meta)]}))
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise store_error(loc, exc, "cannot write") from None
+    seconds = time.perf_counter() - t0
+    return {"uri": loc.uri, "seconds": round(seconds, 2), "tables": {n: t["table"] for n, t in tables.items()},
+            "counts": index.manifest.get("counts", {})}
+
+
+def read_meta(db: Any, loc: Location) -> dict[str, Any]:
+    """The ``meta`` row of a Lance index; a one-line IndexFormatError when it is missing or unreadable."""
+    try:
+        names = set(table_names(db))
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise store_error(loc, exc) from None
+    if META_TABLE not in names:
+        hint = "; an interrupted export leaves none" if names else ""
+        raise IndexFormatError(f"{loc}: not a gearag Lance index (no {META_TABLE} table{hint})")
+    try:
+        rows = db.open_table(META_TABLE).to_arrow().column("meta").to_pylist()
+        meta = json.loads(rows[0])
+    except (OSError, RuntimeError, ValueError, KeyError, IndexError) as exc:
+        raise store_error(loc, exc) from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise IndexFormatError(f"{loc}: {META_TABLE} table is not a gearag Lance manifest")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise IndexFormatError(f"{loc}: Lance index format {meta.get('format_version')} is not supported "
+                               f"(this gearag reads {FORMAT_VERSION}); export the index again")
+    return meta

@@ -1,0 +1,200 @@
+"""A loaded Lance index: the :class:`~gearag.store.index.Index` interface over Lance tables.
+
+What is fetched on demand (bounded LRUs, so memory does not grow with the corpus): passage ids,
+titles and texts; triple subjects, predicates and objects; entity names; every vector and weight;
+the entity → triples postings. What is loaded whole at open, as in the embedded backend, and grows
+linearly with the corpus: the integer graph arrays (triple head/tail entity ids, entity CSR offsets,
+triple → passage, passage → triples offsets: about 28 bytes per triple and 8 per entity and passage),
+and, on the first PPR query, the passage-graph arrays (resolution and entity relations, sparse).
+Searches run in Lance: dense top-k (flat, or IVF-PQ) and BM25 full-text search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.errors import IndexFormatError
+from gearag.model import Passage
+from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec
+from gearag.store.graph import TripleGraph
+from gearag.store.index import Index, TripleTable
+from gearag.store.lance.collection import STORE_ERRORS, LanceCollection, LanceRows, LanceSearchConfig, LanceTable
+from gearag.store.lance.export import ARRAY_FILES, ARRAYS_TABLE, ENTITIES_TABLE, read_meta
+from gearag.store.lance.storage import Location, connect, parse_location, store_error
+
+
+class LancePassages(Sequence[Passage]):
+    """``index.passages`` fetched by row from the passages table."""
+
+    def __init__(self, table: LanceTable, cache_rows: int) -> None:
+        self.ids = LanceRows(table, "id", cache_rows=cache_rows)
+        self.titles = LanceRows(table, "title", cache_rows=cache_rows)
+        self.texts = LanceRows(table, "text", cache_rows=cache_rows)
+        self.table = table
+
+    def __len__(self) -> int:
+        return self.table.rows
+
+    def __getitem__(self, row: Any) -> Any:
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        return Passage(self.ids[row], self.titles[row], self.texts[row])
+
+    def __iter__(self) -> Iterator[Passage]:
+        for batch in self.table.scan(["id", "title", "text"], batch=8192):
+            ids, titles, texts = (batch.column(i).to_pylist() for i in range(3))
+            for pid, title, text in zip(ids, titles, texts, strict=True):
+                yield Passage(pid, title, text)
+
+
+@dataclass(frozen=True)
+class LanceTripleGraph(TripleGraph):
+    """The triple graph with its entity → triples postings fetched per entity (LRU-cached)."""
+
+    postings: LanceRows | None = field(default=None, compare=False)
+
+    def entity_triples(self, entity: int) -> np.ndarray:
+        if entity < 0 or self.postings is None:
+            return np.zeros(0, dtype=np.int32)
+        return np.asarray(self.postings[int(entity)], dtype=np.int32)
+
+
+class LanceIndex(Index):
+    """An index read from Lance tables (see the module docstring for what is loaded)."""
+
+    lance_location: Location
+    db: Any
+    meta: dict[str, Any]
+
+    @property
+    def location(self) -> str:
+        return self.lance_location.uri
+
+    def _array_blobs(self, names: Sequence[str]) -> dict[str, bytes]:
+        table = self.db.open_table(ARRAYS_TABLE).to_lance()
+        quoted = ",".join("'" + n.replace("'", "''") + "'" for n in names)
+        got = table.to_table(columns=["name", "data"], filter=f"name IN ({quoted})")
+        return dict(zip(got.column("name").to_pylist(), got.column("data").to_pylist(), strict=True))
+
+    def stored_graph_arrays(self) -> Any:
+        from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays
+
+        try:
+            table = self.db.open_table(ARRAYS_TABLE).to_lance()
+            names = [n for n in table.to_table(columns=["name"]).column("name").to_pylist()
+                     if n.startswith(f"{GRAPH_DIR}/")]
+            if not names:
+                return None
+            blobs = self._array_blobs(names)
+            return GraphArrays.from_files(lambda name: blobs[f"{GRAPH_DIR}/{name}"])
+        except STORE_ERRORS as exc:
+            raise store_error(self.lance_location, exc, "cannot read the graph arrays of") from None
+
+
+def _open_table(db: Any, loc: Location, name: str, rows: int | None) -> LanceTable:
+    try:
+        table = LanceTable(loc, name, db.open_table(name))
+    except STORE_ERRORS as exc:
+        raise IndexFormatError(f"{loc}: missing or unreadable table {name} "
+                               f"({type(exc).__name__}); export the index again") from None
+    if rows is not None and table.rows != rows:
+        raise IndexFormatError(f"{loc}: table {name} has {table.rows} rows, the manifest says {rows}; "
+                               "export the index again")
+    return table
+
+
+def open_lance_index(location: str | Path, *, verify: bool = False,
+                     config: LanceSearchConfig = LanceSearchConfig()) -> LanceIndex:
+    """Open the Lance index at ``location`` (directory or object-store URI); errors are one line."""
+    loc = parse_location(location)
+    try:
+        db = connect(loc)
+    except STORE_ERRORS as exc:
+        raise store_error(loc, exc, "cannot open") from None
+    meta = read_meta(db, loc)
+    manifest = meta["manifest"]
+    counts = manifest.get("counts", {})
+    listed: dict[str, Any] = meta["collections"]
+    tables = {name: _open_table(db, loc, info["table"], info["rows"]) for name, info in listed.items()}
+    entities = _open_table(db, loc, ENTITIES_TABLE, meta.get("entities"))
+    try:
+        got = db.open_table(ARRAYS_TABLE).to_lance().to_table(columns=["name", "data"],
+                                                              filter="name NOT LIKE 'graph/%'")
+        blobs = dict(zip(got.column("name").to_pylist(), got.column("data").to_pylist(), strict=True))
+        arrays = {rel: np.load(io.BytesIO(blobs[rel]), allow_pickle=False) for rel in ARRAY_FILES}
+    except KeyError as exc:
+        raise IndexFormatError(f"{loc}: the {ARRAYS_TABLE} table lacks {exc}; export the index again") from None
+    except STORE_ERRORS as exc:
+        raise store_error(loc, exc, f"cannot read table {ARRAYS_TABLE} of") from None
+    if verify:
+        for table in tables.values():
+            table.take([0] if table.rows else [], ["row"])  # every table answers a random read
+    passages_t, triples_t = tables[PASSAGES], tables[TRIPLES]
+    cache = config.cache_rows
+    passages = LancePassages(passages_t, cache)
+    triple_passage = arrays["arrays/triple_passage.npy"]
+    triples = TripleTable(LanceRows(triples_t, "subject", cache_rows=cache),
+                          LanceRows(triples_t, "predicate", cache_rows=cache),
+                          LanceRows(triples_t, "object", cache_rows=cache), triple_passage)
+    graph = LanceTripleGraph(
+        entities=LanceRows(entities, "name", cache_rows=cache),
+        head=arrays["arrays/triple_head.npy"], tail=arrays["arrays/triple_tail.npy"],
+        indptr=arrays["arrays/entity_indptr.npy"], indices=np.zeros(0, dtype=np.int32),
+        postings=LanceRows(entities, "triples", cache_rows=cache),
+    )
+    if counts.get("passages") != passages_t.rows or counts.get("triples") != triples_t.rows:
+        raise IndexFormatError(f"{loc}: tables do not match the manifest counts; export the index again")
+    collections: dict[str, Collection] = {}
+    for name, info in listed.items():
+        spec = CollectionSpec.from_dict(name, info["spec"])
+        text = "tokens" if name in (PASSAGES, TRIPLES) else "text"
+        coll = LanceCollection(Path(loc.uri), spec, tables[name], text_column=text, ann=bool(info["ann"]),
+                               weights=bool(info["weights"]), config=config,
+                               owner=triple_passage if name == TRIPLES else None)
+        if name == PASSAGES:
+            coll.texts = _content(passages)
+        elif name == TRIPLES:
+            coll.texts = _triple_texts(triples)
+        collections[name] = coll
+    index = LanceIndex(
+        path=Path(loc.uri), manifest=manifest, passages=passages, triples=triples, graph=graph,
+        passage_triple_indptr=arrays["arrays/passage_triple_indptr.npy"], collections=collections,
+        identity=hashlib.sha256(json.dumps(meta, sort_keys=True).encode("utf-8")).hexdigest(),
+    )
+    index.lance_location, index.db, index.meta = loc, db, meta
+    return index
+
+
+class _Texts(Sequence[str]):
+    def __init__(self, n: int, get: Any, it: Any) -> None:
+        self.n, self.get, self.it = n, get, it
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, row: Any) -> Any:
+        if isinstance(row, slice):
+            return [self.get(i) for i in range(*row.indices(self.n))]
+        return self.get(int(row))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.it())
+
+
+def _content(passages: LancePassages) -> Any:
+    texts = _Texts(len(passages), lambda r: passages[r].content, lambda: (p.content for p in passages))
+    return lambda: texts
+
+
+def _triple_texts(t: TripleTable) -> Any:
+    texts = _Texts(len(t), t.text, lambda: (f"{s} {p} {o}" for s, p, o in zip(t.subjects, t.predicates, t.objects,
+                                                                              strict=True)))
+    return lambda: texts

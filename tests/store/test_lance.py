@@ -1,0 +1,293 @@
+"""The LanceDB backend on a real 2Wiki slice: agreement with the embedded index, S3 replicas, errors.
+
+The method contract on a Lance index is tests/test_contract.py (its ``app`` fixture runs every
+method on both backends). Skipped only when the ``lance`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import wiki_slice
+from gearag.api import Gearag
+from gearag.config import IndexConfig
+from gearag.errors import ConfigError, IndexFormatError
+from gearag.indexing import build_index
+from gearag.model import Passage
+from gearag.store.backend import backend_of, open_index
+from gearag.store.index import Index
+
+pytest.importorskip("lancedb", reason="the lance extra is not installed")
+
+from gearag.store.lance.export import ExportConfig, export_index
+from gearag.store.lance.index import LanceIndex
+
+#: Dense scores: Lance returns ``1 - dot`` in float32, so scores agree to float32 rounding.
+SCORE_TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def slice_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Index, list[str]]:
+    rows, questions = wiki_slice(30, 4)
+    passages = [Passage(f"p{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
+    index = build_index(passages, tmp_path_factory.mktemp("lance") / "index", IndexConfig())
+    return index, [q["question"] for q in questions]
+
+
+@pytest.fixture(scope="module")
+def lance(slice_index: tuple[Index, list[str]], tmp_path_factory: pytest.TempPathFactory) -> LanceIndex:
+    index, _ = slice_index
+    uri = tmp_path_factory.mktemp("lance") / "store"
+    export_index(index.path, uri)
+    opened = open_index(uri)
+    assert isinstance(opened, LanceIndex)
+    return opened
+
+
+def _same_ranking(a: list, b: list) -> None:
+    """Same rows in the same order, except that rows whose scores tie (within SCORE_TOL) may swap."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert abs(x.score - y.score) <= SCORE_TOL
+        if x.idx != y.idx:
+            tied = {h.idx for h in a if abs(h.score - x.score) <= SCORE_TOL}
+            assert y.idx in tied
+
+
+def test_rows_texts_and_sources_match(slice_index: tuple[Index, list[str]], lance: LanceIndex) -> None:
+    index, _ = slice_index
+    assert backend_of(lance.location) == "lance" and backend_of(index.path) == "embedded"
+    assert list(lance.passages) == list(index.passages)
+    assert [lance.passages[r] for r in (0, 7, len(index.passages) - 1)] == [index.passages[r] for r in
+                                                                             (0, 7, len(index.passages) - 1)]
+    n_t = len(index.triples)
+    for t in (0, n_t // 2, n_t - 1):
+        assert lance.triples[t] == index.triples[t] and lance.triples.text(t) == index.triples.text(t)
+    assert list(lance.triples.subjects) == list(index.triples.subjects)
+    tl, te = lance.collection("triples"), index.collection("triples")
+    assert [tl.sources(t) for t in range(0, n_t, 37)] == [te.sources(t) for t in range(0, n_t, 37)]
+    ids = np.arange(0, n_t, 11)
+    np.testing.assert_allclose(tl.rows_vectors(ids), te.rows_vectors(ids), atol=0)
+    np.testing.assert_allclose(tl.rows_weights(ids), te.rows_weights(ids), atol=0)  # type: ignore[arg-type]
+
+
+def test_graph_postings_match(slice_index: tuple[Index, list[str]], lance: LanceIndex) -> None:
+    index, _ = slice_index
+    g, lg = index.graph, lance.graph
+    assert list(lg.entities) == list(g.entities)
+    for e in range(g.n_entities):
+        np.testing.assert_array_equal(lg.entity_triples(e), g.entity_triples(e))
+    for t in range(len(index.triples)):
+        np.testing.assert_array_equal(lg.neighbours(t), g.neighbours(t))
+
+
+@pytest.mark.parametrize("collection", ["passages", "triples"])
+def test_dense_top_k_matches_exact_search(slice_index: tuple[Index, list[str]], lance: LanceIndex,
+                                          collection: str) -> None:
+    index, questions = slice_index
+    q = index.embedder.encode(questions)
+    embedded = index.collection(collection).search_dense(q, 10)
+    on_lance = lance.collection(collection).search_dense(q, 10)
+    for a, b in zip(embedded, on_lance, strict=True):
+        _same_ranking(a, b)
+
+
+def test_dense_ann_index_is_built_at_scale_and_exact_bypasses_it(slice_index: tuple[Index, list[str]],
+                                                                  tmp_path: Path) -> None:
+    """With an IVF-PQ index (forced on this slice's triples) exact search still equals the embedded one."""
+    from gearag.store.lance.collection import LanceSearchConfig
+    from gearag.store.lance.index import open_lance_index
+
+    index, questions = slice_index
+    assert len(index.triples) >= 256 > len(index.passages)  # PQ trains 256 centroids
+    export_index(index.path, tmp_path / "ann", ExportConfig(ann_min_rows=256))
+    ann = open_lance_index(tmp_path / "ann")
+    assert ann.meta["collections"]["triples"]["ann"] and not ann.meta["collections"]["passages"]["ann"]
+    exact = open_lance_index(tmp_path / "ann", config=LanceSearchConfig(exact=True))
+    q = index.embedder.encode(questions)
+    for a, b in zip(index.collection("triples").search_dense(q, 10),
+                    exact.collection("triples").search_dense(q, 10), strict=True):
+        _same_ranking(a, b)
+    approx = ann.collection("triples").search_dense(q, 10)
+    assert all(len(hits) == 10 for hits in approx)
+
+
+def test_bm25_matches_the_same_rows(slice_index: tuple[Index, list[str]], lance: LanceIndex) -> None:
+    """Same analysed terms, so the same rows match; the BM25 variants differ, so scores (and order) may."""
+    index, questions = slice_index
+    for name in ("passages", "triples"):
+        e, lc = index.collection(name), lance.collection(name)
+        n = len(e)
+        for question in questions:
+            a, b = e.search_bm25(question, n), lc.search_bm25(question, n)
+            assert {h.idx for h in a} == {h.idx for h in b} and a
+            assert [h.score for h in b] == sorted((h.score for h in b), reverse=True)
+            rows = np.arange(0, n, 3)
+            se, sl = e.bm25_scores(question, rows), lc.bm25_scores(question, rows)
+            np.testing.assert_array_equal(se > 0, sl > 0)
+    assert lance.collection("passages").search_bm25("the of and", 5) == []
+
+
+def test_stored_graph_arrays_match(slice_index: tuple[Index, list[str]], lance: LanceIndex) -> None:
+    index, _ = slice_index
+    a, b = index.stored_graph_arrays(), lance.stored_graph_arrays()
+    assert a is not None and b is not None
+    assert a.resolution.keys == b.resolution.keys
+    assert (a.relations != b.relations).nnz == 0 and (a.resolution.about != b.resolution.about).nnz == 0
+
+
+def test_export_refuses_to_overwrite_what_it_did_not_write(slice_index: tuple[Index, list[str]],
+                                                           tmp_path: Path) -> None:
+    index, _ = slice_index
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not empty and not a gearag Lance index"):
+        export_index(index.path, tmp_path / "other")
+    with pytest.raises(ConfigError, match="holds an embedded gearag index"):
+        export_index(index.path, index.path)
+    export_index(index.path, tmp_path / "mine")
+    with pytest.raises(ConfigError, match="--overwrite"):
+        export_index(index.path, tmp_path / "mine")
+    export_index(index.path, tmp_path / "mine", ExportConfig(overwrite=True))
+    assert len(open_index(tmp_path / "mine").passages) == len(index.passages)
+    from gearag.errors import BusyError
+    from gearag.store.writer import IndexLock
+
+    lock = IndexLock(tmp_path / "busy")  # another export or build holds the directory
+    lock.acquire()
+    try:
+        with pytest.raises(BusyError, match="another gearag build"):
+            export_index(index.path, tmp_path / "busy")
+    finally:
+        lock.release()
+    assert not (tmp_path / "busy").exists()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    assert "\n" not in text and len(text) < 400
+    return text
+
+
+def test_bad_locations_are_one_line_errors(slice_index: tuple[Index, list[str]], tmp_path: Path) -> None:
+    index, _ = slice_index
+    with pytest.raises(ConfigError, match="unsupported URI scheme 'ftp'") as info:
+        Gearag.open("ftp://host/idx")
+    _one_line(info.value)
+    with pytest.raises(ConfigError, match="unknown option 'colour'"):
+        Gearag.open("s3://bucket/idx?colour=red")
+    with pytest.raises(ConfigError, match="no bucket"):
+        Gearag.open("s3:///idx")
+    export_index(index.path, tmp_path / "idx")
+    import shutil
+
+    shutil.rmtree(tmp_path / "idx" / "entities.lance")
+    with pytest.raises(IndexFormatError, match="missing or unreadable table entities") as info:
+        Gearag.open(tmp_path / "idx")
+    _one_line(info.value)
+    shutil.rmtree(tmp_path / "idx" / "meta.lance")  # an interrupted export: no meta table
+    with pytest.raises(IndexFormatError, match=r"not a gearag Lance index \(no meta table; an interrupted"):
+        Gearag.open(tmp_path / "idx")
+
+
+def test_without_the_extra_a_lance_uri_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "lancedb", None)  # import lancedb -> ImportError
+    with pytest.raises(ConfigError, match=r"pip install 'gearag\[lance\]'") as info:
+        Gearag.open("s3://bucket/idx?endpoint=http://127.0.0.1:1")
+    _one_line(info.value)
+
+
+# --------------------------------------------------------------------------- object storage (moto)
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    """A moto S3 server on 127.0.0.1 (port chosen by the OS) with bucket ``gearag``; fake credentials."""
+    pytest.importorskip("moto", reason="moto[server] is in the dev extra")
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION",
+                                            "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN")}
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_REGION="us-east-1")
+    for key in ("AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        os.environ.pop(key, None)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        _, port = server.get_host_and_port()
+        endpoint = f"http://127.0.0.1:{port}"
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="gearag")
+        yield endpoint
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def test_two_replicas_read_one_index_from_s3(slice_index: tuple[Index, list[str]], s3_endpoint: str) -> None:
+    from fastapi.testclient import TestClient
+
+    from gearag.server.app import create_app
+    from gearag.server.settings import ServerSettings
+
+    index, questions = slice_index
+    uri = f"s3://gearag/wiki?endpoint={s3_endpoint}"
+    export_index(index.path, uri)
+    replicas = [Gearag.open(uri), Gearag.open(uri)]
+    assert replicas[0].index is not replicas[1].index
+    assert replicas[0].index.identity == replicas[1].index.identity
+    local = Gearag(index)
+    for method in ("dense", "syncge"):
+        for question in questions[:2]:
+            rows = [[h.idx for h in r.retrieve(question, method, 5).passages] for r in replicas]
+            assert rows[0] == rows[1] and len(rows[0]) == 5
+            if method == "dense":  # exact search: the embedded ranking (syncge's BM25 parts may differ)
+                assert rows[0] == [h.idx for h in local.retrieve(question, method, 5).passages]
+    answers = []
+    for replica in replicas:
+        with TestClient(create_app(replica, ServerSettings())) as client:
+            reply = client.post("/v1/retrieve", json={"question": questions[0], "method": "bm25", "top_k": 5})
+            assert reply.status_code == 200, reply.text
+            answers.append(reply.json())
+    assert answers[0]["passages"] == answers[1]["passages"] and answers[0]["passages"]
+
+
+def test_unreachable_or_missing_s3_index_is_a_quick_one_line_error(s3_endpoint: str) -> None:
+    with pytest.raises(IndexFormatError, match="not a gearag Lance index") as info:
+        Gearag.open(f"s3://gearag/nothing-here?endpoint={s3_endpoint}")
+    _one_line(info.value)
+    # Port 1 refuses connections: bounded by connect_timeout, max_retries and retry_timeout.
+    bounded = "connect_timeout=1&timeout=2&max_retries=0&retry_timeout=1"
+    with pytest.raises(IndexFormatError, match=r"object store at http://127\.0\.0\.1:1 failed") as info:
+        Gearag.open(f"s3://gearag/idx?endpoint=http://127.0.0.1:1&{bounded}")
+    _one_line(info.value)
+
+
+def test_cli_export_info_and_ask_on_a_lance_uri(slice_index: tuple[Index, list[str]], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from gearag.cli import main
+
+    index, questions = slice_index
+    uri = str(tmp_path / "cli-lance")
+    assert main(["export", str(index.path), uri]) == 0
+    capsys.readouterr()
+    assert main(["info", uri]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["backend"] == "lance" and summary["counts"]["passages"] == len(index.passages)
+    assert main(["ask", uri, questions[0], "--method", "dense", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["passages"]
+    assert main(["info", "ftp://nowhere/x"]) == 2
+    assert "unsupported URI scheme" in capsys.readouterr().err
