@@ -167,7 +167,8 @@ def graph_arrays_for(index: Index) -> GraphArrays:
     """The index's graph arrays: stored ones, else built from its passages and triples (cached)."""
 
     def build() -> GraphArrays:
-        directory = Path(index.path) / GRAPH_DIR
+        # A sharded index keeps its graph arrays in its current generation (gearag.store.shards).
+        directory = Path(index.path) / str(index.manifest.get("graph_dir", GRAPH_DIR))
         if (directory / "entities.json").exists():
             try:
                 return GraphArrays.load(directory)
