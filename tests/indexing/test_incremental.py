@@ -18,6 +18,7 @@ import pytest
 from conftest import REPO, StubExtractor, assert_clean_error, use_stub_extractor, wiki_slice, write_jsonl
 from gearag.api import Gearag
 from gearag.config import IndexConfig, TreesConfig
+from gearag.errors import IndexFormatError
 from gearag.graph.passage_graph import graph_arrays_for, passage_graph_for
 from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, compact, delete_documents
@@ -125,7 +126,7 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
 
 
 def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
-    """``max_entity_share`` counts the union's passages: an entity may be a hub in the union only, or in a shard only."""
+    """``max_entity_share`` counts the union's passages: an entity may be a hub in the union only (or a shard only)."""
     use_stub_extractor(StubExtractor())
     config = replace(STUB, graph=replace(STUB.graph, max_entity_share=0.4))  # 80 passages: cap 32; 40: cap 20
 
@@ -243,3 +244,31 @@ def test_errors_are_one_line_and_write_nothing(tmp_path: Path, cli) -> None:
     assert result.code == 0, result.stderr
     assert "1 shard(s)" in result.stderr
     assert cli("info", root).code == 0
+
+
+def test_a_sharded_index_is_verified_and_replaceable_like_a_plain_one(tmp_path: Path, cli) -> None:
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(10, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:6], root, STUB)
+    grown = add_documents(root, passages[6:])
+    shard = root / "shards" / grown.manifest["shards"][1]["name"]
+    # A shard or generation changed behind the manifest's back does not load.
+    vectors = shard / "vectors" / "passages.npy"
+    saved = vectors.read_bytes()
+    vectors.write_bytes(saved[:-4] + b"\x00\x00\x80\x3f")
+    with pytest.raises(IndexFormatError, match=r"passages\.npy fails its checksum"):
+        Index.load(root)
+    vectors.write_bytes(saved)
+    tombstones = root / "generations" / grown.manifest["generation"]["name"] / "tombstones.json"
+    tombstones.write_text('{"nope": [0]}', encoding="utf-8")
+    with pytest.raises(IndexFormatError, match=r"tombstones\.json"):
+        Index.load(root)
+    # --overwrite replaces a sharded index like a plain one, and refuses when it holds a user's file.
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in passages])
+    (root / "shards" / "notes.txt").write_text("mine", encoding="utf-8")
+    assert_clean_error(cli("index", corpus, "--out", root, "--overwrite", "--extractor", "stub"),
+                       "shards/notes.txt")
+    (root / "shards" / "notes.txt").unlink()
+    assert cli("index", corpus, "--out", root, "--overwrite", "--extractor", "stub").code == 0
+    assert Index.load(root).manifest.get("layout") is None

@@ -268,8 +268,9 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         manifest = read_manifest(root)
         _refuse_trees(root, manifest, "add")
         check_options(root, IndexConfig.from_dict(manifest.get("config", {})), options)
-        _check_new_ids(root, manifest, passages)
-        state = _open(root, "add", on_step)
+        loaded = _load_state(root, manifest) if is_sharded(manifest) else None
+        _check_new_ids(root, _live_ids(root, loaded), passages)
+        state = loaded or _open(root, "add", on_step)
         seconds: dict[str, float] = {}
         started = time.perf_counter()
         key = _digest(*(f"{p.id}\x00{passage_hash(p)}" for p in passages))
@@ -297,19 +298,19 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add")
 
 
-def _live_ids(root: Path, manifest: dict[str, Any]) -> set[str]:
-    if not is_sharded(manifest):
+def _live_ids(root: Path, state: _State | None) -> set[str]:
+    """Ids of the passages in the index (``state``: its loaded shards; None: a plain index)."""
+    if state is None:
         with (root / "passages.jsonl").open(encoding="utf-8") as fh:
             return {json.loads(line)["id"] for line in fh}
-    return {p.id for p in _load_state(root, manifest).union().passages}
+    return {p.id for p in state.union().passages}
 
 
-def _check_new_ids(root: Path, manifest: dict[str, Any], passages: Sequence[Passage]) -> None:
+def _check_new_ids(root: Path, live: set[str], passages: Sequence[Passage]) -> None:
     seen: set[str] = set()
     dup_new = [p.id for p in passages if p.id in seen or seen.add(p.id)]  # type: ignore[func-returns-value]
     if dup_new:
         raise DataError(f"duplicate passage id {dup_new[0]!r} in the documents to add")
-    live = _live_ids(root, manifest)
     clash = [p.id for p in passages if p.id in live]
     if clash:
         more = f" and {len(clash) - 5} more" if len(clash) > 5 else ""
@@ -349,7 +350,8 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
     with _Locked(root):
         manifest = read_manifest(root)
         _refuse_trees(root, manifest, "delete")
-        live = _live_ids(root, manifest)
+        loaded = _load_state(root, manifest) if is_sharded(manifest) else None
+        live = _live_ids(root, loaded)
         unknown = list(dict.fromkeys(i for i in ids if i not in live))
         if unknown:
             more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
@@ -357,7 +359,7 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
                             " nothing deleted")
         if not live - set(ids):
             raise DataError(f"{root}: deleting every passage would leave an empty index; nothing deleted")
-        state = _open(root, "delete", on_step)
+        state = loaded or _open(root, "delete", on_step)
         wanted = set(ids)
         tombstones = dict(state.tombstones)
         for ref, shard, keep in zip(state.refs, state.shards, state.union().passage_keep, strict=True):
