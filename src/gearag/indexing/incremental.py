@@ -35,7 +35,7 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation, write_tokens
-from gearag.indexing.pipeline import build_index, work_dir_for
+from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
 from gearag.options import build_config
 from gearag.store.checkpoint import passage_hash
@@ -435,4 +435,4 @@ def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path],
               "collections": collections})
 
 
-__all__ = ["add_documents", "check_index_dir", "compact", "delete_documents", "read_ids", "work_dir_for"]
+__all__ = ["add_documents", "check_index_dir", "compact", "delete_documents", "read_ids"]

@@ -321,7 +321,12 @@ class Index:
         if manifest.get("layout") == SHARDED:
             from gearag.store.shards import load_sharded
 
-            index = load_sharded(path, manifest, verify=verify)
+            try:
+                index = load_sharded(path, manifest, verify=verify)
+            except IndexFormatError:
+                if manifest_identity(path) == identity:
+                    raise
+                return cls.load(path, verify=verify)  # updated (gearag add) while we read it: read the new one
             index.identity = identity
             return index
         verify_files(path, manifest, checksums=verify)
