@@ -26,7 +26,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -189,15 +189,16 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
     try:
         name = f"s-{plain.identity[:16]}"
         with IndexWriter(tmp / SHARDS_DIR / name) as w:
+            # The per-passage files only: BM25 models and graph arrays belong to generations.
             for rel in manifest.get("files") or {}:
-                w.path(rel).hardlink_to(root / rel)
+                if not rel.startswith(("bm25/", "graph/")):
+                    w.path(rel).hardlink_to(root / rel)
             write_tokens(w, PASSAGES, [p.content for p in plain.passages])
             write_tokens(w, TRIPLES, plain.triples.texts())
             kept = {k: v for k, v in manifest.items()
                     if k not in ("format", "format_version", "gearag_version", "created", "files")}
             kept["config"] = config.to_dict()
-            if "collections" not in kept:  # format 1: the standard layout, listed from now on
-                kept["collections"] = {n: c.spec.to_dict() for n, c in plain.collections.items()}
+            kept["collections"] = {n: replace(c.spec, bm25=None).to_dict() for n, c in plain.collections.items()}
             w.commit(kept)
         shard_dir = tmp / SHARDS_DIR / name
         refs = [ShardRef(name, manifest_identity(shard_dir))]
