@@ -272,3 +272,28 @@ def test_a_sharded_index_is_verified_and_replaceable_like_a_plain_one(tmp_path: 
     (root / "shards" / "notes.txt").unlink()
     assert cli("index", corpus, "--out", root, "--overwrite", "--extractor", "stub").code == 0
     assert Index.load(root).manifest.get("layout") is None
+
+
+def test_an_add_that_failed_after_its_shard_reuses_the_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gearag.indexing.incremental as incremental
+
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(12, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:8], root, STUB)
+    add_documents(root, passages[8:9])
+    before = manifest_identity(root)
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # killed between the shard's commit and the generation
+
+    monkeypatch.setattr(incremental, "write_generation", crash)
+    with pytest.raises(KeyboardInterrupt):
+        add_documents(root, passages[9:])
+    assert manifest_identity(root) == before and len(Index.load(root).passages) == 9
+    monkeypatch.undo()
+    counting = StubExtractor()
+    use_stub_extractor(counting)
+    grown = add_documents(root, passages[9:])
+    assert counting.seen == []  # the finished shard was found, nothing extracted again
+    assert_same_index(grown, build_index(passages, tmp_path / "expected", STUB))
