@@ -236,6 +236,75 @@ def export(
     _print_json(summary)
 
 
+def _print_update(what: str, built: object, started: float) -> None:
+    from gearag.display import safe
+
+    counts = built.manifest["counts"]  # type: ignore[attr-defined]
+    shards = len(built.manifest.get("shards", [None]))  # type: ignore[attr-defined]
+    err.print(f"{what}: {safe(built.path)} now has {counts['passages']:,} passages, "  # type: ignore[attr-defined]
+              f"{counts['triples']:,} triples, {counts['entities']:,} entities in {shards} shard(s) "
+              f"({time.perf_counter() - started:.1f} s)")
+
+
+@app.command()
+@with_config_options(_index_specs())
+def add(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory to add to (a plain index is converted).")],
+    corpus: Annotated[Path, typer.Argument(help="Documents to add, in any corpus format `gearag index` reads; "
+                                           "their ids must not be in the index.")],
+    max_passage_chars: Annotated[int, typer.Option(
+        min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
+    options: dict | None = None,
+) -> None:
+    """Add documents to an index as a new shard, without re-extracting or re-embedding what it holds.
+
+    The documents use the index's stored settings (an option that differs is an error). Rerun the
+    same command after an interruption to resume.
+    """
+    from gearag.data import load_corpus
+    from gearag.display import safe
+    from gearag.indexing.incremental import add_documents, check_index_dir
+
+    check_index_dir(index_dir)
+
+    def warn(message: str) -> None:
+        err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)
+
+    passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn)
+    err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
+    started = time.perf_counter()
+    built = add_documents(index_dir, passages, options=options,
+                          on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
+    _print_update("added", built, started)
+
+
+@app.command()
+def delete(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    ids_file: Annotated[Path, typer.Argument(help="Passage ids to delete, one per line.")],
+) -> None:
+    """Delete passages (and their triples) by id; unknown ids are an error and nothing is deleted."""
+    from gearag.indexing.incremental import check_index_dir, delete_documents, read_ids
+
+    check_index_dir(index_dir)
+    ids = read_ids(ids_file)
+    started = time.perf_counter()
+    built = delete_documents(index_dir, ids, on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
+    _print_update(f"deleted {len(set(ids)):,} passage(s)", built, started)
+
+
+@app.command()
+def compact(index_dir: Annotated[Path, typer.Argument(help="Index directory.")]) -> None:
+    """Merge an index's shards into one, dropping deleted passages (rankings do not change)."""
+    from gearag.indexing.incremental import check_index_dir
+    from gearag.indexing.incremental import compact as compact_index
+
+    check_index_dir(index_dir)
+    started = time.perf_counter()
+    built = compact_index(index_dir, on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
+    _print_update("compacted", built, started)
+
+
 MethodOpt = Annotated[str, typer.Option(help="Method: " + " | ".join(_method_names()) + ".")]
 TopKOpt = Annotated[int, typer.Option("--top-k", min=1, help="Passages to return per question.")]
 

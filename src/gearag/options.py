@@ -172,8 +172,9 @@ def _coerce(spec: OptionSpec, value: Any) -> Any:
     return number
 
 
-def build_config(cls: type[C], options: Mapping[str, Any] | None = None, *, what: str = "") -> C:
-    """An instance of config ``cls`` from user options (``None`` values mean "the default").
+def build_config(cls: type[C], options: Mapping[str, Any] | None = None, *, what: str = "",
+                 base: C | None = None) -> C:
+    """An instance of config ``cls`` from user options (``None`` values mean "the default", or ``base``'s value).
 
     Unknown option names are an error naming the option (and ``what``, e.g.
     the method, it does not apply to).
@@ -187,7 +188,7 @@ def build_config(cls: type[C], options: Mapping[str, Any] | None = None, *, what
         raise ConfigError(f"option {flags} does not apply{target} (its options: "
                           f"{', '.join(s.flag for s in specs.values()) or 'none'})")
     values = {name: _coerce(specs[name], value) for name, value in given.items()}
-    return _instantiate(cls, values)
+    return _instantiate(cls, values, base)
 
 
 def _instantiate(cls: type[C], values: Mapping[str, Any], base: Any = None) -> C:

@@ -61,6 +61,51 @@ def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> object
     return model
 
 
+def token_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``texts`` tokenised exactly as :func:`build_bm25` does, as ``(vocab, ids, indptr)``.
+
+    Document ``i``'s token ids are ``ids[indptr[i]:indptr[i + 1]]`` (into
+    ``vocab``). Tokenising is per document, so the token lists of a union of
+    corpora are the concatenation of theirs: a sharded index keeps these and
+    never tokenises a passage twice (:func:`bm25_from_token_ids`).
+    """
+    import bm25s
+
+    tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=False)
+    vocab = [""] * len(tokens.vocab)
+    for token, i in tokens.vocab.items():
+        vocab[i] = token
+    indptr = np.zeros(len(tokens.ids) + 1, dtype=np.int64)
+    np.cumsum([len(doc) for doc in tokens.ids], out=indptr[1:])
+    ids = np.fromiter((t for doc in tokens.ids for t in doc), dtype=np.int32, count=int(indptr[-1]))
+    return vocab, ids, indptr
+
+
+def bm25_from_token_ids(vocab: Sequence[str], docs: Sequence[np.ndarray], k1: float = 1.5,
+                        b: float = 0.75) -> object:
+    """The ``bm25s.BM25`` model :func:`build_bm25` makes, from documents' token ids into ``vocab``.
+
+    Only tokens that occur in ``docs`` enter the model's vocabulary (as in a
+    build from the texts), so its document frequencies, average length and
+    scores equal those of :func:`build_bm25` over the same documents.
+    """
+    import bm25s
+    from bm25s.tokenization import Tokenized
+
+    if not docs:
+        return build_bm25([""], k1, b)
+    flat = np.concatenate([np.asarray(d, dtype=np.int64) for d in docs]) if docs else np.zeros(0, np.int64)
+    used = np.unique(flat)
+    if not len(used):
+        return build_bm25([""] * len(docs), k1, b)
+    remap = np.full(len(vocab), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    ids = [remap[np.asarray(d, dtype=np.int64)].tolist() for d in docs]
+    model = bm25s.BM25(k1=k1, b=b)
+    model.index(Tokenized(ids=ids, vocab={vocab[int(u)]: i for i, u in enumerate(used)}), show_progress=False)
+    return model
+
+
 def save_bm25(model: object, directory: Path) -> None:
     model.save(str(directory), show_progress=False)  # type: ignore[attr-defined]
 

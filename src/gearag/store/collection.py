@@ -124,6 +124,15 @@ class Collection:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
 
+    @classmethod
+    def preloaded(cls, root: Path, spec: CollectionSpec, texts: Callable[[], Sequence[str]],
+                  arrays: dict[str, Any]) -> Collection:
+        """A collection whose ``vectors``/``weights``/``sources`` are given in memory, not read from
+        ``spec``'s files (a sharded index's union of several shards, :mod:`gearag.store.shards`)."""
+        collection = cls(root, spec, texts)
+        collection._loaded.update(arrays)
+        return collection
+
     @property
     def name(self) -> str:
         return self.spec.name

@@ -50,6 +50,9 @@ FORMAT = "gearag-index"
 #: 2 lists the index's collections in the manifest; 1 (no listing) still loads.
 FORMAT_VERSION = 2
 MIN_FORMAT_VERSION = 1
+#: A sharded index's root manifest (:mod:`gearag.store.shards`): shards plus one generation.
+SHARDED_FORMAT_VERSION = 3
+SHARDED = "sharded"
 MANIFEST = "manifest.json"
 
 #: Files up to this size are checksummed in full on every load; larger ones by sampled blocks.
@@ -112,10 +115,11 @@ def read_manifest(path: Path) -> dict[str, Any]:
     version = manifest.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise IndexFormatError(f"{mpath}: missing format_version")
-    if version > FORMAT_VERSION:
+    newest = SHARDED_FORMAT_VERSION if manifest.get("layout") == SHARDED else FORMAT_VERSION
+    if version > newest:
         raise IndexFormatError(
             f"{path}: index format version {version} is newer than this gearag supports"
-            f" ({FORMAT_VERSION}); upgrade gearag or rebuild the index"
+            f" ({newest}); upgrade gearag or rebuild the index"
         )
     if version < MIN_FORMAT_VERSION:
         raise IndexFormatError(f"{path}: index format version {version} is too old; rebuild the index")
@@ -180,6 +184,11 @@ def verify_files(path: Path, manifest: dict[str, Any], *, checksums: bool) -> No
     for rel in dirs:
         if not (path / rel).is_dir() or not any(name.startswith(rel.rstrip("/") + "/") for name in listed):
             raise IndexFormatError(f"{path}: missing directory {rel}; rebuild the index")
+    verify_listed(path, listed, checksums=checksums)
+
+
+def verify_listed(path: Path, listed: dict[str, dict[str, Any]], *, checksums: bool) -> None:
+    """Every file of ``listed`` (a manifest's ``files``) is present with its size and checksum."""
     for rel, meta in listed.items():
         f = path / rel
         if not f.is_file():
@@ -198,6 +207,11 @@ def check_index(path: str | Path, *, full: bool = False) -> dict[str, Any]:
     """Read and verify the index at ``path`` without loading it; returns its manifest."""
     path = Path(path)
     manifest = read_manifest(path)
+    if manifest.get("layout") == SHARDED:
+        from gearag.store.shards import check_sharded
+
+        check_sharded(path, manifest, checksums=full)
+        return manifest
     verify_files(path, manifest, checksums=full)
     return manifest
 
@@ -281,7 +295,8 @@ class Index:
         """The passage-graph arrays stored under ``graph/`` (a GraphArrays), None when the index has none."""
         from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays
 
-        directory = self.path / GRAPH_DIR
+        # A sharded index keeps its graph arrays in its current generation (gearag.store.shards).
+        directory = self.path / str(self.manifest.get("graph_dir", GRAPH_DIR))
         if not (directory / "entities.json").exists():
             return None
         try:
@@ -322,6 +337,17 @@ class Index:
         path = Path(path)
         manifest = read_manifest(path)
         identity = manifest_identity(path)
+        if manifest.get("layout") == SHARDED:
+            from gearag.store.shards import load_sharded
+
+            try:
+                index = load_sharded(path, manifest, verify=verify)
+            except IndexFormatError:
+                if manifest_identity(path) == identity:
+                    raise
+                return cls.load(path, verify=verify)  # updated (gearag add) while we read it: read the new one
+            index.identity = identity
+            return index
         verify_files(path, manifest, checksums=verify)
         try:
             index = cls._load(path, manifest)

@@ -116,6 +116,10 @@ def _lock_holder(fd: int) -> str:
 def foreign_entries(path: Path, manifest: dict[str, Any]) -> list[str]:
     """Entries of index directory ``path`` that its build did not write (user files, symlinks, ...)."""
     listed = set(manifest.get("files") or {}) | {MANIFEST}
+    if manifest.get("layout") == index_layout.SHARDED:  # its shards' and generation's files too
+        from gearag.store.shards import owned_entries
+
+        listed |= owned_entries(path, manifest)
     dirs = {p.rsplit("/", 1)[0] for p in listed if "/" in p}
     dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
     foreign = []

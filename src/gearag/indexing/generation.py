@@ -1,0 +1,151 @@
+"""Shards and generations of a sharded index (:mod:`gearag.store.shards`): how each is built.
+
+A shard is built by the ordinary pipeline (:func:`~gearag.indexing.pipeline.build_index`)
+with :data:`SHARD_STAGES`: extract (with its resumable checkpoint), graph (the
+shard's passages and cleaned triples), tokens (BM25 token ids, so BM25 never
+re-tokenises) and embed. A generation is rebuilt from the shards' stored
+results by :func:`write_generation` with the code a from-scratch build runs
+(``linkable_for`` and ``TripleGraph.build`` over the union's triples in
+order, ``GraphArrays.build`` over its passages, bm25s over the merged token
+ids), so every corpus-global statistic is exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.config import IndexConfig
+from gearag.errors import GearagError
+from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
+from gearag.indexing.embed import EmbedStage
+from gearag.indexing.extract import ExtractStage
+from gearag.indexing.graph import GraphStage, linkable_for
+from gearag.indexing.stage import Build, Stage
+from gearag.retrieve.bm25 import bm25_from_token_ids, save_bm25, token_ids
+from gearag.store.collection import PASSAGES, TRIPLES
+from gearag.store.graph import TripleGraph
+from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
+from gearag.store.shards import (
+    GENERATION_FILES,
+    GENERATIONS_DIR,
+    SHARDED_COLLECTIONS,
+    TOMBSTONES,
+    ShardRef,
+    check_generation,
+    tokens_rel,
+    union_of,
+)
+from gearag.store.writer import IndexWriter
+from gearag.text import is_named
+
+
+def write_tokens(writer: IndexWriter, collection: str, texts: list[str]) -> None:
+    """Store ``texts``' BM25 token ids as ``tokens/<collection>/`` of the index being written."""
+    vocab, ids, indptr = token_ids(texts)
+    rel = tokens_rel(collection)
+    writer.write_json(f"{rel}/vocab.json", vocab)
+    writer.write_array(f"{rel}/ids.npy", ids)
+    writer.write_array(f"{rel}/indptr.npy", indptr)
+
+
+class TokensStage:
+    """BM25 token ids of the passages and triples (a shard keeps these instead of a BM25 model)."""
+
+    name = "tokens"
+
+    def run(self, build: Build) -> None:
+        for name in SHARDED_COLLECTIONS:
+            write_tokens(build.writer, name, list(build.collections[name].texts))
+
+
+#: A shard: the per-passage work only (no corpus-global graph resolution, BM25 model or trees).
+SHARD_STAGES: tuple[Stage, ...] = (ExtractStage(), GraphStage(), TokensStage(), EmbedStage())
+
+
+def generation_name(refs: list[ShardRef], tombstones: dict[str, np.ndarray]) -> str:
+    """A generation's name: a hash of its shards and tombstones (a resumed add finds it already written)."""
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(json.dumps([[r.name, r.manifest_sha256] for r in refs]).encode())
+    digest.update(json.dumps({k: v.tolist() for k, v in sorted(tombstones.items()) if len(v)}).encode())
+    return f"g-{digest.hexdigest()}"
+
+
+def write_generation(
+    root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray], config: IndexConfig,
+) -> tuple[str, str, dict[str, int]]:
+    """Build (or find, after an interrupted run) the generation of ``shards`` minus ``tombstones``.
+
+    Returns its name, manifest hash and counts.
+    """
+    name = generation_name(refs, tombstones)
+    out = root / GENERATIONS_DIR / name
+    if (out / MANIFEST).exists():
+        try:
+            sha = manifest_identity(out)
+            check_generation(root, name, sha, checksums=False)
+            done = read_manifest(out)
+            if done.get("shards") == [r.name for r in refs]:
+                return name, sha, dict(done["counts"])
+        except (GearagError, OSError, ValueError, KeyError, TypeError):
+            pass  # damaged or for other shards: rebuilt below
+    u = union_of([r.name for r in refs], shards, tombstones)
+    timings: dict[str, float] = {}
+    with IndexWriter(out, overwrite=out.exists()) as w:
+        started = time.perf_counter()
+        tt = u.triples
+        owner = np.asarray(tt.passage)
+        linkable = linkable_for(config.graph, tt.subjects, tt.objects, owner.tolist(), len(u.passages))
+        graph = TripleGraph.build(tt.subjects, tt.objects, linkable)
+        w.write_json("entities.json", graph.entities)
+        w.write_array("arrays/triple_head.npy", graph.head)
+        w.write_array("arrays/triple_tail.npy", graph.tail)
+        w.write_array("arrays/entity_indptr.npy", graph.indptr)
+        w.write_array("arrays/entity_indices.npy", graph.indices)
+        timings["graph"] = round(time.perf_counter() - started, 3)
+        if config.resolve.entity_graph:
+            started = time.perf_counter()
+            arrays = GraphArrays.build([p.title for p in u.passages], [p.text for p in u.passages],
+                                       tt.subjects, tt.objects, owner, is_named)
+            write_graph_arrays(w, arrays)
+            timings["resolve"] = round(time.perf_counter() - started, 3)
+        started = time.perf_counter()
+        paths = [root / r.rel for r in refs]
+        for coll in (PASSAGES, TRIPLES):
+            vocab, docs = u.tokens(coll, paths)
+            save_bm25(bm25_from_token_ids(vocab, docs, config.bm25.k1, config.bm25.b), w.path(f"bm25/{coll}"))
+        timings["bm25"] = round(time.perf_counter() - started, 3)
+        w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
+        counts = {"passages": len(u.passages), "triples": len(tt), "entities": graph.n_entities}
+        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
+                  "build_seconds": timings})
+    return name, manifest_identity(out), counts
+
+
+def _generation_file(rel: str) -> bool:
+    return rel in GENERATION_FILES or rel.startswith(("graph/", "bm25/passages/", "bm25/triples/"))
+
+
+def link_generation(src: Path, root: Path, refs: list[ShardRef], tombstones: dict[str, Any],
+                    counts: dict[str, int]) -> tuple[str, str]:
+    """A generation for ``refs`` whose union equals ``src``'s: its global files hard-linked, new tombstones.
+
+    Used where the live rows do not change: compacting (``src`` the current
+    generation) and converting a plain index (``src`` the index, whose graph
+    and BM25 a generation build would reproduce exactly).
+    """
+    name = generation_name(refs, {k: np.asarray(v) for k, v in tombstones.items()})
+    out = root / GENERATIONS_DIR / name
+    with IndexWriter(out, overwrite=out.exists()) as w:
+        for f in sorted(src.rglob("*")):
+            rel = f.relative_to(src).as_posix()
+            if f.is_file() and rel != TOMBSTONES and _generation_file(rel):
+                w.path(rel).hardlink_to(f)
+        w.write_json(TOMBSTONES, tombstones)
+        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts})
+    return name, manifest_identity(out)

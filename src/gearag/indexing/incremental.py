@@ -1,0 +1,439 @@
+"""Growing an index: ``add`` documents, ``delete`` them by id, ``compact`` the shards (issue 14).
+
+Every operation holds the index lock (:class:`~gearag.store.writer.IndexLock`,
+the one ``gearag index`` takes) and ends with one atomic step: the root
+manifest is written to a temporary file and renamed over ``manifest.json``.
+What it writes before that — a new shard, a new generation — lives in
+directories the current manifest does not list, so a crash leaves the
+previous index loadable. Their names are derived from their contents, so
+the next run of the same ``add`` finds the shard's extraction checkpoint (or
+the finished shard, or generation) and resumes; whatever the manifest does
+not list is removed once a run succeeds.
+
+A plain index (format 1/2) is converted on its first ``add``/``delete``: it
+becomes the first shard (its files hard-linked, not copied, plus BM25 token
+ids computed once) with a generation hard-linked from its own graph and BM25
+files; the new root replaces the plain directory by rename. Indices with
+SiReRAG/RAPTOR tree pools are refused: the trees cluster the whole corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.config import IndexConfig
+from gearag.errors import ConfigError, DataError, IndexFormatError
+from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation, write_tokens
+from gearag.indexing.pipeline import build_index
+from gearag.model import Passage
+from gearag.options import build_config
+from gearag.store.checkpoint import passage_hash
+from gearag.store.collection import PASSAGES, TRIPLES
+from gearag.store.index import (
+    FORMAT,
+    MANIFEST,
+    SHARDED,
+    SHARDED_FORMAT_VERSION,
+    Index,
+    manifest_identity,
+    read_manifest,
+)
+from gearag.store.shards import (
+    GENERATIONS_DIR,
+    SHARDED_COLLECTIONS,
+    SHARDS_DIR,
+    ShardRef,
+    Union,
+    generation_ref,
+    is_sharded,
+    load_shards,
+    read_tombstones,
+    shard_refs,
+    union_of,
+    write_manifest_atomic,
+)
+from gearag.store.writer import IndexLock, IndexWriter, _fsync_dir, foreign_entries
+from gearag.version import __version__
+
+Step = Callable[[str, float], None]
+
+
+@dataclass
+class _State:
+    """A sharded index as its manifest describes it, with its shards loaded."""
+
+    root: Path
+    manifest: dict[str, Any]
+    config: IndexConfig
+    refs: list[ShardRef]
+    shards: list[Index]
+    generation: str
+    tombstones: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def union(self) -> Union:
+        return union_of([r.name for r in self.refs], self.shards, self.tombstones)
+
+
+def check_index_dir(root: Path) -> dict[str, Any]:
+    """The manifest of the index at ``root`` (an IndexFormatError naming it otherwise)."""
+    return read_manifest(Path(root))
+
+
+def _refuse_trees(root: Path, manifest: dict[str, Any], what: str) -> None:
+    extra = [c for c in (manifest.get("collections") or {}) if c not in SHARDED_COLLECTIONS]
+    config = IndexConfig.from_dict(manifest.get("config", {}))
+    if extra or config.trees.enabled:
+        raise ConfigError(f"{root}: gearag {what} cannot update an index with SiReRAG/RAPTOR tree pools "
+                          f"({', '.join(extra) or 'trees'}: a clustering of the whole corpus); rebuild it with "
+                          "gearag index")
+
+
+def check_options(root: Path, config: IndexConfig, options: dict[str, Any] | None) -> None:
+    """Options given to ``add`` must agree with the index's stored config (the new documents use it)."""
+    for name, value in (options or {}).items():
+        if value is None:
+            continue
+        changed = build_config(IndexConfig, {name: value}, what="gearag add", base=config)
+        if changed != config:
+            raise ConfigError(f"{root}: --{name.replace('_', '-')} {value} conflicts with the index's stored "
+                              "config; gearag add uses the settings the index was built with (omit the option)")
+
+
+def _digest(*parts: str) -> str:
+    digest = hashlib.blake2b(digest_size=8)
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def _root_manifest(state_config: IndexConfig, refs: list[ShardRef], shards: list[Index], generation: tuple[str, str],
+                   counts: dict[str, int], seconds: dict[str, float], op: str) -> dict[str, Any]:
+    first = shards[0].manifest
+    return {
+        "format": FORMAT,
+        "format_version": SHARDED_FORMAT_VERSION,
+        "layout": SHARDED,
+        "gearag_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "config": state_config.to_dict(),
+        "extractor_key": first.get("extractor_key"),
+        "embedding_dim": first.get("embedding_dim"),
+        "counts": counts,
+        "collections": {PASSAGES: {"rows": counts["passages"]}, TRIPLES: {"rows": counts["triples"]}},
+        "shards": [r.to_dict() for r in refs],
+        "generation": {"name": generation[0], "manifest_sha256": generation[1]},
+        "last_update": {"op": op, "seconds": seconds},
+        "files": {},
+    }
+
+
+def _load_state(root: Path, manifest: dict[str, Any]) -> _State:
+    refs = shard_refs(root, manifest)
+    shards = load_shards(root, refs)
+    gname, _ = generation_ref(root, manifest)
+    tombstones = read_tombstones(root / GENERATIONS_DIR / gname, {r.name: len(s.passages)
+                                                                 for r, s in zip(refs, shards, strict=True)})
+    config = IndexConfig.from_dict(manifest.get("config", {}))
+    return _State(root, manifest, config, refs, shards, gname, tombstones)
+
+
+def _cleanup(root: Path, manifest: dict[str, Any]) -> None:
+    """Remove what the manifest does not list (old shards and generations, leftovers of killed runs)."""
+    keep_shards = {r.name for r in shard_refs(root, manifest)}
+    keep_gen = {generation_ref(root, manifest)[0]}
+    for sub, keep in ((SHARDS_DIR, keep_shards), (GENERATIONS_DIR, keep_gen)):
+        directory = root / sub
+        if not directory.is_dir():
+            continue
+        for entry in directory.iterdir():
+            if entry.name in keep:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+    for stale in root.glob(f".{MANIFEST}.tmp-*"):
+        stale.unlink(missing_ok=True)
+
+
+def _remove_stale_roots(root: Path) -> None:
+    """Temporary roots of conversions that were killed (only under the lock)."""
+    for pattern in (f".{root.name}.tmp-*", f".{root.name}.old-*"):
+        for stale in root.parent.glob(pattern):
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
+
+
+def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -> None:
+    """Turn the plain index at ``root`` into a sharded one with one shard, atomically (by rename)."""
+    started = time.perf_counter()
+    foreign = foreign_entries(root, manifest)
+    if foreign:
+        raise IndexFormatError(f"{root}: holds files the index did not write ({', '.join(foreign[:3])}); "
+                               "move them away before gearag add/delete converts it to a sharded index")
+    plain = Index.load(root)
+    config = plain.config
+    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.tmp-"))
+    try:
+        name = f"s-{plain.identity[:16]}"
+        with IndexWriter(tmp / SHARDS_DIR / name) as w:
+            # The per-passage files only: BM25 models and graph arrays belong to generations.
+            for rel in manifest.get("files") or {}:
+                if not rel.startswith(("bm25/", "graph/")):
+                    w.path(rel).hardlink_to(root / rel)
+            write_tokens(w, PASSAGES, [p.content for p in plain.passages])
+            write_tokens(w, TRIPLES, plain.triples.texts())
+            kept = {k: v for k, v in manifest.items()
+                    if k not in ("format", "format_version", "gearag_version", "created", "files")}
+            kept["config"] = config.to_dict()
+            kept["collections"] = {n: replace(c.spec, bm25=None).to_dict() for n, c in plain.collections.items()}
+            w.commit(kept)
+        shard_dir = tmp / SHARDS_DIR / name
+        refs = [ShardRef(name, manifest_identity(shard_dir))]
+        counts = {"passages": len(plain.passages), "triples": len(plain.triples), "entities": plain.graph.n_entities}
+        gen = link_generation(root, tmp, refs, {}, counts)
+        seconds = {"convert": round(time.perf_counter() - started, 3)}
+        shard = Index.load(shard_dir)
+        (tmp / MANIFEST).write_text(json.dumps(_root_manifest(config, refs, [shard], gen, counts, seconds, "convert"),
+                                               indent=2, ensure_ascii=False), encoding="utf-8")
+        _fsync_dir(tmp)
+        old = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.old-"))
+        os.replace(root, old)
+        os.replace(tmp, root)
+        _fsync_dir(root.parent)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    if on_step:
+        on_step("convert", time.perf_counter() - started)
+
+
+def _open(root: Path, what: str, on_step: Step | None) -> _State:
+    """The sharded index at ``root`` (converting a plain one), under the caller's lock."""
+    manifest = read_manifest(root)
+    _refuse_trees(root, manifest, what)
+    if not is_sharded(manifest):
+        _convert_plain(root, manifest, on_step)
+        manifest = read_manifest(root)
+    return _load_state(root, manifest)
+
+
+def _commit(state: _State, refs: list[ShardRef], shards: list[Index], gen: tuple[str, str], counts: dict[str, int],
+            seconds: dict[str, float], op: str) -> Index:
+    manifest = _root_manifest(state.config, refs, shards, gen, counts, seconds, op)
+    write_manifest_atomic(state.root, manifest)
+    _cleanup(state.root, manifest)
+    return Index.load(state.root)
+
+
+class _Locked:
+    """The index lock of ``root`` for one operation, with leftovers of killed conversions removed."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        read_manifest(root)  # a non-index directory fails here, before the lock
+        self.lock = IndexLock(root)
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+        _remove_stale_roots(self.root)
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dict[str, Any] | None = None,
+                  on_step: Step | None = None) -> Index:
+    """Add ``passages`` to the index at ``root`` as a new shard; returns the updated index.
+
+    ``options`` (CLI config options) must agree with the stored config. A
+    passage id already in the index is an error, raised before any work.
+    """
+    root = Path(root)
+    if not passages:
+        raise DataError("cannot add an empty corpus")
+    with _Locked(root):
+        manifest = read_manifest(root)
+        _refuse_trees(root, manifest, "add")
+        check_options(root, IndexConfig.from_dict(manifest.get("config", {})), options)
+        loaded = _load_state(root, manifest) if is_sharded(manifest) else None
+        _check_new_ids(root, _live_ids(root, loaded), passages)
+        state = loaded or _open(root, "add", on_step)
+        seconds: dict[str, float] = {}
+        started = time.perf_counter()
+        key = _digest(*(f"{p.id}\x00{passage_hash(p)}" for p in passages))
+        taken = {r.name for r in state.refs}
+        name = f"s-{key}"
+        n = 1
+        while name in taken:
+            n += 1
+            name = f"s-{key}-{n}"
+        shard_dir = root / SHARDS_DIR / name
+        shard = _finished_shard(shard_dir, passages)
+        if shard is None:
+            shard = build_index(passages, shard_dir, state.config, overwrite=shard_dir.exists(),
+                                stages=SHARD_STAGES)
+        seconds["shard"] = round(time.perf_counter() - started, 3)
+        if on_step:
+            on_step("shard", seconds["shard"])
+        refs = [*state.refs, ShardRef(name, shard.identity)]
+        shards = [*state.shards, shard]
+        started = time.perf_counter()
+        gname, gsha, counts = write_generation(root, refs, shards, state.tombstones, state.config)
+        seconds["generation"] = round(time.perf_counter() - started, 3)
+        if on_step:
+            on_step("generation", seconds["generation"])
+        return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add")
+
+
+def _live_ids(root: Path, state: _State | None) -> set[str]:
+    """Ids of the passages in the index (``state``: its loaded shards; None: a plain index)."""
+    if state is None:
+        with (root / "passages.jsonl").open(encoding="utf-8") as fh:
+            return {json.loads(line)["id"] for line in fh}
+    return {p.id for p in state.union().passages}
+
+
+def _check_new_ids(root: Path, live: set[str], passages: Sequence[Passage]) -> None:
+    seen: set[str] = set()
+    dup_new = [p.id for p in passages if p.id in seen or seen.add(p.id)]  # type: ignore[func-returns-value]
+    if dup_new:
+        raise DataError(f"duplicate passage id {dup_new[0]!r} in the documents to add")
+    clash = [p.id for p in passages if p.id in live]
+    if clash:
+        more = f" and {len(clash) - 5} more" if len(clash) > 5 else ""
+        raise DataError(f"{root}: passage id {', '.join(map(repr, clash[:5]))}{more} already in the index "
+                        "(ids must stay unique; delete the old passage first or give the new one another id)")
+
+
+def _finished_shard(shard_dir: Path, passages: Sequence[Passage]) -> Index | None:
+    """The shard a killed run of the same ``add`` already committed, if it holds exactly ``passages``."""
+    if not (shard_dir / MANIFEST).exists():
+        return None
+    try:
+        shard = Index.load(shard_dir)
+    except IndexFormatError:
+        return None
+    return shard if shard.passages == list(passages) else None
+
+
+def read_ids(path: str | Path) -> list[str]:
+    """Passage ids to delete: one per line (blank lines ignored)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read ({exc})") from None
+    ids = [line.strip() for line in text.splitlines() if line.strip()]
+    if not ids:
+        raise DataError(f"{path}: no passage ids (expected one per line)")
+    return ids
+
+
+def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | None = None) -> Index:
+    """Delete the passages with ``ids`` (and their triples); unknown ids are an error, nothing is written."""
+    root = Path(root)
+    with _Locked(root):
+        manifest = read_manifest(root)
+        _refuse_trees(root, manifest, "delete")
+        loaded = _load_state(root, manifest) if is_sharded(manifest) else None
+        live = _live_ids(root, loaded)
+        unknown = list(dict.fromkeys(i for i in ids if i not in live))
+        if unknown:
+            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            raise DataError(f"{root}: no passage with id {', '.join(map(repr, unknown[:5]))}{more} in the index;"
+                            " nothing deleted")
+        if not live - set(ids):
+            raise DataError(f"{root}: deleting every passage would leave an empty index; nothing deleted")
+        state = loaded or _open(root, "delete", on_step)
+        wanted = set(ids)
+        tombstones = dict(state.tombstones)
+        for ref, shard, keep in zip(state.refs, state.shards, state.union().passage_keep, strict=True):
+            rows = [r for r, p in enumerate(shard.passages) if keep[r] and p.id in wanted]
+            if rows:
+                tombstones[ref.name] = np.union1d(tombstones.get(ref.name, np.zeros(0, np.int64)), rows)
+        started = time.perf_counter()
+        gname, gsha, counts = write_generation(root, state.refs, state.shards, tombstones, state.config)
+        seconds = {"generation": round(time.perf_counter() - started, 3)}
+        if on_step:
+            on_step("generation", seconds["generation"])
+        return _commit(state, state.refs, state.shards, (gname, gsha), counts, seconds, "delete")
+
+
+def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
+    """Merge every shard into one without the deleted rows (the union, and so every ranking, is unchanged)."""
+    root = Path(root)
+    with _Locked(root):
+        manifest = read_manifest(root)
+        if not is_sharded(manifest):
+            return Index.load(root)  # a plain index is one shard already
+        state = _load_state(root, manifest)
+        if len(state.refs) == 1 and not any(len(v) for v in state.tombstones.values()):
+            return Index.load(root)
+        started = time.perf_counter()
+        u = state.union()
+        name = f"c-{_digest(state.generation)}"
+        shard_dir = root / SHARDS_DIR / name
+        gdir = root / GENERATIONS_DIR / state.generation
+        with IndexWriter(shard_dir, overwrite=shard_dir.exists()) as w:
+            _write_merged_shard(w, u, gdir, [root / r.rel for r in state.refs], state)
+        shard = Index.load(shard_dir)
+        refs = [ShardRef(name, shard.identity)]
+        counts = dict(state.manifest["counts"])
+        gen = link_generation(gdir, root, refs, {}, counts)
+        seconds = {"compact": round(time.perf_counter() - started, 3)}
+        if on_step:
+            on_step("compact", seconds["compact"])
+        return _commit(state, refs, [shard], gen, counts, seconds, "compact")
+
+
+def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], state: _State) -> None:
+    """One shard holding the union's live rows: a plain index whose graph is the current generation's."""
+    w.write_jsonl("passages.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in u.passages])
+    tt = u.triples
+    w.write_jsonl("triples.jsonl", [list(t) for t in zip(tt.subjects, tt.predicates, tt.objects, strict=True)])
+    w.write_array("arrays/triple_passage.npy", np.asarray(tt.passage, dtype=np.int32))
+    w.write_array("arrays/passage_triple_indptr.npy", u.passage_triple_indptr)
+    for rel in ("entities.json", "arrays/triple_head.npy", "arrays/triple_tail.npy", "arrays/entity_indptr.npy",
+                "arrays/entity_indices.npy"):
+        w.path(rel).hardlink_to(gdir / rel)
+    collections: dict[str, Any] = {}
+    for coll in SHARDED_COLLECTIONS:
+        rows = len(u.passages) if coll == PASSAGES else len(tt)
+        spec: dict[str, Any] = {"rows": rows, "vectors": f"vectors/{coll}.npy"}
+        w.write_array(spec["vectors"], u.concat(coll, lambda c: c.vectors))
+        if all(s.collections[coll].spec.weights for s in u.shards):
+            spec["weights"] = "vectors/triple_weights.npy" if coll == TRIPLES else f"vectors/{coll}_weights.npy"
+            w.write_array(spec["weights"], u.concat(coll, lambda c: c.weights))
+        if coll == TRIPLES:
+            spec["sources"] = "arrays/triple_passage.npy"
+        collections[coll] = spec
+        vocab, docs = u.tokens(coll, paths)
+        rel = f"tokens/{coll}"
+        indptr = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum([len(d) for d in docs], out=indptr[1:])
+        w.write_json(f"{rel}/vocab.json", vocab)
+        w.write_array(f"{rel}/ids.npy", (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32))
+        w.write_array(f"{rel}/indptr.npy", indptr)
+    first = u.shards[0].manifest
+    w.commit({"config": state.config.to_dict(), "extractor_key": first.get("extractor_key"),
+              "embedding_dim": first.get("embedding_dim"), "counts": dict(state.manifest["counts"]),
+              "collections": collections})
+
+
+__all__ = ["add_documents", "check_index_dir", "compact", "delete_documents", "read_ids"]

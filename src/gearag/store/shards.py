@@ -1,0 +1,381 @@
+"""A sharded index: shards of per-passage work, one generation of corpus-global data, one root manifest.
+
+Layout (paths relative to the index directory)::
+
+    manifest.json             format version 3, layout "sharded": config, shards, generation, counts
+    shards/<name>/            one batch of documents: a plain index directory (its own manifest and
+                              checksums) with passages, cleaned triples, vectors and BM25 token ids
+                              (tokens/<collection>/), but no BM25 model
+    generations/<name>/       what depends on the whole corpus, for exactly the listed shards minus
+                              the tombstones: the triple graph (entities.json, arrays/), the
+                              passage-aware graph (graph/), BM25 models (bm25/) and tombstones.json
+
+A **shard** is written once and never changed: it holds the expensive
+per-passage results (extraction, embedding, tokenisation). A **generation**
+is rebuilt by every ``add``/``delete``/``compact`` from the shards' stored
+results, with the same code a from-scratch build runs, so entity ids, the
+hub cut (``max_entity_share`` of the union's passage count), entity
+specificity and BM25 statistics are those of one index built from the union.
+
+The union is the shards' passages in shard order with deleted rows dropped
+(``tombstones.json``: shard name → deleted passage rows), and their triples
+in the same order. :func:`load_sharded` assembles an :class:`~gearag.store.index.Index`
+equal to the one a plain build of that union loads, so every method works
+unchanged; one shard without deletions keeps its memory-mapped vectors,
+several shards are concatenated in memory (``gearag compact`` merges them).
+
+The root manifest records each shard's and the generation's manifest hash,
+so a shard or generation replaced behind the manifest's back fails to load.
+Writing (atomic manifest swap under the index lock) is
+:mod:`gearag.indexing.incremental`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.errors import IndexFormatError
+from gearag.model import Passage
+from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, load_array
+from gearag.store.graph import TripleGraph
+from gearag.store.index import (
+    MANIFEST,
+    Index,
+    TripleTable,
+    _check_ids,
+    _check_indptr,
+    manifest_identity,
+    read_manifest,
+    verify_listed,
+)
+
+SHARDS_DIR = "shards"
+GENERATIONS_DIR = "generations"
+#: A shard's BM25 token ids: ``tokens/<collection>/{vocab.json, ids.npy, indptr.npy}``.
+TOKENS_DIR = "tokens"
+TOMBSTONES = "tombstones.json"
+#: The collections a sharded index has (tree pools are a global clustering: not supported).
+SHARDED_COLLECTIONS = (PASSAGES, TRIPLES)
+#: Files every generation has.
+GENERATION_FILES = (
+    "entities.json",
+    TOMBSTONES,
+    "arrays/triple_head.npy",
+    "arrays/triple_tail.npy",
+    "arrays/entity_indptr.npy",
+    "arrays/entity_indices.npy",
+)
+
+
+def is_sharded(manifest: dict[str, Any]) -> bool:
+    from gearag.store.index import SHARDED
+
+    return manifest.get("layout") == SHARDED
+
+
+@dataclass(frozen=True)
+class ShardRef:
+    """A shard as the root manifest lists it."""
+
+    name: str
+    manifest_sha256: str
+
+    @property
+    def rel(self) -> str:
+        return f"{SHARDS_DIR}/{self.name}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "manifest_sha256": self.manifest_sha256}
+
+
+def _safe_name(value: Any, where: str, path: Path) -> str:
+    if not isinstance(value, str) or not value or "/" in value or value.startswith(".") or value in ("..",):
+        raise IndexFormatError(f"{path}: manifest field {where!r} is malformed; rebuild the index")
+    return value
+
+
+def shard_refs(path: Path, manifest: dict[str, Any]) -> list[ShardRef]:
+    shards = manifest.get("shards")
+    if not isinstance(shards, list) or not shards:
+        raise IndexFormatError(f"{path}: manifest field 'shards' is malformed; rebuild the index")
+    refs = []
+    for i, entry in enumerate(shards):
+        if not isinstance(entry, dict) or not isinstance(entry.get("manifest_sha256"), str):
+            raise IndexFormatError(f"{path}: manifest field 'shards[{i}]' is malformed; rebuild the index")
+        refs.append(ShardRef(_safe_name(entry.get("name"), f"shards[{i}].name", path), entry["manifest_sha256"]))
+    if len({r.name for r in refs}) != len(refs):
+        raise IndexFormatError(f"{path}: manifest lists a shard twice; rebuild the index")
+    return refs
+
+
+def generation_ref(path: Path, manifest: dict[str, Any]) -> tuple[str, str]:
+    """(name, manifest SHA-256) of the index's current generation."""
+    gen = manifest.get("generation")
+    if not isinstance(gen, dict) or not isinstance(gen.get("manifest_sha256"), str):
+        raise IndexFormatError(f"{path}: manifest field 'generation' is malformed; rebuild the index")
+    return _safe_name(gen.get("name"), "generation.name", path), gen["manifest_sha256"]
+
+
+def _check_identity(path: Path, rel: str, expected: str) -> None:
+    if manifest_identity(path / rel) != expected:
+        raise IndexFormatError(f"{path}: {rel} is not the one the manifest lists (replaced or corrupt); "
+                               "rebuild the index")
+
+
+def check_generation(path: Path, name: str, sha: str, *, checksums: bool) -> dict[str, Any]:
+    """Verify generation ``name`` of the sharded index at ``path``; returns its manifest."""
+    rel = f"{GENERATIONS_DIR}/{name}"
+    gpath = path / rel
+    gman = read_manifest(gpath)
+    _check_identity(path, rel, sha)
+    listed = gman.get("files") or {}
+    for f in GENERATION_FILES:
+        if f not in listed:
+            raise IndexFormatError(f"{gpath}: the manifest does not list {f}; rebuild the index")
+    verify_listed(gpath, listed, checksums=checksums)
+    return gman
+
+
+def check_sharded(path: Path, manifest: dict[str, Any], *, checksums: bool) -> None:
+    """Verify every shard and the generation of a sharded index (``gearag info``)."""
+    from gearag.store.index import verify_files
+
+    for ref in shard_refs(path, manifest):
+        spath = path / ref.rel
+        verify_files(spath, read_manifest(spath), checksums=checksums)
+        _check_identity(path, ref.rel, ref.manifest_sha256)
+    check_generation(path, *generation_ref(path, manifest), checksums=checksums)
+
+
+def owned_entries(path: Path, manifest: dict[str, Any]) -> set[str]:
+    """Every file a sharded index's manifests list, relative to its root (for ``--overwrite`` checks)."""
+    owned = set(manifest.get("files") or {})
+    dirs = [f"{SHARDS_DIR}/{r.name}" for r in shard_refs(path, manifest)]
+    dirs.append(f"{GENERATIONS_DIR}/{generation_ref(path, manifest)[0]}")
+    for rel in dirs:
+        try:
+            sub = read_manifest(path / rel)
+        except IndexFormatError:
+            continue
+        owned.add(f"{rel}/{MANIFEST}")
+        owned.update(f"{rel}/{f}" for f in sub.get("files") or {})
+    return owned
+
+
+# -- tombstones ---------------------------------------------------------------
+def read_tombstones(gpath: Path, shards: dict[str, int]) -> dict[str, np.ndarray]:
+    """Deleted passage rows per shard name (``shards``: name → passage count), validated."""
+    try:
+        raw = json.loads((gpath / TOMBSTONES).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise IndexFormatError(f"{gpath}: {TOMBSTONES} is unreadable ({exc}); rebuild the index") from None
+    if not isinstance(raw, dict):
+        raise IndexFormatError(f"{gpath}: {TOMBSTONES} is not an object; rebuild the index")
+    out: dict[str, np.ndarray] = {}
+    for name, rows in raw.items():
+        n = shards.get(name)
+        if n is None or not isinstance(rows, list) or not all(
+                isinstance(r, int) and not isinstance(r, bool) and 0 <= r < n for r in rows):
+            raise IndexFormatError(f"{gpath}: {TOMBSTONES} entry {name!r} is malformed; rebuild the index")
+        out[name] = np.asarray(sorted(set(rows)), dtype=np.int64)
+    return out
+
+
+# -- BM25 token ids -------------------------------------------------------------
+@dataclass
+class Tokens:
+    """One collection's BM25 token ids in a shard: document i is ``ids[indptr[i]:indptr[i+1]]``."""
+
+    vocab: list[str]
+    ids: np.ndarray
+    indptr: np.ndarray
+
+    def doc(self, i: int) -> np.ndarray:
+        return self.ids[self.indptr[i] : self.indptr[i + 1]]
+
+
+def tokens_rel(collection: str) -> str:
+    return f"{TOKENS_DIR}/{collection}"
+
+
+def read_tokens(shard: Path, collection: str, rows: int) -> Tokens:
+    rel = tokens_rel(collection)
+    try:
+        vocab = json.loads((shard / rel / "vocab.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise IndexFormatError(f"{shard}: {rel}/vocab.json is unreadable; rebuild the index") from None
+    ids = np.asarray(load_array(shard, f"{rel}/ids.npy"))
+    indptr = np.asarray(load_array(shard, f"{rel}/indptr.npy"))
+    if not isinstance(vocab, list):
+        raise IndexFormatError(f"{shard}: {rel}/vocab.json is not a list; rebuild the index")
+    _check_indptr(shard, f"{rel}/indptr.npy", indptr, rows, len(ids))
+    _check_ids(shard, f"{rel}/ids.npy", ids, None, 0, max(len(vocab), 1))
+    return Tokens(vocab, ids, indptr)
+
+
+# -- the union of the shards ------------------------------------------------------
+@dataclass
+class Union:
+    """The live rows of a list of shards, in shard order: what a plain build of them would hold."""
+
+    names: list[str]
+    shards: list[Index]
+    #: Per shard: which passage rows and triple rows are live.
+    passage_keep: list[np.ndarray]
+    triple_keep: list[np.ndarray]
+    passages: list[Passage] = field(default_factory=list)
+    triples: TripleTable = field(default_factory=lambda: TripleTable([], [], [], np.zeros(0, np.int32)))
+    passage_triple_indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+
+    @property
+    def clean(self) -> bool:
+        """One shard and no deletions: the union is that shard as it is."""
+        return len(self.shards) == 1 and bool(self.passage_keep[0].all())
+
+    def rows(self, collection: str, i: int) -> np.ndarray:
+        return self.passage_keep[i] if collection == PASSAGES else self.triple_keep[i]
+
+    def concat(self, collection: str, get: Any) -> np.ndarray:
+        """``get(shard collection)`` of every shard, live rows only, concatenated."""
+        parts = [np.asarray(get(s.collections[collection]))[self.rows(collection, i)]
+                 for i, s in enumerate(self.shards)]
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def tokens(self, collection: str, paths: list[Path]) -> tuple[list[str], list[np.ndarray]]:
+        """Live documents' BM25 token ids over one merged vocabulary."""
+        vocab: dict[str, int] = {}
+        docs: list[np.ndarray] = []
+        for i, (shard, spath) in enumerate(zip(self.shards, paths, strict=True)):
+            n = len(shard.passages) if collection == PASSAGES else len(shard.triples)
+            toks = read_tokens(spath, collection, n)
+            remap = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks.vocab), dtype=np.int64,
+                                count=len(toks.vocab))
+            for row in np.flatnonzero(self.rows(collection, i)):
+                docs.append(remap[toks.doc(int(row))])
+        return list(vocab), docs
+
+
+def union_of(names: list[str], shards: list[Index], tombstones: dict[str, np.ndarray]) -> Union:
+    """The live rows of ``shards`` (in order) without the ``tombstones``."""
+    u = Union(names, shards, [], [])
+    subjects: list[str] = []
+    predicates: list[str] = []
+    objects: list[str] = []
+    owners: list[np.ndarray] = []
+    offset = 0
+    for name, shard in zip(names, shards, strict=True):
+        keep = np.ones(len(shard.passages), dtype=bool)
+        keep[tombstones.get(name, np.zeros(0, np.int64))] = False
+        owner = np.asarray(shard.triples.passage, dtype=np.int64)
+        tkeep = keep[owner] if len(owner) else np.zeros(0, dtype=bool)
+        u.passage_keep.append(keep)
+        u.triple_keep.append(tkeep)
+        new_row = np.cumsum(keep) - 1 + offset
+        u.passages.extend(p for p, k in zip(shard.passages, keep, strict=True) if k)
+        live = np.flatnonzero(tkeep).tolist()
+        tt = shard.triples
+        subjects.extend(tt.subjects[i] for i in live)
+        predicates.extend(tt.predicates[i] for i in live)
+        objects.extend(tt.objects[i] for i in live)
+        owners.append(new_row[owner[live]])
+        offset += int(keep.sum())
+    owner_all = np.concatenate(owners).astype(np.int32) if owners else np.zeros(0, np.int32)
+    u.triples = TripleTable(subjects, predicates, objects, owner_all)
+    indptr = np.zeros(len(u.passages) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner_all, minlength=len(u.passages)), out=indptr[1:])
+    u.passage_triple_indptr = indptr
+    return u
+
+
+def load_shards(path: Path, refs: list[ShardRef], *, verify: bool = False) -> list[Index]:
+    shards = []
+    for ref in refs:
+        shard = Index.load(path / ref.rel, verify=verify)
+        if shard.identity != ref.manifest_sha256:
+            raise IndexFormatError(f"{path}: {ref.rel} is not the one the manifest lists (replaced or corrupt); "
+                                   "rebuild the index")
+        shards.append(shard)
+    return shards
+
+
+def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False) -> Index:
+    """The :class:`Index` of a sharded index: the union of its shards with its generation's global data."""
+    refs = shard_refs(path, manifest)
+    gname, gsha = generation_ref(path, manifest)
+    grel = f"{GENERATIONS_DIR}/{gname}"
+    gpath = path / grel
+    check_generation(path, gname, gsha, checksums=verify)
+    shards = load_shards(path, refs, verify=verify)
+    try:
+        tombstones = read_tombstones(gpath, {r.name: len(s.passages) for r, s in zip(refs, shards, strict=True)})
+        u = union_of([r.name for r in refs], shards, tombstones)
+        entities = json.loads((gpath / "entities.json").read_text(encoding="utf-8"))
+        if not isinstance(entities, list):
+            raise IndexFormatError(f"{gpath}: entities.json is not a list (corrupt); rebuild the index")
+        graph = TripleGraph(
+            entities=entities,
+            head=np.asarray(load_array(gpath, "arrays/triple_head.npy")),
+            tail=np.asarray(load_array(gpath, "arrays/triple_tail.npy")),
+            indptr=np.asarray(load_array(gpath, "arrays/entity_indptr.npy")),
+            indices=load_array(gpath, "arrays/entity_indices.npy"),
+        )
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise IndexFormatError(f"{path}: cannot read index ({exc}); rebuild it") from None
+    n_p, n_t, n_e = len(u.passages), len(u.triples), len(graph.entities)
+    counts = manifest.get("counts", {})
+    if counts.get("passages") != n_p or counts.get("triples") != n_t or counts.get("entities") != n_e:
+        raise IndexFormatError(f"{path}: contents do not match the manifest counts; rebuild the index")
+    _check_ids(gpath, "arrays/triple_head.npy", graph.head, n_t, -1, n_e)
+    _check_ids(gpath, "arrays/triple_tail.npy", graph.tail, n_t, -1, n_e)
+    _check_ids(gpath, "arrays/entity_indices.npy", graph.indices, None, 0, n_t)
+    _check_indptr(gpath, "arrays/entity_indptr.npy", graph.indptr, n_e, len(graph.indices))
+    collections = {name: _collection(path, grel, refs, u, name) for name in SHARDED_COLLECTIONS}
+    index_manifest = {**manifest, "graph_dir": f"{grel}/graph"}
+    return Index(path=path, manifest=index_manifest, passages=u.passages, triples=u.triples, graph=graph,
+                 passage_triple_indptr=u.passage_triple_indptr, collections=collections)
+
+
+def _collection(path: Path, grel: str, refs: list[ShardRef], u: Union, name: str) -> Collection:
+    """Collection ``name`` of the union: the generation's BM25, the shards' vectors (and weights, sources)."""
+    passages, triples = u.passages, u.triples
+    texts = (lambda: [p.content for p in passages]) if name == PASSAGES else triples.texts
+    rows = len(passages) if name == PASSAGES else len(triples)
+    first = u.shards[0].collections[name].spec
+    bm25 = f"{grel}/bm25/{name}"
+    if u.clean:  # keep the shard's memory maps: its files, addressed from the root
+        prefix = f"{refs[0].rel}/"
+        spec = CollectionSpec(name, rows, bm25, prefix + str(first.vectors),
+                              prefix + first.weights if first.weights else None,
+                              prefix + first.sources if isinstance(first.sources, str) else None)
+        return Collection(path, spec, texts)
+    weights = all(s.collections[name].spec.weights for s in u.shards)
+    spec = CollectionSpec(name, rows, bm25, f"{SHARDS_DIR}/*/{first.vectors}",
+                          f"{SHARDS_DIR}/*/{first.weights}" if weights else None,
+                          "<union>" if name == TRIPLES else None)
+    arrays: dict[str, Any] = {"vectors": u.concat(name, lambda c: c.vectors)}
+    if weights:
+        arrays["weights"] = u.concat(name, lambda c: c.weights)
+    if name == TRIPLES:
+        arrays["sources"] = (np.asarray(triples.passage), None)
+    return Collection.preloaded(path, spec, texts, arrays)
+
+
+def write_manifest_atomic(path: Path, manifest: dict[str, Any]) -> None:
+    """Replace ``path/manifest.json`` atomically: write a temporary file, fsync, rename, fsync the directory."""
+    tmp = path / f".{MANIFEST}.tmp-{os.getpid()}"
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=2, ensure_ascii=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path / MANIFEST)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,299 @@
+"""gearag add / delete / compact: a sharded index equals one index built from the union (issue 14, item 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, StubExtractor, assert_clean_error, use_stub_extractor, wiki_slice, write_jsonl
+from gearag.api import Gearag
+from gearag.config import IndexConfig, TreesConfig
+from gearag.errors import IndexFormatError
+from gearag.graph.passage_graph import graph_arrays_for, passage_graph_for
+from gearag.indexing import build_index
+from gearag.indexing.incremental import add_documents, compact, delete_documents
+from gearag.model import Passage
+from gearag.registry import REGISTRY
+from gearag.retrieve.bm25 import BM25Retriever
+from gearag.store.index import MANIFEST, Index, check_index, manifest_identity
+
+METHODS = REGISTRY.names("method")
+STUB = IndexConfig.of(extractor="stub")
+
+
+def _passages(n: int, n_questions: int) -> tuple[list[Passage], list[str]]:
+    rows, questions = wiki_slice(n, n_questions)
+    return [Passage(f"w{i}", r["title"], r["text"]) for i, r in enumerate(rows)], [q["question"] for q in questions]
+
+
+def assert_same_index(a: Index, b: Index) -> None:
+    """Same rows, graph, global statistics and BM25/dense scores (b built from scratch)."""
+    assert a.passages == b.passages
+    assert (a.triples.subjects, a.triples.predicates, a.triples.objects) == (
+        b.triples.subjects, b.triples.predicates, b.triples.objects)
+    np.testing.assert_array_equal(a.triples.passage, b.triples.passage)
+    np.testing.assert_array_equal(a.passage_triple_indptr, b.passage_triple_indptr)
+    assert a.graph.entities == b.graph.entities  # ids in first-appearance order, hub cut on the union
+    for name in ("head", "tail", "indptr", "indices"):
+        np.testing.assert_array_equal(getattr(a.graph, name), getattr(b.graph, name))
+    assert a.manifest["counts"] == b.manifest["counts"]
+    for coll in ("passages", "triples"):
+        ca, cb = a.collection(coll), b.collection(coll)
+        assert len(ca) == len(cb)
+        np.testing.assert_allclose(ca.vectors, cb.vectors, atol=1e-6)
+        if cb.weights is not None:
+            np.testing.assert_allclose(ca.weights, cb.weights, rtol=1e-6)
+        ma, mb = ca.bm25, cb.bm25
+        assert ma.scores["num_docs"] == mb.scores["num_docs"]
+        assert set(ma.vocab_dict) == set(mb.vocab_dict)  # document frequencies over the same vocabulary
+        ra, rb = BM25Retriever(ma), BM25Retriever(mb)
+        for query in ("film director born", b.passages[0].title, b.passages[-1].text[:80]):
+            np.testing.assert_allclose(ra.scores(query), rb.scores(query), rtol=1e-6)
+    ga, gb = graph_arrays_for(a), graph_arrays_for(b)
+    assert ga.resolution.keys == gb.resolution.keys
+    for name in ("about", "mentions"):
+        diff = getattr(ga.resolution, name) - getattr(gb.resolution, name)
+        assert abs(diff).sum() == 0
+    np.testing.assert_array_equal(ga.resolution.triple_ends, gb.resolution.triple_ends)
+    np.testing.assert_array_equal(passage_graph_for(a).specificity, passage_graph_for(b).specificity)
+
+
+def assert_same_rankings(a: Index, b: Index, questions: list[str], methods: list[str]) -> None:
+    ga, gb = Gearag(a), Gearag(b)
+    for method in methods:
+        for question in questions:
+            ra, rb = ga.retrieve(question, method, 10), gb.retrieve(question, method, 10)
+            assert [h.idx for h in ra.passages] == [h.idx for h in rb.passages], (method, question)
+            np.testing.assert_allclose([h.score for h in ra.passages], [h.score for h in rb.passages],
+                                       rtol=1e-5, atol=1e-7, err_msg=f"{method}: {question}")
+
+
+@pytest.mark.slow
+def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path) -> None:
+    """A real 2Wiki slice (spaCy triples, wordllama): base + 2 adds == a from-scratch build, for every method."""
+    passages, questions = _passages(30, 4)
+    full = build_index(passages, tmp_path / "full", IndexConfig())
+    n = len(passages)
+    cut1, cut2 = n // 2, (3 * n) // 4
+    build_index(passages[:cut1], tmp_path / "grown", IndexConfig())
+    add_documents(tmp_path / "grown", passages[cut1:cut2])
+    grown = add_documents(tmp_path / "grown", passages[cut2:])
+    assert grown.manifest["layout"] == "sharded" and len(grown.manifest["shards"]) == 3
+    assert grown.graph.n_entities > 0 and len(grown.triples) > n
+    assert_same_index(grown, full)
+    assert_same_rankings(Index.load(tmp_path / "grown"), full, questions[:3], METHODS)
+
+
+def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: Path) -> None:
+    use_stub_extractor(StubExtractor())
+    passages, questions = _passages(40, 4)
+    root = tmp_path / "idx"
+    a, b = passages[:20], passages[20:32]
+    build_index(a, root, STUB)
+    add_documents(root, b)
+    gone = {a[3].id, a[7].id, b[0].id, b[5].id}
+    deleted = delete_documents(root, sorted(gone))
+    remaining = [p for p in a + b if p.id not in gone]
+    expected = build_index(remaining, tmp_path / "expected", STUB)
+    assert_same_index(deleted, expected)
+    # A deleted id may be added again: tombstones name rows, not ids.
+    again = [p for p in a if p.id == a[3].id] + passages[32:]
+    grown = add_documents(root, again)
+    expected2 = build_index(remaining + again, tmp_path / "expected2", STUB)
+    assert_same_index(grown, expected2)
+    shards_before = len(grown.manifest["shards"])
+    compacted = compact(root)
+    assert shards_before == 3 and len(compacted.manifest["shards"]) == 1
+    assert_same_index(compacted, expected2)
+    assert_same_rankings(compacted, expected2, questions, ["bm25", "hybrid", "syncge", "hipporag2"])
+    # One clean shard: vectors memory-mapped from the shard, nothing left behind.
+    assert isinstance(compacted.collection("passages").vectors, np.memmap)
+    check_index(root, full=True)
+    assert sorted(p.name for p in (root / "shards").iterdir()) == [compacted.manifest["shards"][0]["name"]]
+    assert len(list((root / "generations").iterdir())) == 1
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    assert compact(root).identity == compacted.identity  # nothing to merge: nothing written
+
+
+def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
+    """``max_entity_share`` counts the union's passages: an entity may be a hub in the union only (or a shard only)."""
+    use_stub_extractor(StubExtractor())
+    config = replace(STUB, graph=replace(STUB.graph, max_entity_share=0.4))  # 80 passages: cap 32; 40: cap 20
+
+    def page(i: int) -> Passage:
+        words = (["Hub"] if i < 25 else []) + (["Big"] if i < 15 or 40 <= i < 58 else []) + [f"Thing{i % 7}"]
+        return Passage(f"q{i}", f"Page {i}", "This page names " + " and ".join(words) + ".")
+
+    passages = [page(i) for i in range(80)]
+    build_index(passages[:40], tmp_path / "grown", config)
+    grown = add_documents(tmp_path / "grown", passages[40:])
+    full = build_index(passages, tmp_path / "full", config)
+    assert "hub" in full.graph.entities and "big" not in full.graph.entities  # 25 <= 32 < 33
+    assert_same_index(grown, full)
+
+
+_KILLED_ADD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from conftest import StubExtractor, use_stub_extractor
+
+    index_dir, corpus, stall_after = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    class Stalling(StubExtractor):
+        def extract(self, passages):
+            for n, triples in enumerate(super().extract(passages)):
+                if n == stall_after:
+                    while True:  # killed here by the test
+                        time.sleep(1)
+                yield triples
+
+    use_stub_extractor(Stalling())
+    from gearag.cli import main
+    sys.exit(main(["add", index_dir, corpus]))
+""")
+
+
+def test_sigkill_during_add_leaves_the_old_index_and_the_add_resumes(tmp_path: Path) -> None:
+    passages, questions = _passages(30, 3)
+    base, new = passages[:18], passages[18:]
+    root = tmp_path / "idx"
+    use_stub_extractor(StubExtractor())
+    build_index(base, root, STUB)
+    extra = Passage("extra-0", "Extra page", "An extra page about Paris.")
+    add_documents(root, [extra])  # sharded before the killed add (conversion is tested elsewhere)
+    before = manifest_identity(root)
+    corpus = write_jsonl(tmp_path / "new.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in new])
+    script = tmp_path / "killed_add.py"
+    script.write_text(_KILLED_ADD, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO / 'tests'}", "GEARAG_PROGRESS": "0"}
+    stall = 5
+    proc = subprocess.Popen([sys.executable, str(script), str(root), str(corpus), str(stall)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            ckpts = list((root / "shards").glob(".s-*.work/extract-*.jsonl"))
+            if ckpts and ckpts[0].read_text(encoding="utf-8").count("\n") >= stall:
+                break
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the add never reached extraction"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # The previous index is untouched and answers.
+    assert manifest_identity(root) == before
+    old = Index.load(root, verify=True)
+    assert len(old.passages) == len(base) + 1
+    assert Gearag(old).retrieve(questions[0], "hybrid", 5).passages
+    # Rerunning the add extracts only what the killed run had not.
+    counting = StubExtractor()
+    use_stub_extractor(counting)
+    grown = add_documents(root, new)
+    assert len(counting.seen) == len(new) - stall
+    expected = build_index([*base, extra, *new], tmp_path / "expected", STUB)
+    assert_same_index(grown, expected)
+    assert not list((root / "shards").glob(".*"))  # the work directory went with the success
+
+
+def test_errors_are_one_line_and_write_nothing(tmp_path: Path, cli) -> None:
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(12, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:8], root, STUB)
+    add_documents(root, passages[8:10])
+    before = manifest_identity(root)
+    rows = [{"id": p.id, "title": p.title, "text": p.text} for p in passages]
+
+    dup = write_jsonl(tmp_path / "dup.jsonl", rows[9:12])
+    assert_clean_error(cli("add", root, dup), "w9", "already in the index")
+    conflicting = write_jsonl(tmp_path / "ok.jsonl", rows[10:12])
+    assert_clean_error(cli("add", root, conflicting, "--embedder", "minilm"), "--embedder", "conflicts")
+    ids = tmp_path / "ids.txt"
+    ids.write_text("w1\nnope-1\nw2\nnope-2\n", encoding="utf-8")
+    assert_clean_error(cli("delete", root, ids), "'nope-1', 'nope-2'", "nothing deleted")
+    not_index = tmp_path / "plain-dir"
+    not_index.mkdir()
+    for argv in (("add", not_index, conflicting), ("delete", not_index, ids), ("compact", not_index)):
+        assert_clean_error(cli(*argv), "not a gearag index")
+    assert manifest_identity(root) == before
+
+    trees = build_index(passages[:6], tmp_path / "trees", replace(STUB, trees=TreesConfig(raptor=True)))
+    tree_before = manifest_identity(trees.path)
+    assert_clean_error(cli("add", trees.path, conflicting), "tree pools", "gearag index")
+    assert manifest_identity(trees.path) == tree_before
+    assert json.loads((trees.path / MANIFEST).read_text(encoding="utf-8")).get("layout") is None
+
+    # The same commands succeed on good input.
+    assert cli("add", root, conflicting, "--embedder", "wordllama").code == 0
+    ids.write_text("w1\n", encoding="utf-8")
+    assert cli("delete", root, ids).code == 0
+    result = cli("compact", root)
+    assert result.code == 0, result.stderr
+    assert "1 shard(s)" in result.stderr
+    assert cli("info", root).code == 0
+
+
+def test_a_sharded_index_is_verified_and_replaceable_like_a_plain_one(tmp_path: Path, cli) -> None:
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(10, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:6], root, STUB)
+    grown = add_documents(root, passages[6:])
+    shard = root / "shards" / grown.manifest["shards"][1]["name"]
+    # A shard or generation changed behind the manifest's back does not load.
+    vectors = shard / "vectors" / "passages.npy"
+    saved = vectors.read_bytes()
+    vectors.write_bytes(saved[:-4] + b"\x00\x00\x80\x3f")
+    with pytest.raises(IndexFormatError, match=r"passages\.npy fails its checksum"):
+        Index.load(root)
+    vectors.write_bytes(saved)
+    tombstones = root / "generations" / grown.manifest["generation"]["name"] / "tombstones.json"
+    tombstones.write_text('{"nope": [0]}', encoding="utf-8")
+    with pytest.raises(IndexFormatError, match=r"tombstones\.json"):
+        Index.load(root)
+    # --overwrite replaces a sharded index like a plain one, and refuses when it holds a user's file.
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in passages])
+    (root / "shards" / "notes.txt").write_text("mine", encoding="utf-8")
+    assert_clean_error(cli("index", corpus, "--out", root, "--overwrite", "--extractor", "stub"),
+                       "shards/notes.txt")
+    (root / "shards" / "notes.txt").unlink()
+    assert cli("index", corpus, "--out", root, "--overwrite", "--extractor", "stub").code == 0
+    assert Index.load(root).manifest.get("layout") is None
+
+
+def test_an_add_that_failed_after_its_shard_reuses_the_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gearag.indexing.incremental as incremental
+
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(12, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:8], root, STUB)
+    add_documents(root, passages[8:9])
+    before = manifest_identity(root)
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # killed between the shard's commit and the generation
+
+    monkeypatch.setattr(incremental, "write_generation", crash)
+    with pytest.raises(KeyboardInterrupt):
+        add_documents(root, passages[9:])
+    assert manifest_identity(root) == before and len(Index.load(root).passages) == 9
+    monkeypatch.undo()
+    counting = StubExtractor()
+    use_stub_extractor(counting)
+    grown = add_documents(root, passages[9:])
+    assert counting.seen == []  # the finished shard was found, nothing extracted again
+    assert_same_index(grown, build_index(passages, tmp_path / "expected", STUB))
