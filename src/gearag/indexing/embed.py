@@ -8,6 +8,9 @@ texts, and an interrupted build reuses them.
 For static embedders the triples' token-sum norms are kept too:
 ``weights[i] * vectors[i]`` is row i's token-vector sum, which makes a
 path's embedding exactly computable (:mod:`gearag.expand.scoring`).
+
+The vectors are computed by the build's executor (:mod:`gearag.indexing.executor`):
+here, or in batches on Ray workers.
 """
 
 from __future__ import annotations
@@ -19,30 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gearag.embed import Embedder
+from gearag.embed import Embedder, make_embedder
+from gearag.indexing.executor import BatchExecutor, embed_texts
 from gearag.indexing.stage import Build
-from gearag.progress import track
-
-
-def embed_texts(
-    embedder: Embedder, texts: Sequence[str], description: str, batch: int
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Unit vectors for ``texts``; static embedders also give the token-sum norms."""
-    vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
-    token_sums = getattr(embedder, "token_sums", None)
-    weights = np.zeros(len(texts), dtype=np.float32) if token_sums is not None else None
-    starts = range(0, len(texts), batch)
-    for start in track(starts, total=len(starts), description=description):
-        chunk = list(texts[start : start + batch])
-        if token_sums is not None and weights is not None:
-            sums, _ = token_sums(chunk)
-            norms = np.linalg.norm(sums, axis=1)
-            weights[start : start + len(chunk)] = norms
-            np.divide(sums, norms[:, None], out=sums, where=norms[:, None] > 0)
-            vectors[start : start + len(chunk)] = sums
-        else:
-            vectors[start : start + len(chunk)] = embedder.encode(chunk)
-    return vectors, weights
 
 
 def _texts_key(embedder: str, texts: Sequence[str]) -> str:
@@ -55,19 +37,24 @@ def _texts_key(embedder: str, texts: Sequence[str]) -> str:
 
 
 def load_or_embed(
-    work: Path, embedder_name: str, embedder: Embedder, name: str, texts: Sequence[str], batch: int
+    work: Path, embedder_name: str, embedder: Embedder | None, name: str, texts: Sequence[str], batch: int,
+    *, executor: BatchExecutor | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Vectors (and static token-sum norms) of collection ``name``, from the build's work cache when there.
 
     The cache file is keyed by the embedder and the texts, so a stage that
     needs the passages' vectors before this stage runs (the SiReRAG trees)
-    computes them once for both.
+    computes them once for both. With an ``executor`` the vectors are computed
+    by it (e.g. on Ray workers; ``embedder`` may then be None), else here with ``embedder``.
     """
     saved = Path(work) / f"embed-{name}-{_texts_key(embedder_name, texts)}.npz"
     if saved.exists():
         with np.load(saved, allow_pickle=False) as npz:
             return npz["vectors"], npz.get("weights")
-    vectors, weights = embed_texts(embedder, texts, f"embedding {name}", batch)
+    if executor is not None:
+        vectors, weights = executor.embed(embedder_name, texts, batch=batch, description=f"embedding {name}")
+    else:
+        vectors, weights = embed_texts(embedder or make_embedder(embedder_name), texts, f"embedding {name}", batch)
     saved.parent.mkdir(parents=True, exist_ok=True)
     tmp = saved.with_suffix(".tmp.npz")
     if weights is None:
@@ -83,12 +70,13 @@ class EmbedStage:
 
     def run(self, build: Build) -> None:
         cfg = build.config.embed
-        embedder = build.embedder()
         for name, coll in build.collections.items():
             if coll.vectors is not None:  # embedded by the stage that made the collection, with this embedder
                 vectors, weights = np.asarray(coll.vectors, dtype=np.float32), None
             else:
-                vectors, weights = load_or_embed(build.work, cfg.embedder, embedder, name, coll.texts, cfg.batch)
+                vectors, weights = load_or_embed(
+                    build.work, cfg.embedder, None, name, coll.texts, cfg.batch, executor=build.executor
+                )
             rel = f"vectors/{name}.npy"
             build.writer.write_array(rel, vectors)
             spec = replace(coll.spec, vectors=rel)

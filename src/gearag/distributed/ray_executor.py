@@ -1,0 +1,320 @@
+"""A :class:`~gearag.indexing.executor.BatchExecutor` on Ray Data (``gearag index --ray``).
+
+Each stage's rows become a Ray Data dataset (one block per batch) mapped with
+``map_batches`` over a pool of actors (``concurrency`` = workers, one CPU
+each). An actor loads its extractor (spaCy's pipeline) or embedder once and
+keeps it for every batch it is given. Results stream back to the driver as
+batches finish, keyed by row: the extraction stage appends them to the
+build's checkpoint as they arrive, and both stages merge them in row order,
+so the index is the one a single process builds.
+
+Failures (docs/distributed.md):
+
+* an exception in a batch is retried in the same worker, ``retries`` times
+  (Ray Data's ``retried_map_errors`` / ``max_map_retries``);
+* a worker that dies (killed, out of memory, node lost) is restarted and its
+  batch retried on it, ``retries`` times (Ray's ``max_restarts`` /
+  ``max_task_retries`` of the actor);
+* a batch that still fails stops the build with one line naming the batch's
+  rows and first passage (:class:`~gearag.errors.ExecutorError`); the rows
+  finished before it stay in the checkpoint and a rerun skips them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from gearag.distributed.config import LOCAL, RayConfig
+from gearag.errors import ConfigError, ExecutorError
+from gearag.extract.base import TripleExtractor
+from gearag.model import Fact, Passage
+from gearag.progress import track
+
+#: At most this many blocks per dataset (larger inputs get larger blocks, batches stay ``batch_size``).
+MAX_BLOCKS = 10_000
+
+
+def require_ray() -> Any:
+    """Import and return ``ray``; a one-line error naming the extra when it is not installed."""
+    try:
+        import ray
+        import ray.data
+    except ImportError:
+        raise ConfigError("--ray needs Ray: pip install 'gearag[ray]'") from None
+    return ray
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class _ExtractWorker:
+    """A Ray Data actor: one extractor per worker process, one batch of passages per call."""
+
+    def __init__(self, extractor: TripleExtractor) -> None:
+        self.extractor = extractor
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        rows = batch["row"]
+        passages = [Passage(str(i), str(t), str(x)) for i, t, x in zip(batch["id"], batch["title"], batch["text"],
+                                                                      strict=True)]
+        try:
+            results = list(self.extractor.extract(passages))
+            if len(results) != len(passages):
+                raise RuntimeError(f"the extractor returned {len(results)} results for {len(passages)} passages")
+        except Exception as exc:
+            raise ExecutorError(
+                f"extraction batch of rows {int(rows[0])}-{int(rows[-1])} (first passage {passages[0].title!r}) "
+                f"failed: {_first_line(exc)}"
+            ) from exc
+        triples = np.empty(len(results), dtype=object)
+        triples[:] = [json.dumps([list(t)[:3] for t in facts], ensure_ascii=False) for facts in results]
+        return {"row": rows, "triples": triples}
+
+
+class _EmbedWorker:
+    """A Ray Data actor: the embedder loaded once per worker process, one batch of texts per call."""
+
+    def __init__(self, embedder: str) -> None:
+        from gearag.embed import make_embedder
+
+        self.embedder = make_embedder(embedder)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from gearag.indexing.executor import embed_chunk
+
+        rows = batch["row"]
+        try:
+            vectors, weights = embed_chunk(self.embedder, [str(t) for t in batch["text"]])
+        except Exception as exc:
+            raise ExecutorError(f"embedding batch of rows {int(rows[0])}-{int(rows[-1])} failed: "
+                                f"{_first_line(exc)}") from exc
+        out = {"row": rows, "vector": vectors}
+        if weights is not None:
+            out["weight"] = weights
+        return out
+
+
+class RayExecutor:
+    """Runs the extract and embed stages as Ray Data batches; see the module docstring.
+
+    Connects (or starts a local instance) on first use and disconnects in
+    :meth:`close` if it did; an already initialised Ray (a test's or a
+    notebook's) is used as is and left running.
+    """
+
+    name = "ray"
+
+    def __init__(self, config: RayConfig | None = None) -> None:
+        self.config = config or RayConfig()
+        self._ray: Any = None
+        self._owns = False
+
+    # -- connection -------------------------------------------------------------------------
+    def start(self) -> RayExecutor:
+        """Import Ray and connect; a bad address or an unreachable cluster is a one-line error."""
+        if self._ray is not None:
+            return self
+        ray = require_ray()
+        if not ray.is_initialized():
+            address = None if self.config.address == LOCAL else self.config.address
+            kwargs: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "logging_level": logging.WARNING,
+                "configure_logging": True,
+            }
+            if address is None:
+                kwargs["address"] = "local"
+                if self.config.workers is not None:
+                    kwargs["num_cpus"] = self.config.workers
+            else:
+                kwargs["address"] = address
+            try:
+                ray.init(**kwargs)
+            except Exception as exc:  # ConnectionError, ValueError on a malformed address, ...
+                raise ConfigError(f"--ray {self.config.address}: cannot start or reach Ray: "
+                                  f"{_first_line(exc)}") from None
+            self._owns = True
+        self._ray = ray
+        return self
+
+    def close(self) -> None:
+        """Disconnect from Ray (stopping the local instance) if :meth:`start` connected."""
+        if self._ray is not None and self._owns:
+            self._ray.shutdown()
+        self._ray, self._owns = None, False
+
+    def __enter__(self) -> RayExecutor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def workers(self) -> int:
+        """Actors per stage: the configured number, else one per CPU of the cluster."""
+        if self.config.workers is not None:
+            return self.config.workers
+        cpus = int(self.start()._ray.cluster_resources().get("CPU", 1))
+        return max(1, cpus)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "address": self.config.address, "workers": self.workers(),
+                "batch_size": self.config.batch_size, "retries": self.config.retries}
+
+    # -- the generic map ------------------------------------------------------------------
+    def _map(
+        self,
+        columns: Mapping[str, Sequence[Any]],
+        worker: type,
+        worker_arg: Any,
+        batch_size: int,
+        what: str,
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """Map ``worker(worker_arg)`` over ``columns`` (plus a ``row`` column) in batches; yield output blocks."""
+        ray = self.start()._ray
+        from ray.data import ActorPoolStrategy, DataContext
+
+        n = len(next(iter(columns.values())))
+        ctx = DataContext.get_current()
+        saved = {key: getattr(ctx, key) for key in _CONTEXT}
+        data_log = logging.getLogger("ray.data")
+        log_level = data_log.level
+        retries = self.config.retries
+        try:
+            for key, value in _CONTEXT.items():
+                setattr(ctx, key, value)
+            ctx.max_map_retries = retries
+            data_log.setLevel(logging.ERROR)  # Ray Data's per-dataset INFO lines; gearag reports progress
+            items = [{"row": i, **{k: v[i] for k, v in columns.items()}} for i in range(n)]
+            blocks = max(1, min(MAX_BLOCKS, -(-n // batch_size)))
+            ds = ray.data.from_items(items, override_num_blocks=blocks)
+            del items
+            with warnings.catch_warnings():
+                # Ray 2.60 deprecates **ray_remote_args with no named replacement for the actor
+                # restart/retry bounds yet (its defaults are unbounded).
+                warnings.simplefilter("ignore", DeprecationWarning)
+                ds = ds.map_batches(
+                    worker,
+                    fn_constructor_args=(worker_arg,),
+                    batch_size=batch_size,
+                    batch_format="numpy",
+                    compute=ActorPoolStrategy(size=min(self.workers(), blocks)),
+                    num_cpus=1,
+                    max_restarts=retries,
+                    max_task_retries=retries,
+                )
+            try:
+                yield from ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=1)
+            except ExecutorError:
+                raise
+            except Exception as exc:
+                raise _one_line_failure(exc, what, retries) from None
+        finally:
+            for key, value in saved.items():
+                setattr(ctx, key, value)
+            data_log.setLevel(log_level)
+
+    # -- the two stages ---------------------------------------------------------------------
+    def extract(
+        self, extractor: TripleExtractor, passages: Sequence[Passage], *, description: str
+    ) -> Iterator[tuple[int, list[Fact]]]:
+        if not passages:
+            return
+        for_worker: Callable[[], TripleExtractor] | None = getattr(extractor, "for_worker", None)
+        shipped = for_worker() if for_worker is not None else extractor
+        self._check_picklable(shipped)
+        columns = {"id": [p.id for p in passages], "title": [p.title for p in passages],
+                   "text": [p.text for p in passages]}
+        blocks = self._map(columns, _ExtractWorker, shipped, self.config.batch_size, "extraction")
+        yield from track(_extracted_rows(blocks), total=len(passages), description=f"{description} (ray)")
+
+    def embed(
+        self, embedder: str, texts: Sequence[str], *, batch: int, description: str
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        vectors: np.ndarray | None = None
+        weights: np.ndarray | None = None
+        seen = np.zeros(len(texts), dtype=bool)
+        blocks = self._map({"text": list(texts)}, _EmbedWorker, embedder, batch, "embedding")
+        for block in track(blocks, description=f"{description} (ray, blocks)"):
+            rows = np.asarray(block["row"], dtype=np.int64)
+            chunk = np.asarray(block["vector"], dtype=np.float32)
+            if vectors is None:
+                vectors = np.zeros((len(texts), chunk.shape[1]), dtype=np.float32)
+                weights = np.zeros(len(texts), dtype=np.float32) if "weight" in block else None
+            vectors[rows] = chunk
+            if weights is not None:
+                weights[rows] = np.asarray(block["weight"], dtype=np.float32)
+            seen[rows] = True
+        if vectors is None:  # no texts: ask the embedder its dimension here
+            from gearag.embed import make_embedder
+
+            model = make_embedder(embedder)
+            empty = np.zeros(0, dtype=np.float32) if hasattr(model, "token_sums") else None
+            return np.zeros((0, model.dim), dtype=np.float32), empty
+        if not seen.all():
+            raise ExecutorError(f"embedding on Ray lost row {int(np.flatnonzero(~seen)[0])}")
+        return vectors, weights
+
+    @staticmethod
+    def _check_picklable(extractor: object) -> None:
+        import ray.cloudpickle as cloudpickle
+
+        try:
+            cloudpickle.dumps(extractor)
+        except Exception as exc:
+            raise ConfigError(f"--ray: extractor {getattr(extractor, 'key', extractor)!r} cannot be sent to Ray "
+                              f"workers ({_first_line(exc)})") from None
+
+
+#: DataContext settings for a build (restored afterwards): Ray Data's own bars and logs
+#: off (gearag shows progress), every exception in a batch retried.
+_CONTEXT: dict[str, Any] = {
+    "enable_progress_bars": False,
+    "print_on_execution_start": False,
+    "enable_auto_log_stats": False,
+    "retried_map_errors": True,
+    "max_map_retries": 0,
+}
+
+
+def _extracted_rows(blocks: Iterator[dict[str, np.ndarray]]) -> Iterator[tuple[int, list[Fact]]]:
+    for block in blocks:
+        for row, triples in zip(block["row"], block["triples"], strict=True):
+            yield int(row), [Fact(*t) for t in json.loads(str(triples))]
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        cur = stack.pop()
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        yield cur
+        stack.extend([cur.__cause__, cur.__context__, getattr(cur, "cause", None)])
+
+
+def _one_line_failure(exc: BaseException, what: str, retries: int) -> ExecutorError:
+    """The one-line error of a batch that failed for good: the batch's own message when it sent one."""
+    for cause in _causes(exc):
+        if isinstance(cause, ExecutorError):
+            return ExecutorError(f"{_first_line(cause)} (after {retries} retries)")
+    for cause in _causes(exc):
+        text = str(cause)
+        if "ExecutorError: " in text:  # the cause came back as text only
+            line = text.split("ExecutorError: ", 1)[1].splitlines()[0]
+            return ExecutorError(f"{line} (after {retries} retries)")
+    name = type(exc).__name__
+    died = "died" in str(exc).lower() or "ActorDied" in name or "WorkerCrashed" in name
+    reason = f"a Ray worker died and its batch failed after {retries} retries" if died else "Ray failed"
+    return ExecutorError(f"{what} on Ray: {reason}: {name}: {_first_line(exc)}")
+
