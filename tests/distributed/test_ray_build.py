@@ -9,6 +9,7 @@ goes to Ray, not to parsing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,37 @@ def test_permanent_failure_then_resume_skips_checkpointed_rows(ray_instance: Non
     assert not titles_kept & set(resumed)
     assert_same_index(faulty_reference, out)
     assert not work_dir_for(out).exists()
+
+
+def test_llm_extraction_on_ray_pays_each_passage_once(ray_instance: None, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from gearag.extract.llm import make_llm_extractor
+    from gearag.extract.run import extract_with_checkpoint
+    from gearag.llm import LLMConfig
+    from gearag.model import Passage
+    from llm_server import Reply, ScriptedServer
+
+    monkeypatch.setenv("GEARAG_PROGRESS", "0")
+    passages = [Passage(f"p{i}", f"Doc {i}", f"PASSAGE-{i:03d} tells that E{i} has index {i}.") for i in range(20)]
+
+    def reply(body: dict) -> Reply:
+        i = int(re.findall(r"PASSAGE-(\d{3})", body["messages"][-1]["content"])[-1])
+        return Reply("```json\n" + json.dumps({"named_entities": [f"E{i}"], "triples": [[f"E{i}", "has index",
+                                                                                           str(i)]]}) + "\n```")
+
+    with ScriptedServer(responder=reply) as server:
+        config = LLMConfig(model="test-model", base_url=server.base_url, api_key="k", timeout=5.0, max_retries=0,
+                           concurrency=2, cache_path=None)
+        extractor = make_llm_extractor("", {"llm_config": config})
+        with _executor(batch_size=4) as executor:
+            result = extract_with_checkpoint(passages, extractor, tmp_path, executor=executor)
+            assert [[list(f) for f in facts] for facts in result] == [[[f"E{i}", "has index", str(i)]]
+                                                                       for i in range(20)]
+            assert len(server.requests) == 20
+            # The workers' token usage and parse counts came back to the driver's extractor.
+            assert extractor.ledger.snapshot(role="extract").requests == 20
+            assert extractor.parse_stats.replies == 20
+            # Rerun (a resumed build): everything is in the checkpoint, nothing is sent.
+            again = extract_with_checkpoint(passages, extractor, tmp_path, executor=executor)
+        assert again == result and len(server.requests) == 20
+        extractor.close()

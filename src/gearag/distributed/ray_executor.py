@@ -76,7 +76,12 @@ class _ExtractWorker:
             ) from exc
         triples = np.empty(len(results), dtype=object)
         triples[:] = [json.dumps([list(t)[:3] for t in facts], ensure_ascii=False) for facts in results]
-        return {"row": rows, "triples": triples}
+        # Counts the driver's extractor reports (an LLM's token usage): the worker's since its last batch.
+        reports = np.full(len(results), "", dtype=object)
+        take_report = getattr(self.extractor, "take_report", None)
+        if take_report is not None:
+            reports[0] = json.dumps(take_report())
+        return {"row": rows, "triples": triples, "report": reports}
 
 
 class _EmbedWorker:
@@ -234,7 +239,9 @@ class RayExecutor:
         columns = {"id": [p.id for p in passages], "title": [p.title for p in passages],
                    "text": [p.text for p in passages]}
         blocks = self._map(columns, _ExtractWorker, shipped, self.config.batch_size, "extraction")
-        yield from track(_extracted_rows(blocks), total=len(passages), description=f"{description} (ray)")
+        merge: Callable[[dict[str, Any]], None] | None = getattr(extractor, "merge_report", None)
+        rows = _extracted_rows(blocks, merge)
+        yield from track(rows, total=len(passages), description=f"{description} (ray)")
 
     def embed(
         self, embedder: str, texts: Sequence[str], *, batch: int, description: str
@@ -285,8 +292,14 @@ _CONTEXT: dict[str, Any] = {
 }
 
 
-def _extracted_rows(blocks: Iterator[dict[str, np.ndarray]]) -> Iterator[tuple[int, list[Fact]]]:
+def _extracted_rows(
+    blocks: Iterator[dict[str, np.ndarray]], merge_report: Callable[[dict[str, Any]], None] | None
+) -> Iterator[tuple[int, list[Fact]]]:
     for block in blocks:
+        if merge_report is not None:
+            for report in block["report"]:
+                if report:
+                    merge_report(json.loads(str(report)))
         for row, triples in zip(block["row"], block["triples"], strict=True):
             yield int(row), [Fact(*t) for t in json.loads(str(triples))]
 
