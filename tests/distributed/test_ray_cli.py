@@ -69,3 +69,37 @@ def test_import_and_help_do_not_import_ray() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "--ray" in proc.stdout
+
+
+class _Failing:
+    key = "failing-v1"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def extract(self, passages):
+        raise self.error
+
+
+def _batch() -> dict:
+    import numpy as np
+
+    return {"row": np.array([4, 5]), "id": np.array(["a", "b"], dtype=object),
+            "title": np.array(["Utah Jazz", "Liverpool"], dtype=object), "text": np.array(["x", "y"], dtype=object)}
+
+
+def test_a_batch_error_names_its_rows_and_first_passage() -> None:
+    from gearag.distributed.ray_executor import _ExtractWorker
+    from gearag.errors import DataError, ExecutorError
+
+    # A transient failure raises (Ray Data retries the batch)...
+    with pytest.raises(ExecutorError, match=r"rows 4-5 \(first passage 'Utah Jazz'\) failed: boom"):
+        _ExtractWorker(_Failing(RuntimeError("boom")))(_batch())
+    # ...bad input comes back as the batch's error, which the driver raises without retrying.
+    out = _ExtractWorker(_Failing(DataError("no OpenIE result for 'Utah Jazz'")))(_batch())
+    assert list(out["error"]) == ["extraction batch of rows 4-5 (first passage 'Utah Jazz'): "
+                                  "no OpenIE result for 'Utah Jazz'", ""]
+    from gearag.distributed.ray_executor import _extracted_rows
+
+    with pytest.raises(ExecutorError, match="no OpenIE result"):
+        list(_extracted_rows(iter([out]), None))

@@ -15,6 +15,9 @@ Failures (docs/distributed.md):
 * a worker that dies (killed, out of memory, node lost) is restarted and its
   batch retried on it, ``retries`` times (Ray's ``max_restarts`` /
   ``max_task_retries`` of the actor);
+* an error in the input (:class:`~gearag.errors.GearagError`: a passage missing
+  from an OpenIE file, an LLM endpoint that failed after its own retries) is
+  not retried: it stops the build at once with one line naming the batch;
 * a batch that still fails stops the build with one line naming the batch's
   rows and first passage (:class:`~gearag.errors.ExecutorError`); the rows
   finished before it stay in the checkpoint and a rerun skips them.
@@ -31,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from gearag.distributed.config import LOCAL, RayConfig
-from gearag.errors import ConfigError, ExecutorError
+from gearag.errors import ConfigError, ExecutorError, GearagError
 from gearag.extract.base import TripleExtractor
 from gearag.model import Fact, Passage
 from gearag.progress import track
@@ -65,15 +68,20 @@ class _ExtractWorker:
         rows = batch["row"]
         passages = [Passage(str(i), str(t), str(x)) for i, t, x in zip(batch["id"], batch["title"], batch["text"],
                                                                       strict=True)]
+        where = f"extraction batch of rows {int(rows[0])}-{int(rows[-1])} (first passage {passages[0].title!r})"
         try:
             results = list(self.extractor.extract(passages))
             if len(results) != len(passages):
                 raise RuntimeError(f"the extractor returned {len(results)} results for {len(passages)} passages")
+        except GearagError as exc:
+            # Bad input (a passage missing from an OpenIE file, an LLM endpoint that failed for good
+            # after its own retries): the same on every attempt, so it is reported, not retried.
+            errors = np.full(len(passages), "", dtype=object)
+            errors[0] = f"{where}: {_first_line(exc)}"
+            return {"row": rows, "triples": np.full(len(passages), "[]", dtype=object),
+                    "report": np.full(len(passages), "", dtype=object), "error": errors}
         except Exception as exc:
-            raise ExecutorError(
-                f"extraction batch of rows {int(rows[0])}-{int(rows[-1])} (first passage {passages[0].title!r}) "
-                f"failed: {_first_line(exc)}"
-            ) from exc
+            raise ExecutorError(f"{where} failed: {_first_line(exc)}") from exc
         triples = np.empty(len(results), dtype=object)
         triples[:] = [json.dumps([list(t)[:3] for t in facts], ensure_ascii=False) for facts in results]
         # Counts the driver's extractor reports (an LLM's token usage): the worker's since its last batch.
@@ -81,7 +89,8 @@ class _ExtractWorker:
         take_report = getattr(self.extractor, "take_report", None)
         if take_report is not None:
             reports[0] = json.dumps(take_report())
-        return {"row": rows, "triples": triples, "report": reports}
+        return {"row": rows, "triples": triples, "report": reports,
+                "error": np.full(len(results), "", dtype=object)}
 
 
 class _EmbedWorker:
@@ -296,6 +305,9 @@ def _extracted_rows(
     blocks: Iterator[dict[str, np.ndarray]], merge_report: Callable[[dict[str, Any]], None] | None
 ) -> Iterator[tuple[int, list[Fact]]]:
     for block in blocks:
+        failed = next((str(e) for e in block["error"] if e), None)
+        if failed is not None:
+            raise ExecutorError(failed)
         if merge_report is not None:
             for report in block["report"]:
                 if report:
