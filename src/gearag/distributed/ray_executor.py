@@ -94,7 +94,12 @@ class _ExtractWorker:
 
 
 class _EmbedWorker:
-    """A Ray Data actor: the embedder loaded once per worker process, one batch of texts per call."""
+    """A Ray Data actor: the embedder loaded once per worker process.
+
+    Each input row is one chunk of ``--embed-batch`` texts, cut where a local
+    build cuts them, with ``first``: the flat row of its first text. A neural
+    embedder thus pads the same texts together as it does in one process.
+    """
 
     def __init__(self, embedder: str) -> None:
         from gearag.embed import make_embedder
@@ -104,15 +109,21 @@ class _EmbedWorker:
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from gearag.indexing.executor import embed_chunk
 
-        rows = batch["row"]
-        try:
-            vectors, weights = embed_chunk(self.embedder, [str(t) for t in batch["text"]])
-        except Exception as exc:
-            raise ExecutorError(f"embedding batch of rows {int(rows[0])}-{int(rows[-1])} failed: "
-                                f"{_first_line(exc)}") from exc
-        out = {"row": rows, "vector": vectors}
-        if weights is not None:
-            out["weight"] = weights
+        rows, vectors, weights = [], [], []
+        for first, texts in zip(batch["first"], batch["texts"], strict=True):
+            start = int(first)
+            try:
+                chunk_vectors, chunk_weights = embed_chunk(self.embedder, [str(t) for t in texts])
+            except Exception as exc:
+                raise ExecutorError(f"embedding batch of rows {start}-{start + len(texts) - 1} failed: "
+                                    f"{_first_line(exc)}") from exc
+            rows.append(np.arange(start, start + len(texts), dtype=np.int64))
+            vectors.append(chunk_vectors)
+            if chunk_weights is not None:
+                weights.append(chunk_weights)
+        out = {"row": np.concatenate(rows), "vector": np.concatenate(vectors)}
+        if weights:
+            out["weight"] = np.concatenate(weights)
         return out
 
 
@@ -188,11 +199,11 @@ class RayExecutor:
         self,
         columns: Mapping[str, Sequence[Any]],
         worker: type,
-        worker_arg: Any,
+        worker_args: tuple[Any, ...],
         batch_size: int,
         what: str,
     ) -> Iterator[dict[str, np.ndarray]]:
-        """Map ``worker(worker_arg)`` over ``columns`` (plus a ``row`` column) in batches; yield output blocks."""
+        """Map ``worker(*worker_args)`` over ``columns`` (plus a ``row`` column) in batches; yield output blocks."""
         ray = self.start()._ray
         from ray.data import ActorPoolStrategy, DataContext
 
@@ -217,7 +228,7 @@ class RayExecutor:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 ds = ds.map_batches(
                     worker,
-                    fn_constructor_args=(worker_arg,),
+                    fn_constructor_args=worker_args,
                     batch_size=batch_size,
                     batch_format="numpy",
                     compute=ActorPoolStrategy(size=min(self.workers(), blocks)),
@@ -247,37 +258,50 @@ class RayExecutor:
         self._check_picklable(shipped)
         columns = {"id": [p.id for p in passages], "title": [p.title for p in passages],
                    "text": [p.text for p in passages]}
-        blocks = self._map(columns, _ExtractWorker, shipped, self.config.batch_size, "extraction")
+        blocks = self._map(columns, _ExtractWorker, (shipped,), self.config.batch_size, "extraction")
         merge: Callable[[dict[str, Any]], None] | None = getattr(extractor, "merge_report", None)
         rows = _extracted_rows(blocks, merge)
         yield from track(rows, total=len(passages), description=f"{description} (ray)")
 
     def embed(
-        self, embedder: str, texts: Sequence[str], *, batch: int, description: str
-    ) -> tuple[np.ndarray, np.ndarray | None]:
+        self, embedder: str, collections: Mapping[str, Sequence[str]], *, batch: int, description: str
+    ) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+        # Every collection's texts in one flat row space; chunks never cross a collection and are
+        # cut where a local build cuts them. One dataset: the workers load the embedder once.
+        offsets = np.cumsum([0, *(len(t) for t in collections.values())])
+        firsts, chunks = [], []
+        for offset, texts in zip(offsets, collections.values(), strict=False):
+            for start in range(0, len(texts), batch):
+                firsts.append(int(offset) + start)
+                chunks.append(list(texts[start : start + batch]))
+        total = int(offsets[-1])
         vectors: np.ndarray | None = None
         weights: np.ndarray | None = None
-        seen = np.zeros(len(texts), dtype=bool)
-        blocks = self._map({"text": list(texts)}, _EmbedWorker, embedder, batch, "embedding")
-        for block in track(blocks, description=f"{description} (ray, blocks)"):
-            rows = np.asarray(block["row"], dtype=np.int64)
-            chunk = np.asarray(block["vector"], dtype=np.float32)
-            if vectors is None:
-                vectors = np.zeros((len(texts), chunk.shape[1]), dtype=np.float32)
-                weights = np.zeros(len(texts), dtype=np.float32) if "weight" in block else None
-            vectors[rows] = chunk
-            if weights is not None:
-                weights[rows] = np.asarray(block["weight"], dtype=np.float32)
-            seen[rows] = True
-        if vectors is None:  # no texts: ask the embedder its dimension here
+        seen = np.zeros(total, dtype=bool)
+        if chunks:
+            blocks = self._map({"first": firsts, "texts": chunks}, _EmbedWorker, (embedder,), 1, "embedding")
+            for block in track(blocks, total=len(chunks), description=f"{description} (ray, batches)"):
+                rows = np.asarray(block["row"], dtype=np.int64)
+                chunk = np.asarray(block["vector"], dtype=np.float32)
+                if vectors is None:
+                    vectors = np.zeros((total, chunk.shape[1]), dtype=np.float32)
+                    weights = np.zeros(total, dtype=np.float32) if "weight" in block else None
+                vectors[rows] = chunk
+                if weights is not None:
+                    weights[rows] = np.asarray(block["weight"], dtype=np.float32)
+                seen[rows] = True
+        if vectors is None:  # no texts at all: ask the embedder its dimension here
             from gearag.embed import make_embedder
 
             model = make_embedder(embedder)
-            empty = np.zeros(0, dtype=np.float32) if hasattr(model, "token_sums") else None
-            return np.zeros((0, model.dim), dtype=np.float32), empty
+            vectors = np.zeros((0, model.dim), dtype=np.float32)
+            weights = np.zeros(0, dtype=np.float32) if hasattr(model, "token_sums") else None
         if not seen.all():
             raise ExecutorError(f"embedding on Ray lost row {int(np.flatnonzero(~seen)[0])}")
-        return vectors, weights
+        out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+        for (name, _), lo, hi in zip(collections.items(), offsets[:-1], offsets[1:], strict=True):
+            out[name] = (vectors[lo:hi].copy(), None if weights is None else weights[lo:hi].copy())
+        return out
 
     @staticmethod
     def _check_picklable(extractor: object) -> None:

@@ -22,7 +22,7 @@ build resumes without extracting a row twice, whichever executor ran it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -47,10 +47,11 @@ class BatchExecutor(Protocol):
         ...
 
     def embed(
-        self, embedder: str, texts: Sequence[str], *, batch: int, description: str
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Unit vectors of ``texts`` with embedder ``embedder`` (row i = texts[i]); static
-        embedders also give each text's token-sum norm (else ``None``)."""
+        self, embedder: str, collections: Mapping[str, Sequence[str]], *, batch: int, description: str
+    ) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+        """Per collection, unit vectors of its texts with embedder ``embedder`` (row i = texts[i]),
+        computed in chunks of ``batch`` texts; static embedders also give each text's token-sum
+        norm (else ``None``). One call for every collection lets an executor start its workers once."""
         ...
 
     def describe(self) -> dict[str, Any]:
@@ -62,9 +63,9 @@ def embed_chunk(embedder: Any, chunk: Sequence[str]) -> tuple[np.ndarray, np.nda
     """Unit vectors of one chunk of texts; static embedders also give the token-sum norms.
 
     Every row depends on its own text only, so splitting the texts into other
-    chunks (other batch sizes, other workers) gives the same bits for a static
-    embedder; a neural one pads each chunk to its longest text, which moves
-    the last bits of a few rows (see docs/distributed.md).
+    chunks gives the same bits for a static embedder; a neural one pads each
+    chunk to its longest text, so executors cut chunks where
+    :func:`embed_texts` does (see docs/distributed.md for what still differs).
     """
     token_sums = getattr(embedder, "token_sums", None)
     if token_sums is None:
@@ -101,9 +102,10 @@ class LocalExecutor:
         yield from enumerate(track(extractor.extract(passages), total=len(passages), description=description))
 
     def embed(
-        self, embedder: str, texts: Sequence[str], *, batch: int, description: str
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        return embed_texts(make_embedder(embedder), texts, description, batch)
+        self, embedder: str, collections: Mapping[str, Sequence[str]], *, batch: int, description: str
+    ) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+        model = make_embedder(embedder)
+        return {name: embed_texts(model, texts, f"{description} {name}", batch) for name, texts in collections.items()}
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name}
