@@ -116,7 +116,14 @@ def _method_specs() -> dict[str, OptionSpec]:
 def _index_specs() -> dict[str, OptionSpec]:
     from gearag.config import IndexConfig
 
-    return option_specs(IndexConfig)
+    return {**option_specs(IndexConfig), **_ray_specs()}
+
+
+def _ray_specs() -> dict[str, OptionSpec]:
+    """The --ray-* options of ``index`` (``--ray [ADDRESS]`` itself is declared on the command)."""
+    from gearag.distributed.config import RayConfig
+
+    return {name: spec for name, spec in option_specs(RayConfig).items() if name != "ray"}
 
 
 @app.command()
@@ -132,6 +139,10 @@ def index(
     llm_model: LLMModelOpt = None,
     max_passage_chars: Annotated[int, typer.Option(
         min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="[ADDRESS]",
+        help="Run extraction and embedding as Ray Data batches (extra `ray`): no ADDRESS starts a local "
+             "Ray instance, `auto` or `ray://HOST:PORT` joins a cluster.")] = None,
     options: dict | None = None,
 ) -> None:
     """Index a corpus into passages, triples, a triple graph, BM25 and dense indices (and SiReRAG pools)."""
@@ -144,7 +155,18 @@ def index(
     from gearag.outputs import check_output_dir
     from gearag.store.writer import check_replaceable
 
+    options = dict(options or {})
+    ray_options = {name: options.pop(name) for name in _ray_specs() if name in options}
     config = build_config(IndexConfig, options, what="gearag index")
+    executor = None
+    if ray is not None:
+        from gearag.distributed import RayConfig, RayExecutor, require_ray
+
+        executor = RayExecutor(build_config(RayConfig, {"ray": ray, **ray_options}, what="--ray"))
+        require_ray()  # before the corpus is read: a missing extra is a one-line error
+    elif ray_options:
+        flags = ", ".join("--" + name.replace("_", "-") for name in ray_options)
+        raise ConfigError(f"{flags} apply only with --ray")
     trees = config.trees
     if not trees.enabled and (trees.engine != "offline" or trees.ablations or trees.cross_tree):
         raise ConfigError("--engine, --sirerag-ablations and --sirerag-cross-tree apply only with --sirerag"
@@ -167,6 +189,10 @@ def index(
     ex = make_extractor(config.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model)
     started = time.perf_counter()
     try:
+        if executor is not None:
+            executor.start()
+            err.print(f"extraction and embedding on Ray ({safe(executor.config.address)}, "
+                      f"{executor.workers()} workers)")
         built = build_index(
             passages,
             out_dir,
@@ -176,8 +202,11 @@ def index(
             overwrite=overwrite,
             resume=resume,
             on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
+            executor=executor,
         )
     finally:
+        if executor is not None:
+            executor.close()
         if hasattr(ex, "summary"):
             err.print(ex.summary())  # tokens used, also when the endpoint failed mid-way
         if hasattr(ex, "close"):
@@ -536,11 +565,28 @@ def _click_exceptions():
     return exceptions
 
 
+def _bare_ray(argv: list[str]) -> list[str]:
+    """``index ... --ray`` with no address (last, or before another option or the corpus) means ``--ray local``.
+
+    The CLI parser has no options with an optional value, so the default is filled in here.
+    """
+    if "index" not in argv or "--ray" not in argv:
+        return argv
+    from gearag.distributed.config import is_address
+
+    at = argv.index("--ray")
+    following = argv[at + 1] if at + 1 < len(argv) else None
+    if following is None or following.startswith("-") or not is_address(following):
+        return [*argv[: at + 1], "local", *argv[at + 1 :]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the app and maps errors to exit codes."""
     cx = _click_exceptions()
     command = typer.main.get_command(app)
     try:
+        argv = _bare_ray(list(sys.argv[1:] if argv is None else argv))
         status = command.main(args=argv, prog_name="gearag", standalone_mode=False)
         if status == 130:  # typer turns Ctrl-C into a returned 130
             err.print("interrupted; rerun the same command to resume")

@@ -33,3 +33,7 @@ class OutputError(GearagError):
 
 class BusyError(GearagError):
     """Another gearag process holds the lock on the index being built."""
+
+
+class ExecutorError(GearagError):
+    """A batch of a distributed build (Ray) failed for good, after its retries; names its rows."""

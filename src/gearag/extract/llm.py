@@ -65,6 +65,29 @@ class LLMTripleExtractor:
         """One list of triples per passage, in order, computed ``concurrency`` at a time."""
         return ordered_map(self._one, passages, self.concurrency)
 
+    def for_worker(self) -> LLMTripleExtractor | LLMWorkerExtractor:
+        """What a distributed build sends to its workers (:mod:`gearag.distributed`).
+
+        An :class:`LLMClient` holds connections and a cache handle, so the
+        workers get its config and make their own client (sharing the response
+        cache file where they share a file system); another LLM is sent as is.
+        """
+        if isinstance(self.llm, LLMClient):
+            return LLMWorkerExtractor(self.llm.config, self.prompts, self.concurrency, self.key)
+        return self
+
+    def take_report(self) -> dict[str, Any]:
+        """On a worker, after a batch: the usage and parse counts since the last call (then zeroed)."""
+        report = {"usage": self.ledger.to_dict(), "parse": self.parse_stats.to_dict()}
+        self.ledger.reset()
+        self.parse_stats = ParseStats()
+        return report
+
+    def merge_report(self, report: Mapping[str, Any]) -> None:
+        """On the driver: add a worker's :meth:`take_report` to this extractor's counts."""
+        self.ledger.merge_dict(report.get("usage", {}))
+        self.parse_stats.merge(report.get("parse", {}))
+
     def summary(self) -> str:
         """Tokens used and parse outcomes, for the end of ``gearag index``."""
         total = self.ledger.snapshot(role=ROLE)
@@ -91,6 +114,37 @@ class LLMTripleExtractor:
 
     def __repr__(self) -> str:
         return f"LLMTripleExtractor(key={self.key!r}, concurrency={self.concurrency})"
+
+
+class LLMWorkerExtractor:
+    """The LLM extractor as sent to a distributed build's worker: config, prompts, concurrency; no client.
+
+    The worker makes its :class:`LLMClient` on first use and keeps it for
+    every batch; usage goes back to the driver through :meth:`take_report`.
+    """
+
+    def __init__(self, config: LLMConfig, prompts: PromptSet, concurrency: int, key: str) -> None:
+        self.config = config
+        self.prompts = prompts
+        self.concurrency = concurrency
+        self.key = key
+        self._live: LLMTripleExtractor | None = None
+
+    def _extractor(self) -> LLMTripleExtractor:
+        if self._live is None:
+            self._live = LLMTripleExtractor(LLMClient(self.config), prompts=self.prompts,
+                                            concurrency=self.concurrency)
+            self._live.owns_llm = True
+        return self._live
+
+    def extract(self, passages: Sequence[Passage]) -> Iterator[list[Fact]]:
+        return self._extractor().extract(passages)
+
+    def take_report(self) -> dict[str, Any]:
+        return self._extractor().take_report()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_live": None}
 
 
 def _prompts(value: Any) -> PromptSet:

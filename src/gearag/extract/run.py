@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gearag.extract.base import TripleExtractor
 from gearag.model import Fact, Passage
 from gearag.progress import track
 from gearag.store.checkpoint import ExtractionCheckpoint, checkpoint_name, passage_hash
+
+if TYPE_CHECKING:
+    from gearag.indexing.executor import BatchExecutor
 
 #: fsync the checkpoint every this many passages (it is flushed after each one).
 SYNC_EVERY = 64
@@ -30,16 +34,23 @@ def extract_with_checkpoint(
     work_dir: Path | None,
     *,
     description: str = "extracting triples",
+    executor: BatchExecutor | None = None,
 ) -> list[list[Fact]]:
     """Extract triples for every passage, resuming from ``work_dir`` if a run was interrupted.
 
     Passages already in the checkpoint (matched by content hash) are not sent
     to the extractor again. With ``work_dir=None`` nothing is persisted.
     Returns one list of triples per passage, in input order.
+
+    ``executor`` (:mod:`gearag.indexing.executor`) runs the extractor: by
+    default here, as the extractor yields; a distributed one returns rows in
+    the order they finish, and each is appended to the checkpoint as it arrives.
     """
     if work_dir is None:
-        stream = track(extractor.extract(passages), total=len(passages), description=description)
-        return [as_facts(triples) for triples in stream]
+        results: list[list[Fact]] = [[] for _ in passages]
+        for i, triples in _finished(extractor, passages, executor, description):
+            results[i] = as_facts(triples)
+        return results
     hashes = [passage_hash(p) for p in passages]
     with ExtractionCheckpoint(Path(work_dir) / checkpoint_name(extractor.key)) as ckpt:
         # Duplicate passages share a hash: extract each distinct one once.
@@ -50,9 +61,20 @@ def extract_with_checkpoint(
                 queued.add(h)
                 todo.append(i)
         todo_passages = [passages[i] for i in todo]
-        stream = track(extractor.extract(todo_passages), total=len(todo), description=description)
-        for n, (i, triples) in enumerate(zip(todo, stream, strict=True), 1):
-            ckpt.add(hashes[i], as_facts(triples))
+        for n, (j, triples) in enumerate(_finished(extractor, todo_passages, executor, description), 1):
+            ckpt.add(hashes[todo[j]], as_facts(triples))
             if n % SYNC_EVERY == 0:
                 ckpt.sync()
+        missing = [i for i in todo if hashes[i] not in ckpt]
+        if missing:  # an executor that lost rows must not produce an index without their triples
+            raise RuntimeError(f"extraction returned no triples for passage {missing[0]}")
         return [list(ckpt.done[h]) for h in hashes]
+
+
+def _finished(
+    extractor: TripleExtractor, passages: Sequence[Passage], executor: BatchExecutor | None, description: str
+) -> Iterator[tuple[int, list[Fact]]]:
+    """``(i, triples of passages[i])`` as they finish: in order here, in any order from an executor."""
+    if executor is not None:
+        return executor.extract(extractor, passages, description=description) if passages else iter(())
+    return enumerate(track(extractor.extract(passages), total=len(passages), description=description))

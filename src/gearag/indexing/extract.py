@@ -2,7 +2,9 @@
 
 The extraction checkpoint (:mod:`gearag.store.checkpoint`) lives in the
 build's work directory, so an interrupted build never extracts a passage
-twice (nor pays an LLM twice for it).
+twice (nor pays an LLM twice for it). The build's executor runs the
+extractor (here, or in batches on Ray workers); finished rows are
+appended to the checkpoint here, on the driver, as they arrive.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ class ExtractStage:
     def run(self, build: Build) -> None:
         extractor = build.extractor or make_extractor(build.config.extract.extractor)
         build.extractor = extractor
-        build.extracted = extract_with_checkpoint(build.passages, extractor, build.work)
+        build.extracted = extract_with_checkpoint(build.passages, extractor, build.work, executor=build.executor)
         build.manifest["extractor_key"] = extractor.key
         ledger = getattr(extractor, "ledger", None)
         if ledger is not None:

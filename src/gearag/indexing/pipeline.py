@@ -21,6 +21,7 @@ from gearag.errors import DataError
 from gearag.extract import TripleExtractor
 from gearag.indexing.bm25 import BM25Stage
 from gearag.indexing.embed import EmbedStage
+from gearag.indexing.executor import LOCAL, BatchExecutor
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
 from gearag.indexing.resolve import ResolveStage
@@ -51,6 +52,7 @@ def build_index(
     resume: bool = True,
     on_stage: Callable[[str, float], None] | None = None,
     stages: Sequence[Stage] = DEFAULT_STAGES,
+    executor: BatchExecutor | None = None,
 ) -> Index:
     """Build an index of ``passages`` at ``out`` and return it loaded.
 
@@ -60,7 +62,9 @@ def build_index(
     ``config.trees.engine == "openai"`` (default: made from the environment). With ``resume`` (default) the
     work directory (:func:`work_dir_for`) is reused after an interruption
     and deleted after success. ``on_stage(name, seconds)`` is called after
-    each stage (the CLI prints these).
+    each stage (the CLI prints these). ``executor`` runs the extract and
+    embed stages' per-row work (default: here; :class:`gearag.distributed.RayExecutor`
+    spreads it over a Ray cluster) and gives the same index either way.
     """
     config = config or IndexConfig()
     out = Path(out)
@@ -73,7 +77,7 @@ def build_index(
     with writer:
         if not resume and work.exists():
             shutil.rmtree(work)
-        build = Build(passages, config, writer, work, extractor, llm_roles=llm_roles)
+        build = Build(passages, config, writer, work, extractor, llm_roles=llm_roles, executor=executor or LOCAL)
         for stage in stages:
             started = time.perf_counter()
             stage.run(build)
@@ -86,6 +90,7 @@ def build_index(
             **build.manifest,
             "collections": {name: c.spec.to_dict() for name, c in build.collections.items()},
             "build_seconds": build.timings,
+            "build_executor": build.executor.describe(),
         }
         writer.commit(manifest)
         build.timings["write"] = round(time.perf_counter() - started, 3)

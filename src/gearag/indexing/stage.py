@@ -20,6 +20,7 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.embed import Embedder, make_embedder
 from gearag.extract.base import TripleExtractor
+from gearag.indexing.executor import LOCAL, BatchExecutor
 from gearag.model import Fact, Passage
 from gearag.store.collection import CollectionSpec
 from gearag.store.graph import TripleGraph
@@ -66,6 +67,8 @@ class Build:
     #: Ready LLM roles for stages that call an LLM (the SiReRAG trees with ``engine=openai``);
     #: None = made from the environment when needed.
     llm_roles: Any = None
+    #: Runs the per-row work of the extract and embed stages (:mod:`gearag.indexing.executor`).
+    executor: BatchExecutor = LOCAL
     #: Stage outputs.
     extracted: list[list[Fact]] | None = None
     triples: TripleColumns | None = None

@@ -94,7 +94,7 @@ class TreesStage:
         leaves = [p.content for p in passages]
         t = time.perf_counter()
         leaf_vectors, _ = load_or_embed(build.work, build.config.embed.embedder, embedder, "passages", leaves,
-                                        build.config.embed.batch)
+                                        build.config.embed.batch, executor=build.executor)
         timings["embed_leaves_s"] = time.perf_counter() - t
 
         roles = self._roles(build) if cfg.engine == "openai" else None

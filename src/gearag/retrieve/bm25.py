@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,8 +47,28 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
 _NO_TERMS = "gearag_document_without_terms"
 
 
+def _sorted_vocabulary(tokens: Any) -> Any:
+    """The same tokenisation with term ids in sorted term order.
+
+    bm25s numbers stemmed terms in the iteration order of a ``set``, which
+    follows the process's string-hash seed, so two builds of one corpus wrote
+    different (permuted) BM25 files. Sorted ids make the files a function of
+    the texts alone (a distributed build's driver equals a single-process
+    build bit for bit); scores do not depend on the numbering.
+    """
+    from bm25s.tokenization import Tokenized
+
+    order = sorted(tokens.vocab)
+    vocab = {term: i for i, term in enumerate(order)}
+    renumber = np.empty(len(order), dtype=np.int64)
+    for term, old in tokens.vocab.items():
+        renumber[old] = vocab[term]
+    ids = [renumber[np.asarray(doc, dtype=np.int64)].tolist() for doc in tokens.ids]
+    return Tokenized(ids=ids, vocab=vocab)
+
+
 def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> object:
-    """Index ``texts`` into a ``bm25s.BM25`` model."""
+    """Index ``texts`` into a ``bm25s.BM25`` model (term ids in sorted term order: reproducible files)."""
     import bm25s
 
     model = bm25s.BM25(k1=k1, b=b)
@@ -57,7 +77,7 @@ def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> object
         # Nothing indexable (no texts, or only stop words): bm25s cannot index an
         # empty vocabulary, so give every document one term no query can contain.
         tokens = bm25s.tokenize([_NO_TERMS] * max(1, len(texts)), stopwords=None, show_progress=False)
-    model.index(tokens, show_progress=False)
+    model.index(_sorted_vocabulary(tokens), show_progress=False)
     return model
 
 

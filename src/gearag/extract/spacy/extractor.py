@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from gearag.errors import ConfigError
 from gearag.extract.spacy.pipeline import DEFAULT_BATCH_SIZE
@@ -89,6 +89,10 @@ class SpacyRulesExtractor:
         """One list of triples per passage, in order, computed a batch at a time."""
         for batch in run_tasks(self._tasks(passages), self.n_processes(len(passages))):
             yield from batch
+
+    def for_worker(self) -> SpacyRulesExtractor:
+        """The copy a distributed build sends to each worker: parses in the worker's own process."""
+        return SpacyRulesExtractor(replace(self.config, processes=1))
 
     def __repr__(self) -> str:
         return f"SpacyRulesExtractor({self.config!r})"

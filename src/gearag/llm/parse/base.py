@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -63,6 +63,12 @@ class ParseStats:
             self.truncated += int(parsed.truncated)
             self.valid_items += parsed.valid
             self.invalid_items += parsed.invalid
+
+    def merge(self, counts: Mapping[str, int]) -> None:
+        """Add counts from another :meth:`to_dict` (a worker process's)."""
+        with self._lock:
+            for name in ("replies", "ok", "failed", "repaired", "truncated", "valid_items", "invalid_items"):
+                setattr(self, name, getattr(self, name) + int(counts.get(name, 0)))
 
     def to_dict(self) -> dict[str, int]:
         return {
