@@ -102,6 +102,8 @@ def with_config_options(specs: dict[str, OptionSpec]) -> Callable[[Callable[...,
 
 def _method_specs() -> dict[str, OptionSpec]:
     """Every option of every registered method, for ``retrieve`` and ``ask``."""
+    import dataclasses
+
     from gearag.registry import REGISTRY
 
     specs: dict[str, OptionSpec] = {}
@@ -109,7 +111,10 @@ def _method_specs() -> dict[str, OptionSpec]:
         cls = REGISTRY.entry("method", name).config_class()
         if cls is not None:
             for key, spec in option_specs(cls).items():
-                specs.setdefault(key, spec)
+                first = specs.setdefault(key, spec)
+                if first.default is not None and first.default != spec.default:
+                    # Methods default this option differently (--answer, --qa-passages): show no single default.
+                    specs[key] = dataclasses.replace(first, default=None)
     return specs
 
 
