@@ -16,7 +16,9 @@ embedding, which index the pools it adds like any other collection:
    "level", "tree", "kind"}`` per node and the CSR map node → source passages.
    The nodes' vectors come from the tree build and are stored as they are.
 
-Never paid twice: LLM propositions and summaries are appended to
+Never redone: every finished tree level (clusters, summaries, their
+embeddings) is checkpointed in the work directory (:mod:`gearag.sirerag.levels`),
+so a killed build resumes at the level it reached. Never paid twice: LLM propositions and summaries are appended to
 checkpoints in the build's work directory as they arrive (a ``kill -9``
 loses at most the requests in flight, and those are in the LLM client's
 response cache when it is on); a rerun rebuilds the same clusters
@@ -102,6 +104,7 @@ class TreesStage:
         facts = self._propositions(build, roles) if cfg.sirerag else [[] for _ in passages]
         timings["propositions_s"] = time.perf_counter() - t
 
+        from gearag.sirerag.levels import LevelStore
         from gearag.sirerag.pipeline import SiReRAGConfig, build_sirerag_trees, single_propositions
         from gearag.sirerag.pool import build_pool
         from gearag.sirerag.tree import TreeConfig
@@ -110,9 +113,11 @@ class TreesStage:
         sire_cfg = SiReRAGConfig(similarity=tree_cfg, relatedness=tree_cfg, cross_tree=cfg.cross_tree)
         summariser, checkpoint = self._summariser(build, roles, embedder)
         t = time.perf_counter()
+        store = LevelStore(Path(build.work) / "sirerag-levels")
         try:
+            salt = f"{summariser.key}|embedder:{build.config.embed.embedder}"
             trees = build_sirerag_trees(passages, leaf_vectors, facts, encode=embedder.encode, summariser=summariser,
-                                        config=sire_cfg, build_relatedness=cfg.sirerag)
+                                        config=sire_cfg, build_relatedness=cfg.sirerag, store=store, salt=salt)
         finally:
             if checkpoint is not None:
                 checkpoint.close()
@@ -134,6 +139,8 @@ class TreesStage:
             "propositions_without_entities": stats.facts_without_entities,
             "aggregates": len(trees.aggregates),
             "summariser": summariser.key,
+            #: Tree levels taken from an interrupted build's checkpoints rather than built again.
+            "levels_resumed": store.hits,
             "seconds": {k: round(v, 3) for k, v in {**timings, **trees.timings,
                                                       "total_s": time.perf_counter() - started}.items()},
         }
