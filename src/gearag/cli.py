@@ -151,9 +151,10 @@ def index(
 
     config = build_config(IndexConfig, options, what="gearag index")
     trees = config.trees
-    if not trees.enabled and (trees.engine != "offline" or trees.ablations or trees.cross_tree):
-        raise ConfigError("--engine, --sirerag-ablations and --sirerag-cross-tree apply only with --sirerag"
-                          " (or --raptor)")
+    if not trees.enabled and (trees.engine != "offline" or trees.ablations or trees.cross_tree
+                              or trees.pool_aggregates != "all"):
+        raise ConfigError("--engine, --sirerag-ablations, --sirerag-cross-tree and --sirerag-pool-aggregates apply"
+                          " only with --sirerag (or --raptor)")
     check_output_dir(out_dir)
     if overwrite:
         check_replaceable(out_dir)

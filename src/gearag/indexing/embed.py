@@ -85,6 +85,8 @@ class EmbedStage:
         cfg = build.config.embed
         embedder = build.embedder()
         for name, coll in build.collections.items():
+            if coll.spec.vectors is not None:  # stored by the stage that made it (the pools' shared table)
+                continue
             if coll.vectors is not None:  # embedded by the stage that made the collection, with this embedder
                 vectors, weights = np.asarray(coll.vectors, dtype=np.float32), None
             else:
