@@ -176,9 +176,10 @@ def test_cli_retrieve_pool_and_eval_answer_recall(sire: tuple[Gearag, list[dict]
     assert data["recall"]["R@20"] >= data["recall"]["R@5"] > 0
 
 
-def test_cli_index_rejects_tree_options_without_trees(cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize("option", [("--engine", "openai"), ("--sirerag-pool-aggregates", "cross-passage")])
+def test_cli_index_rejects_tree_options_without_trees(cli, tmp_path: Path, option: tuple[str, str]) -> None:
     corpus = write_jsonl(tmp_path / "c.jsonl", [{"title": "A", "text": "B is C."}])
-    res = cli("index", corpus, "--out", tmp_path / "i", "--engine", "openai")
+    res = cli("index", corpus, "--out", tmp_path / "i", *option)
     assert res.code == 2 and "apply only with --sirerag" in res.stderr
 
 
