@@ -102,6 +102,8 @@ def with_config_options(specs: dict[str, OptionSpec]) -> Callable[[Callable[...,
 
 def _method_specs() -> dict[str, OptionSpec]:
     """Every option of every registered method, for ``retrieve`` and ``ask``."""
+    import dataclasses
+
     from gearag.registry import REGISTRY
 
     specs: dict[str, OptionSpec] = {}
@@ -109,7 +111,10 @@ def _method_specs() -> dict[str, OptionSpec]:
         cls = REGISTRY.entry("method", name).config_class()
         if cls is not None:
             for key, spec in option_specs(cls).items():
-                specs.setdefault(key, spec)
+                first = specs.setdefault(key, spec)
+                if first.default is not None and first.default != spec.default:
+                    # Methods default this option differently (--answer, --qa-passages): show no single default.
+                    specs[key] = dataclasses.replace(first, default=None)
     return specs
 
 
@@ -168,9 +173,10 @@ def index(
         flags = ", ".join("--" + name.replace("_", "-") for name in ray_options)
         raise ConfigError(f"{flags} apply only with --ray")
     trees = config.trees
-    if not trees.enabled and (trees.engine != "offline" or trees.ablations or trees.cross_tree):
-        raise ConfigError("--engine, --sirerag-ablations and --sirerag-cross-tree apply only with --sirerag"
-                          " (or --raptor)")
+    if not trees.enabled and (trees.engine != "offline" or trees.ablations or trees.cross_tree
+                              or trees.pool_aggregates != "all"):
+        raise ConfigError("--engine, --sirerag-ablations, --sirerag-cross-tree and --sirerag-pool-aggregates apply"
+                          " only with --sirerag (or --raptor)")
     check_output_dir(out_dir)
     if overwrite:
         check_replaceable(out_dir)

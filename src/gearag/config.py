@@ -44,6 +44,10 @@ class GraphConfig:
 TREE_ENGINES = ("offline", "openai")
 
 
+#: Which proposition aggregates a SiReRAG pool indexes (:attr:`TreesConfig.pool_aggregates`).
+POOL_AGGREGATES = ("all", "cross-passage")
+
+
 @dataclass(frozen=True)
 class TreesConfig:
     """Stage 3 (off by default): SiReRAG's similarity and relatedness trees as retrieval pools (SiReRAG §4).
@@ -75,6 +79,13 @@ class TreesConfig:
     levels: int = setting(4, "Tree levels in total, leaves included (SiReRAG: 4).", name="tree_levels", min=1)
     #: Word budget of an offline (extractive) summary; LLM summaries are not capped, as released.
     summary_words: int = setting(120, "Offline engine: word budget of an extractive summary.", min=10)
+    #: Which proposition aggregates the pools index. ``all`` as released. ``cross-passage``: only
+    #: aggregates whose facts come from two or more passages — an aggregate of one passage's facts
+    #: repeats part of that passage (which is in the pool) and relates nothing across documents
+    #: (SiReRAG §4.2's motivation); the relatedness tree is still built over all aggregates.
+    #: Measured in BENCHMARKS.md ("SiReRAG"): off by default, as released.
+    pool_aggregates: str = setting("all", "SiReRAG pools: index all aggregates (as released) or only"
+                                   " cross-passage ones.", choices=POOL_AGGREGATES, name="sirerag_pool_aggregates")
 
     @property
     def enabled(self) -> bool:

@@ -194,4 +194,27 @@ class IRCoTTrace:
         return out
 
 
-Trace = ExpansionTrace | AgentTrace | LinkTrace | HippoRAGTrace | IRCoTTrace
+@dataclass
+class QATrace:
+    """A single-step method that also answered from its top results (SiReRAG §5's QA protocol)."""
+
+    #: ``offline`` (the extracted candidate) or ``openai`` (an LLM answer).
+    engine: str
+    #: How many of the top results (pool nodes or passages) the answerer read.
+    read: int
+    answer_label: str | None = None
+    #: The offline engine's supporting facts; empty for an LLM answer.
+    evidence: list[str] = field(default_factory=list)
+    tokens_by_role: dict[str, dict[str, int]] | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": TRACE_VERSION, "kind": "qa", "engine": self.engine, "read": self.read,
+                               "answer_label": self.answer_label, "evidence": self.evidence,
+                               "seconds": self.seconds}
+        if self.tokens_by_role is not None:
+            out["tokens_by_role"] = self.tokens_by_role
+        return out
+
+
+Trace = ExpansionTrace | AgentTrace | LinkTrace | HippoRAGTrace | IRCoTTrace | QATrace

@@ -13,7 +13,7 @@ from gearag.llm.parse import parse_entities, parse_propositions, parse_triples
 from gearag.llm.prompts import AVAILABLE, DEFAULT_PROMPTS, DEFAULTS, REQUIRED, PromptSet
 
 ROLES = {"extract_triples", "read", "read_with_memory", "reason", "rewrite", "answer", "answer_closed_book",
-         "summarize", "coref_rewrite", "extract_entities", "extract_propositions",
+         "summarize", "coref_rewrite", "extract_entities", "extract_propositions", "sirerag_answer",
          "ircot_thought", "hipporag_ner", "hipporag_filter"}
 
 

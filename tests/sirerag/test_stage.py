@@ -176,7 +176,31 @@ def test_cli_retrieve_pool_and_eval_answer_recall(sire: tuple[Gearag, list[dict]
     assert data["recall"]["R@20"] >= data["recall"]["R@5"] > 0
 
 
-def test_cli_index_rejects_tree_options_without_trees(cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize("option", [("--engine", "openai"), ("--sirerag-pool-aggregates", "cross-passage")])
+def test_cli_index_rejects_tree_options_without_trees(cli, tmp_path: Path, option: tuple[str, str]) -> None:
     corpus = write_jsonl(tmp_path / "c.jsonl", [{"title": "A", "text": "B is C."}])
-    res = cli("index", corpus, "--out", tmp_path / "i", "--engine", "openai")
+    res = cli("index", corpus, "--out", tmp_path / "i", *option)
     assert res.code == 2 and "apply only with --sirerag" in res.stderr
+
+
+def test_pools_share_one_copy_of_each_node(sire: tuple[Gearag, list[dict], Path]) -> None:
+    """Every pool selects its rows from one node table: the leaves (and every shared node) are stored once."""
+    app, _, out = sire
+    index = app.index
+    specs = {name: index.collection(name).spec for name in POOL_COLLECTIONS}
+    assert len({(s.vectors, s.records, json.dumps(s.sources)) for s in specs.values()}) == 1
+    assert len({s.bm25 for s in specs.values()}) == len(specs)  # BM25 stays per pool
+    table = np.load(out / specs["sirerag"].vectors)
+    # plus_propositions holds every kind of node, so the table is exactly its rows.
+    assert len(table) == index.manifest["trees"]["pools"]["plus_propositions"]["nodes"]
+    records = [json.loads(line) for line in (out / specs["sirerag"].records).read_text().splitlines()]
+    assert len(records) == len(table)
+    assert sum(r["kind"] == "chunk" for r in records) == len(index.passages)
+    assert not list((out / "vectors").glob("raptor*.npy")) and not list((out / "pools").glob("sirerag*.jsonl"))
+    for name in POOL_COLLECTIONS:
+        coll = index.collection(name)
+        select = coll.selection()
+        rows = np.arange(len(table)) if select is None else select
+        assert len(rows) == len(coll) == len(set(rows.tolist()))
+        np.testing.assert_array_equal(np.asarray(coll.vectors), table[rows])
+        assert [coll.record(r) for r in range(len(coll))] == [records[int(x)] for x in rows]

@@ -164,3 +164,24 @@ def test_tree_stops_without_progress_and_on_small_levels() -> None:
     assert tree.level_sizes() == {0: 30, 1: 1}
     assert tree.sources[30] == tuple(range(30))
     assert tree.texts[30] == "Same title\nThe same sentence here."
+
+
+def test_cross_passage_aggregates_keep_only_multi_passage_aggregates() -> None:
+    """An entity of one passage gives a one-passage aggregate; an entity shared by passages a cross-passage one."""
+    passages = _synthetic_passages()
+    facts = [[Proposition(f"{p.title} fact one.", (p.title, f"group{i % 4}")),
+              Proposition(f"{p.title} fact two.", (p.title,))] for i, p in enumerate(passages)]
+    trees = _trees(passages, facts)
+    rel = trees.relatedness
+    single = [r for r in range(rel.n_leaves) if len(rel.sources[r]) == 1]
+    multi = [r for r in range(rel.n_leaves) if len(rel.sources[r]) > 1]
+    assert single and multi
+    full = build_pool(trees.similarity, rel)
+    cut = build_pool(trees.similarity, rel, cross_passage_aggregates=True)
+    aggs = [i for i, k in enumerate(cut.kinds) if k == "aggregate"]
+    assert [cut.texts[i] for i in aggs] == [rel.texts[r] for r in multi]
+    assert all(len(cut.sources(i)) > 1 for i in aggs)
+    assert len(full) - len(cut) == len(single)
+    # Summaries and passages are untouched.
+    assert [t for t, k in zip(cut.texts, cut.kinds, strict=True) if k != "aggregate"] == \
+        [t for t, k in zip(full.texts, full.kinds, strict=True) if k != "aggregate"]

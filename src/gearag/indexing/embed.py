@@ -100,13 +100,16 @@ class EmbedStage:
         cfg = build.config.embed
         executor = build.executor
         # Collections embedded by the stage that made them (with this embedder) are stored as they are.
-        wanted = {name: coll.texts for name, coll in build.collections.items() if coll.vectors is None}
+        wanted = {name: coll.texts for name, coll in build.collections.items()
+                  if coll.vectors is None and coll.spec.vectors is None}
         # Here, one collection at a time (only its vectors in memory); a distributed executor gets them
         # all in one call, so that its workers start and load the embedder once.
         computed = {} if isinstance(executor, LocalExecutor) else load_or_embed_all(
             build.work, cfg.embedder, wanted, cfg.batch, executor)
         for name, coll in build.collections.items():
-            if coll.vectors is not None:
+            if coll.spec.vectors is not None:  # stored by the stage that made it (the pools' shared table)
+                continue
+            if coll.vectors is not None:  # embedded by the stage that made the collection, with this embedder
                 vectors, weights = np.asarray(coll.vectors, dtype=np.float32), None
             elif name in computed:
                 vectors, weights = computed.pop(name)

@@ -12,11 +12,15 @@ embedding, which index the pools it adds like any other collection:
 3. both trees (:func:`gearag.sirerag.pipeline.build_sirerag_trees`) with
    extractive summaries (offline) or LLM summaries checkpointed per cluster;
 4. one collection per pool (:data:`gearag.sirerag.pool.VARIANTS` minus
-   ``chunks``, which is the passages collection): records ``{"text",
-   "level", "tree", "kind"}`` per node and the CSR map node → source passages.
-   The nodes' vectors come from the tree build and are stored as they are.
+   ``chunks``, which is the passages collection). Every node is stored once
+   in a table shared by the pools (records ``{"text", "level", "tree",
+   "kind"}``, the CSR map node → source passages, the vectors from the tree
+   build as they are); each pool selects its rows from it (``select``) and
+   has its own BM25 index.
 
-Never paid twice: LLM propositions and summaries are appended to
+Never redone: every finished tree level (clusters, summaries, their
+embeddings) is checkpointed in the work directory (:mod:`gearag.sirerag.levels`),
+so a killed build resumes at the level it reached. Never paid twice: LLM propositions and summaries are appended to
 checkpoints in the build's work directory as they arrive (a ``kill -9``
 loses at most the requests in flight, and those are in the LLM client's
 response cache when it is on); a rerun rebuilds the same clusters
@@ -48,6 +52,10 @@ RAPTOR_POOLS = ("raptor",)
 SIRERAG_POOLS = ("raptor", "sirerag")
 ABLATION_POOLS = ("no_relatedness_summaries", "plus_propositions", "propositions_no_aggregates",
                   "propositions_only")
+#: The pools' shared node table (every node of every pool once; the pools select rows of it).
+NODE_RECORDS = "pools/nodes.jsonl"
+NODE_VECTORS = "vectors/pool_nodes.npy"
+NODE_SOURCES = {"indptr": "arrays/pool_nodes_sources_indptr.npy", "indices": "arrays/pool_nodes_sources_indices.npy"}
 #: Bump when the offline propositions change for the same passage.
 OFFLINE_PROPOSITIONS_VERSION = "offline-v1"
 
@@ -102,6 +110,7 @@ class TreesStage:
         facts = self._propositions(build, roles) if cfg.sirerag else [[] for _ in passages]
         timings["propositions_s"] = time.perf_counter() - t
 
+        from gearag.sirerag.levels import LevelStore
         from gearag.sirerag.pipeline import SiReRAGConfig, build_sirerag_trees, single_propositions
         from gearag.sirerag.pool import build_pool
         from gearag.sirerag.tree import TreeConfig
@@ -110,9 +119,11 @@ class TreesStage:
         sire_cfg = SiReRAGConfig(similarity=tree_cfg, relatedness=tree_cfg, cross_tree=cfg.cross_tree)
         summariser, checkpoint = self._summariser(build, roles, embedder)
         t = time.perf_counter()
+        store = LevelStore(Path(build.work) / "sirerag-levels")
         try:
+            salt = f"{summariser.key}|embedder:{build.config.embed.embedder}"
             trees = build_sirerag_trees(passages, leaf_vectors, facts, encode=embedder.encode, summariser=summariser,
-                                        config=sire_cfg, build_relatedness=cfg.sirerag)
+                                        config=sire_cfg, build_relatedness=cfg.sirerag, store=store, salt=salt)
         finally:
             if checkpoint is not None:
                 checkpoint.close()
@@ -120,13 +131,17 @@ class TreesStage:
         singles = single_propositions(facts, embedder.encode) if cfg.ablations else None
 
         counts: dict[str, dict[str, int]] = {}
-        for name in pools:
-            pool = build_pool(trees.similarity, trees.relatedness, variant=name, propositions=singles)
-            build.collections[name] = self._collection(build, name, pool)
+        cross_passage = cfg.pool_aggregates == "cross-passage"
+        built = [build_pool(trees.similarity, trees.relatedness, variant=name, propositions=singles,
+                            cross_passage_aggregates=cross_passage) for name in pools]
+        for name, spec, texts in self._collections(build, built):
+            build.collections[name] = CollectionBuild(spec, texts)
+        for name, pool in zip(pools, built, strict=True):
             counts[name] = {"nodes": len(pool), **pool.counts()}
         stats = trees.aggregate_stats
         build.manifest["trees"] = {
             "engine": cfg.engine,
+            "pool_aggregates": cfg.pool_aggregates,
             "pools": counts,
             "similarity_levels": {str(k): v for k, v in trees.similarity.level_sizes().items()},
             "relatedness_levels": {str(k): v for k, v in trees.relatedness.level_sizes().items()},
@@ -134,6 +149,8 @@ class TreesStage:
             "propositions_without_entities": stats.facts_without_entities,
             "aggregates": len(trees.aggregates),
             "summariser": summariser.key,
+            #: Tree levels taken from an interrupted build's checkpoints rather than built again.
+            "levels_resumed": store.hits,
             "seconds": {k: round(v, 3) for k, v in {**timings, **trees.timings,
                                                       "total_s": time.perf_counter() - started}.items()},
         }
@@ -197,14 +214,47 @@ class TreesStage:
         return LLMSummariser(roles, key, checkpoint=checkpoint, concurrency=concurrency), checkpoint
 
     @staticmethod
-    def _collection(build: Build, name: str, pool: Any) -> CollectionBuild:
-        w = build.writer
-        records = f"pools/{name}.jsonl"
-        w.write_jsonl(records, [{"text": t, "level": int(lv), "tree": tr, "kind": k}
-                                for t, lv, tr, k in zip(pool.texts, pool.levels, pool.trees, pool.kinds, strict=True)])
-        sources = {"indptr": f"arrays/{name}_sources_indptr.npy", "indices": f"arrays/{name}_sources_indices.npy"}
-        w.write_array(sources["indptr"], pool.sources_indptr.astype(np.int64))
-        w.write_array(sources["indices"], pool.sources_indices.astype(np.int32))
-        spec = CollectionSpec(name, len(pool), sources=sources, records=records)
-        return CollectionBuild(spec, list(pool.texts), vectors=np.asarray(pool.embeddings, dtype=np.float32))
+    def _collections(build: Build, pools: Sequence[Any]) -> list[tuple[str, CollectionSpec, list[str]]]:
+        """One shared node table for every pool; each pool a collection selecting its rows from it.
 
+        A node (a passage, a summary, an aggregate, a proposition) that several pools hold — every
+        passage is in all of them — is stored once: its record, its vector and its sources.
+        Each pool keeps its own BM25 index (the BM25 stage; its statistics depend on the rows).
+        """
+        table: dict[tuple[str, int], int] = {}
+        owner: list[tuple[Any, int]] = []  # (pool, row) holding each table row's data
+        selects = []
+        for pool in pools:
+            select = np.empty(len(pool), dtype=np.int64)
+            for row, key in enumerate(pool.keys):
+                at = table.get(key)
+                if at is None:
+                    at = table[key] = len(owner)
+                    owner.append((pool, row))
+                select[row] = at
+            selects.append(select)
+        w = build.writer
+        w.write_jsonl(NODE_RECORDS, [{"text": p.texts[r], "level": int(p.levels[r]), "tree": p.trees[r],
+                                      "kind": p.kinds[r]} for p, r in owner])
+        sources = [p.sources(r) for p, r in owner]
+        indptr = np.concatenate([[0], np.cumsum([len(x) for x in sources])]).astype(np.int64)
+        w.write_array(NODE_SOURCES["indptr"], indptr)
+        w.write_array(NODE_SOURCES["indices"], np.concatenate(sources).astype(np.int32) if sources
+                      else np.zeros(0, dtype=np.int32))
+        dim = int(pools[0].embeddings.shape[1])
+        vectors = np.zeros((len(owner), dim), dtype=np.float32)
+        for pool, select in zip(pools, selects, strict=True):
+            vectors[select] = pool.embeddings
+        w.write_array(NODE_VECTORS, vectors)
+        out = []
+        for pool, select in zip(pools, selects, strict=True):
+            name = pool.variant
+            identity = len(select) == len(owner) and bool(np.all(select == np.arange(len(owner))))
+            rel = None
+            if not identity:
+                rel = f"arrays/{name}_rows.npy"
+                w.write_array(rel, select)
+            spec = CollectionSpec(name, len(pool), vectors=NODE_VECTORS, sources=dict(NODE_SOURCES),
+                                  records=NODE_RECORDS, select=rel)
+            out.append((name, spec, list(pool.texts)))
+        return out

@@ -321,6 +321,14 @@ Document:
 Entities: {entities}
 Output:"""  # noqa: E501 - prompt text
 
+# SiReRAG §5 (implementation details): every method answers from its top-20 retrieval candidates
+# with GPT-4o and the same instruction, "answer this question in as fewer number of words as possible".
+SIRERAG_ANSWER = """{passages}
+
+Question: {question}
+Answer this question in as few words as possible.
+Answer:"""
+
 # ---------------------------------------------------------------------------
 # Peer baselines: IRCoT's one-thought step, HippoRAG's query NER and fact filter
 # ---------------------------------------------------------------------------
@@ -372,6 +380,7 @@ DEFAULTS: dict[str, Prompt] = {
         Prompt("coref_rewrite", COREF_REWRITE),
         Prompt("extract_entities", EXTRACT_ENTITIES),
         Prompt("extract_propositions", EXTRACT_PROPOSITIONS),
+        Prompt("sirerag_answer", SIRERAG_ANSWER),
         Prompt("ircot_thought", IRCOT_THOUGHT),
         Prompt("hipporag_ner", HIPPORAG_NER),
         Prompt("hipporag_filter", HIPPORAG_FILTER),
@@ -391,6 +400,7 @@ REQUIRED: dict[str, set[str]] = {
     "coref_rewrite": {"previous", "paragraph"},
     "extract_entities": {"passage"},
     "extract_propositions": {"passage"},
+    "sirerag_answer": {"passages", "question"},
     "ircot_thought": {"documents", "question", "thoughts"},
     "hipporag_ner": {"question"},
     "hipporag_filter": {"question", "facts"},
@@ -409,6 +419,7 @@ AVAILABLE: dict[str, set[str]] = {
     "coref_rewrite": {"previous", "paragraph"},
     "extract_entities": {"passage"},
     "extract_propositions": {"passage", "entities"},
+    "sirerag_answer": {"passages", "question"},
     "ircot_thought": {"documents", "question", "thoughts"},
     "hipporag_ner": {"question"},
     "hipporag_filter": {"question", "facts"},

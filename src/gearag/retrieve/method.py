@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gearag.results import Result
 from gearag.retrieve.config import RetrieverConfig
 from gearag.retrieve.factory import make_retriever
 from gearag.retrieve.pool import pool_collection
 from gearag.store.index import Index
+
+if TYPE_CHECKING:
+    from gearag.retrieve.qa import BaseMethodConfig
 
 
 class BaseMethod:
@@ -14,23 +19,40 @@ class BaseMethod:
 
     With ``pool`` other than ``chunks`` the hits are rows of that pool's
     collection (SiReRAG's collapsed-tree retrieval, §4.3): summaries and
-    aggregates as well as passages, each with the passages it covers.
+    aggregates as well as passages, each with the passages it covers. With
+    ``answer`` on, the method also answers from its top ``qa_passages``
+    results (SiReRAG §5's QA protocol, :mod:`gearag.retrieve.qa`).
     """
 
-    def __init__(self, index: Index, config: RetrieverConfig, retriever: str) -> None:
-        self.retriever = make_retriever(index, retriever, pool_collection(index, config.pool), config)
+    def __init__(self, index: Index, config: BaseMethodConfig | RetrieverConfig, retriever: str,
+                 llm_roles: object | None = None) -> None:
+        from gearag.retrieve.qa import BaseMethodConfig, PoolAnswerer
+
+        if isinstance(config, RetrieverConfig):
+            config = BaseMethodConfig(retrieval=config)
+        self.config = config
+        retrieval = config.retrieval
+        self.retriever = make_retriever(index, retriever, pool_collection(index, retrieval.pool), retrieval)
+        self.answerer = PoolAnswerer(index, config, llm_roles) if config.answer else None
 
     def __call__(self, question: str, k: int) -> Result:
-        return Result(self.retriever.retrieve(question, k))
+        if self.answerer is None:
+            return Result(self.retriever.retrieve(question, k))
+        hits = self.retriever.retrieve(question, max(k, self.config.qa_passages))
+        answer, trace = self.answerer.answer(question, hits)
+        return Result(hits[:k], trace, answer)
 
     @classmethod
-    def bm25(cls, index: Index, config: RetrieverConfig) -> BaseMethod:
-        return cls(index, config, "bm25")
+    def bm25(cls, index: Index, config: BaseMethodConfig | RetrieverConfig,
+             llm_roles: object | None = None) -> BaseMethod:
+        return cls(index, config, "bm25", llm_roles)
 
     @classmethod
-    def dense(cls, index: Index, config: RetrieverConfig) -> BaseMethod:
-        return cls(index, config, "dense")
+    def dense(cls, index: Index, config: BaseMethodConfig | RetrieverConfig,
+              llm_roles: object | None = None) -> BaseMethod:
+        return cls(index, config, "dense", llm_roles)
 
     @classmethod
-    def hybrid(cls, index: Index, config: RetrieverConfig) -> BaseMethod:
-        return cls(index, config, "hybrid")
+    def hybrid(cls, index: Index, config: BaseMethodConfig | RetrieverConfig,
+               llm_roles: object | None = None) -> BaseMethod:
+        return cls(index, config, "hybrid", llm_roles)

@@ -33,7 +33,7 @@ from gearag.server.models import (
 )
 from gearag.server.runner import Runner, StoppedError
 from gearag.server.settings import ServerSettings
-from gearag.trace import AgentTrace, ExpansionTrace
+from gearag.trace import AgentTrace, ExpansionTrace, QATrace
 from gearag.version import __version__
 
 #: Documented error responses of every /v1 route (the OpenAPI page shows the body shape).
@@ -84,7 +84,7 @@ def respond(gearag: Gearag, result: Result, question: str, method: str, seconds:
     """The response body: the one run-file row (:meth:`Gearag.row`) plus what the page shows."""
     row = gearag.row(result, question=question)
     trace = result.trace
-    evidence = list(trace.evidence) if isinstance(trace, AgentTrace) else []
+    evidence = list(trace.evidence) if isinstance(trace, (AgentTrace, QATrace)) else []
     label = result.answer_label if result.answer is not None else None
     return {"answer": None, "trace": None, **row, "method": method, "answer_label": label,
             "evidence": evidence, "graph": result_graph(gearag, result), "seconds": round(seconds, 4)}

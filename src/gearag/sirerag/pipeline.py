@@ -23,6 +23,7 @@ import numpy as np
 
 from gearag.model import Passage
 from gearag.sirerag.aggregates import Aggregate, AggregateConfig, AggregateStats, Proposition, build_aggregates
+from gearag.sirerag.levels import LevelStore
 from gearag.sirerag.pool import Propositions
 from gearag.sirerag.summarise import Summariser
 from gearag.sirerag.tree import RELATEDNESS, SIMILARITY, Encode, Tree, TreeConfig, build_cross_tree, build_tree
@@ -61,8 +62,14 @@ def build_sirerag_trees(
     summariser: Summariser,
     config: SiReRAGConfig | None = None,
     build_relatedness: bool = True,
+    store: LevelStore | None = None,
+    salt: str = "",
 ) -> SiReRAGTrees:
-    """Both trees; ``build_relatedness=False`` gives the RAPTOR baseline (similarity tree only)."""
+    """Both trees; ``build_relatedness=False`` gives the RAPTOR baseline (similarity tree only).
+
+    ``store`` checkpoints every finished tree level (an interrupted build resumes at the level it
+    reached, :mod:`gearag.sirerag.levels`); ``salt`` is the summariser's and embedder's identity.
+    """
     cfg = config or SiReRAGConfig()
     if len(facts) != len(passages):
         raise ValueError(f"need one fact list per passage ({len(passages)}), got {len(facts)}")
@@ -83,16 +90,17 @@ def build_sirerag_trees(
         sim = build_tree(SIMILARITY, leaves, leaf_embeddings, sources, encode=encode, summariser=summariser,
                          config=TreeConfig(levels=1))
         rel = build_cross_tree((leaves, leaf_embeddings, sources), (agg_texts, agg_emb, agg_sources),
-                               encode=encode, summariser=summariser, config=cfg.relatedness)
+                               encode=encode, summariser=summariser, config=cfg.relatedness, store=store,
+                               salt=salt)
         timings["cross_tree_s"] = time.perf_counter() - t
         return SiReRAGTrees(sim, rel, aggs, stats, timings)
     sim = build_tree(SIMILARITY, leaves, leaf_embeddings, sources, encode=encode, summariser=summariser,
-                     config=cfg.similarity)
+                     config=cfg.similarity, store=store, salt=salt)
     timings["similarity_tree_s"] = time.perf_counter() - t
     t = time.perf_counter()
     rel_cfg = cfg.relatedness if build_relatedness else TreeConfig(levels=1)
     rel = build_tree(RELATEDNESS, agg_texts, agg_emb, agg_sources, encode=encode, summariser=summariser,
-                     config=rel_cfg)
+                     config=rel_cfg, store=store, salt=salt)
     timings["relatedness_tree_s"] = time.perf_counter() - t
     return SiReRAGTrees(sim, rel, aggs, stats, timings)
 

@@ -24,7 +24,7 @@ With cross-tree clustering (Appendix A), pass the cross tree as
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,6 +56,10 @@ class Pool:
     sources_indptr: np.ndarray  # int64 (n + 1,)
     sources_indices: np.ndarray  # int64, passage rows
     variant: str
+    #: Identity of each row's node across the pools of one build: ``(tree, row)`` for a node of a
+    #: tree (``tree`` = "similarity" or "relatedness", the argument it came from) or
+    #: ``("proposition", i)``, so that pools can share one stored copy of each node.
+    keys: list[tuple[str, int]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -89,10 +93,12 @@ class _Builder:
         self.kinds: list[str] = []
         self.emb: list[np.ndarray] = []
         self.src: list[Sequence[int]] = []
+        self.keys: list[tuple[str, int]] = []
 
-    def add(self, tree: Tree, rows: np.ndarray, kind: str) -> None:
+    def add(self, tree: Tree, rows: np.ndarray, kind: str, side: str) -> None:
         for r in rows:
             r = int(r)
+            self.keys.append((side, r))
             self.texts.append(tree.texts[r])
             self.levels.append(int(tree.levels[r]))
             self.trees.append(tree.trees[r])
@@ -107,7 +113,7 @@ class _Builder:
         indices = np.fromiter((int(x) for s in self.src for x in s), dtype=np.int64, count=int(indptr[-1]))
         emb = np.concatenate(self.emb, axis=0) if self.emb else np.zeros((0, dim), dtype=np.float32)
         return Pool(self.texts, np.asarray(self.levels, dtype=np.int16), self.trees, self.kinds, emb,
-                    indptr, indices, variant)
+                    indptr, indices, variant, self.keys)
 
 
 def build_pool(
@@ -117,6 +123,7 @@ def build_pool(
     variant: str = "sirerag",
     propositions: Propositions | None = None,
     n_passages: int | None = None,
+    cross_passage_aggregates: bool = False,
 ) -> Pool:
     """Flatten trees into one pool (see :data:`VARIANTS`).
 
@@ -125,7 +132,9 @@ def build_pool(
     aggregates) or a cross tree from :func:`gearag.sirerag.tree.build_cross_tree`
     (then ``similarity`` supplies only the passages, and the cross summaries
     count as relatedness summaries). ``propositions`` are needed by the
-    variants that index single propositions.
+    variants that index single propositions. ``cross_passage_aggregates``
+    indexes only the aggregates that cover two or more passages (the
+    relatedness tree above them is unchanged).
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown pool variant {variant!r}; choose from {', '.join(VARIANTS)}")
@@ -140,18 +149,21 @@ def build_pool(
         raise ValueError(f"variant {variant!r} needs the single propositions")
     cross = relatedness is not None and CROSS in relatedness.trees
     b = _Builder()
-    b.add(similarity, np.arange(n), CHUNK)
+    b.add(similarity, np.arange(n), CHUNK, "similarity")
     if sim_summaries and not cross:
-        b.add(similarity, similarity.summary_rows, SUMMARY)
+        b.add(similarity, similarity.summary_rows, SUMMARY, "similarity")
     if relatedness is not None:
         leaf_rows = np.arange(relatedness.n_leaves)
         if aggregates:
             agg = leaf_rows[[relatedness.trees[r] == RELATEDNESS for r in leaf_rows]] if cross else leaf_rows
-            b.add(relatedness, agg, AGGREGATE)
+            if cross_passage_aggregates:
+                agg = agg[[len(relatedness.sources[int(r)]) > 1 for r in agg]]
+            b.add(relatedness, agg, AGGREGATE, "relatedness")
         if rel_summaries or (cross and sim_summaries):
-            b.add(relatedness, relatedness.summary_rows, SUMMARY)
+            b.add(relatedness, relatedness.summary_rows, SUMMARY, "relatedness")
     if singles and propositions is not None:
-        for text, row in zip(propositions.texts, propositions.rows, strict=True):
+        for i, (text, row) in enumerate(zip(propositions.texts, propositions.rows, strict=True)):
+            b.keys.append(("proposition", i))
             b.texts.append(text)
             b.levels.append(0)
             b.trees.append(RELATEDNESS)

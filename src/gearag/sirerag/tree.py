@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gearag.sirerag.clustering import ClusterConfig, ClusterStats, cluster
+from gearag.sirerag.levels import Level, LevelStore, level_key, tree_key
 from gearag.sirerag.summarise import Summariser
 
 Encode = Callable[[Sequence[str]], np.ndarray]
@@ -115,33 +116,64 @@ def _grow(
     summariser: Summariser,
     config: TreeConfig,
     tokens: np.ndarray,
+    store: LevelStore | None = None,
+    salt: str = "",
 ) -> Tree:
-    """Add summary levels on top of the leaves already in ``tree``."""
+    """Add summary levels on top of the leaves already in ``tree``.
+
+    With a ``store``, each finished level is checkpointed and a level found
+    there (same leaves, settings, ``salt`` and levels below) is reused without
+    clustering, summarising or embedding it again.
+    """
     cfg = config
     current = np.arange(tree.n_leaves, dtype=np.int64)
     emb_blocks = [tree.embeddings]
     all_emb = tree.embeddings
+    parent = tree_key(salt, summary_tree, tree.texts, tree.embeddings, tree.sources, tokens, cfg) if store else ""
     for level in range(1, cfg.levels):
         if current.size <= cfg.min_nodes:
             break
-        start = time.perf_counter()
-        below = float(current.size)
-        stats = ClusterStats()
-        local = cluster(all_emb[current], tokens[current], cfg.cluster, stats)
-        groups = [current[c] for c in local]
-        multi = [g for g in groups if g.size > 1]
-        carried = sorted({int(g[0]) for g in groups if g.size == 1}) if cfg.carry_singletons else []
-        if not cfg.carry_singletons:
-            multi = groups
-        next_size = len(multi) + len(carried)
-        if not multi or next_size > cfg.max_level_ratio * current.size:
-            tree.log.append({"level": level, "stopped": 1.0, "clusters": float(len(groups)),
-                             "nodes_below": float(current.size)})
-            break
-        clustered = time.perf_counter()
-        texts = summariser.summarise([g.tolist() for g in multi], tree.texts, all_emb)
-        summarised = time.perf_counter()
-        new_emb = np.asarray(encode(texts), dtype=np.float32)
+        key = level_key(parent, level) if store is not None else ""
+        parent = key
+        done = store.get(key) if store is not None else None
+        if done is not None:
+            if done.log.get("stopped"):
+                tree.log.append({**done.log, "resumed": 1.0})
+                break
+            multi = [np.asarray(c, dtype=np.int64) for c in done.clusters]
+            carried, texts, new_emb = done.carried, done.texts, done.embeddings
+            entry = {**done.log, "resumed": 1.0}
+        else:
+            start = time.perf_counter()
+            below = float(current.size)
+            stats = ClusterStats()
+            local = cluster(all_emb[current], tokens[current], cfg.cluster, stats)
+            groups = [current[c] for c in local]
+            multi = [g for g in groups if g.size > 1]
+            carried = sorted({int(g[0]) for g in groups if g.size == 1}) if cfg.carry_singletons else []
+            if not cfg.carry_singletons:
+                multi = groups
+            next_size = len(multi) + len(carried)
+            if not multi or next_size > cfg.max_level_ratio * current.size:
+                entry = {"level": level, "stopped": 1.0, "clusters": float(len(groups)),
+                         "nodes_below": float(current.size)}
+                tree.log.append(entry)
+                if store is not None:
+                    store.put(key, Level([], [], [], np.zeros((0, all_emb.shape[1]), dtype=np.float32), entry))
+                break
+            clustered = time.perf_counter()
+            texts = summariser.summarise([g.tolist() for g in multi], tree.texts, all_emb)
+            summarised = time.perf_counter()
+            new_emb = np.asarray(encode(texts), dtype=np.float32)
+            entry = {
+                "level": level, "nodes_below": below,
+                "clusters": float(len(groups)), "summaries": float(len(multi)), "carried": float(len(carried)),
+                "cluster_s": clustered - start, "summarise_s": summarised - clustered,
+                "embed_s": time.perf_counter() - summarised, "umap_s": stats.umap_seconds,
+                "gmm_s": stats.gmm_seconds, "umap_runs": float(stats.umap_runs), "gmm_fits": float(stats.gmm_fits),
+            }
+            if store is not None:
+                store.put(key, Level([g.tolist() for g in multi], list(carried), list(texts), new_emb, entry))
         base = len(tree.texts)
         for g, text in zip(multi, texts, strict=True):
             tree.texts.append(text)
@@ -156,13 +188,7 @@ def _grow(
         tokens = np.concatenate([tokens, count_tokens(texts)])
         current = np.concatenate([np.arange(base, base + len(multi), dtype=np.int64),
                                   np.asarray(carried, dtype=np.int64)])
-        tree.log.append({
-            "level": level, "nodes_below": below,
-            "clusters": float(len(groups)), "summaries": float(len(multi)), "carried": float(len(carried)),
-            "cluster_s": clustered - start, "summarise_s": summarised - clustered,
-            "embed_s": time.perf_counter() - summarised, "umap_s": stats.umap_seconds,
-            "gmm_s": stats.gmm_seconds, "umap_runs": float(stats.umap_runs), "gmm_fits": float(stats.gmm_fits),
-        })
+        tree.log.append(entry)
     tree.embeddings = all_emb
     return tree
 
@@ -177,11 +203,15 @@ def build_tree(
     summariser: Summariser,
     config: TreeConfig | None = None,
     tokens: Sequence[int] | np.ndarray | None = None,
+    store: LevelStore | None = None,
+    salt: str = "",
 ) -> Tree:
     """Build one tree over leaves ``texts`` (with their unit ``embeddings`` and source passage rows).
 
     ``encode`` embeds summary texts (the same embedder as the leaves');
-    ``tokens`` are the leaves' token counts (default: :func:`count_tokens`).
+    ``tokens`` are the leaves' token counts (default: :func:`count_tokens`);
+    ``store`` checkpoints finished levels (:mod:`gearag.sirerag.levels`), ``salt``
+    names what the key cannot see (the summariser's and embedder's identity).
     """
     cfg = config or TreeConfig()
     emb = np.asarray(embeddings, dtype=np.float32)
@@ -192,7 +222,8 @@ def build_tree(
         children=[()] * n, sources=[tuple(sorted({int(s) for s in src})) for src in sources], n_leaves=n,
     )
     tok = count_tokens(texts) if tokens is None else np.asarray(tokens, dtype=np.int64)
-    return _grow(tree, summary_tree=name, encode=encode, summariser=summariser, config=cfg, tokens=tok)
+    return _grow(tree, summary_tree=name, encode=encode, summariser=summariser, config=cfg, tokens=tok,
+                 store=store, salt=salt)
 
 
 def build_cross_tree(
@@ -202,6 +233,8 @@ def build_cross_tree(
     encode: Encode,
     summariser: Summariser,
     config: TreeConfig | None = None,
+    store: LevelStore | None = None,
+    salt: str = "",
 ) -> Tree:
     """Appendix A: one tree whose summaries cluster both trees' nodes together at every level.
 
@@ -221,4 +254,4 @@ def build_cross_tree(
         n_leaves=n,
     )
     return _grow(tree, summary_tree=CROSS, encode=encode, summariser=summariser, config=cfg,
-                 tokens=count_tokens(texts))
+                 tokens=count_tokens(texts), store=store, salt=salt)

@@ -15,6 +15,13 @@ relative to the index directory::
 
 ``sources`` is either one int array (row → passage row) or, for rows that
 cover several passages, ``{"indptr": ..., "indices": ...}`` in CSR form.
+
+Collections may share files: with ``select`` (an int array, one entry per
+row), row ``i`` of the collection is row ``select[i]`` of its ``vectors``,
+``sources`` and ``records`` files, which then hold a table shared by
+several collections (the SiReRAG pools store every tree node once and
+select their rows from it). BM25 is never shared: its statistics depend on
+the collection's rows.
 """
 
 from __future__ import annotations
@@ -52,10 +59,12 @@ class CollectionSpec:
     sources: str | dict[str, str] | None = None
     #: Row records (JSONL) for collections other than passages and triples.
     records: str | None = None
+    #: Row ``i`` is row ``select[i]`` of the (shared) vectors, sources and records files; None = identity.
+    select: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rows": self.rows}
-        for key in ("bm25", "vectors", "weights", "sources", "records"):
+        for key in ("bm25", "vectors", "weights", "sources", "records", "select"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -67,7 +76,7 @@ class CollectionSpec:
         rows = data["rows"]
         if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
             raise ValueError(f"collection {name!r}: rows must be a non-negative integer")
-        paths = {key: data.get(key) for key in ("bm25", "vectors", "weights", "records")}
+        paths = {key: data.get(key) for key in ("bm25", "vectors", "weights", "records", "select")}
         if not all(v is None or (isinstance(v, str) and v) for v in paths.values()):
             raise ValueError(f"collection {name!r}: file entries must be paths")
         sources = data.get("sources")
@@ -75,11 +84,12 @@ class CollectionSpec:
             isinstance(v, str) for v in sources.values())
         if not (sources is None or isinstance(sources, str) or csr):
             raise ValueError(f"collection {name!r}: sources must be a path or {{indptr, indices}}")
-        return cls(name, rows, paths["bm25"], paths["vectors"], paths["weights"], sources, paths["records"])
+        return cls(name, rows, paths["bm25"], paths["vectors"], paths["weights"], sources, paths["records"],
+                   paths["select"])
 
     def files(self) -> list[str]:
         """Files (and directories, for BM25) this collection needs."""
-        out = [v for v in (self.bm25, self.vectors, self.weights, self.records) if v]
+        out = [v for v in (self.bm25, self.vectors, self.weights, self.records, self.select) if v]
         if isinstance(self.sources, str):
             out.append(self.sources)
         elif isinstance(self.sources, dict):
@@ -121,7 +131,8 @@ class Collection:
     spec: CollectionSpec
     #: The text each row is retrieved by (title + newline + text for passages, "s p o" for triples).
     texts: Callable[[], Sequence[str]]
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: Re-entrant: a loader may need another lazily loaded part (the row selection).
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -156,6 +167,27 @@ class Collection:
             raise IndexFormatError(f"{self.root}: {rel} has the wrong shape or type (corrupt); rebuild the index")
         return array
 
+    def selection(self) -> np.ndarray | None:
+        """Rows of the shared files this collection's rows are (``select``), checked; None = identity."""
+        rel = self.spec.select
+        if rel is None:
+            return None
+        return self._once("select", lambda: np.asarray(self._array(rel), dtype=np.int64))
+
+    def _selected(self, rel: str, ndim: int) -> np.ndarray:
+        """A shared array's rows of this collection: a memory-mapped view when they are one run, else a copy."""
+        select = self.selection()
+        if select is None:
+            return self._array(rel, ndim)
+        array = load_array(self.root, rel)
+        if array.ndim != ndim or array.dtype.kind not in "iuf" or (
+                len(select) and (int(select.min()) < 0 or int(select.max()) >= len(array))):
+            raise IndexFormatError(f"{self.root}: {rel} does not hold the rows {self.spec.select} selects "
+                                   "(corrupt); rebuild the index")
+        if len(select) and int(select[-1]) - int(select[0]) == len(select) - 1 and bool(np.all(np.diff(select) == 1)):
+            return array[int(select[0]) : int(select[-1]) + 1]
+        return np.asarray(array[select])
+
     @property
     def bm25(self) -> Any:
         """The bm25s model over this collection's rows."""
@@ -181,7 +213,7 @@ class Collection:
         if self.spec.vectors is None:
             raise ConfigError(f"collection {self.name!r} has no vectors")
         rel = self.spec.vectors
-        return self._once("vectors", lambda: self._array(rel, ndim=2))
+        return self._once("vectors", lambda: self._selected(rel, ndim=2))
 
     @property
     def weights(self) -> np.ndarray | None:
@@ -230,7 +262,7 @@ class Collection:
     def _sources(self) -> tuple[np.ndarray, np.ndarray | None]:
         src = self.spec.sources
         if isinstance(src, str):
-            return np.asarray(self._array(src)), None
+            return np.asarray(self._array(src) if self.spec.select is None else load_array(self.root, src)), None
         if isinstance(src, dict):
             return np.asarray(load_array(self.root, src["indptr"])), np.asarray(load_array(self.root, src["indices"]))
         rows = np.arange(self.spec.rows, dtype=np.int64)
@@ -239,6 +271,9 @@ class Collection:
     def sources(self, row: int) -> list[int]:
         """Passage rows that row ``row`` of this collection came from."""
         first, indices = self._once("sources", self._sources)
+        select = self.selection()
+        if select is not None:
+            row = int(select[row])
         if indices is None:
             return [int(first[row])]
         return [int(x) for x in indices[first[row] : first[row + 1]]]
@@ -247,7 +282,14 @@ class Collection:
         if self.spec.records is None:
             raise ConfigError(f"collection {self.name!r} has no records")
         with (self.root / self.spec.records).open(encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh]
+            records = [json.loads(line) for line in fh]
+        select = self.selection()
+        if select is None:
+            return records
+        if len(select) and int(select.max()) >= len(records):
+            raise IndexFormatError(f"{self.root}: {self.spec.records} does not hold the rows {self.spec.select} "
+                                   "selects (corrupt); rebuild the index")
+        return [records[int(r)] for r in select]
 
     def record(self, row: int) -> dict[str, Any]:
         """Row ``row``'s record (``text`` and, for pool nodes, ``level``, ``tree``, ``kind``); loaded once."""
@@ -260,4 +302,5 @@ class Collection:
         first, indices = self._once("sources", self._sources)
         if indices is not None:
             raise ConfigError(f"collection {self.name!r} rows have several sources; use sources(row)")
-        return first
+        select = self.selection()
+        return first if select is None else first[select]

@@ -439,6 +439,12 @@ def _records_texts(path: Path, spec: CollectionSpec) -> Callable[[], list[str]]:
         if spec.records is None:
             raise IndexFormatError(f"{path}: collection {spec.name!r} has no records; rebuild the index")
         with (path / spec.records).open(encoding="utf-8") as fh:
-            return [json.loads(line)["text"] for line in fh]
+            texts = [json.loads(line)["text"] for line in fh]
+        if spec.select is None:
+            return texts
+        select = load_array(path, spec.select)
+        if len(select) != spec.rows or (len(select) and int(select.max()) >= len(texts)):
+            raise IndexFormatError(f"{path}: {spec.select} does not select rows of {spec.records}; rebuild the index")
+        return [texts[int(r)] for r in select]
 
     return load

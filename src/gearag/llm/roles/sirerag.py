@@ -6,11 +6,12 @@ Each role is declared once below (prompt + parser + output type);
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gearag.llm.parse import Entity, Proposition, parse_entities, parse_propositions, parse_text
+from gearag.llm.parse import Entity, Proposition, parse_answer, parse_entities, parse_propositions, parse_text
 from gearag.llm.roles.base import Role, RoleCaller
+from gearag.model import Passage
 
 #: A detail-keeping summary of a cluster of texts (RAPTOR/SiReRAG tree nodes).
 SUMMARIZE: Role[str] = Role("summarize", "summarize", parse_text)
@@ -21,7 +22,10 @@ ENTITIES: Role[list[Entity]] = Role("entities", "extract_entities", parse_entiti
 #: Facts with their triplets (Figure 8 format).
 PROPOSITIONS: Role[list[Proposition]] = Role("propositions", "extract_propositions", parse_propositions)
 
-ROLES: tuple[Role[Any], ...] = (SUMMARIZE, COREF, ENTITIES, PROPOSITIONS)
+#: SiReRAG §5's QA step: a concise answer from the top retrieval candidates (ledger role ``answer``).
+CONCISE_ANSWER: Role[str] = Role("answer", "sirerag_answer", parse_answer)
+
+ROLES: tuple[Role[Any], ...] = (SUMMARIZE, COREF, ENTITIES, PROPOSITIONS, CONCISE_ANSWER)
 
 
 class SiReRAGRoles(RoleCaller):
@@ -45,3 +49,10 @@ class SiReRAGRoles(RoleCaller):
         names = [e.name if isinstance(e, Entity) else str(e) for e in entities]
         values = {"passage": text, "entities": ", ".join(names) if names else "(none given)"}
         return self.call(PROPOSITIONS, values).value
+
+    def concise_answer(self, candidates: Sequence[Passage], question: str, *, question_id: str | None = None) -> str:
+        """SiReRAG §5: answer ``question`` from the retrieval candidates in as few words as possible; "" if none."""
+        from gearag.llm.roles.gear import format_passages
+
+        values = {"passages": format_passages(candidates), "question": question}
+        return self.call(CONCISE_ANSWER, values, question_id).value
