@@ -22,6 +22,11 @@ class AgentEngineConfig(EngineConfig):
     #: follow both branches, and the loop continues on a repeated rewrite while
     #: the memory still grows. Off: the model-free roles as first built.
     chain_agent: bool = setting(True, "Offline agent: finish chains through entity resolution (--no-chain-agent: off).")
+    #: A JSON file replacing any of the offline engine's English word lists
+    #: (:class:`gearag.agent.words.WordLists`: place nouns, relation words, type,
+    #: comparison, date and person words); unset = the built-in lists.
+    word_lists: str | None = setting(None, "Offline agent: JSON file of English word lists replacing the built-in "
+                                           "ones (see gearag.agent.words).")
 
 
 @dataclass(frozen=True)
