@@ -52,6 +52,18 @@ class AgentConfig:
     #: expansion's ``graph`` to be ``ppr`` or ``both`` (else Eq. 9 is used).
     final: str = setting("ppr", "Agent output ranking: ppr (passage graph) | rrf (Eq. 9 as printed).",
                          choices=FINAL_MODES)
+    #: Seed weight of the gist memory in the ``ppr`` output ranking, relative to
+    #: the question's own entities (total 1). 1.0 is the in-step weight
+    #: (``proximal_weight``) and was the first default; at 1.0 the memory —
+    #: the offline reader's picks, accumulated over every step — outweighed
+    #: what the question names, and pages about bridge and distractor
+    #: entities pushed the base retriever's best passages out of the top 2
+    #: (HotpotQA R@2 63.0 vs titlelink's 71.5). Chosen on the first half of
+    #: each dev set (2Wiki first 500, HotpotQA and MuSiQue first 50): every
+    #: weight in 0.3–0.6 raised mean R@2 by 2.5–2.8 and mean R@5 by 0.3–0.7;
+    #: 0.5 is that plateau's middle (BENCHMARKS.md, er_dev section).
+    memory_weight: float = setting(0.5, "Agent: seed weight of the gist memory in the PPR output ranking, "
+                                        "relative to the question's entities (1.0: as in each step).", min=0.0)
     #: Graph expansion inside each step (base retriever, PPR or beams, tripleLink, RRF).
     expansion: ExpansionConfig = setting(ExpansionConfig, "")
     engine: AgentEngineConfig = setting(AgentEngineConfig, "")

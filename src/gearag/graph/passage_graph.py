@@ -280,14 +280,17 @@ class PassageGraph:
         base: Sequence[tuple[int, float]] = (),
         proximal: Sequence[int] = (),
         ranked: bool = True,
+        proximal_weight: float | None = None,
     ) -> np.ndarray:
         """Seed vector over the graph's nodes.
 
         ``base``: (passage row, retrieval score) pairs; ``proximal``: index
         triple ids found by the reader, best first (``ranked``: weight
-        ``1/(rank+1)``; otherwise all alike, e.g. a gist memory).
+        ``1/(rank+1)``; otherwise all alike, e.g. a gist memory), total weight
+        ``proximal_weight`` (default: the config's).
         """
         cfg = self.config
+        prox_weight = cfg.proximal_weight if proximal_weight is None else proximal_weight
         offset = self.n_passages if cfg.passage_nodes else 0
         size = self.n_passages + self.n_entities if cfg.passage_nodes else self.n_entities
         s = np.zeros(size)
@@ -295,7 +298,7 @@ class PassageGraph:
         if ents:
             w = self.specificity[ents]
             s[offset + np.asarray(ents)] += w / w.sum()
-        if proximal and cfg.proximal_weight > 0:
+        if proximal and prox_weight > 0:
             ends = self.arrays.resolution.triple_ends
             acc: dict[int, float] = {}
             for rank, t in enumerate(proximal):
@@ -305,7 +308,7 @@ class PassageGraph:
             if acc:
                 total = sum(acc.values())
                 for e, v in acc.items():
-                    s[offset + e] += cfg.proximal_weight * v / total
+                    s[offset + e] += prox_weight * v / total
         if base and cfg.passage_weight > 0 and cfg.passage_nodes:
             rows = np.asarray([r for r, _ in base], dtype=np.int64)
             scores = np.asarray([sc for _, sc in base], dtype=np.float64)
@@ -328,9 +331,10 @@ class PassageGraph:
         proximal: Sequence[int] = (),
         k: int = 15,
         ranked: bool = True,
+        proximal_weight: float | None = None,
     ) -> list[int]:
         """Top ``k`` passage rows by PPR (passages with zero probability are not returned)."""
-        seeds = self.seeds(question, base, proximal, ranked)
+        seeds = self.seeds(question, base, proximal, ranked, proximal_weight)
         if not seeds.any():
             return []
         sc = self.scores(seeds)
