@@ -147,3 +147,18 @@ def test_index_stores_synonyms_and_ner_mentions(tmp_path) -> None:
     # The default build stores neither.
     plain = graph_arrays_for(build_index(passages, tmp_path / "plain"))
     assert plain.synonyms is None and plain.resolution.ner_mentions is None
+
+
+def test_unused_ner_mentions_change_nothing() -> None:
+    """An index that stores NER mentions ranks exactly like one without them when they are off."""
+    # "Boston Marathon" exists only through NER and resolves (contained name) to the Boston page.
+    spans = [["Boston"], ["Massachusetts"], ["John F. Kennedy", "Maine", "Akron"], ["Boston Marathon"], ["Akron"]]
+    with_ner = PassageGraph(_arrays(embed=None, ner_spans=spans), PassageGraphConfig(ner_mentions=False))
+    plain = PassageGraph(_arrays(embed=None), PassageGraphConfig())
+    n = plain.n_passages + plain.n_entities
+    for seed_node in range(n):
+        seeds = np.zeros(n)
+        seeds[seed_node] = 1.0
+        wide = np.zeros(with_ner.n_passages + with_ner.n_entities)
+        wide[:n] = seeds
+        assert np.allclose(with_ner.scores(wide), plain.scores(seeds), atol=1e-6)

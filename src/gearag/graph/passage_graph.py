@@ -227,9 +227,17 @@ class PassageGraph:
         self.n_passages, self.n_entities = res.mentions.shape
         #: passage × entity mention edges: the resolution's, plus the NER spans' when stored and asked for.
         self.mentions = res.mentions
+        #: entity × passage about edges; without NER mentions, those of NER-only entities are dropped
+        #: (such an entity may contain a title: it would otherwise join that page to nothing else).
+        self.about = res.about
         if config.ner_mentions and res.ner_mentions is not None:
             self.mentions = (res.mentions + res.ner_mentions).tocsr()
             self.mentions.data[:] = 1.0
+        elif res.ner_mentions is not None:
+            keep = np.zeros(self.n_entities)
+            keep[: res.n_mention_keys] = 1.0
+            self.about = (sparse.diags(keep) @ res.about).tocsr()
+            self.about.eliminate_zeros()
         df = np.asarray((self.mentions > 0).sum(axis=0)).ravel()
         #: Node specificity 1/|P(e)| (HippoRAG §3.2); entities in no passage count as in one.
         self.specificity = 1.0 / np.maximum(df, 1)
@@ -244,7 +252,7 @@ class PassageGraph:
     def _adjacency(self) -> sparse.csr_matrix:
         res, cfg = self.arrays.resolution, self.config
         mentions = self.mentions.astype(np.float64)  # passage × entity
-        about_t = (res.about.T * cfg.about_weight).astype(np.float64)  # passage × entity
+        about_t = (self.about.T * cfg.about_weight).astype(np.float64)  # passage × entity
         # A[i, j] is the weight of the step j → i: entity → passage in the upper-right
         # block, passage → entity in the lower-left one.
         to_passage = (mentions * cfg.backlink_weight + about_t).tocsr()

@@ -203,6 +203,16 @@ class Resolution:
     #: passage → entities its NER spans name (1.0 per distinct pair); None when not computed.
     ner_mentions: sparse.csr_matrix | None = None
 
+    @property
+    def n_mention_keys(self) -> int:
+        """Entities that exist without the NER spans: the lexicon's names and the triple endpoints.
+
+        Endpoint ids are given in triple order after the names, and NER spans come last, so the
+        entities at and after this id are the ones only NER found.
+        """
+        ends = self.triple_ends
+        return max(self.n_names, int(ends.max()) + 1 if ends.size else 0)
+
     def passage_links(self) -> sparse.csr_matrix:
         """passage → passage: "passage i mentions a name that is about passage j" (self-links dropped)."""
         links = (self.mentions @ self.about).tocsr()
