@@ -250,7 +250,7 @@ class PassageGraph:
         self.operator = PageRankOperator(self._adjacency(), dtype=np.float32)
 
     def _adjacency(self) -> sparse.csr_matrix:
-        res, cfg = self.arrays.resolution, self.config
+        cfg = self.config
         mentions = self.mentions.astype(np.float64)  # passage × entity
         about_t = (self.about.T * cfg.about_weight).astype(np.float64)  # passage × entity
         # A[i, j] is the weight of the step j → i: entity → passage in the upper-right
