@@ -64,6 +64,14 @@ class AgentConfig:
     #: 0.5 is that plateau's middle (BENCHMARKS.md, er_dev section).
     memory_weight: float = setting(0.5, "Agent: seed weight of the gist memory in the PPR output ranking, "
                                         "relative to the question's entities (1.0: as in each step).", min=0.0)
+    #: Seed the ``ppr`` output ranking also with the facts the reasoner's answer
+    #: rests on beyond the gist memory (``Reasoning.facts``: a comparison's two
+    #: branches read from the options' pages), with the memory. Off: the memory alone
+    #: (the first behaviour). Without it, a comparison answered through both
+    #: branches could rank a page the question's entities merely mention above a
+    #: page on its own evidence path.
+    seed_evidence: bool = setting(True, "Agent: seed the PPR output ranking with the answer's evidence facts too "
+                                        "(--no-seed-evidence: the gist memory alone).")
     #: Graph expansion inside each step (base retriever, PPR or beams, tripleLink, RRF).
     expansion: ExpansionConfig = setting(ExpansionConfig, "")
     engine: AgentEngineConfig = setting(AgentEngineConfig, "")

@@ -21,7 +21,8 @@ each gist triple passage-linked (Eq. 8, 10) and
 ``RRF(C_t1, …, C_t|G|, C_q(1), …, C_q(n))``; ``ppr`` (default, issue 9)
 ranks by Personalized PageRank over the passage-aware graph seeded with the
 question's entities, the gist memory (at ``AgentConfig.memory_weight`` of the
-question's entities) and the first step's base passages.
+question's entities, together with the facts the reasoner's answer rests on
+beyond the memory) and the first step's base passages.
 Inside each step, ``ExpansionConfig.graph`` chooses PPR (default), Algorithm 1's
 beams (as printed) or both.
 """
@@ -149,7 +150,10 @@ class GearAgent:
             # Eq. 8–10 for the memory so far: passageLink new gist triples, fuse with every step.
             linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
             if self.config.final == "ppr" and self.graph is not None:
-                final = self.final_ppr(question, memory, first_base, per_step, k)
+                # The answer's evidence read beyond the memory (a comparison's two branches) seeds too.
+                extra = ([t for t in reasoning.facts if t.as_tuple() not in {m.as_tuple() for m in memory}]
+                         if self.config.seed_evidence else [])
+                final = self.final_ppr(question, [*memory, *extra], first_base, per_step, k)
             else:
                 final = rrf(linked + per_step, k=self.rrf_k)
             steps.append(

@@ -326,7 +326,8 @@ class OfflineReasoner:
         pick = max if latest else min
         choice = pick(info.options, key=lambda o: found[o][0])
         evidence = [f"({t.subject}; {t.predicate}; {t.object})" for _, path in found.values() for t in path]
-        return Reasoning(True, f"Compared through both branches: {'; '.join(evidence)}.", choice, evidence)
+        facts = [t for _, path in found.values() for t in path]
+        return Reasoning(True, f"Compared through both branches: {'; '.join(evidence)}.", choice, evidence, facts)
 
     def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning:
         info = analyse(question, self.words)
