@@ -99,9 +99,9 @@ def methods_for(dataset: str, all_ablations: bool = False) -> list[tuple[str, st
         ("GEAR-offline (PPR)", "gear", gear),
         ("  GEAR, ranking fix off (memory weight 1, no evidence seeds)", "gear",
          {**gear, "memory_weight": 1.0, "seed_evidence": False}),
-        ("  GEAR, evidence seeds off", "gear", {**gear, "seed_evidence": False}),
         (f"  GEAR, {syn_label}", "gear", {**gear, **syn_flip}),
         (f"  GEAR, {ner_label}", "gear", {**gear, **ner_flip}),
+        ("  GEAR, evidence seeds off", "gear", {**gear, "seed_evidence": False}),
     ]
     if all_ablations:
         rows += [
