@@ -144,6 +144,11 @@ def test_index_stores_synonyms_and_ner_mentions(tmp_path) -> None:
     info = index.manifest["resolve"]
     assert info["ner_mentions"] == arrays.resolution.ner_mentions.nnz
     assert info["synonym_edges"] == arrays.synonyms.nnz // 2
+    # The agent's resolver ignores entities only NER found, with or without NER mentions in use.
+    from gearag.agent.offline import Resolver
+
+    res = arrays.resolution
+    assert max(Resolver(index).keys.values()) < res.n_mention_keys <= len(res.keys)
     # The default build stores neither.
     plain = graph_arrays_for(build_index(passages, tmp_path / "plain"))
     assert plain.synonyms is None and plain.resolution.ner_mentions is None

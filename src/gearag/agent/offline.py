@@ -110,7 +110,10 @@ class Resolver:
 
         self.index = index
         res = graph_arrays_for(index).resolution
-        self.keys = res.key_index()
+        # Entities only NER found (an index built with NER mentions) are left out, so the agent
+        # behaves the same whether or not the index stores them.
+        n_keys = res.n_mention_keys
+        self.keys = {k: i for k, i in res.key_index().items() if i < n_keys}
         self.about = res.about
         self._cache: dict[str, int | None] = {}
 
