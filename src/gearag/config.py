@@ -101,6 +101,20 @@ class ResolveConfig:
     #: first use instead (a few seconds on 6k passages).
     entity_graph: bool = setting(True, "Store the passage-aware entity graph in the index (--no-entity-graph: "
                                        "build it in memory on first use).")
+    #: Synonym edges between entity names whose embeddings (the index's
+    #: embedder) have cosine ≥ ``synonym_threshold`` among each name's
+    #: ``synonym_neighbours`` nearest (HippoRAG §3.2). Stored under ``graph/``;
+    #: the query-time ``synonym_weight`` scales them (0: unused).
+    synonyms: bool = setting(False, "Store synonym edges between similar entity names (HippoRAG's KNN).")
+    synonym_threshold: float = setting(0.8, "Cosine for a synonym edge between entity names (HippoRAG: 0.8).",
+                                       name="entity_synonym_threshold", min=-1.0)
+    synonym_neighbours: int = setting(100, "Most synonym edges per entity name (KNN depth; HippoRAG: 100).",
+                                      name="entity_synonym_neighbours", min=1)
+    #: Mentions from spaCy's named-entity spans of the passage text, resolved
+    #: like triple endpoints (LinearRAG's mention source). Costs one more spaCy
+    #: pass (NER only) at index time; the query-time ``ner_mentions`` uses them.
+    ner_mentions: bool = setting(False, "Store mentions from spaCy NER spans of the passages (one more spaCy pass).",
+                                 name="index_ner_mentions")
 
 
 @dataclass(frozen=True)

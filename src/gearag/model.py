@@ -82,6 +82,10 @@ class Reasoning:
     answer: str | None = None
     #: Evidence path behind the decision, as readable triples.
     evidence: list[str] = field(default_factory=list)
+    #: Evidence facts the reasoner read beyond the gist memory (e.g. from the pages a
+    #: comparison's branches resolve to), with their index triple ids; the agent's
+    #: output ranking seeds them with the memory.
+    facts: list[Fact] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,9 @@
-"""Light question analysis for the offline engine: answer type, content terms, option entities."""
+"""Light question analysis for the offline engine: answer type, content terms, option entities.
+
+The English words it looks for are :class:`gearag.agent.words.WordLists`
+(place, person, date, number, auxiliary and comparison words); pass your own
+to :func:`analyse` to change them.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gearag.agent.words import DEFAULT_WORDS, WordLists
 from gearag.retrieve.bm25 import tokenize
 from gearag.text import YEAR as _YEAR
 from gearag.text import has_date, is_named
@@ -15,12 +21,6 @@ __all__ = ["ANSWER_TYPES", "QuestionInfo", "analyse", "matches_type"]
 ANSWER_TYPES = ("date", "number", "place", "person", "yesno", "entity")
 
 _NUMBER = re.compile(r"\d")
-_AUX = ("is ", "are ", "was ", "were ", "do ", "does ", "did ", "can ", "could ", "has ", "have ", "had ", "will ")
-_PLACE_WORDS = ("where", "place", "city", "country", "state", "county", "town", "location", "nationality",
-                "born in", "located", "headquarter", "province", "region", "continent", "river")
-_PERSON_WORDS = ("who ", "whom", "whose", "father", "mother", "spouse", "wife", "husband", "son ", "daughter",
-                 "director", "composer", "performer", "author", "founder", "grandfather", "grandmother",
-                 "brother", "sister", "child", "producer", "writer", "singer", "actor", "actress", "ceo", "leader")
 
 
 @dataclass(frozen=True)
@@ -33,23 +33,30 @@ class QuestionInfo:
     options: tuple[str, ...] = ()
 
 
+@lru_cache(maxsize=64)
+def _phrases(words: tuple[str, ...]) -> re.Pattern[str]:
+    """Any of ``words`` as whole words (``(?!)`` never matches: an empty list asks for nothing)."""
+    if not words:
+        return re.compile(r"(?!)")
+    return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b")
+
+
 @lru_cache(maxsize=4096)
-def analyse(question: str) -> QuestionInfo:
+def analyse(question: str, words: WordLists = DEFAULT_WORDS) -> QuestionInfo:
     q = question.strip()
     low = " " + q.lower() + " "
     options = _options(q)
-    if options and any(w in low for w in (" first", " earlier", " later", " older", " younger", " more ", " longer",
-                                          " born first", " died first", " last")):
+    if options and any(f" {w}" in low for w in words.comparison_words):
         kind = "entity"
-    elif q.lower().startswith(_AUX):
+    elif q.lower().startswith(tuple(f"{w} " for w in words.aux_words)):
         kind = "yesno"
-    elif re.search(r"\b(when|what year|which year|what date|date of|year)\b", low):
+    elif _phrases(words.date_words).search(low):
         kind = "date"
-    elif re.search(r"\bhow (many|much|old|long|tall)\b|\bpopulation\b", low):
+    elif _phrases(words.number_words).search(low):
         kind = "number"
-    elif any(w in low for w in _PLACE_WORDS):
+    elif any(w in low for w in words.place_words):
         kind = "place"
-    elif any(w in low for w in _PERSON_WORDS):
+    elif any(w in low for w in words.person_words):
         kind = "person"
     else:
         kind = "entity"

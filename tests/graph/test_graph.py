@@ -244,3 +244,17 @@ def test_titlelink_method_on_a_tiny_index(tiny_index) -> None:
     from gearag.retrieve.fusion import rrf
 
     assert [h.idx for h in result.passages] == [i for i, _ in rrf([base, linked])][:5]
+
+
+def test_proximal_weight_scales_the_memory_seeds_against_the_question() -> None:
+    """The agent's output ranking seeds its gist memory at ``memory_weight`` of the question's entities."""
+    graph = _demo_graph()
+    q = "Who coached the college basketball team of Seth Curry?"
+    memory = [1]  # (Stephen Curry, born in, Akron, Ohio): a fact the question does not ask about
+    full = graph.seeds(q, proximal=memory, ranked=False)
+    half = graph.seeds(q, proximal=memory, ranked=False, proximal_weight=0.5)
+    assert full.sum() == pytest.approx(2.0) and half.sum() == pytest.approx(1.5)
+    akron, seth = 6, 4
+    s_full, s_half = graph.scores(full), graph.scores(half)
+    assert s_half[akron] / s_half[seth] < s_full[akron] / s_full[seth]
+    assert graph.rank(q, (), memory, 12, ranked=False, proximal_weight=0.0) == graph.rank(q, (), (), 12)

@@ -22,6 +22,11 @@ class AgentEngineConfig(EngineConfig):
     #: follow both branches, and the loop continues on a repeated rewrite while
     #: the memory still grows. Off: the model-free roles as first built.
     chain_agent: bool = setting(True, "Offline agent: finish chains through entity resolution (--no-chain-agent: off).")
+    #: A JSON file replacing any of the offline engine's English word lists
+    #: (:class:`gearag.agent.words.WordLists`: place nouns, relation words, type,
+    #: comparison, date and person words); unset = the built-in lists.
+    word_lists: str | None = setting(None, "Offline agent: JSON file of English word lists replacing the built-in "
+                                           "ones (see gearag.agent.words).")
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,26 @@ class AgentConfig:
     #: expansion's ``graph`` to be ``ppr`` or ``both`` (else Eq. 9 is used).
     final: str = setting("ppr", "Agent output ranking: ppr (passage graph) | rrf (Eq. 9 as printed).",
                          choices=FINAL_MODES)
+    #: Seed weight of the gist memory in the ``ppr`` output ranking, relative to
+    #: the question's own entities (total 1). 1.0 is the in-step weight
+    #: (``proximal_weight``) and was the first default; at 1.0 the memory —
+    #: the offline reader's picks, accumulated over every step — outweighed
+    #: what the question names, and pages about bridge and distractor
+    #: entities pushed the base retriever's best passages out of the top 2
+    #: (HotpotQA R@2 63.0 vs titlelink's 71.5). Chosen on the first half of
+    #: each dev set (2Wiki first 500, HotpotQA and MuSiQue first 50): every
+    #: weight in 0.3–0.6 raised mean R@2 by 2.5–2.8 and mean R@5 by 0.3–0.7;
+    #: 0.5 is that plateau's middle (BENCHMARKS.md, er_dev section).
+    memory_weight: float = setting(0.5, "Agent: seed weight of the gist memory in the PPR output ranking, "
+                                        "relative to the question's entities (1.0: as in each step).", min=0.0)
+    #: Seed the ``ppr`` output ranking also with the facts the reasoner's answer
+    #: rests on beyond the gist memory (``Reasoning.facts``: a comparison's two
+    #: branches read from the options' pages), with the memory. Off: the memory alone
+    #: (the first behaviour). Without it, a comparison answered through both
+    #: branches could rank a page the question's entities merely mention above a
+    #: page on its own evidence path.
+    seed_evidence: bool = setting(True, "Agent: seed the PPR output ranking with the answer's evidence facts too "
+                                        "(--no-seed-evidence: the gist memory alone).")
     #: Graph expansion inside each step (base retriever, PPR or beams, tripleLink, RRF).
     expansion: ExpansionConfig = setting(ExpansionConfig, "")
     engine: AgentEngineConfig = setting(AgentEngineConfig, "")

@@ -20,7 +20,9 @@ The output ranking (``AgentConfig.final``): ``rrf`` is Eq. 9 as printed —
 each gist triple passage-linked (Eq. 8, 10) and
 ``RRF(C_t1, …, C_t|G|, C_q(1), …, C_q(n))``; ``ppr`` (default, issue 9)
 ranks by Personalized PageRank over the passage-aware graph seeded with the
-question's entities, the gist memory and the first step's base passages.
+question's entities, the gist memory (at ``AgentConfig.memory_weight`` of the
+question's entities, together with the facts the reasoner's answer rests on
+beyond the memory) and the first step's base passages.
 Inside each step, ``ExpansionConfig.graph`` chooses PPR (default), Algorithm 1's
 beams (as printed) or both.
 """
@@ -115,7 +117,7 @@ class GearAgent:
         seeds = list(dict.fromkeys(t.source for t in memory if t.source is not None))
         # The gist memory is already a selection: its facts seed alike (not by reading order).
         ranked = self.graph.rank(question, [(h.idx, h.score) for h in base], seeds, k,  # type: ignore[union-attr]
-                                 ranked=not self.chain)
+                                 ranked=not self.chain, proximal_weight=self.config.memory_weight)
         tail = [p for p, _ in rrf(per_step, k=self.rrf_k) if p not in set(ranked)]
         order = [*ranked, *tail]
         return [(p, 1.0 / (self.rrf_k + i + 1)) for i, p in enumerate(order)]
@@ -147,7 +149,10 @@ class GearAgent:
             # Eq. 8–10 for the memory so far: passageLink new gist triples, fuse with every step.
             linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
             if self.config.final == "ppr" and self.graph is not None:
-                final = self.final_ppr(question, memory, first_base, per_step, k)
+                # The answer's evidence read beyond the memory (a comparison's two branches) seeds too.
+                extra = ([t for t in reasoning.facts if t.as_tuple() not in {m.as_tuple() for m in memory}]
+                         if self.config.seed_evidence else [])
+                final = self.final_ppr(question, [*memory, *extra], first_base, per_step, k)
             else:
                 final = rrf(linked + per_step, k=self.rrf_k)
             steps.append(

@@ -41,6 +41,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from gearag.agent.words import DEFAULT_WORDS, WordLists, word_lists_for
 from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
 from gearag.model import Fact, Passage, Reasoning
@@ -50,40 +51,8 @@ from gearag.store.collection import PASSAGES
 from gearag.store.index import Index
 from gearag.text import date_key, is_named, normalise_entity
 
-#: Relation words that share no stem with the predicates that express them.
-_RELATED = {
-    "death": ("die", "death", "dead", "kill"),
-    "die": ("die", "death", "dead"),
-    "birth": ("born", "birth"),
-    "born": ("born", "birth"),
-    "spous": ("marri", "wife", "husband", "spous", "wed"),
-    "wife": ("marri", "wife", "spous"),
-    "husband": ("marri", "husband", "spous"),
-    "director": ("direct", "director"),
-    "perform": ("perform", "sung", "sing", "record"),
-    "compos": ("compos", "written", "music"),
-    "author": ("written", "wrote", "author"),
-    "father": ("father", "son", "daughter", "child"),
-    "mother": ("mother", "son", "daughter", "child"),
-    "found": ("found", "establish", "creat"),
-    "bury": ("buri", "grave", "interr"),
-    "buri": ("buri", "grave", "interr"),
-    "nation": ("citizen", "nation", "american", "british", "french", "german"),
-    "releas": ("releas", "premier", "publish"),
-    "locat": ("locat", "in", "situat", "base"),
-    "headquart": ("headquart", "base"),
-    "educ": ("educ", "studi", "graduat", "attend", "school", "univers"),
-}
-
 #: Share of the question's relation words a chain must cover to be an answer.
 COVERAGE = 0.5
-
-#: Words that name the answer's type rather than a relation; the type check covers them.
-_TYPE_WORDS = frozenset({
-    "year", "date", "time", "day", "month", "citi", "countri", "counti", "place", "state", "town", "locat", "nation",
-    "mani", "much", "old", "name", "person",
-})
-
 
 @lru_cache(maxsize=1 << 16)
 def _stems(text: str) -> frozenset[str]:
@@ -91,10 +60,11 @@ def _stems(text: str) -> frozenset[str]:
     return frozenset(tokenize([text])[0])
 
 
-def _covers(term: str, chain_terms: AbstractSet[str]) -> bool:
+def _covers(term: str, chain_terms: AbstractSet[str], words: WordLists = DEFAULT_WORDS) -> bool:
+    """Whether a relation stem of the question is expressed by ``chain_terms`` (itself or a related stem)."""
     if term in chain_terms:
         return True
-    return any(any(c.startswith(a) for c in chain_terms) for a in _RELATED.get(term, ()))
+    return any(any(c.startswith(a) for c in chain_terms) for a in words.related_map.get(term, ()))
 
 
 def _in_question(entity: str, qnorm: str) -> bool:
@@ -116,16 +86,14 @@ def same_entity(a: str, b: str) -> bool:
     return " " in short and long.endswith(" " + short)
 
 
-#: Place nouns that English names of such places carry ("Summit County", "Ohio River"):
-#: when a question asks "which county", only a terminal with "county" answers it.
-NAME_NOUNS = ("county", "river", "university", "college", "school", "district", "province", "island", "lake",
-              "church", "parish", "borough", "township", "mountain", "airport")
+#: The built-in place nouns (``WordLists.name_nouns``; kept for callers of the old constant).
+NAME_NOUNS = DEFAULT_WORDS.name_nouns
 
 
-def asked_noun(question: str) -> str | None:
-    """The place noun a question asks for ("In which county ..." → "county"), if one of :data:`NAME_NOUNS`."""
+def asked_noun(question: str, words: WordLists = DEFAULT_WORDS) -> str | None:
+    """The place noun a question asks for ("In which county ..." → "county"), if one of ``words.name_nouns``."""
     m = re.search(r"\b(?:which|what)\s+(\w+)", question.lower())
-    if m and m.group(1) in NAME_NOUNS:
+    if m and m.group(1) in words.name_nouns:
         return m.group(1)
     return None
 
@@ -142,7 +110,10 @@ class Resolver:
 
         self.index = index
         res = graph_arrays_for(index).resolution
-        self.keys = res.key_index()
+        # Entities only NER found (an index built with NER mentions) are left out, so the agent
+        # behaves the same whether or not the index stores them.
+        n_keys = res.n_mention_keys
+        self.keys = {k: i for k, i in res.key_index().items() if i < n_keys}
         self.about = res.about
         self._cache: dict[str, int | None] = {}
 
@@ -209,8 +180,11 @@ class Chain:
 class OfflineReasoner:
     """Answerability from chains of gist triples; see the module docstring."""
 
-    def __init__(self, max_length: int = 3, resolver: Resolver | None = None) -> None:
+    def __init__(self, max_length: int = 3, resolver: Resolver | None = None,
+                 words: WordLists = DEFAULT_WORDS) -> None:
         self.max_length = max_length
+        #: The English word lists (relation words, type words, comparison words, place nouns).
+        self.words = words
         #: With a resolver: type nouns are enforced and comparisons follow both branches.
         self.resolver = resolver
 
@@ -225,11 +199,12 @@ class OfflineReasoner:
         entity_terms: set[str] = set()
         for _, end in anchors:
             entity_terms |= _stems(end)
-        relation_terms = [x for x in info.terms if x not in entity_terms and x not in _TYPE_WORDS] or list(
+        words = self.words
+        relation_terms = [x for x in info.terms if x not in entity_terms and x not in words.type_stems] or list(
             info.terms
         )
         named = [(normalise_entity(end), t) for t in memory for end in (t.subject, t.object) if is_named(end)]
-        noun = asked_noun(info.text) if self.resolver is not None else None
+        noun = asked_noun(info.text, words) if self.resolver is not None else None
 
         resolver = self.resolver
 
@@ -249,8 +224,8 @@ class OfflineReasoner:
             last = path[-1]
             far = last.object if same_entity(normalise_entity(last.subject), came_in) else last.subject
             terms = set().union(*(_stems(f"{t.subject} {t.predicate} {t.object}") for t in path))
-            covered = sum(1 for x in relation_terms if _covers(x, terms)) / len(relation_terms)
-            hit = any(_covers(x, _stems(last.predicate)) for x in relation_terms)
+            covered = sum(1 for x in relation_terms if _covers(x, terms, words)) / len(relation_terms)
+            hit = any(_covers(x, _stems(last.predicate), words) for x in relation_terms)
             if not _in_question(far, qnorm):
                 typed = matches_type(far, info.answer_type) and (noun is None or noun in far.lower())
                 out.append(Chain(list(path), far, covered, typed, hit))
@@ -287,7 +262,7 @@ class OfflineReasoner:
             missing = [o for o in info.options if o not in dates]
             return Reasoning(False, f"No date known for {', '.join(missing)}.")
         low = info.text.lower()
-        latest = any(w in low for w in (" later", " last", " younger", " most recent", " more recent"))
+        latest = any(f" {w}" in low for w in self.words.latest_words)
         pick = max if latest else min
         choice = pick(info.options, key=lambda o: dates[o][0])
         evidence = [f"({t.subject}; {t.predicate}; {t.object})" for _, t in dates.values()]
@@ -307,12 +282,14 @@ class OfflineReasoner:
         assert resolver is not None
         low = info.text.lower()
         option_terms = set().union(*(_stems(o) for o in info.options))
-        event = ("born", "birth") if re.search(r"\bborn\b|\bbirth", low) else (
-            ("die", "death", "dead") if re.search(r"\bdie|\bdeath|\bdead", low) else ())
-        event_terms = {"born", "birth", "die", "death", "dead", "older", "younger", "earlier", "later", "first",
-                       "last"}
-        relation = [x for x in info.terms if x not in option_terms and x not in _TYPE_WORDS
-                    and x not in event_terms and x not in ("film", "song", "album", "book", "person", "peopl")]
+        words = self.words
+        event: tuple[str, ...] = ()
+        for kind in (words.birth_words, words.death_words):
+            if any(re.search(r"\b" + re.escape(w), low) for w in kind):
+                event = kind
+                break
+        relation = [x for x in info.terms if x not in option_terms and x not in words.type_stems
+                    and x not in words.event_stems and x not in words.class_stems]
 
         def dated(facts: list[Fact], subject: str) -> tuple[tuple[int, int, int], Fact] | None:
             best = None
@@ -333,7 +310,7 @@ class OfflineReasoner:
             if not facts:
                 return None
             bridges = [t for t in facts if is_named(t.object) and resolver.row(t.object) is not None
-                       and any(_covers(x, _stems(t.predicate)) for x in relation)] if relation else []
+                       and any(_covers(x, _stems(t.predicate), words) for x in relation)] if relation else []
             for bridge in bridges:
                 hit = dated(resolver.facts(bridge.object), bridge.object)
                 if hit is not None:
@@ -343,19 +320,20 @@ class OfflineReasoner:
                 continue
             # The option's own date, when the question asks about the option itself ("released
             # first", "who is older") or the dated fact expresses the asked relation ("released in").
-            own = [t for t in facts if not relation or any(_covers(x, _stems(t.predicate)) for x in relation)]
+            own = [t for t in facts if not relation or any(_covers(x, _stems(t.predicate), words) for x in relation)]
             hit = dated(own, facts[0].subject)
             if hit is None:
                 return None
             found[option] = (hit[0], [hit[1]])
-        latest = any(w in f" {low}" for w in (" later", " last", " younger", " most recent", " more recent"))
+        latest = any(f" {w}" in f" {low}" for w in words.latest_words)
         pick = max if latest else min
         choice = pick(info.options, key=lambda o: found[o][0])
         evidence = [f"({t.subject}; {t.predicate}; {t.object})" for _, path in found.values() for t in path]
-        return Reasoning(True, f"Compared through both branches: {'; '.join(evidence)}.", choice, evidence)
+        facts = [t for _, path in found.values() for t in path]
+        return Reasoning(True, f"Compared through both branches: {'; '.join(evidence)}.", choice, evidence, facts)
 
     def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning:
-        info = analyse(question)
+        info = analyse(question, self.words)
         compared = self.compare(info, memory)
         if compared is not None and compared.answerable:
             return compared
@@ -385,7 +363,8 @@ class OfflineRewriter:
         self.resolver = reasoner.resolver
 
     def rewrite(self, question: str, memory: Sequence[Fact], reasoning: Reasoning) -> str:
-        info = analyse(question)
+        words = self.reasoner.words
+        info = analyse(question, words)
         if info.options:
             # Ask about the option still missing a fact.
             qnorm = normalise_entity(question)
@@ -402,7 +381,7 @@ class OfflineRewriter:
             # The furthest bridge among the best-covering chains: a chain that went one hop
             # further ("Seth Curry" → "Duke Blue Devils") is where the next step starts; among
             # equally long ones, the bridge whose page bears most on the question.
-            relevance = [self.resolver.relevance(_unresolved(question, c), [c.terminal])[0] for c in chains]
+            relevance = [self.resolver.relevance(_unresolved(question, c, words), [c.terminal])[0] for c in chains]
             scored = zip(chains, relevance, strict=True)
             bridge = max(scored, key=lambda cr: (cr[0].coverage, len(cr[0].triples), cr[1]))[0]
         else:
@@ -410,23 +389,23 @@ class OfflineRewriter:
         name = None
         if self.resolver is not None:
             name = self.resolver.title(bridge.terminal)
-        return substitute(question, bridge, name)
+        return substitute(question, bridge, name, words)
 
 
-def _unresolved(question: str, chain: Chain) -> str:
+def _unresolved(question: str, chain: Chain, words: WordLists = DEFAULT_WORDS) -> str:
     """The question's words the chain does not cover yet (what the next page must bear on)."""
     chain_terms = _stems(" ".join(f"{t.subject} {t.predicate} {t.object}" for t in chain.triples))
-    words = question.rstrip("?").split()
-    return " ".join(w for w in words if not (_stems(w) and all(_covers(x, chain_terms) for x in _stems(w))))
+    return " ".join(w for w in question.rstrip("?").split()
+                    if not (_stems(w) and all(_covers(x, chain_terms, words) for x in _stems(w))))
 
 
-def substitute(question: str, chain: Chain, name: str | None = None) -> str:
+def substitute(question: str, chain: Chain, name: str | None = None, lists: WordLists = DEFAULT_WORDS) -> str:
     """Replace the question span the chain resolves by the chain's terminal entity."""
     words = question.rstrip("?").split()
     stems_by_word = [_stems(w) for w in words]
     chain_text = " ".join(f"{t.subject} {t.predicate} {t.object}" for t in chain.triples)
     chain_terms = _stems(chain_text)
-    marked = [bool(s) and all(_covers(x, chain_terms) for x in s) for s in stems_by_word]
+    marked = [bool(s) and all(_covers(x, chain_terms, lists) for x in s) for s in stems_by_word]
     name = name or chain.terminal
     if not any(marked):
         return f"{name} {question}"
@@ -450,7 +429,7 @@ class OfflineAnswerer:
         self._rows = {p.id: i for i, p in enumerate(index.passages)}
 
     def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer:
-        info = analyse(question)
+        info = analyse(question, self.reasoner.words)
         reasoning = self.reasoner.reason(question, memory)
         if reasoning.answerable and reasoning.answer:
             return Answer(reasoning.answer, self.LABEL, reasoning.evidence)
@@ -486,11 +465,13 @@ class ChainGist:
     attributes ("is American", "is 1957 film") do none of these.
     """
 
-    def __init__(self, index: Index, resolver: Resolver, max_triples: int = 5) -> None:
+    def __init__(self, index: Index, resolver: Resolver, max_triples: int = 5,
+                 words: WordLists = DEFAULT_WORDS) -> None:
         self.reader = OfflineReader(index, OfflineReaderConfig(max_triples=max_triples))
         self.index = index
         self.resolver = resolver
         self.max_triples = max_triples
+        self.words = words
 
     def advances(self, t: int, info: QuestionInfo, relation: list[str], reached: set[str]) -> bool:
         table = self.index.triples
@@ -501,10 +482,10 @@ class ChainGist:
         # "A or B" questions compare dates (born, died, released, founded).
         if info.options and matches_type(obj, "date"):
             return True
-        noun = asked_noun(info.text)
+        noun = asked_noun(info.text, self.words)
         if noun and noun in obj.lower():
             return True
-        if any(_covers(x, _stems(table.predicates[t])) for x in relation):
+        if any(_covers(x, _stems(table.predicates[t]), self.words) for x in relation):
             return True
         if not is_named(obj):
             return False
@@ -514,8 +495,8 @@ class ChainGist:
 
     def read(self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
              ) -> list[Fact]:
-        info = analyse(question)
-        relation = [x for x in info.terms if x not in _TYPE_WORDS]
+        info = analyse(question, self.words)
+        relation = [x for x in info.terms if x not in self.words.type_stems]
         known = {m.source for m in memory if m.source is not None}
         ranked = [t for t in self.reader.rank_triples(question, passages, memory) if t not in known]
         reached = {normalise_entity(e) for m in memory for e in (m.subject, m.object) if is_named(e)}
@@ -535,11 +516,14 @@ def offline_engine(index: Index, config: EngineConfig | None = None, llm_roles: 
 
     With ``chain_agent`` (an agent setting, :class:`gearag.agent.config.AgentEngineConfig`; default on)
     the gist, reasoner and rewriter use the index's entity resolution to finish their chains.
+    ``word_lists`` (same config) names a JSON file replacing the English word lists
+    (:class:`gearag.agent.words.WordLists`).
     """
     read_triples, gist_triples = READ_TRIPLES, GIST_TRIPLES
+    words = word_lists_for(getattr(config, "word_lists", None))
     resolver = Resolver(index) if getattr(config, "chain_agent", False) else None
-    reasoner = OfflineReasoner(resolver=resolver)
-    gist = (ChainGist(index, resolver, gist_triples) if resolver is not None
+    reasoner = OfflineReasoner(resolver=resolver, words=words)
+    gist = (ChainGist(index, resolver, gist_triples, words) if resolver is not None
             else OfflineReader(index, OfflineReaderConfig(max_triples=gist_triples)))
     return Engine(
         name="offline",

@@ -2,7 +2,7 @@
 
 * v1 (HippoRAG, 2024): nodes are phrases; edges join the subject and object
   of each triple (weight = number of triples joining them) and synonymous
-  phrases (weight = cosine, see :func:`~gearag.baselines.phrases.synonym_edges`).
+  phrases (weight = cosine, see :func:`~gearag.graph.synonyms.synonym_edges`).
 * v2 (HippoRAG 2, 2025): the same phrase nodes and edges plus one node per
   passage, with a context edge of weight 1.0 between a passage and every
   phrase its triples mention.
@@ -28,8 +28,9 @@ import numpy as np
 from scipy import sparse
 
 from gearag.baselines.config import PhraseGraphConfig
-from gearag.baselines.phrases import PhraseTable, phrase_table, synonym_edges
+from gearag.baselines.phrases import PhraseTable, phrase_table
 from gearag.graph.ppr import PageRankOperator
+from gearag.graph.synonyms import synonym_edges
 from gearag.store.index import Index
 
 

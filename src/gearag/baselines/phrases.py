@@ -7,7 +7,8 @@ gearag's own entity graph). Normalisation follows HippoRAG's
 digits and spaces becomes a space; we also collapse runs of spaces, so
 ``"The  Beatles"`` and ``"the beatles"`` meet.
 
-Everything here is plain numpy/scipy and knows nothing about queries.
+Everything here is plain numpy/scipy and knows nothing about queries; the synonym KNN lives in
+:mod:`gearag.graph.synonyms` (shared with the passage-aware graph).
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+# One KNN for HippoRAG's phrase nodes and gearag's entity nodes (re-exported for the baseline's callers).
+from gearag.graph.synonyms import SYNONYM_BLOCK, synonym_edges
+
+__all__ = ["SYNONYM_BLOCK", "PhraseTable", "normalise_phrase", "phrase_table", "synonym_edges"]
+
 _NOT_ALNUM = re.compile(r"[^a-z0-9 ]")
 _SPACES = re.compile(r"\s+")
-
-#: Rows of the phrase matrix compared at once when finding synonyms: a block is
-#: ``SYNONYM_BLOCK × phrases`` float32 (512 × 60k ≈ 120 MB at 2Wiki's size).
-SYNONYM_BLOCK = 512
-
 
 def normalise_phrase(text: str) -> str:
     """HippoRAG's phrase key: lower-case ASCII letters, digits and single spaces."""
@@ -94,41 +95,3 @@ def phrase_table(subjects: Sequence[str], objects: Sequence[str], passage: np.nd
     matrix = sparse.coo_matrix((data, (rows[keep], cols[keep])), shape=(n_passages, len(ids))).tocsr()
     matrix.sum_duplicates()
     return PhraseTable(list(ids), subj, obj, matrix)
-
-
-def synonym_edges(vectors: np.ndarray, threshold: float, max_neighbours: int,
-                  block: int = SYNONYM_BLOCK) -> sparse.csr_matrix:
-    """Symmetric phrase×phrase synonym weights: cosine ≥ ``threshold`` among each phrase's
-    ``max_neighbours`` most similar others (HippoRAG's KNN synonym edges, weight = similarity).
-
-    ``vectors`` are unit rows. Works block by block (memory ``block × n``), never ``n × n``.
-    """
-    n = vectors.shape[0]
-    if n < 2 or max_neighbours <= 0:
-        return sparse.csr_matrix((n, n), dtype=np.float64)
-    mat = np.ascontiguousarray(vectors, dtype=np.float32)
-    rows_out: list[np.ndarray] = []
-    cols_out: list[np.ndarray] = []
-    vals_out: list[np.ndarray] = []
-    for start in range(0, n, block):
-        sims = mat[start : start + block] @ mat.T
-        local = np.arange(sims.shape[0])
-        sims[local, start + local] = -np.inf  # no self-edges
-        r, c = np.nonzero(sims >= threshold)
-        if r.size == 0:
-            continue
-        v = sims[r, c]
-        # Keep each row's max_neighbours best: order by (row, -similarity, column), rank within row.
-        order = np.lexsort((c, -v, r))
-        r, c, v = r[order], c[order], v[order]
-        first = np.searchsorted(r, r, side="left")
-        rank = np.arange(r.size) - first
-        keep = rank < max_neighbours
-        rows_out.append(r[keep] + start)
-        cols_out.append(c[keep])
-        vals_out.append(v[keep].astype(np.float64))
-    if not rows_out:
-        return sparse.csr_matrix((n, n), dtype=np.float64)
-    m = sparse.coo_matrix((np.concatenate(vals_out), (np.concatenate(rows_out), np.concatenate(cols_out))),
-                          shape=(n, n)).tocsr()
-    return m.maximum(m.T).tocsr()

@@ -11,7 +11,14 @@ weighted (HippoRAG 2, Gutiérrez et al., 2025, §3):
   (``w`` from :mod:`gearag.graph.resolve`). This is the edge GEAR's triple
   graph lacks: from a fact's object to the page about it;
 * **relation** entity — entity, weight = number of triples joining them
-  (HippoRAG's subject–object edges).
+  (HippoRAG's subject–object edges);
+* **synonym** entity — entity, weight ``synonym_weight × cosine``: names whose
+  embeddings (the index's embedder) are similar above a threshold
+  (HippoRAG §3.2; :mod:`gearag.graph.synonyms`), computed at index time
+  when ``ResolveConfig.synonyms`` is on;
+* **NER mention** passage — entity, weight 1, like a mention edge: the
+  passage's named-entity spans (:mod:`gearag.graph.ner`), stored when
+  ``ResolveConfig.ner_mentions`` is on and used when ``ner_mentions`` is.
 
 A query is answered by PPR (:mod:`gearag.graph.ppr`, damping 0.5) seeded with
 
@@ -43,6 +50,7 @@ from scipy import sparse
 
 from gearag.graph.ppr import DAMPING, PageRankOperator
 from gearag.graph.resolve import Resolution, resolve_corpus, stop_words, usable_key
+from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import TokenTrie, tokens
 from gearag.options import setting
 from gearag.text import is_named
@@ -57,6 +65,10 @@ GRAPH_DIR = "graph"
 #: Passage-node seed weight: the low end of HippoRAG 2's range (0.01–0.1 behave alike on MuSiQue, §5).
 PASSAGE_WEIGHT = 0.01
 
+
+#: Synonym edges (HippoRAG §3.2 and its README: cosine ≥ 0.8 among a name's 100 nearest neighbours).
+SYNONYM_THRESHOLD = 0.8
+SYNONYM_NEIGHBOURS = 100
 
 #: PPR convergence for ranking: L1 change < 1e-5 (≈ 17 iterations at d = 0.5; the
 #: error after n iterations is at most dⁿ, far below the gaps between ranked passages).
@@ -97,6 +109,12 @@ class PassageGraphConfig:
     backlink_weight: float = setting(1.0, "Weight of entity-to-mentioning-passage edges (1: undirected).", min=0.0)
     #: Passage nodes in the graph (HippoRAG 2); off = HippoRAG 1's entity-only graph (ablation).
     passage_nodes: bool = setting(True, "Passage nodes in the PPR graph (--no-passage-nodes: entity-only).")
+    #: Multiplier of the synonym edges stored in the index (``ResolveConfig.synonyms``; weight =
+    #: cosine, HippoRAG §3.2). 0 = unused; an index without them has none to use.
+    synonym_weight: float = setting(1.0, "Weight of the index's synonym edges between entity names (0: off).",
+                                    min=0.0)
+    #: Use the NER-span mentions stored in the index (``ResolveConfig.ner_mentions``) as mention edges.
+    ner_mentions: bool = setting(True, "Use the index's NER-span mentions as mention edges (--no-ner-mentions: off).")
 
 
 @dataclass
@@ -105,6 +123,8 @@ class GraphArrays:
 
     resolution: Resolution
     relations: sparse.csr_matrix  #: entity × entity, triple counts (upper and lower both filled)
+    #: entity × entity synonym weights (cosine, symmetric); None when not computed.
+    synonyms: sparse.csr_matrix | None = None
 
     @classmethod
     def build(
@@ -115,8 +135,14 @@ class GraphArrays:
         objects: Sequence[str],
         owner: Sequence[int] | np.ndarray,
         named,
+        *,
+        ner_spans: Sequence[Sequence[str]] | None = None,
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+        synonym_threshold: float = SYNONYM_THRESHOLD,
+        synonym_neighbours: int = SYNONYM_NEIGHBOURS,
     ) -> GraphArrays:
-        res = resolve_corpus(titles, texts, subjects, objects, owner, named)
+        """Resolve the corpus; ``ner_spans`` adds NER mentions, ``embed`` (names → unit rows) synonym edges."""
+        res = resolve_corpus(titles, texts, subjects, objects, owner, named, ner_spans=ner_spans)
         ends = res.triple_ends
         keep = (ends[:, 0] >= 0) & (ends[:, 1] >= 0) & (ends[:, 0] != ends[:, 1])
         h, t = ends[keep, 0].astype(np.int64), ends[keep, 1].astype(np.int64)
@@ -125,13 +151,20 @@ class GraphArrays:
             (np.ones(2 * len(h), dtype=np.float32), (np.concatenate([h, t]), np.concatenate([t, h]))), shape=(n, n)
         )
         rel.sum_duplicates()
-        return cls(res, rel)
+        syn = None
+        if embed is not None:
+            syn = synonym_edges(np.asarray(embed(res.keys), dtype=np.float32), synonym_threshold,
+                                synonym_neighbours).astype(np.float32)
+        return cls(res, rel, syn)
 
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:
         r = self.resolution
         out: dict[str, np.ndarray] = {}
-        for name, m in (("about", r.about), ("mentions", r.mentions), ("relations", self.relations)):
+        optional = (("ner_mentions", r.ner_mentions), ("synonyms", self.synonyms))
+        for name, m in (("about", r.about), ("mentions", r.mentions), ("relations", self.relations), *optional):
+            if m is None:
+                continue
             out[f"{name}_indptr.npy"] = m.indptr.astype(np.int64)
             out[f"{name}_indices.npy"] = m.indices.astype(np.int32)
             out[f"{name}_data.npy"] = m.data.astype(np.float32)
@@ -159,9 +192,16 @@ class GraphArrays:
             arr = {part: npy(f"{name}_{part}.npy") for part in ("indptr", "indices", "data")}
             return sparse.csr_matrix((arr["data"], arr["indices"], arr["indptr"]), shape=shape)
 
+        def optional(name: str, shape: tuple[int, int]) -> sparse.csr_matrix | None:
+            """Arrays only some indices store (synonym edges, NER mentions): None when absent."""
+            try:
+                return csr(name, shape)
+            except (FileNotFoundError, KeyError):
+                return None
+
         res = Resolution(meta["keys"], meta["n_names"], csr("about", (n_e, n_p)), csr("mentions", (n_p, n_e)),
-                         npy("triple_ends.npy"))
-        return cls(res, csr("relations", (n_e, n_e)))
+                         npy("triple_ends.npy"), optional("ner_mentions", (n_p, n_e)))
+        return cls(res, csr("relations", (n_e, n_e)), optional("synonyms", (n_e, n_e)))
 
 
 def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays) -> None:
@@ -193,25 +233,41 @@ class PassageGraph:
         self.config = config
         res = arrays.resolution
         self.n_passages, self.n_entities = res.mentions.shape
-        df = np.asarray((res.mentions > 0).sum(axis=0)).ravel()
+        #: passage × entity mention edges: the resolution's, plus the NER spans' when stored and asked for.
+        self.mentions = res.mentions
+        #: entity × passage about edges; without NER mentions, those of NER-only entities are dropped
+        #: (such an entity may contain a title: it would otherwise join that page to nothing else).
+        self.about = res.about
+        if config.ner_mentions and res.ner_mentions is not None:
+            self.mentions = (res.mentions + res.ner_mentions).tocsr()
+            self.mentions.data[:] = 1.0
+        elif res.ner_mentions is not None:
+            keep = np.zeros(self.n_entities)
+            keep[: res.n_mention_keys] = 1.0
+            self.about = (sparse.diags(keep) @ res.about).tocsr()
+            self.about.eliminate_zeros()
+        df = np.asarray((self.mentions > 0).sum(axis=0)).ravel()
         #: Node specificity 1/|P(e)| (HippoRAG §3.2); entities in no passage count as in one.
         self.specificity = 1.0 / np.maximum(df, 1)
         self.trie = TokenTrie()
         for i, key in enumerate(res.keys):
-            if usable_key(key):
+            # An entity only NER found (unused here: NER mentions off) is in no passage and about none.
+            if usable_key(key) and (i < res.n_names or df[i] > 0):
                 self.trie.add(key.split(" "), i)
         # float32: the ranking needs far less precision than float32 holds, and it halves the memory traffic.
         self.operator = PageRankOperator(self._adjacency(), dtype=np.float32)
 
     def _adjacency(self) -> sparse.csr_matrix:
-        res, cfg = self.arrays.resolution, self.config
-        mentions = res.mentions.astype(np.float64)  # passage × entity
-        about_t = (res.about.T * cfg.about_weight).astype(np.float64)  # passage × entity
+        cfg = self.config
+        mentions = self.mentions.astype(np.float64)  # passage × entity
+        about_t = (self.about.T * cfg.about_weight).astype(np.float64)  # passage × entity
         # A[i, j] is the weight of the step j → i: entity → passage in the upper-right
         # block, passage → entity in the lower-left one.
         to_passage = (mentions * cfg.backlink_weight + about_t).tocsr()
         to_entity = (mentions + about_t).T.tocsr()
         rel = self.arrays.relations.astype(np.float64)
+        if self.arrays.synonyms is not None and cfg.synonym_weight > 0:
+            rel = (rel + cfg.synonym_weight * self.arrays.synonyms.astype(np.float64)).tocsr()
         if not cfg.passage_nodes:
             # Entity-only graph: relation edges plus entity–entity edges through a shared passage's
             # resolution (an entity and the page it is about's entities), HippoRAG 1's scheme.
@@ -240,14 +296,17 @@ class PassageGraph:
         base: Sequence[tuple[int, float]] = (),
         proximal: Sequence[int] = (),
         ranked: bool = True,
+        proximal_weight: float | None = None,
     ) -> np.ndarray:
         """Seed vector over the graph's nodes.
 
         ``base``: (passage row, retrieval score) pairs; ``proximal``: index
         triple ids found by the reader, best first (``ranked``: weight
-        ``1/(rank+1)``; otherwise all alike, e.g. a gist memory).
+        ``1/(rank+1)``; otherwise all alike, e.g. a gist memory), total weight
+        ``proximal_weight`` (default: the config's).
         """
         cfg = self.config
+        prox_weight = cfg.proximal_weight if proximal_weight is None else proximal_weight
         offset = self.n_passages if cfg.passage_nodes else 0
         size = self.n_passages + self.n_entities if cfg.passage_nodes else self.n_entities
         s = np.zeros(size)
@@ -255,7 +314,7 @@ class PassageGraph:
         if ents:
             w = self.specificity[ents]
             s[offset + np.asarray(ents)] += w / w.sum()
-        if proximal and cfg.proximal_weight > 0:
+        if proximal and prox_weight > 0:
             ends = self.arrays.resolution.triple_ends
             acc: dict[int, float] = {}
             for rank, t in enumerate(proximal):
@@ -265,7 +324,7 @@ class PassageGraph:
             if acc:
                 total = sum(acc.values())
                 for e, v in acc.items():
-                    s[offset + e] += cfg.proximal_weight * v / total
+                    s[offset + e] += prox_weight * v / total
         if base and cfg.passage_weight > 0 and cfg.passage_nodes:
             rows = np.asarray([r for r, _ in base], dtype=np.int64)
             scores = np.asarray([sc for _, sc in base], dtype=np.float64)
@@ -279,7 +338,7 @@ class PassageGraph:
         p = self.operator.run(seeds, damping=self.config.damping, tol=RANK_TOL)
         if self.config.passage_nodes:
             return p[: self.n_passages]
-        return np.asarray(self.arrays.resolution.mentions @ p).ravel()
+        return np.asarray(self.mentions @ p).ravel()
 
     def rank(
         self,
@@ -288,9 +347,10 @@ class PassageGraph:
         proximal: Sequence[int] = (),
         k: int = 15,
         ranked: bool = True,
+        proximal_weight: float | None = None,
     ) -> list[int]:
         """Top ``k`` passage rows by PPR (passages with zero probability are not returned)."""
-        seeds = self.seeds(question, base, proximal, ranked)
+        seeds = self.seeds(question, base, proximal, ranked, proximal_weight)
         if not seeds.any():
             return []
         sc = self.scores(seeds)

@@ -33,14 +33,19 @@ name equally. Nothing is invented: a corpus without titles has no names and
 every mention stays unresolved (the graph still has its triple and
 passage–entity edges).
 
-**Mentions.** Three sources, all mapped to the same name keys:
+**Mentions.** Three sources, all mapped to the same name keys, plus an optional fourth:
 
 * the named endpoints of the passage's triples (the extractor's entity spans);
 * every name of the lexicon found in the passage text by the token trie
   (:mod:`gearag.graph.trie`), when written as a name (capitalised);
 * an endpoint that is not itself a name but contains one covering at least
   half of its tokens resolves to it, its weight scaled by that share
-  ("Duke Blue Devils men's basketball team" → the team's page).
+  ("Duke Blue Devils men's basketball team" → the team's page);
+* optionally, named-entity spans of the passage text (spaCy NER, LinearRAG's
+  mention source; ``ResolveConfig.ner_mentions``), resolved exactly like a
+  triple endpoint (a name the lexicon lacks becomes a new entity, one that
+  contains a lexicon name resolves through it). They are kept in their own
+  matrix (``Resolution.ner_mentions``) so the graph can use them or not.
 
 Output: compact CSR arrays (``about``: entity → passage with weights;
 ``mentions``: passage → entity), see :class:`Resolution`.
@@ -195,6 +200,18 @@ class Resolution:
     mentions: sparse.csr_matrix
     #: int32 (T, 2): entity ids of each triple's subject and object, -1 if not a name.
     triple_ends: np.ndarray
+    #: passage → entities its NER spans name (1.0 per distinct pair); None when not computed.
+    ner_mentions: sparse.csr_matrix | None = None
+
+    @property
+    def n_mention_keys(self) -> int:
+        """Entities that exist without the NER spans: the lexicon's names and the triple endpoints.
+
+        Endpoint ids are given in triple order after the names, and NER spans come last, so the
+        entities at and after this id are the ones only NER found.
+        """
+        ends = self.triple_ends
+        return max(self.n_names, int(ends.max()) + 1 if ends.size else 0)
 
     def passage_links(self) -> sparse.csr_matrix:
         """passage → passage: "passage i mentions a name that is about passage j" (self-links dropped)."""
@@ -216,8 +233,13 @@ def resolve_corpus(
     named: Callable[[str], bool],
     *,
     scan_text: bool = True,
+    ner_spans: Sequence[Sequence[str]] | None = None,
 ) -> Resolution:
-    """Resolve the corpus's mentions (see the module docstring)."""
+    """Resolve the corpus's mentions (see the module docstring).
+
+    ``ner_spans``: per passage, the texts of its named-entity spans (an extra
+    mention source, stored apart in ``Resolution.ner_mentions``).
+    """
     n_passages = len(titles)
     lexicon = build_lexicon(titles, texts)
     keys = list(lexicon)
@@ -282,6 +304,17 @@ def resolve_corpus(
             for m in trie.scan(tokens(text), require_capital=True):
                 men_rows.append(row)
                 men_cols.append(m.name)
+    ner_rows: list[int] = []
+    ner_cols: list[int] = []
+    if ner_spans is not None:
+        if len(ner_spans) != n_passages:
+            raise ValueError(f"ner_spans has {len(ner_spans)} rows for {n_passages} passages")
+        for row, spans in enumerate(ner_spans):
+            for surface in spans:
+                eid = endpoint(surface)
+                if eid >= 0:
+                    ner_rows.append(row)
+                    ner_cols.append(eid)
 
     n_keys = len(keys)
     about = sparse.csr_matrix(
@@ -297,4 +330,13 @@ def resolve_corpus(
     )
     mentions.sum_duplicates()
     mentions.data[:] = 1.0
-    return Resolution(keys, n_names, about, mentions, ends)
+    ner = None
+    if ner_spans is not None:
+        ner = sparse.csr_matrix(
+            (np.ones(len(ner_rows), dtype=np.float32), (np.asarray(ner_rows, dtype=np.int64),
+                                                        np.asarray(ner_cols, dtype=np.int64))),
+            shape=(n_passages, n_keys),
+        )
+        ner.sum_duplicates()
+        ner.data[:] = 1.0
+    return Resolution(keys, n_names, about, mentions, ends, ner)

@@ -1,0 +1,46 @@
+"""Named-entity spans of passages, a mention source for entity resolution (issue 9).
+
+LinearRAG (ICLR 2026) builds its whole graph from spaCy NER; HippoRAG links
+query entities by NER. Here the spans are one more mention source of
+:func:`gearag.graph.resolve.resolve_corpus`: each span that names something
+(not a date, number or quantity) is resolved like a triple endpoint. The
+pipeline is the spaCy extractor's (:func:`gearag.extract.spacy.load_nlp`),
+run with its ``ner`` component alone (it has its own token vectors), over
+the same cleaned pieces the extractor parses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gearag.progress import track
+
+#: spaCy (OntoNotes) labels that name an entity; DATE, TIME, PERCENT, MONEY,
+#: QUANTITY, ORDINAL and CARDINAL are values, not things with a page.
+NAME_LABELS = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW",
+                         "LANGUAGE"})
+
+#: Documents per ``nlp.pipe`` batch.
+BATCH = 64
+
+
+def ner_spans(texts: Sequence[str], labels: frozenset[str] = NAME_LABELS) -> list[list[str]]:
+    """Per text, its distinct named-entity spans (first-seen order) whose label is in ``labels``."""
+    from gearag.extract.spacy.clean import clean_text, split_pieces
+    from gearag.extract.spacy.pipeline import load_nlp
+
+    nlp = load_nlp()
+    pieces: list[str] = []
+    owner: list[int] = []
+    for i, text in enumerate(texts):
+        for piece in split_pieces(clean_text(text)):
+            pieces.append(piece)
+            owner.append(i)
+    out: list[dict[str, None]] = [{} for _ in texts]
+    with nlp.select_pipes(enable=["ner"]):
+        docs = nlp.pipe(pieces, batch_size=BATCH)
+        for i, doc in zip(owner, track(docs, total=len(pieces), description="named entities"), strict=True):
+            for ent in doc.ents:
+                if ent.label_ in labels and ent.text.strip():
+                    out[i].setdefault(ent.text.strip(), None)
+    return [list(d) for d in out]

@@ -1,0 +1,72 @@
+"""The offline engine's English word lists are a typed, replaceable config (gearag.agent.words)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gearag.agent.offline import asked_noun
+from gearag.agent.words import DEFAULT_WORDS, WordLists, word_lists_for
+from gearag.errors import ConfigError
+from gearag.question_analysis import analyse
+
+
+def test_defaults_are_the_built_in_lists() -> None:
+    assert word_lists_for(None) is DEFAULT_WORDS and word_lists_for("") is DEFAULT_WORDS
+    assert "county" in DEFAULT_WORDS.name_nouns
+    assert DEFAULT_WORDS.related_map["spous"][0] == "marri"
+    assert analyse("In which county is Akron?").answer_type == "place"
+    assert analyse("When was Akron founded?").answer_type == "date"
+    assert analyse("How many people live in Akron?").answer_type == "number"
+    assert analyse("Is Akron in Ohio?").answer_type == "yesno"
+
+
+def test_a_custom_list_changes_question_analysis() -> None:
+    question = "Which prefecture contains Kyoto?"
+    assert asked_noun(question) is None
+    assert analyse(question).answer_type == "entity"
+    words = WordLists.from_dict({"name_nouns": ["prefecture"], "place_words": ["prefecture"]})
+    assert asked_noun(question, words) == "prefecture"
+    assert analyse(question, words).answer_type == "place"
+    assert words.person_words == DEFAULT_WORDS.person_words  # lists not given keep their defaults
+
+
+def test_from_file_reads_json_and_names_the_file_in_errors(tmp_path: Path) -> None:
+    good = tmp_path / "words.json"
+    good.write_text(json.dumps({"related": {"coach": ["coach", "manag"]}, "latest_words": ["later"]}))
+    words = WordLists.from_file(good)
+    assert words.related_map == {"coach": ("coach", "manag")} and words.latest_words == ("later",)
+    for body, message in ((json.dumps({"name_noun": ["x"]}), "unknown word list 'name_noun'"),
+                          (json.dumps({"name_nouns": "county"}), "must be a list of non-empty strings"),
+                          (json.dumps({"related": ["x"]}), "must map a stem"),
+                          ("{not json", "not JSON")):
+        bad = tmp_path / "bad.json"
+        bad.write_text(body)
+        with pytest.raises(ConfigError, match=message) as err:
+            WordLists.from_file(bad)
+        assert str(bad) in str(err.value)
+    with pytest.raises(ConfigError, match="cannot read"):
+        WordLists.from_file(tmp_path / "missing.json")
+
+
+def test_word_lists_option_changes_the_agent(tmp_path: Path) -> None:
+    """With "later" removed from the latest words, "died later" compares for the earlier death."""
+    from gearag.indexing import build_index
+    from gearag.methods import make_method
+    from gearag.model import Passage
+
+    films = [
+        ("Moonlight Harbor", "Moonlight Harbor is a 1951 American drama film directed by Arthur Penwick."),
+        ("Silent Orchard", "Silent Orchard is a 1960 British film directed by Clara Dunmore."),
+        ("Arthur Penwick", "Arthur Penwick (12 March 1902 – 3 May 1970) was an American film director."),
+        ("Clara Dunmore", "Clara Dunmore (4 June 1898 – 9 July 1981) was a British film director and writer."),
+    ]
+    index = build_index([Passage(f"p{i}", t, x) for i, (t, x) in enumerate(films)], tmp_path / "index")
+    question = "Which film has the director who died later, Moonlight Harbor or Silent Orchard?"
+    assert make_method(index, "gear", max_steps=2)(question, 4).answer == "Silent Orchard"  # Dunmore died 1981
+    lists = tmp_path / "words.json"
+    lists.write_text(json.dumps({"latest_words": ["most recent"]}))
+    custom = make_method(index, "gear", max_steps=2, word_lists=str(lists))(question, 4)
+    assert custom.answer == "Moonlight Harbor"  # Penwick died 1970: the earlier date wins without "later"

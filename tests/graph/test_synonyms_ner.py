@@ -1,0 +1,169 @@
+"""Synonym edges between entity names and NER-span mentions in the passage graph (issue 9, item 1).
+
+Hand-built corpora; the synonym tests embed with the default embedder (wordllama, no torch), the NER
+tests use the spaCy extractor's model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
+from gearag.graph.resolve import resolve_corpus
+from gearag.graph.trie import name_key
+from gearag.text import is_named
+
+CORPUS = [
+    ("John F. Kennedy", "John F. Kennedy was an American politician from Boston."),
+    ("Boston", "Boston is the most populous city in Massachusetts."),
+    ("Profiles in Courage", "Profiles in Courage is a 1956 book. It was written by John Kennedy and edited in Maine."),
+    ("Duke Blue Devils men's basketball", "The team represents Duke University in Durham."),
+    ("Akron, Ohio", "Akron is a city in Summit County."),
+]
+TRIPLES = [("Profiles in Courage", "written by", "John Kennedy", 2), ("John F. Kennedy", "from", "Boston", 0)]
+
+
+def _embed(keys: list[str]) -> np.ndarray:
+    from gearag.embed import make_embedder
+
+    return make_embedder("wordllama").encode(keys)
+
+
+def _arrays(embed=_embed, ner_spans=None) -> GraphArrays:
+    return GraphArrays.build([t for t, _ in CORPUS], [x for _, x in CORPUS], [s for s, *_ in TRIPLES],
+                             [o for _, _, o, _ in TRIPLES], [p for *_, p in TRIPLES], is_named, embed=embed,
+                             ner_spans=ner_spans)
+
+
+def _synonym(arrays: GraphArrays, a: str, b: str) -> float:
+    keys = arrays.resolution.key_index()
+    assert arrays.synonyms is not None
+    return float(arrays.synonyms[keys[name_key(a)], keys[name_key(b)]])
+
+
+def test_synonym_edge_between_near_identical_names_and_none_between_unrelated() -> None:
+    arrays = _arrays()
+    # "John Kennedy" (an endpoint with no page) and the page title "John F. Kennedy" (wordllama: cosine 0.95).
+    weight = _synonym(arrays, "John Kennedy", "John F. Kennedy")
+    assert weight >= 0.8
+    assert weight == _synonym(arrays, "John F. Kennedy", "John Kennedy")  # symmetric
+    assert _synonym(arrays, "John F. Kennedy", "Boston") == 0.0
+    assert _synonym(arrays, "Akron, Ohio", "Duke Blue Devils men's basketball") == 0.0
+    assert arrays.synonyms.diagonal().sum() == 0  # no self-edges
+
+
+def test_synonym_edges_follow_the_threshold() -> None:
+    keys_vectors = np.eye(3, dtype=np.float32)
+    keys_vectors[1] = [0.6, 0.8, 0.0]  # cosine 0.6 with name 0
+
+    def embed(keys: list[str]) -> np.ndarray:
+        out = np.zeros((len(keys), 3), dtype=np.float32)
+        out[:, 2] = 1.0
+        out[:3] = keys_vectors
+        return out
+
+    arrays = _arrays(embed=embed)
+    assert arrays.synonyms is not None
+    assert arrays.synonyms[0, 1] == 0.0  # 0.6 < 0.8
+    low = GraphArrays.build([t for t, _ in CORPUS], [x for _, x in CORPUS], [], [], [], is_named, embed=embed,
+                            synonym_threshold=0.5)
+    assert low.synonyms is not None and low.synonyms[0, 1] == pytest.approx(0.6)
+
+
+def test_synonym_weight_lets_the_walk_reach_the_page_of_a_spelling_variant() -> None:
+    arrays = _arrays()
+    keys = arrays.resolution.key_index()
+    variant = keys[name_key("John Kennedy")]
+    seeds_for = {}
+    for weight in (0.0, 1.0):
+        graph = PassageGraph(arrays, PassageGraphConfig(synonym_weight=weight))
+        seeds = np.zeros(graph.n_passages + graph.n_entities)
+        seeds[graph.n_passages + variant] = 1.0
+        seeds_for[weight] = graph.scores(seeds)
+    # Without synonym edges the variant's walk reaches only the passage naming it; with them, the page.
+    assert seeds_for[1.0][0] > seeds_for[0.0][0]
+    assert seeds_for[1.0][0] > seeds_for[1.0][1]
+
+
+def test_ner_span_mention_resolves_to_the_page() -> None:
+    titles = [t for t, _ in CORPUS]
+    texts = [x for _, x in CORPUS]
+    # The politician's page is named by a span in the book's text, not by any triple of the book's.
+    spans = [["Boston"], ["Massachusetts"], ["John F. Kennedy", "Maine"], ["Duke University", "Durham"], ["Akron"]]
+    res = resolve_corpus(titles, texts, [], [], [], is_named, ner_spans=spans)
+    assert res.ner_mentions is not None
+    keys = res.key_index()
+    person = keys[name_key("John F. Kennedy")]
+    assert res.ner_mentions[2, person] == 1.0
+    assert res.about[person, 0] > 0  # ... and that name is about the person's page
+    # A span the lexicon lacks becomes a new entity, in no page.
+    assert name_key("Maine") in keys and res.about.getrow(keys[name_key("Maine")]).nnz == 0
+    # Spans that contain a title resolve through it: "Akron" is the base name of "Akron, Ohio".
+    assert res.about[keys[name_key("Akron")], 4] > 0
+    # Without NER spans nothing changes in the other arrays.
+    plain = resolve_corpus(titles, texts, [], [], [], is_named)
+    assert plain.ner_mentions is None
+    assert (plain.mentions != res.mentions[:, : plain.mentions.shape[1]]).nnz == 0
+
+
+def test_ner_mentions_in_the_graph_follow_the_config() -> None:
+    spans = [[], [], ["John F. Kennedy"], [], []]
+    arrays = _arrays(embed=None, ner_spans=spans)
+    person = arrays.resolution.key_index()[name_key("John F. Kennedy")]
+    on = PassageGraph(arrays, PassageGraphConfig())
+    off = PassageGraph(arrays, PassageGraphConfig(ner_mentions=False))
+    assert on.mentions[2, person] == 1.0 and off.mentions[2, person] == 0.0
+    seeds = np.zeros(on.n_passages + on.n_entities)
+    seeds[2] = 1.0  # the book's passage
+    assert on.scores(seeds)[0] > off.scores(seeds)[0]
+
+
+def test_ner_spans_from_spacy_are_names_not_values() -> None:
+    from gearag.graph.ner import ner_spans
+
+    spans = ner_spans(["Seth Curry played for the Duke Blue Devils in 2011 and scored 20 points.", ""])
+    assert spans[1] == []
+    assert any("Duke" in s for s in spans[0])
+    assert not any(s in ("2011", "20") for s in spans[0])
+
+
+def test_index_stores_synonyms_and_ner_mentions(tmp_path) -> None:
+    from gearag.config import IndexConfig, ResolveConfig
+    from gearag.demo import PASSAGES
+    from gearag.graph.passage_graph import graph_arrays_for
+    from gearag.indexing import build_index
+    from gearag.model import Passage
+
+    passages = [Passage(f"p{i}", t, x) for i, (t, x) in enumerate(PASSAGES)]
+    config = IndexConfig(resolve=ResolveConfig(synonyms=True, ner_mentions=True))
+    index = build_index(passages, tmp_path / "index", config)
+    arrays = graph_arrays_for(index)
+    assert arrays.synonyms is not None and arrays.resolution.ner_mentions is not None
+    assert arrays.resolution.ner_mentions.nnz > 0
+    info = index.manifest["resolve"]
+    assert info["ner_mentions"] == arrays.resolution.ner_mentions.nnz
+    assert info["synonym_edges"] == arrays.synonyms.nnz // 2
+    # The agent's resolver ignores entities only NER found, with or without NER mentions in use.
+    from gearag.agent.offline import Resolver
+
+    res = arrays.resolution
+    assert max(Resolver(index).keys.values()) < res.n_mention_keys <= len(res.keys)
+    # The default build stores neither.
+    plain = graph_arrays_for(build_index(passages, tmp_path / "plain"))
+    assert plain.synonyms is None and plain.resolution.ner_mentions is None
+
+
+def test_unused_ner_mentions_change_nothing() -> None:
+    """An index that stores NER mentions ranks exactly like one without them when they are off."""
+    # "Boston Marathon" exists only through NER and resolves (contained name) to the Boston page.
+    spans = [["Boston"], ["Massachusetts"], ["John F. Kennedy", "Maine", "Akron"], ["Boston Marathon"], ["Akron"]]
+    with_ner = PassageGraph(_arrays(embed=None, ner_spans=spans), PassageGraphConfig(ner_mentions=False))
+    plain = PassageGraph(_arrays(embed=None), PassageGraphConfig())
+    n = plain.n_passages + plain.n_entities
+    for seed_node in range(n):
+        seeds = np.zeros(n)
+        seeds[seed_node] = 1.0
+        wide = np.zeros(with_ner.n_passages + with_ner.n_entities)
+        wide[:n] = seeds
+        assert np.allclose(with_ner.scores(wide), plain.scores(seeds), atol=1e-6)
