@@ -1,0 +1,231 @@
+"""Commands that make and change indices: index, info, export, add, delete, compact."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gearag.cli.common import (
+    LLMBaseUrlOpt,
+    LLMModelOpt,
+    _index_specs,
+    _print_json,
+    _ray_specs,
+    app,
+    err,
+    with_config_options,
+)
+from gearag.data.corpus import MAX_PASSAGE_CHARS
+from gearag.errors import ConfigError, IndexFormatError
+
+
+@app.command()
+@with_config_options(_index_specs())
+def index(
+    corpus: Annotated[
+        Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")
+    ],
+    out_dir: Annotated[Path, typer.Option("--out", help="Index directory to create.")],
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
+    resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted build.")] = True,
+    llm_base_url: LLMBaseUrlOpt = None,
+    llm_model: LLMModelOpt = None,
+    max_passage_chars: Annotated[int, typer.Option(
+        min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="[ADDRESS]",
+        help="Run extraction and embedding as Ray Data batches (extra `ray`): no ADDRESS starts a local "
+             "Ray instance, `auto` or `ray://HOST:PORT` joins a cluster.")] = None,
+    options: dict | None = None,
+) -> None:
+    """Index a corpus into passages, triples, a triple graph, BM25 and dense indices (and SiReRAG pools)."""
+    from gearag.config import IndexConfig
+    from gearag.data import load_corpus
+    from gearag.display import safe
+    from gearag.extract import make_extractor
+    from gearag.indexing import build_index
+    from gearag.options import build_config
+    from gearag.outputs import check_output_dir
+    from gearag.store.writer import check_replaceable
+
+    options = dict(options or {})
+    ray_options = {name: options.pop(name) for name in _ray_specs() if name in options}
+    config = build_config(IndexConfig, options, what="gearag index")
+    executor = None
+    if ray is not None:
+        from gearag.distributed import RayConfig, RayExecutor, require_ray
+
+        executor = RayExecutor(build_config(RayConfig, {"ray": ray, **ray_options}, what="--ray"))
+        require_ray()  # before the corpus is read: a missing extra is a one-line error
+    elif ray_options:
+        flags = ", ".join("--" + name.replace("_", "-") for name in ray_options)
+        raise ConfigError(f"{flags} apply only with --ray")
+    trees = config.trees
+    if not trees.enabled and (trees.engine != "offline" or trees.ablations or trees.cross_tree
+                              or trees.pool_aggregates != "all"):
+        raise ConfigError("--engine, --sirerag-ablations, --sirerag-cross-tree and --sirerag-pool-aggregates apply"
+                          " only with --sirerag (or --raptor)")
+    check_output_dir(out_dir)
+    if overwrite:
+        check_replaceable(out_dir)
+    elif out_dir.exists():
+        raise IndexFormatError(f"{out_dir}: already exists (pass --overwrite to replace it)")
+    def warn(message: str) -> None:
+        err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)
+
+    passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn)
+    err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
+    roles = None
+    if trees.enabled and trees.engine == "openai":
+        from gearag.llm import LLMRoles, make_llm
+
+        roles = LLMRoles(make_llm(base_url=llm_base_url, model=llm_model))
+    ex = make_extractor(config.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model)
+    started = time.perf_counter()
+    try:
+        if executor is not None:
+            executor.start()
+            err.print(f"extraction and embedding on Ray ({safe(executor.config.address)}, "
+                      f"{executor.workers()} workers)")
+        built = build_index(
+            passages,
+            out_dir,
+            config,
+            extractor=ex,
+            llm_roles=roles,
+            overwrite=overwrite,
+            resume=resume,
+            on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
+            executor=executor,
+        )
+    finally:
+        if executor is not None:
+            executor.close()
+        if hasattr(ex, "summary"):
+            err.print(ex.summary())  # tokens used, also when the endpoint failed mid-way
+        if hasattr(ex, "close"):
+            ex.close()
+        if roles is not None:
+            total = roles.llm.ledger.snapshot()
+            err.print(f"SiReRAG LLM ({roles.llm.model}): {total.requests:,} requests, {total.cache_hits:,} cached;"
+                      f" tokens used {total.paid_tokens:,}")
+            if hasattr(roles.llm, "close"):
+                roles.llm.close()
+    counts = built.manifest["counts"]
+    err.print(
+        f"indexed {counts['passages']:,} passages, {counts['triples']:,} triples, "
+        f"{counts['entities']:,} entities into {safe(out_dir)} in {time.perf_counter() - started:.1f} s"
+    )
+    for name, pool in (built.manifest.get("trees") or {}).get("pools", {}).items():
+        parts = ", ".join(f"{v:,} {k}" for k, v in pool.items() if k != "nodes")
+        err.print(f"  pool {name}: {pool['nodes']:,} nodes ({parts})")
+
+
+@app.command()
+def info(
+    index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
+    verify: Annotated[bool, typer.Option(help="Checksum every file in full (default: small files in full, "
+                                         "large arrays by sampled blocks).")] = False,
+) -> None:
+    """Show an index's manifest summary after checking its files (fully with --verify)."""
+    from gearag.store.backend import backend_of, index_summary
+
+    manifest = index_summary(index_dir, verify=verify)
+    keys = ("format_version", "gearag_version", "created", "config", "counts")
+    summary: dict[str, object] = {k: manifest[k] for k in keys if k in manifest}
+    summary["collections"] = {name: spec.get("rows") for name, spec in (manifest.get("collections") or {}).items()}
+    summary["build_seconds"] = manifest.get("build_seconds")
+    summary["backend"] = backend_of(index_dir)
+    if verify:
+        summary["verified"] = True
+    _print_json(summary)
+
+
+@app.command()
+def export(
+    index_dir: Annotated[Path, typer.Argument(help="A built index directory.")],
+    uri: Annotated[str, typer.Argument(help="Where to write Lance tables: a directory or s3://BUCKET/PREFIX "
+                                            "(endpoint: AWS_ENDPOINT_URL or ?endpoint=URL).")],
+    overwrite: Annotated[bool, typer.Option(help="Replace a Lance index gearag wrote there.")] = False,
+    ann_min_rows: Annotated[int, typer.Option(min=1, help="Collections with at least this many rows get an "
+                                                         "IVF-PQ vector index; smaller ones are searched exactly.")]
+    = 100_000,
+) -> None:
+    """Write a built index to Lance tables (extra `lance`); every command that takes an index then reads the URI."""
+    from gearag.store.lance.export import ExportConfig, export_index
+
+    summary = export_index(index_dir, uri, ExportConfig(ann_min_rows=ann_min_rows, overwrite=overwrite),
+                           progress=lambda msg: err.print(msg))
+    _print_json(summary)
+
+
+def _print_update(what: str, built: object, started: float) -> None:
+    from gearag.display import safe
+
+    counts = built.manifest["counts"]  # type: ignore[attr-defined]
+    shards = len(built.manifest.get("shards", [None]))  # type: ignore[attr-defined]
+    err.print(f"{what}: {safe(built.path)} now has {counts['passages']:,} passages, "  # type: ignore[attr-defined]
+              f"{counts['triples']:,} triples, {counts['entities']:,} entities in {shards} shard(s) "
+              f"({time.perf_counter() - started:.1f} s)")
+
+
+@app.command()
+@with_config_options(_index_specs())
+def add(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory to add to (a plain index is converted).")],
+    corpus: Annotated[Path, typer.Argument(help="Documents to add, in any corpus format `gearag index` reads; "
+                                           "their ids must not be in the index.")],
+    max_passage_chars: Annotated[int, typer.Option(
+        min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
+    options: dict | None = None,
+) -> None:
+    """Add documents to an index as a new shard, without re-extracting or re-embedding what it holds.
+
+    The documents use the index's stored settings (an option that differs is an error). Rerun the
+    same command after an interruption to resume.
+    """
+    from gearag.data import load_corpus
+    from gearag.display import safe
+    from gearag.indexing.incremental import add_documents, check_index_dir
+
+    check_index_dir(index_dir)
+
+    def warn(message: str) -> None:
+        err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)
+
+    passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn)
+    err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
+    started = time.perf_counter()
+    built = add_documents(index_dir, passages, options=options,
+                          on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
+    _print_update("added", built, started)
+
+
+@app.command()
+def delete(
+    index_dir: Annotated[Path, typer.Argument(help="Index directory.")],
+    ids_file: Annotated[Path, typer.Argument(help="Passage ids to delete, one per line.")],
+) -> None:
+    """Delete passages (and their triples) by id; unknown ids are an error and nothing is deleted."""
+    from gearag.indexing.incremental import check_index_dir, delete_documents, read_ids
+
+    check_index_dir(index_dir)
+    ids = read_ids(ids_file)
+    started = time.perf_counter()
+    built = delete_documents(index_dir, ids, on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
+    _print_update(f"deleted {len(set(ids)):,} passage(s)", built, started)
+
+
+@app.command()
+def compact(index_dir: Annotated[Path, typer.Argument(help="Index directory.")]) -> None:
+    """Merge an index's shards into one, dropping deleted passages (rankings do not change)."""
+    from gearag.indexing.incremental import check_index_dir
+    from gearag.indexing.incremental import compact as compact_index
+
+    check_index_dir(index_dir)
+    started = time.perf_counter()
+    built = compact_index(index_dir, on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
+    _print_update("compacted", built, started)

@@ -1,0 +1,182 @@
+"""The ``gearag`` app, its console streams and the helpers every command module shares.
+
+Commands live in :mod:`gearag.cli.build` (making and changing indices) and
+:mod:`gearag.cli.query` (using them); importing :mod:`gearag.cli` registers both.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import sys
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from gearag.errors import ConfigError, GearagError
+from gearag.options import OptionSpec, option_specs
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Multi-hop retrieval: index a corpus, retrieve with BM25/dense/hybrid, graph expansion and the GEAR agent.",
+)
+# emoji=False: ":smile:" in a passage or path is data, not an emoji code.
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
+
+
+def _print_json(value: object) -> None:
+    """Print ``value`` as indented JSON; C1 controls are written as escapes, nothing is re-parsed."""
+    from gearag.display import json_for_terminal
+
+    text = json_for_terminal(json.dumps(value, indent=2, ensure_ascii=False))
+    out.print(text, markup=False, highlight=out.is_terminal, soft_wrap=True)
+
+
+def _method_names() -> list[str]:
+    from gearag.registry import REGISTRY
+
+    return REGISTRY.names("method")
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--k expects comma-separated integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise ConfigError(f"--k expects positive integers, got {text!r}")
+    return values
+
+
+LLMBaseUrlOpt = Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")]
+LLMModelOpt = Annotated[str | None, typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
+
+
+def _typer_option(spec: OptionSpec) -> tuple[object, object]:
+    """A typer annotation for a config option; its default is None (= the config's default)."""
+    default = spec.default
+    shown = "" if default is None else f" \\[default: {str(default).lower() if isinstance(default, bool) else default}]"
+    allowed = spec.allowed()
+    choices = f" ({' | '.join(allowed)})" if allowed and not spec.help.count("|") else ""
+    flags = (f"{spec.flag}/--no-{spec.flag[2:]}",) if spec.type is bool else (spec.flag,)
+    annotation = Annotated[spec.type | None, typer.Option(*flags, help=spec.help + choices + shown, show_default=False)]  # type: ignore[name-defined]
+    return annotation, None
+
+
+def with_config_options(specs: dict[str, OptionSpec]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Add one CLI option per config option; they reach the command as one ``options`` dict (unset ones left out)."""
+
+    def decorate(fn: Callable[..., None]) -> Callable[..., None]:
+        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "options"]
+        taken = {p.name for p in own}
+        extra = []
+        for name, spec in specs.items():
+            if name in taken:
+                continue
+            annotation, default = _typer_option(spec)
+            extra.append(
+                inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            )
+        names = [p.name for p in extra]
+
+        @functools.wraps(fn)
+        def command(**kwargs: object) -> None:
+            options = {name: kwargs.pop(name) for name in names}
+            fn(**kwargs, options={k: v for k, v in options.items() if v is not None})
+
+        command.__signature__ = inspect.Signature(own + extra)  # type: ignore[attr-defined]
+        command.__annotations__ = {}
+        return command
+
+    return decorate
+
+
+def _method_specs() -> dict[str, OptionSpec]:
+    """Every option of every registered method, for ``retrieve`` and ``ask``."""
+    import dataclasses
+
+    from gearag.registry import REGISTRY
+
+    specs: dict[str, OptionSpec] = {}
+    for name in REGISTRY.names("method"):
+        cls = REGISTRY.entry("method", name).config_class()
+        if cls is not None:
+            for key, spec in option_specs(cls).items():
+                first = specs.setdefault(key, spec)
+                if first.default is not None and first.default != spec.default:
+                    # Methods default this option differently (--answer, --qa-passages): show no single default.
+                    specs[key] = dataclasses.replace(first, default=None)
+    return specs
+
+
+def _index_specs() -> dict[str, OptionSpec]:
+    from gearag.config import IndexConfig
+
+    return {**option_specs(IndexConfig), **_ray_specs()}
+
+
+def _ray_specs() -> dict[str, OptionSpec]:
+    """The --ray-* options of ``index`` (``--ray [ADDRESS]`` itself is declared on the command)."""
+    from gearag.distributed.config import RayConfig
+
+    return {name: spec for name, spec in option_specs(RayConfig).items() if name != "ray"}
+
+
+def _click_exceptions():
+    """The click exception classes typer raises (recent typer vendors its own click)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # older typer on plain click
+        from click import exceptions as click_exceptions
+
+        return click_exceptions
+    return exceptions
+
+
+def _bare_ray(argv: list[str]) -> list[str]:
+    """``index ... --ray`` with no address (last, or before another option or the corpus) means ``--ray local``.
+
+    The CLI parser has no options with an optional value, so the default is filled in here.
+    """
+    if "index" not in argv or "--ray" not in argv:
+        return argv
+    from gearag.distributed.config import is_address
+
+    at = argv.index("--ray")
+    following = argv[at + 1] if at + 1 < len(argv) else None
+    if following is None or following.startswith("-") or not is_address(following):
+        return [*argv[: at + 1], "local", *argv[at + 1 :]]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the app and maps errors to exit codes."""
+    cx = _click_exceptions()
+    command = typer.main.get_command(app)
+    try:
+        argv = _bare_ray(list(sys.argv[1:] if argv is None else argv))
+        status = command.main(args=argv, prog_name="gearag", standalone_mode=False)
+        if status == 130:  # typer turns Ctrl-C into a returned 130
+            err.print("interrupted; rerun the same command to resume")
+            return 130
+        if isinstance(status, int):
+            return status
+    except GearagError as exc:
+        from gearag.display import safe
+
+        err.print(f"[red]error:[/] {safe(exc, one_line=True)}", highlight=False, soft_wrap=True)
+        return 2
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("interrupted; rerun the same command to resume")
+        return 130
+    except cx.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except typer.Exit as exc:
+        return int(getattr(exc, "exit_code", 0) or 0)
+    return 0
