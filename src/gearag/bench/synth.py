@@ -255,6 +255,10 @@ def synthesise(
             no_gold += 1
             continue
         planted_src.append((q, matcher.resolve(q)))
+    reach = min(passages, len(src))  # a corpus smaller than the source holds its first passages only
+    if not any(all(any(i < reach for i in rows) for rows in gold) for _, gold in planted_src):
+        raise DataError(f"{questions}: no question has all its gold passages within the first {reach:,} passages"
+                        " of the source corpus; raise --passages")
     src_triples = read_source_triples(Path(triples), src) if triples is not None else None
 
     texts: list[str] = [p.text for p in src]
@@ -326,8 +330,6 @@ def synthesise(
         fq.write("\n]\n")
         if ft is not None:
             ft.write("\n]}\n")
-    if written_q == 0:
-        raise DataError(f"{questions}: no question has gold passages within the {passages:,} passages written")
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "seed": seed,
         "source": {"corpus": str(Path(corpus).resolve()), "questions": str(Path(questions).resolve()),
