@@ -108,10 +108,15 @@ def has_command(name: str) -> bool:
     return done.returncode == 0
 
 
-def has_index_option(flag: str) -> bool:
-    done = subprocess.run(gearag_cmd("index", "--help"), capture_output=True, text=True, check=False,
+def has_option(command: str, flag: str) -> bool:
+    """Whether ``gearag COMMAND`` takes ``flag`` (read from its ``--help``)."""
+    done = subprocess.run(gearag_cmd(command, "--help"), capture_output=True, text=True, check=False,
                           env={**os.environ, "COLUMNS": "400"})
-    return flag in done.stdout
+    return done.returncode == 0 and flag in done.stdout
+
+
+def has_index_option(flag: str) -> bool:
+    return has_option("index", flag)
 
 
 def dir_bytes(path: Path) -> int:
@@ -193,19 +198,27 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
     result["sample_questions"] = sample_questions(data / "questions.json", qfile, args.sample)
     result["query"] = queries(index, qfile)
     if has_index_option("--backend"):
-        lance = out / "indices" / f"{name}-lance"
-        result["lance"] = {"build": build(data / "corpus.jsonl", lance, triples,
-                                          out / "results" / f"{name}-lance.build.json", "--backend", "lance")}
-        result["lance"]["query"] = queries(lance, qfile)
+        try:
+            lance = out / "indices" / f"{name}-lance"
+            result["lance"] = {"build": build(data / "corpus.jsonl", lance, triples,
+                                              out / "results" / f"{name}-lance.build.json", "--backend", "lance")}
+            result["lance"]["query"] = queries(lance, qfile)
+        except SystemExit as exc:  # an optional step: record its failure, keep the size's numbers
+            result["lance"] = f"failed: {exc}"
     else:
         result["lance"] = "skipped: this gearag has no `index --backend`"
     if has_command("add"):  # last: it changes the index
-        extra = out / "data" / f"{name}-add"
-        synth(args.add, extra, args.source_index, first_copy=made["copies"]["first"] + made["copies"]["count"])
-        log(f"gearag add {args.add} passages onto {name}")
-        seconds, peak, _ = run_child(gearag_cmd("add", index, extra / "corpus.jsonl", "--extractor",
-                                                f"openie:{extra / 'triples.json'}"), what=f"add to {name}")
-        result["add"] = {"passages": args.add, "wall_seconds": round(seconds, 1), "peak_rss_mb": round(peak, 1)}
+        try:
+            extra = out / "data" / f"{name}-add"
+            synth(args.add, extra, args.source_index, first_copy=made["copies"]["first"] + made["copies"]["count"])
+            log(f"gearag add {args.add} passages onto {name}")
+            opts = ["--extractor", f"openie:{extra / 'triples.json'}"] if has_option("add", "--extractor") else []
+            seconds, peak, _ = run_child(gearag_cmd("add", index, extra / "corpus.jsonl", *opts),
+                                         what=f"add to {name}")
+            result["add"] = {"passages": args.add, "wall_seconds": round(seconds, 1), "peak_rss_mb": round(peak, 1),
+                             "extractor": "openie-file" if opts else "the index's own"}
+        except SystemExit as exc:
+            result["add"] = f"failed: {exc}"
     else:
         result["add"] = "skipped: this gearag has no `add` command"
     return result
@@ -243,7 +256,8 @@ def series(results: list[dict[str, Any]]) -> dict[str, tuple[str, list[float]]]:
         "query process peak RSS": ("MB", [r["query"]["peak_rss_mb"] for r in results]),
         "index load": ("s", [r["query"]["load_seconds"] for r in results]),
     }
-    stages = sorted({s for r in results for s in r["build"]["stages"]})
+    stages = [s for s in dict.fromkeys(s for r in results for s in r["build"]["stages"])
+              if any(r["build"]["stages"].get(s) for r in results)]
     for s in stages:
         out[f"stage {s}"] = ("s", [r["build"]["stages"].get(s, 0.0) for r in results])
     for m in METHODS:
