@@ -74,6 +74,33 @@ out["peak_rss_mb"] = round(peak_mb(), 1)
 print(json.dumps(out))
 """
 
+#: Run in the profile child: where a method's time goes on the first 20 sample questions (share of all time by
+#: function, own time), measured apart from the timed run so profiling does not inflate the latencies above.
+_PROFILE_CHILD = """
+import cProfile, json, pstats, sys
+from gearag.api import Gearag
+from gearag.data import load_questions
+index, qfile, methods = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+qs = load_questions(qfile)[:20]
+app = Gearag.open(index)
+out = {}
+for name in methods:
+    method = app.method(name)
+    method("warm-up question", 15)
+    prof = cProfile.Profile()
+    prof.enable()
+    for q in qs:
+        method(q.question, 15)
+    prof.disable()
+    stats = pstats.Stats(prof).stats
+    total = sum(v[2] for v in stats.values()) or 1.0
+    top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:6]
+    out[name] = [{"function": f"{k[0].split('site-packages/')[-1].split('/src/')[-1]}:{k[1]}({k[2]})",
+                  "share": round(v[2] / total, 3)} for k, v in top]
+print(json.dumps(out))
+"""
+PROFILED = ("syncge", "gear")
+
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -186,6 +213,13 @@ def queries(index: Path, qfile: Path) -> dict[str, Any]:
     return result
 
 
+def profile(index: Path, qfile: Path) -> dict[str, Any]:
+    log(f"profiling {', '.join(PROFILED)} on {index.name}")
+    _, _, stdout = run_child([sys.executable, "-c", _PROFILE_CHILD, str(index), str(qfile), ",".join(PROFILED)],
+                             what=f"profile on {index.name}")
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
 def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
     out: Path = args.out
     name = f"size-{n}"
@@ -197,6 +231,7 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
     qfile = out / "data" / f"{name}-sample.json"
     result["sample_questions"] = sample_questions(data / "questions.json", qfile, args.sample)
     result["query"] = queries(index, qfile)
+    result["profile"] = profile(index, qfile)
     if has_index_option("--backend"):
         try:
             lance = out / "indices" / f"{name}-lance"
@@ -336,12 +371,17 @@ def report(out: Path, png: Path) -> str:
                 optional.append(f"* {r['passages']:,}: lance build {r['lance']['build']['wall_seconds']} s, "
                                 f"query peak {lq['peak_rss_mb']:.0f} MB, "
                                 + ", ".join(f"{m} {lq['methods'][m]['median_ms']} ms" for m in METHODS))
+    hot = ["", "Where a query's time goes (own time by function, 20 questions, profiled apart from the timed run):", ""]
+    for r in results:
+        for m, rows in (r.get("profile") or {}).items():
+            hot.append(f"* {r['passages']:,} · {m}: " + "; ".join(f"{x['function']} {100 * x['share']:.0f}%"
+                                                             for x in rows[:4]))
     spacy = [json.loads(p.read_text()) for p in (out / "results").glob("spacy-*.json")]
     extra = [f"* spaCy extraction on {s['passages']:,} synthetic passages: {s['build']['stages']['extract']:.0f} s "
              f"= {s['extract_passages_per_s']} passages/s (build wall {s['build']['wall_seconds']} s, peak "
              f"{s['build']['peak_rss_mb']:.0f} MB)" for s in spacy]
     plot(results, png)
-    return "\n".join(lines + rec + [""] + extra + optional) + "\n"
+    return "\n".join(lines + rec + [""] + extra + optional + hot) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -365,6 +405,11 @@ def main(argv: list[str] | None = None) -> None:
         for n in (int(x) for x in args.sizes.split(",") if x.strip()):
             path = args.out / "results" / f"size-{n}.json"
             if path.exists():
+                done = json.loads(path.read_text())
+                if "profile" not in done:  # results from before the profile step
+                    done["profile"] = profile(args.out / "indices" / f"size-{n}",
+                                              args.out / "data" / f"size-{n}-sample.json")
+                    write_json(path, done)
                 log(f"size {n:,}: done before, skipped")
                 continue
             started = time.perf_counter()
