@@ -340,19 +340,24 @@ def report(out: Path, png: Path) -> str:
     if not results:
         return "no finished sizes\n"
     sizes = [r["passages"] for r in results]
-    head = "| | " + " | ".join(f"{n:,}" for n in sizes) + " | growth exponent |"
-    lines = [head, "|---" * (len(sizes) + 2) + "|"]
+    head = ("| | " + " | ".join(f"{n:,}" for n in sizes)
+            + " | growth exponent k | 1M (extrapolated) | 100M (extrapolated) |")
+    lines = [head, "|---" * (len(sizes) + 4) + "|"]
     for label, (unit, ys) in series(results).items():
         k = fit_exponent([float(s) for s in sizes], ys)
         fmt = (lambda y: f"{y:,.0f}") if unit == "MB" or max(ys) >= 100 else (lambda y: f"{y:,.2f}")
+        # Extrapolated from the largest measured size with the fitted exponent: an estimate, stated as such.
+        ext = ["", ""] if k is None or ys[-1] <= 0 else [
+            f"*{fmt(ys[-1] * (target / sizes[-1]) ** k)}*" for target in (1_000_000, 100_000_000)]
         lines.append(f"| {label} ({unit}) | " + " | ".join(fmt(y) for y in ys)
-                     + f" | {'' if k is None else f'{k:.2f}'} |")
+                     + f" | {'' if k is None else f'{k:.2f}'} | {ext[0]} | {ext[1]} |")
     lines.append("| planted questions (sample / written) | "
                  + " | ".join(f"{r['sample_questions']} / {r['synth']['counts']['questions']:,}" for r in results)
-                 + " | |")
-    lines.append("| triples | " + " | ".join(f"{r['build']['counts'].get('triples', 0):,}" for r in results) + " | |")
+                 + " | | | |")
+    lines.append("| triples | " + " | ".join(f"{r['build']['counts'].get('triples', 0):,}" for r in results)
+                 + " | | | |")
     lines.append("| entities | " + " | ".join(f"{r['build']['counts'].get('entities', 0):,}" for r in results)
-                 + " | |")
+                 + " | | | |")
     rec = ["", "| recall on the planted sample (R@5 / R@15) | " + " | ".join(f"{n:,}" for n in sizes) + " |",
            "|---" * (len(sizes) + 1) + "|"]
     for m in METHODS:
@@ -374,8 +379,9 @@ def report(out: Path, png: Path) -> str:
     hot = ["", "Where a query's time goes (own time by function, 20 questions, profiled apart from the timed run):", ""]
     for r in results:
         for m, rows in (r.get("profile") or {}).items():
-            hot.append(f"* {r['passages']:,} · {m}: " + "; ".join(f"{x['function']} {100 * x['share']:.0f}%"
-                                                             for x in rows[:4]))
+            hot.append(f"* {r['passages']:,} · {m}: " + "; ".join(
+                f"`{x['function'].removeprefix('~:0(<').removesuffix('>)')}` {100 * x['share']:.0f}%"
+                for x in rows[:4]))
     spacy = [json.loads(p.read_text()) for p in (out / "results").glob("spacy-*.json")]
     extra = [f"* spaCy extraction on {s['passages']:,} synthetic passages: {s['build']['stages']['extract']:.0f} s "
              f"= {s['extract_passages_per_s']} passages/s (build wall {s['build']['wall_seconds']} s, peak "
