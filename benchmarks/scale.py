@@ -382,7 +382,8 @@ def report(out: Path, png: Path) -> str:
             hot.append(f"* {r['passages']:,} · {m}: " + "; ".join(
                 f"`{x['function'].removeprefix('~:0(<').removesuffix('>)')}` {100 * x['share']:.0f}%"
                 for x in rows[:4]))
-    spacy = [json.loads(p.read_text()) for p in (out / "results").glob("spacy-*.json")]
+    spacy = [json.loads(p.read_text()) for p in (out / "results").glob("spacy-*.json")
+             if not p.name.endswith(".build.json")]
     extra = [f"* spaCy extraction on {s['passages']:,} synthetic passages: {s['build']['stages']['extract']:.0f} s "
              f"= {s['extract_passages_per_s']} passages/s (build wall {s['build']['wall_seconds']} s, peak "
              f"{s['build']['peak_rss_mb']:.0f} MB)" for s in spacy]

@@ -76,7 +76,8 @@ CASES = {
     "synth": [
         (["synth", "{corpus}", "{questions}", "--passages", "5", "--out", "{unwritable}"], "a-file"),
         (["synth", "{missing}", "{questions}", "--passages", "5", "--out", "{dir}/new-index"], "missing.jsonl"),
-        (["synth", "{corpus}", "{bad_questions}", "--passages", "5", "--out", "{dir}/new-index"], "bad-q.jsonl: line 2"),
+        (["synth", "{corpus}", "{bad_questions}", "--passages", "5", "--out", "{dir}/new-index"],
+         "bad-q.jsonl: line 2"),
     ],
     "demo": [
         (["demo", "--dir", "{unwritable}"], "a-file"),
