@@ -73,6 +73,12 @@ CASES = {
         (["ask", "{missing}", "Who?"], "missing.jsonl"),
         (["ask", "{broken_index}", "Who?"], "broken-index"),
     ],
+    "synth": [
+        (["synth", "{corpus}", "{questions}", "--passages", "5", "--out", "{unwritable}"], "a-file"),
+        (["synth", "{missing}", "{questions}", "--passages", "5", "--out", "{dir}/new-index"], "missing.jsonl"),
+        (["synth", "{corpus}", "{bad_questions}", "--passages", "5", "--out", "{dir}/new-index"],
+         "bad-q.jsonl: line 2"),
+    ],
     "demo": [
         (["demo", "--dir", "{unwritable}"], "a-file"),
         (None, None),  # the demo reads no input

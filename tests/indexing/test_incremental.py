@@ -297,3 +297,31 @@ def test_an_add_that_failed_after_its_shard_reuses_the_shard(tmp_path: Path, mon
     grown = add_documents(root, passages[9:])
     assert counting.seen == []  # the finished shard was found, nothing extracted again
     assert_same_index(grown, build_index(passages, tmp_path / "expected", STUB))
+
+
+def test_an_openie_index_takes_the_added_documents_triples_from_another_file(tmp_path: Path) -> None:
+    """``openie:FILE`` names data, not a setting: ``add`` reads the new documents' triples from their own file."""
+    from conftest import DATA
+    from gearag.errors import ConfigError
+
+    musique = DATA / "musique_train"
+    corpus = json.loads((musique / "musique_train_corpus.json").read_text(encoding="utf-8"))
+    openie = json.loads((musique / "openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json")
+                        .read_text(encoding="utf-8"))
+    rows = range(300, 330)
+    passages = [Passage(f"m{i}", corpus[i]["title"], corpus[i]["text"]) for i in rows]
+
+    def openie_file(name: str, picked: range) -> str:
+        path = tmp_path / name
+        path.write_text(json.dumps({**openie, "docs": [openie["docs"][i] for i in picked]}), encoding="utf-8")
+        return f"openie:{path}"
+
+    whole = build_index(passages, tmp_path / "whole", IndexConfig.of(extractor=openie_file("all.json", rows)))
+    grown = tmp_path / "grown"
+    build_index(passages[:20], grown, IndexConfig.of(extractor=openie_file("first.json", range(300, 320))))
+    rest = openie_file("rest.json", range(320, 330))
+    with pytest.raises(ConfigError, match="--extractor spacy conflicts"):
+        add_documents(grown, passages[20:], options={"extractor": "spacy"})
+    added = add_documents(grown, passages[20:], options={"extractor": rest})
+    assert sum(len(added.passage_triples(r)) for r in range(20, 30)) > 0
+    assert_same_index(added, whole)

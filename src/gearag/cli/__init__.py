@@ -4,7 +4,7 @@ Exit codes: 0 success, 2 bad input (one-line error, no traceback),
 130 interrupted (rerun the same command to resume).
 
 The app and its shared helpers are :mod:`gearag.cli.common`; the commands
-are :mod:`gearag.cli.build` (index, info, export, add, delete, compact) and
+are :mod:`gearag.cli.build` (index, info, export, add, delete, compact, synth) and
 :mod:`gearag.cli.query` (retrieve, eval, ask, bench, demo, serve), registered
 on import in that order (the order ``gearag --help`` lists them).
 """

@@ -1,4 +1,4 @@
-"""Commands that make and change indices: index, info, export, add, delete, compact."""
+"""Commands that make and change indices and corpora: index, info, export, add, delete, compact, synth."""
 
 from __future__ import annotations
 
@@ -229,3 +229,30 @@ def compact(index_dir: Annotated[Path, typer.Argument(help="Index directory.")])
     started = time.perf_counter()
     built = compact_index(index_dir, on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
     _print_update("compacted", built, started)
+
+
+@app.command()
+def synth(
+    corpus: Annotated[Path, typer.Argument(help="Source corpus (any format `gearag index` reads).")],
+    questions: Annotated[Path, typer.Argument(help="Source questions with gold passages.")],
+    passages: Annotated[int, typer.Option(min=1, help="Passages to write (copies of the source, renamed).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for corpus.jsonl, questions.json, synth.json.")],
+    seed: Annotated[int, typer.Option(help="Seed of the renaming (same inputs and seed, same output).")] = 0,
+    triples: Annotated[Path | None, typer.Option(
+        help="Index directory built from the source corpus, or its OpenIE file: also write triples.json "
+             "(for --extractor openie:triples.json).")] = None,
+    first_copy: Annotated[int, typer.Option(min=0, help="Number of the first copy (0 = the source as is); "
+                                            "corpora with disjoint copy ranges never share a passage.")] = 0,
+    overwrite: Annotated[bool, typer.Option(help="Replace a synthetic corpus at --out.")] = False,
+) -> None:
+    """Grow a corpus to N passages with renamed copies that keep its multi-hop links, plus planted questions."""
+    from gearag.bench.synth import synthesise
+    from gearag.display import safe
+
+    started = time.perf_counter()
+    result = synthesise(corpus, questions, out_dir, passages, seed=seed, triples=triples, first_copy=first_copy,
+                        overwrite=overwrite, log=lambda line: err.print(safe(line), highlight=False))
+    counts = result.manifest["counts"]
+    extra = f", {counts['triples']:,} triples" if "triples" in counts else ""
+    err.print(f"wrote {counts['passages']:,} passages, {counts['questions']:,} planted questions{extra} "
+              f"to {safe(out_dir)} in {time.perf_counter() - started:.1f} s")

@@ -99,8 +99,30 @@ def _refuse_trees(root: Path, manifest: dict[str, Any], what: str) -> None:
                           "gearag index")
 
 
+def _file_extractor(name: str) -> bool:
+    """An extractor that reads given triples from a file (``openie:FILE``): the file is data, not a setting."""
+    return name.startswith("openie:")
+
+
+def shard_config(config: IndexConfig, options: dict[str, Any] | None) -> IndexConfig:
+    """The config the new documents are built with: the stored one, except a file extractor's file.
+
+    An index built with ``--extractor openie:FILE`` takes the triples of the
+    documents it adds from another ``openie:`` file (the stored one has no
+    triples for them); every other setting must be the stored one.
+    """
+    wanted = (options or {}).get("extractor")
+    if wanted and _file_extractor(wanted) and _file_extractor(config.extract.extractor):
+        return replace(config, extract=replace(config.extract, extractor=wanted))
+    return config
+
+
 def check_options(root: Path, config: IndexConfig, options: dict[str, Any] | None) -> None:
-    """Options given to ``add`` must agree with the index's stored config (the new documents use it)."""
+    """Options given to ``add`` must agree with the index's stored config (the new documents use it).
+
+    The one exception is the file of an ``openie:FILE`` extractor (:func:`shard_config`).
+    """
+    config = shard_config(config, options)
     for name, value in (options or {}).items():
         if value is None:
             continue
@@ -284,7 +306,8 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         shard_dir = root / SHARDS_DIR / name
         shard = _finished_shard(shard_dir, passages)
         if shard is None:
-            shard = build_index(passages, shard_dir, state.config, overwrite=shard_dir.exists(),
+            stored = IndexConfig.from_dict(manifest.get("config", {}))
+            shard = build_index(passages, shard_dir, shard_config(stored, options), overwrite=shard_dir.exists(),
                                 stages=SHARD_STAGES)
         seconds["shard"] = round(time.perf_counter() - started, 3)
         if on_step:
