@@ -229,7 +229,21 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
     result["sample_questions"] = sample_questions(data / "questions.json", qfile, args.sample)
     result["query"] = queries(index, qfile)
     result["profile"] = profile(index, qfile)
-    if has_command("export"):
+    optional_steps(n, args, result)
+    return result
+
+
+def _pending(result: dict[str, Any], key: str) -> bool:
+    """An optional step that has not run (absent, or skipped because the command did not exist then)."""
+    return key not in result or (isinstance(result[key], str) and result[key].startswith("skipped"))
+
+
+def optional_steps(n: int, args: argparse.Namespace, result: dict[str, Any]) -> None:
+    """The Lance export + queries, then ``gearag add``, where they have not run for this size yet."""
+    out: Path = args.out
+    name = f"size-{n}"
+    index, qfile = out / "indices" / name, out / "data" / f"{name}-sample.json"
+    if _pending(result, "lance") and has_command("export"):
         try:
             lance = out / "indices" / f"{name}-lance"
             record = out / "results" / f"{name}-lance.export.json"
@@ -242,10 +256,11 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
             result["lance"]["query"] = queries(lance, qfile)
         except SystemExit as exc:  # an optional step: record its failure, keep the size's numbers
             result["lance"] = f"failed: {exc}"
-    else:
+    elif _pending(result, "lance"):
         result["lance"] = "skipped: this gearag has no `export` (LanceDB backend)"
-    if has_command("add"):  # last: it changes the index
+    if _pending(result, "add") and has_command("add"):  # last: it changes the index
         try:
+            made = result["synth"]
             extra = out / "data" / f"{name}-add"
             synth(args.add, extra, args.source_index, first_copy=made["copies"]["first"] + made["copies"]["count"])
             log(f"gearag add {args.add} passages onto {name}")
@@ -256,9 +271,8 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
                              "extractor": "openie-file" if opts else "the index's own"}
         except SystemExit as exc:
             result["add"] = f"failed: {exc}"
-    else:
+    elif _pending(result, "add"):
         result["add"] = "skipped: this gearag has no `add` command"
-    return result
 
 
 def spacy_rate(n: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -419,7 +433,10 @@ def main(argv: list[str] | None = None) -> None:
                     done["profile"] = profile(args.out / "indices" / f"size-{n}",
                                               args.out / "data" / f"size-{n}-sample.json")
                     write_json(path, done)
-                log(f"size {n:,}: done before, skipped")
+                if _pending(done, "lance") or _pending(done, "add"):  # steps added since that size ran
+                    optional_steps(n, args, done)
+                    write_json(path, done)
+                log(f"size {n:,}: done before (optional steps filled in where missing)")
                 continue
             started = time.perf_counter()
             write_json(path, run_size(n, args))
