@@ -27,7 +27,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +118,7 @@ def methods_for(dataset: str, all_ablations: bool = False) -> list[tuple[str, st
 
 def evaluate(index_path: str, dataset: str, limit: int | None, all_ablations: bool = False) -> list[dict[str, Any]]:
     from gearag.api import Gearag
+    from gearag.bench.evaluate import timed_run, warm_up
     from gearag.data import load_questions
     from gearag.evaluation import evaluate_run
 
@@ -128,13 +128,8 @@ def evaluate(index_path: str, dataset: str, limit: int | None, all_ablations: bo
     rows = []
     for label, method, options in methods_for(dataset, all_ablations):
         run = app.method(method, **options)
-        run("warm-up question", 15)
-        latencies, run_rows = [], []
-        for q in questions:
-            t0 = time.perf_counter()
-            result = run(q.question, 15)
-            latencies.append(time.perf_counter() - t0)
-            run_rows.append(app.row(result, qid=q.id))
+        warm_up(run, 15)
+        latencies, run_rows = timed_run(app, run, questions, 15)
         report = evaluate_run(questions, run_rows, KS)
         row: dict[str, Any] = {
             "label": label, "method": method, "options": options,

@@ -41,6 +41,7 @@ def child(location: str, dataset: str, limit: int, cache_rows: int | None) -> di
     """One backend: open, run every method on the questions, measure."""
     from gearag.api import Gearag
     from gearag.bench.datasets import shared_datasets
+    from gearag.bench.evaluate import timed_run, warm_up
     from gearag.data import load_questions
     from gearag.evaluation import evaluate_run
     from gearag.store.backend import backend_of
@@ -64,15 +65,8 @@ def child(location: str, dataset: str, limit: int, cache_rows: int | None) -> di
                            "rss_open_mb": round(rss_mb(), 1), "methods": {}}
     for method in METHODS:
         run = app.method(method)
-        t0 = time.perf_counter()
-        run("warm-up question about a film director", 15)
-        warm = time.perf_counter() - t0
-        latencies, rows = [], []
-        for q in questions:
-            t0 = time.perf_counter()
-            result = run(q.question, 15)
-            latencies.append(time.perf_counter() - t0)
-            rows.append(app.row(result, qid=q.id))
+        warm = warm_up(run, 15)
+        latencies, rows = timed_run(app, run, questions, 15)
         report = evaluate_run(questions, rows, KS)
         out["methods"][method] = {
             "recall": {k: round(100 * v, 1) for k, v in report.recall.items()},

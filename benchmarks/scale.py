@@ -48,6 +48,7 @@ GEARAG = "import sys; from gearag.cli import main; sys.exit(main())"
 _QUERY_CHILD = """
 import json, statistics, sys, time
 from gearag.api import Gearag
+from gearag.bench.evaluate import timed_run, warm_up
 from gearag.bench.memory import peak_mb
 from gearag.data import load_questions
 from gearag.evaluation import evaluate_run
@@ -58,13 +59,8 @@ app = Gearag.open(index)
 out = {"load_seconds": round(time.perf_counter() - t, 2), "load_peak_rss_mb": round(peak_mb(), 1), "methods": {}}
 for name in methods:
     method = app.method(name)
-    method("warm-up question", 15)
-    lat, rows = [], []
-    for q in qs:
-        t0 = time.perf_counter()
-        result = method(q.question, 15)
-        lat.append(time.perf_counter() - t0)
-        rows.append(app.row(result, qid=q.id))
+    warm_up(method, 15)
+    lat, rows = timed_run(app, method, qs, 15)
     report = evaluate_run(qs, rows, (5, 15))
     lat.sort()
     out["methods"][name] = {
