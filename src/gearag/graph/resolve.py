@@ -323,20 +323,15 @@ def resolve_corpus(
         shape=(n_keys, n_passages),
     )
     about.sum_duplicates()
-    mentions = sparse.csr_matrix(
-        (np.ones(len(men_rows), dtype=np.float32), (np.asarray(men_rows, dtype=np.int64),
-                                                    np.asarray(men_cols, dtype=np.int64))),
-        shape=(n_passages, n_keys),
-    )
-    mentions.sum_duplicates()
-    mentions.data[:] = 1.0
-    ner = None
-    if ner_spans is not None:
-        ner = sparse.csr_matrix(
-            (np.ones(len(ner_rows), dtype=np.float32), (np.asarray(ner_rows, dtype=np.int64),
-                                                        np.asarray(ner_cols, dtype=np.int64))),
-            shape=(n_passages, n_keys),
-        )
-        ner.sum_duplicates()
-        ner.data[:] = 1.0
+    mentions = _incidence(men_rows, men_cols, (n_passages, n_keys))
+    ner = _incidence(ner_rows, ner_cols, (n_passages, n_keys)) if ner_spans is not None else None
     return Resolution(keys, n_names, about, mentions, ends, ner)
+
+
+def _incidence(rows: Sequence[int], cols: Sequence[int], shape: tuple[int, int]) -> sparse.csr_matrix:
+    """A 0/1 matrix with a 1 at every (row, col) pair given (repeats count once)."""
+    m = sparse.csr_matrix((np.ones(len(rows), dtype=np.float32),
+                           (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))), shape=shape)
+    m.sum_duplicates()
+    m.data[:] = 1.0
+    return m
