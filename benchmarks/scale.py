@@ -239,7 +239,9 @@ def optional_steps(n: int, args: argparse.Namespace, result: dict[str, Any]) -> 
     out: Path = args.out
     name = f"size-{n}"
     index, qfile = out / "indices" / name, out / "data" / f"{name}-sample.json"
-    if _pending(result, "lance") and has_command("export"):
+    if "lance" not in args.optional:
+        pass
+    elif _pending(result, "lance") and has_command("export"):
         try:
             lance = out / "indices" / f"{name}-lance"
             record = out / "results" / f"{name}-lance.export.json"
@@ -254,7 +256,9 @@ def optional_steps(n: int, args: argparse.Namespace, result: dict[str, Any]) -> 
             result["lance"] = f"failed: {exc}"
     elif _pending(result, "lance"):
         result["lance"] = "skipped: this gearag has no `export` (LanceDB backend)"
-    if _pending(result, "add") and has_command("add"):  # last: it changes the index
+    if "add" not in args.optional:
+        pass
+    elif _pending(result, "add") and has_command("add"):  # last: it changes the index
         try:
             made = result["synth"]
             extra = out / "data" / f"{name}-add"
@@ -348,7 +352,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
 def report(out: Path, png: Path) -> str:
     results = sorted((json.loads(p.read_text()) for p in (out / "results").glob("size-*.json")
-                      if not p.name.endswith(".build.json")), key=lambda r: r["passages"])
+                      if p.name.count(".") == 1), key=lambda r: r["passages"])
     if not results:
         return "no finished sizes\n"
     sizes = [r["passages"] for r in results]
@@ -412,6 +416,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--add", type=int, default=1000, help="passages for the `gearag add` step")
     ap.add_argument("--spacy-size", type=int, default=10000, help="size built with spaCy for its rate (0: skip)")
     ap.add_argument("--png", type=Path, default=ROOT / "benchmarks" / "scale.png")
+    ap.add_argument("--optional", default="lance,add", help="optional steps to run: lance, add (comma-separated)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     if not args.report_only:
