@@ -132,10 +132,8 @@ class PageRankOperator:
                 starts, ends = cols.indptr[live], cols.indptr[live + 1]
                 counts = ends - starts
                 idx = _ranges(starts, counts)
-                # Sum the pushes per target (sorting the few touched ids, not scanning all n nodes).
-                targets, where = np.unique(cols.indices[idx], return_inverse=True)
-                r[targets] += np.bincount(where, weights=cols.data[idx] * np.repeat(push[~dangling], counts),
-                                          minlength=len(targets))
+                targets = cols.indices[idx]
+                np.add.at(r, targets, cols.data[idx] * np.repeat(push[~dangling], counts))
                 touched.append(targets)
             if not touched:
                 break
