@@ -165,44 +165,6 @@ def test_ppr_rejects_bad_input() -> None:
     assert not personalized_pagerank(adj, np.zeros(3)).any()
 
 
-@pytest.mark.parametrize("damping", [0.5, 0.85])
-def test_forward_push_is_within_its_residual_of_the_linear_solve(damping: float) -> None:
-    from gearag.graph.ppr import PageRankOperator
-
-    rng = np.random.default_rng(1)
-    adj = rng.random((40, 40)) * (rng.random((40, 40)) < 0.15)
-    adj = adj + adj.T
-    adj[:, [7, 39]] = 0  # dangling nodes: their mass restarts at the seeds
-    adj[39, 3] = 2.0
-    seeds = np.zeros(40)
-    seeds[[2, 7, 30]] = [0.5, 0.3, 0.2]
-    exact = _dense_ppr(adj, seeds, damping)
-    for eps in (1e-3, 1e-6, 1e-10):
-        got, left = PageRankOperator(sparse.csr_matrix(adj)).run_push(seeds, damping=damping, eps=eps)
-        # An under-estimate node by node, off by exactly the residual mass it leaves.
-        assert (got <= exact + 1e-12).all()
-        assert np.abs(exact - got).sum() == pytest.approx(left, abs=1e-12)
-        assert left <= 40 * eps
-    assert not PageRankOperator(sparse.csr_matrix(adj)).run_push(np.zeros(40))[0].any()
-
-
-def test_forward_push_stays_in_the_seeds_component() -> None:
-    """A push never touches a part of the graph the seeds cannot reach (the cost is local)."""
-    from gearag.graph.ppr import PageRankOperator
-
-    block = np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]], dtype=float)
-    adj = sparse.block_diag([block, block]).tocsr()  # two separate triangles
-    got, _ = PageRankOperator(adj).run_push(np.array([1.0, 0, 0, 0, 0, 0]), eps=1e-12)
-    assert got[:3].sum() == pytest.approx(1.0) and not got[3:].any()
-
-
-def test_push_solver_ranks_the_demo_graph_like_power_iteration() -> None:
-    q = "Who coached the college basketball team of Seth Curry?"
-    power = _demo_graph().rank(q, [(4, 1.0)], [0], 5)
-    push = _demo_graph(PassageGraphConfig(ppr_solver="push")).rank(q, [(4, 1.0)], [0], 5)
-    assert push == power
-
-
 # -- passage graph --------------------------------------------------------------
 
 

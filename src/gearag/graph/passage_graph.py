@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.ppr import DAMPING, PUSH_EPS, PageRankOperator
+from gearag.graph.ppr import DAMPING, PageRankOperator
 from gearag.graph.resolve import Resolution, resolve_corpus, stop_words, usable_key
 from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import TokenTrie, tokens
@@ -115,14 +115,6 @@ class PassageGraphConfig:
                                     min=0.0)
     #: Use the NER-span mentions stored in the index (``ResolveConfig.ner_mentions``) as mention edges.
     ner_mentions: bool = setting(True, "Use the index's NER-span mentions as mention edges (--no-ner-mentions: off).")
-    #: How PPR is solved: ``power`` iteration over the whole graph (to L1 change < 1e-5), or
-    #: ``push``, forward push from the seeds (:meth:`~gearag.graph.ppr.PageRankOperator.run_push`),
-    #: whose cost follows the seeds' neighbourhood instead of the corpus size. Power stays the
-    #: default: it is what every benchmark table was measured with.
-    ppr_solver: str = setting("power", "PPR solver: power (whole graph) | push (local, for large corpora).",
-                              choices=("power", "push"))
-    #: Forward push: residual below which a node is not pushed (its L1 error bound is the mass left).
-    push_eps: float = setting(PUSH_EPS, "PPR --ppr-solver push: residual threshold per node.", positive=True)
 
 
 @dataclass
@@ -343,10 +335,7 @@ class PassageGraph:
 
     def scores(self, seeds: np.ndarray) -> np.ndarray:
         """Passage scores: their PPR probability (entity-only graph: sum over mentioned entities)."""
-        if self.config.ppr_solver == "push":
-            p, _ = self.operator.run_push(seeds, damping=self.config.damping, eps=self.config.push_eps)
-        else:
-            p = self.operator.run(seeds, damping=self.config.damping, tol=RANK_TOL)
+        p = self.operator.run(seeds, damping=self.config.damping, tol=RANK_TOL)
         if self.config.passage_nodes:
             return p[: self.n_passages]
         return np.asarray(self.mentions @ p).ravel()

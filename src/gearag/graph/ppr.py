@@ -18,22 +18,8 @@ Constants and their sources:
   d = 0.5 the error shrinks by at least half per iteration, so ~24
   iterations reach 1e-7; the cap only guards against misuse.
 
-Two solvers give the same distribution:
-
-* :meth:`PageRankOperator.run` — power iteration: every iteration is a
-  product with the whole matrix, so a query costs O(edges) however local
-  its seeds (87% of a SyncGE query at 100k passages, BENCHMARKS "Scale").
-* :meth:`PageRankOperator.run_push` — forward push (Andersen, Chung & Lang,
-  FOCS 2006, "Local graph partitioning using PageRank vectors"), done in
-  synchronous rounds: every node whose residual exceeds ``eps`` moves
-  ``1 - d`` of it into its estimate and pushes ``d`` of it along its
-  out-edges (a dangling node's back to the seeds). A round touches only the
-  pushed nodes' edges, so the cost follows the seeds' neighbourhood, not
-  the graph. The estimate is below the exact vector node by node, and their
-  L1 distance is the residual mass left (returned with the estimate).
-
 This module knows nothing about passages or entities; it is shared by the
-passage-aware graph and the HippoRAG baselines.
+passage-aware graph and (later) a HippoRAG baseline.
 """
 
 from __future__ import annotations
@@ -44,8 +30,6 @@ from scipy import sparse
 DAMPING = 0.5
 TOL = 1e-7
 MAX_ITER = 100
-#: Forward push: a node is pushed while its residual exceeds this (total seed mass 1).
-PUSH_EPS = 1e-6
 
 
 class PageRankOperator:
@@ -63,28 +47,22 @@ class PageRankOperator:
         self.dtype = dtype
         self.dangling = out_weight <= 0
         self.n = adj.shape[0]
-        self._columns: sparse.csc_matrix | None = None
-
-    def _seed_distribution(self, seeds: np.ndarray, damping: float) -> np.ndarray | None:
-        """``seeds`` normalised to sum 1 (float64); None for all-zero seeds. Checks the arguments."""
-        s = np.asarray(seeds, dtype=np.float64).ravel()
-        if s.shape[0] != self.n:
-            raise ValueError(f"seeds has {s.shape[0]} entries for a graph of {self.n} nodes")
-        if (s < 0).any():
-            raise ValueError("seed weights must be non-negative")
-        if not 0.0 <= damping < 1.0:
-            raise ValueError("damping must be in [0, 1)")
-        total = s.sum()
-        return s / total if total > 0 else None
 
     def run(
         self, seeds: np.ndarray, damping: float = DAMPING, tol: float = TOL, max_iter: int = MAX_ITER
     ) -> np.ndarray:
         """PPR probabilities (sum 1) for non-negative ``seeds`` (any scale; all-zero → zeros)."""
-        dist = self._seed_distribution(seeds, damping)
-        if dist is None:
+        s = np.asarray(seeds, dtype=np.float64).ravel()
+        if s.shape[0] != self.n:
+            raise ValueError(f"seeds has {s.shape[0]} entries for a graph of {self.n} nodes")
+        if (s < 0).any():
+            raise ValueError("seed weights must be non-negative")
+        total = s.sum()
+        if total <= 0:
             return np.zeros(self.n)
-        s: np.ndarray = dist.astype(self.dtype)
+        s = (s / total).astype(self.dtype)
+        if not 0.0 <= damping < 1.0:
+            raise ValueError("damping must be in [0, 1)")
         p = s.copy()
         has_dangling = bool(self.dangling.any())
         for _ in range(max_iter):
@@ -97,58 +75,6 @@ class PageRankOperator:
             if delta < tol:
                 break
         return p
-
-
-    def run_push(
-        self, seeds: np.ndarray, damping: float = DAMPING, eps: float = PUSH_EPS
-    ) -> tuple[np.ndarray, float]:
-        """Forward-push PPR of ``seeds``: (estimate, residual mass left = its L1 error bound).
-
-        Local: each round costs the pushed nodes' edges (module docstring).
-        """
-        if eps <= 0:
-            raise ValueError("eps must be positive")
-        s = self._seed_distribution(seeds, damping)
-        if s is None:
-            return np.zeros(self.n), 0.0
-        if self._columns is None:
-            self._columns = self.transition.astype(np.float64).tocsc()
-        cols = self._columns
-        seeds_at = np.flatnonzero(s)
-        p = np.zeros(self.n)
-        r = s.copy()
-        active = seeds_at[r[seeds_at] > eps]
-        while active.size:
-            mass = r[active]
-            r[active] = 0.0
-            p[active] += (1.0 - damping) * mass
-            push = damping * mass
-            dangling = self.dangling[active]
-            touched = [seeds_at] if dangling.any() else []
-            if dangling.any():  # a walk that cannot leave a node restarts at the seeds
-                r[seeds_at] += push[dangling].sum() * s[seeds_at]
-            live = active[~dangling]
-            if live.size:
-                starts, ends = cols.indptr[live], cols.indptr[live + 1]
-                counts = ends - starts
-                idx = _ranges(starts, counts)
-                targets = cols.indices[idx]
-                np.add.at(r, targets, cols.data[idx] * np.repeat(push[~dangling], counts))
-                touched.append(targets)
-            if not touched:
-                break
-            candidates = np.unique(np.concatenate(touched))
-            active = candidates[r[candidates] > eps]
-        return p, float(r.sum())
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The concatenation of ``arange(start, start + count)`` for every pair, without a Python loop."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-    return np.arange(total, dtype=np.int64) + offsets
 
 
 def personalized_pagerank(
