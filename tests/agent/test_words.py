@@ -70,3 +70,19 @@ def test_word_lists_option_changes_the_agent(tmp_path: Path) -> None:
     lists.write_text(json.dumps({"latest_words": ["most recent"]}))
     custom = make_method(index, "gear", max_steps=2, word_lists=str(lists))(question, 4)
     assert custom.answer == "Moonlight Harbor"  # Penwick died 1970: the earlier date wins without "later"
+
+
+def test_the_readers_question_analysis_uses_the_custom_lists(tiny_index, tmp_path: Path, monkeypatch) -> None:
+    """``--word-lists`` reaches every offline role, the triple readers included (not only the reasoner)."""
+    from gearag.agent.config import AgentEngineConfig
+    from gearag.agent.offline import offline_engine
+    from gearag.expand import reader as reader_module
+
+    lists = tmp_path / "words.json"
+    lists.write_text(json.dumps({"latest_words": ["most recent"]}))
+    engine = offline_engine(tiny_index, AgentEngineConfig(word_lists=str(lists)))
+    seen: list[object] = []
+    real = reader_module.analyse
+    monkeypatch.setattr(reader_module, "analyse", lambda q, words: seen.append(words) or real(q, words))
+    engine.reader.read("Where was the band formed?", [0, 1], [])
+    assert seen and all(w.latest_words == ("most recent",) for w in seen)  # type: ignore[attr-defined]

@@ -467,7 +467,7 @@ class ChainGist:
 
     def __init__(self, index: Index, resolver: Resolver, max_triples: int = 5,
                  words: WordLists = DEFAULT_WORDS) -> None:
-        self.reader = OfflineReader(index, OfflineReaderConfig(max_triples=max_triples))
+        self.reader = OfflineReader(index, OfflineReaderConfig(max_triples=max_triples), words)
         self.index = index
         self.resolver = resolver
         self.max_triples = max_triples
@@ -524,10 +524,10 @@ def offline_engine(index: Index, config: EngineConfig | None = None, llm_roles: 
     resolver = Resolver(index) if getattr(config, "chain_agent", False) else None
     reasoner = OfflineReasoner(resolver=resolver, words=words)
     gist = (ChainGist(index, resolver, gist_triples, words) if resolver is not None
-            else OfflineReader(index, OfflineReaderConfig(max_triples=gist_triples)))
+            else OfflineReader(index, OfflineReaderConfig(max_triples=gist_triples), words))
     return Engine(
         name="offline",
-        reader=OfflineReader(index, OfflineReaderConfig(max_triples=read_triples)),
+        reader=OfflineReader(index, OfflineReaderConfig(max_triples=read_triples), words),
         gist=gist,
         reasoner=reasoner,
         rewriter=OfflineRewriter(reasoner),

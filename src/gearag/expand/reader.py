@@ -24,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from gearag.agent.words import DEFAULT_WORDS, WordLists
 from gearag.model import Fact
 from gearag.question_analysis import analyse, matches_type
 from gearag.retrieve.fusion import rrf
@@ -59,9 +60,12 @@ def _mentions(question_norm: str, entity_norm: str) -> bool:
 class OfflineReader:
     """Model-free reader: picks the retrieved passages' triples that bear on the question."""
 
-    def __init__(self, index: Index, config: OfflineReaderConfig = OfflineReaderConfig()) -> None:
+    def __init__(self, index: Index, config: OfflineReaderConfig = OfflineReaderConfig(),
+                 words: WordLists = DEFAULT_WORDS) -> None:
         self.index = index
         self.config = config
+        #: The English word lists the question analysis uses (the agent's ``--word-lists``).
+        self.words = words
 
     def candidates(self, passages: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """Triple ids of the passages and the retrieval rank of each triple's passage."""
@@ -96,7 +100,7 @@ class OfflineReader:
         graph = self.index.graph
         heads, tails = graph.head[ids], graph.tail[ids]
 
-        answer_type = analyse(question).answer_type
+        answer_type = analyse(question, self.words).answer_type
         table = self.index.triples
         # Useful facts: the far end is a bridge (a named entity) or a value of the asked type.
         useful = np.array(
