@@ -325,3 +325,27 @@ def test_an_openie_index_takes_the_added_documents_triples_from_another_file(tmp
     added = add_documents(grown, passages[20:], options={"extractor": rest})
     assert sum(len(added.passage_triples(r)) for r in range(20, 30)) > 0
     assert_same_index(added, whole)
+
+
+def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, monkeypatch) -> None:
+    """``gearag add --llm-base-url/--llm-model`` reach the LLM extractor of the new shard."""
+    from conftest import isolate_llm_env
+    from gearag.extract import make_extractor
+    from llm_server import Reply, ScriptedServer
+
+    isolate_llm_env(monkeypatch, tmp_path / "cache")
+    docs = [Passage(f"d{i}", f"Doc {i}", f"Entity{i} Alpha has index {i}.") for i in range(6)]
+
+    def reply(body: dict) -> Reply:
+        i = int(body["messages"][-1]["content"].split("has index ")[-1].split(".")[0])
+        return Reply(json.dumps({"named_entities": [f"Entity{i} Alpha"],
+                                 "triples": [[f"Entity{i} Alpha", "has index", str(i)]]}))
+
+    with ScriptedServer(responder=reply) as server:
+        out = tmp_path / "index"
+        with make_extractor("llm", llm_base_url=server.base_url, llm_model="m") as extractor:
+            build_index(docs[:4], out, IndexConfig.of(extractor="llm"), extractor=extractor)
+        before = len(server.requests)
+        added = add_documents(out, docs[4:], llm_base_url=server.base_url, llm_model="m")
+        assert len(server.requests) == before + 2  # the two new passages, nothing else
+    assert [added.triples[t].subject for t in range(len(added.triples))][-2:] == ["Entity4 Alpha", "Entity5 Alpha"]

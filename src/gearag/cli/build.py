@@ -180,6 +180,8 @@ def add(
                                            "their ids must not be in the index.")],
     max_passage_chars: Annotated[int, typer.Option(
         min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
+    llm_base_url: LLMBaseUrlOpt = None,
+    llm_model: LLMModelOpt = None,
     options: dict | None = None,
 ) -> None:
     """Add documents to an index as a new shard, without re-extracting or re-embedding what it holds.
@@ -199,7 +201,7 @@ def add(
     passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn)
     err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     started = time.perf_counter()
-    built = add_documents(index_dir, passages, options=options,
+    built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url, llm_model=llm_model,
                           on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
     _print_update("added", built, started)
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, DataError, IndexFormatError
+from gearag.extract import make_extractor
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation, write_tokens
 from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
@@ -278,11 +279,14 @@ class _Locked:
 
 
 def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dict[str, Any] | None = None,
-                  on_step: Step | None = None) -> Index:
+                  on_step: Step | None = None, llm_base_url: str | None = None,
+                  llm_model: str | None = None) -> Index:
     """Add ``passages`` to the index at ``root`` as a new shard; returns the updated index.
 
     ``options`` (CLI config options) must agree with the stored config. A
     passage id already in the index is an error, raised before any work.
+    ``llm_base_url``/``llm_model`` reach an LLM extractor (default: the
+    environment, as for ``gearag index``).
     """
     root = Path(root)
     if not passages:
@@ -306,9 +310,14 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         shard_dir = root / SHARDS_DIR / name
         shard = _finished_shard(shard_dir, passages)
         if shard is None:
-            stored = IndexConfig.from_dict(manifest.get("config", {}))
-            shard = build_index(passages, shard_dir, shard_config(stored, options), overwrite=shard_dir.exists(),
-                                stages=SHARD_STAGES)
+            cfg = shard_config(IndexConfig.from_dict(manifest.get("config", {})), options)
+            extractor = make_extractor(cfg.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model)
+            try:
+                shard = build_index(passages, shard_dir, cfg, extractor=extractor, overwrite=shard_dir.exists(),
+                                    stages=SHARD_STAGES)
+            finally:
+                if hasattr(extractor, "close"):
+                    extractor.close()
         seconds["shard"] = round(time.perf_counter() - started, 3)
         if on_step:
             on_step("shard", seconds["shard"])
