@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +23,12 @@ DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def _hash_encode(texts):  # a tiny deterministic bag-of-words embedder for unit tests
+    # crc32, not hash(): str hashes change with every process (PYTHONHASHSEED), and so would the
+    # bucket collisions between topics, which made a ranking test fail in some processes.
     out = np.zeros((len(texts), 64), dtype=np.float32)
     for i, t in enumerate(texts):
         for w in t.lower().split():
-            out[i, hash(w.strip(".,")) % 64] += 1.0
+            out[i, zlib.crc32(w.strip(".,").encode()) % 64] += 1.0
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
 
