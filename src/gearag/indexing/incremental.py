@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -64,7 +63,7 @@ from gearag.store.shards import (
     union_of,
     write_manifest_atomic,
 )
-from gearag.store.writer import IndexLock, IndexWriter, _fsync_dir, foreign_entries
+from gearag.store.writer import IndexLock, IndexWriter, _fsync_dir, foreign_entries, swap_directory
 from gearag.version import __version__
 
 Step = Callable[[str, float], None]
@@ -232,11 +231,7 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
         (tmp / MANIFEST).write_text(json.dumps(_root_manifest(config, refs, [shard], gen, counts, seconds, "convert"),
                                                indent=2, ensure_ascii=False), encoding="utf-8")
         _fsync_dir(tmp)
-        old = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.old-"))
-        os.replace(root, old)
-        os.replace(tmp, root)
-        _fsync_dir(root.parent)
-        shutil.rmtree(old, ignore_errors=True)
+        swap_directory(tmp, root)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

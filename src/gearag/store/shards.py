@@ -54,6 +54,7 @@ from gearag.store.index import (
     read_manifest,
     verify_listed,
 )
+from gearag.store.writer import _fsync_dir
 
 SHARDS_DIR = "shards"
 GENERATIONS_DIR = "generations"
@@ -374,8 +375,4 @@ def write_manifest_atomic(path: Path, manifest: dict[str, Any]) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path / MANIFEST)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync_dir(path)

@@ -47,6 +47,19 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def swap_directory(tmp: Path, out: Path) -> None:
+    """Put the finished directory ``tmp`` at ``out``: the old ``out`` (if any) is renamed aside first,
+    so ``out`` is at every moment either the old directory or the new one, then removed."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
+        os.replace(out, old)
+    os.replace(tmp, out)
+    _fsync_dir(out.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def lock_path(out: Path) -> Path:
     """The lock file of index directory ``out``: ``.NAME.lock`` beside it, present while a build runs."""
     return out.parent / f".{out.name}.lock"
@@ -240,14 +253,7 @@ class IndexWriter:
             os.fsync(fh.fileno())
         _fsync_dir(self.tmp)
         check_replaceable(self.out)  # again: files may have appeared while we built
-        old = None
-        if self.out.exists():
-            old = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}.old-"))
-            os.replace(self.out, old)
-        os.replace(self.tmp, self.out)
-        _fsync_dir(self.out.parent)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        swap_directory(self.tmp, self.out)
         return self.out
 
     def abort(self) -> None:
