@@ -14,6 +14,11 @@ from gearag.engine import EngineConfig
 from gearag.options import setting
 
 
+def _damping() -> float:
+    """The PPR damping of every HippoRAG variant: the probability of following an edge
+    (HippoRAG App. B: 0.5, igraph's ``damping``)."""
+    return setting(0.5, "HippoRAG: PPR damping (paper: 0.5).", min=0.0)
+
 @dataclass(frozen=True)
 class PhraseGraphConfig:
     """How phrase nodes meet through synonym edges (both HippoRAG versions)."""
@@ -30,8 +35,7 @@ class PhraseGraphConfig:
 class HippoRAGConfig:
     """HippoRAG v1: query entities → phrase nodes (÷ specificity) → PPR → passages through their phrases."""
 
-    #: PPR damping: probability of following an edge (HippoRAG App. B: 0.5, igraph's ``damping``).
-    damping: float = setting(0.5, "HippoRAG: PPR damping (paper: 0.5).", min=0.0)
+    damping: float = _damping()
     #: Seed each linked phrase with 1/(passages it occurs in) (HippoRAG §3.2 "node specificity";
     #: without it 2Wiki R@5 drops 89.1 → 88.8, Table 5).
     node_specificity: bool = setting(True, "HippoRAG: weight seeds by node specificity (1/#passages).")
@@ -50,7 +54,7 @@ class HippoRAGConfig:
 class HippoRAG2Config:
     """HippoRAG 2: top facts → phrase seeds, every passage seeded by its dense score, PPR over both."""
 
-    damping: float = setting(0.5, "HippoRAG: PPR damping (paper: 0.5).", min=0.0)
+    damping: float = _damping()
     #: Facts kept after scoring all facts against the query (HippoRAG 2 ``linking_top_k=5``);
     #: also how many phrase seeds are kept.
     fact_top_k: int = setting(5, "HippoRAG 2: top facts linked to the query, and phrase seeds kept (5).", min=1)
@@ -99,6 +103,6 @@ class HippoRAGIRCoTConfig(IRCoTLoopConfig):
     #: Which HippoRAG retrieves each step (the HippoRAG paper combines IRCoT with v1).
     variant: str = setting("hipporag", "HippoRAG w/ IRCoT: retriever per step: hipporag | hipporag2.",
                            choices=("hipporag", "hipporag2"))
-    damping: float = setting(0.5, "HippoRAG: PPR damping (paper: 0.5).", min=0.0)
+    damping: float = _damping()
     graph: PhraseGraphConfig = setting(PhraseGraphConfig, "")
     engine: EngineConfig = setting(EngineConfig, "")

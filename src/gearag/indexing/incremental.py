@@ -19,7 +19,6 @@ SiReRAG/RAPTOR tree pools are refused: the trees cluster the whole corpus.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -38,7 +37,7 @@ from gearag.indexing.generation import SHARD_STAGES, link_generation, write_gene
 from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
 from gearag.options import build_config
-from gearag.store.checkpoint import passage_hash
+from gearag.store.checkpoint import passage_hash, text_key
 from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import (
     FORMAT,
@@ -130,14 +129,6 @@ def check_options(root: Path, config: IndexConfig, options: dict[str, Any] | Non
         if changed != config:
             raise ConfigError(f"{root}: --{name.replace('_', '-')} {value} conflicts with the index's stored "
                               "config; gearag add uses the settings the index was built with (omit the option)")
-
-
-def _digest(*parts: str) -> str:
-    digest = hashlib.blake2b(digest_size=8)
-    for part in parts:
-        digest.update(part.encode("utf-8", "surrogatepass"))
-        digest.update(b"\x00")
-    return digest.hexdigest()
 
 
 def _root_manifest(state_config: IndexConfig, refs: list[ShardRef], shards: list[Index], generation: tuple[str, str],
@@ -295,7 +286,7 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         state = loaded or _open(root, "add", on_step)
         seconds: dict[str, float] = {}
         started = time.perf_counter()
-        key = _digest(*(f"{p.id}\x00{passage_hash(p)}" for p in passages))
+        key = text_key(*(f"{p.id}\x00{passage_hash(p)}" for p in passages), size=8)
         taken = {r.name for r in state.refs}
         name = f"s-{key}"
         n = 1
@@ -414,7 +405,7 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
             return Index.load(root)
         started = time.perf_counter()
         u = state.union()
-        name = f"c-{_digest(state.generation)}"
+        name = f"c-{text_key(state.generation, size=8)}"
         shard_dir = root / SHARDS_DIR / name
         gdir = root / GENERATIONS_DIR / state.generation
         with IndexWriter(shard_dir, overwrite=shard_dir.exists()) as w:

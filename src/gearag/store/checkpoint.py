@@ -144,9 +144,9 @@ class ExtractionCheckpoint(KeyedCheckpoint):
         super().add(key, list(triples))
 
 
-def text_key(*parts: str) -> str:
-    """Content hash of one or more texts (a cluster's input, a prompt's values)."""
-    digest = hashlib.blake2b(digest_size=16)
+def text_key(*parts: str, size: int = 16) -> str:
+    """Content hash of one or more texts (a cluster's input, a prompt's values), ``size`` bytes as hex."""
+    digest = hashlib.blake2b(digest_size=size)
     for part in parts:
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
