@@ -34,6 +34,16 @@ def wiki_slice(n_passages: int, n_questions: int) -> tuple[list[dict], list[dict
                 rows.append(by_title[title])
                 have.add(title)
     return rows, questions
+
+
+def write_wiki_slice(directory: Path, n_passages: int, n_questions: int, corpus_name: str = "corpus.json",
+                     questions_name: str = "questions.json") -> tuple[Path, Path]:
+    """:func:`wiki_slice` written as a corpus file and a questions file in ``directory``."""
+    rows, questions = wiki_slice(n_passages, n_questions)
+    corpus, qfile = directory / corpus_name, directory / questions_name
+    corpus.write_text(json.dumps(rows), encoding="utf-8")
+    qfile.write_text(json.dumps(questions), encoding="utf-8")
+    return corpus, qfile
 VENV_BIN = Path(sys.executable).parent
 
 _CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z]+\b")

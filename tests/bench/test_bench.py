@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_clean_error, run_gearag, wiki_slice
+from conftest import assert_clean_error, run_gearag, write_wiki_slice
 from gearag.bench.datasets import pick_datasets, shared_datasets
 from gearag.bench.grid import grid, select
 from gearag.errors import ConfigError
@@ -17,12 +17,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def slice_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    rows, questions = wiki_slice(40, 5)
-    d = tmp_path_factory.mktemp("bench-data")
-    corpus, qfile = d / "wiki_corpus.json", d / "wiki.json"
-    corpus.write_text(json.dumps(rows), encoding="utf-8")
-    qfile.write_text(json.dumps(questions), encoding="utf-8")
-    return corpus, qfile
+    return write_wiki_slice(tmp_path_factory.mktemp("bench-data"), 40, 5, "wiki_corpus.json", "wiki.json")
 
 
 def test_bench_end_to_end_writes_the_table_the_numbers_and_both_figures(

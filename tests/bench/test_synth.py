@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY, assert_clean_error, wiki_slice
+from conftest import TINY, assert_clean_error, write_wiki_slice
 from gearag.bench.synth import name_tokens, synthesise
 from gearag.data import GoldMatcher, load_corpus, load_questions
 from gearag.errors import DataError, OutputError
@@ -21,12 +21,7 @@ WORD = re.compile(r"\w+")
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    rows, questions = wiki_slice(60, 12)
-    d = tmp_path_factory.mktemp("synth-src")
-    corpus, qfile = d / "corpus.json", d / "questions.json"
-    corpus.write_text(json.dumps(rows), encoding="utf-8")
-    qfile.write_text(json.dumps(questions), encoding="utf-8")
-    return corpus, qfile
+    return write_wiki_slice(tmp_path_factory.mktemp("synth-src"), 60, 12)
 
 
 def _rows(path: Path) -> list[dict]:
