@@ -67,17 +67,22 @@ def measure(roots: dict[str, Path], name: str) -> dict:
 
 
 def report(results: dict) -> None:
-    for method in ("dense", "bm25"):
-        cols = ("AR@5", "AR@20") if method == "dense" else ("AR@5",)
-        head = [f"{s} {split} {c}" for s in SETS for split in ("first", "second", "full") for c in cols]
-        print(f"\n**{method}, top-20**\n")
-        print("| pool | " + " | ".join(head) + " |")
-        print("| --- " * (len(head) + 1) + "|")
-        for pool in ("chunks", "released", "titled"):
-            label = f"{pool} {method}"
-            cells = [str(results[s][label][split][c]) for s in SETS for split in ("first", "second", "full")
-                     for c in cols]
-            print(f"| {pool} | " + " | ".join(cells) + " |")
+    """One row per set and question half; chunks / released / titled side by side."""
+    pools = ("chunks", "released", "titled")
+    cols = [("dense", "AR@5"), ("dense", "AR@20"), ("bm25", "AR@5")]
+    head = [f"{m} {c} {p}" for m, c in cols for p in pools]
+    print("| set | half | scored | " + " | ".join(head) + " |")
+    print("| --- " * (len(head) + 3) + "|")
+    for name in SETS:
+        if name not in results:
+            continue
+        for split in ("first", "second", "full"):
+            n = results[name]["chunks dense"][split]["n"]
+            cells = [str(results[name][f"{p} {m}"][split][c]) for m, c in cols for p in pools]
+            print(f"| {name} | {split} | {n} | " + " | ".join(cells) + " |")
+    sizes = ", ".join(f"{name} {results[name]['released dense']['size']} → {results[name]['titled dense']['size']}"
+                      for name in SETS if name in results)
+    print(f"\nSiReRAG pool size, released → titled: {sizes}")
 
 
 def main() -> None:

@@ -42,7 +42,10 @@ Deviations, and why:
   for the embedding, and lets the extractive summaries above the aggregates
   keep each sentence's source, as they already do for leaves
   (:mod:`gearag.sirerag.summarise`). Measured in BENCHMARKS.md ("SiReRAG
-  offline pool, 2Wiki (branch sire4)").
+  offline pool, 2Wiki (branch sire4)") with the offline engine only; it is
+  also the default for LLM facts, which §4.2's rewrite already makes
+  self-contained (there the title only adds provenance; not measured).
+  The Table-5 single propositions (:mod:`gearag.sirerag.pool`) stay untitled.
 """
 
 from __future__ import annotations
