@@ -10,7 +10,9 @@ The released code's rules, kept:
 * a fact without entities never enters an aggregate;
 * the key of an entity is its string lower-cased (exact match otherwise);
 * facts are appended in document order (passage by passage, fact by fact);
-* the text of an aggregate is its facts joined by ``"\\n"``;
+* the text of an aggregate is its facts joined by ``"\\n"`` (with
+  ``AggregateConfig(titled=False)``, ``--sirerag-aggregate-text facts``; the
+  default adds the passages' titles, see the deviations);
 * an entity with exactly one fact, whose fact also appears under another
   entity, is skipped (that fact is already indexed elsewhere);
 * single facts are never indexed by themselves (see :mod:`gearag.sirerag.pool`
