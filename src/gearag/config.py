@@ -46,6 +46,8 @@ TREE_ENGINES = ("offline", "openai")
 
 #: Which proposition aggregates a SiReRAG pool indexes (:attr:`TreesConfig.pool_aggregates`).
 POOL_AGGREGATES = ("all", "cross-passage")
+#: How a proposition aggregate's text is written (:attr:`TreesConfig.aggregate_text`).
+AGGREGATE_TEXTS = ("titled", "facts")
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,15 @@ class TreesConfig:
     #: Measured in BENCHMARKS.md ("SiReRAG"): off by default, as released.
     pool_aggregates: str = setting("all", "SiReRAG pools: index all aggregates (as released) or only"
                                    " cross-passage ones.", choices=POOL_AGGREGATES, name="sirerag_pool_aggregates")
+    #: The text of a proposition aggregate. ``facts``: its facts joined by newlines, as released.
+    #: ``titled`` (default; a deviation): the same facts, each passage's run of facts headed by the
+    #: passage's title (``title\\nfact\\nfact``, the form of the leaves), so that a fact the offline
+    #: rewrite left ambiguous still names its source (SiReRAG §4.2, Figures 6 and 8: facts must be
+    #: unambiguous); :class:`gearag.sirerag.aggregates.AggregateConfig`. Measured in BENCHMARKS.md
+    #: ("SiReRAG offline pool, 2Wiki (branch sire4)").
+    aggregate_text: str = setting("titled", "SiReRAG aggregates: facts under their passage's title (titled) or"
+                                  " the facts alone, as released (facts).", choices=AGGREGATE_TEXTS,
+                                  name="sirerag_aggregate_text")
 
     @property
     def enabled(self) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gearag.sirerag.aggregates import AggregateConfig, AggregateStats, Proposition, build_aggregates
 
 FACTS = [
@@ -65,3 +67,43 @@ def test_max_facts_splits_in_order() -> None:
     facts = [[Proposition(f"X did {i}.", ("X",)) for i in range(5)]]
     aggs = build_aggregates(facts, AggregateConfig(max_facts=2))
     assert [a.facts for a in aggs] == [("X did 0.", "X did 1."), ("X did 2.", "X did 3."), ("X did 4.",)]
+
+
+TITLES = ["Sonnet 110", "William Shakespeare", "Zanzibar"]
+
+
+def test_titled_text_heads_each_passage_run_with_its_title() -> None:
+    """Default with titles: each passage's run of facts under its title, runs separated by a blank line."""
+    aggs = build_aggregates(FACTS, titles=TITLES)
+    by = {a.entity.lower(): a for a in aggs}
+    will = by["william shakespeare"]
+    assert will.titles == ("Sonnet 110", "William Shakespeare", "William Shakespeare")
+    assert will.text == (
+        "Sonnet 110\nSonnet 110 is one of 154 sonnets written by William Shakespeare."
+        "\n\nWilliam Shakespeare\nWilliam Shakespeare was born in Stratford-upon-Avon."
+        "\nAnne Hathaway married William Shakespeare."
+    )
+    # Same aggregates, same facts and sources as the released text: only the text differs.
+    released = build_aggregates(FACTS, AggregateConfig(titled=False), titles=TITLES)
+    assert [(a.entity, a.facts, a.sources) for a in aggs] == [(a.entity, a.facts, a.sources) for a in released]
+    assert all(a.titles == () and a.text == "\n".join(a.facts) for a in released)
+    # Without titles the text is the released one whatever the setting.
+    assert [a.text for a in build_aggregates(FACTS)] == [a.text for a in released]
+
+
+def test_titled_text_reads_back_as_units_with_their_source_title() -> None:
+    """The extractive summariser reads a titled aggregate as (title, sentence) units: facts stay attributable."""
+    from gearag.sirerag.summarise import text_units
+
+    facts = [[Proposition("The film was nominated for two Academy Awards.", ("Academy Awards",))],
+             [Proposition("The song won two Academy Awards.", ("Academy Awards",))]]
+    (agg,) = build_aggregates(facts, titles=["Rosemary (1958 film)", "Amber (song)"])
+    assert text_units(agg.text) == [("Rosemary (1958 film)", "The film was nominated for two Academy Awards."),
+                                    ("Amber (song)", "The song won two Academy Awards.")]
+    (untitled,) = build_aggregates(facts, AggregateConfig(titled=False), titles=["x", "y"])
+    assert {h for h, _ in text_units(untitled.text)} == {""}
+
+
+def test_titles_must_match_passages() -> None:
+    with pytest.raises(ValueError, match="one title per passage"):
+        build_aggregates(FACTS, titles=["only one"])

@@ -176,7 +176,8 @@ def test_cli_retrieve_pool_and_eval_answer_recall(sire: tuple[Gearag, list[dict]
     assert data["recall"]["R@20"] >= data["recall"]["R@5"] > 0
 
 
-@pytest.mark.parametrize("option", [("--engine", "openai"), ("--sirerag-pool-aggregates", "cross-passage")])
+@pytest.mark.parametrize("option", [("--engine", "openai"), ("--sirerag-pool-aggregates", "cross-passage"),
+                                    ("--sirerag-aggregate-text", "facts")])
 def test_cli_index_rejects_tree_options_without_trees(cli, tmp_path: Path, option: tuple[str, str]) -> None:
     corpus = write_jsonl(tmp_path / "c.jsonl", [{"title": "A", "text": "B is C."}])
     res = cli("index", corpus, "--out", tmp_path / "i", *option)
@@ -204,3 +205,18 @@ def test_pools_share_one_copy_of_each_node(sire: tuple[Gearag, list[dict], Path]
         assert len(rows) == len(coll) == len(set(rows.tolist()))
         np.testing.assert_array_equal(np.asarray(coll.vectors), table[rows])
         assert [coll.record(r) for r in range(len(coll))] == [records[int(x)] for x in rows]
+
+
+def test_aggregates_are_titled_by_default(sire: tuple[Gearag, list[dict], Path]) -> None:
+    """Each block of an aggregate's text opens with the title of one of the passages the aggregate covers."""
+    app, _, _ = sire
+    index = app.index
+    assert index.manifest["trees"]["aggregate_text"] == "titled"
+    coll = index.collection("sirerag")
+    rows = [r for r in range(len(coll)) if coll.record(r)["kind"] == "aggregate"]
+    assert rows
+    for r in rows:
+        titles = {index.passages[int(s)].title for s in coll.sources(r)}
+        blocks = coll.record(r)["text"].split("\n\n")
+        assert {b.split("\n", 1)[0] for b in blocks} <= titles
+        assert all(len(b.split("\n")) >= 2 for b in blocks)

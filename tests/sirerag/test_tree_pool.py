@@ -13,7 +13,7 @@ pytest.importorskip("umap")
 pytest.importorskip("sklearn")
 
 from gearag.model import Passage
-from gearag.sirerag.aggregates import Proposition
+from gearag.sirerag.aggregates import AggregateConfig, Proposition
 from gearag.sirerag.pipeline import SiReRAGConfig, build_sirerag_trees, leaf_texts, single_propositions
 from gearag.sirerag.pool import VARIANTS, build_pool, search
 from gearag.sirerag.summarise import ExtractiveConfig, ExtractiveSummariser, split_sentences, text_units
@@ -188,3 +188,25 @@ def test_cross_passage_aggregates_keep_only_multi_passage_aggregates() -> None:
     # Summaries and passages are untouched.
     assert [t for t, k in zip(cut.texts, cut.kinds, strict=True) if k != "aggregate"] == \
         [t for t, k in zip(full.texts, full.kinds, strict=True) if k != "aggregate"]
+
+
+@pytest.mark.parametrize("titled", [True, False])
+def test_relatedness_summaries_keep_the_title_of_each_fact(titled: bool) -> None:
+    """Titled aggregates (default): the relatedness tree's leaves and extractive summaries attribute every
+    sentence to the title of a passage the node covers; the released text gives headerless sentences."""
+    passages = _synthetic_passages()
+    facts = [[Proposition(f"It was made in {1900 + i}.", (f"group{i % 4}",))] for i, _ in enumerate(passages)]
+    encode = _hash_encode
+    cfg = TreeConfig(min_nodes=3)
+    trees = build_sirerag_trees(
+        passages, encode(leaf_texts(passages)), facts, encode=encode,
+        summariser=ExtractiveSummariser(encode, ExtractiveConfig(max_words=40)),
+        config=SiReRAGConfig(similarity=cfg, relatedness=cfg, aggregates=AggregateConfig(titled=titled)))
+    rel = trees.relatedness
+    assert len(rel) > rel.n_leaves, "some relatedness summaries were built"
+    for row in range(len(rel)):
+        headers = {h for h, _ in text_units(rel.texts[row])}
+        if titled:
+            assert headers <= {passages[s].title for s in rel.sources[row]} and "" not in headers
+        else:
+            assert headers == {""}

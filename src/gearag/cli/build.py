@@ -65,9 +65,9 @@ def index(
         raise ConfigError(f"{flags} apply only with --ray")
     trees = config.trees
     if not trees.enabled and (trees.engine != "offline" or trees.ablations or trees.cross_tree
-                              or trees.pool_aggregates != "all"):
-        raise ConfigError("--engine, --sirerag-ablations, --sirerag-cross-tree and --sirerag-pool-aggregates apply"
-                          " only with --sirerag (or --raptor)")
+                              or trees.pool_aggregates != "all" or trees.aggregate_text != "titled"):
+        raise ConfigError("--engine, --sirerag-ablations, --sirerag-cross-tree, --sirerag-pool-aggregates and"
+                          " --sirerag-aggregate-text apply only with --sirerag (or --raptor)")
     check_output_dir(out_dir)
     if overwrite:
         check_replaceable(out_dir)

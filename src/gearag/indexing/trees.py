@@ -110,13 +110,15 @@ class TreesStage:
         facts = self._propositions(build, roles) if cfg.sirerag else [[] for _ in passages]
         timings["propositions_s"] = time.perf_counter() - t
 
+        from gearag.sirerag.aggregates import AggregateConfig
         from gearag.sirerag.levels import LevelStore
         from gearag.sirerag.pipeline import SiReRAGConfig, build_sirerag_trees, single_propositions
         from gearag.sirerag.pool import build_pool
         from gearag.sirerag.tree import TreeConfig
 
         tree_cfg = TreeConfig(levels=cfg.levels)
-        sire_cfg = SiReRAGConfig(similarity=tree_cfg, relatedness=tree_cfg, cross_tree=cfg.cross_tree)
+        sire_cfg = SiReRAGConfig(similarity=tree_cfg, relatedness=tree_cfg, cross_tree=cfg.cross_tree,
+                                 aggregates=AggregateConfig(titled=cfg.aggregate_text == "titled"))
         summariser, checkpoint = self._summariser(build, roles, embedder)
         t = time.perf_counter()
         store = LevelStore(Path(build.work) / "sirerag-levels")
@@ -142,6 +144,7 @@ class TreesStage:
         build.manifest["trees"] = {
             "engine": cfg.engine,
             "pool_aggregates": cfg.pool_aggregates,
+            "aggregate_text": cfg.aggregate_text,
             "pools": counts,
             "similarity_levels": {str(k): v for k, v in trees.similarity.level_sizes().items()},
             "relatedness_levels": {str(k): v for k, v in trees.relatedness.level_sizes().items()},

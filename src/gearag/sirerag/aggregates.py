@@ -10,7 +10,9 @@ The released code's rules, kept:
 * a fact without entities never enters an aggregate;
 * the key of an entity is its string lower-cased (exact match otherwise);
 * facts are appended in document order (passage by passage, fact by fact);
-* the text of an aggregate is its facts joined by ``"\\n"``;
+* the text of an aggregate is its facts joined by ``"\\n"`` (with
+  ``AggregateConfig(titled=False)``, ``--sirerag-aggregate-text facts``; the
+  default adds the passages' titles, see the deviations);
 * an entity with exactly one fact, whose fact also appears under another
   entity, is skipped (that fact is already indexed elsewhere);
 * single facts are never indexed by themselves (see :mod:`gearag.sirerag.pool`
@@ -28,6 +30,24 @@ Deviations, and why:
 * Optional :attr:`AggregateConfig.max_facts` splits very frequent entities
   into consecutive parts (off by default, as in the released code).
 * Every aggregate carries the passage rows its facts come from.
+* With :attr:`AggregateConfig.titled` (the default; ``False`` is the released
+  text) and the passages' titles given, the text names where each fact comes
+  from: consecutive facts of one passage form a block headed by the passage's
+  title (``"title\\nfact\\nfact"``), blocks are separated by a blank line —
+  the ``title + "\\n" + text`` form the released code gives every leaf. Why:
+  §4.2's first step rewrites every chunk so that each fact names its entities
+  ("make each sentence clear and unambiguous", Figure 6; "avoid pronouns or
+  ambiguous references in facts", Figure 8). The offline engine's rewrite only
+  substitutes the title for pronouns and a few class nouns, so many of its
+  facts ("The film was nominated for two Academy Awards.") still lean on the
+  passage they came from; the title restores that context for the reader and
+  for the embedding, and lets the extractive summaries above the aggregates
+  keep each sentence's source, as they already do for leaves
+  (:mod:`gearag.sirerag.summarise`). Measured in BENCHMARKS.md ("SiReRAG
+  offline pool, 2Wiki (branch sire4)") with the offline engine only; it is
+  also the default for LLM facts, which §4.2's rewrite already makes
+  self-contained (there the title only adds provenance; not measured).
+  The Table-5 single propositions (:mod:`gearag.sirerag.pool`) stay untitled.
 """
 
 from __future__ import annotations
@@ -62,10 +82,21 @@ class Aggregate:
     sources: tuple[int, ...]
     #: Other entities whose aggregate had exactly the same facts (merged here).
     also: tuple[str, ...] = ()
+    #: Per fact, the title of the passage it comes from (its first row); empty: untitled text, as released.
+    titles: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
-        return "\n".join(self.facts)
+        """The facts joined by newlines (as released); with titles, one ``title``-headed block per passage run."""
+        if not self.titles:
+            return "\n".join(self.facts)
+        blocks: list[tuple[str, list[str]]] = []
+        for title, fact in zip(self.titles, self.facts, strict=True):
+            if blocks and blocks[-1][0] == title:
+                blocks[-1][1].append(fact)
+            else:
+                blocks.append((title, [fact]))
+        return "\n\n".join("\n".join([title, *facts]) if title else "\n".join(facts) for title, facts in blocks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +107,8 @@ class AggregateConfig:
     skip_redundant_singletons: bool = True
     #: Split an entity's facts into parts of at most this many (``None``: no cap, as released).
     max_facts: int | None = None
+    #: Head each passage's facts with the passage's title (needs ``titles``); ``False``: the released text.
+    titled: bool = True
 
 
 @dataclass
@@ -104,9 +137,19 @@ def build_aggregates(
     facts_by_passage: Sequence[Iterable[Proposition | Mapping[str, Any]]],
     config: AggregateConfig | None = None,
     stats: AggregateStats | None = None,
+    *,
+    titles: Sequence[str] | None = None,
 ) -> list[Aggregate]:
-    """Group facts by shared entity; ``facts_by_passage[i]`` are the facts of passage row ``i``."""
+    """Group facts by shared entity; ``facts_by_passage[i]`` are the facts of passage row ``i``.
+
+    ``titles[i]`` is the title of passage row ``i``; with :attr:`AggregateConfig.titled` the
+    aggregates' texts name each fact's passage (see the module's docstring). Without titles,
+    or with ``titled=False``, the text is the released one.
+    """
     cfg = config or AggregateConfig()
+    if titles is not None and len(titles) != len(facts_by_passage):
+        raise ValueError(f"need one title per passage ({len(facts_by_passage)}), got {len(titles)}")
+    heads_of: Sequence[str] = titles if (cfg.titled and titles is not None) else ()
     stats = stats if stats is not None else AggregateStats()
     # key -> (display name, {fact text -> set of rows}) ; dicts keep insertion (document) order.
     groups: dict[str, tuple[str, dict[str, set[int]]]] = {}
@@ -151,10 +194,11 @@ def build_aggregates(
             seen = by_text.get(part)
             if seen is not None:
                 prev = out[seen]
-                out[seen] = Aggregate(prev.entity, prev.facts, prev.sources, (*prev.also, name))
+                out[seen] = Aggregate(prev.entity, prev.facts, prev.sources, (*prev.also, name), prev.titles)
                 stats.merged_duplicates += 1
                 continue
             by_text[part] = len(out)
-            out.append(Aggregate(name, part, tuple(rows)))
+            heads = tuple(" ".join(str(heads_of[min(by_fact[t])]).split()) for t in part) if heads_of else ()
+            out.append(Aggregate(name, part, tuple(rows), titles=heads))
     stats.aggregates = len(out)
     return out

@@ -4,7 +4,8 @@ Order of work (all steps deterministic given the configs):
 
 1. leaves: ``title + "\\n" + text`` per passage, embedded by the caller;
 2. propositions per passage (offline spaCy engine or LLM roles, given as ``facts``);
-3. proposition aggregates (:func:`gearag.sirerag.aggregates.build_aggregates`), embedded;
+3. proposition aggregates (:func:`gearag.sirerag.aggregates.build_aggregates`; by default each fact
+   headed by its passage's title, :attr:`~gearag.sirerag.aggregates.AggregateConfig.titled`), embedded;
 4. similarity tree over the leaves and relatedness tree over the aggregates
    (:func:`gearag.sirerag.tree.build_tree`), independently (§4.3) — or one
    cross tree (Appendix A) when :attr:`SiReRAGConfig.cross_tree` is set.
@@ -76,7 +77,8 @@ def build_sirerag_trees(
     timings: dict[str, float] = {}
     t = time.perf_counter()
     stats = AggregateStats()
-    aggs = build_aggregates(facts, cfg.aggregates, stats) if build_relatedness else []
+    titles = [p.title for p in passages]
+    aggs = build_aggregates(facts, cfg.aggregates, stats, titles=titles) if build_relatedness else []
     agg_texts = [a.text for a in aggs]
     agg_emb = np.asarray(encode(agg_texts), dtype=np.float32) if aggs else np.zeros(
         (0, leaf_embeddings.shape[1]), dtype=np.float32)
