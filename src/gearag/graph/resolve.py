@@ -54,6 +54,7 @@ Output: compact CSR arrays (``about``: entity → passage with weights;
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -271,9 +272,11 @@ def resolve_corpus(
     for k, i in ids.items():
         trie.add(k.split(" "), i)
 
-    about_rows: list[int] = []
-    about_cols: list[int] = []
-    about_vals: list[float] = []
+    # Machine-word arrays, not lists: a list holds an int object per entry (~36 bytes; there are several
+    # entries per triple), an array 8 bytes. Same values, so the same matrices.
+    about_rows = array("q")
+    about_cols = array("q")
+    about_vals = array("d")
     for i, k in enumerate(keys):
         cands = lexicon[k]
         total = sum(cands.values())
@@ -311,8 +314,8 @@ def resolve_corpus(
                 about_cols.append(row)
                 about_vals.append(share * w / sum(lexicon[keys[m.name]].values()))
 
-    men_rows: list[int] = []
-    men_cols: list[int] = []
+    men_rows = array("q")
+    men_cols = array("q")
     ends = np.full((len(subjects), 2), -1, dtype=np.int32)
     for t, (s, o, p) in enumerate(zip(subjects, objects, owner, strict=True)):
         for side, surface in enumerate((s, o)):
@@ -326,8 +329,8 @@ def resolve_corpus(
             for m in trie.scan(tokens(text), require_capital=True):
                 men_rows.append(row)
                 men_cols.append(m.name)
-    ner_rows: list[int] = []
-    ner_cols: list[int] = []
+    ner_rows = array("q")
+    ner_cols = array("q")
     if ner_spans is not None:
         if len(ner_spans) != n_passages:
             raise ValueError(f"ner_spans has {len(ner_spans)} rows for {n_passages} passages")
