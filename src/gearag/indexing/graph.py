@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from gearag.config import GraphConfig
-from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
+from gearag.indexing.stage import Build, CollectionBuild, PassageContents, TripleColumns
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import TripleGraph
 from gearag.text import is_named, normalise_entity
@@ -89,7 +89,7 @@ class GraphStage:
         w.write_array("arrays/triple_tail.npy", graph.tail)
         w.write_array("arrays/entity_indptr.npy", graph.indptr)
         w.write_array("arrays/entity_indices.npy", graph.indices)
-        build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), [p.content for p in build.passages])
+        build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), PassageContents(build.passages))
         build.collections[TRIPLES] = CollectionBuild(
             CollectionSpec(TRIPLES, len(cols.subjects), sources="arrays/triple_passage.npy"), cols.lazy_texts(),
             weights=True

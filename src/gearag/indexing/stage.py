@@ -84,6 +84,31 @@ class TripleTexts(Sequence[str]):
         return (f"{s} {p} {o}" for s, p, o in zip(c.subjects, c.predicates, c.objects, strict=True))
 
 
+class PassageContents(Sequence[str]):
+    """Each passage's ``content`` (title + newline + text), made on access: the passages collection's texts
+    without a second copy of the corpus."""
+
+    def __init__(self, passages: Sequence[Passage]) -> None:
+        self._passages = passages
+
+    def __len__(self) -> int:
+        return len(self._passages)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [p.content for p in self._passages[i]]
+        return self._passages[i].content
+
+    def __iter__(self) -> Iterator[str]:
+        return (p.content for p in self._passages)
+
+
 @dataclass
 class Build:
     """Everything one index build knows; stages fill it in."""
