@@ -44,8 +44,8 @@ def _texts_key(embedder: str, texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def _cache_file(work: Path, embedder_name: str, name: str, texts: Sequence[str]) -> Path:
-    return Path(work) / f"embed-{name}-{_texts_key(embedder_name, texts)}.npz"
+def _cache_file(work: Path, embedder_name: str, name: str, texts: Sequence[str], key: str | None = None) -> Path:
+    return Path(work) / f"embed-{name}-{key or _texts_key(embedder_name, texts)}.npz"
 
 
 def _save(saved: Path, vectors: np.ndarray, weights: np.ndarray | None) -> None:
@@ -58,9 +58,10 @@ def _save(saved: Path, vectors: np.ndarray, weights: np.ndarray | None) -> None:
     tmp.replace(saved)
 
 
-def _streamed_files(work: Path, embedder_name: str, name: str, texts: Sequence[str]) -> tuple[Path, Path]:
+def _streamed_files(work: Path, embedder_name: str, name: str, texts: Sequence[str],
+                    key: str | None = None) -> tuple[Path, Path]:
     """The work directory's streamed vectors file of a collection and its token-sum norms file."""
-    key = _texts_key(embedder_name, texts)
+    key = key or _texts_key(embedder_name, texts)
     return Path(work) / f"embed-{name}-{key}.npy", Path(work) / f"embed-{name}-{key}.weights.npy"
 
 
@@ -75,6 +76,7 @@ def _npy_writer(path: Path, shape: tuple[int, ...]) -> tuple[int, BinaryIO]:
 
 def embed_to_file(
     work: Path, embedder_name: str, embedder: Embedder | None, name: str, texts: Sequence[str], batch: int,
+    *, key: str | None = None,
 ) -> tuple[Path, Path | None, int]:
     """Embed ``texts`` chunk by chunk into ``.npy`` files in ``work``; ``(vectors, norms or None, dim)``.
 
@@ -82,8 +84,9 @@ def embed_to_file(
     computed exactly as :func:`~gearag.indexing.executor.embed_texts` does (the
     same chunks), so the file holds the array it would return. A finished file
     (renamed into place last, after its norms) is reused by a resumed build.
+    ``key``: the texts' cache key when the caller has it (hashing every text once is enough).
     """
-    vec_path, weights_path = _streamed_files(work, embedder_name, name, texts)
+    vec_path, weights_path = _streamed_files(work, embedder_name, name, texts, key)
     if vec_path.exists():
         header = np.load(vec_path, mmap_mode="r")
         return vec_path, weights_path if weights_path.exists() else None, int(header.shape[1])
@@ -191,9 +194,10 @@ class EmbedStage:
                 vectors, weights = np.asarray(coll.vectors, dtype=np.float32), None
             elif name in computed:
                 vectors, weights = computed.pop(name)
-            elif local and not _cache_file(build.work, cfg.embedder, name, coll.texts).exists():
+            elif local and not _cache_file(build.work, cfg.embedder, name, coll.texts,
+                                           key := _texts_key(cfg.embedder, coll.texts)).exists():
                 vec_path, weights_path, dim = embed_to_file(build.work, cfg.embedder, build.embedder(), name,
-                                                            coll.texts, cfg.batch)
+                                                            coll.texts, cfg.batch, key=key)
                 link_or_copy(vec_path, build.writer.path(rel))
                 if coll.weights and weights_path is not None:
                     link_or_copy(weights_path, build.writer.path(wrel))
