@@ -74,6 +74,14 @@ def _npy_writer(path: Path, shape: tuple[int, ...]) -> tuple[int, BinaryIO]:
     return offset, path.open("r+b")
 
 
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    """``os.pwrite`` until every byte is written (one call may write fewer)."""
+    view = memoryview(data)
+    done = 0
+    while done < len(view):
+        done += os.pwrite(fd, view[done:], offset + done)
+
+
 def embed_to_file(
     work: Path, embedder_name: str, embedder: Embedder | None, name: str, texts: Sequence[str], batch: int,
     *, key: str | None = None,
@@ -101,8 +109,8 @@ def embed_to_file(
         starts = range(0, n, batch)
         for start in track(starts, total=len(starts), description=f"embedding {name}"):
             chunk_vectors, chunk_weights = embed_chunk(model, texts[start : start + batch])
-            os.pwrite(fh.fileno(), np.ascontiguousarray(chunk_vectors, dtype=np.float32).tobytes(),
-                      offset + start * row_bytes)
+            _pwrite_all(fh.fileno(), np.ascontiguousarray(chunk_vectors, dtype=np.float32).tobytes(),
+                        offset + start * row_bytes)
             if weights is not None and chunk_weights is not None:
                 weights[start : start + len(chunk_weights)] = chunk_weights
         fh.flush()
