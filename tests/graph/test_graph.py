@@ -258,3 +258,19 @@ def test_proximal_weight_scales_the_memory_seeds_against_the_question() -> None:
     s_full, s_half = graph.scores(full), graph.scores(half)
     assert s_half[akron] / s_half[seth] < s_full[akron] / s_full[seth]
     assert graph.rank(q, (), memory, 12, ranked=False, proximal_weight=0.0) == graph.rank(q, (), (), 12)
+
+
+def test_stop_words_are_spacys_without_importing_spacy() -> None:
+    """The word list is read from spaCy's file alone: importing the package would load spaCy and torch (~270 MB)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from gearag.graph.resolve import stop_words; words = stop_words(); "
+            "print(len(words), 'spacy' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split()[1:] == ["False", "False"]
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    from gearag.graph.resolve import stop_words
+
+    assert stop_words() == frozenset(STOP_WORDS) and "the" in stop_words()

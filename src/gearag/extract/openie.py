@@ -38,13 +38,25 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def _clean_triple(raw: Any) -> Fact | None:
+def _clean_triple(raw: Any, pool: dict[str, str]) -> Fact | None:
+    """A well-formed triple as a Fact of whitespace-squashed strings, each string stored once (``pool``):
+    names and predicates repeat across a file, and one string object per distinct value saves memory."""
     if not isinstance(raw, (list, tuple)) or len(raw) != 3:
         return None
     if not all(isinstance(x, str) and x.strip() for x in raw):
         return None
-    s, p, o = (_squash(x) for x in raw)
+    s, p, o = (pool.setdefault(v, v) for v in (_squash(x) for x in raw))
     return Fact(s, p, o)
+
+
+def _key(*parts: str) -> bytes:
+    """A 128-bit digest of texts, the lookup key of a doc (its texts are not kept: 1M docs would hold
+    their whole corpus, several times, only to be matched)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.digest()
 
 
 class OpenIEExtractor:
@@ -60,14 +72,16 @@ class OpenIEExtractor:
             raise ConfigError(f"openie extractor: missing must be one of {', '.join(MISSING_MODES)}, got {missing!r}")
         self.path = Path(path).expanduser()
         self.missing = missing
-        raw = self._read()
-        self.key = f"{KEY_VERSION}-{hashlib.blake2b(raw, digest_size=12).hexdigest()}"
         self.skipped = 0
         self.n_docs = 0
         self._triples: list[list[Fact]] = []
-        self._by_title_text: dict[tuple[str, str], int] = {}
-        self._by_passage: dict[str, int] = {}
-        self._load(raw)
+        self._by_title_text: dict[bytes, int] = {}  # _key(title, text) -> doc row
+        self._by_passage: dict[bytes, int] = {}  # _key(passage) -> doc row
+        raw = self._read()
+        self.key = f"{KEY_VERSION}-{hashlib.blake2b(raw, digest_size=12).hexdigest()}"
+        docs = self._parse(raw)
+        del raw  # the file's bytes are not needed beside its parsed docs
+        self._load(docs)
 
     # -- loading -------------------------------------------------------------
 
@@ -81,7 +95,7 @@ class OpenIEExtractor:
         except OSError as exc:
             raise DataError(f"{self.path}: cannot read OpenIE file ({exc.strerror or exc})") from None
 
-    def _load(self, raw: bytes) -> None:
+    def _parse(self, raw: bytes) -> list[Any]:
         try:
             data = json.loads(raw)
         except UnicodeDecodeError as exc:
@@ -91,6 +105,11 @@ class OpenIEExtractor:
         docs = data.get("docs") if isinstance(data, dict) else data
         if not isinstance(docs, list):
             raise DataError(f"{self.path}: expected HippoRAG OpenIE results, a JSON object with a 'docs' list")
+        return docs
+
+    def _load(self, docs: list[Any]) -> None:
+        """Keep each doc's cleaned triples and its lookup keys; each parsed doc is dropped once read."""
+        pool: dict[str, str] = {}
         for n, doc in enumerate(docs):
             if not isinstance(doc, dict):
                 raise DataError(f"{self.path}: docs[{n}] is not a JSON object")
@@ -102,7 +121,7 @@ class OpenIEExtractor:
             kept: list[Fact] = []
             seen: set[Fact] = set()
             for raw_triple in triples:
-                triple = _clean_triple(raw_triple)
+                triple = _clean_triple(raw_triple, pool)
                 if triple is None:
                     self.skipped += 1
                 elif triple not in seen:
@@ -111,6 +130,7 @@ class OpenIEExtractor:
             idx = len(self._triples)
             self._triples.append(kept)
             self._index(doc, idx, n)
+            docs[n] = None
         self.n_docs = len(self._triples)
 
     def _index(self, doc: dict[str, Any], idx: int, n: int) -> None:
@@ -119,15 +139,15 @@ class OpenIEExtractor:
         if isinstance(title, str) and isinstance(text, str):
             has_any = True
             for pair in ((title, text), (_squash(title), _squash(text))):
-                self._by_title_text.setdefault(pair, idx)
+                self._by_title_text.setdefault(_key(*pair), idx)
         if isinstance(passage, str):
             has_any = True
             for key in (passage, _squash(passage)):
-                self._by_passage.setdefault(key, idx)
+                self._by_passage.setdefault(_key(key), idx)
         elif isinstance(text, str):
             has_any = True
             for key in (text, _squash(text)):
-                self._by_passage.setdefault(key, idx)
+                self._by_passage.setdefault(_key(key), idx)
         if not has_any:
             raise DataError(f"{self.path}: docs[{n}] has no 'passage' or 'text' to match it to a passage")
 
@@ -137,12 +157,12 @@ class OpenIEExtractor:
         """Row of the doc holding this passage's triples, or None."""
         title, text = passage.title, passage.text
         for pair in ((title, text), (_squash(title), _squash(text))):
-            idx = self._by_title_text.get(pair)
+            idx = self._by_title_text.get(_key(*pair))
             if idx is not None:
                 return idx
         for candidate in (passage.content, text):
             for key in (candidate, _squash(candidate)):
-                idx = self._by_passage.get(key)
+                idx = self._by_passage.get(_key(key))
                 if idx is not None:
                     return idx
         return None

@@ -16,5 +16,5 @@ class BM25Stage:
         for name, coll in build.collections.items():
             rel = f"bm25/{name}"
             # bm25s needs at least one document; an empty collection gets a placeholder.
-            save_bm25(build_bm25(list(coll.texts) or [""], cfg.k1, cfg.b), build.writer.path(rel))
+            save_bm25(build_bm25(coll.texts if len(coll.texts) else [""], cfg.k1, cfg.b), build.writer.path(rel))
             coll.spec = replace(coll.spec, bm25=rel)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from gearag.config import GraphConfig
-from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
+from gearag.indexing.stage import Build, CollectionBuild, PassageContents, TripleColumns
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import TripleGraph
 from gearag.text import is_named, normalise_entity
@@ -17,7 +17,11 @@ log = logging.getLogger(__name__)
 
 
 def _clean(value: str) -> str:
-    return " ".join(str(value).split())
+    """``value`` with whitespace runs made one space; the same object when it already is (as the
+    extractors' triples almost always are), so the columns share the strings instead of copying them."""
+    value = str(value)
+    clean = " ".join(value.split())
+    return value if clean == value else clean
 
 
 def linkable_for(
@@ -69,14 +73,15 @@ class GraphStage:
     def run(self, build: Build) -> None:
         assert build.extracted is not None, "the graph stage needs the extract stage"
         cols = triple_columns(build.extracted)
+        build.extracted = None  # the columns replace it (later stages read build.triples)
         n = len(build.passages)
         linkable = linkable_for(build.config.graph, cols.subjects, cols.objects, cols.owner, n)
         graph = TripleGraph.build(cols.subjects, cols.objects, linkable)
         build.triples, build.graph = cols, graph
         w = build.writer
-        w.write_jsonl("passages.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in build.passages])
+        w.write_jsonl("passages.jsonl", ({"id": p.id, "title": p.title, "text": p.text} for p in build.passages))
         rows = zip(cols.subjects, cols.predicates, cols.objects, strict=True)
-        w.write_jsonl("triples.jsonl", [list(t) for t in rows])
+        w.write_jsonl("triples.jsonl", (list(t) for t in rows))
         w.write_json("entities.json", graph.entities)
         w.write_array("arrays/triple_passage.npy", np.asarray(cols.owner, dtype=np.int32))
         w.write_array("arrays/passage_triple_indptr.npy", cols.indptr)
@@ -84,8 +89,9 @@ class GraphStage:
         w.write_array("arrays/triple_tail.npy", graph.tail)
         w.write_array("arrays/entity_indptr.npy", graph.indptr)
         w.write_array("arrays/entity_indices.npy", graph.indices)
-        build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), [p.content for p in build.passages])
+        build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), PassageContents(build.passages))
         build.collections[TRIPLES] = CollectionBuild(
-            CollectionSpec(TRIPLES, len(cols.subjects), sources="arrays/triple_passage.npy"), cols.texts(), weights=True
+            CollectionSpec(TRIPLES, len(cols.subjects), sources="arrays/triple_passage.npy"), cols.lazy_texts(),
+            weights=True
         )
         build.manifest["counts"] = {"passages": n, "triples": len(cols.subjects), "entities": graph.n_entities}

@@ -73,29 +73,39 @@ def build_index(
     # Fails fast, before the expensive work: bad --out, a directory --overwrite must not
     # delete, or another build of the same directory (the writer holds its lock until the end).
     writer = IndexWriter(out, overwrite=overwrite)
-    work = work_dir_for(out)
     with writer:
-        if not resume and work.exists():
-            shutil.rmtree(work)
-        build = Build(passages, config, writer, work, extractor, llm_roles=llm_roles, executor=executor or LOCAL)
-        for stage in stages:
-            started = time.perf_counter()
-            stage.run(build)
-            build.timings[stage.name] = round(time.perf_counter() - started, 3)
-            if on_stage:
-                on_stage(stage.name, build.timings[stage.name])
-        started = time.perf_counter()
-        manifest = {
-            "config": config.to_dict(),
-            **build.manifest,
-            "collections": {name: c.spec.to_dict() for name, c in build.collections.items()},
-            "build_seconds": build.timings,
-            "build_executor": build.executor.describe(),
-        }
-        writer.commit(manifest)
-        build.timings["write"] = round(time.perf_counter() - started, 3)
-        if on_stage:
-            on_stage("write", build.timings["write"])
-        if work.exists():  # under the lock: no other build of ``out`` is using it
-            shutil.rmtree(work, ignore_errors=True)
+        _run_stages(passages, config, writer, work_dir_for(out), stages, extractor=extractor, llm_roles=llm_roles,
+                    resume=resume, on_stage=on_stage, executor=executor or LOCAL)
+    # Loaded only now: the build's state (triple columns, texts, graph) is gone, not held beside the index.
     return Index.load(out)
+
+
+def _run_stages(
+    passages: Sequence[Passage], config: IndexConfig, writer: IndexWriter, work: Path, stages: Sequence[Stage], *,
+    extractor: TripleExtractor | None, llm_roles: object | None, resume: bool,
+    on_stage: Callable[[str, float], None] | None, executor: BatchExecutor,
+) -> None:
+    """Run ``stages`` over one :class:`Build` and commit ``writer``; the build is dropped on return."""
+    if not resume and work.exists():
+        shutil.rmtree(work)
+    build = Build(passages, config, writer, work, extractor, llm_roles=llm_roles, executor=executor)
+    for stage in stages:
+        started = time.perf_counter()
+        stage.run(build)
+        build.timings[stage.name] = round(time.perf_counter() - started, 3)
+        if on_stage:
+            on_stage(stage.name, build.timings[stage.name])
+    started = time.perf_counter()
+    manifest = {
+        "config": config.to_dict(),
+        **build.manifest,
+        "collections": {name: c.spec.to_dict() for name, c in build.collections.items()},
+        "build_seconds": build.timings,
+        "build_executor": build.executor.describe(),
+    }
+    writer.commit(manifest)
+    build.timings["write"] = round(time.perf_counter() - started, 3)
+    if on_stage:
+        on_stage("write", build.timings["write"])
+    if work.exists():  # under the lock: no other build of ``out`` is using it
+        shutil.rmtree(work, ignore_errors=True)

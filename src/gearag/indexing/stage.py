@@ -10,10 +10,10 @@ expensive keeps resumable output in the build's work directory.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -52,6 +52,61 @@ class TripleColumns:
 
     def texts(self) -> list[str]:
         return [f"{s} {p} {o}" for s, p, o in zip(self.subjects, self.predicates, self.objects, strict=True)]
+
+    def lazy_texts(self) -> TripleTexts:
+        """The same texts, made when read (a build does not keep a second string per triple)."""
+        return TripleTexts(self)
+
+
+class TripleTexts(Sequence[str]):
+    """``"s p o"`` of each triple of some :class:`TripleColumns`, made on access (slices give lists)."""
+
+    def __init__(self, cols: TripleColumns) -> None:
+        self._cols = cols
+
+    def __len__(self) -> int:
+        return len(self._cols.subjects)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        c = self._cols
+        if isinstance(i, slice):
+            return [f"{s} {p} {o}" for s, p, o in zip(c.subjects[i], c.predicates[i], c.objects[i], strict=True)]
+        return f"{c.subjects[i]} {c.predicates[i]} {c.objects[i]}"
+
+    def __iter__(self) -> Iterator[str]:
+        c = self._cols
+        return (f"{s} {p} {o}" for s, p, o in zip(c.subjects, c.predicates, c.objects, strict=True))
+
+
+class PassageContents(Sequence[str]):
+    """Each passage's ``content`` (title + newline + text), made on access: the passages collection's texts
+    without a second copy of the corpus."""
+
+    def __init__(self, passages: Sequence[Passage]) -> None:
+        self._passages = passages
+
+    def __len__(self) -> int:
+        return len(self._passages)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [p.content for p in self._passages[i]]
+        return self._passages[i].content
+
+    def __iter__(self) -> Iterator[str]:
+        return (p.content for p in self._passages)
 
 
 @dataclass

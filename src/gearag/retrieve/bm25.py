@@ -67,17 +67,79 @@ def _sorted_vocabulary(tokens: Any) -> Any:
     return Tokenized(ids=ids, vocab=vocab)
 
 
-def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> object:
-    """Index ``texts`` into a ``bm25s.BM25`` model (term ids in sorted term order: reproducible files)."""
+#: Texts tokenised at a time by :func:`build_bm25` (their token lists are Python objects; the rest is arrays).
+TOKENIZE_CHUNK = 50_000
+
+
+class _FlatDocs:
+    """Documents' token ids as one flat array, read by bm25s as a list of lists (one list made per access)."""
+
+    def __init__(self, ids: np.ndarray, indptr: np.ndarray) -> None:
+        self.ids, self.indptr = ids, indptr
+
+    def __len__(self) -> int:
+        return len(self.indptr) - 1
+
+    def __iter__(self) -> Any:
+        ids, bounds = self.ids, self.indptr.tolist()
+        for i in range(len(bounds) - 1):
+            yield ids[bounds[i] : bounds[i + 1]].tolist()
+
+
+def _sorted_token_ids(texts: Sequence[str], chunk: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``texts`` tokenised as bm25s does, ``chunk`` texts at a time: (sorted terms, flat ids, indptr).
+
+    bm25s tokenises each text on its own (its ids only number the terms), so
+    tokenising in chunks and numbering the terms in sorted order gives the
+    ids :func:`_sorted_vocabulary` gives for the whole corpus at once, while
+    only one chunk's token lists exist as Python objects.
+    """
     import bm25s
 
+    terms: dict[str, int] = {}
+    parts: list[np.ndarray] = []
+    lengths = np.zeros(len(texts), dtype=np.int64)
+    for start in range(0, len(texts), chunk):
+        tokens = bm25s.tokenize(list(texts[start : start + chunk]), stopwords="en", stemmer=_stemmer(),
+                                show_progress=False)
+        local = [""] * len(tokens.vocab)
+        for term, i in tokens.vocab.items():
+            local[i] = term
+        remap = np.asarray([terms.setdefault(term, len(terms)) for term in local], dtype=np.int64)
+        lengths[start : start + len(tokens.ids)] = [len(doc) for doc in tokens.ids]
+        flat = np.fromiter((t for doc in tokens.ids for t in doc), dtype=np.int64,
+                           count=int(lengths[start : start + len(tokens.ids)].sum()))
+        parts.append(remap[flat].astype(np.int32) if len(remap) else flat.astype(np.int32))
+    order = sorted(terms)
+    renumber = np.empty(len(order), dtype=np.int32)
+    for new, term in enumerate(order):
+        renumber[terms[term]] = new
+    ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    return order, renumber[ids] if len(ids) else ids, indptr
+
+
+def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75, *, chunk: int = TOKENIZE_CHUNK) -> object:
+    """Index ``texts`` into a ``bm25s.BM25`` model (term ids in sorted term order: reproducible files).
+
+    The texts are tokenised ``chunk`` at a time and their token ids kept as
+    arrays (:func:`_sorted_token_ids`); the model is the one bm25s builds from
+    the whole corpus's token lists.
+    """
+    import bm25s
+    from bm25s.tokenization import Tokenized
+
     model = bm25s.BM25(k1=k1, b=b)
-    tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=False)
-    if not tokens.vocab:
+    terms, ids, indptr = _sorted_token_ids(texts, chunk)
+    if not terms:
         # Nothing indexable (no texts, or only stop words): bm25s cannot index an
         # empty vocabulary, so give every document one term no query can contain.
         tokens = bm25s.tokenize([_NO_TERMS] * max(1, len(texts)), stopwords=None, show_progress=False)
-    model.index(_sorted_vocabulary(tokens), show_progress=False)
+        model.index(_sorted_vocabulary(tokens), show_progress=False)
+        return model
+    model.index(Tokenized(ids=_FlatDocs(ids, indptr), vocab={term: i for i, term in enumerate(terms)}),
+                show_progress=False)
     return model
 
 

@@ -20,6 +20,7 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +215,7 @@ class IndexWriter:
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
-    def write_jsonl(self, rel: str, rows: list[Any]) -> None:
+    def write_jsonl(self, rel: str, rows: Iterable[Any]) -> None:
         with self.path(rel).open("w", encoding="utf-8") as fh:
             for row in rows:
                 fh.write(json.dumps(row, ensure_ascii=False))
