@@ -25,6 +25,7 @@ from gearag.indexing.incremental import add_documents, compact, delete_documents
 from gearag.model import Passage
 from gearag.registry import REGISTRY
 from gearag.retrieve.bm25 import BM25Retriever
+from gearag.retrieve.bm25_postings import PostingsBM25
 from gearag.store.index import MANIFEST, Index, check_index, manifest_identity
 
 METHODS = REGISTRY.names("method")
@@ -53,12 +54,14 @@ def assert_same_index(a: Index, b: Index) -> None:
         np.testing.assert_allclose(ca.vectors, cb.vectors, atol=1e-6)
         if cb.weights is not None:
             np.testing.assert_allclose(ca.weights, cb.weights, rtol=1e-6)
-        ma, mb = ca.bm25, cb.bm25
-        assert ma.scores["num_docs"] == mb.scores["num_docs"]
-        assert set(ma.vocab_dict) == set(mb.vocab_dict)  # document frequencies over the same vocabulary
-        ra, rb = BM25Retriever(ma), BM25Retriever(mb)
+        # The sharded index scores from its shards' postings, the build from a bm25s model: same
+        # statistics (documents, every term's document frequency) and the same float32 scores, bit for bit.
+        ra, rb = ca.bm25_retriever(), cb.bm25_retriever()
+        assert isinstance(ra, PostingsBM25) and isinstance(rb, BM25Retriever)
+        assert ra.size == rb.size
+        assert ra.vocabulary() == rb.vocabulary()
         for query in ("film director born", b.passages[0].title, b.passages[-1].text[:80]):
-            np.testing.assert_allclose(ra.scores(query), rb.scores(query), rtol=1e-6)
+            np.testing.assert_array_equal(ra.scores(query), rb.scores(query))
     ga, gb = graph_arrays_for(a), graph_arrays_for(b)
     assert ga.resolution.keys == gb.resolution.keys
     for name in ("about", "mentions"):

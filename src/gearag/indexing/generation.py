@@ -27,8 +27,8 @@ from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage, linkable_for
 from gearag.indexing.stage import Build, Stage
-from gearag.retrieve.bm25 import bm25_from_token_ids, save_bm25, token_ids
-from gearag.store.collection import PASSAGES, TRIPLES
+from gearag.retrieve.bm25 import token_ids
+from gearag.retrieve.bm25_postings import POSTINGS_FILES, postings_from_tokens
 from gearag.store.graph import TripleGraph
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.shards import (
@@ -46,12 +46,23 @@ from gearag.text import is_named
 
 
 def write_tokens(writer: IndexWriter, collection: str, texts: list[str]) -> None:
-    """Store ``texts``' BM25 token ids as ``tokens/<collection>/`` of the index being written."""
-    vocab, ids, indptr = token_ids(texts)
+    """Store ``texts``' BM25 token ids and postings as ``tokens/<collection>/`` of the index being written."""
+    write_token_ids(writer, collection, *token_ids(texts))
+
+
+def write_token_ids(writer: IndexWriter, collection: str, vocab: list[str], ids: np.ndarray,
+                    indptr: np.ndarray) -> None:
+    """Store token ids (document ``i``: ``ids[indptr[i]:indptr[i+1]]`` into ``vocab``) and their postings.
+
+    The postings (term → documents, term frequencies) are what BM25 scores
+    from at query time (:class:`~gearag.retrieve.bm25_postings.PostingsBM25`).
+    """
     rel = tokens_rel(collection)
-    writer.write_json(f"{rel}/vocab.json", vocab)
-    writer.write_array(f"{rel}/ids.npy", ids)
-    writer.write_array(f"{rel}/indptr.npy", indptr)
+    writer.write_json(f"{rel}/vocab.json", list(vocab))
+    writer.write_array(f"{rel}/ids.npy", np.asarray(ids, dtype=np.int32))
+    writer.write_array(f"{rel}/indptr.npy", np.asarray(indptr, dtype=np.int64))
+    for name, array in zip(POSTINGS_FILES, postings_from_tokens(ids, indptr, len(vocab)), strict=True):
+        writer.write_array(f"{rel}/{name}", array)
 
 
 class TokensStage:
@@ -114,12 +125,6 @@ def write_generation(
                                        tt.subjects, tt.objects, owner, is_named)
             write_graph_arrays(w, arrays)
             timings["resolve"] = round(time.perf_counter() - started, 3)
-        started = time.perf_counter()
-        paths = [root / r.rel for r in refs]
-        for coll in (PASSAGES, TRIPLES):
-            vocab, docs = u.tokens(coll, paths)
-            save_bm25(bm25_from_token_ids(vocab, docs, config.bm25.k1, config.bm25.b), w.path(f"bm25/{coll}"))
-        timings["bm25"] = round(time.perf_counter() - started, 3)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(tt), "entities": graph.n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
@@ -128,7 +133,8 @@ def write_generation(
 
 
 def _generation_file(rel: str) -> bool:
-    return rel in GENERATION_FILES or rel.startswith(("graph/", "bm25/passages/", "bm25/triples/"))
+    # BM25 is scored from the shards' postings (format 4): a format-3 generation's bm25s models are not carried.
+    return rel in GENERATION_FILES or rel.startswith("graph/")
 
 
 def link_generation(src: Path, root: Path, refs: list[ShardRef], tombstones: dict[str, Any],

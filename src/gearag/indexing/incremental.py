@@ -33,7 +33,13 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
-from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation, write_tokens
+from gearag.indexing.generation import (
+    SHARD_STAGES,
+    link_generation,
+    write_generation,
+    write_token_ids,
+    write_tokens,
+)
 from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
 from gearag.options import build_config
@@ -442,12 +448,10 @@ def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path],
             spec["sources"] = "arrays/triple_passage.npy"
         collections[coll] = spec
         vocab, docs = u.tokens(coll, paths)
-        rel = f"tokens/{coll}"
         indptr = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum([len(d) for d in docs], out=indptr[1:])
-        w.write_json(f"{rel}/vocab.json", vocab)
-        w.write_array(f"{rel}/ids.npy", (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32))
-        w.write_array(f"{rel}/indptr.npy", indptr)
+        ids = (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32)
+        write_token_ids(w, coll, vocab, ids, indptr)
     first = u.shards[0].manifest
     w.commit({"config": state.config.to_dict(), "extractor_key": first.get("extractor_key"),
               "embedding_dim": first.get("embedding_dim"), "counts": dict(state.manifest["counts"]),
