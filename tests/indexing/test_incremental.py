@@ -145,6 +145,41 @@ def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
     assert_same_index(grown, full)
 
 
+def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hub cut moves with every add (its cap grows with the union): ids stay those of a build, and a
+    second add reads the earlier shards' endpoint tables instead of recomputing them."""
+    from gearag.indexing import union_graph
+
+    use_stub_extractor(StubExtractor())
+    config = replace(STUB, graph=replace(STUB.graph, max_entity_share=0.4))
+
+    def page(i: int) -> Passage:  # "Hub" in 22 of 40, 22 of 60, 37 of 90; "Big" in 15, 24, 37
+        words = (["Hub"] if i < 22 or 60 <= i < 75 else []) + (["Big"] if i < 15 or 40 <= i < 49 or 60 <= i < 73
+                                                              else [])
+        return Passage(f"q{i}", f"Page {i}", "This page names " + " and ".join([*words, f"Thing{i % 7}"]) + ".")
+
+    passages = [page(i) for i in range(90)]
+    root = tmp_path / "grown"
+    build_index(passages[:40], root, config)
+    first = add_documents(root, passages[40:60])  # caps 20 -> 24: Hub stops being a hub
+    assert "hub" in first.graph.entities and "big" in first.graph.entities
+    computed: list[int] = []
+    real = union_graph.EndpointTable.compute.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, subjects, objects):  # type: ignore[no-untyped-def]
+        computed.append(len(subjects))
+        return real(cls, subjects, objects)
+
+    monkeypatch.setattr(union_graph.EndpointTable, "compute", classmethod(counting))
+    grown = add_documents(root, passages[60:])  # cap 36: both are hubs now (37 passages each)
+    full = build_index(passages, tmp_path / "full", config)
+    assert "hub" not in full.graph.entities and "big" not in full.graph.entities
+    assert computed == [len(grown.triples) - int(np.sum([len(Index.load(root / "shards" / s["name"]).triples)
+                                                         for s in grown.manifest["shards"][:2]]))]
+    assert_same_index(grown, full)
+
+
 _KILLED_ADD = textwrap.dedent("""
     import sys, time
     from pathlib import Path

@@ -25,11 +25,11 @@ from gearag.errors import GearagError
 from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
-from gearag.indexing.graph import GraphStage, linkable_for
+from gearag.indexing.graph import GraphStage
 from gearag.indexing.stage import Build, Stage
+from gearag.indexing.union_graph import shard_table, union_triple_graph
 from gearag.retrieve.bm25 import token_ids
 from gearag.retrieve.bm25_postings import POSTINGS_FILES, postings_from_tokens
-from gearag.store.graph import TripleGraph
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.shards import (
     GENERATION_FILES,
@@ -89,10 +89,12 @@ def generation_name(refs: list[ShardRef], tombstones: dict[str, np.ndarray]) -> 
 
 def write_generation(
     root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray], config: IndexConfig,
+    previous: str | None = None,
 ) -> tuple[str, str, dict[str, int]]:
     """Build (or find, after an interrupted run) the generation of ``shards`` minus ``tombstones``.
 
-    Returns its name, manifest hash and counts.
+    ``previous``: the current generation's name, whose shards' endpoint tables
+    are hard-linked instead of recomputed. Returns its name, manifest hash and counts.
     """
     name = generation_name(refs, tombstones)
     out = root / GENERATIONS_DIR / name
@@ -111,8 +113,10 @@ def write_generation(
         started = time.perf_counter()
         tt = u.triples
         owner = np.asarray(tt.passage)
-        linkable = linkable_for(config.graph, tt.subjects, tt.objects, owner.tolist(), len(u.passages))
-        graph = TripleGraph.build(tt.subjects, tt.objects, linkable)
+        before = root / GENERATIONS_DIR / previous if previous else None
+        tables = [shard_table(before, ref.name, s.triples.subjects, s.triples.objects, w)
+                  for ref, s in zip(refs, shards, strict=True)]
+        graph = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages))
         w.write_json("entities.json", graph.entities)
         w.write_array("arrays/triple_head.npy", graph.head)
         w.write_array("arrays/triple_tail.npy", graph.tail)

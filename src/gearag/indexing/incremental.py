@@ -316,7 +316,7 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         refs = [*state.refs, ShardRef(name, shard.identity)]
         shards = [*state.shards, shard]
         started = time.perf_counter()
-        gname, gsha, counts = write_generation(root, refs, shards, state.tombstones, state.config)
+        gname, gsha, counts = write_generation(root, refs, shards, state.tombstones, state.config, state.generation)
         seconds["generation"] = round(time.perf_counter() - started, 3)
         if on_step:
             on_step("generation", seconds["generation"])
@@ -392,7 +392,8 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
             if rows:
                 tombstones[ref.name] = np.union1d(tombstones.get(ref.name, np.zeros(0, np.int64)), rows)
         started = time.perf_counter()
-        gname, gsha, counts = write_generation(root, state.refs, state.shards, tombstones, state.config)
+        gname, gsha, counts = write_generation(root, state.refs, state.shards, tombstones, state.config,
+                                               state.generation)
         seconds = {"generation": round(time.perf_counter() - started, 3)}
         if on_step:
             on_step("generation", seconds["generation"])
