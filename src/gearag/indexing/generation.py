@@ -28,6 +28,7 @@ from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
 from gearag.indexing.stage import Build, Stage
 from gearag.indexing.union_graph import shard_table, union_triple_graph
+from gearag.indexing.union_resolve import ResolveState, resolve_union, shard_token_index
 from gearag.retrieve.bm25 import token_ids
 from gearag.retrieve.bm25_postings import POSTINGS_FILES, postings_from_tokens
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
@@ -42,7 +43,6 @@ from gearag.store.shards import (
     union_of,
 )
 from gearag.store.writer import IndexWriter
-from gearag.text import is_named
 
 
 def write_tokens(writer: IndexWriter, collection: str, texts: list[str]) -> None:
@@ -125,15 +125,42 @@ def write_generation(
         timings["graph"] = round(time.perf_counter() - started, 3)
         if config.resolve.entity_graph:
             started = time.perf_counter()
-            arrays = GraphArrays.build([p.title for p in u.passages], [p.text for p in u.passages],
-                                       tt.subjects, tt.objects, owner, is_named)
-            write_graph_arrays(w, arrays)
+            prior, new_from = _prior_resolution(before, refs, shards, tombstones)
+            indices = []
+            offset = 0
+            for ref, shard, keep in zip(refs, shards, u.passage_keep, strict=True):
+                index = shard_token_index(before, ref.name, [p.text for p in shard.passages], w)
+                indices.append((index, np.where(keep, offset + np.cumsum(keep) - 1, -1)))
+                offset += int(keep.sum())
+            res, state = resolve_union(u.passages, tables, u.triple_keep, owner, prior, new_from, indices[:-1])
+            write_graph_arrays(w, GraphArrays.from_resolution(res))
+            state.write(w)
             timings["resolve"] = round(time.perf_counter() - started, 3)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(tt), "entities": graph.n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
                   "build_seconds": timings})
     return name, manifest_identity(out), counts
+
+
+def _prior_resolution(before: Path | None, refs: list[ShardRef], shards: list[Index],
+                      tombstones: dict[str, np.ndarray]) -> tuple[ResolveState | None, int]:
+    """The previous generation's resolution state when this generation only adds the last shard to it.
+
+    Returns the state (None: resolve from scratch) and the union row the added passages start at.
+    """
+    if before is None or not (before / MANIFEST).exists():
+        return None, 0
+    try:
+        done = read_manifest(before)
+        old = json.loads((before / TOMBSTONES).read_text(encoding="utf-8"))
+    except (GearagError, OSError, ValueError):
+        return None, 0
+    now = {k: v.tolist() for k, v in tombstones.items() if len(v)}
+    if done.get("shards") != [r.name for r in refs[:-1]] or old != now:
+        return None, 0
+    new_from = sum(len(s.passages) - len(tombstones.get(r.name, ())) for r, s in zip(refs[:-1], shards, strict=False))
+    return ResolveState.read(before, new_from), new_from
 
 
 def _generation_file(rel: str) -> bool:

@@ -29,61 +29,77 @@ import numpy as np
 
 from gearag.config import GraphConfig
 from gearag.errors import GearagError
+from gearag.graph.resolve import usable_key
+from gearag.graph.trie import name_key
 from gearag.store.collection import load_array
 from gearag.store.graph import TripleGraph
 from gearag.store.writer import IndexWriter
 from gearag.text import is_named, normalise_entity
 
 ENDPOINTS_DIR = "endpoints"
-TABLE_FILES = ("keys.json", "ends.npy", "named.npy")
+TABLE_FILES = ("keys.json", "ends.npy", "named.npy", "names.json", "name_ends.npy")
 #: linkable_for's sample for the "few capitalised endpoints" fallback: this many subjects and objects.
 SAMPLE = 5000
 
 
 class EndpointTable:
-    """One shard's triple endpoints: distinct normalised keys, per-triple key ids and name flags."""
+    """One shard's triple endpoints: distinct normalised keys, per-triple key ids and name flags, and the
+    resolution's name keys (:func:`gearag.graph.trie.name_key` of the named endpoints with a usable key)."""
 
-    def __init__(self, keys: list[str], ends: np.ndarray, named: np.ndarray) -> None:
+    def __init__(self, keys: list[str], ends: np.ndarray, named: np.ndarray, names: list[str],
+                 name_ends: np.ndarray) -> None:
         self.keys = keys
         self.ends = ends  #: int32 (T, 2): subject and object key ids (-1: the key is empty)
         self.named = named  #: bool (T, 2): is_named(subject), is_named(object)
+        self.names = names
+        self.name_ends = name_ends  #: int32 (T, 2): ids into ``names`` (-1: not a name, or an unusable key)
 
     @classmethod
     def compute(cls, subjects: Sequence[str], objects: Sequence[str]) -> EndpointTable:
         ids: dict[str, int] = {}
-        named: dict[str, bool] = {}
+        name_ids: dict[str, int] = {}
+        seen: dict[str, tuple[bool, int, int]] = {}
         ends = np.full((len(subjects), 2), -1, dtype=np.int32)
+        name_ends = np.full((len(subjects), 2), -1, dtype=np.int32)
         flags = np.zeros((len(subjects), 2), dtype=bool)
-        for side, column in enumerate((subjects, objects)):
-            for t, surface in enumerate(column):
-                flag = named.get(surface)
-                if flag is None:
-                    flag = named[surface] = is_named(surface)
-                flags[t, side] = flag
-                key = normalise_entity(surface)
-                if key:
-                    ends[t, side] = ids.setdefault(key, len(ids))
-        return cls(list(ids), ends, flags)
+        for t, pair in enumerate(zip(subjects, objects, strict=True)):
+            for side, surface in enumerate(pair):
+                known = seen.get(surface)
+                if known is None:
+                    flag = is_named(surface)
+                    key = normalise_entity(surface)
+                    name = name_key(surface) if flag else ""
+                    known = seen[surface] = (flag, ids.setdefault(key, len(ids)) if key else -1,
+                                             name_ids.setdefault(name, len(name_ids)) if flag and usable_key(name)
+                                             else -1)
+                flags[t, side], ends[t, side], name_ends[t, side] = known
+        return cls(list(ids), ends, flags, list(name_ids), name_ends)
 
     def write(self, w: IndexWriter, rel: str) -> None:
         w.write_json(f"{rel}/keys.json", self.keys)
         w.write_array(f"{rel}/ends.npy", self.ends)
         w.write_array(f"{rel}/named.npy", self.named)
+        w.write_json(f"{rel}/names.json", self.names)
+        w.write_array(f"{rel}/name_ends.npy", self.name_ends)
 
     @classmethod
     def read(cls, directory: Path, n_triples: int) -> EndpointTable | None:
         """The table stored in ``directory`` for a shard of ``n_triples`` triples; None if absent or malformed."""
         try:
             keys = json.loads((directory / "keys.json").read_text(encoding="utf-8"))
+            names = json.loads((directory / "names.json").read_text(encoding="utf-8"))
             ends = np.asarray(load_array(directory, "ends.npy"))
             named = np.asarray(load_array(directory, "named.npy"))
+            name_ends = np.asarray(load_array(directory, "name_ends.npy"))
         except (OSError, ValueError, GearagError):  # damaged: recompute the table
             return None
-        if (not isinstance(keys, list) or ends.shape != (n_triples, 2) or named.shape != (n_triples, 2)
-                or ends.dtype.kind != "i" or named.dtype != bool
-                or (ends.size and (int(ends.min()) < -1 or int(ends.max()) >= len(keys)))):
+        for vocab, ids in ((keys, ends), (names, name_ends)):
+            if (not isinstance(vocab, list) or ids.shape != (n_triples, 2) or ids.dtype.kind != "i"
+                    or (ids.size and (int(ids.min()) < -1 or int(ids.max()) >= len(vocab)))):
+                return None
+        if named.shape != (n_triples, 2) or named.dtype != bool:
             return None
-        return cls(keys, ends, named)
+        return cls(keys, ends, named, names, name_ends)
 
 
 def shard_table(previous: Path | None, shard: str, subjects: Sequence[str], objects: Sequence[str],
