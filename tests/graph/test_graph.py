@@ -258,3 +258,15 @@ def test_proximal_weight_scales_the_memory_seeds_against_the_question() -> None:
     s_full, s_half = graph.scores(full), graph.scores(half)
     assert s_half[akron] / s_half[seth] < s_full[akron] / s_full[seth]
     assert graph.rank(q, (), memory, 12, ranked=False, proximal_weight=0.0) == graph.rank(q, (), (), 12)
+
+
+def test_stop_words_are_spacys_without_importing_spacy() -> None:
+    """The resolution's stop words come from spaCy's list file; importing spaCy for them took seconds per add."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from gearag.graph.resolve import stop_words; words = stop_words(); "
+            "assert 'spacy' not in sys.modules; from spacy.lang.en.stop_words import STOP_WORDS; "
+            "assert words == frozenset(STOP_WORDS) and 'the' in words; print(len(words))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) > 300

@@ -57,6 +57,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 from scipy import sparse
@@ -87,7 +88,26 @@ _FUNCTION = frozenset({"of", "the", "and", "de", "la", "le", "von", "van", "der"
 
 @lru_cache(maxsize=1)
 def stop_words() -> frozenset[str]:
-    """spaCy's English stop words, loaded on first use (importing spaCy takes seconds; the CLI must start fast)."""
+    """spaCy's English stop words, loaded on first use.
+
+    Read from spaCy's ``lang/en/stop_words.py`` alone (a module without
+    imports): importing the ``spacy`` package for this list took 4-7 s of
+    every ``gearag add`` (torch, thinc). Falls back to the ordinary import.
+    """
+    import importlib.util
+    import sys
+
+    spec = importlib.util.find_spec("spacy")  # locates the package without importing it
+    locations = list(spec.submodule_search_locations or []) if spec and "spacy" not in sys.modules else []
+    for location in locations:
+        path = Path(location) / "lang" / "en" / "stop_words.py"
+        module_spec = importlib.util.spec_from_file_location("_gearag_spacy_en_stop_words", path)
+        if path.is_file() and module_spec is not None and module_spec.loader is not None:
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+            words = getattr(module, "STOP_WORDS", None)
+            if isinstance(words, set) and words:
+                return frozenset(words)
     from spacy.lang.en.stop_words import STOP_WORDS
 
     return frozenset(STOP_WORDS)

@@ -2,12 +2,16 @@
 
 A shard is built by the ordinary pipeline (:func:`~gearag.indexing.pipeline.build_index`)
 with :data:`SHARD_STAGES`: extract (with its resumable checkpoint), graph (the
-shard's passages and cleaned triples), tokens (BM25 token ids, so BM25 never
-re-tokenises) and embed. A generation is rebuilt from the shards' stored
-results by :func:`write_generation` with the code a from-scratch build runs
-(``linkable_for`` and ``TripleGraph.build`` over the union's triples in
-order, ``GraphArrays.build`` over its passages, bm25s over the merged token
-ids), so every corpus-global statistic is exact.
+shard's passages and cleaned triples), tokens (BM25 token ids and postings,
+so BM25 never re-tokenises and needs no global model) and embed. A
+generation is derived by :func:`write_generation` from the shards' stored
+results: the union's triple graph and hub cut from per-shard endpoint
+tables (:mod:`gearag.indexing.union_graph`) and its entity resolution
+extended from the previous generation's (:mod:`gearag.indexing.union_resolve`),
+each equal to what a from-scratch build computes, so every corpus-global
+statistic is exact. Per-shard tables already in the previous generation
+are hard-linked, not recomputed: an add's text and endpoint work is its
+own shard's.
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ from gearag.store.shards import (
     Union,
     generation_ref,
     is_sharded,
+    load_sharded,
     load_shards,
     read_tombstones,
     shard_refs,
@@ -251,7 +252,10 @@ def _commit(state: _State, refs: list[ShardRef], shards: list[Index], gen: tuple
     manifest = _root_manifest(state.config, refs, shards, gen, counts, seconds, op)
     write_manifest_atomic(state.root, manifest)
     _cleanup(state.root, manifest)
-    return Index.load(state.root)
+    # The shards in memory are the ones just listed (same manifest hashes): not read again.
+    index = load_sharded(state.root, read_manifest(state.root), loaded=shards)
+    index.identity = manifest_identity(state.root)
+    return index
 
 
 class _Locked:

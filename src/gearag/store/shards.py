@@ -2,20 +2,28 @@
 
 Layout (paths relative to the index directory)::
 
-    manifest.json             format version 3, layout "sharded": config, shards, generation, counts
+    manifest.json             format version 4, layout "sharded": config, shards, generation, counts
     shards/<name>/            one batch of documents: a plain index directory (its own manifest and
                               checksums) with passages, cleaned triples, vectors and BM25 token ids
-                              (tokens/<collection>/), but no BM25 model
+                              and postings (tokens/<collection>/), but no BM25 model
     generations/<name>/       what depends on the whole corpus, for exactly the listed shards minus
                               the tombstones: the triple graph (entities.json, arrays/), the
-                              passage-aware graph (graph/), BM25 models (bm25/) and tombstones.json
+                              passage-aware graph (graph/), tombstones.json, and what the next add
+                              reuses: each shard's endpoint table (endpoints/<shard>/) and token
+                              index (resolve/<shard>/), the lexicon and text mentions (resolve/)
 
 A **shard** is written once and never changed: it holds the expensive
-per-passage results (extraction, embedding, tokenisation). A **generation**
-is rebuilt by every ``add``/``delete``/``compact`` from the shards' stored
-results, with the same code a from-scratch build runs, so entity ids, the
-hub cut (``max_entity_share`` of the union's passage count), entity
-specificity and BM25 statistics are those of one index built from the union.
+per-passage results (extraction, embedding, tokenisation, BM25 postings). A
+**generation** is rebuilt by every ``add``/``delete``/``compact`` from the
+shards' stored results and the previous generation's per-shard tables
+(hard-linked), so entity ids, the hub cut (``max_entity_share`` of the
+union's passage count), entity specificity and the resolution are those of
+one index built from the union (:mod:`gearag.indexing.union_graph`,
+:mod:`gearag.indexing.union_resolve`). BM25 has no global model: its
+statistics are merged over the shards' postings at query time
+(:class:`~gearag.retrieve.bm25_postings.PostingsBM25`), scores equal to a
+bm25s model over the union. Format 3 (a bm25s model per generation) still
+loads; the next add writes format 4.
 
 The union is the shards' passages in shard order with deleted rows dropped
 (``tombstones.json``: shard name → deleted passage rows), and their triples
@@ -309,14 +317,21 @@ def load_shards(path: Path, refs: list[ShardRef], *, verify: bool = False) -> li
     return shards
 
 
-def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False) -> Index:
-    """The :class:`Index` of a sharded index: the union of its shards with its generation's global data."""
+def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
+                 loaded: list[Index] | None = None) -> Index:
+    """The :class:`Index` of a sharded index: the union of its shards with its generation's global data.
+
+    ``loaded``: the shards already in memory (``gearag add`` just read them), in manifest order.
+    """
     refs = shard_refs(path, manifest)
     gname, gsha = generation_ref(path, manifest)
     grel = f"{GENERATIONS_DIR}/{gname}"
     gpath = path / grel
     gman = check_generation(path, gname, gsha, checksums=verify)
-    shards = load_shards(path, refs, verify=verify)
+    if loaded is not None and [s.identity for s in loaded] == [r.manifest_sha256 for r in refs]:
+        shards = loaded
+    else:
+        shards = load_shards(path, refs, verify=verify)
     try:
         tombstones = read_tombstones(gpath, {r.name: len(s.passages) for r, s in zip(refs, shards, strict=True)})
         u = union_of([r.name for r in refs], shards, tombstones)
