@@ -97,9 +97,10 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path) -> None
     assert_same_rankings(Index.load(tmp_path / "grown"), full, questions[:3], METHODS)
 
 
-def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: Path) -> None:
+def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     use_stub_extractor(StubExtractor())
-    passages, questions = _passages(40, 4)
+    passages, questions = _passages(46, 4)
     root = tmp_path / "idx"
     a, b = passages[:20], passages[20:32]
     build_index(a, root, STUB)
@@ -110,7 +111,7 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     expected = build_index(remaining, tmp_path / "expected", STUB)
     assert_same_index(deleted, expected)
     # A deleted id may be added again: tombstones name rows, not ids.
-    again = [p for p in a if p.id == a[3].id] + passages[32:]
+    again = [p for p in a if p.id == a[3].id] + passages[32:40]
     grown = add_documents(root, again)
     expected2 = build_index(remaining + again, tmp_path / "expected2", STUB)
     assert_same_index(grown, expected2)
@@ -126,6 +127,20 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     assert len(list((root / "generations").iterdir())) == 1
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     assert compact(root).identity == compacted.identity  # nothing to merge: nothing written
+    # An add after the compact reuses the union's resolution state (linked into the compacted generation).
+    from gearag.indexing import generation
+
+    priors: list[bool] = []
+    real = generation.resolve_union
+
+    def spy(passages, tables, keep, owner, prior, new_from, indices):  # type: ignore[no-untyped-def]
+        priors.append(prior is not None)
+        return real(passages, tables, keep, owner, prior, new_from, indices)
+
+    monkeypatch.setattr(generation, "resolve_union", spy)
+    after = add_documents(root, passages[40:])
+    assert priors == [True]
+    assert_same_index(after, build_index(remaining + again + passages[40:], tmp_path / "expected3", STUB))
 
 
 def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:

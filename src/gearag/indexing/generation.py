@@ -169,7 +169,9 @@ def _prior_resolution(before: Path | None, refs: list[ShardRef], shards: list[In
 
 def _generation_file(rel: str) -> bool:
     # BM25 is scored from the shards' postings (format 4): a format-3 generation's bm25s models are not carried.
-    return rel in GENERATION_FILES or rel.startswith("graph/")
+    # The union's resolution state (resolve/*, rows of the unchanged union) is; per-shard tables are not (the
+    # shards are new).
+    return rel in GENERATION_FILES or rel.startswith("graph/") or (rel.startswith("resolve/") and rel.count("/") == 1)
 
 
 def link_generation(src: Path, root: Path, refs: list[ShardRef], tombstones: dict[str, Any],
