@@ -42,6 +42,7 @@ from gearag.store.shards import (
     SHARDED_COLLECTIONS,
     TOMBSTONES,
     ShardRef,
+    Union,
     check_generation,
     tokens_rel,
     union_of,
@@ -93,12 +94,13 @@ def generation_name(refs: list[ShardRef], tombstones: dict[str, np.ndarray]) -> 
 
 def write_generation(
     root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray], config: IndexConfig,
-    previous: str | None = None,
+    previous: str | None = None, union: Union | None = None,
 ) -> tuple[str, str, dict[str, int]]:
     """Build (or find, after an interrupted run) the generation of ``shards`` minus ``tombstones``.
 
     ``previous``: the current generation's name, whose shards' endpoint tables
-    are hard-linked instead of recomputed. Returns its name, manifest hash and counts.
+    are hard-linked instead of recomputed; ``union``: the union of ``shards``
+    minus ``tombstones`` when the caller has it. Returns its name, manifest hash and counts.
     """
     name = generation_name(refs, tombstones)
     out = root / GENERATIONS_DIR / name
@@ -111,7 +113,7 @@ def write_generation(
                 return name, sha, dict(done["counts"])
         except (GearagError, OSError, ValueError, KeyError, TypeError):
             pass  # damaged or for other shards: rebuilt below
-    u = union_of([r.name for r in refs], shards, tombstones)
+    u = union or union_of([r.name for r in refs], shards, tombstones)
     timings: dict[str, float] = {}
     with IndexWriter(out, overwrite=out.exists()) as w:
         started = time.perf_counter()

@@ -248,12 +248,12 @@ def _open(root: Path, what: str, on_step: Step | None) -> _State:
 
 
 def _commit(state: _State, refs: list[ShardRef], shards: list[Index], gen: tuple[str, str], counts: dict[str, int],
-            seconds: dict[str, float], op: str) -> Index:
+            seconds: dict[str, float], op: str, union: Union | None = None) -> Index:
     manifest = _root_manifest(state.config, refs, shards, gen, counts, seconds, op)
     write_manifest_atomic(state.root, manifest)
     _cleanup(state.root, manifest)
     # The shards in memory are the ones just listed (same manifest hashes): not read again.
-    index = load_sharded(state.root, read_manifest(state.root), loaded=shards)
+    index = load_sharded(state.root, read_manifest(state.root), loaded=shards, union=union)
     index.identity = manifest_identity(state.root)
     return index
 
@@ -320,11 +320,13 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         refs = [*state.refs, ShardRef(name, shard.identity)]
         shards = [*state.shards, shard]
         started = time.perf_counter()
-        gname, gsha, counts = write_generation(root, refs, shards, state.tombstones, state.config, state.generation)
+        u = union_of([r.name for r in refs], shards, state.tombstones)
+        gname, gsha, counts = write_generation(root, refs, shards, state.tombstones, state.config, state.generation,
+                                               union=u)
         seconds["generation"] = round(time.perf_counter() - started, 3)
         if on_step:
             on_step("generation", seconds["generation"])
-        return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add")
+        return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add", union=u)
 
 
 def _live_ids(root: Path, state: _State | None) -> set[str]:
@@ -332,7 +334,11 @@ def _live_ids(root: Path, state: _State | None) -> set[str]:
     if state is None:
         with (root / "passages.jsonl").open(encoding="utf-8") as fh:
             return {json.loads(line)["id"] for line in fh}
-    return {p.id for p in state.union().passages}
+    ids: set[str] = set()
+    for ref, shard in zip(state.refs, state.shards, strict=True):
+        dead = set(state.tombstones.get(ref.name, np.zeros(0, np.int64)).tolist())
+        ids.update(p.id for row, p in enumerate(shard.passages) if row not in dead)
+    return ids
 
 
 def _check_new_ids(root: Path, live: set[str], passages: Sequence[Passage]) -> None:

@@ -246,6 +246,18 @@ class Union:
     triples: TripleTable = field(default_factory=lambda: TripleTable([], [], [], np.zeros(0, np.int32)))
     passage_triple_indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
 
+    def matches(self, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray]) -> bool:
+        """Whether this is the union of ``shards`` (named by ``refs``) minus ``tombstones``."""
+        if self.names != [r.name for r in refs] or len(self.shards) != len(shards):
+            return False
+        if any(a is not b for a, b in zip(self.shards, shards, strict=True)):
+            return False
+        for name, keep in zip(self.names, self.passage_keep, strict=True):
+            dead = tombstones.get(name, np.zeros(0, np.int64))
+            if int((~keep).sum()) != len(dead) or (len(dead) and keep[dead].any()):
+                return False
+        return True
+
     @property
     def clean(self) -> bool:
         """One shard and no deletions: the union is that shard as it is."""
@@ -318,10 +330,11 @@ def load_shards(path: Path, refs: list[ShardRef], *, verify: bool = False) -> li
 
 
 def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
-                 loaded: list[Index] | None = None) -> Index:
+                 loaded: list[Index] | None = None, union: Union | None = None) -> Index:
     """The :class:`Index` of a sharded index: the union of its shards with its generation's global data.
 
-    ``loaded``: the shards already in memory (``gearag add`` just read them), in manifest order.
+    ``loaded``: the shards already in memory (``gearag add`` just read them), in manifest order;
+    ``union``: their union, when the caller built it with the generation's tombstones.
     """
     refs = shard_refs(path, manifest)
     gname, gsha = generation_ref(path, manifest)
@@ -334,7 +347,8 @@ def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
         shards = load_shards(path, refs, verify=verify)
     try:
         tombstones = read_tombstones(gpath, {r.name: len(s.passages) for r, s in zip(refs, shards, strict=True)})
-        u = union_of([r.name for r in refs], shards, tombstones)
+        u = union if union is not None and union.matches(refs, shards, tombstones) else union_of(
+            [r.name for r in refs], shards, tombstones)
         entities = json.loads((gpath / "entities.json").read_text(encoding="utf-8"))
         if not isinstance(entities, list):
             raise IndexFormatError(f"{gpath}: entities.json is not a list (corrupt); rebuild the index")
