@@ -71,11 +71,25 @@ class Postings:
         return self._index.get(token)
 
 
-@dataclass
 class _Part:
-    postings: Postings
-    #: Shard row → union row (-1: deleted).
-    rows: np.ndarray
+    """One shard's postings laid out for scoring: per posting its union row, tf and length factor."""
+
+    def __init__(self, postings: Postings, rows: np.ndarray, k1: float, b: float, avg_len: np.float64) -> None:
+        self.postings = postings
+        p = postings
+        docs = np.asarray(p.docs, dtype=np.int64)
+        post_rows = np.asarray(rows, dtype=np.int64)[docs]
+        #: Per posting: the union row (-1: deleted), tf as float32 (bm25s's dtype) and bm25s's
+        #: ``k1 * ((1 - b) + b * dl / avgdl)`` in float64, computed once instead of per query.
+        self.live = post_rows >= 0
+        self.deleted = not bool(self.live.all())
+        self.rows = post_rows
+        self.tf = np.asarray(p.tf).astype(np.float32)
+        self.norm = k1 * ((1 - b) + b * np.asarray(p.lengths)[docs] / avg_len) if len(docs) else np.zeros(0)
+        counts = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(self.live, out=counts[1:])
+        #: Per term: live documents holding it.
+        self.df = counts[p.indptr[1:]] - counts[p.indptr[:-1]]
 
 
 class PostingsBM25(RetrieverBase):
@@ -83,30 +97,25 @@ class PostingsBM25(RetrieverBase):
 
     def __init__(self, parts: list[tuple[Postings, np.ndarray]], k1: float = 1.5, b: float = 0.75,
                  collection: str = "passages") -> None:
-        self.parts = [_Part(p, np.asarray(rows, dtype=np.int64)) for p, rows in parts]
         self.k1, self.b = float(k1), float(b)
         self.collection = collection
-        self.size = int(sum(int((part.rows >= 0).sum()) for part in self.parts))
-        total = sum(int(part.postings.lengths[part.rows >= 0].sum()) for part in self.parts)
+        live_rows = [np.asarray(rows) >= 0 for _, rows in parts]
+        self.size = int(sum(int(live.sum()) for live in live_rows))
+        total = sum(int(np.asarray(p.lengths)[live].sum()) for (p, _), live in zip(parts, live_rows, strict=True))
         # bm25s: np.array(lengths).mean(), a float64 (exact: the lengths are integers).
-        self.avg_len = np.float64(total) / self.size if self.size else np.float64(0.0)
+        self.avg_len = np.float64(total) / self.size if self.size else np.float64(1.0)
+        self.parts = [_Part(p, rows, self.k1, self.b, self.avg_len) for p, rows in parts]
 
-    def _term(self, token: str) -> tuple[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
-        """Document frequency over the live rows and, per shard, (union rows, tf, lengths) of ``token``."""
+    def _term(self, token: str) -> tuple[int, list[tuple[_Part, int, int]]]:
+        """Document frequency over the live rows and, per shard holding ``token``, its postings' span."""
         df = 0
         found = []
         for part in self.parts:
             t = part.postings.term(token)
-            if t is None:
+            if t is None or not part.df[t]:
                 continue
-            p = part.postings
-            docs = p.docs[int(p.indptr[t]) : int(p.indptr[t + 1])]
-            rows = part.rows[docs]
-            live = rows >= 0
-            if not live.any():
-                continue
-            df += int(live.sum())
-            found.append((rows[live], p.tf[int(p.indptr[t]) : int(p.indptr[t + 1])][live], p.lengths[docs[live]]))
+            df += int(part.df[t])
+            found.append((part, int(part.postings.indptr[t]), int(part.postings.indptr[t + 1])))
         return df, found
 
     def document_frequency(self, token: str) -> int:
@@ -117,11 +126,7 @@ class PostingsBM25(RetrieverBase):
         """Every term of the live rows with its document frequency (for checks; touches every term)."""
         out: dict[str, int] = {}
         for part in self.parts:
-            p = part.postings
-            live = np.zeros(len(p.docs) + 1, dtype=np.int64)
-            np.cumsum(part.rows[p.docs] >= 0, out=live[1:])
-            counts = live[p.indptr[1:]] - live[p.indptr[:-1]]
-            for term, n in zip(p.vocab, counts.tolist(), strict=True):
+            for term, n in zip(part.postings.vocab, part.df.tolist(), strict=True):
                 if n:
                     out[term] = out.get(term, 0) + n
         return out
@@ -137,10 +142,13 @@ class PostingsBM25(RetrieverBase):
             if not df:
                 continue  # not in the union's vocabulary: bm25s drops it from the query
             idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
-            for rows, tf, lengths in found:
-                tfc = tf.astype(np.float32) / (self.k1 * ((1 - self.b) + self.b * lengths / self.avg_len)
-                                               + tf.astype(np.float32))
-                scores[rows] += (idf * tfc).astype(np.float32)  # rows are distinct within one term
+            for part, start, end in found:
+                tf, rows = part.tf[start:end], part.rows[start:end]
+                values = (idf * (tf / (part.norm[start:end] + tf))).astype(np.float32)
+                if part.deleted:
+                    live = part.live[start:end]
+                    rows, values = rows[live], values[live]
+                scores[rows] += values  # rows are distinct within one term
         return scores
 
     def retrieve(self, query: str, k: int) -> list[Hit]:
