@@ -195,6 +195,28 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
     assert_same_index(grown, full)
 
 
+def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gearag.indexing import generation, union_graph
+
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(30, 1)
+    root = tmp_path / "idx"
+    build_index(passages[:10], root, STUB)
+    add_documents(root, passages[10:20])
+    computed: list[int] = []
+    real = union_graph.EndpointTable.compute.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, subjects, objects):  # type: ignore[no-untyped-def]
+        computed.append(len(subjects))
+        return real(cls, subjects, objects)
+
+    monkeypatch.setattr(union_graph.EndpointTable, "compute", classmethod(counting))
+    monkeypatch.setattr(generation, "TABLES_VERSION", generation.TABLES_VERSION + 1)  # rules changed since
+    grown = add_documents(root, passages[20:])
+    assert len(computed) == 3  # every shard's table, not only the new one's
+    assert_same_index(grown, build_index(passages, tmp_path / "full", STUB))
+
+
 _KILLED_ADD = textwrap.dedent("""
     import sys, time
     from pathlib import Path

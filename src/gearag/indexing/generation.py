@@ -119,7 +119,7 @@ def write_generation(
         started = time.perf_counter()
         tt = u.triples
         owner = np.asarray(tt.passage)
-        before = root / GENERATIONS_DIR / previous if previous else None
+        before = _reusable(root / GENERATIONS_DIR / previous) if previous else None
         tables = [shard_table(before, ref.name, s.triples.subjects, s.triples.objects, w)
                   for ref, s in zip(refs, shards, strict=True)]
         graph = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages))
@@ -144,9 +144,23 @@ def write_generation(
             timings["resolve"] = round(time.perf_counter() - started, 3)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(tt), "entities": graph.n_entities}
-        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
+        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, "tables": TABLES_VERSION,
                   "build_seconds": timings})
     return name, manifest_identity(out), counts
+
+
+#: Version of the per-shard tables and resolution state a generation keeps for the next add: bump it when
+#: what they hold changes (is_named, normalise_entity, name_key, the lexicon's rules, the trie's tokens), so
+#: a newer gearag recomputes them instead of trusting tables an older rule wrote.
+TABLES_VERSION = 1
+
+
+def _reusable(previous: Path) -> Path | None:
+    """``previous`` when its tables were written by this version of the rules, else None (recompute)."""
+    try:
+        return previous if read_manifest(previous).get("tables") == TABLES_VERSION else None
+    except GearagError:
+        return None
 
 
 def _prior_resolution(before: Path | None, refs: list[ShardRef], shards: list[Index],
@@ -192,5 +206,8 @@ def link_generation(src: Path, root: Path, refs: list[ShardRef], tombstones: dic
             if f.is_file() and rel != TOMBSTONES and _generation_file(rel):
                 w.path(rel).hardlink_to(f)
         w.write_json(TOMBSTONES, tombstones)
-        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts})
+        meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts}
+        if read_manifest(src).get("tables") is not None:  # the linked resolution state keeps its version
+            meta["tables"] = read_manifest(src)["tables"]
+        w.commit(meta)
     return name, manifest_identity(out)
