@@ -6,8 +6,11 @@ into it: adding one document changes them all, and a sharded index had to
 rebuild the model over the union on every ``gearag add``. Here each shard
 keeps its *postings* instead (term → the shard's documents and term
 frequencies, plus document lengths, :func:`postings_from_tokens`), and
-:class:`PostingsBM25` merges the statistics at query time, for the query's
-terms only, over the live rows of every shard (tombstoned rows left out).
+:class:`PostingsBM25` merges the statistics over the live rows of every shard
+(tombstoned rows left out) when a process first scores the loaded index: the
+union's document frequencies, document count and average length, and from
+them each posting's score, the entry a bm25s model over the union would hold.
+A query then adds its terms' postings as bm25s does.
 
 The arithmetic is bm25s's own (``bm25s.BM25(k1, b)``: method and idf "lucene",
 float32 scores), step for step: ``idf = log(1 + (N - df + 0.5) / (df + 0.5))``
@@ -72,28 +75,41 @@ class Postings:
 
 
 class _Part:
-    """One shard's postings laid out for scoring: per posting its union row, tf and length factor."""
+    """One shard's postings laid out for scoring: per posting its union row and its score's ``tfc``."""
 
     def __init__(self, postings: Postings, rows: np.ndarray, k1: float, b: float, avg_len: np.float64) -> None:
         self.postings = postings
         p = postings
         docs = np.asarray(p.docs, dtype=np.int64)
         post_rows = np.asarray(rows, dtype=np.int64)[docs]
-        #: Per posting: the union row (-1: deleted), tf as float32 (bm25s's dtype) and bm25s's
-        #: ``k1 * ((1 - b) + b * dl / avgdl)`` in float64, computed once instead of per query.
         self.live = post_rows >= 0
         self.deleted = not bool(self.live.all())
         self.rows = post_rows
-        self.tf = np.asarray(p.tf).astype(np.float32)
-        self.norm = k1 * ((1 - b) + b * np.asarray(p.lengths)[docs] / avg_len) if len(docs) else np.zeros(0)
+        # bm25s's term-frequency component, float64 from float32 tf: tf / (k1 * ((1 - b) + b * dl / avgdl) + tf).
+        tf = np.asarray(p.tf).astype(np.float32)
+        lengths = np.asarray(p.lengths)[docs]
+        self.tfc = tf / (k1 * ((1 - b) + b * lengths / avg_len) + tf) if len(docs) else np.zeros(0)
         counts = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum(self.live, out=counts[1:])
         #: Per term: live documents holding it.
         self.df = counts[p.indptr[1:]] - counts[p.indptr[:-1]]
+        self.values = np.zeros(0, dtype=np.float32)
+
+    def score(self, df: dict[str, int], n: int) -> None:
+        """Each posting's score ``float32(idf * tfc)`` with the union's document frequencies ``df`` (bm25s's
+        precomputed matrix entry; everything in it is fixed once the index is loaded)."""
+        p = self.postings
+        idf = np.fromiter((math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) if c else 0.0
+                           for t, c in zip(p.vocab, self.df.tolist(), strict=True)), dtype=np.float64,
+                          count=len(p.vocab)).astype(np.float32)
+        spans: np.ndarray = np.diff(np.asarray(p.indptr, dtype=np.int64))
+        per_posting = np.repeat(idf, spans)
+        self.values = (per_posting * self.tfc).astype(np.float32)
+        self.tfc = np.zeros(0)
 
 
 class PostingsBM25(RetrieverBase):
-    """BM25 over the union of several shards' live rows, statistics merged per query term (module docstring)."""
+    """BM25 over the union of several shards' live rows, statistics merged over the shards (module docstring)."""
 
     def __init__(self, parts: list[tuple[Postings, np.ndarray]], k1: float = 1.5, b: float = 0.75,
                  collection: str = "passages") -> None:
@@ -105,17 +121,24 @@ class PostingsBM25(RetrieverBase):
         # bm25s: np.array(lengths).mean(), a float64 (exact: the lengths are integers).
         self.avg_len = np.float64(total) / self.size if self.size else np.float64(1.0)
         self.parts = [_Part(p, rows, self.k1, self.b, self.avg_len) for p, rows in parts]
+        #: The union's document frequencies (live rows), merged over the shards once per loaded index.
+        self.df: dict[str, int] = {}
+        for part in self.parts:
+            for term, count in zip(part.postings.vocab, part.df.tolist(), strict=True):
+                if count:
+                    self.df[term] = self.df.get(term, 0) + count
+        for part in self.parts:
+            part.score(self.df, self.size)
 
     def _term(self, token: str) -> tuple[int, list[tuple[_Part, int, int]]]:
         """Document frequency over the live rows and, per shard holding ``token``, its postings' span."""
-        df = 0
+        df = self.df.get(token, 0)
         found = []
-        for part in self.parts:
-            t = part.postings.term(token)
-            if t is None or not part.df[t]:
-                continue
-            df += int(part.df[t])
-            found.append((part, int(part.postings.indptr[t]), int(part.postings.indptr[t + 1])))
+        if df:
+            for part in self.parts:
+                t = part.postings.term(token)
+                if t is not None and part.df[t]:
+                    found.append((part, int(part.postings.indptr[t]), int(part.postings.indptr[t + 1])))
         return df, found
 
     def document_frequency(self, token: str) -> int:
@@ -123,28 +146,18 @@ class PostingsBM25(RetrieverBase):
         return self._term(token)[0]
 
     def vocabulary(self) -> dict[str, int]:
-        """Every term of the live rows with its document frequency (for checks; touches every term)."""
-        out: dict[str, int] = {}
-        for part in self.parts:
-            for term, n in zip(part.postings.vocab, part.df.tolist(), strict=True):
-                if n:
-                    out[term] = out.get(term, 0) + n
-        return out
+        """Every term of the live rows with its document frequency (for checks)."""
+        return dict(self.df)
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every union row for ``query`` (zeros when no term matches), as bm25s computes it."""
         from gearag.retrieve.bm25 import tokenize
 
         scores = np.zeros(self.size, dtype=np.float32)
-        n = self.size
         for token in tokenize([query])[0]:
-            df, found = self._term(token)
-            if not df:
-                continue  # not in the union's vocabulary: bm25s drops it from the query
-            idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
-            for part, start, end in found:
-                tf, rows = part.tf[start:end], part.rows[start:end]
-                values = (idf * (tf / (part.norm[start:end] + tf))).astype(np.float32)
+            # A token not in the union's vocabulary has no postings: bm25s drops it from the query.
+            for part, start, end in self._term(token)[1]:
+                rows, values = part.rows[start:end], part.values[start:end]
                 if part.deleted:
                     live = part.live[start:end]
                     rows, values = rows[live], values[live]
