@@ -20,7 +20,7 @@ shards' stored results and the previous generation's per-shard tables
 union's passage count), entity specificity and the resolution are those of
 one index built from the union (:mod:`gearag.indexing.union_graph`,
 :mod:`gearag.indexing.union_resolve`). BM25 has no global model: its
-statistics are merged over the shards' postings at query time
+statistics are merged over the shards' postings when the index is first queried
 (:class:`~gearag.retrieve.bm25_postings.PostingsBM25`), scores equal to a
 bm25s model over the union. Format 3 (a bm25s model per generation) still
 loads; the next add writes format 4.
