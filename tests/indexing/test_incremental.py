@@ -25,6 +25,7 @@ from gearag.indexing.incremental import add_documents, compact, delete_documents
 from gearag.model import Passage
 from gearag.registry import REGISTRY
 from gearag.retrieve.bm25 import BM25Retriever
+from gearag.retrieve.bm25_postings import PostingsBM25
 from gearag.store.index import MANIFEST, Index, check_index, manifest_identity
 
 METHODS = REGISTRY.names("method")
@@ -53,12 +54,14 @@ def assert_same_index(a: Index, b: Index) -> None:
         np.testing.assert_allclose(ca.vectors, cb.vectors, atol=1e-6)
         if cb.weights is not None:
             np.testing.assert_allclose(ca.weights, cb.weights, rtol=1e-6)
-        ma, mb = ca.bm25, cb.bm25
-        assert ma.scores["num_docs"] == mb.scores["num_docs"]
-        assert set(ma.vocab_dict) == set(mb.vocab_dict)  # document frequencies over the same vocabulary
-        ra, rb = BM25Retriever(ma), BM25Retriever(mb)
+        # The sharded index scores from its shards' postings, the build from a bm25s model: same
+        # statistics (documents, every term's document frequency) and the same float32 scores, bit for bit.
+        ra, rb = ca.bm25_retriever(), cb.bm25_retriever()
+        assert isinstance(ra, PostingsBM25) and isinstance(rb, BM25Retriever)
+        assert ra.size == rb.size
+        assert ra.vocabulary() == rb.vocabulary()
         for query in ("film director born", b.passages[0].title, b.passages[-1].text[:80]):
-            np.testing.assert_allclose(ra.scores(query), rb.scores(query), rtol=1e-6)
+            np.testing.assert_array_equal(ra.scores(query), rb.scores(query))
     ga, gb = graph_arrays_for(a), graph_arrays_for(b)
     assert ga.resolution.keys == gb.resolution.keys
     for name in ("about", "mentions"):
@@ -94,9 +97,10 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path) -> None
     assert_same_rankings(Index.load(tmp_path / "grown"), full, questions[:3], METHODS)
 
 
-def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: Path) -> None:
+def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     use_stub_extractor(StubExtractor())
-    passages, questions = _passages(40, 4)
+    passages, questions = _passages(46, 4)
     root = tmp_path / "idx"
     a, b = passages[:20], passages[20:32]
     build_index(a, root, STUB)
@@ -107,7 +111,7 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     expected = build_index(remaining, tmp_path / "expected", STUB)
     assert_same_index(deleted, expected)
     # A deleted id may be added again: tombstones name rows, not ids.
-    again = [p for p in a if p.id == a[3].id] + passages[32:]
+    again = [p for p in a if p.id == a[3].id] + passages[32:40]
     grown = add_documents(root, again)
     expected2 = build_index(remaining + again, tmp_path / "expected2", STUB)
     assert_same_index(grown, expected2)
@@ -123,6 +127,20 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     assert len(list((root / "generations").iterdir())) == 1
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     assert compact(root).identity == compacted.identity  # nothing to merge: nothing written
+    # An add after the compact reuses the union's resolution state (linked into the compacted generation).
+    from gearag.indexing import generation
+
+    priors: list[bool] = []
+    real = generation.resolve_union
+
+    def spy(passages, tables, keep, owner, prior, new_from, indices):  # type: ignore[no-untyped-def]
+        priors.append(prior is not None)
+        return real(passages, tables, keep, owner, prior, new_from, indices)
+
+    monkeypatch.setattr(generation, "resolve_union", spy)
+    after = add_documents(root, passages[40:])
+    assert priors == [True]
+    assert_same_index(after, build_index(remaining + again + passages[40:], tmp_path / "expected3", STUB))
 
 
 def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
@@ -140,6 +158,63 @@ def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
     full = build_index(passages, tmp_path / "full", config)
     assert "hub" in full.graph.entities and "big" not in full.graph.entities  # 25 <= 32 < 33
     assert_same_index(grown, full)
+
+
+def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hub cut moves with every add (its cap grows with the union): ids stay those of a build, and a
+    second add reads the earlier shards' endpoint tables instead of recomputing them."""
+    from gearag.indexing import union_graph
+
+    use_stub_extractor(StubExtractor())
+    config = replace(STUB, graph=replace(STUB.graph, max_entity_share=0.4))
+
+    def page(i: int) -> Passage:  # "Hub" in 22 of 40, 22 of 60, 37 of 90; "Big" in 15, 24, 37
+        words = (["Hub"] if i < 22 or 60 <= i < 75 else []) + (["Big"] if i < 15 or 40 <= i < 49 or 60 <= i < 73
+                                                              else [])
+        return Passage(f"q{i}", f"Page {i}", "This page names " + " and ".join([*words, f"Thing{i % 7}"]) + ".")
+
+    passages = [page(i) for i in range(90)]
+    root = tmp_path / "grown"
+    build_index(passages[:40], root, config)
+    first = add_documents(root, passages[40:60])  # caps 20 -> 24: Hub stops being a hub
+    assert "hub" in first.graph.entities and "big" in first.graph.entities
+    computed: list[int] = []
+    real = union_graph.EndpointTable.compute.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, subjects, objects):  # type: ignore[no-untyped-def]
+        computed.append(len(subjects))
+        return real(cls, subjects, objects)
+
+    monkeypatch.setattr(union_graph.EndpointTable, "compute", classmethod(counting))
+    grown = add_documents(root, passages[60:])  # cap 36: both are hubs now (37 passages each)
+    full = build_index(passages, tmp_path / "full", config)
+    assert "hub" not in full.graph.entities and "big" not in full.graph.entities
+    assert computed == [len(grown.triples) - int(np.sum([len(Index.load(root / "shards" / s["name"]).triples)
+                                                         for s in grown.manifest["shards"][:2]]))]
+    assert_same_index(grown, full)
+
+
+def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gearag.indexing import generation, union_graph
+
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(30, 1)
+    root = tmp_path / "idx"
+    build_index(passages[:10], root, STUB)
+    add_documents(root, passages[10:20])
+    computed: list[int] = []
+    real = union_graph.EndpointTable.compute.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, subjects, objects):  # type: ignore[no-untyped-def]
+        computed.append(len(subjects))
+        return real(cls, subjects, objects)
+
+    monkeypatch.setattr(union_graph.EndpointTable, "compute", classmethod(counting))
+    monkeypatch.setattr(generation, "TABLES_VERSION", generation.TABLES_VERSION + 1)  # rules changed since
+    grown = add_documents(root, passages[20:])
+    assert len(computed) == 3  # every shard's table, not only the new one's
+    assert_same_index(grown, build_index(passages, tmp_path / "full", STUB))
 
 
 _KILLED_ADD = textwrap.dedent("""

@@ -143,6 +143,19 @@ class GraphArrays:
     ) -> GraphArrays:
         """Resolve the corpus; ``ner_spans`` adds NER mentions, ``embed`` (names → unit rows) synonym edges."""
         res = resolve_corpus(titles, texts, subjects, objects, owner, named, ner_spans=ner_spans)
+        return cls.from_resolution(res, embed=embed, synonym_threshold=synonym_threshold,
+                                   synonym_neighbours=synonym_neighbours)
+
+    @classmethod
+    def from_resolution(
+        cls,
+        res: Resolution,
+        *,
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+        synonym_threshold: float = SYNONYM_THRESHOLD,
+        synonym_neighbours: int = SYNONYM_NEIGHBOURS,
+    ) -> GraphArrays:
+        """The arrays of a resolution: its relation counts (and synonym edges when ``embed`` is given)."""
         ends = res.triple_ends
         keep = (ends[:, 0] >= 0) & (ends[:, 1] >= 0) & (ends[:, 0] != ends[:, 1])
         h, t = ends[keep, 0].astype(np.int64), ends[keep, 1].astype(np.int64)

@@ -353,7 +353,8 @@ def resolve_corpus(
     return Resolution(keys, n_names, about, mentions, ends, ner)
 
 
-def _incidence(rows: Sequence[int], cols: Sequence[int], shape: tuple[int, int]) -> sparse.csr_matrix:
+def _incidence(rows: Sequence[int] | np.ndarray, cols: Sequence[int] | np.ndarray,
+               shape: tuple[int, int]) -> sparse.csr_matrix:
     """A 0/1 matrix with a 1 at every (row, col) pair given (repeats count once)."""
     m = sparse.csr_matrix((np.ones(len(rows), dtype=np.float32),
                            (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))), shape=shape)

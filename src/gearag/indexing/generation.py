@@ -2,12 +2,16 @@
 
 A shard is built by the ordinary pipeline (:func:`~gearag.indexing.pipeline.build_index`)
 with :data:`SHARD_STAGES`: extract (with its resumable checkpoint), graph (the
-shard's passages and cleaned triples), tokens (BM25 token ids, so BM25 never
-re-tokenises) and embed. A generation is rebuilt from the shards' stored
-results by :func:`write_generation` with the code a from-scratch build runs
-(``linkable_for`` and ``TripleGraph.build`` over the union's triples in
-order, ``GraphArrays.build`` over its passages, bm25s over the merged token
-ids), so every corpus-global statistic is exact.
+shard's passages and cleaned triples), tokens (BM25 token ids and postings,
+so BM25 never re-tokenises and needs no global model) and embed. A
+generation is derived by :func:`write_generation` from the shards' stored
+results: the union's triple graph and hub cut from per-shard endpoint
+tables (:mod:`gearag.indexing.union_graph`) and its entity resolution
+extended from the previous generation's (:mod:`gearag.indexing.union_resolve`),
+each equal to what a from-scratch build computes, so every corpus-global
+statistic is exact. Per-shard tables already in the previous generation
+are hard-linked, not recomputed: an add's text and endpoint work is its
+own shard's.
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ from gearag.errors import GearagError
 from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
-from gearag.indexing.graph import GraphStage, linkable_for
+from gearag.indexing.graph import GraphStage
 from gearag.indexing.stage import Build, Stage
-from gearag.retrieve.bm25 import bm25_from_token_ids, save_bm25, token_ids
-from gearag.store.collection import PASSAGES, TRIPLES
-from gearag.store.graph import TripleGraph
+from gearag.indexing.union_graph import shard_table, union_triple_graph
+from gearag.indexing.union_resolve import ResolveState, resolve_union, shard_token_index
+from gearag.retrieve.bm25 import token_ids
+from gearag.retrieve.bm25_postings import POSTINGS_FILES, postings_from_tokens
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.shards import (
     GENERATION_FILES,
@@ -37,21 +42,32 @@ from gearag.store.shards import (
     SHARDED_COLLECTIONS,
     TOMBSTONES,
     ShardRef,
+    Union,
     check_generation,
     tokens_rel,
     union_of,
 )
 from gearag.store.writer import IndexWriter
-from gearag.text import is_named
 
 
 def write_tokens(writer: IndexWriter, collection: str, texts: list[str]) -> None:
-    """Store ``texts``' BM25 token ids as ``tokens/<collection>/`` of the index being written."""
-    vocab, ids, indptr = token_ids(texts)
+    """Store ``texts``' BM25 token ids and postings as ``tokens/<collection>/`` of the index being written."""
+    write_token_ids(writer, collection, *token_ids(texts))
+
+
+def write_token_ids(writer: IndexWriter, collection: str, vocab: list[str], ids: np.ndarray,
+                    indptr: np.ndarray) -> None:
+    """Store token ids (document ``i``: ``ids[indptr[i]:indptr[i+1]]`` into ``vocab``) and their postings.
+
+    The postings (term → documents, term frequencies) are what BM25 scores
+    from at query time (:class:`~gearag.retrieve.bm25_postings.PostingsBM25`).
+    """
     rel = tokens_rel(collection)
-    writer.write_json(f"{rel}/vocab.json", vocab)
-    writer.write_array(f"{rel}/ids.npy", ids)
-    writer.write_array(f"{rel}/indptr.npy", indptr)
+    writer.write_json(f"{rel}/vocab.json", list(vocab))
+    writer.write_array(f"{rel}/ids.npy", np.asarray(ids, dtype=np.int32))
+    writer.write_array(f"{rel}/indptr.npy", np.asarray(indptr, dtype=np.int64))
+    for name, array in zip(POSTINGS_FILES, postings_from_tokens(ids, indptr, len(vocab)), strict=True):
+        writer.write_array(f"{rel}/{name}", array)
 
 
 class TokensStage:
@@ -78,10 +94,13 @@ def generation_name(refs: list[ShardRef], tombstones: dict[str, np.ndarray]) -> 
 
 def write_generation(
     root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray], config: IndexConfig,
+    previous: str | None = None, union: Union | None = None,
 ) -> tuple[str, str, dict[str, int]]:
     """Build (or find, after an interrupted run) the generation of ``shards`` minus ``tombstones``.
 
-    Returns its name, manifest hash and counts.
+    ``previous``: the current generation's name, whose shards' endpoint tables
+    are hard-linked instead of recomputed; ``union``: the union of ``shards``
+    minus ``tombstones`` when the caller has it. Returns its name, manifest hash and counts.
     """
     name = generation_name(refs, tombstones)
     out = root / GENERATIONS_DIR / name
@@ -94,14 +113,16 @@ def write_generation(
                 return name, sha, dict(done["counts"])
         except (GearagError, OSError, ValueError, KeyError, TypeError):
             pass  # damaged or for other shards: rebuilt below
-    u = union_of([r.name for r in refs], shards, tombstones)
+    u = union or union_of([r.name for r in refs], shards, tombstones)
     timings: dict[str, float] = {}
     with IndexWriter(out, overwrite=out.exists()) as w:
         started = time.perf_counter()
         tt = u.triples
         owner = np.asarray(tt.passage)
-        linkable = linkable_for(config.graph, tt.subjects, tt.objects, owner.tolist(), len(u.passages))
-        graph = TripleGraph.build(tt.subjects, tt.objects, linkable)
+        before = _reusable(root / GENERATIONS_DIR / previous) if previous else None
+        tables = [shard_table(before, ref.name, s.triples.subjects, s.triples.objects, w)
+                  for ref, s in zip(refs, shards, strict=True)]
+        graph = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages))
         w.write_json("entities.json", graph.entities)
         w.write_array("arrays/triple_head.npy", graph.head)
         w.write_array("arrays/triple_tail.npy", graph.tail)
@@ -110,25 +131,63 @@ def write_generation(
         timings["graph"] = round(time.perf_counter() - started, 3)
         if config.resolve.entity_graph:
             started = time.perf_counter()
-            arrays = GraphArrays.build([p.title for p in u.passages], [p.text for p in u.passages],
-                                       tt.subjects, tt.objects, owner, is_named)
-            write_graph_arrays(w, arrays)
+            prior, new_from = _prior_resolution(before, refs, shards, tombstones)
+            indices = []
+            offset = 0
+            for ref, shard, keep in zip(refs, shards, u.passage_keep, strict=True):
+                index = shard_token_index(before, ref.name, [p.text for p in shard.passages], w)
+                indices.append((index, np.where(keep, offset + np.cumsum(keep) - 1, -1)))
+                offset += int(keep.sum())
+            res, state = resolve_union(u.passages, tables, u.triple_keep, owner, prior, new_from, indices[:-1])
+            write_graph_arrays(w, GraphArrays.from_resolution(res))
+            state.write(w)
             timings["resolve"] = round(time.perf_counter() - started, 3)
-        started = time.perf_counter()
-        paths = [root / r.rel for r in refs]
-        for coll in (PASSAGES, TRIPLES):
-            vocab, docs = u.tokens(coll, paths)
-            save_bm25(bm25_from_token_ids(vocab, docs, config.bm25.k1, config.bm25.b), w.path(f"bm25/{coll}"))
-        timings["bm25"] = round(time.perf_counter() - started, 3)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(tt), "entities": graph.n_entities}
-        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
+        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, "tables": TABLES_VERSION,
                   "build_seconds": timings})
     return name, manifest_identity(out), counts
 
 
+#: Version of the per-shard tables and resolution state a generation keeps for the next add: bump it when
+#: what they hold changes (is_named, normalise_entity, name_key, the lexicon's rules, the trie's tokens), so
+#: a newer gearag recomputes them instead of trusting tables an older rule wrote.
+TABLES_VERSION = 1
+
+
+def _reusable(previous: Path) -> Path | None:
+    """``previous`` when its tables were written by this version of the rules, else None (recompute)."""
+    try:
+        return previous if read_manifest(previous).get("tables") == TABLES_VERSION else None
+    except GearagError:
+        return None
+
+
+def _prior_resolution(before: Path | None, refs: list[ShardRef], shards: list[Index],
+                      tombstones: dict[str, np.ndarray]) -> tuple[ResolveState | None, int]:
+    """The previous generation's resolution state when this generation only adds the last shard to it.
+
+    Returns the state (None: resolve from scratch) and the union row the added passages start at.
+    """
+    if before is None or not (before / MANIFEST).exists():
+        return None, 0
+    try:
+        done = read_manifest(before)
+        old = json.loads((before / TOMBSTONES).read_text(encoding="utf-8"))
+    except (GearagError, OSError, ValueError):
+        return None, 0
+    now = {k: v.tolist() for k, v in tombstones.items() if len(v)}
+    if done.get("shards") != [r.name for r in refs[:-1]] or old != now:
+        return None, 0
+    new_from = sum(len(s.passages) - len(tombstones.get(r.name, ())) for r, s in zip(refs[:-1], shards, strict=False))
+    return ResolveState.read(before, new_from), new_from
+
+
 def _generation_file(rel: str) -> bool:
-    return rel in GENERATION_FILES or rel.startswith(("graph/", "bm25/passages/", "bm25/triples/"))
+    # BM25 is scored from the shards' postings (format 4): a format-3 generation's bm25s models are not carried.
+    # The union's resolution state (resolve/*, rows of the unchanged union) is; per-shard tables are not (the
+    # shards are new).
+    return rel in GENERATION_FILES or rel.startswith("graph/") or (rel.startswith("resolve/") and rel.count("/") == 1)
 
 
 def link_generation(src: Path, root: Path, refs: list[ShardRef], tombstones: dict[str, Any],
@@ -147,5 +206,8 @@ def link_generation(src: Path, root: Path, refs: list[ShardRef], tombstones: dic
             if f.is_file() and rel != TOMBSTONES and _generation_file(rel):
                 w.path(rel).hardlink_to(f)
         w.write_json(TOMBSTONES, tombstones)
-        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts})
+        meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts}
+        if read_manifest(src).get("tables") is not None:  # the linked resolution state keeps its version
+            meta["tables"] = read_manifest(src)["tables"]
+        w.commit(meta)
     return name, manifest_identity(out)

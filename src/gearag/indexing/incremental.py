@@ -33,7 +33,13 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
-from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation, write_tokens
+from gearag.indexing.generation import (
+    SHARD_STAGES,
+    link_generation,
+    write_generation,
+    write_token_ids,
+    write_tokens,
+)
 from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
 from gearag.options import build_config
@@ -56,6 +62,7 @@ from gearag.store.shards import (
     Union,
     generation_ref,
     is_sharded,
+    load_sharded,
     load_shards,
     read_tombstones,
     shard_refs,
@@ -241,11 +248,14 @@ def _open(root: Path, what: str, on_step: Step | None) -> _State:
 
 
 def _commit(state: _State, refs: list[ShardRef], shards: list[Index], gen: tuple[str, str], counts: dict[str, int],
-            seconds: dict[str, float], op: str) -> Index:
+            seconds: dict[str, float], op: str, union: Union | None = None) -> Index:
     manifest = _root_manifest(state.config, refs, shards, gen, counts, seconds, op)
     write_manifest_atomic(state.root, manifest)
     _cleanup(state.root, manifest)
-    return Index.load(state.root)
+    # The shards in memory are the ones just listed (same manifest hashes): not read again.
+    index = load_sharded(state.root, read_manifest(state.root), loaded=shards, union=union)
+    index.identity = manifest_identity(state.root)
+    return index
 
 
 class _Locked:
@@ -310,11 +320,13 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         refs = [*state.refs, ShardRef(name, shard.identity)]
         shards = [*state.shards, shard]
         started = time.perf_counter()
-        gname, gsha, counts = write_generation(root, refs, shards, state.tombstones, state.config)
+        u = union_of([r.name for r in refs], shards, state.tombstones)
+        gname, gsha, counts = write_generation(root, refs, shards, state.tombstones, state.config, state.generation,
+                                               union=u)
         seconds["generation"] = round(time.perf_counter() - started, 3)
         if on_step:
             on_step("generation", seconds["generation"])
-        return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add")
+        return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add", union=u)
 
 
 def _live_ids(root: Path, state: _State | None) -> set[str]:
@@ -322,7 +334,11 @@ def _live_ids(root: Path, state: _State | None) -> set[str]:
     if state is None:
         with (root / "passages.jsonl").open(encoding="utf-8") as fh:
             return {json.loads(line)["id"] for line in fh}
-    return {p.id for p in state.union().passages}
+    ids: set[str] = set()
+    for ref, shard in zip(state.refs, state.shards, strict=True):
+        dead = set(state.tombstones.get(ref.name, np.zeros(0, np.int64)).tolist())
+        ids.update(p.id for row, p in enumerate(shard.passages) if row not in dead)
+    return ids
 
 
 def _check_new_ids(root: Path, live: set[str], passages: Sequence[Passage]) -> None:
@@ -386,7 +402,8 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
             if rows:
                 tombstones[ref.name] = np.union1d(tombstones.get(ref.name, np.zeros(0, np.int64)), rows)
         started = time.perf_counter()
-        gname, gsha, counts = write_generation(root, state.refs, state.shards, tombstones, state.config)
+        gname, gsha, counts = write_generation(root, state.refs, state.shards, tombstones, state.config,
+                                               state.generation)
         seconds = {"generation": round(time.perf_counter() - started, 3)}
         if on_step:
             on_step("generation", seconds["generation"])
@@ -442,12 +459,10 @@ def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path],
             spec["sources"] = "arrays/triple_passage.npy"
         collections[coll] = spec
         vocab, docs = u.tokens(coll, paths)
-        rel = f"tokens/{coll}"
         indptr = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum([len(d) for d in docs], out=indptr[1:])
-        w.write_json(f"{rel}/vocab.json", vocab)
-        w.write_array(f"{rel}/ids.npy", (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32))
-        w.write_array(f"{rel}/indptr.npy", indptr)
+        ids = (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32)
+        write_token_ids(w, coll, vocab, ids, indptr)
     first = u.shards[0].manifest
     w.commit({"config": state.config.to_dict(), "extractor_key": first.get("extractor_key"),
               "embedding_dim": first.get("embedding_dim"), "counts": dict(state.manifest["counts"]),

@@ -217,6 +217,11 @@ class BM25Retriever(RetrieverBase):
     def retrieve(self, query: str, k: int) -> list[Hit]:
         return top_k(self.scores(query), k, keep_zero=False, collection=self.collection)
 
+    def vocabulary(self) -> dict[str, int]:
+        """Every term of the model with its document frequency (for checks)."""
+        indptr = np.asarray(self.model.scores["indptr"])  # type: ignore[attr-defined]
+        return {t: int(indptr[i + 1] - indptr[i]) for t, i in self._vocab.items() if i < len(indptr) - 1}
+
 
 def bm25_retriever(index: Index, collection: str, config: RetrieverConfig) -> RetrieverBase:
     """Registry factory: BM25 over one collection of ``index`` (bm25s, or the backend's full-text search)."""

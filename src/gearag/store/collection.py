@@ -131,17 +131,22 @@ class Collection:
     spec: CollectionSpec
     #: The text each row is retrieved by (title + newline + text for passages, "s p o" for triples).
     texts: Callable[[], Sequence[str]]
+    #: Builds this collection's BM25 retriever instead of a bm25s model at ``spec.bm25`` (a sharded
+    #: index scores from its shards' postings: :class:`gearag.retrieve.bm25_postings.PostingsBM25`).
+    bm25_factory: Callable[[], Any] | None = None
     #: Re-entrant: a loader may need another lazily loaded part (the row selection).
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
+    _deferred: dict[str, Callable[[], Any]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def preloaded(cls, root: Path, spec: CollectionSpec, texts: Callable[[], Sequence[str]],
-                  arrays: dict[str, Any]) -> Collection:
-        """A collection whose ``vectors``/``weights``/``sources`` are given in memory, not read from
-        ``spec``'s files (a sharded index's union of several shards, :mod:`gearag.store.shards`)."""
-        collection = cls(root, spec, texts)
-        collection._loaded.update(arrays)
+                  arrays: dict[str, Callable[[], Any]], bm25_factory: Callable[[], Any] | None = None) -> Collection:
+        """A collection whose ``vectors``/``weights``/``sources`` come from ``arrays`` (loaders, each called
+        once on first use) instead of ``spec``'s files: a sharded index's union of several shards
+        (:mod:`gearag.store.shards`)."""
+        collection = cls(root, spec, texts, bm25_factory)
+        collection._deferred.update(arrays)
         return collection
 
     @property
@@ -157,7 +162,7 @@ class Collection:
             with self._lock:
                 value = self._loaded.get(key)
                 if value is None:
-                    value = self._loaded[key] = load()
+                    value = self._loaded[key] = self._deferred.pop(key, load)()
         return value
 
     def _array(self, rel: str, ndim: int = 1) -> np.ndarray:
@@ -238,6 +243,8 @@ class Collection:
         """The bm25s retriever over this collection (built once)."""
         from gearag.retrieve.bm25 import BM25Retriever
 
+        if self.bm25_factory is not None:
+            return self._once("bm25_retriever", self.bm25_factory)
         model = self.bm25  # loaded first: _once's lock is not re-entrant
         return self._once("bm25_retriever", lambda: BM25Retriever(model, self.name))
 

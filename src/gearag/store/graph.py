@@ -48,6 +48,12 @@ class TripleGraph:
 
         head = np.fromiter((entity_id(s) for s in subjects), dtype=np.int32, count=len(subjects))
         tail = np.fromiter((entity_id(o) for o in objects), dtype=np.int32, count=len(objects))
+        return cls.from_ids(list(ids), head, tail)
+
+    @classmethod
+    def from_ids(cls, entities: Sequence[str], head: np.ndarray, tail: np.ndarray) -> TripleGraph:
+        """The graph of triples whose subject and object entity ids (-1: none) are ``head`` and ``tail``."""
+        ids = entities
         n_triples = len(head)
         triple_ids = np.arange(n_triples, dtype=np.int32)
         # Edges (entity, triple) from heads and from tails; a self-loop counts once.

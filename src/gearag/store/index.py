@@ -51,7 +51,8 @@ FORMAT = "gearag-index"
 FORMAT_VERSION = 2
 MIN_FORMAT_VERSION = 1
 #: A sharded index's root manifest (:mod:`gearag.store.shards`): shards plus one generation.
-SHARDED_FORMAT_VERSION = 3
+#: 4: BM25 is scored from the shards' postings (no bm25s model in the generation); 3 still loads.
+SHARDED_FORMAT_VERSION = 4
 SHARDED = "sharded"
 MANIFEST = "manifest.json"
 

@@ -2,20 +2,28 @@
 
 Layout (paths relative to the index directory)::
 
-    manifest.json             format version 3, layout "sharded": config, shards, generation, counts
+    manifest.json             format version 4, layout "sharded": config, shards, generation, counts
     shards/<name>/            one batch of documents: a plain index directory (its own manifest and
                               checksums) with passages, cleaned triples, vectors and BM25 token ids
-                              (tokens/<collection>/), but no BM25 model
+                              and postings (tokens/<collection>/), but no BM25 model
     generations/<name>/       what depends on the whole corpus, for exactly the listed shards minus
                               the tombstones: the triple graph (entities.json, arrays/), the
-                              passage-aware graph (graph/), BM25 models (bm25/) and tombstones.json
+                              passage-aware graph (graph/), tombstones.json, and what the next add
+                              reuses: each shard's endpoint table (endpoints/<shard>/) and token
+                              index (resolve/<shard>/), the lexicon and text mentions (resolve/)
 
 A **shard** is written once and never changed: it holds the expensive
-per-passage results (extraction, embedding, tokenisation). A **generation**
-is rebuilt by every ``add``/``delete``/``compact`` from the shards' stored
-results, with the same code a from-scratch build runs, so entity ids, the
-hub cut (``max_entity_share`` of the union's passage count), entity
-specificity and BM25 statistics are those of one index built from the union.
+per-passage results (extraction, embedding, tokenisation, BM25 postings). A
+**generation** is rebuilt by every ``add``/``delete``/``compact`` from the
+shards' stored results and the previous generation's per-shard tables
+(hard-linked), so entity ids, the hub cut (``max_entity_share`` of the
+union's passage count), entity specificity and the resolution are those of
+one index built from the union (:mod:`gearag.indexing.union_graph`,
+:mod:`gearag.indexing.union_resolve`). BM25 has no global model: its
+statistics are merged over the shards' postings when the index is first queried
+(:class:`~gearag.retrieve.bm25_postings.PostingsBM25`), scores equal to a
+bm25s model over the union. Format 3 (a bm25s model per generation) still
+loads; the next add writes format 4.
 
 The union is the shards' passages in shard order with deleted rows dropped
 (``tombstones.json``: shard name → deleted passage rows), and their triples
@@ -34,14 +42,18 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from gearag.config import IndexConfig
 from gearag.errors import IndexFormatError
 from gearag.model import Passage
+from gearag.retrieve.bm25_postings import PostingsBM25, read_postings
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, load_array
 from gearag.store.graph import TripleGraph
 from gearag.store.index import (
@@ -234,6 +246,18 @@ class Union:
     triples: TripleTable = field(default_factory=lambda: TripleTable([], [], [], np.zeros(0, np.int32)))
     passage_triple_indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
 
+    def matches(self, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray]) -> bool:
+        """Whether this is the union of ``shards`` (named by ``refs``) minus ``tombstones``."""
+        if self.names != [r.name for r in refs] or len(self.shards) != len(shards):
+            return False
+        if any(a is not b for a, b in zip(self.shards, shards, strict=True)):
+            return False
+        for name, keep in zip(self.names, self.passage_keep, strict=True):
+            dead = tombstones.get(name, np.zeros(0, np.int64))
+            if int((~keep).sum()) != len(dead) or (len(dead) and keep[dead].any()):
+                return False
+        return True
+
     @property
     def clean(self) -> bool:
         """One shard and no deletions: the union is that shard as it is."""
@@ -305,17 +329,26 @@ def load_shards(path: Path, refs: list[ShardRef], *, verify: bool = False) -> li
     return shards
 
 
-def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False) -> Index:
-    """The :class:`Index` of a sharded index: the union of its shards with its generation's global data."""
+def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
+                 loaded: list[Index] | None = None, union: Union | None = None) -> Index:
+    """The :class:`Index` of a sharded index: the union of its shards with its generation's global data.
+
+    ``loaded``: the shards already in memory (``gearag add`` just read them), in manifest order;
+    ``union``: their union, when the caller built it with the generation's tombstones.
+    """
     refs = shard_refs(path, manifest)
     gname, gsha = generation_ref(path, manifest)
     grel = f"{GENERATIONS_DIR}/{gname}"
     gpath = path / grel
-    check_generation(path, gname, gsha, checksums=verify)
-    shards = load_shards(path, refs, verify=verify)
+    gman = check_generation(path, gname, gsha, checksums=verify)
+    if loaded is not None and [s.identity for s in loaded] == [r.manifest_sha256 for r in refs]:
+        shards = loaded
+    else:
+        shards = load_shards(path, refs, verify=verify)
     try:
         tombstones = read_tombstones(gpath, {r.name: len(s.passages) for r, s in zip(refs, shards, strict=True)})
-        u = union_of([r.name for r in refs], shards, tombstones)
+        u = union if union is not None and union.matches(refs, shards, tombstones) else union_of(
+            [r.name for r in refs], shards, tombstones)
         entities = json.loads((gpath / "entities.json").read_text(encoding="utf-8"))
         if not isinstance(entities, list):
             raise IndexFormatError(f"{gpath}: entities.json is not a list (corrupt); rebuild the index")
@@ -336,35 +369,59 @@ def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False) 
     _check_ids(gpath, "arrays/triple_tail.npy", graph.tail, n_t, -1, n_e)
     _check_ids(gpath, "arrays/entity_indices.npy", graph.indices, None, 0, n_t)
     _check_indptr(gpath, "arrays/entity_indptr.npy", graph.indptr, n_e, len(graph.indices))
-    collections = {name: _collection(path, grel, refs, u, name) for name in SHARDED_COLLECTIONS}
+    bm25 = IndexConfig.from_dict(manifest.get("config", {})).bm25
+    listed = gman.get("files") or {}
+    collections = {}
+    for name in SHARDED_COLLECTIONS:
+        if any(f.startswith(f"bm25/{name}/") for f in listed):  # format 3: a bm25s model over the union
+            collections[name] = _collection(path, grel, refs, u, name, f"{grel}/bm25/{name}", None)
+        else:
+            factory = partial(postings_bm25, path, refs, u, name, bm25.k1, bm25.b)
+            collections[name] = _collection(path, grel, refs, u, name, None, factory)
     index_manifest = {**manifest, "graph_dir": f"{grel}/graph"}
     return Index(path=path, manifest=index_manifest, passages=u.passages, triples=u.triples, graph=graph,
                  passage_triple_indptr=u.passage_triple_indptr, collections=collections)
 
 
-def _collection(path: Path, grel: str, refs: list[ShardRef], u: Union, name: str) -> Collection:
-    """Collection ``name`` of the union: the generation's BM25, the shards' vectors (and weights, sources)."""
+def postings_bm25(path: Path, refs: list[ShardRef], u: Union, name: str, k1: float, b: float) -> PostingsBM25:
+    """BM25 over collection ``name`` of the union, scored from each shard's postings (format 4)."""
+    parts = []
+    offset = 0
+    for i, (ref, shard) in enumerate(zip(refs, u.shards, strict=True)):
+        n = len(shard.passages) if name == PASSAGES else len(shard.triples)
+        toks = read_tokens(path / ref.rel, name, n)
+        keep = u.rows(name, i)
+        rows = np.where(keep, offset + np.cumsum(keep) - 1, -1)
+        offset += int(keep.sum())
+        parts.append((read_postings(path / ref.rel, tokens_rel(name), toks.vocab, toks.ids, toks.indptr), rows))
+    return PostingsBM25(parts, k1, b, name)
+
+
+def _collection(path: Path, grel: str, refs: list[ShardRef], u: Union, name: str, bm25: str | None,
+                bm25_factory: Callable[[], Any] | None) -> Collection:
+    """Collection ``name`` of the union: its BM25 (a format-3 generation's model, else the shards' postings)
+    and the shards' vectors (and weights, sources)."""
     passages, triples = u.passages, u.triples
     texts = (lambda: [p.content for p in passages]) if name == PASSAGES else triples.texts
     rows = len(passages) if name == PASSAGES else len(triples)
     first = u.shards[0].collections[name].spec
-    bm25 = f"{grel}/bm25/{name}"
     if u.clean:  # keep the shard's memory maps: its files, addressed from the root
         prefix = f"{refs[0].rel}/"
         spec = CollectionSpec(name, rows, bm25, prefix + str(first.vectors),
                               prefix + first.weights if first.weights else None,
                               prefix + first.sources if isinstance(first.sources, str) else None)
-        return Collection(path, spec, texts)
+        return Collection(path, spec, texts, bm25_factory)
     weights = all(s.collections[name].spec.weights for s in u.shards)
     spec = CollectionSpec(name, rows, bm25, f"{SHARDS_DIR}/*/{first.vectors}",
                           f"{SHARDS_DIR}/*/{first.weights}" if weights else None,
                           "<union>" if name == TRIPLES else None)
-    arrays: dict[str, Any] = {"vectors": u.concat(name, lambda c: c.vectors)}
+    # Concatenated on first use: loading (and gearag add's reload) does not read every shard's vectors.
+    arrays: dict[str, Callable[[], Any]] = {"vectors": lambda: u.concat(name, lambda c: c.vectors)}
     if weights:
-        arrays["weights"] = u.concat(name, lambda c: c.weights)
+        arrays["weights"] = lambda: u.concat(name, lambda c: c.weights)
     if name == TRIPLES:
-        arrays["sources"] = (np.asarray(triples.passage), None)
-    return Collection.preloaded(path, spec, texts, arrays)
+        arrays["sources"] = lambda: (np.asarray(triples.passage), None)
+    return Collection.preloaded(path, spec, texts, arrays, bm25_factory)
 
 
 def write_manifest_atomic(path: Path, manifest: dict[str, Any]) -> None:

@@ -1,0 +1,71 @@
+"""Cost of successive ``gearag add`` runs onto a copy of an index: wall, CPU, peak RSS, generation parts.
+
+    python benchmarks/add_cost.py --index IDX --add DIR1 --add DIR2 --work /tmp/addcost [--out r.json]
+
+Each DIR is a ``gearag synth`` output (corpus.jsonl + triples.json, see
+benchmarks/scale.py): its passages are added with ``--extractor
+openie:DIR/triples.json``, one child process per add, in order, onto a copy
+of IDX (which is never written). Per add: wall seconds, user + system CPU
+seconds and peak RSS of the child (``wait4``), and the seconds the index
+records (``last_update``: shard, generation; the generation's
+``build_seconds``: graph, resolve, bm25). CPU seconds are what to compare on
+a loaded machine; wall seconds include waiting for a core.
+
+The code measured is the one on ``PYTHONPATH`` (point it at another checkout
+to measure that one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GEARAG = "import sys; from gearag.cli import main; sys.exit(main())"
+
+
+def run_add(index: Path, add: Path) -> dict[str, object]:
+    cmd = [sys.executable, "-c", GEARAG, "add", str(index), str(add / "corpus.jsonl"),
+           "--extractor", f"openie:{add / 'triples.json'}"]
+    started = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    err = child.stderr.read() if child.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"gearag add {add} failed:\n{err}")
+    manifest = json.loads((index / "manifest.json").read_text())
+    gen = index / "generations" / manifest["generation"]["name"] / "manifest.json"
+    return {"add": str(add), "wall_seconds": round(wall, 1), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024), "counts": manifest["counts"],
+            "format_version": manifest["format_version"], "last_update": manifest["last_update"]["seconds"],
+            "generation": json.loads(gen.read_text()).get("build_seconds"), "load_average": os.getloadavg()[0]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--index", type=Path, required=True, help="index to copy (never written)")
+    ap.add_argument("--add", type=Path, action="append", required=True, help="gearag synth output to add (repeat)")
+    ap.add_argument("--work", type=Path, required=True, help="directory for the copy (replaced)")
+    ap.add_argument("--out", type=Path, help="write the results here as JSON")
+    args = ap.parse_args()
+    copy = args.work / args.index.name
+    if copy.exists():
+        shutil.rmtree(copy)
+    args.work.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(args.index, copy)
+    results = []
+    for add in args.add:
+        results.append(run_add(copy, add))
+        print(json.dumps(results[-1]), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

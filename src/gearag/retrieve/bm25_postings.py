@@ -1,0 +1,189 @@
+"""BM25 scored at query time from per-shard term postings (a sharded index, issue 14).
+
+A bm25s model stores every (document, term) score, so the corpus statistics
+(document frequencies, the number of documents, the average length) are baked
+into it: adding one document changes them all, and a sharded index had to
+rebuild the model over the union on every ``gearag add``. Here each shard
+keeps its *postings* instead (term → the shard's documents and term
+frequencies, plus document lengths, :func:`postings_from_tokens`), and
+:class:`PostingsBM25` merges the statistics over the live rows of every shard
+(tombstoned rows left out) when a process first scores the loaded index: the
+union's document frequencies, document count and average length, and from
+them each posting's score, the entry a bm25s model over the union would hold.
+A query then adds its terms' postings as bm25s does.
+
+The arithmetic is bm25s's own (``bm25s.BM25(k1, b)``: method and idf "lucene",
+float32 scores), step for step: ``idf = log(1 + (N - df + 0.5) / (df + 0.5))``
+rounded to float32; ``tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)`` with
+``avgdl`` the float64 mean length; each document's term score
+``float32(idf * tfc)``, summed in float32 over the query's tokens in order
+(a repeated token counts again, as in bm25s). Scores therefore equal those of
+a bm25s model built over the union's texts bit for bit (tested), and an add
+costs no BM25 work beyond the new shard's own postings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gearag.retrieve.base import RetrieverBase, top_k
+
+if TYPE_CHECKING:
+    from gearag.model import Hit
+
+#: Postings files next to a shard's token ids (``tokens/<collection>/``).
+POSTINGS_FILES = ("postings_indptr.npy", "postings_docs.npy", "postings_tf.npy")
+
+
+def postings_from_tokens(ids: np.ndarray, indptr: np.ndarray, n_vocab: int) -> tuple[np.ndarray, ...]:
+    """``(indptr, docs, tf)``: term ``t``'s documents ``docs[indptr[t]:indptr[t+1]]`` (ascending) and counts.
+
+    ``ids``/``indptr``: the documents' token ids (document ``i`` is
+    ``ids[indptr[i]:indptr[i+1]]``) into a vocabulary of ``n_vocab`` terms.
+    """
+    n_docs = len(indptr) - 1
+    lengths: np.ndarray = np.diff(np.asarray(indptr, dtype=np.int64))
+    doc = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+    pairs = np.asarray(ids, dtype=np.int64) * max(n_docs, 1) + doc
+    uniq, counts = np.unique(pairs, return_counts=True)  # sorted by term, then document
+    terms = uniq // max(n_docs, 1)
+    p_indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=n_vocab), out=p_indptr[1:])
+    return p_indptr, (uniq % max(n_docs, 1)).astype(np.int32), counts.astype(np.int32)
+
+
+@dataclass
+class Postings:
+    """One shard collection's postings: its vocabulary, term → (documents, tf), and document lengths."""
+
+    vocab: list[str]
+    indptr: np.ndarray
+    docs: np.ndarray
+    tf: np.ndarray
+    lengths: np.ndarray
+    _index: dict[str, int] | None = field(default=None, repr=False)
+
+    def term(self, token: str) -> int | None:
+        if self._index is None:
+            self._index = {t: i for i, t in enumerate(self.vocab)}
+        return self._index.get(token)
+
+
+class _Part:
+    """One shard's postings laid out for scoring: per posting its union row and its score's ``tfc``."""
+
+    def __init__(self, postings: Postings, rows: np.ndarray, k1: float, b: float, avg_len: np.float64) -> None:
+        self.postings = postings
+        p = postings
+        docs = np.asarray(p.docs, dtype=np.int64)
+        post_rows = np.asarray(rows, dtype=np.int64)[docs]
+        self.live = post_rows >= 0
+        self.deleted = not bool(self.live.all())
+        self.rows = post_rows
+        # bm25s's term-frequency component, float64 from float32 tf: tf / (k1 * ((1 - b) + b * dl / avgdl) + tf).
+        tf = np.asarray(p.tf).astype(np.float32)
+        lengths = np.asarray(p.lengths)[docs]
+        self.tfc = tf / (k1 * ((1 - b) + b * lengths / avg_len) + tf) if len(docs) else np.zeros(0)
+        counts = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(self.live, out=counts[1:])
+        #: Per term: live documents holding it.
+        self.df = counts[p.indptr[1:]] - counts[p.indptr[:-1]]
+        self.values = np.zeros(0, dtype=np.float32)
+
+    def score(self, df: dict[str, int], n: int) -> None:
+        """Each posting's score ``float32(idf * tfc)`` with the union's document frequencies ``df`` (bm25s's
+        precomputed matrix entry; everything in it is fixed once the index is loaded)."""
+        p = self.postings
+        idf = np.fromiter((math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) if c else 0.0
+                           for t, c in zip(p.vocab, self.df.tolist(), strict=True)), dtype=np.float64,
+                          count=len(p.vocab)).astype(np.float32)
+        spans: np.ndarray = np.diff(np.asarray(p.indptr, dtype=np.int64))
+        per_posting = np.repeat(idf, spans)
+        self.values = (per_posting * self.tfc).astype(np.float32)
+        self.tfc = np.zeros(0)
+
+
+class PostingsBM25(RetrieverBase):
+    """BM25 over the union of several shards' live rows, statistics merged over the shards (module docstring)."""
+
+    def __init__(self, parts: list[tuple[Postings, np.ndarray]], k1: float = 1.5, b: float = 0.75,
+                 collection: str = "passages") -> None:
+        self.k1, self.b = float(k1), float(b)
+        self.collection = collection
+        live_rows = [np.asarray(rows) >= 0 for _, rows in parts]
+        self.size = int(sum(int(live.sum()) for live in live_rows))
+        total = sum(int(np.asarray(p.lengths)[live].sum()) for (p, _), live in zip(parts, live_rows, strict=True))
+        # bm25s: np.array(lengths).mean(), a float64 (exact: the lengths are integers).
+        self.avg_len = np.float64(total) / self.size if self.size else np.float64(1.0)
+        self.parts = [_Part(p, rows, self.k1, self.b, self.avg_len) for p, rows in parts]
+        #: The union's document frequencies (live rows), merged over the shards once per loaded index.
+        self.df: dict[str, int] = {}
+        for part in self.parts:
+            for term, count in zip(part.postings.vocab, part.df.tolist(), strict=True):
+                if count:
+                    self.df[term] = self.df.get(term, 0) + count
+        for part in self.parts:
+            part.score(self.df, self.size)
+
+    def _term(self, token: str) -> tuple[int, list[tuple[_Part, int, int]]]:
+        """Document frequency over the live rows and, per shard holding ``token``, its postings' span."""
+        df = self.df.get(token, 0)
+        found = []
+        if df:
+            for part in self.parts:
+                t = part.postings.term(token)
+                if t is not None and part.df[t]:
+                    found.append((part, int(part.postings.indptr[t]), int(part.postings.indptr[t + 1])))
+        return df, found
+
+    def document_frequency(self, token: str) -> int:
+        """Live documents containing ``token`` (a stemmed term)."""
+        return self._term(token)[0]
+
+    def vocabulary(self) -> dict[str, int]:
+        """Every term of the live rows with its document frequency (for checks)."""
+        return dict(self.df)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every union row for ``query`` (zeros when no term matches), as bm25s computes it."""
+        from gearag.retrieve.bm25 import tokenize
+
+        scores = np.zeros(self.size, dtype=np.float32)
+        for token in tokenize([query])[0]:
+            # A token not in the union's vocabulary has no postings: bm25s drops it from the query.
+            for part, start, end in self._term(token)[1]:
+                rows, values = part.rows[start:end], part.values[start:end]
+                if part.deleted:
+                    live = part.live[start:end]
+                    rows, values = rows[live], values[live]
+                scores[rows] += values  # rows are distinct within one term
+        return scores
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:
+        return top_k(self.scores(query), k, keep_zero=False, collection=self.collection)
+
+
+def read_postings(shard: Path, rel: str, vocab: list[str], ids: np.ndarray, indptr: np.ndarray) -> Postings:
+    """The postings stored at ``shard/rel`` (a shard's ``tokens/<collection>``), else computed from the token ids.
+
+    Shards written before format 4 have token ids only: their postings are
+    computed in memory (``gearag compact`` writes them).
+    """
+    from gearag.store.collection import load_array
+
+    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
+    if all((shard / rel / f).exists() for f in POSTINGS_FILES):
+        p_indptr, docs, tf = (np.asarray(load_array(shard, f"{rel}/{f}")) for f in POSTINGS_FILES)
+        if (len(p_indptr) != len(vocab) + 1 or len(docs) != len(tf) or int(p_indptr[-1]) != len(docs)
+                or (len(docs) and (int(docs.min()) < 0 or int(docs.max()) >= len(lengths)))):
+            from gearag.errors import IndexFormatError
+
+            raise IndexFormatError(f"{shard}: {rel} postings do not match its vocabulary (corrupt); rebuild the index")
+    else:
+        p_indptr, docs, tf = postings_from_tokens(ids, indptr, len(vocab))
+    return Postings(list(vocab), p_indptr, docs, tf, lengths)

@@ -1,0 +1,62 @@
+"""The union's resolution extended by an add equals resolve_corpus over the union (gearag add, issue 14)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gearag.graph.resolve import Resolution, resolve_corpus
+from gearag.indexing.union_graph import EndpointTable
+from gearag.indexing.union_resolve import TokenIndex, resolve_union
+from gearag.model import Passage
+from gearag.text import is_named
+
+BASE = [
+    Passage("b0", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990."),
+    Passage("b1", "Gamma Ray (album)", "Gamma Ray is an album by Zed Alpha, recorded in Beta."),
+    Passage("b2", "Delta", "Delta was founded near Gamma Ray and Omega Point."),
+]
+ADDED = [
+    Passage("a0", "Zed Alpha", "Zed Alpha is a band from Beta."),  # a new name the base texts mention
+    Passage("a1", "Beta (film)", "Beta is a 2001 film set in Delta."),  # a second page for an old name
+    Passage("a2", "Omega Point", "Omega Point is a cape."),  # named in a base text only, in no triple
+]
+
+
+def _triples(passages: list[Passage], offset: int) -> tuple[list[str], list[str], list[int]]:
+    subjects, objects, owner = [], [], []
+    for i, p in enumerate(passages):
+        for obj in ("Zed Alpha Band", "Zed Alpha", "Beta", "the 1990 tour"):
+            if obj.split()[-1] in p.text or obj in p.text:
+                subjects.append(p.title)
+                objects.append(obj)
+                owner.append(i + offset)
+    return subjects, objects, owner
+
+
+def _equal(a: Resolution, b: Resolution) -> None:
+    assert a.keys == b.keys and a.n_names == b.n_names
+    np.testing.assert_array_equal(a.triple_ends, b.triple_ends)
+    for name in ("about", "mentions"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.shape == y.shape and abs(x - y).sum() == 0, name
+        np.testing.assert_array_equal(x.data, y.data)  # float32 weights, bit for bit
+
+
+def test_an_add_rescans_only_what_new_names_touch_and_equals_a_resolution_of_the_union() -> None:
+    s0, o0, w0 = _triples(BASE, 0)
+    s1, o1, w1 = _triples(ADDED, len(BASE))
+    t0, t1 = EndpointTable.compute(s0, o0), EndpointTable.compute(s1, o1)
+    keep0, keep1 = np.ones(len(s0), bool), np.ones(len(s1), bool)
+    base_res, state = resolve_union(BASE, [t0], [keep0], np.asarray(w0), None, 0, [])
+    _equal(base_res, resolve_corpus([p.title for p in BASE], [p.text for p in BASE], s0, o0, w0, is_named))
+
+    union = BASE + ADDED
+    index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
+    grown, _ = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1), state, len(BASE), [index])
+    expected = resolve_corpus([p.title for p in union], [p.text for p in union], s0 + s1, o0 + o1, w0 + w1,
+                              is_named)
+    assert "zed alpha" in expected.keys[: expected.n_names]  # a title now, an endpoint before
+    _equal(grown, expected)
+    # Without the token index the base passage that names "Omega Point" keeps its old (stale) mentions.
+    stale, _ = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1), state, len(BASE), [])
+    assert abs(stale.mentions - expected.mentions).sum() > 0
