@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.ppr import DAMPING, PageRankOperator
+from gearag.graph.ppr import DAMPING, PUSH_EPS, SOLVERS, PageRankOperator
 from gearag.graph.resolve import Resolution, resolve_corpus, stop_words, usable_key
 from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import TokenTrie, tokens
@@ -115,6 +115,17 @@ class PassageGraphConfig:
                                     min=0.0)
     #: Use the NER-span mentions stored in the index (``ResolveConfig.ner_mentions``) as mention edges.
     ner_mentions: bool = setting(True, "Use the index's NER-span mentions as mention edges (--no-ner-mentions: off).")
+    #: PPR solver (:mod:`gearag.graph.ppr`): ``push`` (forward push, Andersen et al.
+    #: 2006: a query costs its seeds' neighbourhood, not the graph) or ``power``
+    #: (power iteration over the whole graph to ``RANK_TOL``, the solver HippoRAG's
+    #: igraph call amounts to). Push is the default because it ranks the same
+    #: passages at a cost that does not grow with the corpus (BENCHMARKS.md, "Local PPR").
+    solver: str = setting("push", "PPR solver over the passage graph: push (local) | power (whole graph).",
+                          name="ppr_solver", choices=SOLVERS)
+    #: Push threshold: a node is pushed while its residual exceeds ``push_eps × degree``
+    #: (seed mass 1); the total work is at most ``1 / (push_eps (1 - damping))`` edge visits.
+    push_eps: float = setting(PUSH_EPS, "Forward-push PPR threshold per unit of degree (ppr_solver=push).",
+                              name="ppr_push_eps", positive=True)
 
 
 @dataclass
@@ -335,7 +346,11 @@ class PassageGraph:
 
     def scores(self, seeds: np.ndarray) -> np.ndarray:
         """Passage scores: their PPR probability (entity-only graph: sum over mentioned entities)."""
-        p = self.operator.run(seeds, damping=self.config.damping, tol=RANK_TOL)
+        cfg = self.config
+        if cfg.solver == "push":
+            p, _ = self.operator.run_push(seeds, damping=cfg.damping, eps=cfg.push_eps)
+        else:
+            p = self.operator.run(seeds, damping=cfg.damping, tol=RANK_TOL)
         if self.config.passage_nodes:
             return p[: self.n_passages]
         return np.asarray(self.mentions @ p).ravel()
@@ -354,9 +369,10 @@ class PassageGraph:
         if not seeds.any():
             return []
         sc = self.scores(seeds)
-        top = np.argpartition(-sc, min(k, len(sc) - 1))[:k] if len(sc) > k else np.arange(len(sc))
-        top = top[np.lexsort((top, -sc[top]))]
-        return [int(r) for r in top if sc[r] > 0]
+        reached = np.flatnonzero(sc > 0)  # with the push solver, a few hundred of the corpus's passages
+        vals = sc[reached]
+        top = reached[np.argpartition(-vals, k)[:k]] if len(reached) > k else reached
+        return [int(r) for r in top[np.lexsort((top, -sc[top]))]]
 
 
 def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) -> PassageGraph:
