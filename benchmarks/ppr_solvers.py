@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from er_dev import DATASETS, ROOT  # noqa: E402
+from er_dev import DATASETS, ROOT
 
 SOLVERS = ("power", "push")
 

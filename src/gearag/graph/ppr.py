@@ -60,7 +60,9 @@ SOLVERS = ("power", "push")
 class PageRankOperator:
     """A graph's column-normalised transition matrix, prepared once, run per seed vector."""
 
-    def __init__(self, adjacency: sparse.spmatrix, dtype: type = np.float64) -> None:
+    def __init__(self, adjacency: sparse.spmatrix, dtype: type = np.float64, *, columns: bool = False) -> None:
+        """``columns``: keep the matrix by columns (what :meth:`run_push` reads) rather than by rows
+        (what :meth:`run` multiplies with); either is converted on first use of the other solver."""
         adj = sparse.csr_matrix(adjacency, dtype=np.float64)
         if adj.shape[0] != adj.shape[1]:
             raise ValueError(f"adjacency must be square, got {adj.shape}")
@@ -68,12 +70,21 @@ class PageRankOperator:
             raise ValueError("edge weights must be non-negative")
         out_weight = np.asarray(adj.sum(axis=0)).ravel()  # column sums: weight leaving each node
         inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
-        self.transition = (adj @ sparse.diags(inv)).tocsr().astype(dtype)
+        transition = (adj @ sparse.diags(inv)).astype(dtype)
+        self._rows: sparse.csr_matrix | None = None if columns else transition.tocsr()
+        self._columns: sparse.csc_matrix | None = transition.tocsc() if columns else None
         self.dtype = dtype
         self.dangling = out_weight <= 0
         self.n = adj.shape[0]
-        self._columns: sparse.csc_matrix | None = None
         self._degree: np.ndarray | None = None
+
+    @property
+    def transition(self) -> sparse.csr_matrix:
+        """The column-normalised transition matrix, by rows."""
+        if self._rows is None:
+            assert self._columns is not None
+            self._rows = self._columns.tocsr()
+        return self._rows
 
     def _seed_distribution(self, seeds: np.ndarray, damping: float, size: int | None = None) -> np.ndarray | None:
         """``seeds`` normalised to sum 1 (float64), None when all zero; checks the arguments.
@@ -98,7 +109,7 @@ class PageRankOperator:
         dist = self._seed_distribution(seeds, damping)
         if dist is None:
             return np.zeros(self.n)
-        s = dist.astype(self.dtype)
+        s: np.ndarray = dist.astype(self.dtype)
         p = s.copy()
         has_dangling = bool(self.dangling.any())
         for _ in range(max_iter):
@@ -126,11 +137,11 @@ class PageRankOperator:
         s = self._seed_distribution(dense[seeds_at], damping, size=dense.shape[0])
         if s is None:
             return np.zeros(self.n), 0.0
-        if self._columns is None:  # out-edges of node j = column j; prepared on first use
+        if self._columns is None:  # out-edges of node j = column j
             self._columns = self.transition.tocsc()
+        if self._degree is None:
             self._degree = np.maximum(np.diff(self._columns.indptr), 1).astype(np.float64)
         cols, degree = self._columns, self._degree
-        assert degree is not None
         p = np.zeros(self.n)
         r = np.zeros(self.n)
         r[seeds_at] = s
