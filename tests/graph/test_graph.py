@@ -237,6 +237,17 @@ def test_ppr_steps_from_a_fact_to_the_page_about_its_object() -> None:
     assert 5 not in off  # without the about edges nothing leads to the team's page
 
 
+def test_question_page_weight_seeds_the_pages_about_the_questions_entities() -> None:
+    q = "Who is the father of Seth Curry?"
+    off = _demo_graph(PassageGraphConfig(question_page_weight=0.0)).seeds(q)
+    on = _demo_graph(PassageGraphConfig(question_page_weight=0.5)).seeds(q)
+    n_passages = _demo_graph().n_passages
+    assert not off[:n_passages].any()  # no base passages given: only entity nodes are seeded
+    assert np.flatnonzero(on[:n_passages]).tolist() == [4]  # Seth Curry's own page
+    # Seth Curry passes half its seed to its page; the question's seeds still total 1
+    assert on[4] == pytest.approx(0.5) and on.sum() == pytest.approx(1.0) == off.sum()
+
+
 def test_both_solvers_rank_the_demo_graph_alike() -> None:
     q = "Who coached the college basketball team of Seth Curry?"
     push = _demo_graph(PassageGraphConfig(solver="push")).rank(q, [(4, 1.0)], [0], 6)
