@@ -7,7 +7,7 @@ import pytest
 from scipy import sparse
 
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
-from gearag.graph.ppr import personalized_pagerank
+from gearag.graph.ppr import PageRankOperator, personalized_pagerank
 from gearag.graph.resolve import build_lexicon, leading_name, opening_names, resolve_corpus, title_names
 from gearag.graph.titlelink import TitleMentions
 from gearag.graph.trie import TokenTrie, name_key, tokens
@@ -165,6 +165,54 @@ def test_ppr_rejects_bad_input() -> None:
     assert not personalized_pagerank(adj, np.zeros(3)).any()
 
 
+def _random_graph(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    adj = rng.random((n, n)) * (rng.random((n, n)) < 0.3)
+    adj = adj + adj.T
+    adj[:, n - 1] = 0  # a dangling node (no out-edges), reached from node 0
+    adj[n - 1, 0] = 1.0
+    return adj
+
+
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_push_stays_below_the_exact_vector_by_exactly_its_residual(damping: float) -> None:
+    adj = _random_graph(12, 1)
+    seeds = np.zeros(12)
+    seeds[[2, 5]] = [0.7, 0.3]
+    exact = _dense_ppr(adj, seeds, damping)
+    op = PageRankOperator(sparse.csr_matrix(adj))
+    for eps in (1e-2, 1e-4, 1e-8):
+        est, residual = op.run_push(seeds, damping=damping, eps=eps)
+        gap = exact - est
+        assert gap.min() > -1e-12  # an under-estimate, node by node
+        assert gap.sum() == pytest.approx(residual, abs=1e-10)  # the residual left is the whole L1 error
+    assert est == pytest.approx(exact, abs=1e-6)  # and it vanishes as eps does
+
+
+def test_push_is_local_on_a_long_path() -> None:
+    # A path of 2,000 nodes seeded at one end: power iteration touches every node; push stops
+    # where the residual falls below eps × degree, a few dozen hops in, whatever the length.
+    n = 2000
+    adj = sparse.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], format="csr")
+    seeds = np.zeros(n)
+    seeds[0] = 1.0
+    est, residual = PageRankOperator(adj).run_push(seeds, damping=0.5, eps=1e-6)
+    reached = np.flatnonzero(est)
+    assert reached.max() < 40 and residual < 1e-5
+    exact = personalized_pagerank(adj, seeds, damping=0.5, tol=1e-14, max_iter=500)
+    assert np.argsort(-est)[:10].tolist() == np.argsort(-exact)[:10].tolist()
+
+
+def test_push_rejects_bad_input() -> None:
+    op = PageRankOperator(sparse.eye(3, format="csr"))
+    with pytest.raises(ValueError):
+        op.run_push(np.array([1.0, 0, 0]), eps=0.0)
+    with pytest.raises(ValueError):
+        op.run_push(np.array([-1.0, 0, 0]))
+    est, residual = op.run_push(np.zeros(3))
+    assert not est.any() and residual == 0.0
+
+
 # -- passage graph --------------------------------------------------------------
 
 
@@ -187,6 +235,24 @@ def test_ppr_steps_from_a_fact_to_the_page_about_its_object() -> None:
     assert ranked[0] == 4 and 5 in ranked[:3]
     off = _demo_graph(PassageGraphConfig(about_weight=0.0)).rank(q, [(4, 1.0)], [0], 5)
     assert 5 not in off  # without the about edges nothing leads to the team's page
+
+
+def test_question_page_weight_seeds_the_pages_about_the_questions_entities() -> None:
+    q = "Who is the father of Seth Curry?"
+    off = _demo_graph(PassageGraphConfig(question_page_weight=0.0)).seeds(q)
+    on = _demo_graph(PassageGraphConfig(question_page_weight=0.5)).seeds(q)
+    n_passages = _demo_graph().n_passages
+    assert not off[:n_passages].any()  # no base passages given: only entity nodes are seeded
+    assert np.flatnonzero(on[:n_passages]).tolist() == [4]  # Seth Curry's own page
+    # Seth Curry passes half its seed to its page; the question's seeds still total 1
+    assert on[4] == pytest.approx(0.5) and on.sum() == pytest.approx(1.0) == off.sum()
+
+
+def test_both_solvers_rank_the_demo_graph_alike() -> None:
+    q = "Who coached the college basketball team of Seth Curry?"
+    push = _demo_graph(PassageGraphConfig(solver="push")).rank(q, [(4, 1.0)], [0], 6)
+    power = _demo_graph(PassageGraphConfig(solver="power")).rank(q, [(4, 1.0)], [0], 6)
+    assert push == power and len(push) >= 4
 
 
 def test_question_entities_skip_stop_word_matches() -> None:

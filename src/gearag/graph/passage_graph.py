@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.ppr import DAMPING, PageRankOperator
+from gearag.errors import ConfigError
+from gearag.graph.ppr import DAMPING, PUSH_EPS, SOLVERS, PageRankOperator
 from gearag.graph.resolve import Resolution, resolve_corpus, stop_words, usable_key
 from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import TokenTrie, tokens
@@ -115,6 +116,37 @@ class PassageGraphConfig:
                                     min=0.0)
     #: Use the NER-span mentions stored in the index (``ResolveConfig.ner_mentions``) as mention edges.
     ner_mentions: bool = setting(True, "Use the index's NER-span mentions as mention edges (--no-ner-mentions: off).")
+    #: Share of each question entity's seed passed on to the pages about it (spread
+    #: over its about edges, so an ambiguous name seeds every candidate page by its
+    #: resolution weight; an entity without a page keeps its whole share). The
+    #: question's seeds still total 1, so the memory and proximal weights keep
+    #: their meaning.
+    #: This is query-time entity linking: the question names an entity, and the
+    #: page about it is evidence in itself, as title matching is in HotpotQA
+    #: retrievers (e.g. Nie et al., 2019, "Revealing the importance of semantic
+    #: retrieval"). Without it, a named entity's page competes with every page
+    #: that mentions the entity for the entity's mass (a comparison's second
+    #: entity fell below pages about the first one's works). 0 = off (HippoRAG
+    #: seeds entity nodes only). 0.5 was chosen on the first halves of the three
+    #: dev sets only; the second halves were held out (BENCHMARKS.md, "Question-page seeds").
+    question_page_weight: float = setting(0.5, "Share of a question entity's PPR seed passed to the pages about it "
+                                               "(0: entity nodes only; at most 1).", min=0.0)
+    #: PPR solver (:mod:`gearag.graph.ppr`): ``push`` (forward push, Andersen et al.
+    #: 2006: a query costs its seeds' neighbourhood, not the graph) or ``power``
+    #: (power iteration over the whole graph to ``RANK_TOL``, the solver HippoRAG's
+    #: igraph call amounts to). Push is the default because it ranks the same
+    #: passages at a cost that does not grow with the corpus (BENCHMARKS.md, "Local PPR").
+    solver: str = setting("push", "PPR solver over the passage graph: push (local) | power (whole graph).",
+                          name="ppr_solver", choices=SOLVERS)
+    #: Push threshold: a node is pushed while its residual exceeds ``push_eps × degree``
+    #: (seed mass 1); the total work is at most ``1 / (push_eps (1 - damping))`` edge visits.
+    push_eps: float = setting(PUSH_EPS, "Forward-push PPR threshold per unit of degree (ppr_solver=push).",
+                              name="ppr_push_eps", positive=True)
+
+    def __post_init__(self) -> None:
+        if self.question_page_weight > 1:
+            raise ConfigError(f"--question-page-weight is a share of the entity's seed, at most 1; "
+                              f"got {self.question_page_weight:g}")
 
 
 @dataclass
@@ -268,7 +300,7 @@ class PassageGraph:
             if usable_key(key) and (i < res.n_names or df[i] > 0):
                 self.trie.add(key.split(" "), i)
         # float32: the ranking needs far less precision than float32 holds, and it halves the memory traffic.
-        self.operator = PageRankOperator(self._adjacency(), dtype=np.float32)
+        self.operator = PageRankOperator(self._adjacency(), dtype=np.float32, columns=config.solver == "push")
 
     def _adjacency(self) -> sparse.csr_matrix:
         cfg = self.config
@@ -326,7 +358,16 @@ class PassageGraph:
         ents = self.question_entities(question)
         if ents:
             w = self.specificity[ents]
-            s[offset + np.asarray(ents)] += w / w.sum()
+            share = w / w.sum()
+            if cfg.question_page_weight > 0 and cfg.passage_nodes:
+                # Each entity passes question_page_weight of its share on to the pages about it
+                # (if any), so the question's seeds still total 1 against the memory's.
+                about = self.about[np.asarray(ents)]
+                passed = cfg.question_page_weight * share * np.asarray(about.sum(axis=1)).ravel()
+                pages = sparse.csr_matrix((cfg.question_page_weight * share)[None, :]) @ about
+                s[pages.indices] += pages.data
+                share = share - passed
+            s[offset + np.asarray(ents)] += share
         if proximal and prox_weight > 0:
             ends = self.arrays.resolution.triple_ends
             acc: dict[int, float] = {}
@@ -348,7 +389,11 @@ class PassageGraph:
 
     def scores(self, seeds: np.ndarray) -> np.ndarray:
         """Passage scores: their PPR probability (entity-only graph: sum over mentioned entities)."""
-        p = self.operator.run(seeds, damping=self.config.damping, tol=RANK_TOL)
+        cfg = self.config
+        if cfg.solver == "push":
+            p, _ = self.operator.run_push(seeds, damping=cfg.damping, eps=cfg.push_eps)
+        else:
+            p = self.operator.run(seeds, damping=cfg.damping, tol=RANK_TOL)
         if self.config.passage_nodes:
             return p[: self.n_passages]
         return np.asarray(self.mentions @ p).ravel()
@@ -367,9 +412,10 @@ class PassageGraph:
         if not seeds.any():
             return []
         sc = self.scores(seeds)
-        top = np.argpartition(-sc, min(k, len(sc) - 1))[:k] if len(sc) > k else np.arange(len(sc))
-        top = top[np.lexsort((top, -sc[top]))]
-        return [int(r) for r in top if sc[r] > 0]
+        reached = np.flatnonzero(sc > 0)  # with the push solver, a few hundred of the corpus's passages
+        vals = sc[reached]
+        top = reached[np.argpartition(-vals, k)[:k]] if len(reached) > k else reached
+        return [int(r) for r in top[np.lexsort((top, -sc[top]))]]
 
 
 def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) -> PassageGraph:
