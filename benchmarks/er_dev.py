@@ -16,7 +16,7 @@ built with the defaults stores them only when those are on).
 off, passage nodes off, Eq. 9 output, agent changes off).
 
     PYTHONPATH=src .venv/bin/python benchmarks/er_dev.py [--sets 2wiki,hotpotqa,musique] [--limit N]
-        [--force] [--all-ablations] [--json out.json]
+        [--force] [--all-ablations] [--core] [--json out.json]
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def build(dataset: str, force: bool) -> dict[str, Any]:
     }
 
 
-def methods_for(dataset: str, all_ablations: bool = False) -> list[tuple[str, str, dict[str, Any]]]:
+def methods_for(dataset: str, all_ablations: bool = False, core: bool = False) -> list[tuple[str, str, dict[str, Any]]]:
     from gearag.config import ResolveConfig
 
     steps = DATASETS[dataset].max_steps
@@ -101,7 +101,12 @@ def methods_for(dataset: str, all_ablations: bool = False) -> list[tuple[str, st
         (f"  GEAR, {syn_label}", "gear", {**gear, **syn_flip}),
         (f"  GEAR, {ner_label}", "gear", {**gear, **ner_flip}),
         ("  GEAR, evidence seeds off", "gear", {**gear, "seed_evidence": False}),
+        ("  SyncGE, question-page seeds off", "syncge", {**base, "question_page_weight": 0.0}),
+        ("  GEAR, question-page seeds off", "gear", {**gear, "question_page_weight": 0.0}),
+        ("  GEAR, power iteration (not forward push)", "gear", {**gear, "ppr_solver": "power"}),
     ]
+    if core:  # the issue's table only: the baselines and both methods with every default
+        rows = [r for r in rows if not r[0].startswith(" ")]
     if all_ablations:
         rows += [
             ("  SyncGE, PPR off (Alg. 1 + Eq. 3)", "syncge", {**base, "graph": "beams"}),
@@ -116,7 +121,8 @@ def methods_for(dataset: str, all_ablations: bool = False) -> list[tuple[str, st
     return rows
 
 
-def evaluate(index_path: str, dataset: str, limit: int | None, all_ablations: bool = False) -> list[dict[str, Any]]:
+def evaluate(index_path: str, dataset: str, limit: int | None, all_ablations: bool = False,
+             core: bool = False) -> list[dict[str, Any]]:
     from gearag.api import Gearag
     from gearag.bench.evaluate import timed_run, warm_up
     from gearag.data import load_questions
@@ -126,7 +132,7 @@ def evaluate(index_path: str, dataset: str, limit: int | None, all_ablations: bo
     questions = load_questions(DATASETS[dataset].questions)[:limit]
     half = len(questions) // 2
     rows = []
-    for label, method, options in methods_for(dataset, all_ablations):
+    for label, method, options in methods_for(dataset, all_ablations, core):
         run = app.method(method, **options)
         warm_up(run, 15)
         latencies, run_rows = timed_run(app, run, questions, 15)
@@ -162,6 +168,7 @@ def main() -> None:
     parser.add_argument("--force", action="store_true", help="rebuild the indices")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--all-ablations", action="store_true", help="also run the earlier issue-9 ablations")
+    parser.add_argument("--core", action="store_true", help="only bm25, titlelink, SyncGE and GEAR with the defaults")
     args = parser.parse_args()
     out: dict[str, Any] = {}
     for dataset in args.sets.split(","):
@@ -171,7 +178,8 @@ def main() -> None:
               f" {before_s:.1f} s), {info['mb']} MB (graph/ {info['graph_mb']} MB; without it"
               f" {info['mb'] - info['graph_mb']:.1f} MB); stages {info['stages']};"
               f" resolve {info['resolve']}", flush=True)
-        out[dataset] = {"index": info, "rows": evaluate(info["path"], dataset, args.limit, args.all_ablations)}
+        out[dataset] = {"index": info, "rows": evaluate(info["path"], dataset, args.limit, args.all_ablations,
+                                                                args.core)}
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
 
