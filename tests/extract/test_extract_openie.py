@@ -133,3 +133,14 @@ def test_unreadable_files_are_data_errors(tmp_path):
         assert str(path) in str(err.value)
     with pytest.raises(ConfigError):
         make_extractor("openie")
+
+
+def test_key_is_the_files_hash_read_in_pieces(tmp_path):
+    """The file is read as a stream; its key is still the hash of all its bytes (earlier checkpoints stay valid)."""
+    import hashlib
+
+    path = write(tmp_path / "o.json", {"ents_by_doc": [["x"] * 1000],
+                                       "docs": [{"title": "T", "text": "t", "extracted_triples": [["a", "b", "c"]]}]})
+    ex = OpenIEExtractor(path)
+    assert ex.key == f"openie-v1-{hashlib.blake2b(path.read_bytes(), digest_size=12).hexdigest()}"
+    assert list(ex.extract([Passage("p", "T", "t")])) == [[Fact("a", "b", "c")]]

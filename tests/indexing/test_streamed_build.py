@@ -14,7 +14,7 @@ import pytest
 
 from conftest import StubExtractor, wiki_slice
 from gearag.config import IndexConfig
-from gearag.indexing import build_index
+from gearag.indexing import build_index, write_index
 from gearag.indexing.embed import EmbedStage, embed_to_file, load_or_embed
 from gearag.indexing.executor import LocalExecutor, embed_texts
 from gearag.indexing.extract import ExtractStage
@@ -97,14 +97,16 @@ def test_streamed_build_equals_the_in_memory_build(corpus: list[Passage], tmp_pa
                             stages=(ExtractStage(), GraphStage(), ResolveStage(), TreesStage(),
                                     WholeCorpusBM25Stage(), EmbedStage()))
     monkeypatch.setattr(bm25_module, "TOKENIZE_CHUNK", 53)
-    streamed = build_index(corpus, tmp_path / "streamed", config, extractor=StubExtractor())
+    # write_index (what `gearag index` runs): the same build, returning the manifest without loading the index.
+    manifest = write_index(corpus, tmp_path / "streamed", config, extractor=StubExtractor())
+    assert manifest == json.loads((tmp_path / "streamed" / "manifest.json").read_text())
     assert reference.manifest["counts"]["triples"] > 500
-    ref_files, new_files = _files(reference.path), _files(streamed.path)
+    ref_files, new_files = _files(reference.path), _files(tmp_path / "streamed")
     assert "vectors/triples.npy" in new_files and "vectors/triple_weights.npy" in new_files
     assert "bm25/triples/data.csc.index.npy" in new_files
     assert {rel for rel in ref_files if ref_files[rel] != new_files.get(rel)} == set()
     assert set(ref_files) == set(new_files)
-    assert _manifest_rest(reference.path) == _manifest_rest(streamed.path)
+    assert _manifest_rest(reference.path) == _manifest_rest(tmp_path / "streamed")
 
 
 def test_chunked_bm25_writes_the_whole_corpus_files(corpus: list[Passage], tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def index(
     from gearag.data import load_corpus
     from gearag.display import safe
     from gearag.extract import make_extractor
-    from gearag.indexing import build_index
+    from gearag.indexing import write_index
     from gearag.options import build_config
     from gearag.outputs import check_output_dir
     from gearag.store.writer import check_replaceable
@@ -90,7 +90,8 @@ def index(
             executor.start()
             err.print(f"extraction and embedding on Ray ({safe(executor.config.address)}, "
                       f"{executor.workers()} workers)")
-        built = build_index(
+        # The manifest only: loading the index back (its passages and triples as Python lists) is not needed.
+        manifest = write_index(
             passages,
             out_dir,
             config,
@@ -114,12 +115,12 @@ def index(
                       f" tokens used {total.paid_tokens:,}")
             if hasattr(roles.llm, "close"):
                 roles.llm.close()
-    counts = built.manifest["counts"]
+    counts = manifest["counts"]
     err.print(
         f"indexed {counts['passages']:,} passages, {counts['triples']:,} triples, "
         f"{counts['entities']:,} entities into {safe(out_dir)} in {time.perf_counter() - started:.1f} s"
     )
-    for name, pool in (built.manifest.get("trees") or {}).get("pools", {}).items():
+    for name, pool in (manifest.get("trees") or {}).get("pools", {}).items():
         parts = ", ".join(f"{v:,} {k}" for k, v in pool.items() if k != "nodes")
         err.print(f"  pool {name}: {pool['nodes']:,} nodes ({parts})")
 

@@ -21,11 +21,11 @@ exact duplicates within a doc are dropped silently.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from gearag.data.jsonstream import ArrayNotFoundError, JSONStreamError, iter_array
 from gearag.errors import ConfigError, DataError
 from gearag.model import Fact, Passage
 
@@ -77,37 +77,32 @@ class OpenIEExtractor:
         self._triples: list[list[Fact]] = []
         self._by_title_text: dict[bytes, int] = {}  # _key(title, text) -> doc row
         self._by_passage: dict[bytes, int] = {}  # _key(passage) -> doc row
-        raw = self._read()
-        self.key = f"{KEY_VERSION}-{hashlib.blake2b(raw, digest_size=12).hexdigest()}"
-        docs = self._parse(raw)
-        del raw  # the file's bytes are not needed beside its parsed docs
-        self._load(docs)
+        digest = hashlib.blake2b(digest_size=12)
+        self._load(self._docs(digest))
+        self.key = f"{KEY_VERSION}-{digest.hexdigest()}"  # the whole file's bytes, hashed as they were read
 
     # -- loading -------------------------------------------------------------
 
-    def _read(self) -> bytes:
+    def _docs(self, digest: Any) -> Iterator[Any]:
+        """The file's docs one at a time (:func:`~gearag.data.jsonstream.iter_array`: never the whole file parsed)."""
         try:
-            return self.path.read_bytes()
+            with self.path.open("rb") as fh:
+                yield from iter_array(fh, "docs", digest=digest)
         except FileNotFoundError:
             raise DataError(f"{self.path}: OpenIE file not found") from None
         except IsADirectoryError:
             raise DataError(f"{self.path}: OpenIE file is a directory") from None
         except OSError as exc:
             raise DataError(f"{self.path}: cannot read OpenIE file ({exc.strerror or exc})") from None
-
-    def _parse(self, raw: bytes) -> list[Any]:
-        try:
-            data = json.loads(raw)
         except UnicodeDecodeError as exc:
             raise DataError(f"{self.path}: OpenIE file is not UTF-8 text ({exc.reason})") from None
-        except json.JSONDecodeError as exc:
+        except JSONStreamError as exc:
             raise DataError(f"{self.path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-        docs = data.get("docs") if isinstance(data, dict) else data
-        if not isinstance(docs, list):
-            raise DataError(f"{self.path}: expected HippoRAG OpenIE results, a JSON object with a 'docs' list")
-        return docs
+        except ArrayNotFoundError:
+            raise DataError(
+                f"{self.path}: expected HippoRAG OpenIE results, a JSON object with a 'docs' list") from None
 
-    def _load(self, docs: list[Any]) -> None:
+    def _load(self, docs: Iterator[Any]) -> None:
         """Keep each doc's cleaned triples and its lookup keys; each parsed doc is dropped once read."""
         pool: dict[str, str] = {}
         for n, doc in enumerate(docs):
@@ -130,7 +125,6 @@ class OpenIEExtractor:
             idx = len(self._triples)
             self._triples.append(kept)
             self._index(doc, idx, n)
-            docs[n] = None
         self.n_docs = len(self._triples)
 
     def _index(self, doc: dict[str, Any], idx: int, n: int) -> None:

@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gearag.config import IndexConfig
 from gearag.errors import DataError
@@ -28,7 +29,7 @@ from gearag.indexing.resolve import ResolveStage
 from gearag.indexing.stage import Build, Stage
 from gearag.indexing.trees import TreesStage
 from gearag.model import Passage
-from gearag.store.index import Index
+from gearag.store.index import Index, read_manifest
 from gearag.store.writer import IndexWriter
 
 DEFAULT_STAGES: tuple[Stage, ...] = (
@@ -56,6 +57,10 @@ def build_index(
 ) -> Index:
     """Build an index of ``passages`` at ``out`` and return it loaded.
 
+    Takes the arguments of :func:`write_index`, which builds without loading
+    (a caller that needs only the manifest, like ``gearag index``, saves the
+    load's memory: the index's passages and triples as Python lists).
+
     ``extractor`` overrides ``config.extract.extractor`` (for example an LLM
     extractor with a configured client); ``llm_roles`` (an
     :class:`~gearag.llm.roles.LLMRoles`) serves the trees stage with
@@ -66,6 +71,26 @@ def build_index(
     embed stages' per-row work (default: here; :class:`gearag.distributed.RayExecutor`
     spreads it over a Ray cluster) and gives the same index either way.
     """
+    write_index(passages, out, config, extractor=extractor, llm_roles=llm_roles, overwrite=overwrite, resume=resume,
+                on_stage=on_stage, stages=stages, executor=executor)
+    # Loaded only now: the build's state (triple columns, texts, graph) is gone, not held beside the index.
+    return Index.load(out)
+
+
+def write_index(
+    passages: Sequence[Passage],
+    out: str | Path,
+    config: IndexConfig | None = None,
+    *,
+    extractor: TripleExtractor | None = None,
+    llm_roles: object | None = None,
+    overwrite: bool = False,
+    resume: bool = True,
+    on_stage: Callable[[str, float], None] | None = None,
+    stages: Sequence[Stage] = DEFAULT_STAGES,
+    executor: BatchExecutor | None = None,
+) -> dict[str, Any]:
+    """Build an index of ``passages`` at ``out`` (as :func:`build_index`) and return its manifest, not loading it."""
     config = config or IndexConfig()
     out = Path(out)
     if not passages:
@@ -76,8 +101,7 @@ def build_index(
     with writer:
         _run_stages(passages, config, writer, work_dir_for(out), stages, extractor=extractor, llm_roles=llm_roles,
                     resume=resume, on_stage=on_stage, executor=executor or LOCAL)
-    # Loaded only now: the build's state (triple columns, texts, graph) is gone, not held beside the index.
-    return Index.load(out)
+    return read_manifest(out)
 
 
 def _run_stages(

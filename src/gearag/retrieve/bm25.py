@@ -15,6 +15,7 @@ import numpy as np
 
 from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
+from gearag.retrieve.bm25_matrix import index_flat
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
@@ -71,21 +72,6 @@ def _sorted_vocabulary(tokens: Any) -> Any:
 TOKENIZE_CHUNK = 50_000
 
 
-class _FlatDocs:
-    """Documents' token ids as one flat array, read by bm25s as a list of lists (one list made per access)."""
-
-    def __init__(self, ids: np.ndarray, indptr: np.ndarray) -> None:
-        self.ids, self.indptr = ids, indptr
-
-    def __len__(self) -> int:
-        return len(self.indptr) - 1
-
-    def __iter__(self) -> Any:
-        ids, bounds = self.ids, self.indptr.tolist()
-        for i in range(len(bounds) - 1):
-            yield ids[bounds[i] : bounds[i + 1]].tolist()
-
-
 def _sorted_token_ids(texts: Sequence[str], chunk: int) -> tuple[list[str], np.ndarray, np.ndarray]:
     """``texts`` tokenised as bm25s does, ``chunk`` texts at a time: (sorted terms, flat ids, indptr).
 
@@ -124,11 +110,11 @@ def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75, *, chunk:
     """Index ``texts`` into a ``bm25s.BM25`` model (term ids in sorted term order: reproducible files).
 
     The texts are tokenised ``chunk`` at a time and their token ids kept as
-    arrays (:func:`_sorted_token_ids`); the model is the one bm25s builds from
-    the whole corpus's token lists.
+    arrays (:func:`_sorted_token_ids`); the score matrix is made from those
+    arrays in pieces (:func:`~gearag.retrieve.bm25_matrix.index_flat`); the
+    model is the one bm25s builds from the whole corpus's token lists.
     """
     import bm25s
-    from bm25s.tokenization import Tokenized
 
     model = bm25s.BM25(k1=k1, b=b)
     terms, ids, indptr = _sorted_token_ids(texts, chunk)
@@ -138,8 +124,8 @@ def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75, *, chunk:
         tokens = bm25s.tokenize([_NO_TERMS] * max(1, len(texts)), stopwords=None, show_progress=False)
         model.index(_sorted_vocabulary(tokens), show_progress=False)
         return model
-    model.index(Tokenized(ids=_FlatDocs(ids, indptr), vocab={term: i for i, term in enumerate(terms)}),
-                show_progress=False)
+    # bm25s's index from these ids, built from the flat arrays in pieces (bm25s would take lists of ints).
+    index_flat(model, terms, ids, indptr)
     return model
 
 
