@@ -166,8 +166,8 @@ class PageRankOperator:
                 touched.append(targets)
             if not touched:
                 break
-            candidates = np.unique(np.concatenate(touched))
-            active = candidates[r[candidates] > eps * degree[candidates]]
+            candidates = np.concatenate(touched)  # threshold first: most touched nodes stay below it
+            active = np.unique(candidates[r[candidates] > eps * degree[candidates]])
         return p, float(r.sum())
 
 
