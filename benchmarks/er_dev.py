@@ -77,13 +77,21 @@ def build(dataset: str, force: bool) -> dict[str, Any]:
     }
 
 
+def default_graph_options() -> dict[str, Any]:
+    """Query options that make these indices (which store the optional synonym and NER arrays)
+    rank as an index built with the default config would: those arrays used only if it stores them."""
+    from gearag.config import ResolveConfig
+
+    index_defaults = ResolveConfig()
+    return {"synonym_weight": 1.0 if index_defaults.synonyms else 0.0, "ner_mentions": index_defaults.ner_mentions}
+
+
 def methods_for(dataset: str, all_ablations: bool = False, core: bool = False) -> list[tuple[str, str, dict[str, Any]]]:
     from gearag.config import ResolveConfig
 
     steps = DATASETS[dataset].max_steps
-    # The defaults an index built with the default config would give (these indices store everything).
     index_defaults = ResolveConfig()
-    base = {"synonym_weight": 1.0 if index_defaults.synonyms else 0.0, "ner_mentions": index_defaults.ner_mentions}
+    base = default_graph_options()
     syn_flip = {"synonym_weight": 0.0 if index_defaults.synonyms else 1.0}
     ner_flip = {"ner_mentions": not index_defaults.ner_mentions}
     syn_label = "synonyms off" if index_defaults.synonyms else "synonym edges on"

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from er_dev import DATASETS, ROOT
+from er_dev import DATASETS, ROOT, default_graph_options
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
     app = Gearag.open(ROOT / args.set)
     for method in args.methods.split(","):
         for value in (float(v) for v in args.values.split(",")):
-            options = {"synonym_weight": 0.0, "ner_mentions": False, args.option: value}
+            options = {**default_graph_options(), args.option: value}
             if method == "gear":
                 options["max_steps"] = ds.max_steps
             run = app.method(method, **options)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from er_dev import DATASETS, ROOT
+from er_dev import DATASETS, ROOT, default_graph_options
 
 SOLVERS = ("power", "push")
 
@@ -71,8 +71,8 @@ def main() -> None:
     if args.dev:
         for name in args.sets.split(","):
             ds = DATASETS[name]
-            unused = {"synonym_weight": 0.0, "ner_mentions": False}
-            methods = [(m, {**unused, **({"max_steps": ds.max_steps} if m == "gear" else {})}) for m in names]
+            base = default_graph_options()
+            methods = [(m, {**base, **({"max_steps": ds.max_steps} if m == "gear" else {})}) for m in names]
             results += compare(str(ROOT / name), load_questions(ds.questions)[: args.limit], methods)
     for spec in args.scale:
         index, qfile = spec.split("=", 1)

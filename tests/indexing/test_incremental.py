@@ -160,12 +160,25 @@ def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
     assert_same_index(grown, full)
 
 
+def _count_endpoint_tables(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the triple count of every endpoint table computed from now on (the list fills as adds run)."""
+    from gearag.indexing import union_graph
+
+    computed: list[int] = []
+    real = union_graph.EndpointTable.compute.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, subjects, objects):  # type: ignore[no-untyped-def]
+        computed.append(len(subjects))
+        return real(cls, subjects, objects)
+
+    monkeypatch.setattr(union_graph.EndpointTable, "compute", classmethod(counting))
+    return computed
+
+
 def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The hub cut moves with every add (its cap grows with the union): ids stay those of a build, and a
     second add reads the earlier shards' endpoint tables instead of recomputing them."""
-    from gearag.indexing import union_graph
-
     use_stub_extractor(StubExtractor())
     config = replace(STUB, graph=replace(STUB.graph, max_entity_share=0.4))
 
@@ -179,14 +192,7 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
     build_index(passages[:40], root, config)
     first = add_documents(root, passages[40:60])  # caps 20 -> 24: Hub stops being a hub
     assert "hub" in first.graph.entities and "big" in first.graph.entities
-    computed: list[int] = []
-    real = union_graph.EndpointTable.compute.__func__  # type: ignore[attr-defined]
-
-    def counting(cls, subjects, objects):  # type: ignore[no-untyped-def]
-        computed.append(len(subjects))
-        return real(cls, subjects, objects)
-
-    monkeypatch.setattr(union_graph.EndpointTable, "compute", classmethod(counting))
+    computed = _count_endpoint_tables(monkeypatch)
     grown = add_documents(root, passages[60:])  # cap 36: both are hubs now (37 passages each)
     full = build_index(passages, tmp_path / "full", config)
     assert "hub" not in full.graph.entities and "big" not in full.graph.entities
@@ -196,21 +202,14 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
 
 
 def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gearag.indexing import generation, union_graph
+    from gearag.indexing import generation
 
     use_stub_extractor(StubExtractor())
     passages, _ = _passages(30, 1)
     root = tmp_path / "idx"
     build_index(passages[:10], root, STUB)
     add_documents(root, passages[10:20])
-    computed: list[int] = []
-    real = union_graph.EndpointTable.compute.__func__  # type: ignore[attr-defined]
-
-    def counting(cls, subjects, objects):  # type: ignore[no-untyped-def]
-        computed.append(len(subjects))
-        return real(cls, subjects, objects)
-
-    monkeypatch.setattr(union_graph.EndpointTable, "compute", classmethod(counting))
+    computed = _count_endpoint_tables(monkeypatch)
     monkeypatch.setattr(generation, "TABLES_VERSION", generation.TABLES_VERSION + 1)  # rules changed since
     grown = add_documents(root, passages[20:])
     assert len(computed) == 3  # every shard's table, not only the new one's
