@@ -27,6 +27,7 @@ from gearag.registry import REGISTRY
 from gearag.retrieve.bm25 import BM25Retriever
 from gearag.retrieve.bm25_postings import PostingsBM25
 from gearag.store.index import MANIFEST, Index, check_index, manifest_identity
+from gearag.store.stacked import StackedRows
 
 METHODS = REGISTRY.names("method")
 STUB = IndexConfig.of(extractor="stub")
@@ -93,6 +94,8 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path) -> None
     grown = add_documents(tmp_path / "grown", passages[cut2:])
     assert grown.manifest["layout"] == "sharded" and len(grown.manifest["shards"]) == 3
     assert grown.graph.n_entities > 0 and len(grown.triples) > n
+    # Three shards' vectors are read in place (memory maps), never concatenated into one array.
+    assert all(isinstance(grown.collection(c).vectors, StackedRows) for c in ("passages", "triples"))
     assert_same_index(grown, full)
     assert_same_rankings(Index.load(tmp_path / "grown"), full, questions[:3], METHODS)
 

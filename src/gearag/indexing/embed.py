@@ -25,7 +25,6 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from gearag.embed import Embedder, make_embedder
 from gearag.indexing.executor import BatchExecutor, LocalExecutor, embed_chunk, embed_texts
 from gearag.indexing.stage import Build
 from gearag.progress import track
+from gearag.store.npy import npy_writer, pwrite_all
 
 
 def _texts_key(embedder: str, texts: Sequence[str]) -> str:
@@ -65,23 +65,6 @@ def _streamed_files(work: Path, embedder_name: str, name: str, texts: Sequence[s
     return Path(work) / f"embed-{name}-{key}.npy", Path(work) / f"embed-{name}-{key}.weights.npy"
 
 
-def _npy_writer(path: Path, shape: tuple[int, ...]) -> tuple[int, BinaryIO]:
-    """Create ``path`` as an ``np.save``-identical float32 ``.npy`` of ``shape`` (data not yet written):
-    the data's byte offset and the open file, to ``pwrite`` rows into."""
-    mm = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
-    offset = int(mm.offset)
-    del mm  # only the header (and a sparse file): nothing mapped stays resident
-    return offset, path.open("r+b")
-
-
-def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    """``os.pwrite`` until every byte is written (one call may write fewer)."""
-    view = memoryview(data)
-    done = 0
-    while done < len(view):
-        done += os.pwrite(fd, view[done:], offset + done)
-
-
 def embed_to_file(
     work: Path, embedder_name: str, embedder: Embedder | None, name: str, texts: Sequence[str], batch: int,
     *, key: str | None = None,
@@ -103,13 +86,13 @@ def embed_to_file(
     n, dim = len(texts), int(model.dim)
     weights = np.zeros(n, dtype=np.float32) if hasattr(model, "token_sums") else None
     tmp = vec_path.with_name(vec_path.name + ".tmp")
-    offset, fh = _npy_writer(tmp, (n, dim))
+    offset, fh = npy_writer(tmp, (n, dim))
     row_bytes = dim * np.dtype(np.float32).itemsize
     with fh:
         starts = range(0, n, batch)
         for start in track(starts, total=len(starts), description=f"embedding {name}"):
             chunk_vectors, chunk_weights = embed_chunk(model, texts[start : start + batch])
-            _pwrite_all(fh.fileno(), np.ascontiguousarray(chunk_vectors, dtype=np.float32).tobytes(),
+            pwrite_all(fh.fileno(), np.ascontiguousarray(chunk_vectors, dtype=np.float32).tobytes(),
                         offset + start * row_bytes)
             if weights is not None and chunk_weights is not None:
                 weights[start : start + len(chunk_weights)] = chunk_weights

@@ -54,6 +54,7 @@ from gearag.store.index import (
     manifest_identity,
     read_manifest,
 )
+from gearag.store.npy import write_blocks
 from gearag.store.shards import (
     GENERATIONS_DIR,
     SHARDED_COLLECTIONS,
@@ -451,7 +452,8 @@ def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path],
     for coll in SHARDED_COLLECTIONS:
         rows = len(u.passages) if coll == PASSAGES else len(tt)
         spec: dict[str, Any] = {"rows": rows, "vectors": f"vectors/{coll}.npy"}
-        w.write_array(spec["vectors"], u.concat(coll, lambda c: c.vectors))
+        vectors = u.stacked(coll, lambda c: c.vectors)
+        write_blocks(w.path(spec["vectors"]), vectors.shape, vectors.dtype, vectors.chunks(1 << 16))
         if all(s.collections[coll].spec.weights for s in u.shards):
             spec["weights"] = "vectors/triple_weights.npy" if coll == TRIPLES else f"vectors/{coll}_weights.npy"
             w.write_array(spec["weights"], u.concat(coll, lambda c: c.weights))

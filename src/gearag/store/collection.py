@@ -235,7 +235,8 @@ class Collection:
 
         out: list[list[Hit]] = []
         for start in range(0, len(queries), 256):
-            block = queries[start : start + 256] @ np.asarray(self.vectors).T
+            # rows @ queries.T: memory maps and a sharded index's stacked shards alike (never materialised).
+            block = np.asarray(self.vectors @ queries[start : start + 256].T).T
             out.extend(top_k(row, k, collection=self.name) for row in block)
         return out
 

@@ -1,0 +1,48 @@
+"""Writing ``.npy`` files piece by piece, byte-identical to ``np.save`` of the whole array.
+
+Large arrays (a million passages' triple vectors are ~17 GB) are written in
+blocks with ``pwrite`` after a header made by ``np.lib.format.open_memmap``,
+so only one block is ever in memory and nothing stays mapped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+
+def npy_writer(path: Path, shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> tuple[int, BinaryIO]:
+    """Create ``path`` as an ``np.save``-identical ``.npy`` of ``shape`` and ``dtype`` (data not yet written):
+    the data's byte offset and the open file, to :func:`pwrite_all` rows into."""
+    mm = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+    offset = int(mm.offset)
+    del mm  # only the header (and a sparse file): nothing mapped stays resident
+    return offset, path.open("r+b")
+
+
+def pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    """``os.pwrite`` until every byte is written (one call may write fewer)."""
+    view = memoryview(data)
+    done = 0
+    while done < len(view):
+        done += os.pwrite(fd, view[done:], offset + done)
+
+
+def write_blocks(path: Path, shape: tuple[int, ...], dtype: np.dtype | type, blocks: Iterable[np.ndarray]) -> None:
+    """Write an array of ``shape`` given as consecutive row ``blocks`` to ``path`` (as ``np.save`` would)."""
+    offset, fh = npy_writer(path, shape, dtype)
+    done = 0
+    with fh:
+        for block in blocks:
+            data = np.ascontiguousarray(block, dtype=dtype)
+            pwrite_all(fh.fileno(), data.tobytes(), offset + done)
+            done += data.nbytes
+        expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if done != expected:
+            raise ValueError(f"{path}: blocks held {done} bytes, the array {expected}")
+        fh.flush()
+        os.fsync(fh.fileno())
