@@ -5,7 +5,7 @@
 Each DIR is a ``gearag synth`` output (corpus.jsonl + triples.json, see
 benchmarks/scale.py): its passages are added with ``--extractor
 openie:DIR/triples.json``, one child process per add, in order, onto a copy
-of IDX (which is never written). Per add: wall seconds, user + system CPU
+of IDX (which is never written; ``--link``: a copy of hard links). Per add: wall seconds, user + system CPU
 seconds and peak RSS of the child (``wait4``), and the seconds the index
 records (``last_update``: shard, generation; the generation's
 ``build_seconds``: graph, resolve, bm25). CPU seconds are what to compare on
@@ -53,12 +53,16 @@ def main() -> None:
     ap.add_argument("--add", type=Path, action="append", required=True, help="gearag synth output to add (repeat)")
     ap.add_argument("--work", type=Path, required=True, help="directory for the copy (replaced)")
     ap.add_argument("--out", type=Path, help="write the results here as JSON")
+    ap.add_argument("--link", action="store_true",
+                    help="hard-link the copy's files instead of copying them (a 1M-passage index is ~20 GB; "
+                         "safe because gearag add never writes into an existing file: it adds directories and "
+                         "renames a new manifest into place)")
     args = ap.parse_args()
     copy = args.work / args.index.name
     if copy.exists():
         shutil.rmtree(copy)
     args.work.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(args.index, copy)
+    shutil.copytree(args.index, copy, copy_function=os.link if args.link else shutil.copy2)
     results = []
     for add in args.add:
         results.append(run_add(copy, add))

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from gearag.indexing.union_resolve import ResolveState, resolve_union, shard_tok
 from gearag.retrieve.bm25 import token_ids
 from gearag.retrieve.bm25_postings import POSTINGS_FILES, postings_from_tokens
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
+from gearag.store.rows import Mapped
 from gearag.store.shards import (
     GENERATION_FILES,
     GENERATIONS_DIR,
@@ -50,7 +53,7 @@ from gearag.store.shards import (
 from gearag.store.writer import IndexWriter
 
 
-def write_tokens(writer: IndexWriter, collection: str, texts: list[str]) -> None:
+def write_tokens(writer: IndexWriter, collection: str, texts: Sequence[str]) -> None:
     """Store ``texts``' BM25 token ids and postings as ``tokens/<collection>/`` of the index being written."""
     write_token_ids(writer, collection, *token_ids(texts))
 
@@ -77,7 +80,7 @@ class TokensStage:
 
     def run(self, build: Build) -> None:
         for name in SHARDED_COLLECTIONS:
-            write_tokens(build.writer, name, list(build.collections[name].texts))
+            write_tokens(build.writer, name, build.collections[name].texts)
 
 
 #: A shard: the per-passage work only (no corpus-global graph resolution, BM25 model or trees).
@@ -135,7 +138,7 @@ def write_generation(
             indices = []
             offset = 0
             for ref, shard, keep in zip(refs, shards, u.passage_keep, strict=True):
-                index = shard_token_index(before, ref.name, [p.text for p in shard.passages], w)
+                index = shard_token_index(before, ref.name, Mapped(shard.passages, attrgetter("text")), w)
                 indices.append((index, np.where(keep, offset + np.cumsum(keep) - 1, -1)))
                 offset += int(keep.sum())
             res, state = resolve_union(u.passages, tables, u.triple_keep, owner, prior, new_from, indices[:-1])

@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ from gearag.store.index import (
     read_manifest,
 )
 from gearag.store.npy import write_blocks
+from gearag.store.rows import Mapped
 from gearag.store.shards import (
     GENERATIONS_DIR,
     SHARDED_COLLECTIONS,
@@ -214,7 +216,7 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
             for rel in manifest.get("files") or {}:
                 if not rel.startswith(("bm25/", "graph/")):
                     w.path(rel).hardlink_to(root / rel)
-            write_tokens(w, PASSAGES, [p.content for p in plain.passages])
+            write_tokens(w, PASSAGES, Mapped(plain.passages, attrgetter("content")))
             write_tokens(w, TRIPLES, plain.triples.texts())
             kept = {k: v for k, v in manifest.items()
                     if k not in ("format", "format_version", "gearag_version", "created", "files")}

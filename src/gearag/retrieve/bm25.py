@@ -137,16 +137,7 @@ def token_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     corpora are the concatenation of theirs: a sharded index keeps these and
     never tokenises a passage twice (:func:`bm25_from_token_ids`).
     """
-    import bm25s
-
-    tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=False)
-    vocab = [""] * len(tokens.vocab)
-    for token, i in tokens.vocab.items():
-        vocab[i] = token
-    indptr = np.zeros(len(tokens.ids) + 1, dtype=np.int64)
-    np.cumsum([len(doc) for doc in tokens.ids], out=indptr[1:])
-    ids = np.fromiter((t for doc in tokens.ids for t in doc), dtype=np.int32, count=int(indptr[-1]))
-    return vocab, ids, indptr
+    return _sorted_token_ids(texts, TOKENIZE_CHUNK)  # in chunks: one chunk's token lists at a time
 
 
 def bm25_from_token_ids(vocab: Sequence[str], docs: Sequence[np.ndarray], k1: float = 1.5,

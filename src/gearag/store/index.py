@@ -35,6 +35,7 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from gearag.errors import ConfigError, IndexFormatError
 from gearag.model import Passage, Triple
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import TripleGraph
+from gearag.store.rows import JsonlRows, Mapped
 
 FORMAT = "gearag-index"
 #: 2 lists the index's collections in the manifest; 1 (no listing) still loads.
@@ -239,6 +241,17 @@ def _check_indptr(path: Path, rel: str, indptr: np.ndarray, rows: int, total: in
         raise IndexFormatError(f"{path}: {rel} is not a valid row index (corrupt); rebuild the index")
 
 
+def passage_of_record(row: Any) -> Passage:
+    """A ``passages.jsonl`` record as a :class:`Passage`."""
+    return Passage(row["id"], row["title"], row["text"])
+
+
+def triple_of_record(row: Any) -> tuple[str, str, str]:
+    """A ``triples.jsonl`` record (``[subject, predicate, object]``) as a tuple."""
+    s, p, o = row
+    return s, p, o
+
+
 @dataclass
 class TripleTable:
     """The triples ``T`` as parallel columns; ``passage[i]`` is triple ``i``'s passage row."""
@@ -247,18 +260,38 @@ class TripleTable:
     predicates: Sequence[str]
     objects: Sequence[str]
     passage: np.ndarray
+    #: The triples as ``[s, p, o]`` rows when the columns are views of them (a loaded index reads its
+    #: rows from ``triples.jsonl`` on demand, :mod:`gearag.store.rows`): one parse per triple read.
+    rows: Sequence[Sequence[str]] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[Sequence[str]], passage: np.ndarray) -> TripleTable:
+        """The table whose columns are fields 0, 1, 2 of ``rows``."""
+        from gearag.store.rows import Column
+
+        return cls(Column(rows, 0), Column(rows, 1), Column(rows, 2), passage, rows)
 
     def __len__(self) -> int:
         return len(self.subjects)
 
     def __getitem__(self, i: int) -> Triple:
+        if self.rows is not None:
+            s, p, o = self.rows[i]
+            return Triple(s, p, o, int(self.passage[i]))
         return Triple(self.subjects[i], self.predicates[i], self.objects[i], int(self.passage[i]))
 
     def text(self, i: int) -> str:
+        if self.rows is not None:
+            return " ".join(self.rows[i])
         return f"{self.subjects[i]} {self.predicates[i]} {self.objects[i]}"
 
-    def texts(self) -> list[str]:
-        """Each triple as the text retrievers and embedders see: ``"s p o"``."""
+    def texts(self) -> Sequence[str]:
+        """Each triple as the text retrievers and embedders see: ``"s p o"`` (a view, read on demand, when
+        the table is a view of rows)."""
+        if self.rows is not None:
+            from gearag.store.rows import Mapped
+
+            return Mapped(self.rows, " ".join)
         return [f"{s} {p} {o}" for s, p, o in zip(self.subjects, self.predicates, self.objects, strict=True)]
 
 
@@ -363,18 +396,9 @@ class Index:
         def arr(rel: str) -> np.ndarray:
             return load_array(path, rel)
 
-        passages = []
-        with (path / "passages.jsonl").open(encoding="utf-8") as fh:
-            for line in fh:
-                row = json.loads(line)
-                passages.append(Passage(row["id"], row["title"], row["text"]))
-        subjects, predicates, objects = [], [], []
-        with (path / "triples.jsonl").open(encoding="utf-8") as fh:
-            for line in fh:
-                s, p, o = json.loads(line)
-                subjects.append(s)
-                predicates.append(p)
-                objects.append(o)
+        # Read on demand (row offsets only): not a Python object per passage and per triple.
+        passages = JsonlRows(path / "passages.jsonl", passage_of_record)
+        triple_rows = JsonlRows(path / "triples.jsonl", triple_of_record)
         entities = json.loads((path / "entities.json").read_text(encoding="utf-8"))
         if not isinstance(entities, list):
             raise IndexFormatError(f"{path}: entities.json is not a list (corrupt); rebuild the index")
@@ -385,12 +409,12 @@ class Index:
             indptr=np.asarray(arr("arrays/entity_indptr.npy")),
             indices=arr("arrays/entity_indices.npy"),
         )
-        triples = TripleTable(subjects, predicates, objects, np.asarray(arr("arrays/triple_passage.npy")))
+        triples = TripleTable.of_rows(triple_rows, np.asarray(arr("arrays/triple_passage.npy")))
         counts = manifest.get("counts", {})
-        if counts.get("passages") != len(passages) or counts.get("triples") != len(subjects):
+        if counts.get("passages") != len(passages) or counts.get("triples") != len(triples):
             raise IndexFormatError(f"{path}: contents do not match the manifest counts; rebuild the index")
         passage_triple_indptr = np.asarray(arr("arrays/passage_triple_indptr.npy"))
-        n_p, n_t, n_e = len(passages), len(subjects), len(entities)
+        n_p, n_t, n_e = len(passages), len(triples), len(entities)
         _check_ids(path, "arrays/triple_head.npy", graph.head, n_t, -1, n_e)
         _check_ids(path, "arrays/triple_tail.npy", graph.tail, n_t, -1, n_e)
         _check_ids(path, "arrays/entity_indices.npy", graph.indices, None, 0, n_t)
@@ -398,7 +422,7 @@ class Index:
         _check_ids(path, "arrays/triple_passage.npy", triples.passage, n_t, 0, max(n_p, 1))
         _check_indptr(path, "arrays/passage_triple_indptr.npy", passage_triple_indptr, n_p, n_t)
         texts: dict[str, Callable[[], Sequence[str]]] = {
-            PASSAGES: lambda: [p.content for p in passages],
+            PASSAGES: lambda: Mapped(passages, attrgetter("content")),
             TRIPLES: triples.texts,
         }
         collections = {

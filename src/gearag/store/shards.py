@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ from gearag.store.index import (
     read_manifest,
     verify_listed,
 )
+from gearag.store.rows import ConcatRows, Mapped
 from gearag.store.stacked import StackedRows
 from gearag.store.writer import _fsync_dir
 
@@ -243,7 +245,7 @@ class Union:
     #: Per shard: which passage rows and triple rows are live.
     passage_keep: list[np.ndarray]
     triple_keep: list[np.ndarray]
-    passages: list[Passage] = field(default_factory=list)
+    passages: Sequence[Passage] = field(default_factory=list)
     triples: TripleTable = field(default_factory=lambda: TripleTable([], [], [], np.zeros(0, np.int32)))
     passage_triple_indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
 
@@ -295,9 +297,6 @@ class Union:
 def union_of(names: list[str], shards: list[Index], tombstones: dict[str, np.ndarray]) -> Union:
     """The live rows of ``shards`` (in order) without the ``tombstones``."""
     u = Union(names, shards, [], [])
-    subjects: list[str] = []
-    predicates: list[str] = []
-    objects: list[str] = []
     owners: list[np.ndarray] = []
     offset = 0
     for name, shard in zip(names, shards, strict=True):
@@ -308,16 +307,14 @@ def union_of(names: list[str], shards: list[Index], tombstones: dict[str, np.nda
         u.passage_keep.append(keep)
         u.triple_keep.append(tkeep)
         new_row = np.cumsum(keep) - 1 + offset
-        u.passages.extend(p for p, k in zip(shard.passages, keep, strict=True) if k)
-        live = np.flatnonzero(tkeep).tolist()
-        tt = shard.triples
-        subjects.extend(tt.subjects[i] for i in live)
-        predicates.extend(tt.predicates[i] for i in live)
-        objects.extend(tt.objects[i] for i in live)
-        owners.append(new_row[owner[live]])
+        owners.append(new_row[owner[tkeep]])
         offset += int(keep.sum())
+    # Views of the shards' rows (read on demand), not copies: the union of a large index is not held twice.
+    u.passages = ConcatRows([s.passages for s in shards], u.passage_keep)
+    rows = [s.triples.rows if s.triples.rows is not None else
+            list(zip(s.triples.subjects, s.triples.predicates, s.triples.objects, strict=True)) for s in shards]
     owner_all = np.concatenate(owners).astype(np.int32) if owners else np.zeros(0, np.int32)
-    u.triples = TripleTable(subjects, predicates, objects, owner_all)
+    u.triples = TripleTable.of_rows(ConcatRows(rows, u.triple_keep), owner_all)
     indptr = np.zeros(len(u.passages) + 1, dtype=np.int64)
     np.cumsum(np.bincount(owner_all, minlength=len(u.passages)), out=indptr[1:])
     u.passage_triple_indptr = indptr
@@ -408,7 +405,7 @@ def _collection(path: Path, grel: str, refs: list[ShardRef], u: Union, name: str
     """Collection ``name`` of the union: its BM25 (a format-3 generation's model, else the shards' postings)
     and the shards' vectors (and weights, sources)."""
     passages, triples = u.passages, u.triples
-    texts = (lambda: [p.content for p in passages]) if name == PASSAGES else triples.texts
+    texts = (lambda: Mapped(passages, attrgetter("content"))) if name == PASSAGES else triples.texts
     rows = len(passages) if name == PASSAGES else len(triples)
     first = u.shards[0].collections[name].spec
     if u.clean:  # keep the shard's memory maps: its files, addressed from the root

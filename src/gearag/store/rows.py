@@ -1,0 +1,194 @@
+"""An index's passages and triples read from their JSONL files on demand, not held as Python objects.
+
+Loading ``passages.jsonl`` and ``triples.jsonl`` into lists costs about
+2 KB per passage and 200 bytes per triple of Python objects (several GB at
+a million passages) and a minute of parsing before the first query.
+:class:`JsonlRows` keeps only each line's byte offset (8 bytes a row,
+found by a vectorised scan for newlines) and the file's memory map; a row
+is parsed when it is read. :class:`Column` is one field of such rows
+(a triple's subject, predicate or object) and :class:`ConcatRows` the live
+rows of several shards' files in order (a sharded index's union), again
+without copying them. All three are read-only sequences, equal to any
+sequence with equal items, and safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from gearag.errors import IndexFormatError
+
+T = TypeVar("T")
+#: Bytes scanned for newlines at a time when a file's row offsets are found.
+SCAN_BYTES = 1 << 26
+
+
+def line_offsets(path: Path) -> np.ndarray:
+    """Start offsets of each line of ``path`` plus the file's length (``n + 1`` int64 values)."""
+    size = path.stat().st_size
+    starts = [np.zeros(1, dtype=np.int64)]
+    with path.open("rb") as fh:
+        pos = 0
+        while pos < size:
+            chunk = np.frombuffer(fh.read(SCAN_BYTES), dtype=np.uint8)
+            if not len(chunk):
+                break
+            starts.append(np.flatnonzero(chunk == 10).astype(np.int64) + pos + 1)
+            pos += len(chunk)
+    offsets = np.concatenate(starts)
+    if offsets[-1] != size:  # a last line without its newline
+        offsets = np.append(offsets, size)
+    return offsets
+
+
+class _SequenceEq:
+    """Equality with any sequence holding equal items (a list, another lazy sequence)."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        mine: Sequence[Any] = self  # type: ignore[assignment]
+        return len(mine) == len(other) and all(a == b for a, b in zip(mine, other, strict=True))
+
+
+class JsonlRows(_SequenceEq, Sequence[T], Generic[T]):
+    """Rows of a JSONL file, each parsed by ``decode(json.loads(line))`` when read."""
+
+    def __init__(self, path: Path, decode: Callable[[Any], T], offsets: np.ndarray | None = None) -> None:
+        self.path = Path(path)
+        self.decode = decode
+        self.offsets = line_offsets(self.path) if offsets is None else offsets
+        self._map: mmap.mmap | bytes | None = None
+        self._last: tuple[int, T] | None = None  # the row read last (a triple's three columns read it thrice)
+
+    def _buffer(self) -> mmap.mmap | bytes:
+        if self._map is None:
+            with self.path.open("rb") as fh:
+                size = self.path.stat().st_size
+                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        return self._map
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def row(self, i: int) -> T:
+        last = self._last
+        if last is not None and last[0] == i:
+            return last[1]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"row {i} out of range for {n} rows of {self.path.name}")
+        buf = self._buffer()
+        value = self._decode(buf[int(self.offsets[i]) : int(self.offsets[i + 1])], i)
+        self._last = (i, value)
+        return value
+
+    def _decode(self, line: bytes, i: int) -> T:
+        try:
+            return self.decode(json.loads(line))
+        except (ValueError, KeyError, TypeError, IndexError):
+            raise IndexFormatError(f"{self.path}: row {i + 1} is corrupt; rebuild the index") from None
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            return [self.row(i) for i in range(*key.indices(len(self)))]
+        return self.row(int(key))
+
+    def __iter__(self) -> Iterator[T]:
+        with self.path.open("rb") as fh:
+            for i, line in enumerate(fh):
+                yield self._decode(line, i)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_map": None, "_last": None}
+
+
+class Column(_SequenceEq, Sequence[Any]):
+    """Field ``field`` of every row of ``rows`` (a triple's subjects, predicates or objects)."""
+
+    def __init__(self, rows: Sequence[Sequence[Any]], field: int) -> None:
+        self.rows = rows
+        self.field = field
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            return [row[self.field] for row in self.rows[key]]
+        return self.rows[key][self.field]
+
+    def __iter__(self) -> Iterator[Any]:
+        for row in self.rows:
+            yield row[self.field]
+
+
+class ConcatRows(_SequenceEq, Sequence[T], Generic[T]):
+    """The live rows of several sequences in order (``keeps[i]``: part i's live-row mask, None = all)."""
+
+    def __init__(self, parts: Sequence[Sequence[T]], keeps: Sequence[np.ndarray | None]) -> None:
+        self.parts = list(parts)
+        self.live = [None if k is None or bool(np.all(k)) else np.flatnonzero(k) for k in keeps]
+        counts = [len(p) if lv is None else len(lv) for p, lv in zip(self.parts, self.live, strict=True)]
+        self.offsets = np.zeros(len(self.parts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.offsets[1:])
+
+    def __len__(self) -> int:
+        return int(self.offsets[-1])
+
+    def row(self, i: int) -> T:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"row {i} out of range for {n} rows")
+        part = int(np.searchsorted(self.offsets, i, side="right")) - 1
+        local = i - int(self.offsets[part])
+        live = self.live[part]
+        return self.parts[part][local if live is None else int(live[local])]
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            return [self.row(i) for i in range(*key.indices(len(self)))]
+        return self.row(int(key))
+
+    def __iter__(self) -> Iterator[T]:
+        for part, live in zip(self.parts, self.live, strict=True):
+            if live is None:
+                yield from part
+            else:
+                keep = np.zeros(len(part), dtype=bool)
+                keep[live] = True
+                for value, kept in zip(part, keep, strict=True):
+                    if kept:
+                        yield value
+
+
+class Mapped(_SequenceEq, Sequence[Any]):
+    """``fn`` of every item of ``rows``, computed when read (e.g. the passages' texts, without a list of them)."""
+
+    def __init__(self, rows: Sequence[Any], fn: Callable[[Any], Any]) -> None:
+        self.rows = rows
+        self.fn = fn
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            return [self.fn(row) for row in self.rows[key]]
+        return self.fn(self.rows[key])
+
+    def __iter__(self) -> Iterator[Any]:
+        for row in self.rows:
+            yield self.fn(row)

@@ -1,0 +1,109 @@
+"""Passages and triples read from their JSONL files on demand equal the lists a full parse gives."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gearag.errors import IndexFormatError
+from gearag.store import rows as rows_module
+from gearag.store.index import TripleTable, passage_of_record, triple_of_record
+from gearag.store.rows import Column, ConcatRows, JsonlRows, line_offsets
+
+
+def _write(path: Path, records: list, *, last_newline: bool = True) -> Path:
+    text = "\n".join(json.dumps(r, ensure_ascii=False) for r in records)
+    path.write_text(text + ("\n" if last_newline and records else ""), encoding="utf-8")
+    return path
+
+
+def _records(n: int) -> list[dict[str, str]]:
+    return [{"id": f"p{i}", "title": f"Tïtle {i}", "text": "x\u2028y " * (i % 5) + "é\n" * (i % 2)} for i in range(n)]
+
+
+@pytest.mark.parametrize("scan", [1, 7, 1 << 26])
+@pytest.mark.parametrize("last_newline", [True, False])
+def test_rows_equal_a_full_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan: int, last_newline: bool) -> None:
+    monkeypatch.setattr(rows_module, "SCAN_BYTES", scan)
+    records = _records(23)
+    path = _write(tmp_path / "p.jsonl", records, last_newline=last_newline)
+    expected = [passage_of_record(r) for r in records]
+    got = JsonlRows(path, passage_of_record)
+    assert len(got) == 23 and got == expected and expected == got and list(got) == expected
+    assert got[5] == expected[5] and got[-1] == expected[-1] and got[3:9:2] == expected[3:9:2]
+    assert got.index(expected[7]) == 7 and expected[4] in got
+    with pytest.raises(IndexError):
+        got[23]
+    assert got != expected[:-1] and got != [*expected[:-1], expected[0]]
+    np.testing.assert_array_equal(line_offsets(path)[:-1], np.cumsum([0] + [len(line) for line in
+                                                                         path.read_bytes().splitlines(True)])[:-1])
+
+
+def test_empty_file_and_pickling(tmp_path: Path) -> None:
+    empty = JsonlRows(_write(tmp_path / "e.jsonl", []), passage_of_record)
+    assert len(empty) == 0 and list(empty) == [] and empty == []
+    rows = JsonlRows(_write(tmp_path / "t.jsonl", [["a", "b", "c"], ["d", "e", "f"]]), triple_of_record)
+    assert rows[1] == ("d", "e", "f")
+    again = pickle.loads(pickle.dumps(rows))
+    assert again == rows and again[0] == ("a", "b", "c")
+
+
+def test_a_corrupt_row_is_an_index_format_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('["a", "b", "c"]\n["only two", "fields"]\n{not json\n', encoding="utf-8")
+    rows = JsonlRows(path, triple_of_record)
+    assert rows[0] == ("a", "b", "c")
+    for bad in (1, 2):
+        with pytest.raises(IndexFormatError, match=r"t\.jsonl: row \d is corrupt"):
+            rows[bad]
+    with pytest.raises(IndexFormatError):
+        list(rows)
+
+
+def test_triple_table_columns_and_concatenated_live_rows(tmp_path: Path) -> None:
+    a = [["s0", "p0", "o0"], ["s1", "p1", "o1"], ["s2", "p2", "o2"]]
+    b = [["t0", "q0", "u0"], ["t1", "q1", "u1"]]
+    ra = JsonlRows(_write(tmp_path / "a.jsonl", a), triple_of_record)
+    rb = JsonlRows(_write(tmp_path / "b.jsonl", b), triple_of_record)
+    union = ConcatRows([ra, rb], [np.array([True, False, True]), None])
+    live = [tuple(x) for x in (a[0], a[2], *b)]
+    assert len(union) == 4 and list(union) == live and union == live and union[1] == live[1]
+    assert union[-1] == live[-1] and union[1:3] == live[1:3]
+    table = TripleTable.of_rows(union, np.arange(4))
+    assert table.subjects == ["s0", "s2", "t0", "t1"] and list(table.objects) == ["o0", "o2", "u0", "u1"]
+    assert table.predicates[2] == "q0" and table.text(1) == "s2 p2 o2" and table.texts()[3] == "t1 q1 u1"
+    assert table[2].object == "u0" and table[2].passage == 2
+    assert Column(union, 1)[0:2] == ["p0", "p2"]
+
+
+def test_rows_are_safe_to_read_from_threads(tmp_path: Path) -> None:
+    records = _records(300)
+    rows = JsonlRows(_write(tmp_path / "p.jsonl", records), passage_of_record)
+    expected = [passage_of_record(r) for r in records]
+    bad: list[int] = []
+
+    def read(seed: int) -> None:
+        order = np.random.default_rng(seed).integers(0, 300, 2000)
+        bad.extend(int(i) for i in order if rows[int(i)] != expected[int(i)])
+
+    threads = [threading.Thread(target=read, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
+def test_mapped_is_a_lazy_view(tmp_path: Path) -> None:
+    from operator import attrgetter
+
+    from gearag.store.rows import Mapped
+
+    records = _records(5)
+    texts = Mapped(JsonlRows(_write(tmp_path / "p.jsonl", records), passage_of_record), attrgetter("text"))
+    assert len(texts) == 5 and texts == [r["text"] for r in records] and texts[1:3] == [r["text"] for r in records[1:3]]
