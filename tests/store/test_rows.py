@@ -28,7 +28,8 @@ def _records(n: int) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("scan", [1, 7, 1 << 26])
 @pytest.mark.parametrize("last_newline", [True, False])
-def test_rows_equal_a_full_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan: int, last_newline: bool) -> None:
+def test_rows_equal_a_full_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan: int,
+                                 last_newline: bool) -> None:
     monkeypatch.setattr(rows_module, "SCAN_BYTES", scan)
     records = _records(23)
     path = _write(tmp_path / "p.jsonl", records, last_newline=last_newline)
