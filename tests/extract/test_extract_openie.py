@@ -144,3 +144,19 @@ def test_key_is_the_files_hash_read_in_pieces(tmp_path):
     ex = OpenIEExtractor(path)
     assert ex.key == f"openie-v1-{hashlib.blake2b(path.read_bytes(), digest_size=12).hexdigest()}"
     assert list(ex.extract([Passage("p", "T", "t")])) == [[Fact("a", "b", "c")]]
+
+
+def test_a_build_releases_the_files_triples_and_a_reused_extractor_reads_them_again(tmp_path, musique_slice):
+    """The extract stage drops the extractor's copy of the file once extraction is checkpointed; using the
+    same extractor again (a second build) reads the file again and gives the same triples."""
+    from gearag.indexing import build_index
+
+    passages, docs = musique_slice
+    path = write(tmp_path / "openie.json", {"docs": docs})
+    extractor = OpenIEExtractor(path)
+    first = build_index(passages, tmp_path / "a", extractor=extractor)
+    assert extractor._triples == [] and extractor._by_title_text == {}  # released after the extract stage
+    second = build_index(passages, tmp_path / "b", extractor=extractor)
+    assert len(first.triples) > 0 and first.triples.texts() == second.triples.texts()
+    assert list(extractor.extract(passages[:3])) == [well_formed(d) for d in docs[:3]]
+    assert extractor.skipped == OpenIEExtractor(path).skipped

@@ -147,8 +147,21 @@ class OpenIEExtractor:
 
     # -- matching ------------------------------------------------------------
 
+    def release(self) -> None:
+        """Drop the file's triples and lookup keys (a build calls this once extraction is checkpointed);
+        they are read from the file again if this extractor is used again."""
+        self._triples, self._by_title_text, self._by_passage = [], {}, {}
+        self._released = True
+
+    def _reload(self) -> None:
+        if getattr(self, "_released", False):
+            self._released = False
+            self.skipped = 0
+            self._load(self._docs(hashlib.blake2b(digest_size=12)))
+
     def find(self, passage: Passage) -> int | None:
         """Row of the doc holding this passage's triples, or None."""
+        self._reload()
         title, text = passage.title, passage.text
         for pair in ((title, text), (_squash(title), _squash(text))):
             idx = self._by_title_text.get(_key(*pair))

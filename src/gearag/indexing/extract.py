@@ -22,6 +22,11 @@ class ExtractStage:
         build.extractor = extractor
         build.extracted = extract_with_checkpoint(build.passages, extractor, build.work, executor=build.executor)
         build.manifest["extractor_key"] = extractor.key
+        # The triples are in the checkpoint (and build.extracted): an extractor holding a file's triples
+        # (openie) drops its copy rather than keeping it to the end of the build.
+        release = getattr(extractor, "release", None)
+        if callable(release):
+            release()
         ledger = getattr(extractor, "ledger", None)
         if ledger is not None:
             build.manifest["extraction_usage"] = ledger.snapshot(role="extract").to_dict()

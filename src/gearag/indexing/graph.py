@@ -25,7 +25,8 @@ def _clean(value: str) -> str:
 
 
 def linkable_for(
-    config: GraphConfig, subjects: Sequence[str], objects: Sequence[str], owner: Sequence[int], n_passages: int
+    config: GraphConfig, subjects: Sequence[str], objects: Sequence[str], owner: Sequence[int] | np.ndarray,
+    n_passages: int,
 ) -> Callable[[str], bool]:
     """The endpoint filter for ``link_entities`` and ``max_entity_share``.
 
@@ -54,17 +55,21 @@ def linkable_for(
 
 def triple_columns(extracted: Sequence[Iterable[Iterable[str]]]) -> TripleColumns:
     """Whitespace-normalised triples with empty parts dropped, as columns in passage order."""
-    cols = TripleColumns(indptr=np.zeros(len(extracted) + 1, dtype=np.int64))
+    indptr = np.zeros(len(extracted) + 1, dtype=np.int64)
+    subjects: list[str] = []
+    predicates: list[str] = []
+    objects: list[str] = []
+    owner: list[int] = []
     for row, triples in enumerate(extracted):
         for s, p, o in triples:
             s, p, o = _clean(s), _clean(p), _clean(o)
             if s and p and o:
-                cols.subjects.append(s)
-                cols.predicates.append(p)
-                cols.objects.append(o)
-                cols.owner.append(row)
-        cols.indptr[row + 1] = len(cols.subjects)
-    return cols
+                subjects.append(s)
+                predicates.append(p)
+                objects.append(o)
+                owner.append(row)
+        indptr[row + 1] = len(subjects)
+    return TripleColumns(subjects, predicates, objects, owner, indptr)
 
 
 class GraphStage:
@@ -77,21 +82,27 @@ class GraphStage:
         n = len(build.passages)
         linkable = linkable_for(build.config.graph, cols.subjects, cols.objects, cols.owner, n)
         graph = TripleGraph.build(cols.subjects, cols.objects, linkable)
-        build.triples, build.graph = cols, graph
         w = build.writer
         w.write_jsonl("passages.jsonl", ({"id": p.id, "title": p.title, "text": p.text} for p in build.passages))
         rows = zip(cols.subjects, cols.predicates, cols.objects, strict=True)
         w.write_jsonl("triples.jsonl", (list(t) for t in rows))
         w.write_json("entities.json", graph.entities)
-        w.write_array("arrays/triple_passage.npy", np.asarray(cols.owner, dtype=np.int32))
+        owner = np.asarray(cols.owner, dtype=np.int32)
+        w.write_array("arrays/triple_passage.npy", owner)
         w.write_array("arrays/passage_triple_indptr.npy", cols.indptr)
         w.write_array("arrays/triple_head.npy", graph.head)
         w.write_array("arrays/triple_tail.npy", graph.tail)
         w.write_array("arrays/entity_indptr.npy", graph.indptr)
         w.write_array("arrays/entity_indices.npy", graph.indices)
+        counts = {"passages": n, "triples": len(cols.subjects), "entities": graph.n_entities}
+        # Later stages read the triples back from the file just written (one parse per pass) instead of
+        # holding them as Python strings to the end of the build: ~200 bytes a triple, 3+ GB at 1M passages.
+        indptr = cols.indptr
+        del cols, graph
+        build.triples = TripleColumns.read(w.path("triples.jsonl"), owner, indptr)
         build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), PassageContents(build.passages))
         build.collections[TRIPLES] = CollectionBuild(
-            CollectionSpec(TRIPLES, len(cols.subjects), sources="arrays/triple_passage.npy"), cols.lazy_texts(),
-            weights=True
+            CollectionSpec(TRIPLES, counts["triples"], sources="arrays/triple_passage.npy"),
+            build.triples.lazy_texts(), weights=True
         )
-        build.manifest["counts"] = {"passages": n, "triples": len(cols.subjects), "entities": graph.n_entities}
+        build.manifest["counts"] = counts

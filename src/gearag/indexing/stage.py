@@ -23,7 +23,6 @@ from gearag.extract.base import TripleExtractor
 from gearag.indexing.executor import LOCAL, BatchExecutor
 from gearag.model import Fact, Passage
 from gearag.store.collection import CollectionSpec
-from gearag.store.graph import TripleGraph
 from gearag.store.writer import IndexWriter
 
 
@@ -43,18 +42,33 @@ class CollectionBuild:
 class TripleColumns:
     """The cleaned triples as parallel columns, ``owner[i]`` = passage row of triple i."""
 
-    subjects: list[str] = field(default_factory=list)
-    predicates: list[str] = field(default_factory=list)
-    objects: list[str] = field(default_factory=list)
-    owner: list[int] = field(default_factory=list)
+    subjects: Sequence[str] = field(default_factory=list)
+    predicates: Sequence[str] = field(default_factory=list)
+    objects: Sequence[str] = field(default_factory=list)
+    owner: Sequence[int] | np.ndarray = field(default_factory=list)
     #: Triples of passage r are ``indptr[r]:indptr[r + 1]``.
     indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    #: ``[s, p, o]`` rows the columns are views of (:meth:`read`), else None.
+    rows: Sequence[Sequence[str]] | None = None
+
+    @classmethod
+    def read(cls, path: Path, owner: np.ndarray, indptr: np.ndarray) -> TripleColumns:
+        """The columns of the ``triples.jsonl`` at ``path``, read from it on demand (not held as strings)."""
+        from gearag.store.index import triple_of_record
+        from gearag.store.rows import Column, JsonlRows
+
+        rows = JsonlRows(path, triple_of_record)
+        return cls(Column(rows, 0), Column(rows, 1), Column(rows, 2), owner, indptr, rows)
 
     def texts(self) -> list[str]:
         return [f"{s} {p} {o}" for s, p, o in zip(self.subjects, self.predicates, self.objects, strict=True)]
 
-    def lazy_texts(self) -> TripleTexts:
+    def lazy_texts(self) -> Sequence[str]:
         """The same texts, made when read (a build does not keep a second string per triple)."""
+        if self.rows is not None:
+            from gearag.store.rows import Mapped
+
+            return Mapped(self.rows, " ".join)
         return TripleTexts(self)
 
 
@@ -127,7 +141,6 @@ class Build:
     #: Stage outputs.
     extracted: list[list[Fact]] | None = None
     triples: TripleColumns | None = None
-    graph: TripleGraph | None = None
     collections: dict[str, CollectionBuild] = field(default_factory=dict)
     #: Extra manifest entries (extractor key, counts, usage, ...).
     manifest: dict[str, Any] = field(default_factory=dict)
