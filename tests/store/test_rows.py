@@ -108,3 +108,17 @@ def test_mapped_is_a_lazy_view(tmp_path: Path) -> None:
     records = _records(5)
     texts = Mapped(JsonlRows(_write(tmp_path / "p.jsonl", records), passage_of_record), attrgetter("text"))
     assert len(texts) == 5 and texts == [r["text"] for r in records] and texts[1:3] == [r["text"] for r in records[1:3]]
+
+
+def test_stored_passage_ids_read_only_the_ids(tmp_path: Path) -> None:
+    from gearag.store.index import stored_passage_ids
+
+    records = _records(7)
+    path = _write(tmp_path / "p.jsonl", records)
+    assert stored_passage_ids(path) == [r["id"] for r in records]
+    other = tmp_path / "q.jsonl"  # another key order: parsed whole
+    other.write_text('{"title": "T", "id": "x\\"y", "text": ""}\n{"id": "z", "title": "", "text": ""}\n')
+    assert stored_passage_ids(other) == ['x"y', "z"]
+    other.write_text('{"id": 5}\n')
+    with pytest.raises(IndexFormatError, match="q.jsonl: row 1 is corrupt"):
+        stored_passage_ids(other)
