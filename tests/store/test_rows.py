@@ -120,5 +120,5 @@ def test_stored_passage_ids_read_only_the_ids(tmp_path: Path) -> None:
     other.write_text('{"title": "T", "id": "x\\"y", "text": ""}\n{"id": "z", "title": "", "text": ""}\n')
     assert stored_passage_ids(other) == ['x"y', "z"]
     other.write_text('{"id": 5}\n')
-    with pytest.raises(IndexFormatError, match="q.jsonl: row 1 is corrupt"):
+    with pytest.raises(IndexFormatError, match=r"q\.jsonl: row 1 is corrupt"):
         stored_passage_ids(other)
