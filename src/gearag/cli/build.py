@@ -90,7 +90,7 @@ def index(
             executor.start()
             err.print(f"extraction and embedding on Ray ({safe(executor.config.address)}, "
                       f"{executor.workers()} workers)")
-        # The manifest only: loading the index back (its passages and triples as Python lists) is not needed.
+        # The manifest only: loading the index back is not needed.
         manifest = write_index(
             passages,
             out_dir,

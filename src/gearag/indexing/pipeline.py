@@ -59,7 +59,7 @@ def build_index(
 
     Takes the arguments of :func:`write_index`, which builds without loading
     (a caller that needs only the manifest, like ``gearag index``, saves the
-    load's memory: the index's passages and triples as Python lists).
+    load's row offsets and graph arrays).
 
     ``extractor`` overrides ``config.extract.extractor`` (for example an LLM
     extractor with a configured client); ``llm_roles`` (an

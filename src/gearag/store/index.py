@@ -21,7 +21,10 @@ files up to :data:`SMALL_FILE_BYTES` are checksummed on every load, larger
 ones by a SHA-256 of sampled blocks recorded at build time (``verify=True``
 checksums everything). The graph arrays are checked for consistent shapes
 and in-range ids. Any mismatch is an :class:`IndexFormatError` that says to
-rebuild.
+rebuild. Passages and triples are not parsed at load: they are read from
+their JSONL files row by row when used (:mod:`gearag.store.rows`; a corrupt
+row is an IndexFormatError when it is read), vectors and BM25 arrays are
+memory-mapped.
 
 For static embedders, ``triple_weights[i] * triples[i]`` is triple ``i``'s
 token-vector sum, so a path's exact embedding direction is the weighted sum

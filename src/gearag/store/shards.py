@@ -29,8 +29,9 @@ The union is the shards' passages in shard order with deleted rows dropped
 (``tombstones.json``: shard name → deleted passage rows), and their triples
 in the same order. :func:`load_sharded` assembles an :class:`~gearag.store.index.Index`
 equal to the one a plain build of that union loads, so every method works
-unchanged; one shard without deletions keeps its memory-mapped vectors,
-several shards are concatenated in memory (``gearag compact`` merges them).
+unchanged. Passages and triples are views of the shards' files
+(:mod:`gearag.store.rows`) and vectors of their memory maps
+(:class:`~gearag.store.stacked.StackedRows`): nothing is copied per shard.
 
 The root manifest records each shard's and the generation's manifest hash,
 so a shard or generation replaced behind the manifest's back fails to load.
