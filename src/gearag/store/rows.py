@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import mmap
 from collections.abc import Callable, Iterator, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -113,24 +114,32 @@ class JsonlRows(_SequenceEq, Sequence[T], Generic[T]):
         return {**self.__dict__, "_map": None, "_last": None}
 
 
-class Column(_SequenceEq, Sequence[Any]):
-    """Field ``field`` of every row of ``rows`` (a triple's subjects, predicates or objects)."""
+class Mapped(_SequenceEq, Sequence[Any]):
+    """``fn`` of every item of ``rows``, computed when read (e.g. the passages' texts, without a list of them)."""
 
-    def __init__(self, rows: Sequence[Sequence[Any]], field: int) -> None:
+    def __init__(self, rows: Sequence[Any], fn: Callable[[Any], Any]) -> None:
         self.rows = rows
-        self.field = field
+        self.fn = fn
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, slice):
-            return [row[self.field] for row in self.rows[key]]
-        return self.rows[key][self.field]
+            return [self.fn(row) for row in self.rows[key]]
+        return self.fn(self.rows[key])
 
     def __iter__(self) -> Iterator[Any]:
         for row in self.rows:
-            yield row[self.field]
+            yield self.fn(row)
+
+
+class Column(Mapped):
+    """Field ``field`` of every row of ``rows`` (a triple's subjects, predicates or objects)."""
+
+    def __init__(self, rows: Sequence[Sequence[Any]], field: int) -> None:
+        super().__init__(rows, itemgetter(field))
+        self.field = field
 
 
 class ConcatRows(_SequenceEq, Sequence[T], Generic[T]):
@@ -173,22 +182,3 @@ class ConcatRows(_SequenceEq, Sequence[T], Generic[T]):
                     if kept:
                         yield value
 
-
-class Mapped(_SequenceEq, Sequence[Any]):
-    """``fn`` of every item of ``rows``, computed when read (e.g. the passages' texts, without a list of them)."""
-
-    def __init__(self, rows: Sequence[Any], fn: Callable[[Any], Any]) -> None:
-        self.rows = rows
-        self.fn = fn
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, slice):
-            return [self.fn(row) for row in self.rows[key]]
-        return self.fn(self.rows[key])
-
-    def __iter__(self) -> Iterator[Any]:
-        for row in self.rows:
-            yield self.fn(row)
