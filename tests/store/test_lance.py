@@ -171,6 +171,31 @@ def test_a_sharded_index_exports_like_a_plain_one(tmp_path: Path) -> None:
     assert (a.relations != b.relations).nnz == 0 and (a.resolution.about != b.resolution.about).nnz == 0
 
 
+def test_open_reads_the_held_arrays_one_by_one_and_not_the_postings_array(
+        lance: LanceIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening reads each integer array it keeps as its own row, never entity_indices (the postings come from
+    the entities table): a bulk read's buffers stayed resident (BENCHMARKS.md, "Lance query memory ...")."""
+    from gearag.store.lance import index as lance_index
+
+    read: list[str] = []
+    original = lance_index.read_blob
+
+    def spy(db: object, name: str) -> bytes:
+        read.append(name)
+        return original(db, name)
+
+    monkeypatch.setattr(lance_index, "read_blob", spy)
+    opened = open_index(lance.location)
+    assert read == list(lance_index.HELD_ARRAYS) and "arrays/entity_indices.npy" not in read
+    np.testing.assert_array_equal(opened.graph.head, lance.graph.head)
+    read.clear()
+    arrays = opened.stored_graph_arrays()
+    assert arrays is not None and read and all(n.startswith("graph/") for n in read)
+    assert len(read) == len(set(read))  # each stored file once; optional ones it lacks are not read
+    with pytest.raises(KeyError):
+        original(opened.db, "arrays/no_such.npy")
+
+
 def test_export_refuses_to_overwrite_what_it_did_not_write(slice_index: tuple[Index, list[str]],
                                                            tmp_path: Path) -> None:
     index, _ = slice_index
