@@ -12,7 +12,8 @@ resident memory (VmRSS) after all queries.
 
 ``--questions FILE``: a gearag question file instead of the dataset's questions (e.g. the planted
 questions of a synthetic scale corpus, BENCHMARKS.md "Lance query memory against corpus size").
-``--stages`` also names the objects whose size grows with the corpus: the integer graph arrays held
+``--stages`` prints resident MB after each stage and, in brackets, the stage's peak (VmHWM since
+the previous line). It also names the objects whose size grows with the corpus: the integer graph arrays held
 at open, the passage-graph arrays, the PassageGraph's sparse matrices, and Lance's session caches.
 """
 
@@ -36,6 +37,20 @@ KS = (2, 5, 15)
 
 def dir_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+
+
+def stage_mb() -> str:
+    """Resident MB now and the peak since the last call (VmHWM, reset through /proc/self/clear_refs)."""
+    peak = status_mb("VmHWM")
+    Path("/proc/self/clear_refs").write_text("5")  # the next stage's peak starts from here
+    return f"{rss_mb():.0f} MB (peak {peak:.0f})"
+
+
+def status_mb(key: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def rss_mb() -> float:
@@ -179,28 +194,28 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
     if backend_of(location) == "lance":
         watch_lance_session()
     questions = [q.question for q in load_qs(dataset, questions_file, limit)]
-    print(f"libraries imported: {rss_mb():.0f} MB")
+    print(f"libraries imported: {stage_mb()}")
     app = open_app(location, cache_rows)
-    print(f"open: {rss_mb():.0f} MB{lance_cache_mb()}")
+    print(f"open: {stage_mb()}{lance_cache_mb()}")
     ix = app.index
     held = {"head": ix.graph.head, "tail": ix.graph.tail, "indptr": ix.graph.indptr, "indices": ix.graph.indices,
             "triple_passage": ix.triples.passage, "passage_triple_indptr": ix.passage_triple_indptr}
     mem, mapped = array_mb(list(held.values()))
     print(f"  integer graph arrays: {mem:.1f} MB in memory, {mapped:.1f} MB memory-mapped")
     app.index.embedder.encode(["x"])
-    print(f"embedder loaded: {rss_mb():.0f} MB")
+    print(f"embedder loaded: {stage_mb()}")
     for q in questions:
         app.index.collection("passages").search_bm25(q, 15)
-    print(f"bm25 over passages, {len(questions)} queries: {rss_mb():.0f} MB{lance_cache_mb()}")
+    print(f"bm25 over passages, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}")
     for q in questions:
         app.retrieve(q, "dense", 15)
-    print(f"dense, {len(questions)} queries: {rss_mb():.0f} MB{lance_cache_mb()}")
+    print(f"dense, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}")
     arrays = graph_arrays_for(app.index)
     mem, mapped = array_mb(arrays)
-    print(f"passage-graph arrays loaded: {rss_mb():.0f} MB")
+    print(f"passage-graph arrays loaded: {stage_mb()}")
     print(f"  passage-graph arrays: {mem:.1f} MB in memory, {mapped:.1f} MB memory-mapped")
     app.retrieve(questions[0], "syncge", 15)
-    print(f"first syncge query (PPR graph built): {rss_mb():.0f} MB{lance_cache_mb()}")
+    print(f"first syncge query (PPR graph built): {stage_mb()}{lance_cache_mb()}")
     graphs = [v for k, v in ix._cache.items() if k.startswith("passage_graph:")]
     if graphs:
         mem, mapped = array_mb([g.operator for g in graphs] + [[g.mentions, g.about, g.specificity] for g in graphs])
@@ -208,7 +223,7 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
               f"{len(graphs)} graph(s), trie of {sum(len(g.arrays.resolution.keys) for g in graphs)} keys")
     for q in questions:
         app.retrieve(q, "syncge", 15)
-    print(f"syncge, {len(questions)} more queries: {rss_mb():.0f} MB{lance_cache_mb()}")
+    print(f"syncge, {len(questions)} more queries: {stage_mb()}{lance_cache_mb()}")
 
 
 def overlap(a: list[list[str]], b: list[list[str]], k: int) -> float:
