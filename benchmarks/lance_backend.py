@@ -211,14 +211,15 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
         app.retrieve(q, "dense", 15)
     print(f"dense, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}")
     arrays = graph_arrays_for(app.index)
-    mem, mapped = array_mb(arrays)
+    counted: set[int] = set()  # the PassageGraph shares some of these arrays: count them once
+    mem, mapped = array_mb(arrays, counted)
     print(f"passage-graph arrays loaded: {stage_mb()}")
     print(f"  passage-graph arrays: {mem:.1f} MB in memory, {mapped:.1f} MB memory-mapped")
     app.retrieve(questions[0], "syncge", 15)
     print(f"first syncge query (PPR graph built): {stage_mb()}{lance_cache_mb()}")
     graphs = [v for k, v in ix._cache.items() if k.startswith("passage_graph:")]
     if graphs:
-        mem, mapped = array_mb([g.operator for g in graphs] + [[g.mentions, g.about, g.specificity] for g in graphs])
+        mem, mapped = array_mb([[g.operator, g.mentions, g.about, g.specificity] for g in graphs], counted)
         print(f"  PassageGraph operator and edges: {mem:.1f} MB in memory (besides the arrays above), "
               f"{len(graphs)} graph(s), trie of {sum(len(g.arrays.resolution.keys) for g in graphs)} keys")
     for q in questions:
