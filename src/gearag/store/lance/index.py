@@ -4,7 +4,7 @@ What is fetched on demand (bounded LRUs, so memory does not grow with the corpus
 titles and texts; triple subjects, predicates and objects; entity names; every vector and weight;
 the entity → triples postings. What is loaded whole at open, as in the embedded backend, and grows
 linearly with the corpus: the integer graph arrays (triple head/tail entity ids, entity CSR offsets,
-triple → passage, passage → triples offsets: about 28 bytes per triple and 8 per entity and passage),
+triple → passage, passage → triples offsets: 12 bytes per triple and 8 per entity and passage),
 and, on the first PPR query, the passage-graph arrays (resolution and entity relations, sparse).
 Searches run in Lance: dense top-k (flat, or IVF-PQ) and BM25 full-text search.
 """
