@@ -6,8 +6,15 @@ first ``--limit`` questions, and reports recall@2/5/15, the median latency per q
 resident memory (VmRSS) after all queries.
 
     PYTHONPATH=src .venv/bin/python benchmarks/lance_backend.py INDEX_DIR [--dataset 2wiki] [--limit 200]
-        [--lance DIR] [--json out.json] [--cache-rows N]
+        [--lance DIR] [--json out.json] [--cache-rows N] [--questions FILE]
     PYTHONPATH=src .venv/bin/python benchmarks/lance_backend.py INDEX_DIR --stages LOCATION --limit 50
+        [--questions FILE] [--cache-rows N]
+
+``--questions FILE``: a gearag question file instead of the dataset's questions (e.g. the planted
+questions of a synthetic scale corpus, BENCHMARKS.md "Lance query memory against corpus size").
+``--stages`` prints resident MB after each stage and, in brackets, the stage's peak (VmHWM since
+the previous line). It also names the objects whose size grows with the corpus: the integer graph arrays held
+at open, the passage-graph arrays, the PassageGraph's sparse matrices, and Lance's session caches.
 """
 
 from __future__ import annotations
@@ -22,12 +29,28 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 METHODS = ("bm25", "dense", "syncge")
 KS = (2, 5, 15)
 
 
 def dir_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+
+
+def stage_mb() -> str:
+    """Resident MB now and the peak since the last call (VmHWM, reset through /proc/self/clear_refs)."""
+    peak = status_mb("VmHWM")
+    Path("/proc/self/clear_refs").write_text("5")  # the next stage's peak starts from here
+    return f"{rss_mb():.0f} MB (peak {peak:.0f})"
+
+
+def status_mb(key: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def rss_mb() -> float:
@@ -37,16 +60,35 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def child(location: str, dataset: str, limit: int, cache_rows: int | None) -> dict[str, Any]:
-    """One backend: open, run every method on the questions, measure."""
-    from gearag.api import Gearag
+def load_qs(dataset: str, questions_file: str | None, limit: int) -> list[Any]:
+    """The first ``limit`` questions of ``questions_file``, else of the shared dataset."""
     from gearag.bench.datasets import shared_datasets
-    from gearag.bench.evaluate import timed_run, warm_up
     from gearag.data import load_questions
+
+    return load_questions(questions_file or shared_datasets()[dataset].questions)[:limit]
+
+
+def open_app(location: str, cache_rows: int | None) -> Any:
+    """``Gearag.open(location)``; a Lance index with ``cache_rows`` rows per column LRU when given."""
+    from gearag.api import Gearag
+    from gearag.store.backend import backend_of
+
+    if backend_of(location) == "lance" and cache_rows is not None:
+        from gearag.store.lance.collection import LanceSearchConfig
+        from gearag.store.lance.index import open_lance_index
+
+        return Gearag(open_lance_index(location, config=LanceSearchConfig(cache_rows=cache_rows)))
+    return Gearag.open(location)
+
+
+def child(location: str, dataset: str, limit: int, cache_rows: int | None,
+          questions_file: str | None = None) -> dict[str, Any]:
+    """One backend: open, run every method on the questions, measure."""
+    from gearag.bench.evaluate import timed_run, warm_up
     from gearag.evaluation import evaluate_run
     from gearag.store.backend import backend_of
 
-    questions = load_questions(shared_datasets()[dataset].questions)[:limit]
+    questions = load_qs(dataset, questions_file, limit)
     lance = backend_of(location) == "lance"
     if lance:
         from gearag.store.lance.storage import import_lancedb
@@ -54,13 +96,7 @@ def child(location: str, dataset: str, limit: int, cache_rows: int | None) -> di
         import_lancedb()  # the libraries' own memory, counted in rss_start_mb
     base = rss_mb()
     t0 = time.perf_counter()
-    if lance and cache_rows is not None:
-        from gearag.store.lance.collection import LanceSearchConfig
-        from gearag.store.lance.index import open_lance_index
-
-        app = Gearag(open_lance_index(location, config=LanceSearchConfig(cache_rows=cache_rows)))
-    else:
-        app = Gearag.open(location)
+    app = open_app(location, cache_rows)
     out: dict[str, Any] = {"open_seconds": round(time.perf_counter() - t0, 2), "rss_start_mb": round(base, 1),
                            "rss_open_mb": round(rss_mb(), 1), "methods": {}}
     for method in METHODS:
@@ -80,34 +116,115 @@ def child(location: str, dataset: str, limit: int, cache_rows: int | None) -> di
     return out
 
 
-def stages(location: str, dataset: str, limit: int) -> None:
+def array_mb(obj: Any, seen: set[int] | None = None, depth: int = 0) -> tuple[float, float]:
+    """MB of the numpy arrays (and scipy sparse matrices' arrays) reachable from ``obj`` through
+    attributes, lists, tuples and dicts: (in memory, memory-mapped), each array counted once."""
+    import mmap
+
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 6:
+        return 0.0, 0.0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        base = obj
+        while isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base
+        if id(base) in seen and base is not obj:
+            return 0.0, 0.0
+        seen.add(id(base))
+        mapped = isinstance(obj, np.memmap) or isinstance(base, mmap.mmap)
+        return (0.0, obj.nbytes / 1e6) if mapped else (obj.nbytes / 1e6, 0.0)
+    if isinstance(obj, dict):
+        items: Any = obj.values()
+    elif isinstance(obj, (list, tuple)):
+        items = obj if len(obj) < 64 else ()
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        items = vars(obj).values()
+    elif hasattr(obj, "__slots__"):
+        items = [getattr(obj, n, None) for n in obj.__slots__]
+    else:
+        return 0.0, 0.0
+    mem = mapped_mb = 0.0
+    for item in items:
+        a, b = array_mb(item, seen, depth + 1)
+        mem, mapped_mb = mem + a, mapped_mb + b
+    return mem, mapped_mb
+
+
+#: The LanceDB session of the index opened by ``stages`` (its index and metadata caches), when Lance.
+SESSION: list[Any] = []
+
+
+def watch_lance_session() -> None:
+    """Make every LanceDB connection use one ``lancedb.Session()`` (default cache sizes) we can read.
+
+    A connection made without a session creates its own, which Python cannot reach; the searches run
+    through the connection's tables, so this is the cache that holds full-text and vector index data.
+    """
+    import lancedb
+
+    session = lancedb.Session()
+    SESSION.append(session)
+    original = lancedb.connect
+
+    def connect(uri: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("session", session)
+        return original(uri, **kwargs)
+
+    lancedb.connect = connect
+
+
+def lance_cache_mb() -> str:
+    """Size of the LanceDB session's caches (index + metadata), '' when no session is watched."""
+    if not SESSION:
+        return ""
+    s = SESSION[0]
+    return f"; LanceDB session caches {s.size_bytes / 1e6:.1f} MB ({s.approx_num_items} items)"
+
+
+def stages(location: str, dataset: str, limit: int, cache_rows: int | None = None,
+           questions_file: str | None = None) -> None:
     """Resident memory after each stage of use (both backends import the Lance libraries first)."""
-    from gearag.api import Gearag
-    from gearag.bench.datasets import shared_datasets
-    from gearag.data import load_questions
     from gearag.graph.passage_graph import graph_arrays_for
     from gearag.store.lance.storage import import_lancedb
 
     import_lancedb()
-    questions = [q.question for q in load_questions(shared_datasets()[dataset].questions)[:limit]]
-    print(f"libraries imported: {rss_mb():.0f} MB")
-    app = Gearag.open(location)
-    print(f"open: {rss_mb():.0f} MB")
+    from gearag.store.backend import backend_of
+
+    if backend_of(location) == "lance":
+        watch_lance_session()
+    questions = [q.question for q in load_qs(dataset, questions_file, limit)]
+    print(f"libraries imported: {stage_mb()}")
+    app = open_app(location, cache_rows)
+    print(f"open: {stage_mb()}{lance_cache_mb()}")
+    ix = app.index
+    held = {"head": ix.graph.head, "tail": ix.graph.tail, "indptr": ix.graph.indptr, "indices": ix.graph.indices,
+            "triple_passage": ix.triples.passage, "passage_triple_indptr": ix.passage_triple_indptr}
+    mem, mapped = array_mb(list(held.values()))
+    print(f"  integer graph arrays: {mem:.1f} MB in memory, {mapped:.1f} MB memory-mapped")
     app.index.embedder.encode(["x"])
-    print(f"embedder loaded: {rss_mb():.0f} MB")
+    print(f"embedder loaded: {stage_mb()}")
     for q in questions:
         app.index.collection("passages").search_bm25(q, 15)
-    print(f"bm25 over passages, {len(questions)} queries: {rss_mb():.0f} MB")
+    print(f"bm25 over passages, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}")
     for q in questions:
         app.retrieve(q, "dense", 15)
-    print(f"dense, {len(questions)} queries: {rss_mb():.0f} MB")
-    graph_arrays_for(app.index)
-    print(f"passage-graph arrays loaded: {rss_mb():.0f} MB")
+    print(f"dense, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}")
+    arrays = graph_arrays_for(app.index)
+    counted: set[int] = set()  # the PassageGraph shares some of these arrays: count them once
+    mem, mapped = array_mb(arrays, counted)
+    print(f"passage-graph arrays loaded: {stage_mb()}")
+    print(f"  passage-graph arrays: {mem:.1f} MB in memory, {mapped:.1f} MB memory-mapped")
     app.retrieve(questions[0], "syncge", 15)
-    print(f"first syncge query (PPR graph built): {rss_mb():.0f} MB")
+    print(f"first syncge query (PPR graph built): {stage_mb()}{lance_cache_mb()}")
+    graphs = [v for k, v in ix._cache.items() if k.startswith("passage_graph:")]
+    if graphs:
+        mem, mapped = array_mb([[g.operator, g.mentions, g.about, g.specificity] for g in graphs], counted)
+        print(f"  PassageGraph operator and edges: {mem:.1f} MB in memory (besides the arrays above), "
+              f"{len(graphs)} graph(s), trie of {sum(len(g.arrays.resolution.keys) for g in graphs)} keys")
     for q in questions:
         app.retrieve(q, "syncge", 15)
-    print(f"syncge, {len(questions)} more queries: {rss_mb():.0f} MB")
+    print(f"syncge, {len(questions)} more queries: {stage_mb()}{lance_cache_mb()}")
 
 
 def overlap(a: list[list[str]], b: list[list[str]], k: int) -> float:
@@ -125,13 +242,15 @@ def main() -> None:
     parser.add_argument("--cache-rows", type=int, default=None, help="Lance: rows kept per column LRU")
     parser.add_argument("--stages", default=None, metavar="LOCATION",
                         help="print resident memory after each stage of use of LOCATION, then exit")
+    parser.add_argument("--questions", default=None, metavar="FILE",
+                        help="a gearag question file (default: the dataset's questions)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stages:
-        stages(args.stages, args.dataset, args.limit)
+        stages(args.stages, args.dataset, args.limit, args.cache_rows, args.questions)
         return
     if args.child:
-        print(json.dumps(child(args.child, args.dataset, args.limit, args.cache_rows)))
+        print(json.dumps(child(args.child, args.dataset, args.limit, args.cache_rows, args.questions)))
         return
     from gearag.store.lance.export import ExportConfig, export_index
 
@@ -147,6 +266,8 @@ def main() -> None:
           flush=True)
     for name, location in (("embedded", args.index), ("lance", target)):
         extra = ["--cache-rows", str(args.cache_rows)] if args.cache_rows is not None else []
+        if args.questions:
+            extra += ["--questions", args.questions]
         done = subprocess.run([sys.executable, __file__, str(args.index), "--dataset", args.dataset, "--limit",
                                str(args.limit), "--child", str(location), *extra], capture_output=True, text=True,
                               check=False)

@@ -144,6 +144,58 @@ def test_stored_graph_arrays_match(slice_index: tuple[Index, list[str]], lance: 
     assert (a.relations != b.relations).nnz == 0 and (a.resolution.about != b.resolution.about).nnz == 0
 
 
+def test_a_sharded_index_exports_like_a_plain_one(tmp_path: Path) -> None:
+    """A sharded index (after ``gearag add``) has no arrays/ or graph/ of its own; the export takes them from
+    the loaded index and the current generation, and the Lance index holds the same rows and graph."""
+    from gearag.indexing.incremental import add_documents
+
+    rows, _ = wiki_slice(16, 1)
+    passages = [Passage(f"s{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
+    build_index(passages[:10], tmp_path / "grown", IndexConfig())
+    grown = add_documents(tmp_path / "grown", passages[10:])
+    assert grown.manifest["layout"] == "sharded" and not (tmp_path / "grown" / "arrays").exists()
+    export_index(tmp_path / "grown", tmp_path / "store")
+    lance = open_index(tmp_path / "store")
+    assert isinstance(lance, LanceIndex)
+    assert list(lance.passages) == list(grown.passages)
+    assert list(lance.triples.subjects) == list(grown.triples.subjects)
+    np.testing.assert_array_equal(lance.triples.passage, grown.triples.passage)
+    np.testing.assert_array_equal(lance.passage_triple_indptr, grown.passage_triple_indptr)
+    for name in ("head", "tail", "indptr"):
+        np.testing.assert_array_equal(getattr(lance.graph, name), getattr(grown.graph, name))
+    for entity in range(grown.graph.n_entities):
+        np.testing.assert_array_equal(lance.graph.entity_triples(entity), grown.graph.entity_triples(entity))
+    a, b = grown.stored_graph_arrays(), lance.stored_graph_arrays()
+    assert a is not None and b is not None
+    assert a.resolution.keys == b.resolution.keys
+    assert (a.relations != b.relations).nnz == 0 and (a.resolution.about != b.resolution.about).nnz == 0
+
+
+def test_open_reads_the_held_arrays_one_by_one_and_not_the_postings_array(
+        lance: LanceIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening reads each integer array it keeps as its own row, never entity_indices (the postings come from
+    the entities table): a bulk read's buffers stayed resident (BENCHMARKS.md, "Lance query memory ...")."""
+    from gearag.store.lance import index as lance_index
+
+    read: list[str] = []
+    original = lance_index.read_blob
+
+    def spy(db: object, name: str) -> bytes:
+        read.append(name)
+        return original(db, name)
+
+    monkeypatch.setattr(lance_index, "read_blob", spy)
+    opened = open_index(lance.location)
+    assert read == list(lance_index.HELD_ARRAYS) and "arrays/entity_indices.npy" not in read
+    np.testing.assert_array_equal(opened.graph.head, lance.graph.head)
+    read.clear()
+    arrays = opened.stored_graph_arrays()
+    assert arrays is not None and read and all(n.startswith("graph/") for n in read)
+    assert len(read) == len(set(read))  # each stored file once; optional ones it lacks are not read
+    with pytest.raises(KeyError):
+        original(opened.db, "arrays/no_such.npy")
+
+
 def test_export_refuses_to_overwrite_what_it_did_not_write(slice_index: tuple[Index, list[str]],
                                                            tmp_path: Path) -> None:
     index, _ = slice_index

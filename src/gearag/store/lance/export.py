@@ -143,12 +143,30 @@ def _entities(index: Index, batch: int, pa: Any) -> tuple[Any, Iterator[Any]]:
     return schema, gen()
 
 
+def index_arrays(index: Index) -> dict[str, np.ndarray]:
+    """The integer arrays of ``ARRAY_FILES``, taken from the loaded index, not from its files.
+
+    A sharded index (gearag.store.shards) has no ``arrays/`` of its own: its graph arrays live in its
+    generation and its triple → passage arrays are built from the shards at load.
+    """
+    g = index.graph
+    arrays = {"arrays/triple_head.npy": g.head, "arrays/triple_tail.npy": g.tail,
+              "arrays/entity_indptr.npy": g.indptr, "arrays/entity_indices.npy": g.indices,
+              "arrays/triple_passage.npy": index.triples.passage,
+              "arrays/passage_triple_indptr.npy": index.passage_triple_indptr}
+    assert set(arrays) == set(ARRAY_FILES)
+    return arrays
+
+
 def _arrays(index: Index, pa: Any) -> Any:
     names, blobs = [], []
-    for rel in ARRAY_FILES:
+    for rel, array in index_arrays(index).items():
         names.append(rel)
-        blobs.append(npy_bytes(np.load(index.path / rel, mmap_mode="r", allow_pickle=False)))
-    graph_dir = index.path / "graph"
+        blobs.append(npy_bytes(np.asarray(array)))
+    from gearag.graph.passage_graph import GRAPH_DIR
+
+    # A sharded index keeps its passage-graph arrays in its current generation (Index.stored_graph_arrays).
+    graph_dir = index.path / str(index.manifest.get("graph_dir", GRAPH_DIR))
     if (graph_dir / "entities.json").exists():
         for f in sorted(graph_dir.iterdir()):
             names.append(f"graph/{f.name}")

@@ -4,7 +4,7 @@ What is fetched on demand (bounded LRUs, so memory does not grow with the corpus
 titles and texts; triple subjects, predicates and objects; entity names; every vector and weight;
 the entity → triples postings. What is loaded whole at open, as in the embedded backend, and grows
 linearly with the corpus: the integer graph arrays (triple head/tail entity ids, entity CSR offsets,
-triple → passage, passage → triples offsets: about 28 bytes per triple and 8 per entity and passage),
+triple → passage, passage → triples offsets: 12 bytes per triple and 8 per entity and passage),
 and, on the first PPR query, the passage-graph arrays (resolution and entity relations, sparse).
 Searches run in Lance: dense top-k (flat, or IVF-PQ) and BM25 full-text search.
 """
@@ -29,6 +29,25 @@ from gearag.store.index import Index, TripleTable
 from gearag.store.lance.collection import STORE_ERRORS, LanceCollection, LanceRows, LanceSearchConfig, LanceTable
 from gearag.store.lance.export import ARRAY_FILES, ARRAYS_TABLE, ENTITIES_TABLE, read_meta
 from gearag.store.lance.storage import Location, connect, parse_location, store_error
+
+#: The integer arrays held in memory from open. ``arrays/entity_indices.npy`` (the entity → triples postings,
+#: 8 bytes per triple) is not read: the postings are fetched per entity from the entities table.
+HELD_ARRAYS = tuple(f for f in ARRAY_FILES if f != "arrays/entity_indices.npy")
+
+
+def read_blob(db: Any, name: str) -> bytes:
+    """One row of the ``arrays`` table (KeyError when absent).
+
+    Read one at a time, so that opening and the first PPR query never hold every array's bytes at
+    once besides their decoded copies: the native reader's buffers of a bulk read stayed resident
+    (about 1.5x the bytes read) after they were freed.
+    """
+    table = db.open_table(ARRAYS_TABLE).to_lance()
+    got = table.to_table(columns=["data"], filter="name = '" + name.replace("'", "''") + "'")
+    if got.num_rows != 1:
+        raise KeyError(name)
+    data: bytes = got.column("data")[0].as_py()
+    return data
 
 
 class LancePassages(Sequence[Passage]):
@@ -78,23 +97,22 @@ class LanceIndex(Index):
     def location(self) -> str:
         return self.lance_location.uri
 
-    def _array_blobs(self, names: Sequence[str]) -> dict[str, bytes]:
-        table = self.db.open_table(ARRAYS_TABLE).to_lance()
-        quoted = ",".join("'" + n.replace("'", "''") + "'" for n in names)
-        got = table.to_table(columns=["name", "data"], filter=f"name IN ({quoted})")
-        return dict(zip(got.column("name").to_pylist(), got.column("data").to_pylist(), strict=True))
-
     def stored_graph_arrays(self) -> Any:
         from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays
 
         try:
             table = self.db.open_table(ARRAYS_TABLE).to_lance()
-            names = [n for n in table.to_table(columns=["name"]).column("name").to_pylist()
-                     if n.startswith(f"{GRAPH_DIR}/")]
+            names = {n for n in table.to_table(columns=["name"]).column("name").to_pylist()
+                     if n.startswith(f"{GRAPH_DIR}/")}
             if not names:
                 return None
-            blobs = self._array_blobs(names)
-            return GraphArrays.from_files(lambda name: blobs[f"{GRAPH_DIR}/{name}"])
+
+            def read(name: str) -> bytes:
+                if f"{GRAPH_DIR}/{name}" not in names:
+                    raise KeyError(name)  # an optional array the index does not store
+                return read_blob(self.db, f"{GRAPH_DIR}/{name}")
+
+            return GraphArrays.from_files(read)
         except STORE_ERRORS as exc:
             raise store_error(self.lance_location, exc, "cannot read the graph arrays of") from None
 
@@ -126,10 +144,7 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
     tables = {name: _open_table(db, loc, info["table"], info["rows"]) for name, info in listed.items()}
     entities = _open_table(db, loc, ENTITIES_TABLE, meta.get("entities"))
     try:
-        got = db.open_table(ARRAYS_TABLE).to_lance().to_table(columns=["name", "data"],
-                                                              filter="name NOT LIKE 'graph/%'")
-        blobs = dict(zip(got.column("name").to_pylist(), got.column("data").to_pylist(), strict=True))
-        arrays = {rel: np.load(io.BytesIO(blobs[rel]), allow_pickle=False) for rel in ARRAY_FILES}
+        arrays = {rel: np.load(io.BytesIO(read_blob(db, rel)), allow_pickle=False) for rel in HELD_ARRAYS}
     except KeyError as exc:
         raise IndexFormatError(f"{loc}: the {ARRAYS_TABLE} table lacks {exc}; export the index again") from None
     except STORE_ERRORS as exc:
