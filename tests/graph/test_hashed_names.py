@@ -1,0 +1,38 @@
+"""HashedNames scans exactly as the dict TokenTrie does (it replaces it where memory matters: the PassageGraph)."""
+
+from __future__ import annotations
+
+import random
+
+from gearag.graph.trie import HashedNames, TokenTrie, tokens
+
+
+def _pair(names: list[tuple[str, int]], case_sensitive: bool = False) -> tuple[TokenTrie, HashedNames]:
+    trie, hashed = TokenTrie(case_sensitive), HashedNames(case_sensitive)
+    for name, value in names:
+        trie.add(name, value)
+        hashed.add(name, value)
+    return trie, hashed.freeze()
+
+
+def test_same_matches_as_the_trie_on_random_names_and_texts() -> None:
+    rng = random.Random(0)
+    vocab = ["New", "York", "City", "the", "Beatles", "Akron", "Ohio", "Jr", "2", "Élan", "home", "Home", "of"]
+    names = [(" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 4))), i) for i in range(300)]
+    names += [("New York", 1000), ("New York", 1001)]  # a later add wins, in both
+    for case_sensitive in (False, True):
+        trie, hashed = _pair(names, case_sensitive)
+        assert hashed.size == trie.size
+        for _ in range(400):
+            toks = tokens(" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 12))))
+            for capital in (False, True):
+                assert list(hashed.scan(toks, capital)) == list(trie.scan(toks, capital))
+        for name, _ in names[:50] + [("New York", 0), ("Nowhere", 0), ("", 0)]:
+            assert hashed.get(name) == trie.get(name)
+
+
+def test_leftmost_longest_without_overlap() -> None:
+    _, hashed = _pair([("New York", 1), ("New York City", 2), ("City Hall", 3), ("Hall", 4)])
+    found = [(m.name, m.start, m.end) for m in hashed.scan(tokens("in New York City Hall today"))]
+    assert found == [(2, 1, 4), (4, 4, 5)]
+    assert list(hashed.scan(tokens("new york"), require_capital=True)) == []
