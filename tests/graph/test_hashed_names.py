@@ -27,7 +27,7 @@ def test_same_matches_as_the_trie_on_random_names_and_texts() -> None:
             toks = tokens(" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 12))))
             for capital in (False, True):
                 assert list(hashed.scan(toks, capital)) == list(trie.scan(toks, capital))
-        for name, _ in names[:50] + [("New York", 0), ("Nowhere", 0), ("", 0)]:
+        for name, _ in [*names[:50], ("New York", 0), ("Nowhere", 0), ("", 0)]:
             assert hashed.get(name) == trie.get(name)
 
 
