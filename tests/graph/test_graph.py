@@ -213,6 +213,41 @@ def test_push_rejects_bad_input() -> None:
     assert not est.any() and residual == 0.0
 
 
+def test_sparse_push_equals_the_dense_one_and_leaves_its_work_arrays_clean() -> None:
+    """run_push_sparse (what a query runs: no node-sized allocation or scan) gives the dense push's
+    estimates at the nodes it pushed, and resets its per-thread arrays, whatever runs before it."""
+    import threading
+
+    adj = sparse.csr_matrix(_random_graph(40, 3))
+    op = PageRankOperator(adj)
+    runs = []
+    for seed_nodes in ([3], [0, 7, 19], [39, 1]):
+        seeds = np.zeros(40)
+        seeds[seed_nodes] = np.linspace(1.0, 2.0, len(seed_nodes))
+        dense, residual = op.run_push(seeds, eps=1e-7)
+        at = np.flatnonzero(seeds)
+        nodes, est, left = op.run_push_sparse(at, seeds[at], eps=1e-7, residual=True)
+        assert nodes.tolist() == np.flatnonzero(dense).tolist() and np.array_equal(est, dense[nodes])
+        assert left == pytest.approx(residual, abs=1e-12)
+        runs.append((at, seeds[at], nodes, est))
+    p, r = op._workspace()
+    assert not p.any() and not r.any()  # reset where touched
+    bad: list[int] = []
+
+    def again(i: int) -> None:
+        for _ in range(30):
+            at, vals, nodes, est = runs[i % 3]
+            got_nodes, got, _ = op.run_push_sparse(at, vals, eps=1e-7)
+            bad.extend([i] if not (np.array_equal(got_nodes, nodes) and np.array_equal(got, est)) else [])
+
+    threads = [threading.Thread(target=again, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
 # -- passage graph --------------------------------------------------------------
 
 
@@ -340,3 +375,17 @@ def test_stop_words_are_spacys_without_importing_spacy() -> None:
     from gearag.graph.resolve import stop_words
 
     assert stop_words() == frozenset(STOP_WORDS) and "the" in stop_words()
+
+
+def test_sparse_ranking_equals_the_dense_seed_vectors_ranking() -> None:
+    graph = _demo_graph()
+    for question, base, proximal in (("Where was Stephen Curry born?", [(0, 2.0), (4, 1.0)], [1, 2]),
+                                     ("Who is Seth Curry's brother?", [(4, 3.0)], [0, 3]),
+                                     ("nothing named here", [], [])):
+        seeds = graph.seeds(question, base, proximal)
+        nodes, values = graph.seed_items(question, base, proximal)
+        assert np.array_equal(np.flatnonzero(seeds), nodes) and np.array_equal(seeds[nodes], values)
+        sc = graph.scores(seeds)
+        reached = np.flatnonzero(sc > 0)
+        expected = sorted(reached.tolist(), key=lambda r: (-sc[r], r))[:3]
+        assert graph.rank(question, base, proximal, k=3) == expected

@@ -345,7 +345,22 @@ class PassageGraph:
         ranked: bool = True,
         proximal_weight: float | None = None,
     ) -> np.ndarray:
-        """Seed vector over the graph's nodes.
+        """Seed vector over the graph's nodes (:meth:`seed_items` as a dense vector)."""
+        nodes, values = self.seed_items(question, base, proximal, ranked, proximal_weight)
+        size = self.n_passages + self.n_entities if self.config.passage_nodes else self.n_entities
+        s = np.zeros(size)
+        s[nodes] = values
+        return s
+
+    def seed_items(
+        self,
+        question: str,
+        base: Sequence[tuple[int, float]] = (),
+        proximal: Sequence[int] = (),
+        ranked: bool = True,
+        proximal_weight: float | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The seeds' nodes (ascending) and non-zero weights.
 
         ``base``: (passage row, retrieval score) pairs; ``proximal``: index
         triple ids found by the reader, best first (``ranked``: weight
@@ -355,8 +370,12 @@ class PassageGraph:
         cfg = self.config
         prox_weight = cfg.proximal_weight if proximal_weight is None else proximal_weight
         offset = self.n_passages if cfg.passage_nodes else 0
-        size = self.n_passages + self.n_entities if cfg.passage_nodes else self.n_entities
-        s = np.zeros(size)
+        # Each node's weight is the sum of its parts in this order (as a dense vector's += would add them).
+        s: dict[int, float] = {}
+
+        def add(node: int, weight: float) -> None:
+            s[node] = s.get(node, 0.0) + weight
+
         ents = self.question_entities(question)
         if ents:
             w = self.specificity[ents]
@@ -367,9 +386,11 @@ class PassageGraph:
                 about = self.about[np.asarray(ents)]
                 passed = cfg.question_page_weight * share * np.asarray(about.sum(axis=1)).ravel()
                 pages = sparse.csr_matrix((cfg.question_page_weight * share)[None, :]) @ about
-                s[pages.indices] += pages.data
+                for node, weight in zip(pages.indices.tolist(), pages.data.tolist(), strict=True):
+                    add(node, weight)
                 share = share - passed
-            s[offset + np.asarray(ents)] += share
+            for e, weight in zip(ents, share.tolist(), strict=True):
+                add(offset + int(e), weight)
         if proximal and prox_weight > 0:
             ends = self.arrays.resolution.triple_ends
             acc: dict[int, float] = {}
@@ -380,14 +401,16 @@ class PassageGraph:
             if acc:
                 total = sum(acc.values())
                 for e, v in acc.items():
-                    s[offset + e] += prox_weight * v / total
+                    add(offset + e, prox_weight * v / total)
         if base and cfg.passage_weight > 0 and cfg.passage_nodes:
             rows = np.asarray([r for r, _ in base], dtype=np.int64)
             scores = np.asarray([sc for _, sc in base], dtype=np.float64)
             lo, hi = scores.min(), scores.max()
             norm = (scores - lo) / (hi - lo) if hi > lo else np.ones_like(scores)
-            s[rows] += cfg.passage_weight * norm
-        return s
+            for row, weight in zip(rows.tolist(), (cfg.passage_weight * norm).tolist(), strict=True):
+                add(row, weight)
+        nodes = np.asarray(sorted(k for k, v in s.items() if v != 0.0), dtype=np.int64)
+        return nodes, np.asarray([s[int(n)] for n in nodes], dtype=np.float64)
 
     def scores(self, seeds: np.ndarray) -> np.ndarray:
         """Passage scores: their PPR probability (entity-only graph: sum over mentioned entities)."""
@@ -410,14 +433,25 @@ class PassageGraph:
         proximal_weight: float | None = None,
     ) -> list[int]:
         """Top ``k`` passage rows by PPR (passages with zero probability are not returned)."""
-        seeds = self.seeds(question, base, proximal, ranked, proximal_weight)
-        if not seeds.any():
-            return []
-        sc = self.scores(seeds)
-        reached = np.flatnonzero(sc > 0)  # with the push solver, a few hundred of the corpus's passages
-        vals = sc[reached]
-        top = reached[np.argpartition(-vals, k)[:k]] if len(reached) > k else reached
-        return [int(r) for r in top[np.lexsort((top, -sc[top]))]]
+        cfg = self.config
+        if cfg.solver == "push" and cfg.passage_nodes:
+            # Sparse end to end: seeds, push and ranking touch the seeds' neighbourhood only.
+            nodes, values = self.seed_items(question, base, proximal, ranked, proximal_weight)
+            if not len(nodes):
+                return []
+            idx, est, _ = self.operator.run_push_sparse(nodes, values, damping=cfg.damping, eps=cfg.push_eps)
+            keep = (idx < self.n_passages) & (est > 0)
+            reached, vals = idx[keep], est[keep]  # ascending rows, as flatnonzero gives them
+        else:
+            seeds = self.seeds(question, base, proximal, ranked, proximal_weight)
+            if not seeds.any():
+                return []
+            sc = self.scores(seeds)
+            reached = np.flatnonzero(sc > 0)
+            vals = sc[reached]
+        pos = np.argpartition(-vals, k)[:k] if len(reached) > k else np.arange(len(reached))
+        top, top_vals = reached[pos], vals[pos]
+        return [int(r) for r in top[np.lexsort((top, -top_vals))]]
 
 
 def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) -> PassageGraph:

@@ -28,6 +28,8 @@ from gearag.errors import IndexFormatError
 T = TypeVar("T")
 #: Bytes scanned for newlines at a time when a file's row offsets are found.
 SCAN_BYTES = 1 << 26
+#: Decoded rows a :class:`JsonlRows` keeps (per file; ~200 bytes a triple, ~1 KB a passage).
+CACHE_ROWS = 1 << 16
 
 
 def line_offsets(path: Path) -> np.ndarray:
@@ -68,7 +70,9 @@ class JsonlRows(_SequenceEq, Sequence[T], Generic[T]):
         self.decode = decode
         self.offsets = line_offsets(self.path) if offsets is None else offsets
         self._map: mmap.mmap | bytes | None = None
-        self._last: tuple[int, T] | None = None  # the row read last (a triple's three columns read it thrice)
+        # Rows read lately (a query reads the same candidate triples again and again, a triple's three
+        # columns the same row thrice): bounded, emptied when full.
+        self._cache: dict[int, T] = {}
 
     def _buffer(self) -> mmap.mmap | bytes:
         if self._map is None:
@@ -81,9 +85,9 @@ class JsonlRows(_SequenceEq, Sequence[T], Generic[T]):
         return len(self.offsets) - 1
 
     def row(self, i: int) -> T:
-        last = self._last
-        if last is not None and last[0] == i:
-            return last[1]
+        cached = self._cache.get(i)
+        if cached is not None:
+            return cached
         n = len(self)
         if i < 0:
             i += n
@@ -91,7 +95,9 @@ class JsonlRows(_SequenceEq, Sequence[T], Generic[T]):
             raise IndexError(f"row {i} out of range for {n} rows of {self.path.name}")
         buf = self._buffer()
         value = self._decode(buf[int(self.offsets[i]) : int(self.offsets[i + 1])], i)
-        self._last = (i, value)
+        if len(self._cache) >= CACHE_ROWS:
+            self._cache = {}
+        self._cache[i] = value
         return value
 
     def _decode(self, line: bytes, i: int) -> T:
@@ -111,7 +117,7 @@ class JsonlRows(_SequenceEq, Sequence[T], Generic[T]):
                 yield self._decode(line, i)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_map": None, "_last": None}
+        return {**self.__dict__, "_map": None, "_cache": {}}
 
 
 class Mapped(_SequenceEq, Sequence[Any]):
