@@ -64,7 +64,19 @@ class Match:
     end: int
 
 
-class TokenTrie:
+class _NameTokens:
+    """Case folding shared by the name matchers: a name's tokens as they are compared."""
+
+    case_sensitive: bool
+
+    def _fold(self, toks: Iterable[str]) -> list[str]:
+        return list(toks) if self.case_sensitive else [t.casefold() for t in toks]
+
+    def _name_tokens(self, name: str | list[str]) -> list[str]:
+        return self._fold(tokens(name) if isinstance(name, str) else name)
+
+
+class TokenTrie(_NameTokens):
     """Names (token sequences) → integer ids; finds them in token streams."""
 
     def __init__(self, case_sensitive: bool = False) -> None:
@@ -72,12 +84,9 @@ class TokenTrie:
         self.root: dict = {}
         self.size = 0
 
-    def _fold(self, toks: Iterable[str]) -> list[str]:
-        return list(toks) if self.case_sensitive else [t.casefold() for t in toks]
-
     def add(self, name: str | list[str], value: int) -> None:
         """Register ``name`` (a string or its tokens) with id ``value``; a later add of the same name wins."""
-        toks = self._fold(tokens(name) if isinstance(name, str) else name)
+        toks = self._name_tokens(name)
         if not toks:
             return
         node = self.root
@@ -89,7 +98,7 @@ class TokenTrie:
 
     def get(self, name: str | list[str]) -> int | None:
         node: dict[Any, Any] = self.root
-        for tok in self._fold(tokens(name) if isinstance(name, str) else name):
+        for tok in self._name_tokens(name):
             child = node.get(tok)
             if child is None:
                 return None
@@ -128,7 +137,7 @@ class TokenTrie:
             i = best[1]
 
 
-class HashedNames:
+class HashedNames(_NameTokens):
     """The names of a :class:`TokenTrie` as sorted 64-bit hashes: the same ``scan``, ~16 bytes per name.
 
     The trie's nested dicts cost ~0.5 KB per name (3 GB for the 6.7M entity
@@ -151,12 +160,9 @@ class HashedNames:
         self.name_hashes = np.zeros(0, dtype=np.int64)
         self.name_ids = np.zeros(0, dtype=np.int64)
 
-    def _fold(self, toks: Iterable[str]) -> list[str]:
-        return list(toks) if self.case_sensitive else [t.casefold() for t in toks]
-
     def add(self, name: str | list[str], value: int) -> None:
         """Register ``name`` (a string or its tokens) with id ``value``; a later add of the same name wins."""
-        toks = self._fold(tokens(name) if isinstance(name, str) else name)
+        toks = self._name_tokens(name)
         if not toks:
             return
         key = toks[0]
@@ -187,7 +193,7 @@ class HashedNames:
         return pos if pos < len(sorted_hashes) and int(sorted_hashes[pos]) == h else -1
 
     def get(self, name: str | list[str]) -> int | None:
-        toks = self._fold(tokens(name) if isinstance(name, str) else name)
+        toks = self._name_tokens(name)
         pos = self._find(self.name_hashes, hash(" ".join(toks))) if toks else -1
         return int(self.name_ids[pos]) if pos >= 0 else None
 
