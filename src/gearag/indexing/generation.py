@@ -37,6 +37,7 @@ from gearag.indexing.union_graph import shard_table, union_triple_graph
 from gearag.indexing.union_resolve import ResolveState, resolve_union, shard_token_index
 from gearag.retrieve.bm25 import token_ids
 from gearag.retrieve.bm25_postings import POSTINGS_FILES, postings_from_tokens
+from gearag.store.collection import PASSAGES
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.rows import Mapped
 from gearag.store.shards import (
@@ -135,12 +136,8 @@ def write_generation(
         if config.resolve.entity_graph:
             started = time.perf_counter()
             prior, new_from = _prior_resolution(before, refs, shards, tombstones)
-            indices = []
-            offset = 0
-            for ref, shard, keep in zip(refs, shards, u.passage_keep, strict=True):
-                index = shard_token_index(before, ref.name, Mapped(shard.passages, attrgetter("text")), w)
-                indices.append((index, np.where(keep, offset + np.cumsum(keep) - 1, -1)))
-                offset += int(keep.sum())
+            indices = [(shard_token_index(before, ref.name, Mapped(shard.passages, attrgetter("text")), w),
+                        u.union_rows(PASSAGES, i)) for i, (ref, shard) in enumerate(zip(refs, shards, strict=True))]
             res, state = resolve_union(u.passages, tables, u.triple_keep, owner, prior, new_from, indices[:-1])
             write_graph_arrays(w, GraphArrays.from_resolution(res))
             state.write(w)

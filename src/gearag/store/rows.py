@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from gearag.errors import IndexFormatError
+from gearag.store.stacked import LiveParts
 
 T = TypeVar("T")
 #: Bytes scanned for newlines at a time when a file's row offsets are found.
@@ -62,13 +63,41 @@ class _SequenceEq:
         return len(mine) == len(other) and all(a == b for a, b in zip(mine, other, strict=True))
 
 
-class JsonlRows(_SequenceEq, Sequence[T], Generic[T]):
+class _Rows(_SequenceEq):
+    """Indexing of a sequence read row by row: ``row(i)`` for one row, slices as lists, negative rows from
+    the end, an IndexError naming the range."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _read(self, i: int) -> Any:
+        """Row ``i``, in range."""
+        raise NotImplementedError
+
+    def row(self, i: int) -> Any:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"row {i} out of range for {n} rows{self._where()}")
+        return self._read(i)
+
+    def _where(self) -> str:
+        return ""
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            return [self.row(i) for i in range(*key.indices(len(self)))]
+        return self.row(int(key))
+
+
+class JsonlRows(_Rows, Sequence[T], Generic[T]):
     """Rows of a JSONL file, each parsed by ``decode(json.loads(line))`` when read."""
 
-    def __init__(self, path: Path, decode: Callable[[Any], T], offsets: np.ndarray | None = None) -> None:
+    def __init__(self, path: Path, decode: Callable[[Any], T]) -> None:
         self.path = Path(path)
         self.decode = decode
-        self.offsets = line_offsets(self.path) if offsets is None else offsets
+        self.offsets = line_offsets(self.path)
         self._map: mmap.mmap | bytes | None = None
         # Rows read lately (a query reads the same candidate triples again and again, a triple's three
         # columns the same row thrice): bounded, emptied when full.
@@ -86,13 +115,12 @@ class JsonlRows(_SequenceEq, Sequence[T], Generic[T]):
 
     def row(self, i: int) -> T:
         cached = self._cache.get(i)
-        if cached is not None:
-            return cached
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"row {i} out of range for {n} rows of {self.path.name}")
+        return cached if cached is not None else super().row(i)
+
+    def _where(self) -> str:
+        return f" of {self.path.name}"
+
+    def _read(self, i: int) -> T:
         buf = self._buffer()
         value = self._decode(buf[int(self.offsets[i]) : int(self.offsets[i + 1])], i)
         if len(self._cache) >= CACHE_ROWS:
@@ -105,11 +133,6 @@ class JsonlRows(_SequenceEq, Sequence[T], Generic[T]):
             return self.decode(json.loads(line))
         except (ValueError, KeyError, TypeError, IndexError):
             raise IndexFormatError(f"{self.path}: row {i + 1} is corrupt; rebuild the index") from None
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, slice):
-            return [self.row(i) for i in range(*key.indices(len(self)))]
-        return self.row(int(key))
 
     def __iter__(self) -> Iterator[T]:
         with self.path.open("rb") as fh:
@@ -148,37 +171,22 @@ class Column(Mapped):
         self.field = field
 
 
-class ConcatRows(_SequenceEq, Sequence[T], Generic[T]):
+class ConcatRows(_Rows, Sequence[T], Generic[T]):
     """The live rows of several sequences in order (``keeps[i]``: part i's live-row mask, None = all)."""
 
     def __init__(self, parts: Sequence[Sequence[T]], keeps: Sequence[np.ndarray | None]) -> None:
         self.parts = list(parts)
-        self.live = [None if k is None or bool(np.all(k)) else np.flatnonzero(k) for k in keeps]
-        counts = [len(p) if lv is None else len(lv) for p, lv in zip(self.parts, self.live, strict=True)]
-        self.offsets = np.zeros(len(self.parts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.offsets[1:])
+        self.live_parts = LiveParts([len(p) for p in self.parts], keeps)
 
     def __len__(self) -> int:
-        return int(self.offsets[-1])
+        return self.live_parts.total
 
-    def row(self, i: int) -> T:
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"row {i} out of range for {n} rows")
-        part = int(np.searchsorted(self.offsets, i, side="right")) - 1
-        local = i - int(self.offsets[part])
-        live = self.live[part]
-        return self.parts[part][local if live is None else int(live[local])]
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, slice):
-            return [self.row(i) for i in range(*key.indices(len(self)))]
-        return self.row(int(key))
+    def _read(self, i: int) -> T:
+        part, stored = self.live_parts.locate_one(i)
+        return self.parts[part][stored]
 
     def __iter__(self) -> Iterator[T]:
-        for part, live in zip(self.parts, self.live, strict=True):
+        for part, live in zip(self.parts, self.live_parts.live, strict=True):
             if live is None:
                 yield from part
             else:

@@ -270,11 +270,15 @@ class Union:
     def rows(self, collection: str, i: int) -> np.ndarray:
         return self.passage_keep[i] if collection == PASSAGES else self.triple_keep[i]
 
+    def union_rows(self, collection: str, i: int) -> np.ndarray:
+        """Shard ``i``'s rows of ``collection`` → their rows in the union (-1: deleted)."""
+        keeps = self.passage_keep if collection == PASSAGES else self.triple_keep
+        offset = sum(int(k.sum()) for k in keeps[:i])
+        return np.where(keeps[i], offset + np.cumsum(keeps[i]) - 1, -1)
+
     def concat(self, collection: str, get: Any) -> np.ndarray:
-        """``get(shard collection)`` of every shard, live rows only, concatenated."""
-        parts = [np.asarray(get(s.collections[collection]))[self.rows(collection, i)]
-                 for i, s in enumerate(self.shards)]
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+        """``get(shard collection)`` of every shard, live rows only, concatenated (materialised)."""
+        return np.asarray(self.stacked(collection, get))
 
     def stacked(self, collection: str, get: Any) -> StackedRows:
         """``get(shard collection)`` of every shard, live rows only, addressed as one array without copying."""
@@ -298,18 +302,14 @@ class Union:
 def union_of(names: list[str], shards: list[Index], tombstones: dict[str, np.ndarray]) -> Union:
     """The live rows of ``shards`` (in order) without the ``tombstones``."""
     u = Union(names, shards, [], [])
-    owners: list[np.ndarray] = []
-    offset = 0
     for name, shard in zip(names, shards, strict=True):
         keep = np.ones(len(shard.passages), dtype=bool)
         keep[tombstones.get(name, np.zeros(0, np.int64))] = False
         owner = np.asarray(shard.triples.passage, dtype=np.int64)
-        tkeep = keep[owner] if len(owner) else np.zeros(0, dtype=bool)
         u.passage_keep.append(keep)
-        u.triple_keep.append(tkeep)
-        new_row = np.cumsum(keep) - 1 + offset
-        owners.append(new_row[owner[tkeep]])
-        offset += int(keep.sum())
+        u.triple_keep.append(keep[owner] if len(owner) else np.zeros(0, dtype=bool))
+    owners = [u.union_rows(PASSAGES, i)[np.asarray(s.triples.passage, dtype=np.int64)[u.triple_keep[i]]]
+              for i, s in enumerate(shards)]
     # Views of the shards' rows (read on demand), not copies: the union of a large index is not held twice.
     u.passages = ConcatRows([s.passages for s in shards], u.passage_keep)
     rows = [s.triples.rows if s.triples.rows is not None else
@@ -390,14 +390,11 @@ def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
 def postings_bm25(path: Path, refs: list[ShardRef], u: Union, name: str, k1: float, b: float) -> PostingsBM25:
     """BM25 over collection ``name`` of the union, scored from each shard's postings (format 4)."""
     parts = []
-    offset = 0
     for i, (ref, shard) in enumerate(zip(refs, u.shards, strict=True)):
         n = len(shard.passages) if name == PASSAGES else len(shard.triples)
         toks = read_tokens(path / ref.rel, name, n)
-        keep = u.rows(name, i)
-        rows = np.where(keep, offset + np.cumsum(keep) - 1, -1)
-        offset += int(keep.sum())
-        parts.append((read_postings(path / ref.rel, tokens_rel(name), toks.vocab, toks.ids, toks.indptr), rows))
+        parts.append((read_postings(path / ref.rel, tokens_rel(name), toks.vocab, toks.ids, toks.indptr),
+                      u.union_rows(name, i)))
     return PostingsBM25(parts, k1, b, name)
 
 

@@ -19,6 +19,44 @@ from typing import Any
 import numpy as np
 
 
+class LiveParts:
+    """The live rows of several parts numbered in order: a union row ↔ (part, stored row in that part).
+
+    ``lengths[i]``: part i's stored rows; ``keeps[i]``: its live-row mask (None: every row). Shared by
+    :class:`StackedRows` (arrays) and :class:`~gearag.store.rows.ConcatRows` (sequences).
+    """
+
+    def __init__(self, lengths: Sequence[int], keeps: Sequence[np.ndarray | None]) -> None:
+        #: Per part: the stored rows that are live (None: every row, in order).
+        self.live = [None if k is None or bool(np.all(k)) else np.flatnonzero(k) for k in keeps]
+        counts = [n if lv is None else len(lv) for n, lv in zip(lengths, self.live, strict=True)]
+        #: Union row of each part's first live row, and the total at the end.
+        self.offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.offsets[1:])
+
+    @property
+    def total(self) -> int:
+        return int(self.offsets[-1])
+
+    def locate(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The part of each union row (int64, in range) and its stored row there."""
+        part = np.searchsorted(self.offsets, rows, side="right") - 1
+        stored = rows - self.offsets[part]
+        for j in np.unique(part):
+            live = self.live[int(j)]
+            if live is not None:
+                sel = part == j
+                stored[sel] = live[stored[sel]]
+        return part, stored
+
+    def locate_one(self, i: int) -> tuple[int, int]:
+        """:meth:`locate` for one union row."""
+        part = int(np.searchsorted(self.offsets, i, side="right")) - 1
+        local = i - int(self.offsets[part])
+        live = self.live[part]
+        return part, local if live is None else int(live[local])
+
+
 class StackedRows:
     """The live rows of ``parts`` (each a 1-D or 2-D array; ``keeps[i]`` its live-row mask or None = all)."""
 
@@ -29,13 +67,9 @@ class StackedRows:
         if len(tails) != 1:
             raise ValueError(f"parts disagree on their row shape: {sorted(tails)}")
         self.parts = list(parts)
-        #: Per part: the stored rows that are live (None: every row, in order).
-        self.live = [None if k is None or bool(np.all(k)) else np.flatnonzero(k) for k in keeps]
-        counts = [len(p) if lv is None else len(lv) for p, lv in zip(self.parts, self.live, strict=True)]
-        self.offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.offsets[1:])
+        self.live_parts = LiveParts([len(p) for p in self.parts], keeps)
         self.dtype = np.result_type(*(p.dtype for p in self.parts))
-        self.shape: tuple[int, ...] = (int(self.offsets[-1]), *tails.pop())
+        self.shape: tuple[int, ...] = (self.live_parts.total, *tails.pop())
         self.ndim = len(self.shape)
 
     def __len__(self) -> int:
@@ -60,12 +94,10 @@ class StackedRows:
     def take(self, rows: np.ndarray) -> np.ndarray:
         """Rows ``rows`` (union row numbers, int64) in that order, gathered from their parts."""
         out = np.empty((len(rows), *self.shape[1:]), dtype=self.dtype)
-        part = np.searchsorted(self.offsets, rows, side="right") - 1
+        part, stored = self.live_parts.locate(rows)
         for j in np.unique(part):
             sel = part == j
-            local = rows[sel] - self.offsets[j]
-            live = self.live[int(j)]
-            out[sel] = self.parts[int(j)][local if live is None else live[local]]
+            out[sel] = self.parts[int(j)][stored[sel]]
         return out
 
     def __getitem__(self, key: Any) -> Any:
@@ -83,7 +115,7 @@ class StackedRows:
     def __matmul__(self, other: Any) -> np.ndarray:
         """``rows @ other`` part by part (each part's product, its live rows)."""
         pieces = []
-        for part, live in zip(self.parts, self.live, strict=True):
+        for part, live in zip(self.parts, self.live_parts.live, strict=True):
             product = np.asarray(part @ other)
             pieces.append(product if live is None else product[live])
         return np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
