@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from gearag.config import GraphConfig
-from gearag.indexing.stage import Build, CollectionBuild, PassageContents, TripleColumns
+from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import TripleGraph
+from gearag.store.index import passage_contents
 from gearag.text import is_named, normalise_entity
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ class GraphStage:
         indptr = cols.indptr
         del cols, graph
         build.triples = TripleColumns.read(w.path("triples.jsonl"), owner, indptr)
-        build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), PassageContents(build.passages))
+        build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), passage_contents(build.passages))
         build.collections[TRIPLES] = CollectionBuild(
             CollectionSpec(TRIPLES, counts["triples"], sources="arrays/triple_passage.npy"),
             build.triples.lazy_texts(), weights=True

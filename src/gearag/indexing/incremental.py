@@ -25,7 +25,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +52,11 @@ from gearag.store.index import (
     SHARDED_FORMAT_VERSION,
     Index,
     manifest_identity,
+    passage_contents,
     read_manifest,
     stored_passage_ids,
 )
 from gearag.store.npy import write_blocks
-from gearag.store.rows import Mapped
 from gearag.store.shards import (
     GENERATIONS_DIR,
     SHARDED_COLLECTIONS,
@@ -217,7 +216,7 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
             for rel in manifest.get("files") or {}:
                 if not rel.startswith(("bm25/", "graph/")):
                     w.path(rel).hardlink_to(root / rel)
-            write_tokens(w, PASSAGES, Mapped(plain.passages, attrgetter("content")))
+            write_tokens(w, PASSAGES, passage_contents(plain.passages))
             write_tokens(w, TRIPLES, plain.triples.texts())
             kept = {k: v for k, v in manifest.items()
                     if k not in ("format", "format_version", "gearag_version", "created", "files")}

@@ -10,10 +10,10 @@ expensive keeps resumable output in the build's work directory.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, overload
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,6 +23,8 @@ from gearag.extract.base import TripleExtractor
 from gearag.indexing.executor import LOCAL, BatchExecutor
 from gearag.model import Fact, Passage
 from gearag.store.collection import CollectionSpec
+from gearag.store.index import TripleTable
+from gearag.store.rows import Mapped
 from gearag.store.writer import IndexWriter
 
 
@@ -54,11 +56,11 @@ class TripleColumns:
     @classmethod
     def read(cls, path: Path, owner: np.ndarray, indptr: np.ndarray) -> TripleColumns:
         """The columns of the ``triples.jsonl`` at ``path``, read from it on demand (not held as strings)."""
-        from gearag.store.index import triple_of_record
-        from gearag.store.rows import Column, JsonlRows
+        table = TripleTable.read(path, owner)
+        return cls(table.subjects, table.predicates, table.objects, owner, indptr, table.rows)
 
-        rows = JsonlRows(path, triple_of_record)
-        return cls(Column(rows, 0), Column(rows, 1), Column(rows, 2), owner, indptr, rows)
+    def _text(self, i: int) -> str:
+        return f"{self.subjects[i]} {self.predicates[i]} {self.objects[i]}"
 
     def texts(self) -> list[str]:
         return [f"{s} {p} {o}" for s, p, o in zip(self.subjects, self.predicates, self.objects, strict=True)]
@@ -66,61 +68,8 @@ class TripleColumns:
     def lazy_texts(self) -> Sequence[str]:
         """The same texts, made when read (a build does not keep a second string per triple)."""
         if self.rows is not None:
-            from gearag.store.rows import Mapped
-
             return Mapped(self.rows, " ".join)
-        return TripleTexts(self)
-
-
-class TripleTexts(Sequence[str]):
-    """``"s p o"`` of each triple of some :class:`TripleColumns`, made on access (slices give lists)."""
-
-    def __init__(self, cols: TripleColumns) -> None:
-        self._cols = cols
-
-    def __len__(self) -> int:
-        return len(self._cols.subjects)
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        c = self._cols
-        if isinstance(i, slice):
-            return [f"{s} {p} {o}" for s, p, o in zip(c.subjects[i], c.predicates[i], c.objects[i], strict=True)]
-        return f"{c.subjects[i]} {c.predicates[i]} {c.objects[i]}"
-
-    def __iter__(self) -> Iterator[str]:
-        c = self._cols
-        return (f"{s} {p} {o}" for s, p, o in zip(c.subjects, c.predicates, c.objects, strict=True))
-
-
-class PassageContents(Sequence[str]):
-    """Each passage's ``content`` (title + newline + text), made on access: the passages collection's texts
-    without a second copy of the corpus."""
-
-    def __init__(self, passages: Sequence[Passage]) -> None:
-        self._passages = passages
-
-    def __len__(self) -> int:
-        return len(self._passages)
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [p.content for p in self._passages[i]]
-        return self._passages[i].content
-
-    def __iter__(self) -> Iterator[str]:
-        return (p.content for p in self._passages)
+        return Mapped(range(len(self.subjects)), self._text)
 
 
 @dataclass

@@ -49,7 +49,7 @@ from gearag.errors import ConfigError, IndexFormatError
 from gearag.model import Passage, Triple
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import TripleGraph
-from gearag.store.rows import JsonlRows, Mapped
+from gearag.store.rows import Column, JsonlRows, Mapped
 
 FORMAT = "gearag-index"
 #: 2 lists the index's collections in the manifest; 1 (no listing) still loads.
@@ -274,6 +274,12 @@ def stored_passage_ids(path: Path) -> list[str]:
     return ids
 
 
+def passage_contents(passages: Sequence[Passage]) -> Sequence[str]:
+    """Each passage's ``content`` (title, newline, text), made when read: the passages collection's texts
+    without a second copy of the corpus."""
+    return Mapped(passages, attrgetter("content"))
+
+
 def triple_of_record(row: Any) -> tuple[str, str, str]:
     """A ``triples.jsonl`` record (``[subject, predicate, object]``) as a tuple."""
     s, p, o = row
@@ -295,9 +301,12 @@ class TripleTable:
     @classmethod
     def of_rows(cls, rows: Sequence[Sequence[str]], passage: np.ndarray) -> TripleTable:
         """The table whose columns are fields 0, 1, 2 of ``rows``."""
-        from gearag.store.rows import Column
-
         return cls(Column(rows, 0), Column(rows, 1), Column(rows, 2), passage, rows)
+
+    @classmethod
+    def read(cls, path: Path, passage: np.ndarray) -> TripleTable:
+        """The table of the ``triples.jsonl`` at ``path``, its rows read on demand (not held as strings)."""
+        return cls.of_rows(JsonlRows(path, triple_of_record), passage)
 
     def __len__(self) -> int:
         return len(self.subjects)
@@ -317,8 +326,6 @@ class TripleTable:
         """Each triple as the text retrievers and embedders see: ``"s p o"`` (a view, read on demand, when
         the table is a view of rows)."""
         if self.rows is not None:
-            from gearag.store.rows import Mapped
-
             return Mapped(self.rows, " ".join)
         return [f"{s} {p} {o}" for s, p, o in zip(self.subjects, self.predicates, self.objects, strict=True)]
 
@@ -426,7 +433,6 @@ class Index:
 
         # Read on demand (row offsets only): not a Python object per passage and per triple.
         passages = JsonlRows(path / "passages.jsonl", passage_of_record)
-        triple_rows = JsonlRows(path / "triples.jsonl", triple_of_record)
         entities = json.loads((path / "entities.json").read_text(encoding="utf-8"))
         if not isinstance(entities, list):
             raise IndexFormatError(f"{path}: entities.json is not a list (corrupt); rebuild the index")
@@ -437,7 +443,7 @@ class Index:
             indptr=np.asarray(arr("arrays/entity_indptr.npy")),
             indices=arr("arrays/entity_indices.npy"),
         )
-        triples = TripleTable.of_rows(triple_rows, np.asarray(arr("arrays/triple_passage.npy")))
+        triples = TripleTable.read(path / "triples.jsonl", np.asarray(arr("arrays/triple_passage.npy")))
         counts = manifest.get("counts", {})
         if counts.get("passages") != len(passages) or counts.get("triples") != len(triples):
             raise IndexFormatError(f"{path}: contents do not match the manifest counts; rebuild the index")
@@ -450,7 +456,7 @@ class Index:
         _check_ids(path, "arrays/triple_passage.npy", triples.passage, n_t, 0, max(n_p, 1))
         _check_indptr(path, "arrays/passage_triple_indptr.npy", passage_triple_indptr, n_p, n_t)
         texts: dict[str, Callable[[], Sequence[str]]] = {
-            PASSAGES: lambda: Mapped(passages, attrgetter("content")),
+            PASSAGES: lambda: passage_contents(passages),
             TRIPLES: triples.texts,
         }
         collections = {

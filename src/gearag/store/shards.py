@@ -46,7 +46,6 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +64,11 @@ from gearag.store.index import (
     _check_ids,
     _check_indptr,
     manifest_identity,
+    passage_contents,
     read_manifest,
     verify_listed,
 )
-from gearag.store.rows import ConcatRows, Mapped
+from gearag.store.rows import ConcatRows
 from gearag.store.stacked import StackedRows
 from gearag.store.writer import _fsync_dir
 
@@ -403,7 +403,7 @@ def _collection(path: Path, grel: str, refs: list[ShardRef], u: Union, name: str
     """Collection ``name`` of the union: its BM25 (a format-3 generation's model, else the shards' postings)
     and the shards' vectors (and weights, sources)."""
     passages, triples = u.passages, u.triples
-    texts = (lambda: Mapped(passages, attrgetter("content"))) if name == PASSAGES else triples.texts
+    texts = (lambda: passage_contents(passages)) if name == PASSAGES else triples.texts
     rows = len(passages) if name == PASSAGES else len(triples)
     first = u.shards[0].collections[name].spec
     if u.clean:  # keep the shard's memory maps: its files, addressed from the root
