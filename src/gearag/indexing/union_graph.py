@@ -22,8 +22,9 @@ per add is the new shard's endpoints only.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -35,6 +36,8 @@ from gearag.store.collection import load_array
 from gearag.store.graph import TripleGraph
 from gearag.store.writer import IndexWriter
 from gearag.text import is_named, normalise_entity
+
+T = TypeVar("T")
 
 ENDPOINTS_DIR = "endpoints"
 TABLE_FILES = ("keys.json", "ends.npy", "named.npy", "names.json", "name_ends.npy")
@@ -102,19 +105,27 @@ class EndpointTable:
         return cls(keys, ends, named, names, name_ends)
 
 
+def reuse_or_compute(previous: Path | None, rel: str, files: Sequence[str], read: Callable[[Path], T | None],
+                     compute: Callable[[], T], write: Callable[[T, IndexWriter, str], None], w: IndexWriter) -> T:
+    """A per-shard table at ``rel`` of the generation being written: ``previous``'s, hard-linked, when it
+    reads back valid; else computed and written."""
+    if previous is not None:
+        table = read(previous / rel)
+        if table is not None:
+            for name in files:
+                w.path(f"{rel}/{name}").hardlink_to(previous / rel / name)
+            return table
+    table = compute()
+    write(table, w, rel)
+    return table
+
+
 def shard_table(previous: Path | None, shard: str, subjects: Sequence[str], objects: Sequence[str],
                 w: IndexWriter) -> EndpointTable:
     """Shard ``shard``'s table in the generation being written: hard-linked from ``previous``, else computed."""
-    rel = f"{ENDPOINTS_DIR}/{shard}"
-    if previous is not None:
-        table = EndpointTable.read(previous / rel, len(subjects))
-        if table is not None:
-            for name in TABLE_FILES:
-                w.path(f"{rel}/{name}").hardlink_to(previous / rel / name)
-            return table
-    table = EndpointTable.compute(subjects, objects)
-    table.write(w, rel)
-    return table
+    return reuse_or_compute(previous, f"{ENDPOINTS_DIR}/{shard}", TABLE_FILES,
+                            lambda d: EndpointTable.read(d, len(subjects)),
+                            lambda: EndpointTable.compute(subjects, objects), EndpointTable.write, w)
 
 
 def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],

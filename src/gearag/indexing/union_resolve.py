@@ -37,7 +37,7 @@ import numpy as np
 from gearag.errors import GearagError
 from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, build_lexicon
 from gearag.graph.trie import TokenTrie, tokens
-from gearag.indexing.union_graph import EndpointTable
+from gearag.indexing.union_graph import EndpointTable, reuse_or_compute
 from gearag.model import Passage
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter
@@ -103,16 +103,8 @@ class TokenIndex:
 
 def shard_token_index(previous: Path | None, shard: str, texts: Sequence[str], w: IndexWriter) -> TokenIndex:
     """Shard ``shard``'s token index in the generation being written: hard-linked from ``previous``, else computed."""
-    rel = f"{RESOLVE_DIR}/{shard}"
-    if previous is not None:
-        index = TokenIndex.read(previous / rel, len(texts))
-        if index is not None:
-            for name in INDEX_FILES:
-                w.path(f"{rel}/{name}").hardlink_to(previous / rel / name)
-            return index
-    index = TokenIndex.compute(texts)
-    index.write(w, rel)
-    return index
+    return reuse_or_compute(previous, f"{RESOLVE_DIR}/{shard}", INDEX_FILES, lambda d: TokenIndex.read(d, len(texts)),
+                            lambda: TokenIndex.compute(texts), TokenIndex.write, w)
 
 
 class ResolveState:
