@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from gearag.embed import Embedder, make_embedder
 from gearag.indexing.executor import BatchExecutor, LocalExecutor, embed_chunk, embed_texts
 from gearag.indexing.stage import Build
 from gearag.progress import track
-from gearag.store.npy import npy_writer, pwrite_all
+from gearag.store.npy import write_blocks
 
 
 def _texts_key(embedder: str, texts: Sequence[str]) -> str:
@@ -86,18 +86,16 @@ def embed_to_file(
     n, dim = len(texts), int(model.dim)
     weights = np.zeros(n, dtype=np.float32) if hasattr(model, "token_sums") else None
     tmp = vec_path.with_name(vec_path.name + ".tmp")
-    offset, fh = npy_writer(tmp, (n, dim))
-    row_bytes = dim * np.dtype(np.float32).itemsize
-    with fh:
+
+    def chunks() -> Iterator[np.ndarray]:
         starts = range(0, n, batch)
         for start in track(starts, total=len(starts), description=f"embedding {name}"):
             chunk_vectors, chunk_weights = embed_chunk(model, texts[start : start + batch])
-            pwrite_all(fh.fileno(), np.ascontiguousarray(chunk_vectors, dtype=np.float32).tobytes(),
-                        offset + start * row_bytes)
             if weights is not None and chunk_weights is not None:
                 weights[start : start + len(chunk_weights)] = chunk_weights
-        fh.flush()
-        os.fsync(fh.fileno())
+            yield chunk_vectors
+
+    write_blocks(tmp, (n, dim), np.float32, chunks())
     if weights is not None:
         wtmp = weights_path.with_name(weights_path.name + ".tmp.npy")
         np.save(wtmp, weights, allow_pickle=False)

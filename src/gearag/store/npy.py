@@ -15,16 +15,16 @@ from typing import BinaryIO
 import numpy as np
 
 
-def npy_writer(path: Path, shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> tuple[int, BinaryIO]:
+def _npy_writer(path: Path, shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> tuple[int, BinaryIO]:
     """Create ``path`` as an ``np.save``-identical ``.npy`` of ``shape`` and ``dtype`` (data not yet written):
-    the data's byte offset and the open file, to :func:`pwrite_all` rows into."""
+    the data's byte offset and the open file, to :func:`_pwrite_all` rows into."""
     mm = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
     offset = int(mm.offset)
     del mm  # only the header (and a sparse file): nothing mapped stays resident
     return offset, path.open("r+b")
 
 
-def pwrite_all(fd: int, data: bytes, offset: int) -> None:
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
     """``os.pwrite`` until every byte is written (one call may write fewer)."""
     view = memoryview(data)
     done = 0
@@ -34,12 +34,12 @@ def pwrite_all(fd: int, data: bytes, offset: int) -> None:
 
 def write_blocks(path: Path, shape: tuple[int, ...], dtype: np.dtype | type, blocks: Iterable[np.ndarray]) -> None:
     """Write an array of ``shape`` given as consecutive row ``blocks`` to ``path`` (as ``np.save`` would)."""
-    offset, fh = npy_writer(path, shape, dtype)
+    offset, fh = _npy_writer(path, shape, dtype)
     done = 0
     with fh:
         for block in blocks:
             data = np.ascontiguousarray(block, dtype=dtype)
-            pwrite_all(fh.fileno(), data.tobytes(), offset + done)
+            _pwrite_all(fh.fileno(), data.tobytes(), offset + done)
             done += data.nbytes
         expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         if done != expected:
