@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from gearag.bench.memory import peak_mb, reset_peak, rss_mb
+
 METHODS = ("bm25", "dense", "syncge")
 KS = (2, 5, 15)
 
@@ -41,23 +43,9 @@ def dir_mb(path: Path) -> float:
 
 def stage_mb() -> str:
     """Resident MB now and the peak since the last call (VmHWM, reset through /proc/self/clear_refs)."""
-    peak = status_mb("VmHWM")
-    Path("/proc/self/clear_refs").write_text("5")  # the next stage's peak starts from here
+    peak = peak_mb()
+    reset_peak()  # the next stage's peak starts from here
     return f"{rss_mb():.0f} MB (peak {peak:.0f})"
-
-
-def status_mb(key: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{key}:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def load_qs(dataset: str, questions_file: str | None, limit: int) -> list[Any]:

@@ -18,14 +18,8 @@ from __future__ import annotations
 import ctypes
 import sys
 import tracemalloc
-from pathlib import Path
 
-
-def rss() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from gearag.bench.memory import rss_mb
 
 
 def main() -> None:
@@ -39,27 +33,27 @@ def main() -> None:
 
     questions = [q.question for q in load_questions(sys.argv[3])[:150]] if len(sys.argv) > 3 else []
     if mode == "open":
-        print(f"libraries: {rss():.0f} MB")
+        print(f"libraries: {rss_mb():.0f} MB")
         tracemalloc.start()
         app = Gearag.open(location)
         cur, peak = tracemalloc.get_traced_memory()
-        print(f"open: {rss():.0f} MB; Python heap +{cur / 1e6:.1f} MB (peak {peak / 1e6:.1f})")
+        print(f"open: {rss_mb():.0f} MB; Python heap +{cur / 1e6:.1f} MB (peak {peak / 1e6:.1f})")
         tracemalloc.reset_peak()
         graph_arrays_for(app.index)
         cur, peak = tracemalloc.get_traced_memory()
-        print(f"passage-graph arrays: {rss():.0f} MB; Python heap +{cur / 1e6:.1f} MB (peak {peak / 1e6:.1f})")
+        print(f"passage-graph arrays: {rss_mb():.0f} MB; Python heap +{cur / 1e6:.1f} MB (peak {peak / 1e6:.1f})")
     elif mode == "dense":
         app = Gearag.open(location)
         app.index.embedder.encode(["x"])
         libc = ctypes.CDLL("libc.so.6")
         libc.malloc_trim(0)
-        print(f"open + embedder, trimmed: {rss():.0f} MB")
+        print(f"open + embedder, trimmed: {rss_mb():.0f} MB")
         for n in (1, 10, 50, 150):
             for q in questions[:n]:
                 app.retrieve(q, "dense", 15)
-            before = rss()
+            before = rss_mb()
             libc.malloc_trim(0)
-            print(f"dense x{n} more: {before:.0f} MB; after malloc_trim(0): {rss():.0f} MB")
+            print(f"dense x{n} more: {before:.0f} MB; after malloc_trim(0): {rss_mb():.0f} MB")
     elif mode == "syncge":
         app = Gearag.open(location)
         app.index.embedder.encode(["x"])

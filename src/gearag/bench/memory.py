@@ -11,12 +11,22 @@ import contextlib
 from pathlib import Path
 
 
-def peak_mb() -> float:
-    """High-water mark of resident memory since start or the last :func:`reset_peak`, in MB."""
+def _status_mb(key: str) -> float:
+    """Field ``key`` of /proc/self/status in MB (NaN where there is none)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{key}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def peak_mb() -> float:
+    """High-water mark of resident memory since start or the last :func:`reset_peak`, in MB."""
+    return _status_mb("VmHWM")
+
+
+def rss_mb() -> float:
+    """Resident memory now, in MB."""
+    return _status_mb("VmRSS")
 
 
 def reset_peak() -> None:
