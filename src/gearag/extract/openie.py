@@ -77,6 +77,7 @@ class OpenIEExtractor:
         self._triples: list[list[Fact]] = []
         self._by_title_text: dict[bytes, int] = {}  # _key(title, text) -> doc row
         self._by_passage: dict[bytes, int] = {}  # _key(passage) -> doc row
+        self._released = False  # release() dropped the file's triples: read again on next use
         digest = hashlib.blake2b(digest_size=12)
         self._load(self._docs(digest))
         self.key = f"{KEY_VERSION}-{digest.hexdigest()}"  # the whole file's bytes, hashed as they were read
@@ -154,7 +155,7 @@ class OpenIEExtractor:
         self._released = True
 
     def _reload(self) -> None:
-        if getattr(self, "_released", False):
+        if self._released:
             self._released = False
             self.skipped = 0
             self._load(self._docs(hashlib.blake2b(digest_size=12)))
