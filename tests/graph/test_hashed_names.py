@@ -1,4 +1,4 @@
-"""HashedNames scans exactly as the dict TokenTrie does (it replaces it where memory matters: the PassageGraph)."""
+"""HashedNames and NameLookup scan exactly as the dict TokenTrie does (they replace it where memory or time matter)."""
 
 from __future__ import annotations
 
@@ -36,3 +36,21 @@ def test_leftmost_longest_without_overlap() -> None:
     found = [(m.name, m.start, m.end) for m in hashed.scan(tokens("in New York City Hall today"))]
     assert found == [(2, 1, 4), (4, 4, 5)]
     assert list(hashed.scan(tokens("new york"), require_capital=True)) == []
+
+
+def test_name_lookup_scans_name_keys_as_the_trie_does() -> None:
+    """NameLookup (the generation's exact matcher over name keys) finds what a trie of the same keys finds."""
+    from gearag.graph.trie import NameLookup, name_key
+
+    rng = random.Random(1)
+    vocab = ["New", "York", "City", "the", "Beatles", "Akron", "Ohio", "Jr", "2", "Élan", "home", "Home", "of"]
+    keys = list(dict.fromkeys(name_key(" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 5))))
+                              for _ in range(300)))
+    trie, lookup = TokenTrie(), NameLookup(keys)
+    for i, key in enumerate(keys):
+        trie.add(key.split(" "), i)
+    assert lookup.size == trie.size
+    for _ in range(600):
+        toks = tokens(" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 14))))
+        for capital in (False, True):
+            assert list(lookup.scan(toks, capital)) == list(trie.scan(toks, capital))

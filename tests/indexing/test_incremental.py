@@ -83,8 +83,27 @@ def assert_same_rankings(a: Index, b: Index, questions: list[str], methods: list
 
 
 @pytest.mark.slow
-def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path) -> None:
-    """A real 2Wiki slice (spaCy triples, wordllama): base + 2 adds == a from-scratch build, for every method."""
+def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real 2Wiki slice (spaCy triples, wordllama): base + 2 adds == a from-scratch build, for every method.
+
+    The second add counts only its own shard's endpoints: it starts from the union state (key and name
+    statistics) the first add's generation stored.
+    """
+    from gearag.indexing import generation
+
+    used: list[tuple[bool, bool]] = []
+    real_graph, real_resolve = generation.union_triple_graph, generation.resolve_union
+
+    def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        used.append((args[6] is not None, False))
+        return real_graph(*args, **kwargs)
+
+    def resolve_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        used[-1] = (used[-1][0], args[5] is not None and args[5].names is not None)
+        return real_resolve(*args, **kwargs)
+
+    monkeypatch.setattr(generation, "union_triple_graph", graph_spy)
+    monkeypatch.setattr(generation, "resolve_union", resolve_spy)
     passages, questions = _passages(30, 4)
     full = build_index(passages, tmp_path / "full", IndexConfig())
     n = len(passages)
@@ -92,6 +111,7 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path) -> None
     build_index(passages[:cut1], tmp_path / "grown", IndexConfig())
     add_documents(tmp_path / "grown", passages[cut1:cut2])
     grown = add_documents(tmp_path / "grown", passages[cut2:])
+    assert used == [(False, False), (True, True)]
     assert grown.manifest["layout"] == "sharded" and len(grown.manifest["shards"]) == 3
     assert grown.graph.n_entities > 0 and len(grown.triples) > n
     # Three shards' vectors are read in place (memory maps), never concatenated into one array.
@@ -136,9 +156,9 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     priors: list[bool] = []
     real = generation.resolve_union
 
-    def spy(passages, tables, keep, owner, prior, new_from, indices):  # type: ignore[no-untyped-def]
+    def spy(passages, tables, keep, owner, vocab, prior, *rest):  # type: ignore[no-untyped-def]
         priors.append(prior is not None)
-        return real(passages, tables, keep, owner, prior, new_from, indices)
+        return real(passages, tables, keep, owner, vocab, prior, *rest)
 
     monkeypatch.setattr(generation, "resolve_union", spy)
     after = add_documents(root, passages[40:])
@@ -157,7 +177,10 @@ def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
 
     passages = [page(i) for i in range(80)]
     build_index(passages[:40], tmp_path / "grown", config)
-    grown = add_documents(tmp_path / "grown", passages[40:])
+    grown = add_documents(tmp_path / "grown", passages[40:60])  # 60 passages: cap 24, "hub" (25) is a hub
+    assert "hub" not in grown.graph.entities
+    assert_same_index(grown, build_index(passages[:60], tmp_path / "full60", config))
+    grown = add_documents(tmp_path / "grown", passages[60:])  # counted from the stored statistics
     full = build_index(passages, tmp_path / "full", config)
     assert "hub" in full.graph.entities and "big" not in full.graph.entities  # 25 <= 32 < 33
     assert_same_index(grown, full)

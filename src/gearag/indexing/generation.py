@@ -10,8 +10,10 @@ tables (:mod:`gearag.indexing.union_graph`) and its entity resolution
 extended from the previous generation's (:mod:`gearag.indexing.union_resolve`),
 each equal to what a from-scratch build computes, so every corpus-global
 statistic is exact. Per-shard tables already in the previous generation
-are hard-linked, not recomputed: an add's text and endpoint work is its
-own shard's.
+are hard-linked, not recomputed, and the union's state (``union/``: key and
+name vocabularies and statistics) is extended when the generation only
+appends shards to the previous one: an add's text and endpoint work is its
+own shard's. What every add still rewrites is the union-size graph arrays.
 """
 
 from __future__ import annotations
@@ -33,8 +35,16 @@ from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
 from gearag.indexing.stage import Build, Stage
-from gearag.indexing.union_graph import shard_table, union_triple_graph
-from gearag.indexing.union_resolve import ResolveState, resolve_union, shard_token_index
+from gearag.indexing.union_graph import EndpointTable, KeyStats, shard_table, union_triple_graph
+from gearag.indexing.union_resolve import (
+    NameStats,
+    Prior,
+    ResolveState,
+    resolve_union,
+    shard_name_index,
+    shard_token_index,
+)
+from gearag.indexing.union_vocab import UnionVocab, common_prefix
 from gearag.retrieve.bm25 import token_ids
 from gearag.retrieve.bm25_postings import POSTINGS_FILES, postings_from_tokens
 from gearag.store.collection import PASSAGES
@@ -124,9 +134,16 @@ def write_generation(
         tt = u.triples
         owner = np.asarray(tt.passage)
         before = _reusable(root / GENERATIONS_DIR / previous) if previous else None
+        shard_names = [r.name for r in refs]
         tables = [shard_table(before, ref.name, s.triples.subjects, s.triples.objects, w)
                   for ref, s in zip(refs, shards, strict=True)]
-        graph = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages))
+        prior = _prior_resolution(before, refs, shards, tombstones)
+        kept = before if before is not None and read_manifest(before).get("union") == UNION_VERSION else None
+        keys, n_keys = _vocab(kept, "keys", shard_names, tables, w)
+        key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
+        graph, key_stats = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages), keys,
+                                              key_prior, prior.shards if key_prior is not None and prior else 0)
+        key_stats.write(w)
         w.write_json("entities.json", graph.entities)
         w.write_array("arrays/triple_head.npy", graph.head)
         w.write_array("arrays/triple_tail.npy", graph.tail)
@@ -135,17 +152,25 @@ def write_generation(
         timings["graph"] = round(time.perf_counter() - started, 3)
         if config.resolve.entity_graph:
             started = time.perf_counter()
-            prior, new_from = _prior_resolution(before, refs, shards, tombstones)
+            names, n_names = _vocab(kept, "names", shard_names, tables, w)
+            if prior is not None and kept is not None:
+                prior.names = NameStats.read(kept, n_names)
+            # Every shard's name index is kept for the next add; this one reads the prior's shards'.
+            name_indices = [shard_name_index(before, ref.name, t, w)
+                            for ref, t in zip(refs, tables, strict=True)]
+            p = prior.shards if prior is not None else 0
             indices = [(shard_token_index(before, ref.name, Mapped(shard.passages, attrgetter("text")), w),
                         u.union_rows(PASSAGES, i)) for i, (ref, shard) in enumerate(zip(refs, shards, strict=True))]
-            res, state = resolve_union(u.passages, tables, u.triple_keep, owner, prior, new_from, indices[:-1])
+            res, state, name_stats = resolve_union(u.passages, tables, u.triple_keep, owner, names, prior,
+                                                   indices[:p], name_indices[:p])
             write_graph_arrays(w, GraphArrays.from_resolution(res))
             state.write(w)
+            name_stats.write(w)
             timings["resolve"] = round(time.perf_counter() - started, 3)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(tt), "entities": graph.n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, "tables": TABLES_VERSION,
-                  "build_seconds": timings})
+                  "union": UNION_VERSION, "build_seconds": timings})
     return name, manifest_identity(out), counts
 
 
@@ -153,6 +178,8 @@ def write_generation(
 #: what they hold changes (is_named, normalise_entity, name_key, the lexicon's rules, the trie's tokens), so
 #: a newer gearag recomputes them instead of trusting tables an older rule wrote.
 TABLES_VERSION = 1
+#: Version of the union's state (``union/``: vocabularies, key and name statistics) a generation keeps.
+UNION_VERSION = 1
 
 
 def _reusable(previous: Path) -> Path | None:
@@ -164,23 +191,42 @@ def _reusable(previous: Path) -> Path | None:
 
 
 def _prior_resolution(before: Path | None, refs: list[ShardRef], shards: list[Index],
-                      tombstones: dict[str, np.ndarray]) -> tuple[ResolveState | None, int]:
-    """The previous generation's resolution state when this generation only adds the last shard to it.
+                      tombstones: dict[str, np.ndarray]) -> Prior | None:
+    """The previous generation's resolution when this generation only appends shards to it (same tombstones).
 
-    Returns the state (None: resolve from scratch) and the union row the added passages start at.
+    None: resolve from scratch.
     """
     if before is None or not (before / MANIFEST).exists():
-        return None, 0
+        return None
     try:
         done = read_manifest(before)
         old = json.loads((before / TOMBSTONES).read_text(encoding="utf-8"))
     except (GearagError, OSError, ValueError):
-        return None, 0
+        return None
     now = {k: v.tolist() for k, v in tombstones.items() if len(v)}
-    if done.get("shards") != [r.name for r in refs[:-1]] or old != now:
-        return None, 0
-    new_from = sum(len(s.passages) - len(tombstones.get(r.name, ())) for r, s in zip(refs[:-1], shards, strict=False))
-    return ResolveState.read(before, new_from), new_from
+    p = len(done.get("shards") or [])
+    if not p or p >= len(refs) or done.get("shards") != [r.name for r in refs[:p]] or old != now:
+        return None
+    new_from = sum(len(s.passages) - len(tombstones.get(r.name, ())) for r, s in zip(refs[:p], shards, strict=False))
+    state = ResolveState.read(before, new_from)
+    return Prior(state, new_from, p) if state is not None else None
+
+
+def _vocab(previous: Path | None, what: str, shards: list[str], tables: list[EndpointTable],
+           w: IndexWriter) -> tuple[UnionVocab, int]:
+    """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s for the
+    leading shards both list, and written; with how many strings it took from ``previous`` (0: none).
+
+    The tables' own strings are read only for the shards after those.
+    """
+    prior, p = None, 0
+    if previous is not None:
+        p = common_prefix(read_manifest(previous).get("shards") or [], shards)
+        prior = UnionVocab.read(previous, what, shards[:p], [t.id_bound(what) for t in tables[:p]]) if p else None
+    start = len(prior.remaps) if prior is not None else 0
+    vocab = UnionVocab.extend(prior, [[] for _ in range(start)] + [getattr(t, what) for t in tables[start:]])
+    vocab.write(w, what, shards, previous, p if prior is not None else 0)
+    return vocab, len(prior.items) if prior is not None else 0
 
 
 def _generation_file(rel: str) -> bool:

@@ -15,8 +15,11 @@ exactly what a from-scratch build derives: the ``named`` fallback on the
 first 5,000 subjects and objects, the ``max_entity_share`` hub cut over the
 union's passage count, entity ids in first-appearance order (every subject,
 then every object, as ``TripleGraph.build`` assigns them) and the CSR
-adjacency — so entity ids and the hub cut stay exact while the Python work
-per add is the new shard's endpoints only.
+adjacency. Keys are numbered by the union's vocabulary
+(:mod:`gearag.indexing.union_vocab`), and :class:`KeyStats` keeps, per key,
+its first subject and object positions and its passage count, so an add
+that appends a shard counts that shard's triples only; ids and the hub cut
+stay exact while the Python work per add is the new shard's endpoints.
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ from typing import TypeVar
 import numpy as np
 
 from gearag.config import GraphConfig
-from gearag.errors import GearagError
+from gearag.errors import GearagError, IndexFormatError
 from gearag.graph.resolve import usable_key
 from gearag.graph.trie import name_key
+from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.store.collection import load_array
 from gearag.store.graph import TripleGraph
 from gearag.store.writer import IndexWriter
@@ -49,13 +53,44 @@ class EndpointTable:
     """One shard's triple endpoints: distinct normalised keys, per-triple key ids and name flags, and the
     resolution's name keys (:func:`gearag.graph.trie.name_key` of the named endpoints with a usable key)."""
 
-    def __init__(self, keys: list[str], ends: np.ndarray, named: np.ndarray, names: list[str],
-                 name_ends: np.ndarray) -> None:
-        self.keys = keys
+    def __init__(self, keys: list[str] | None, ends: np.ndarray, named: np.ndarray, names: list[str] | None,
+                 name_ends: np.ndarray, directory: Path | None = None) -> None:
+        self._keys, self._names, self._directory = keys, names, directory
         self.ends = ends  #: int32 (T, 2): subject and object key ids (-1: the key is empty)
         self.named = named  #: bool (T, 2): is_named(subject), is_named(object)
-        self.names = names
         self.name_ends = name_ends  #: int32 (T, 2): ids into ``names`` (-1: not a name, or an unusable key)
+
+    @property
+    def keys(self) -> list[str]:
+        """The distinct normalised keys (read from the stored table on first use)."""
+        if self._keys is None:
+            self._keys = self._strings("keys.json", self.ends)
+        return self._keys
+
+    @property
+    def names(self) -> list[str]:
+        """The distinct name keys (read from the stored table on first use)."""
+        if self._names is None:
+            self._names = self._strings("names.json", self.name_ends)
+        return self._names
+
+    def _strings(self, file: str, ids: np.ndarray) -> list[str]:
+        # A stored table's strings are read only where a generation needs them (a shard the union's stored
+        # vocabulary does not cover): the earlier shards' 6.7M strings are not parsed by every add.
+        assert self._directory is not None
+        path = self._directory / file
+        try:
+            strings = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"{path}: unreadable ({exc})") from exc
+        if not isinstance(strings, list) or (ids.size and int(ids.max()) >= len(strings)):
+            raise IndexFormatError(f"{path}: does not hold the ids of its table")
+        return strings
+
+    def id_bound(self, what: str) -> int:
+        """One more than the largest id the table's triples use in ``keys`` or ``names``."""
+        ids = self.ends if what == "keys" else self.name_ends
+        return int(ids.max()) + 1 if ids.size else 0
 
     @classmethod
     def compute(cls, subjects: Sequence[str], objects: Sequence[str]) -> EndpointTable:
@@ -87,22 +122,24 @@ class EndpointTable:
 
     @classmethod
     def read(cls, directory: Path, n_triples: int) -> EndpointTable | None:
-        """The table stored in ``directory`` for a shard of ``n_triples`` triples; None if absent or malformed."""
+        """The table stored in ``directory`` for a shard of ``n_triples`` triples; None if absent or malformed.
+
+        Its strings are read on first use (:attr:`keys`, :attr:`names`).
+        """
         try:
-            keys = json.loads((directory / "keys.json").read_text(encoding="utf-8"))
-            names = json.loads((directory / "names.json").read_text(encoding="utf-8"))
             ends = np.asarray(load_array(directory, "ends.npy"))
             named = np.asarray(load_array(directory, "named.npy"))
             name_ends = np.asarray(load_array(directory, "name_ends.npy"))
         except (OSError, ValueError, GearagError):  # damaged: recompute the table
             return None
-        for vocab, ids in ((keys, ends), (names, name_ends)):
-            if (not isinstance(vocab, list) or ids.shape != (n_triples, 2) or ids.dtype.kind != "i"
-                    or (ids.size and (int(ids.min()) < -1 or int(ids.max()) >= len(vocab)))):
+        if not all((directory / f).is_file() for f in ("keys.json", "names.json")):
+            return None
+        for ids in (ends, name_ends):
+            if ids.shape != (n_triples, 2) or ids.dtype.kind != "i" or (ids.size and int(ids.min()) < -1):
                 return None
         if named.shape != (n_triples, 2) or named.dtype != bool:
             return None
-        return cls(keys, ends, named, names, name_ends)
+        return cls(None, ends, named, None, name_ends, directory)
 
 
 def reuse_or_compute(previous: Path | None, rel: str, files: Sequence[str], read: Callable[[Path], T | None],
@@ -128,47 +165,98 @@ def shard_table(previous: Path | None, shard: str, subjects: Sequence[str], obje
                             lambda: EndpointTable.compute(subjects, objects), EndpointTable.write, w)
 
 
+class KeyStats:
+    """Per union key, over the live triples of the shards it covers: where the key first appears as a linkable
+    subject and object (live triple index, -1: never) and in how many distinct passages (the hub cut's count).
+
+    A generation keeps it (``union/key_*.npy``) for the next: when that one
+    only appends shards (same leading shards, same tombstones) it counts the
+    new shards' triples alone, which start after every counted one.
+    """
+
+    def __init__(self, first: np.ndarray, passages: np.ndarray, named_all: bool) -> None:
+        self.first = first  #: int64 (K, 2)
+        self.passages = passages  #: int64 (K,)
+        self.named_all = named_all  #: whether every endpoint counted as a name (linkable_for's fallback)
+
+    def write(self, w: IndexWriter) -> None:
+        w.write_array(f"{UNION_DIR}/key_first.npy", self.first)
+        w.write_array(f"{UNION_DIR}/key_passages.npy", self.passages)
+        w.write_json(f"{UNION_DIR}/key_meta.json", {"named_all": self.named_all})
+
+    @classmethod
+    def read(cls, directory: Path, n_keys: int) -> KeyStats | None:
+        try:
+            first = np.asarray(load_array(directory, f"{UNION_DIR}/key_first.npy"))
+            passages = np.asarray(load_array(directory, f"{UNION_DIR}/key_passages.npy"))
+            meta = json.loads((directory / UNION_DIR / "key_meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, GearagError):
+            return None
+        if first.shape != (n_keys, 2) or passages.shape != (n_keys,) or not isinstance(meta, dict):
+            return None
+        return cls(first, passages, bool(meta.get("named_all")))
+
+
+def union_ends(remaps: Sequence[np.ndarray], local: Sequence[np.ndarray]) -> np.ndarray:
+    """Per live triple, its endpoints' union ids (-1 kept) from each shard's table ids and map."""
+    parts = [np.where(ids >= 0, remap[np.maximum(ids, 0)] if len(remap) else -1, -1)
+             for remap, ids in zip(remaps, local, strict=True)]
+    return np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
+
+
+def first_seen(first: np.ndarray, ids: np.ndarray, positions: np.ndarray) -> None:
+    """Set ``first[k]`` to the position where ``k`` first occurs in ``ids`` (``positions`` ascending), where unset."""
+    uniq, at = np.unique(ids, return_index=True)
+    unset = first[uniq] < 0
+    first[uniq[unset]] = positions[at[unset]]
+
+
 def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
-                       owner: np.ndarray, n_passages: int) -> TripleGraph:
+                       owner: np.ndarray, n_passages: int, vocab: UnionVocab, prior: KeyStats | None = None,
+                       counted: int = 0) -> tuple[TripleGraph, KeyStats]:
     """The triple graph a build of the union makes (``linkable_for`` + ``TripleGraph.build``), from the tables.
 
     ``triple_keep``: per shard, its live triples; ``owner``: each live triple's
-    union passage row.
+    union passage row; ``vocab``: the union's keys. ``prior``: the stats of
+    the first ``counted`` shards (their live triples unchanged), so only the
+    later shards' triples are counted.
     """
-    vocab: dict[str, int] = {}
-    ends_parts, named_parts = [], []
-    for table, keep in zip(tables, triple_keep, strict=True):
-        remap = np.fromiter((vocab.setdefault(k, len(vocab)) for k in table.keys), dtype=np.int64,
-                            count=len(table.keys))
-        local = table.ends[keep].astype(np.int64)
-        ends_parts.append(np.where(local >= 0, remap[np.maximum(local, 0)] if len(remap) else -1, -1))
-        named_parts.append(table.named[keep])
-    ends = np.concatenate(ends_parts) if ends_parts else np.zeros((0, 2), np.int64)
+    ends = union_ends(vocab.remaps, [t.ends[k].astype(np.int64) for t, k in zip(tables, triple_keep, strict=True)])
+    named_parts = [t.named[k] for t, k in zip(tables, triple_keep, strict=True)]
     named = np.concatenate(named_parts) if named_parts else np.zeros((0, 2), bool)
-    n_keys = len(vocab)
-    if config.link_entities == "all":
-        named = np.ones_like(named)
-    else:
+    n_keys = len(vocab.items)
+    named_all = config.link_entities == "all"
+    if not named_all:
         sample = np.concatenate([named[:SAMPLE, 0], named[:SAMPLE, 1]])
-        if len(sample) and int(sample.sum()) < 0.05 * len(sample):
-            named = np.ones_like(named)  # linkable_for logs this fallback; a build's log already did
+        named_all = bool(len(sample) and int(sample.sum()) < 0.05 * len(sample))  # linkable_for's fallback
+    if named_all:
+        named = np.ones_like(named)
+    if prior is None or prior.named_all != named_all:
+        prior, counted = None, 0
+    start = sum(int(np.count_nonzero(k)) for k in triple_keep[:counted])
+    stats = KeyStats(np.full((n_keys, 2), -1, dtype=np.int64), np.zeros(n_keys, dtype=np.int64), named_all)
+    if prior is not None:
+        stats.first[: len(prior.first)] = prior.first
+        stats.passages[: len(prior.passages)] = prior.passages
+    ok = named[start:] & (ends[start:] >= 0)
+    positions = np.arange(start, len(ends), dtype=np.int64)
+    for side in (0, 1):
+        first_seen(stats.first[:, side], ends[start:, side][ok[:, side]], positions[ok[:, side]])
+    # Distinct (key, passage) pairs: the new triples' passages are not in any counted shard.
+    pairs = np.unique(ends[start:][ok] * max(n_passages, 1) + np.repeat(owner[start:, None], 2, axis=1)[ok])
+    stats.passages += np.bincount(pairs // max(n_passages, 1), minlength=n_keys)
     linkable = named & (ends >= 0)
+    hub = np.zeros(n_keys, dtype=bool)
     if config.max_entity_share < 1.0:
-        cap = max(20, config.max_entity_share * n_passages)
-        owner2 = np.concatenate([owner, owner]).astype(np.int64)
-        flat, ok = ends.T.ravel(), linkable.T.ravel()
-        pairs = np.unique(flat[ok] * max(n_passages, 1) + owner2[ok])
-        counts = np.bincount(pairs // max(n_passages, 1), minlength=n_keys)
-        hub = counts > cap
+        hub = stats.passages > max(20, config.max_entity_share * n_passages)
         linkable &= ~hub[np.maximum(ends, 0)]
     # Entity ids in first-appearance order over every subject, then every object (TripleGraph.build).
-    seq = np.where(linkable, ends, -1).T.ravel()
-    valid = np.flatnonzero(seq >= 0)
-    uniq, first = np.unique(seq[valid], return_index=True)
-    order = uniq[np.argsort(first, kind="stable")]
+    seen = ((stats.first >= 0).any(axis=1)) & ~hub
+    where = np.where(stats.first[:, 0] >= 0, stats.first[:, 0], len(ends) + stats.first[:, 1])
+    order = np.flatnonzero(seen)
+    order = order[np.argsort(where[order], kind="stable")]
     entity = np.full(n_keys + 1, -1, dtype=np.int64)
     entity[order] = np.arange(len(order))
-    ids = entity[np.where(seq >= 0, seq, n_keys)].astype(np.int32)
-    n = len(ends)
-    names = list(vocab)
-    return TripleGraph.from_ids([names[int(k)] for k in order], ids[:n], ids[n:])
+    ids = entity[np.where(linkable, ends, n_keys)].astype(np.int32)
+    items = vocab.items
+    return TripleGraph.from_ids([items[int(k)] for k in order], ids[:, 0], ids[:, 1]), stats

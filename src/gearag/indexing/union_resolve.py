@@ -13,15 +13,22 @@ corpus in a few known ways only, which this module uses:
   every token of some new name are scanned again (each shard keeps a
   token → passages index, ``resolve/<shard>/``), with the new passages;
 * the *endpoint* names come from the shards' endpoint tables
-  (:mod:`gearag.indexing.union_graph`); endpoint entity ids (first
-  appearance, after the lexicon's) and the about weights (normalised over a
-  name's passages; endpoints through the names they contain) are re-derived
-  over the whole union — integer and per-name work, not per-passage text.
+  (:mod:`gearag.indexing.union_graph`) through the union's vocabulary of
+  names (:mod:`gearag.indexing.union_vocab`). Per name, :class:`NameStats`
+  keeps where it first appears, its lexicon id and the lexicon names its
+  tokens contain; an add counts its own triples, gives new lexicon names
+  their ids, and scans again only the names a new lexicon name can occur
+  in (each shard keeps a token → names index). Entity ids (the lexicon's,
+  then endpoint-only names in first-appearance order) and the about weights
+  (normalised over a name's passages) are then array work over the union.
+  The lexicon is matched with :class:`~gearag.graph.trie.NameLookup` (the
+  trie's scan, without building a trie of every name at each add).
 
 The generation stores what the next add needs (``resolve/``: the lexicon's
-entries and the text mentions). Without it (the first add after a
-conversion or an older gearag), after a delete or a compact, everything is
-scanned: the same code with every passage "new". The result is the
+entries and the text mentions; ``union/``: the name vocabulary and
+statistics). Without it (the first add after a conversion or an older
+gearag), after a delete or a compact, everything is scanned: the same code
+with every passage and name "new". The result is the
 :class:`~gearag.graph.resolve.Resolution` ``resolve_corpus`` returns for the
 union, array for array (tested).
 """
@@ -29,82 +36,100 @@ union, array for array (tested).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from gearag.errors import GearagError
 from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, build_lexicon
-from gearag.graph.trie import TokenTrie, tokens
-from gearag.indexing.union_graph import EndpointTable, reuse_or_compute
+from gearag.graph.trie import NameLookup, tokens
+from gearag.indexing.union_graph import EndpointTable, first_seen, reuse_or_compute, union_ends
+from gearag.indexing.union_vocab import UNION_DIR, UnionVocab, stable_hashes
 from gearag.model import Passage
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter
 
 RESOLVE_DIR = "resolve"
 STATE_FILES = ("names.json", "lex_names.npy", "lex_rows.npy", "lex_weights.npy", "text_rows.npy", "text_names.npy")
-INDEX_FILES = ("tokens.json", "indptr.npy", "rows.npy")
+INDEX_FILES = ("hashes.npy", "indptr.npy", "rows.npy")
 
 
 class TokenIndex:
-    """A shard's case-folded text tokens (as the trie scans them) → the passage rows holding them."""
+    """A shard's case-folded text tokens (as the trie scans them) → the passage rows holding them.
 
-    def __init__(self, vocab: list[str], indptr: np.ndarray, rows: np.ndarray) -> None:
-        self.lookup = {t: i for i, t in enumerate(vocab)}
-        self.vocab, self.indptr, self.rows = vocab, indptr, rows
+    Tokens are kept as their sorted :func:`~gearag.indexing.union_vocab.stable_hashes`
+    (no strings to parse or dict to build when a generation reads it back): two
+    tokens sharing a hash only make :meth:`holding` return more rows, which
+    are scanned again to no effect, never fewer.
+    """
+
+    def __init__(self, hashes: np.ndarray, indptr: np.ndarray, rows: np.ndarray) -> None:
+        self.hashes, self.indptr, self.rows = hashes, indptr, rows
 
     @classmethod
-    def compute(cls, texts: Sequence[str]) -> TokenIndex:
+    def compute(cls, texts: Sequence[str], split: Callable[[str], list[str]] = tokens) -> TokenIndex:
+        """The index of ``texts`` cut into tokens by ``split`` (default: as the trie scans running text)."""
         ids: dict[str, int] = {}
         tok_parts, row_parts = [], []
         for row, text in enumerate(texts):
-            found = {ids.setdefault(t.casefold(), len(ids)) for t in tokens(text)}
+            found = {ids.setdefault(t.casefold(), len(ids)) for t in split(text)}
             tok_parts.append(np.fromiter(found, dtype=np.int64, count=len(found)))
             row_parts.append(np.full(len(found), row, dtype=np.int64))
-        toks = np.concatenate(tok_parts) if tok_parts else np.zeros(0, np.int64)
+        hashes = stable_hashes(ids)
+        by_hash = np.argsort(hashes, kind="stable")
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[by_hash] = np.arange(len(ids))
+        toks = rank[np.concatenate(tok_parts)] if tok_parts else np.zeros(0, np.int64)
         rows = np.concatenate(row_parts) if row_parts else np.zeros(0, np.int64)
         order = np.lexsort((rows, toks))
         indptr = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(np.bincount(toks, minlength=len(ids)), out=indptr[1:])
-        return cls(list(ids), indptr, rows[order].astype(np.int32))
+        return cls(hashes[by_hash], indptr, rows[order].astype(np.int32))
 
     def holding(self, words: list[str]) -> np.ndarray:
-        """Rows whose text has every one of ``words`` (case-folded tokens)."""
+        """Rows whose text has every one of ``words`` (case-folded tokens); perhaps a few more (shared hashes)."""
         found = None
-        for w in words:
-            i = self.lookup.get(w.casefold())
-            if i is None:
+        for h in stable_hashes(w.casefold() for w in words).tolist():
+            lo, hi = np.searchsorted(self.hashes, h, side="left"), np.searchsorted(self.hashes, h, side="right")
+            if lo == hi:
                 return np.zeros(0, np.int32)
-            rows = self.rows[self.indptr[i] : self.indptr[i + 1]]
+            rows = np.unique(self.rows[int(self.indptr[lo]) : int(self.indptr[hi])]) if hi - lo > 1 else \
+                self.rows[int(self.indptr[lo]) : int(self.indptr[hi])]
             found = rows if found is None else np.intersect1d(found, rows, assume_unique=True)
             if not len(found):
                 break
         return found if found is not None else np.zeros(0, np.int32)
 
     def write(self, w: IndexWriter, rel: str) -> None:
-        w.write_json(f"{rel}/tokens.json", self.vocab)
-        w.write_array(f"{rel}/indptr.npy", self.indptr)
-        w.write_array(f"{rel}/rows.npy", self.rows)
+        for name, array in zip(INDEX_FILES, (self.hashes, self.indptr, self.rows), strict=True):
+            w.write_array(f"{rel}/{name}", array)
 
     @classmethod
     def read(cls, directory: Path, n_rows: int) -> TokenIndex | None:
         try:
-            vocab = json.loads((directory / "tokens.json").read_text(encoding="utf-8"))
-            indptr = np.asarray(load_array(directory, "indptr.npy"))
-            rows = np.asarray(load_array(directory, "rows.npy"))
+            hashes, indptr, rows = (np.asarray(load_array(directory, name)) for name in INDEX_FILES)
         except (OSError, ValueError, GearagError):
             return None
-        if (not isinstance(vocab, list) or len(indptr) != len(vocab) + 1 or int(indptr[-1]) != len(rows)
+        if (len(indptr) != len(hashes) + 1 or int(indptr[-1]) != len(rows)
                 or (len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= n_rows))):
             return None
-        return cls(vocab, indptr, rows)
+        return cls(hashes, indptr, rows)
 
 
 def shard_token_index(previous: Path | None, shard: str, texts: Sequence[str], w: IndexWriter) -> TokenIndex:
     """Shard ``shard``'s token index in the generation being written: hard-linked from ``previous``, else computed."""
     return reuse_or_compute(previous, f"{RESOLVE_DIR}/{shard}", INDEX_FILES, lambda d: TokenIndex.read(d, len(texts)),
                             lambda: TokenIndex.compute(texts), TokenIndex.write, w)
+
+
+def shard_name_index(previous: Path | None, shard: str, table: EndpointTable, w: IndexWriter) -> TokenIndex:
+    """The token index of shard ``shard``'s endpoint names (name keys: tokens joined by spaces), as above; a
+    reused one does not read the table's names."""
+    return reuse_or_compute(previous, f"{UNION_DIR}/name_tokens/{shard}", INDEX_FILES,
+                            lambda d: TokenIndex.read(d, table.id_bound("names")),
+                            lambda: TokenIndex.compute(table.names, lambda k: k.split(" ")), TokenIndex.write, w)
 
 
 class ResolveState:
@@ -136,24 +161,112 @@ class ResolveState:
         return cls(names, (lk, lr, lw), (tr, tn))
 
 
-def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
-                  owner: np.ndarray, prior: ResolveState | None, new_from: int,
-                  indices: Sequence[tuple[TokenIndex, np.ndarray]]) -> tuple[Resolution, ResolveState]:
-    """``resolve_corpus`` of the union, reusing ``prior`` (the state of its first ``new_from`` passages).
+class NameStats:
+    """Per union endpoint name, over the live triples of the shards it covers (kept as ``union/name_*``):
 
+    where it first appears (slot ``2 * triple + side``, -1: never), its
+    lexicon id (-1: none) and the lexicon names its tokens contain
+    (``trie.scan`` matches with at least :data:`MIN_CONTAINED_SHARE` of its
+    tokens, as CSR rows; ``scanned`` says which rows are current). The next
+    generation that appends shards keeps every row no new lexicon name can
+    change and scans the rest: the new names and the old ones holding every
+    token of a new lexicon name (per-shard token indices of the names).
+    """
+
+    FILES = ("first", "lex", "scanned", "cont_ptr", "cont_name", "cont_share")
+
+    def __init__(self, first: np.ndarray, lex: np.ndarray, scanned: np.ndarray, cont_ptr: np.ndarray,
+                 cont_name: np.ndarray, cont_share: np.ndarray) -> None:
+        self.first, self.lex, self.scanned = first, lex, scanned
+        self.cont_ptr, self.cont_name, self.cont_share = cont_ptr, cont_name, cont_share
+
+    @classmethod
+    def grown(cls, prior: NameStats | None, n: int) -> NameStats:
+        """``prior`` (or nothing) with rows for names up to ``n`` (new rows: unseen, unscanned)."""
+        k = len(prior.lex) if prior is not None else 0
+        first, lex = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+        scanned = np.zeros(n, dtype=bool)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        if prior is None:
+            return cls(first, lex, scanned, ptr, np.zeros(0, np.int64), np.zeros(0, np.float64))
+        first[:k], lex[:k], scanned[:k] = prior.first, prior.lex, prior.scanned
+        ptr[: k + 1] = prior.cont_ptr
+        ptr[k + 1 :] = prior.cont_ptr[-1]
+        return cls(first, lex, scanned, ptr, np.asarray(prior.cont_name), np.asarray(prior.cont_share))
+
+    def rescanned(self, rows: np.ndarray, found: list[list[tuple[int, float]]]) -> None:
+        """Replace the containment rows ``rows`` (ascending) by ``found``."""
+        n = len(self.lex)
+        counts = np.diff(self.cont_ptr)
+        owner = np.repeat(np.arange(n, dtype=np.int64), counts)
+        drop = np.zeros(n, dtype=bool)
+        drop[rows] = True
+        kept = ~drop[owner]
+        sizes = np.fromiter((len(f) for f in found), dtype=np.int64, count=len(found))
+        owner = np.concatenate([owner[kept], np.repeat(rows.astype(np.int64), sizes)])
+        names = np.concatenate([self.cont_name[kept], np.fromiter((m for f in found for m, _ in f), dtype=np.int64)])
+        shares = np.concatenate([self.cont_share[kept], np.fromiter((x for f in found for _, x in f),
+                                                                     dtype=np.float64)])
+        order = np.argsort(owner, kind="stable")
+        self.cont_name, self.cont_share = names[order], shares[order]
+        np.cumsum(np.bincount(owner, minlength=n), out=self.cont_ptr[1:])
+        self.scanned[rows] = True
+
+    def write(self, w: IndexWriter) -> None:
+        for name in self.FILES:
+            w.write_array(f"{UNION_DIR}/name_{name}.npy", getattr(self, name))
+
+    @classmethod
+    def read(cls, directory: Path, n_names: int) -> NameStats | None:
+        try:
+            arrays = [np.asarray(load_array(directory, f"{UNION_DIR}/name_{f}.npy")) for f in cls.FILES]
+        except (OSError, ValueError, GearagError):
+            return None
+        first, lex, scanned, ptr, name, share = arrays
+        if (any(len(a) != n_names for a in (first, lex, scanned)) or len(ptr) != n_names + 1
+                or int(ptr[-1]) != len(name) or len(name) != len(share)):
+            return None
+        return cls(*arrays)
+
+
+@dataclass
+class Prior:
+    """What the previous generation resolved for the union's leading ``shards`` shards (same tombstones)."""
+
+    state: ResolveState  #: its lexicon and text mentions
+    new_from: int  #: the union row the later shards' passages start at
+    shards: int = 0  #: how many leading shards ``names`` covers
+    names: NameStats | None = None  #: None: every endpoint name is resolved again
+
+
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])`` without the loop."""
+    total = int(lengths.sum())
+    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.arange(total, dtype=np.int64) - offsets + np.repeat(starts.astype(np.int64), lengths)
+
+
+def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
+                  owner: np.ndarray, vocab: UnionVocab, prior: Prior | None = None,
+                  indices: Sequence[tuple[TokenIndex, np.ndarray]] = (),
+                  name_indices: Sequence[TokenIndex] = ()) -> tuple[Resolution, ResolveState, NameStats]:
+    """``resolve_corpus`` of the union, reusing ``prior`` (the resolution of its first ``prior.new_from`` passages).
+
+    ``vocab``: the union's endpoint names (the tables' ``names``);
     ``indices``: per earlier shard, its token index and shard row → union row
-    map (-1: deleted); only needed with ``prior``.
+    map (-1: deleted); ``name_indices``: per shard ``prior.names`` covers, the
+    token index of its table's names. Both are only read with a prior.
     """
     n_passages = len(passages)
-    if prior is None:
-        new_from = 0
+    new_from = prior.new_from if prior is not None else 0
+    old = prior.state if prior is not None else None
     # -- the lexicon: the prior's entries, then the new passages' ------------------------------
-    names = list(prior.names) if prior else []
+    names = list(old.names) if old else []
     ids = {k: i for i, k in enumerate(names)}
     n_prior_names = len(names)
-    lk = [prior.lex[0]] if prior else []
-    lr = [prior.lex[1]] if prior else []
-    lw = [prior.lex[2]] if prior else []
+    lk = [old.lex[0]] if old else []
+    lr = [old.lex[1]] if old else []
+    lw = [old.lex[2]] if old else []
     fresh = passages[new_from:]
     added = build_lexicon([p.title for p in fresh], [p.text for p in fresh])
     keys_new, rows_new, weights_new = [], [], []
@@ -177,70 +290,75 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     name_ptr = np.zeros(n_names + 1, dtype=np.int64)
     np.cumsum(np.bincount(lex_k, minlength=n_names), out=name_ptr[1:])
     totals = np.bincount(lex_k, weights=lex_w, minlength=n_names)  # sums of tier weights: exact in any order
-    trie = TokenTrie()
-    for i, k in enumerate(names):
-        trie.add(k.split(" "), i)
+    matcher = NameLookup(names)
     about_rows: list[np.ndarray] = [np.repeat(np.arange(n_names, dtype=np.int64), np.diff(name_ptr))]
     about_cols: list[np.ndarray] = [by_name_rows]
     about_vals: list[np.ndarray] = [by_name_w / np.repeat(totals, np.diff(name_ptr))]
-    # -- endpoints: entity ids in first appearance (subject, object, next triple), after the names ---------
-    vocab: dict[str, int] = {}
-    parts = []
-    for table, keep in zip(tables, triple_keep, strict=True):
-        remap = np.fromiter((vocab.setdefault(k, len(vocab)) for k in table.names), dtype=np.int64,
-                            count=len(table.names))
-        local = table.name_ends[keep].astype(np.int64)
-        parts.append(np.where(local >= 0, remap[np.maximum(local, 0)] if len(remap) else -1, -1))
-    ends_key = np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
-    seq = ends_key.ravel()  # row-major: t0 subject, t0 object, t1 subject, ...
-    valid = np.flatnonzero(seq >= 0)
-    uniq, first = np.unique(seq[valid], return_index=True)
-    vocab_list = list(vocab)
-    entity = np.full(len(vocab) + 1, -1, dtype=np.int64)
-    keys = list(names)
-    c_rows: list[int] = []
-    c_cols: list[int] = []
-    c_vals: list[float] = []
-    for k in uniq[np.argsort(first, kind="stable")].tolist():
-        key = vocab_list[k]
-        eid = ids.get(key)
-        if eid is None:
-            eid = ids[key] = len(keys)
-            keys.append(key)
-            toks = key.split(" ")
-            for m in trie.scan(toks):
-                share = (m.end - m.start) / len(toks)
-                if share < MIN_CONTAINED_SHARE:
-                    continue
-                s, e = int(name_ptr[m.name]), int(name_ptr[m.name + 1])
-                total = float(sum(by_name_w[s:e].tolist()))
-                for row, w in zip(by_name_rows[s:e].tolist(), by_name_w[s:e].tolist(), strict=True):
-                    c_rows.append(eid)
-                    c_cols.append(row)
-                    c_vals.append(share * w / total)
-        entity[k] = eid
-    about_rows.append(np.asarray(c_rows, dtype=np.int64))
-    about_cols.append(np.asarray(c_cols, dtype=np.int64))
-    about_vals.append(np.asarray(c_vals, dtype=np.float64))
-    ends = entity[np.where(ends_key >= 0, ends_key, len(vocab))].astype(np.int32)
+    # -- endpoint names: where each first appears, its lexicon id, the names it contains ----------------
+    ends_key = union_ends(vocab.remaps, [t.name_ends[k].astype(np.int64)
+                                          for t, k in zip(tables, triple_keep, strict=True)])
+    items = vocab.items
+    counted = prior.shards if prior is not None and prior.names is not None else 0
+    stats = NameStats.grown(prior.names if counted and prior is not None else None, len(items))
+    start = sum(int(np.count_nonzero(k)) for k in triple_keep[:counted])
+    seq = ends_key[start:].ravel()  # row-major: subject, object, next triple's subject, ...
+    valid = seq >= 0
+    first_seen(stats.first, seq[valid], np.arange(2 * start, 2 * len(ends_key), dtype=np.int64)[valid])
+    n_known = len(prior.names.lex) if counted and prior is not None and prior.names is not None else 0
+    if n_known:
+        held = vocab.find(names[n_prior_names:])  # names new to the lexicon that some endpoint already had
+        stats.lex[held[held >= 0]] = np.flatnonzero(held >= 0) + n_prior_names
+        # Old names holding every token of a new lexicon name may contain it now: scanned again.
+        for index, remap in zip(name_indices, vocab.remaps[:counted], strict=True):
+            for name in names[n_prior_names:]:
+                stats.scanned[remap[index.holding(name.split(" "))]] = False
+    stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in items[n_known:]), dtype=np.int64,
+                                      count=len(items) - n_known)
+    live = stats.first >= 0
+    todo = np.flatnonzero(live & (stats.lex < 0) & ~stats.scanned)
+    found = []
+    for j in todo.tolist():
+        toks = items[j].split(" ")
+        found.append([(m.name, (m.end - m.start) / len(toks)) for m in matcher.scan(toks)
+                      if (m.end - m.start) / len(toks) >= MIN_CONTAINED_SHARE])
+    stats.rescanned(todo, found)
+    # -- entity ids: the lexicon's, then endpoint-only names in first-appearance order ---------------
+    ep = np.flatnonzero(live & (stats.lex < 0))
+    ep = ep[np.argsort(stats.first[ep], kind="stable")]
+    entity = np.full(len(items) + 1, -1, dtype=np.int64)
+    named_live = live & (stats.lex >= 0)
+    entity[:-1][named_live] = stats.lex[named_live]
+    entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
+    keys = names + [items[j] for j in ep.tolist()]
+    ends = entity[np.where(ends_key >= 0, ends_key, len(items))].astype(np.int32)
+    # An endpoint-only name is about the passages of the lexicon names it contains (resolve_corpus._contained).
+    per = stats.cont_ptr[ep + 1] - stats.cont_ptr[ep]
+    at = ranges(stats.cont_ptr[ep], per)
+    contained = stats.cont_name[at]
+    spans = name_ptr[contained + 1] - name_ptr[contained]
+    entry = np.repeat(np.arange(len(at), dtype=np.int64), spans)
+    pos = ranges(name_ptr[contained], spans)
+    about_rows.append(np.repeat(n_names + np.arange(len(ep), dtype=np.int64), per)[entry])
+    about_cols.append(by_name_rows[pos])
+    about_vals.append(stats.cont_share[at][entry] * by_name_w[pos] / totals[contained][entry])
     # -- text mentions: kept where no new name can occur, scanned again where one may ---------------
     rescan: set[int] = set(range(new_from, n_passages))
-    if prior is not None and n_names > n_prior_names:
+    if old is not None and n_names > n_prior_names:
         for index, rows in indices:
             for name in names[n_prior_names:]:
                 hit = rows[index.holding(name.split(" "))]
                 rescan.update(hit[hit >= 0].tolist())
     t_rows: list[np.ndarray] = []
     t_names: list[np.ndarray] = []
-    if prior is not None:
-        kept = ~np.isin(prior.text[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
-        t_rows.append(prior.text[0][kept])
-        t_names.append(prior.text[1][kept])
+    if old is not None:
+        kept = ~np.isin(old.text[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
+        t_rows.append(old.text[0][kept])
+        t_names.append(old.text[1][kept])
     scanned_rows: list[int] = []
     scanned_names: list[int] = []
     if n_names:
         for row in sorted(rescan):
-            for m in trie.scan(tokens(passages[row].text), require_capital=True):
+            for m in matcher.scan(tokens(passages[row].text), require_capital=True):
                 scanned_rows.append(row)
                 scanned_names.append(m.name)
     t_rows.append(np.asarray(scanned_rows, dtype=np.int64))
@@ -260,4 +378,4 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     mentions = _incidence(np.concatenate([owner2[linked], text_rows]),
                           np.concatenate([flat[linked], text_names.astype(np.int64)]), (n_passages, n_keys))
     state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names))
-    return Resolution(keys, n_names, about, mentions, ends, None), state
+    return Resolution(keys, n_names, about, mentions, ends, None), state, stats
