@@ -223,6 +223,28 @@ def test_export_refuses_to_overwrite_what_it_did_not_write(slice_index: tuple[In
     assert not (tmp_path / "busy").exists()
 
 
+def test_an_interrupted_export_is_replaced_with_overwrite_and_never_loaded(
+        slice_index: tuple[Index, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An export that fails after writing some tables leaves no loadable index; --overwrite replaces it."""
+    from gearag.store.lance import export as export_module
+
+    index, _ = slice_index
+
+    def fail(*_args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(export_module, "_entities", fail)
+    with pytest.raises(Exception, match="disk full"):
+        export_index(index.path, tmp_path / "cut")
+    monkeypatch.undo()
+    with pytest.raises(Exception, match="not a gearag Lance index"):
+        open_index(tmp_path / "cut")
+    with pytest.raises(ConfigError, match=r"interrupted gearag export.*--overwrite"):
+        export_index(index.path, tmp_path / "cut")
+    export_index(index.path, tmp_path / "cut", ExportConfig(overwrite=True))
+    assert len(open_index(tmp_path / "cut").passages) == len(index.passages)
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
     assert "\n" not in text and len(text) < 400

@@ -9,7 +9,9 @@ Tables (one Lance dataset each, under ``URI``):
 * ``arrays`` — ``name, data``: the integer graph arrays (triple head/tail entity, CSR offsets,
   triple → passage) and the passage-graph arrays under ``graph/``, as ``.npy`` bytes;
 * ``meta`` — one row: the source index's manifest and what the export wrote. Written last, so an
-  interrupted export has no ``meta`` and is never loaded.
+  interrupted export has no ``meta`` and is never loaded;
+* ``gearag`` — one row, written first and never dropped: marks the location as gearag's, so an
+  interrupted export can be replaced with ``--overwrite`` while tables gearag did not write never are.
 
 ``tokens`` is the row's text as gearag's BM25 analyser sees it (stop words removed, Snowball stems,
 space-separated); the full-text index over it splits on whitespace and changes nothing else, so the
@@ -48,6 +50,8 @@ from gearag.store.lance.storage import (
 FORMAT = "gearag-lance"
 FORMAT_VERSION = 1
 ARRAYS_TABLE = "arrays"
+#: Written before any other table and kept: the location is gearag's even when ``meta`` is missing.
+OWNER_TABLE = "gearag"
 ENTITIES_TABLE = "entities"
 #: Integer arrays of the embedded layout copied into the ``arrays`` table.
 ARRAY_FILES = tuple(f for f in FIXED_FILES if f.endswith(".npy"))
@@ -182,14 +186,16 @@ def _check_target(db: Any, loc: Location, config: ExportConfig) -> None:
             raise ConfigError(f"{loc}: is a file; give a directory or an object-store URI")
         if (path / "manifest.json").exists():
             raise ConfigError(f"{loc}: holds an embedded gearag index; export to another location")
-        if path.is_dir() and any(path.iterdir()) and not (path / f"{META_TABLE}.lance").is_dir():
+        if path.is_dir() and any(path.iterdir()) and not any((path / f"{t}.lance").is_dir()
+                                                             for t in (META_TABLE, OWNER_TABLE)):
             raise ConfigError(f"{loc}: is not empty and not a gearag Lance index; not overwriting it")
     names = set(table_names(db))
-    if names and META_TABLE not in names:
+    if names and not names & {META_TABLE, OWNER_TABLE}:
         raise ConfigError(f"{loc}: holds tables gearag did not write ({', '.join(sorted(names)[:5])}); "
                           "not overwriting them")
     if names and not config.overwrite:
-        raise ConfigError(f"{loc}: a Lance index exists there; pass --overwrite to replace it")
+        what = "a Lance index exists" if META_TABLE in names else "an interrupted gearag export is"
+        raise ConfigError(f"{loc}: {what} there; pass --overwrite to replace it")
 
 
 def _create(db: Any, name: str, data: Any, schema: Any = None) -> Any:
@@ -229,6 +235,8 @@ def _export(index: Index, loc: Location, config: ExportConfig,
         _check_target(db, loc, config)
         if META_TABLE in table_names(db):
             db.drop_table(META_TABLE)  # first: an interrupted overwrite is never loadable
+        if OWNER_TABLE not in table_names(db):
+            _create(db, OWNER_TABLE, pa.table({"written_by": ["gearag export"]}))
     except (OSError, RuntimeError, ValueError) as exc:
         raise store_error(loc, exc, "cannot write") from None
     tables: dict[str, Any] = {}
