@@ -160,3 +160,17 @@ def test_a_build_releases_the_files_triples_and_a_reused_extractor_reads_them_ag
     assert len(first.triples) > 0 and first.triples.texts() == second.triples.texts()
     assert list(extractor.extract(passages[:3])) == [well_formed(d) for d in docs[:3]]
     assert extractor.skipped == OpenIEExtractor(path).skipped
+
+
+def test_a_released_extractor_refuses_a_file_that_changed_since_it_was_keyed(tmp_path):
+    """The key names the bytes first read; a reload that reads other bytes is an error, not other triples."""
+    doc = {"idx": 0, "title": "A", "text": "A is here.", "passage": "A\nA is here.",
+           "extracted_triples": [["A", "is", "here"]]}
+    path = write(tmp_path / "openie.json", {"docs": [doc]})
+    extractor = OpenIEExtractor(path)
+    extractor.release()
+    assert list(extractor.extract([Passage("p", "A", "A is here.")])) == [[Fact("A", "is", "here")]]  # same file
+    extractor.release()
+    write(path, {"docs": [{**doc, "extracted_triples": [["A", "is", "elsewhere"]]}]})
+    with pytest.raises(DataError, match="changed while gearag was using it"):
+        list(extractor.extract([Passage("p", "A", "A is here.")]))

@@ -158,7 +158,11 @@ class OpenIEExtractor:
         if self._released:
             self._released = False
             self.skipped = 0
-            self._load(self._docs(hashlib.blake2b(digest_size=12)))
+            digest = hashlib.blake2b(digest_size=12)
+            self._load(self._docs(digest))
+            if f"{KEY_VERSION}-{digest.hexdigest()}" != self.key:  # its triples would not be those keyed
+                self.release()
+                raise DataError(f"{self.path}: OpenIE file changed while gearag was using it; run the command again")
 
     def find(self, passage: Passage) -> int | None:
         """Row of the doc holding this passage's triples, or None."""
