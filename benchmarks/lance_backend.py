@@ -56,16 +56,22 @@ def load_qs(dataset: str, questions_file: str | None, limit: int) -> list[Any]:
     return load_questions(questions_file or shared_datasets()[dataset].questions)[:limit]
 
 
+#: LanceSearchConfig fields set from the command line (--cache-rows, --malloc-arenas); unset: the defaults.
+LANCE_OPTIONS: dict[str, int] = {}
+
+
 def open_app(location: str, cache_rows: int | None) -> Any:
-    """``Gearag.open(location)``; a Lance index with ``cache_rows`` rows per column LRU when given."""
+    """``Gearag.open(location)``; a Lance index with ``cache_rows`` rows per column LRU and
+    :data:`LANCE_OPTIONS` when given."""
     from gearag.api import Gearag
     from gearag.store.backend import backend_of
 
-    if backend_of(location) == "lance" and cache_rows is not None:
+    options = {**LANCE_OPTIONS, **({"cache_rows": cache_rows} if cache_rows is not None else {})}
+    if backend_of(location) == "lance" and options:
         from gearag.store.lance.collection import LanceSearchConfig
         from gearag.store.lance.index import open_lance_index
 
-        return Gearag(open_lance_index(location, config=LanceSearchConfig(cache_rows=cache_rows)))
+        return Gearag(open_lance_index(location, config=LanceSearchConfig(**options)))
     return Gearag.open(location)
 
 
@@ -195,9 +201,13 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
     for q in questions:
         app.index.collection("passages").search_bm25(q, 15)
     print(f"bm25 over passages, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}")
+    dense_ms = []
     for q in questions:
+        t0 = time.perf_counter()
         app.retrieve(q, "dense", 15)
-    print(f"dense, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}")
+        dense_ms.append(1000 * (time.perf_counter() - t0))
+    print(f"dense, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}; "
+          f"median {statistics.median(dense_ms):.1f} ms")
     arrays = graph_arrays_for(app.index)
     counted: set[int] = set()  # the PassageGraph shares some of these arrays: count them once
     mem, mapped = array_mb(arrays, counted)
@@ -228,12 +238,16 @@ def main() -> None:
     parser.add_argument("--lance", type=Path, default=None, help="where to export (default: INDEX.lance)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--cache-rows", type=int, default=None, help="Lance: rows kept per column LRU")
+    parser.add_argument("--malloc-arenas", type=int, default=None,
+                        help="Lance: glibc malloc arenas (LanceSearchConfig.malloc_arenas; 0: glibc's default)")
     parser.add_argument("--stages", default=None, metavar="LOCATION",
                         help="print resident memory after each stage of use of LOCATION, then exit")
     parser.add_argument("--questions", default=None, metavar="FILE",
                         help="a gearag question file (default: the dataset's questions)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.malloc_arenas is not None:
+        LANCE_OPTIONS["malloc_arenas"] = args.malloc_arenas
     if args.stages:
         stages(args.stages, args.dataset, args.limit, args.cache_rows, args.questions)
         return
@@ -254,6 +268,8 @@ def main() -> None:
           flush=True)
     for name, location in (("embedded", args.index), ("lance", target)):
         extra = ["--cache-rows", str(args.cache_rows)] if args.cache_rows is not None else []
+        if args.malloc_arenas is not None:
+            extra += ["--malloc-arenas", str(args.malloc_arenas)]
         if args.questions:
             extra += ["--questions", args.questions]
         done = subprocess.run([sys.executable, __file__, str(args.index), "--dataset", args.dataset, "--limit",

@@ -39,6 +39,8 @@ class LanceSearchConfig:
     nprobes: int = setting(32, "IVF partitions probed per dense query (ANN only)")
     refine_factor: int = setting(10, "ANN candidates re-scored exactly, as a multiple of k")
     cache_rows: int = setting(65_536, "rows kept per column in the LRU of fetched rows")
+    malloc_arenas: int = setting(2, "glibc malloc arenas of the process, capped before Lance's threads start "
+                                    "(0: glibc's default; bounds what freed scan buffers keep)")
 
 
 class LRU:

@@ -28,6 +28,7 @@ from gearag.store.graph import TripleGraph
 from gearag.store.index import Index, TripleTable
 from gearag.store.lance.collection import STORE_ERRORS, LanceCollection, LanceRows, LanceSearchConfig, LanceTable
 from gearag.store.lance.export import ARRAY_FILES, ARRAYS_TABLE, ENTITIES_TABLE, read_meta
+from gearag.store.lance.memory import limit_malloc_arenas
 from gearag.store.lance.storage import Location, connect, parse_location, store_error
 
 #: The integer arrays held in memory from open. ``arrays/entity_indices.npy`` (the entity → triples postings,
@@ -133,6 +134,7 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
                      config: LanceSearchConfig = LanceSearchConfig()) -> LanceIndex:
     """Open the Lance index at ``location`` (directory or object-store URI); errors are one line."""
     loc = parse_location(location)
+    limit_malloc_arenas(config.malloc_arenas)
     try:
         db = connect(loc)
     except STORE_ERRORS as exc:

@@ -1,0 +1,35 @@
+"""Process memory of a Lance query process: glibc's malloc arenas.
+
+Lance scans run on native worker threads; glibc gives threads their own
+malloc arenas (up to 8 per core) and keeps what a scan freed in them. On the
+scale corpora a process's flat dense scans left about twice the vector
+column resident, growing with the corpus (BENCHMARKS.md, "Lance query memory
+against corpus size": +244 MB at 101k passages after 50 queries, +11 MB with
+``MALLOC_ARENA_MAX=2``). :func:`limit_malloc_arenas` sets the same cap from
+inside the process (``mallopt(M_ARENA_MAX)``) before Lance starts its threads.
+It is :attr:`~gearag.store.lance.collection.LanceSearchConfig.malloc_arenas`
+(default 2; 0 leaves glibc's default); elsewhere than glibc it does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+
+#: mallopt's parameter number for the arena cap (glibc malloc.h).
+M_ARENA_MAX = -8
+
+
+def limit_malloc_arenas(n: int) -> bool:
+    """Cap glibc's malloc arenas at ``n`` for this process (0: leave the default); whether it was applied."""
+    if n <= 0 or not sys.platform.startswith("linux"):
+        return False
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        return bool(libc.mallopt(M_ARENA_MAX, int(n)))
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt arenas)
+        return False
