@@ -39,8 +39,9 @@ class LanceSearchConfig:
     nprobes: int = setting(32, "IVF partitions probed per dense query (ANN only)")
     refine_factor: int = setting(10, "ANN candidates re-scored exactly, as a multiple of k")
     cache_rows: int = setting(65_536, "rows kept per column in the LRU of fetched rows")
-    malloc_arenas: int = setting(2, "glibc malloc arenas of the process, capped before Lance's threads start "
-                                    "(0: glibc's default; bounds what freed scan buffers keep)")
+    malloc_arenas: int = setting(0, "cap glibc's malloc arenas of the whole process at this many before Lance's "
+                                    "threads start (0: glibc's default); 2 bounds what freed scan buffers keep, "
+                                    "at some dense latency")
 
 
 class LRU:
