@@ -166,6 +166,26 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     assert_same_index(after, build_index(remaining + again + passages[40:], tmp_path / "expected3", STUB))
 
 
+def test_converting_a_plain_index_reuses_the_token_ids_its_build_kept(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first add does not tokenise the plain index's corpus again: its build kept the token ids."""
+    from gearag.indexing import incremental
+
+    use_stub_extractor(StubExtractor())
+    passages, questions = _passages(30, 4)
+    plain = build_index(passages[:20], tmp_path / "grown", STUB)
+    assert "tokens/triples/ids.npy" in plain.manifest["files"]
+
+    def no_tokenising(*_args: object) -> None:
+        raise AssertionError("the conversion tokenised a collection again")
+
+    monkeypatch.setattr(incremental, "write_tokens", no_tokenising)
+    grown = add_documents(tmp_path / "grown", passages[20:])
+    full = build_index(passages, tmp_path / "full", STUB)
+    assert_same_index(grown, full)  # BM25 statistics and scores included
+    assert_same_rankings(grown, full, questions[:2], ["bm25"])
+
+
 def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
     """``max_entity_share`` counts the union's passages: an entity may be a hub in the union only (or a shard only)."""
     use_stub_extractor(StubExtractor())

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
+from gearag.indexing.bm25 import write_tokens
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
@@ -45,8 +45,6 @@ from gearag.indexing.union_resolve import (
     shard_token_index,
 )
 from gearag.indexing.union_vocab import UnionVocab, common_prefix
-from gearag.retrieve.bm25 import token_ids
-from gearag.retrieve.bm25_postings import POSTINGS_FILES, postings_from_tokens
 from gearag.store.collection import PASSAGES
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.rows import Mapped
@@ -58,30 +56,9 @@ from gearag.store.shards import (
     ShardRef,
     Union,
     check_generation,
-    tokens_rel,
     union_of,
 )
 from gearag.store.writer import IndexWriter
-
-
-def write_tokens(writer: IndexWriter, collection: str, texts: Sequence[str]) -> None:
-    """Store ``texts``' BM25 token ids and postings as ``tokens/<collection>/`` of the index being written."""
-    write_token_ids(writer, collection, *token_ids(texts))
-
-
-def write_token_ids(writer: IndexWriter, collection: str, vocab: list[str], ids: np.ndarray,
-                    indptr: np.ndarray) -> None:
-    """Store token ids (document ``i``: ``ids[indptr[i]:indptr[i+1]]`` into ``vocab``) and their postings.
-
-    The postings (term → documents, term frequencies) are what BM25 scores
-    from at query time (:class:`~gearag.retrieve.bm25_postings.PostingsBM25`).
-    """
-    rel = tokens_rel(collection)
-    writer.write_json(f"{rel}/vocab.json", list(vocab))
-    writer.write_array(f"{rel}/ids.npy", np.asarray(ids, dtype=np.int32))
-    writer.write_array(f"{rel}/indptr.npy", np.asarray(indptr, dtype=np.int64))
-    for name, array in zip(POSTINGS_FILES, postings_from_tokens(ids, indptr, len(vocab)), strict=True):
-        writer.write_array(f"{rel}/{name}", array)
 
 
 class TokensStage:

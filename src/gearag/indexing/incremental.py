@@ -33,13 +33,8 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
-from gearag.indexing.generation import (
-    SHARD_STAGES,
-    link_generation,
-    write_generation,
-    write_token_ids,
-    write_tokens,
-)
+from gearag.indexing.bm25 import TOKEN_FILES, write_postings, write_token_ids, write_tokens
+from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
 from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
 from gearag.options import build_config
@@ -69,6 +64,7 @@ from gearag.store.shards import (
     load_shards,
     read_tombstones,
     shard_refs,
+    tokens_rel,
     union_of,
     write_manifest_atomic,
 )
@@ -213,11 +209,16 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
         name = f"s-{plain.identity[:16]}"
         with IndexWriter(tmp / SHARDS_DIR / name) as w:
             # The per-passage files only: BM25 models and graph arrays belong to generations.
-            for rel in manifest.get("files") or {}:
+            listed = manifest.get("files") or {}
+            for rel in listed:
                 if not rel.startswith(("bm25/", "graph/")):
                     w.path(rel).hardlink_to(root / rel)
-            write_tokens(w, PASSAGES, passage_contents(plain.passages))
-            write_tokens(w, TRIPLES, plain.triples.texts())
+            for coll, texts in ((PASSAGES, passage_contents(plain.passages)), (TRIPLES, plain.triples.texts())):
+                stored = _kept_token_ids(root, listed, coll, len(texts))
+                if stored is None:  # built before indices kept their token ids: tokenised again
+                    write_tokens(w, coll, texts)
+                else:
+                    write_postings(w, coll, *stored)
             kept = {k: v for k, v in manifest.items()
                     if k not in ("format", "format_version", "gearag_version", "created", "files")}
             kept["config"] = config.to_dict()
@@ -238,6 +239,19 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
             shutil.rmtree(tmp, ignore_errors=True)
     if on_step:
         on_step("convert", time.perf_counter() - started)
+
+
+def _kept_token_ids(root: Path, listed: dict[str, Any], collection: str,
+                    n_docs: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The token ids (ids, indptr, vocabulary size) a plain build kept for ``collection``; None if it kept none."""
+    rel = tokens_rel(collection)
+    if not all(f"{rel}/{name}" in listed for name in TOKEN_FILES):
+        return None
+    vocab = json.loads((root / rel / "vocab.json").read_text(encoding="utf-8"))
+    ids, indptr = np.load(root / rel / "ids.npy", mmap_mode="r"), np.load(root / rel / "indptr.npy")
+    if len(indptr) != n_docs + 1 or int(indptr[-1]) != len(ids):
+        raise IndexFormatError(f"{root / rel}: token ids do not fit the {collection} collection")
+    return ids, indptr, len(vocab)
 
 
 def _open(root: Path, what: str, on_step: Step | None) -> _State:

@@ -114,14 +114,19 @@ def build_bm25(texts: Sequence[str], k1: float = 1.5, b: float = 0.75, *, chunk:
     arrays in pieces (:func:`~gearag.retrieve.bm25_matrix.index_flat`); the
     model is the one bm25s builds from the whole corpus's token lists.
     """
+    return bm25_from_sorted_tokens(*_sorted_token_ids(texts, chunk), k1, b)
+
+
+def bm25_from_sorted_tokens(terms: list[str], ids: np.ndarray, indptr: np.ndarray, k1: float = 1.5,
+                            b: float = 0.75) -> object:
+    """:func:`build_bm25`'s model from the texts' :func:`token_ids` (a build that keeps them tokenises once)."""
     import bm25s
 
     model = bm25s.BM25(k1=k1, b=b)
-    terms, ids, indptr = _sorted_token_ids(texts, chunk)
     if not terms:
         # Nothing indexable (no texts, or only stop words): bm25s cannot index an
         # empty vocabulary, so give every document one term no query can contain.
-        tokens = bm25s.tokenize([_NO_TERMS] * max(1, len(texts)), stopwords=None, show_progress=False)
+        tokens = bm25s.tokenize([_NO_TERMS] * max(1, len(indptr) - 1), stopwords=None, show_progress=False)
         model.index(_sorted_vocabulary(tokens), show_progress=False)
         return model
     # bm25s's index from these ids, built from the flat arrays in pieces (bm25s would take lists of ints).

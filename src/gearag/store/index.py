@@ -11,6 +11,7 @@ Layout (all paths relative to the index directory)::
     vectors/triples.npy           unit-length triple embeddings (float32)
     vectors/triple_weights.npy    static embedders only: token-sum norms (see below)
     bm25/passages/, bm25/triples/ bm25s indices
+    tokens/passages/, tokens/triples/  their BM25 token ids (what a shard keeps: gearag add reuses them)
 
 Writing (atomic build-then-rename under an OS lock, safe overwrite) is
 :mod:`gearag.store.writer`.
