@@ -219,7 +219,7 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
     if graphs:
         mem, mapped = array_mb([[g.operator, g.mentions, g.about, g.specificity] for g in graphs], counted)
         print(f"  PassageGraph operator and edges: {mem:.1f} MB in memory (besides the arrays above), "
-              f"{len(graphs)} graph(s), trie of {sum(len(g.arrays.resolution.keys) for g in graphs)} keys")
+              f"{len(graphs)} graph(s), entity matcher over {sum(len(g.arrays.resolution.keys) for g in graphs)} keys")
     for q in questions:
         app.retrieve(q, "syncge", 15)
     print(f"syncge, {len(questions)} more queries: {stage_mb()}{lance_cache_mb()}")
