@@ -298,30 +298,9 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     ends_key = union_ends(vocab.remaps, [t.name_ends[k].astype(np.int64)
                                           for t, k in zip(tables, triple_keep, strict=True)])
     items = vocab.items
-    counted = prior.shards if prior is not None and prior.names is not None else 0
-    stats = NameStats.grown(prior.names if counted and prior is not None else None, len(items))
-    start = sum(int(np.count_nonzero(k)) for k in triple_keep[:counted])
-    seq = ends_key[start:].ravel()  # row-major: subject, object, next triple's subject, ...
-    valid = seq >= 0
-    first_seen(stats.first, seq[valid], np.arange(2 * start, 2 * len(ends_key), dtype=np.int64)[valid])
-    n_known = len(prior.names.lex) if counted and prior is not None and prior.names is not None else 0
-    if n_known:
-        held = vocab.find(names[n_prior_names:])  # names new to the lexicon that some endpoint already had
-        stats.lex[held[held >= 0]] = np.flatnonzero(held >= 0) + n_prior_names
-        # Old names holding every token of a new lexicon name may contain it now: scanned again.
-        for index, remap in zip(name_indices, vocab.remaps[:counted], strict=True):
-            for name in names[n_prior_names:]:
-                stats.scanned[remap[index.holding(name.split(" "))]] = False
-    stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in items[n_known:]), dtype=np.int64,
-                                      count=len(items) - n_known)
+    stats = _endpoint_name_stats(ends_key, triple_keep, vocab, prior, name_indices, names, ids, n_prior_names,
+                                 matcher)
     live = stats.first >= 0
-    todo = np.flatnonzero(live & (stats.lex < 0) & ~stats.scanned)
-    found = []
-    for j in todo.tolist():
-        toks = items[j].split(" ")
-        found.append([(m.name, (m.end - m.start) / len(toks)) for m in matcher.scan(toks)
-                      if (m.end - m.start) / len(toks) >= MIN_CONTAINED_SHARE])
-    stats.rescanned(todo, found)
     # -- entity ids: the lexicon's, then endpoint-only names in first-appearance order ---------------
     ep = np.flatnonzero(live & (stats.lex < 0))
     ep = ep[np.argsort(stats.first[ep], kind="stable")]
@@ -332,15 +311,9 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     keys = names + [items[j] for j in ep.tolist()]
     ends = entity[np.where(ends_key >= 0, ends_key, len(items))].astype(np.int32)
     # An endpoint-only name is about the passages of the lexicon names it contains (resolve_corpus._contained).
-    per = stats.cont_ptr[ep + 1] - stats.cont_ptr[ep]
-    at = ranges(stats.cont_ptr[ep], per)
-    contained = stats.cont_name[at]
-    spans = name_ptr[contained + 1] - name_ptr[contained]
-    entry = np.repeat(np.arange(len(at), dtype=np.int64), spans)
-    pos = ranges(name_ptr[contained], spans)
-    about_rows.append(np.repeat(n_names + np.arange(len(ep), dtype=np.int64), per)[entry])
-    about_cols.append(by_name_rows[pos])
-    about_vals.append(stats.cont_share[at][entry] * by_name_w[pos] / totals[contained][entry])
+    contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w, totals)
+    for part, array in zip((about_rows, about_cols, about_vals), contained, strict=True):
+        part.append(array)
     # -- text mentions: kept where no new name can occur, scanned again where one may ---------------
     rescan: set[int] = set(range(new_from, n_passages))
     if old is not None and n_names > n_prior_names:
@@ -379,3 +352,51 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
                           np.concatenate([flat[linked], text_names.astype(np.int64)]), (n_passages, n_keys))
     state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names))
     return Resolution(keys, n_names, about, mentions, ends, None), state, stats
+
+
+def _endpoint_name_stats(ends_key: np.ndarray, triple_keep: Sequence[np.ndarray], vocab: UnionVocab,
+                         prior: Prior | None, name_indices: Sequence[TokenIndex], names: list[str],
+                         ids: dict[str, int], n_prior_names: int, matcher: NameLookup) -> NameStats:
+    """The union's :class:`NameStats`: the prior's (when it has them) with the later shards' triples
+    counted, new lexicon names given their ids, and the names a new lexicon name may occur in scanned again."""
+    known = prior.names if prior is not None else None
+    counted = prior.shards if prior is not None and known is not None else 0
+    items = vocab.items
+    stats = NameStats.grown(known, len(items))
+    start = sum(int(np.count_nonzero(k)) for k in triple_keep[:counted])
+    seq = ends_key[start:].ravel()  # row-major: subject, object, next triple's subject, ...
+    valid = seq >= 0
+    first_seen(stats.first, seq[valid], np.arange(2 * start, 2 * len(ends_key), dtype=np.int64)[valid])
+    n_known = len(known.lex) if known is not None else 0
+    if n_known:
+        held = vocab.find(names[n_prior_names:])  # names new to the lexicon that some endpoint already had
+        stats.lex[held[held >= 0]] = np.flatnonzero(held >= 0) + n_prior_names
+        # Old names holding every token of a new lexicon name may contain it now: scanned again.
+        for index, remap in zip(name_indices, vocab.remaps[:counted], strict=True):
+            for name in names[n_prior_names:]:
+                stats.scanned[remap[index.holding(name.split(" "))]] = False
+    stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in items[n_known:]), dtype=np.int64,
+                                      count=len(items) - n_known)
+    todo = np.flatnonzero((stats.first >= 0) & (stats.lex < 0) & ~stats.scanned)
+    found = []
+    for j in todo.tolist():
+        toks = items[j].split(" ")
+        shares = ((m.name, (m.end - m.start) / len(toks)) for m in matcher.scan(toks))
+        found.append([(name, share) for name, share in shares if share >= MIN_CONTAINED_SHARE])
+    stats.rescanned(todo, found)
+    return stats
+
+
+def _contained_about(stats: NameStats, ep: np.ndarray, n_names: int, name_ptr: np.ndarray, by_name_rows: np.ndarray,
+                     by_name_w: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The about entries of the endpoint-only names ``ep`` (entity ids ``n_names + i``): for each lexicon
+    name one contains (share ``s``), each of that name's passages with weight ``s * w / total``, in the
+    order ``resolve_corpus`` appends them."""
+    per = stats.cont_ptr[ep + 1] - stats.cont_ptr[ep]
+    at = ranges(stats.cont_ptr[ep], per)
+    contained = stats.cont_name[at]
+    spans = name_ptr[contained + 1] - name_ptr[contained]
+    entry = np.repeat(np.arange(len(at), dtype=np.int64), spans)
+    pos = ranges(name_ptr[contained], spans)
+    rows = np.repeat(n_names + np.arange(len(ep), dtype=np.int64), per)[entry]
+    return rows, by_name_rows[pos], stats.cont_share[at][entry] * by_name_w[pos] / totals[contained][entry]
