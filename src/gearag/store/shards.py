@@ -10,7 +10,8 @@ Layout (paths relative to the index directory)::
                               the tombstones: the triple graph (entities.json, arrays/), the
                               passage-aware graph (graph/), tombstones.json, and what the next add
                               reuses: each shard's endpoint table (endpoints/<shard>/) and token
-                              index (resolve/<shard>/), the lexicon and text mentions (resolve/)
+                              index (resolve/<shard>/), the lexicon and text mentions (resolve/),
+                              the union's key and name vocabularies and statistics (union/)
 
 A **shard** is written once and never changed: it holds the expensive
 per-passage results (extraction, embedding, tokenisation, BM25 postings). A
@@ -19,7 +20,7 @@ shards' stored results and the previous generation's per-shard tables
 (hard-linked), so entity ids, the hub cut (``max_entity_share`` of the
 union's passage count), entity specificity and the resolution are those of
 one index built from the union (:mod:`gearag.indexing.union_graph`,
-:mod:`gearag.indexing.union_resolve`). BM25 has no global model: its
+:mod:`gearag.indexing.union_resolve`, :mod:`gearag.indexing.union_vocab`). BM25 has no global model: its
 statistics are merged over the shards' postings when the index is first queried
 (:class:`~gearag.retrieve.bm25_postings.PostingsBM25`), scores equal to a
 bm25s model over the union. Format 3 (a bm25s model per generation) still
