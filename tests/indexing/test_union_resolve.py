@@ -52,7 +52,6 @@ def test_an_add_rescans_only_what_new_names_touch_and_equals_a_resolution_of_the
     _equal(base_res, resolve_corpus([p.title for p in BASE], [p.text for p in BASE], s0, o0, w0, is_named))
 
     union = BASE + ADDED
-    vocab = UnionVocab.extend(UnionVocab(list(UnionVocab.extend(None, [t0.names]).items), []), [t0.names, t1.names])
     index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
     names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
     expected = resolve_corpus([p.title for p in union], [p.text for p in union], s0 + s1, o0 + o1, w0 + w1,

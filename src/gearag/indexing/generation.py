@@ -111,12 +111,14 @@ def write_generation(
         tt = u.triples
         owner = np.asarray(tt.passage)
         before = _reusable(root / GENERATIONS_DIR / previous) if previous else None
+        done = read_manifest(before) if before is not None else {}  # the previous generation's manifest
         shard_names = [r.name for r in refs]
         tables = [shard_table(before, ref.name, s.triples.subjects, s.triples.objects, w)
                   for ref, s in zip(refs, shards, strict=True)]
-        prior = _prior_resolution(before, refs, shards, tombstones)
-        kept = before if before is not None and read_manifest(before).get("union") == UNION_VERSION else None
-        keys, n_keys = _vocab(kept, "keys", shard_names, tables, w)
+        prior = _prior_resolution(before, done, refs, shards, tombstones)
+        kept = before if done.get("union") == UNION_VERSION else None
+        done_shards = done.get("shards") or []
+        keys, n_keys = _vocab(kept, done_shards, "keys", shard_names, tables, w)
         key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
         graph, key_stats = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages), keys,
                                               key_prior, prior.shards if key_prior is not None and prior else 0)
@@ -129,7 +131,7 @@ def write_generation(
         timings["graph"] = round(time.perf_counter() - started, 3)
         if config.resolve.entity_graph:
             started = time.perf_counter()
-            names, n_names = _vocab(kept, "names", shard_names, tables, w)
+            names, n_names = _vocab(kept, done_shards, "names", shard_names, tables, w)
             if prior is not None and kept is not None:
                 prior.names = NameStats.read(kept, n_names)
             # Every shard's name index is kept for the next add; this one reads the prior's shards'.
@@ -167,18 +169,18 @@ def _reusable(previous: Path) -> Path | None:
         return None
 
 
-def _prior_resolution(before: Path | None, refs: list[ShardRef], shards: list[Index],
+def _prior_resolution(before: Path | None, done: dict[str, Any], refs: list[ShardRef], shards: list[Index],
                       tombstones: dict[str, np.ndarray]) -> Prior | None:
-    """The previous generation's resolution when this generation only appends shards to it (same tombstones).
+    """The previous generation's resolution (``done``: its manifest) when this generation only appends shards
+    to it (same tombstones).
 
     None: resolve from scratch.
     """
-    if before is None or not (before / MANIFEST).exists():
+    if before is None:
         return None
     try:
-        done = read_manifest(before)
         old = json.loads((before / TOMBSTONES).read_text(encoding="utf-8"))
-    except (GearagError, OSError, ValueError):
+    except (OSError, ValueError):
         return None
     now = {k: v.tolist() for k, v in tombstones.items() if len(v)}
     p = len(done.get("shards") or [])
@@ -189,19 +191,20 @@ def _prior_resolution(before: Path | None, refs: list[ShardRef], shards: list[In
     return Prior(state, new_from, p) if state is not None else None
 
 
-def _vocab(previous: Path | None, what: str, shards: list[str], tables: list[EndpointTable],
-           w: IndexWriter) -> tuple[UnionVocab, int]:
-    """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s for the
-    leading shards both list, and written; with how many strings it took from ``previous`` (0: none).
+def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
+           tables: list[EndpointTable], w: IndexWriter) -> tuple[UnionVocab, int]:
+    """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s (a
+    generation of ``previous_shards``) for the leading shards both list, and written; with how many strings
+    it took from ``previous`` (0: none).
 
     The tables' own strings are read only for the shards after those.
     """
     prior, p = None, 0
     if previous is not None:
-        p = common_prefix(read_manifest(previous).get("shards") or [], shards)
+        p = common_prefix(previous_shards, shards)
         prior = UnionVocab.read(previous, what, shards[:p], [t.id_bound(what) for t in tables[:p]]) if p else None
     start = len(prior.remaps) if prior is not None else 0
-    vocab = UnionVocab.extend(prior, [[] for _ in range(start)] + [getattr(t, what) for t in tables[start:]])
+    vocab = UnionVocab.extend(prior, [getattr(t, what) for t in tables[start:]])
     vocab.write(w, what, shards, previous, p if prior is not None else 0)
     return vocab, len(prior.items) if prior is not None else 0
 

@@ -69,7 +69,8 @@ class UnionVocab:
 
     @classmethod
     def extend(cls, prior: UnionVocab | None, vocabs: Sequence[Sequence[str]]) -> UnionVocab:
-        """The vocabulary of shards with tables' strings ``vocabs``; ``prior`` covers the leading shards."""
+        """``prior`` (the leading shards' vocabulary, or none) extended by shards after it with tables'
+        strings ``vocabs``."""
         if prior is None:
             lookup: dict[str, int] = {}
             remaps = [np.fromiter((lookup.setdefault(k, len(lookup)) for k in vocab), dtype=np.int64,
@@ -77,7 +78,7 @@ class UnionVocab:
             return cls(list(lookup), remaps)
         remaps, fresh = list(prior.remaps), dict[str, int]()
         n_prior = len(prior.items)
-        for vocab in vocabs[len(remaps):]:
+        for vocab in vocabs:
             ids = prior.find(vocab)
             for i in np.flatnonzero(ids < 0).tolist():
                 ids[i] = fresh.setdefault(vocab[i], n_prior + len(fresh))
