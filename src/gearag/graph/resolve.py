@@ -63,7 +63,7 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.trie import TokenTrie, name_key, tokens
+from gearag.graph.trie import TokenTrie, name_key, starts_name, tokens
 
 #: Tier weights (see the module docstring). A title is the strongest evidence
 #: that a passage is about a name; derived names are weaker, and the head of a
@@ -121,10 +121,6 @@ def usable_key(key: str) -> bool:
     return len(key) >= MIN_KEY_CHARS and key not in stop_words()
 
 
-def _is_capital(tok: str) -> bool:
-    return tok[:1].isupper() or tok[:1].isdigit()
-
-
 def leading_name(title: str) -> str | None:
     """The title's leading proper-name run, when it is shorter than the title.
 
@@ -136,10 +132,10 @@ def leading_name(title: str) -> str | None:
     run = 0
     i = 0
     while i < len(toks):
-        if _is_capital(toks[i]):
+        if starts_name(toks[i]):
             i += 1
             run = i
-        elif toks[i].casefold() in _FUNCTION and i + 1 < len(toks) and _is_capital(toks[i + 1]):
+        elif toks[i].casefold() in _FUNCTION and i + 1 < len(toks) and starts_name(toks[i + 1]):
             i += 1
         else:
             break
@@ -174,7 +170,7 @@ def opening_names(title: str, text: str) -> list[str]:
     span = m.group(1).strip()
     title_words = {t.casefold() for t in tokens(title)}
     span_toks = tokens(span)
-    if not span_toks or len(span_toks) > MAX_ALIAS_TOKENS or not _is_capital(span_toks[0]):
+    if not span_toks or len(span_toks) > MAX_ALIAS_TOKENS or not starts_name(span_toks[0]):
         return []
     if not title_words & {t.casefold() for t in span_toks}:
         return []

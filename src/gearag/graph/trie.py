@@ -43,6 +43,11 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(_strip_accents(text))
 
 
+def starts_name(tok: str) -> bool:
+    """Whether ``tok`` begins as a name does in running text: an upper-case letter or a digit."""
+    return tok[:1].isupper() or tok[:1].isdigit()
+
+
 def name_key(text: str) -> str:
     """The canonical key of a name: case-folded tokens, a leading article dropped.
 
@@ -121,7 +126,7 @@ class TokenTrie(_NameTokens):
         while i < n:
             node = root.get(folded[i])
             best = None
-            if node is not None and not (require_capital and not (toks[i][0].isupper() or toks[i][0].isdigit())):
+            if node is not None and (not require_capital or starts_name(toks[i])):
                 j = i
                 while node is not None:
                     if _END in node:
@@ -204,7 +209,7 @@ class HashedNames(_NameTokens):
         i = 0
         while i < n:
             best = None
-            if not (require_capital and not (toks[i][0].isupper() or toks[i][0].isdigit())):
+            if not require_capital or starts_name(toks[i]):
                 j, key = i, folded[i]
                 while self._find(self.nodes, hash(key)) >= 0:
                     pos = self._find(self.name_hashes, hash(key))
@@ -256,7 +261,7 @@ class NameLookup(_NameTokens):
         ids, longest = self.ids, self.longest
         while i < n:
             span = longest.get(folded[i], 0)
-            if span and not (require_capital and not (toks[i][0].isupper() or toks[i][0].isdigit())):
+            if span and (not require_capital or starts_name(toks[i])):
                 for j in range(min(n, i + span), i, -1):
                     value = ids.get(" ".join(folded[i:j]))
                     if value is not None:
