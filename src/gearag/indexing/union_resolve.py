@@ -102,6 +102,11 @@ class TokenIndex:
                 break
         return found if found is not None else np.zeros(0, np.int32)
 
+    def holding_any(self, names: Sequence[str]) -> np.ndarray:
+        """Rows holding every token of at least one of ``names`` (name keys), each once or more."""
+        parts = [self.holding(name.split(" ")) for name in names]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
     def write(self, w: IndexWriter, rel: str) -> None:
         for name, array in zip(INDEX_FILES, (self.hashes, self.indptr, self.rows), strict=True):
             w.write_array(f"{rel}/{name}", array)
@@ -318,9 +323,8 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     rescan: set[int] = set(range(new_from, n_passages))
     if old is not None and n_names > n_prior_names:
         for index, rows in indices:
-            for name in names[n_prior_names:]:
-                hit = rows[index.holding(name.split(" "))]
-                rescan.update(hit[hit >= 0].tolist())
+            hit = rows[index.holding_any(names[n_prior_names:])]
+            rescan.update(hit[hit >= 0].tolist())
     t_rows: list[np.ndarray] = []
     t_names: list[np.ndarray] = []
     if old is not None:
@@ -373,8 +377,7 @@ def _endpoint_name_stats(ends_key: np.ndarray, triple_keep: Sequence[np.ndarray]
         stats.lex[held[held >= 0]] = np.flatnonzero(held >= 0) + n_prior_names
         # Old names holding every token of a new lexicon name may contain it now: scanned again.
         for index, remap in zip(name_indices, vocab.remaps[:counted], strict=True):
-            for name in names[n_prior_names:]:
-                stats.scanned[remap[index.holding(name.split(" "))]] = False
+            stats.scanned[remap[index.holding_any(names[n_prior_names:])]] = False
     stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in items[n_known:]), dtype=np.int64,
                                       count=len(items) - n_known)
     todo = np.flatnonzero((stats.first >= 0) & (stats.lex < 0) & ~stats.scanned)
