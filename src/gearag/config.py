@@ -126,6 +126,14 @@ class ResolveConfig:
     #: pass (NER only) at index time; the query-time ``ner_mentions`` uses them.
     ner_mentions: bool = setting(False, "Store mentions from spaCy NER spans of the passages (one more spaCy pass).",
                                  name="index_ner_mentions")
+    #: Store the passage graph prepared for the default query settings under
+    #: ``graph/prepared/`` (:mod:`gearag.graph.prepared`): query processes
+    #: memory-map it instead of each building the PPR operator and name
+    #: matcher (~1 GB kept and an 8.5 GB transient peak at a million passages).
+    #: Costs the index ~the size of the graph arrays again, and each build or
+    #: ``gearag add`` the time to derive it.
+    prepared_graph: bool = setting(True, "Store the passage graph prepared for queries (memory-mapped at query "
+                                         "time; --no-prepared-graph: each process prepares it in memory).")
 
 
 @dataclass(frozen=True)

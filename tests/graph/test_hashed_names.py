@@ -54,3 +54,16 @@ def test_name_lookup_scans_name_keys_as_the_trie_does() -> None:
         toks = tokens(" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 14))))
         for capital in (False, True):
             assert list(lookup.scan(toks, capital)) == list(trie.scan(toks, capital))
+
+
+def test_key_hashes_are_fnv1a_of_each_key_and_of_its_prefixes_before_a_space() -> None:
+    """The vectorised hashes equal the per-string ones the scan computes (stable across processes)."""
+    from gearag.graph.trie import fnv1a, key_hashes
+
+    keys = ["new york city", "élan", "a b", "x", "", "日本 語", "new york"]
+    names, prefixes = key_hashes(keys)
+    assert names.tolist() == [fnv1a(k.encode()) for k in keys]
+    expected = [fnv1a(k[:i].encode()) for k in keys for i, ch in enumerate(k) if ch == " "]
+    assert sorted(prefixes.tolist()) == sorted(expected)
+    assert fnv1a(b"new york") == fnv1a(b" york", fnv1a(b"new"))
+    assert fnv1a(b"") == 0xCBF29CE484222325 and fnv1a(b"a") == 0xAF63DC4C8601EC8C  # the published FNV-1a 64 values

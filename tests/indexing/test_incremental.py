@@ -70,6 +70,10 @@ def assert_same_index(a: Index, b: Index) -> None:
         assert abs(diff).sum() == 0
     np.testing.assert_array_equal(ga.resolution.triple_ends, gb.resolution.triple_ends)
     np.testing.assert_array_equal(passage_graph_for(a).specificity, passage_graph_for(b).specificity)
+    pa, pb = a.stored_prepared_graph(), b.stored_prepared_graph()  # what queries memory-map
+    assert pa is not None and pb is not None and pa.meta() == pb.meta()
+    for name, array in pb.files().items():
+        np.testing.assert_array_equal(pa.files()[name], array, err_msg=name)
 
 
 def assert_same_rankings(a: Index, b: Index, questions: list[str], methods: list[str]) -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,9 +51,10 @@ from scipy import sparse
 
 from gearag.errors import ConfigError
 from gearag.graph.ppr import DAMPING, PUSH_EPS, SOLVERS, PageRankOperator
-from gearag.graph.resolve import Resolution, resolve_corpus, stop_words, usable_key
+from gearag.graph.prepared import PreparedGraph, settings_of, write_prepared
+from gearag.graph.resolve import Resolution, resolve_corpus, stop_words
 from gearag.graph.synonyms import synonym_edges
-from gearag.graph.trie import HashedNames, tokens
+from gearag.graph.trie import tokens
 from gearag.options import setting
 from gearag.text import is_named
 
@@ -249,11 +251,20 @@ class GraphArrays:
         return cls(res, csr("relations", (n_e, n_e)), optional("synonyms", (n_e, n_e)))
 
 
-def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays) -> None:
-    """Store ``arrays`` under ``graph/`` of an index being written (the one hook in indexing)."""
+def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True) -> float:
+    """Store ``arrays`` under ``graph/`` of an index being written (the one hook in indexing), and with
+    ``prepare`` the passage graph prepared from them for the default query settings (:mod:`gearag.graph.prepared`).
+
+    Returns the seconds preparing took (0 without ``prepare``).
+    """
     writer.write_json(f"{GRAPH_DIR}/entities.json", arrays.meta())
     for name, array in arrays.files().items():
         writer.write_array(f"{GRAPH_DIR}/{name}", array)
+    if not prepare:
+        return 0.0
+    started = time.perf_counter()
+    write_prepared(writer, GRAPH_DIR, arrays, PassageGraphConfig())
+    return round(time.perf_counter() - started, 3)
 
 
 def graph_arrays_for(index: Index) -> GraphArrays:
@@ -273,54 +284,25 @@ def graph_arrays_for(index: Index) -> GraphArrays:
 class PassageGraph:
     """PPR ranking of passages over an index's graph arrays (see the module docstring)."""
 
-    def __init__(self, arrays: GraphArrays, config: PassageGraphConfig = PassageGraphConfig()) -> None:
-        self.arrays = arrays
+    def __init__(self, arrays: GraphArrays | PreparedGraph,
+                 config: PassageGraphConfig = PassageGraphConfig()) -> None:
+        """``arrays``: the index's graph arrays (prepared here, under ``config``) or a prepared graph that
+        :meth:`PreparedGraph.serves` ``config`` (e.g. the index's stored one, memory-mapped)."""
         self.config = config
-        res = arrays.resolution
-        self.n_passages, self.n_entities = res.mentions.shape
-        #: passage × entity mention edges: the resolution's, plus the NER spans' when stored and asked for.
-        self.mentions = res.mentions
-        #: entity × passage about edges; without NER mentions, those of NER-only entities are dropped
-        #: (such an entity may contain a title: it would otherwise join that page to nothing else).
-        self.about = res.about
-        if config.ner_mentions and res.ner_mentions is not None:
-            self.mentions = (res.mentions + res.ner_mentions).tocsr()
-            self.mentions.data[:] = 1.0
-        elif res.ner_mentions is not None:
-            keep = np.zeros(self.n_entities)
-            keep[: res.n_mention_keys] = 1.0
-            self.about = (sparse.diags(keep) @ res.about).tocsr()
-            self.about.eliminate_zeros()
-        df = np.asarray((self.mentions > 0).sum(axis=0)).ravel()
+        if isinstance(arrays, GraphArrays):
+            self.arrays: GraphArrays | None = arrays
+            prepared = PreparedGraph.build(arrays, config)
+        else:
+            self.arrays, prepared = None, arrays
+            if not prepared.serves(config):
+                raise ValueError(f"a graph prepared for {prepared.settings} cannot serve {settings_of(config)}")
+        self.prepared = prepared
+        self.n_passages, self.n_entities = prepared.n_passages, prepared.n_entities
         #: Node specificity 1/|P(e)| (HippoRAG §3.2); entities in no passage count as in one.
-        self.specificity = 1.0 / np.maximum(df, 1)
+        self.specificity = prepared.specificity
         # Hashed, not a dict trie: ~16 bytes per entity key instead of ~0.5 KB (3 GB at a million passages).
-        self.trie = HashedNames()
-        for i, key in enumerate(res.keys):
-            # An entity only NER found (unused here: NER mentions off) is in no passage and about none.
-            if usable_key(key) and (i < res.n_names or df[i] > 0):
-                self.trie.add(key.split(" "), i)
-        self.trie.freeze()
-        # float32: the ranking needs far less precision than float32 holds, and it halves the memory traffic.
-        self.operator = PageRankOperator(self._adjacency(), dtype=np.float32, columns=config.solver == "push")
-
-    def _adjacency(self) -> sparse.csr_matrix:
-        cfg = self.config
-        mentions = self.mentions.astype(np.float64)  # passage × entity
-        about_t = (self.about.T * cfg.about_weight).astype(np.float64)  # passage × entity
-        # A[i, j] is the weight of the step j → i: entity → passage in the upper-right
-        # block, passage → entity in the lower-left one.
-        to_passage = (mentions * cfg.backlink_weight + about_t).tocsr()
-        to_entity = (mentions + about_t).T.tocsr()
-        rel = self.arrays.relations.astype(np.float64)
-        if self.arrays.synonyms is not None and cfg.synonym_weight > 0:
-            rel = (rel + cfg.synonym_weight * self.arrays.synonyms.astype(np.float64)).tocsr()
-        if not cfg.passage_nodes:
-            # Entity-only graph: relation edges plus entity–entity edges through a shared passage's
-            # resolution (an entity and the page it is about's entities), HippoRAG 1's scheme.
-            return sparse.csr_matrix(rel)
-        p = self.n_passages
-        return sparse.bmat([[sparse.csr_matrix((p, p)), to_passage], [to_entity, rel]], format="csr")
+        self.trie = prepared.names
+        self.operator = PageRankOperator.from_columns(prepared.columns, prepared.dangling, np.float32)
 
     # -- seeds ---------------------------------------------------------------
     def question_entities(self, question: str) -> list[int]:
@@ -383,7 +365,7 @@ class PassageGraph:
             if cfg.question_page_weight > 0 and cfg.passage_nodes:
                 # Each entity passes question_page_weight of its share on to the pages about it
                 # (if any), so the question's seeds still total 1 against the memory's.
-                about = self.about[np.asarray(ents)]
+                about = self.prepared.about.rows(np.asarray(ents, dtype=np.int64), self.n_passages)
                 passed = cfg.question_page_weight * share * np.asarray(about.sum(axis=1)).ravel()
                 pages = sparse.csr_matrix((cfg.question_page_weight * share)[None, :]) @ about
                 for node, weight in zip(pages.indices.tolist(), pages.data.tolist(), strict=True):
@@ -392,7 +374,7 @@ class PassageGraph:
             for e, weight in zip(ents, share.tolist(), strict=True):
                 add(offset + int(e), weight)
         if proximal and prox_weight > 0:
-            ends = self.arrays.resolution.triple_ends
+            ends = self.prepared.triple_ends
             acc: dict[int, float] = {}
             for rank, t in enumerate(proximal):
                 for e in ends[int(t)]:
@@ -421,7 +403,8 @@ class PassageGraph:
             p = self.operator.run(seeds, damping=cfg.damping, tol=RANK_TOL)
         if self.config.passage_nodes:
             return p[: self.n_passages]
-        return np.asarray(self.mentions @ p).ravel()
+        assert self.prepared.mentions is not None  # prepared in memory for the entity-only graph
+        return np.asarray(self.prepared.mentions @ p).ravel()
 
     def rank(
         self,
@@ -457,6 +440,11 @@ class PassageGraph:
 def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) -> PassageGraph:
     """A cached :class:`PassageGraph` for ``index`` and ``config``."""
     config = config or PassageGraphConfig()
-    return index.cached(
-        f"passage_graph:{config!r}", lambda: PassageGraph(graph_arrays_for(index), config)
-    )
+
+    def build() -> PassageGraph:
+        stored = index.stored_prepared_graph()  # memory-mapped: nothing corpus-sized is built per process
+        if stored is not None and stored.serves(config):
+            return PassageGraph(stored, config)
+        return PassageGraph(graph_arrays_for(index), config)
+
+    return index.cached(f"passage_graph:{config!r}", build)

@@ -47,6 +47,7 @@ passage-aware graph and the HippoRAG baselines.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -78,15 +79,35 @@ class PageRankOperator:
         self.dtype = dtype
         self.dangling = out_weight <= 0
         self.n = adj.shape[0]
-        self._degree: np.ndarray | None = None
         self._local = threading.local()  # per-thread push work arrays (run_push_sparse)
+
+    @classmethod
+    def from_columns(cls, columns: Any, dangling: np.ndarray, dtype: type = np.float32) -> PageRankOperator:
+        """An operator over a transition matrix already normalised and stored by columns: anything with
+        scipy's ``indptr``, ``indices`` and ``data`` (memory-mapped arrays are read, never copied, by push)."""
+        op = cls.__new__(cls)
+        op._rows, op._columns, op.dtype, op.dangling = None, columns, dtype, dangling
+        op.n = len(columns.indptr) - 1
+        op._local = threading.local()
+        return op
+
+    @property
+    def columns(self) -> Any:
+        """The column-normalised transition matrix, by columns (node j's out-edges are column j)."""
+        if self._columns is None:
+            self._columns = self.transition.tocsc()
+        return self._columns
 
     @property
     def transition(self) -> sparse.csr_matrix:
         """The column-normalised transition matrix, by rows."""
         if self._rows is None:
-            assert self._columns is not None
-            self._rows = self._columns.tocsr()
+            c = self._columns
+            assert c is not None
+            if not sparse.issparse(c):
+                c = sparse.csc_matrix((np.asarray(c.data), np.asarray(c.indices), np.asarray(c.indptr)),
+                                      shape=(self.n, self.n))
+            self._rows = c.tocsr()
         return self._rows
 
     def _seed_distribution(self, seeds: np.ndarray, damping: float, size: int | None = None) -> np.ndarray | None:
@@ -169,17 +190,18 @@ class PageRankOperator:
         s = self._seed_distribution(values, damping, size=self.n)
         if s is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
-        if self._columns is None:  # out-edges of node j = column j
-            self._columns = self.transition.tocsc()
-        if self._degree is None:
-            self._degree = np.maximum(np.diff(self._columns.indptr), 1).astype(np.float64)
-        cols, degree = self._columns, self._degree
+        cols = self.columns  # out-edges of node j = column j
+        indptr = cols.indptr
+
+        def degree(nodes: np.ndarray) -> np.ndarray:  # read per node: no node-sized array is made or kept
+            return np.maximum(indptr[nodes + 1] - indptr[nodes], 1).astype(np.float64)
+
         p, r = self._workspace()
         reached = [seeds_at]
         pushed = []
         try:
             r[seeds_at] = s
-            active = seeds_at[r[seeds_at] > eps * degree[seeds_at]]
+            active = seeds_at[r[seeds_at] > eps * degree(seeds_at)]
             while active.size:
                 pushed.append(active)
                 mass = r[active]
@@ -203,7 +225,7 @@ class PageRankOperator:
                 if not touched:
                     break
                 candidates = np.concatenate(touched)  # threshold first: most touched nodes stay below it
-                active = np.unique(candidates[r[candidates] > eps * degree[candidates]])
+                active = np.unique(candidates[r[candidates] > eps * degree(candidates)])
             out = np.unique(np.concatenate(pushed)) if pushed else np.zeros(0, dtype=np.int64)
             estimates = p[out].copy()
             left = float(r[np.unique(np.concatenate(reached))].sum()) if residual else float("nan")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -142,50 +142,112 @@ class TokenTrie(_NameTokens):
             i = best[1]
 
 
+#: FNV-1a, 64 bits (Fowler, Noll and Vo): the stable hash of :class:`HashedNames`.
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_MASK = (1 << 64) - 1
+
+
+def fnv1a(data: bytes, h: int = _FNV_OFFSET) -> int:
+    """The 64-bit FNV-1a hash of ``data``, continued from the state ``h`` (so a key's hash extends its prefix's)."""
+    for byte in data:
+        h = ((h ^ byte) * _FNV_PRIME) & _MASK
+    return h
+
+
+def key_hashes(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fnv1a` of every key's UTF-8 and of each of its prefixes that ends before a space, as ``uint64``:
+    (one hash per key, the prefixes' hashes in no particular order).
+
+    Vectorised across keys, byte position by byte position (the keys sorted by
+    length, so the keys still running are a leading slice): the work is the
+    keys' total bytes in numpy, ~1 s per million keys, where a Python loop
+    over them takes ~10 s.
+    """
+    data = [k.encode("utf-8", "surrogatepass") for k in keys]
+    lengths = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
+    order = np.argsort(-lengths, kind="stable")
+    buf = np.frombuffer(b"".join(data[i] for i in order.tolist()), dtype=np.uint8)
+    del data
+    lens = lengths[order]
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    h = np.full(len(keys), _FNV_OFFSET, dtype=np.uint64)
+    prime = np.uint64(_FNV_PRIME)
+    prefixes: list[np.ndarray] = []
+    running = len(keys)
+    for k in range(int(lens[0]) if len(lens) else 0):
+        while running and lens[running - 1] <= k:
+            running -= 1
+        byte = buf[starts[:running] + k]
+        space = byte == 0x20
+        if space.any():
+            prefixes.append(h[:running][space])
+        h[:running] = (h[:running] ^ byte) * prime
+    out = np.empty_like(h)
+    out[order] = h
+    return out, (np.concatenate(prefixes) if prefixes else np.zeros(0, dtype=np.uint64))
+
+
 class HashedNames(_NameTokens):
     """The names of a :class:`TokenTrie` as sorted 64-bit hashes: the same ``scan``, ~16 bytes per name.
 
     The trie's nested dicts cost ~0.5 KB per name (3 GB for the 6.7M entity
     keys of a million-passage index); here each name and each of its token
-    prefixes is one ``int64`` (the hash of its folded tokens joined by
+    prefixes is one ``uint64`` (:func:`fnv1a` of its folded tokens joined by
     spaces, which tokens never contain) in sorted arrays searched per scan
-    step. Names are added with :meth:`add` and frozen by :meth:`freeze`
-    before the first scan. Hashes are Python's (64-bit, salted per
-    process), so two different names share one with a chance of about
-    n²/2^64 per index load — about 10^-5 at 17M names and prefixes — and
-    a question could then match the wrong name.
+    step. The hash is stable across processes, so the arrays can be stored
+    with an index and memory-mapped (:mod:`gearag.graph.prepared`): a scan
+    then touches a few pages per step, whatever the number of names. Names
+    are added with :meth:`add` (or all at once, :meth:`from_keys`) and
+    frozen by :meth:`freeze` before the first scan. Two different names
+    share a hash with a chance of about n²/2^65 — about 10^-5 at 17M names
+    and prefixes — and a question could then match the wrong name.
     """
 
     def __init__(self, case_sensitive: bool = False) -> None:
         self.case_sensitive = case_sensitive
-        self._names: list[int] = []
+        self._keys: list[str] = []
         self._ids: list[int] = []
-        self._prefixes: list[int] = []
-        self.nodes = np.zeros(0, dtype=np.int64)  #: every name and name prefix
-        self.name_hashes = np.zeros(0, dtype=np.int64)
-        self.name_ids = np.zeros(0, dtype=np.int64)
+        self.nodes = np.zeros(0, dtype=np.uint64)  #: every name and name prefix, sorted
+        self.name_hashes = np.zeros(0, dtype=np.uint64)  #: every name, sorted
+        self.name_ids = np.zeros(0, dtype=np.int64)  #: the id of each of ``name_hashes``
+
+    @classmethod
+    def from_keys(cls, keys: Sequence[str], ids: np.ndarray) -> HashedNames:
+        """Frozen names from keys already folded and joined by single spaces (:func:`name_key`'s form)."""
+        out = cls()
+        out._freeze(keys, np.asarray(ids, dtype=np.int64))
+        return out
+
+    @classmethod
+    def from_arrays(cls, nodes: np.ndarray, name_hashes: np.ndarray, name_ids: np.ndarray) -> HashedNames:
+        """Frozen names from their stored arrays (:meth:`arrays`; memory-mapped ones are not copied)."""
+        out = cls()
+        out.nodes, out.name_hashes, out.name_ids = nodes, name_hashes, name_ids
+        return out
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"nodes": self.nodes, "name_hashes": self.name_hashes, "name_ids": self.name_ids}
 
     def add(self, name: str | list[str], value: int) -> None:
         """Register ``name`` (a string or its tokens) with id ``value``; a later add of the same name wins."""
         toks = self._name_tokens(name)
-        if not toks:
-            return
-        key = toks[0]
-        for tok in toks[1:]:
-            self._prefixes.append(hash(key))
-            key = f"{key} {tok}"
-        self._names.append(hash(key))
-        self._ids.append(value)
+        if toks:
+            self._keys.append(" ".join(toks))
+            self._ids.append(value)
 
     def freeze(self) -> HashedNames:
-        names = np.asarray(self._names, dtype=np.int64)
-        ids = np.asarray(self._ids, dtype=np.int64)
+        keys, ids = self._keys, np.asarray(self._ids, dtype=np.int64)
+        self._keys, self._ids = [], []
+        self._freeze(keys, ids)
+        return self
+
+    def _freeze(self, keys: Sequence[str], ids: np.ndarray) -> None:
+        names, prefixes = key_hashes(keys)
         # The last add of a name wins (as in the trie): first occurrence in reverse order.
         uniq, first = np.unique(names[::-1], return_index=True)
         self.name_hashes, self.name_ids = uniq, ids[::-1][first]
-        self.nodes = np.union1d(uniq, np.asarray(self._prefixes, dtype=np.int64))
-        self._names, self._ids, self._prefixes = [], [], []
-        return self
+        self.nodes = np.union1d(uniq, prefixes)
 
     @property
     def size(self) -> int:
@@ -194,31 +256,31 @@ class HashedNames(_NameTokens):
     @staticmethod
     def _find(sorted_hashes: np.ndarray, h: int) -> int:
         """Position of ``h`` in ``sorted_hashes``, -1 when absent."""
-        pos = int(np.searchsorted(sorted_hashes, h))
+        pos = int(np.searchsorted(sorted_hashes, np.uint64(h)))
         return pos if pos < len(sorted_hashes) and int(sorted_hashes[pos]) == h else -1
 
     def get(self, name: str | list[str]) -> int | None:
         toks = self._name_tokens(name)
-        pos = self._find(self.name_hashes, hash(" ".join(toks))) if toks else -1
+        pos = self._find(self.name_hashes, fnv1a(" ".join(toks).encode("utf-8", "surrogatepass"))) if toks else -1
         return int(self.name_ids[pos]) if pos >= 0 else None
 
     def scan(self, toks: list[str], require_capital: bool = False) -> Iterator[Match]:
         """Leftmost-longest, non-overlapping matches in ``toks``, exactly as :meth:`TokenTrie.scan`."""
-        folded = self._fold(toks)
+        folded = [t.encode("utf-8", "surrogatepass") for t in self._fold(toks)]
         n = len(folded)
         i = 0
         while i < n:
             best = None
             if not require_capital or starts_name(toks[i]):
-                j, key = i, folded[i]
-                while self._find(self.nodes, hash(key)) >= 0:
-                    pos = self._find(self.name_hashes, hash(key))
+                j, key = i, fnv1a(folded[i])
+                while self._find(self.nodes, key) >= 0:
+                    pos = self._find(self.name_hashes, key)
                     if pos >= 0:
                         best = (int(self.name_ids[pos]), j + 1)
                     j += 1
                     if j >= n:
                         break
-                    key = f"{key} {folded[j]}"
+                    key = fnv1a(b" " + folded[j], key)
             if best is None:
                 i += 1
                 continue

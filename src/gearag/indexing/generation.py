@@ -142,7 +142,8 @@ def write_generation(
                         u.union_rows(PASSAGES, i)) for i, (ref, shard) in enumerate(zip(refs, shards, strict=True))]
             res, state, name_stats = resolve_union(u.passages, tables, u.triple_keep, owner, names, prior,
                                                    indices[:p], name_indices[:p])
-            write_graph_arrays(w, GraphArrays.from_resolution(res))
+            timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(res),
+                                                  prepare=config.resolve.prepared_graph)
             state.write(w)
             name_stats.write(w)
             timings["resolve"] = round(time.perf_counter() - started, 3)

@@ -56,7 +56,7 @@ class ResolveStage:
                                    is_named, ner_spans=spans, embed=embed, synonym_threshold=cfg.synonym_threshold,
                                    synonym_neighbours=cfg.synonym_neighbours)
         seconds["graph"] = round(time.perf_counter() - started, 3)
-        write_graph_arrays(build.writer, arrays)
+        seconds["prepare"] = write_graph_arrays(build.writer, arrays, prepare=cfg.prepared_graph)
         build.manifest["resolve"] = {
             "seconds": seconds,
             "synonym_edges": int(arrays.synonyms.nnz // 2) if arrays.synonyms is not None else None,

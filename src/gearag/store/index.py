@@ -375,6 +375,19 @@ class Index:
             # Damaged arrays: one line, never numpy's advice to allow pickle.
             raise IndexFormatError(f"{self.path}: {GRAPH_DIR}/ arrays are corrupt; rebuild the index") from None
 
+    def stored_prepared_graph(self) -> Any:
+        """The prepared passage graph stored under ``graph/prepared/`` (a PreparedGraph, memory-mapped), None
+        when the index has none (:mod:`gearag.graph.prepared`)."""
+        from gearag.graph.passage_graph import GRAPH_DIR
+        from gearag.graph.prepared import PREPARED, load_prepared
+
+        directory = self.path / str(self.manifest.get("graph_dir", GRAPH_DIR)) / PREPARED
+        try:
+            return load_prepared(directory)
+        except (OSError, ValueError, KeyError, TypeError):
+            raise IndexFormatError(f"{self.path}: {GRAPH_DIR}/{PREPARED}/ arrays are corrupt; "
+                                   "rebuild the index") from None
+
     def passage_triples(self, row: int) -> range:
         """Triple ids extracted from passage ``row``."""
         return range(int(self.passage_triple_indptr[row]), int(self.passage_triple_indptr[row + 1]))

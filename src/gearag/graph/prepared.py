@@ -1,0 +1,185 @@
+"""The passage graph as a query reads it, prepared once and stored with the index (issue 14).
+
+A :class:`~gearag.graph.passage_graph.PassageGraph` answers a query from a
+few arrays derived from the index's graph arrays (:class:`GraphArrays`) and
+the settings that shape its edges: the PPR transition matrix by columns (a
+node's out-edges, what forward push reads), the dangling nodes, each
+entity's specificity, the about edges the question's entities seed their
+pages through, each triple's entity ends and the entity names as sorted
+stable hashes (:class:`~gearag.graph.trie.HashedNames`). Deriving them in
+the query process cost every process ~1 GB kept and an 8.5 GB transient peak
+at a million passages (BENCHMARKS.md, "1M query stages").
+
+Prepared at index time for the default settings and stored under
+``graph/prepared/`` (:func:`write_prepared`), they are memory-mapped by
+:func:`load_prepared`: a push query reads the pages of the nodes it pushes
+and the names it looks up, so a process keeps what its queries touched, in
+the page cache, instead of the whole graph on its heap. A query whose
+settings differ from the stored ones (:data:`SETTINGS`), or that uses power
+iteration or the entity-only graph, prepares its own in memory, exactly as
+before. Both ways give the same arrays (tested), so rankings are identical.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+from scipy import sparse
+
+from gearag.graph.resolve import usable_key
+from gearag.graph.trie import HashedNames
+
+if TYPE_CHECKING:
+    from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
+    from gearag.store.writer import IndexWriter
+
+#: Where an index keeps its prepared graph, under its graph directory.
+PREPARED = "prepared"
+#: Version of the stored arrays: bump when what they hold, or the hash of the names, changes.
+PREPARED_VERSION = 1
+#: The :class:`PassageGraphConfig` fields the prepared arrays depend on; the others act per query.
+SETTINGS = ("about_weight", "backlink_weight", "synonym_weight", "ner_mentions", "passage_nodes")
+
+
+class Csr(NamedTuple):
+    """A compressed sparse matrix as its three arrays (scipy would copy memory-mapped ones on construction)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+    def rows(self, rows: np.ndarray, n_columns: int) -> sparse.csr_matrix:
+        """Rows ``rows`` as a scipy matrix (what ``matrix[rows]`` gives, reading only those rows)."""
+        starts, ends = self.indptr[rows], self.indptr[rows + 1]
+        counts = (ends - starts).astype(np.int64)
+        take = np.concatenate([np.arange(s, e) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+                              or [np.zeros(0, dtype=np.int64)])
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        return sparse.csr_matrix((np.asarray(self.data[take]), np.asarray(self.indices[take]), indptr),
+                                 shape=(len(rows), n_columns))
+
+    @classmethod
+    def of(cls, m: sparse.spmatrix) -> Csr:
+        return cls(m.indptr, m.indices, m.data)
+
+
+def settings_of(config: PassageGraphConfig) -> dict[str, Any]:
+    """The settings of ``config`` that shape the prepared arrays."""
+    return {name: getattr(config, name) for name in SETTINGS}
+
+
+@dataclass
+class PreparedGraph:
+    """What a passage-graph query reads (module docstring); arrays in memory or memory-mapped."""
+
+    n_passages: int
+    n_entities: int
+    settings: dict[str, Any]
+    columns: Csr  #: the column-normalised PPR transition by columns (float32): node j's out-edges
+    dangling: np.ndarray  #: bool per node: no out-edges (its walk restarts at the seeds)
+    specificity: np.ndarray  #: float64 per entity: 1 / |passages mentioning it| (HippoRAG §3.2)
+    about: Csr  #: entity × passage about edges as the graph uses them
+    triple_ends: np.ndarray  #: int32 (T, 2): each triple's subject and object entity (-1: none)
+    names: HashedNames  #: the usable entity keys → entity ids
+    #: passage × entity mention edges: only the entity-only graph's scores read them (never stored).
+    mentions: sparse.csr_matrix | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(cls, arrays: GraphArrays, config: PassageGraphConfig) -> PreparedGraph:
+        """Derive the arrays from the index's graph arrays under ``config`` (the edges of
+        :mod:`gearag.graph.passage_graph`'s module docstring)."""
+        from gearag.graph.ppr import PageRankOperator
+
+        res = arrays.resolution
+        n_passages, n_entities = res.mentions.shape
+        mentions, about = res.mentions, res.about
+        if config.ner_mentions and res.ner_mentions is not None:
+            mentions = (res.mentions + res.ner_mentions).tocsr()
+            mentions.data[:] = 1.0
+        elif res.ner_mentions is not None:
+            # Without NER mentions, the about edges of NER-only entities are dropped (such an entity may
+            # contain a title: it would otherwise join that page to nothing else).
+            keep = np.zeros(n_entities)
+            keep[: res.n_mention_keys] = 1.0
+            about = (sparse.diags(keep) @ res.about).tocsr()
+            about.eliminate_zeros()
+        df = np.asarray((mentions > 0).sum(axis=0)).ravel()
+        specificity = 1.0 / np.maximum(df, 1)  # entities in no passage count as in one
+        # An entity only NER found (unused here: NER mentions off) is in no passage and about none.
+        usable = [i for i, key in enumerate(res.keys) if usable_key(key) and (i < res.n_names or df[i] > 0)]
+        names = HashedNames.from_keys([res.keys[i] for i in usable], np.asarray(usable, dtype=np.int64))
+        # float32: the ranking needs far less precision than float32 holds, and it halves the memory traffic.
+        operator = PageRankOperator(_adjacency(arrays, config, mentions, about), dtype=np.float32, columns=True)
+        columns = operator.columns
+        return cls(n_passages, n_entities, settings_of(config), Csr.of(columns), operator.dangling, specificity,
+                   Csr.of(about), res.triple_ends, names, mentions if not config.passage_nodes else None)
+
+    def serves(self, config: PassageGraphConfig) -> bool:
+        """Whether these arrays are the ones ``config`` would prepare."""
+        return self.settings == settings_of(config)
+
+    # -- persistence -------------------------------------------------------
+    def files(self) -> dict[str, np.ndarray]:
+        out = {f"columns_{k}.npy": v for k, v in self.columns._asdict().items()}
+        out |= {f"about_{k}.npy": v for k, v in self.about._asdict().items()}
+        out |= {f"names_{k}.npy": v for k, v in self.names.arrays().items()}
+        out |= {"dangling.npy": self.dangling, "specificity.npy": self.specificity, "triple_ends.npy": self.triple_ends}
+        return out
+
+    def meta(self) -> dict[str, Any]:
+        return {"version": PREPARED_VERSION, "n_passages": self.n_passages, "n_entities": self.n_entities,
+                "settings": self.settings, "names_hash": "fnv1a-64"}
+
+    @classmethod
+    def open(cls, meta: dict[str, Any], array: Callable[[str], np.ndarray]) -> PreparedGraph:
+        """The stored arrays, ``array(name)`` giving each file of :meth:`files` (memory-mapped where it can)."""
+        def csr(prefix: str) -> Csr:
+            return Csr(*(array(f"{prefix}_{part}.npy") for part in Csr._fields))
+
+        names = HashedNames.from_arrays(*(array(f"names_{k}.npy") for k in ("nodes", "name_hashes", "name_ids")))
+        return cls(int(meta["n_passages"]), int(meta["n_entities"]), dict(meta["settings"]), csr("columns"),
+                   array("dangling.npy"), array("specificity.npy"), csr("about"), array("triple_ends.npy"), names)
+
+
+def _adjacency(arrays: GraphArrays, config: PassageGraphConfig, mentions: sparse.csr_matrix,
+               about: sparse.csr_matrix) -> sparse.csr_matrix:
+    """The weighted adjacency ``A[i, j]`` = weight of the step j → i (passages first, then entities)."""
+    mentions = mentions.astype(np.float64)  # passage × entity
+    about_t = (about.T * config.about_weight).astype(np.float64)  # passage × entity
+    # Entity → passage in the upper-right block, passage → entity in the lower-left one.
+    to_passage = (mentions * config.backlink_weight + about_t).tocsr()
+    to_entity = (mentions + about_t).T.tocsr()
+    rel = arrays.relations.astype(np.float64)
+    if arrays.synonyms is not None and config.synonym_weight > 0:
+        rel = (rel + config.synonym_weight * arrays.synonyms.astype(np.float64)).tocsr()
+    if not config.passage_nodes:
+        # Entity-only graph: relation edges plus entity–entity edges through a shared passage's
+        # resolution (an entity and the page it is about's entities), HippoRAG 1's scheme.
+        return sparse.csr_matrix(rel)
+    p = mentions.shape[0]
+    return sparse.bmat([[sparse.csr_matrix((p, p)), to_passage], [to_entity, rel]], format="csr")
+
+
+def write_prepared(writer: IndexWriter, graph_dir: str, arrays: GraphArrays, config: PassageGraphConfig) -> None:
+    """Prepare ``arrays`` under ``config`` and store them under ``<graph_dir>/prepared/`` of an index being written."""
+    prepared = PreparedGraph.build(arrays, config)
+    writer.write_json(f"{graph_dir}/{PREPARED}/prepared.json", prepared.meta())
+    for name, array in prepared.files().items():
+        writer.write_array(f"{graph_dir}/{PREPARED}/{name}", np.asarray(array))
+
+
+def load_prepared(directory: Path) -> PreparedGraph | None:
+    """The prepared graph stored in ``directory`` (``<graph dir>/prepared``), memory-mapped; None when there is
+    none or it is of another version (the caller prepares its own)."""
+    try:
+        meta = json.loads((directory / "prepared.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if meta.get("version") != PREPARED_VERSION:
+        return None
+    return PreparedGraph.open(meta, lambda name: np.load(directory / name, mmap_mode="r", allow_pickle=False))

@@ -1,0 +1,100 @@
+"""The prepared passage graph: stored with the index, memory-mapped by queries, the same rankings (issue 14)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import StubExtractor, wiki_slice
+from gearag.config import IndexConfig
+from gearag.errors import IndexFormatError
+from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig, graph_arrays_for, passage_graph_for
+from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
+from gearag.indexing import build_index
+from gearag.model import Passage
+from gearag.store.backend import open_index
+
+
+@pytest.fixture(scope="module")
+def wiki(tmp_path_factory: pytest.TempPathFactory):
+    rows, questions = wiki_slice(150, 12)
+    passages = [Passage(f"w{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
+    out = tmp_path_factory.mktemp("prepared") / "index"
+    index = build_index(passages, out, IndexConfig.of(extractor="stub"), extractor=StubExtractor())
+    return index, [q["question"] for q in questions]
+
+
+def _base(index, question: str) -> list[tuple[int, float]]:
+    hits = index.collection("passages").bm25_retriever().retrieve(question, 10)
+    return [(h.idx, h.score) for h in hits]
+
+
+def test_queries_memory_map_the_stored_graph_and_rank_as_one_prepared_in_memory(wiki) -> None:
+    index, questions = wiki
+    stored = passage_graph_for(index)
+    assert isinstance(stored.prepared.columns.data, np.memmap)  # nothing corpus-sized built in this process
+    assert isinstance(stored.trie.nodes, np.memmap)
+    fresh = PassageGraph(graph_arrays_for(index), PassageGraphConfig())
+    for name, array in fresh.prepared.files().items():
+        np.testing.assert_array_equal(np.asarray(stored.prepared.files()[name]), array, err_msg=name)
+    for question in questions:
+        base = _base(index, question)
+        assert stored.question_entities(question) == fresh.question_entities(question)
+        proximal = list(range(0, len(index.triples), max(1, len(index.triples) // 5)))[:3]
+        assert stored.rank(question, base, proximal) == fresh.rank(question, base, proximal)
+    assert any(stored.question_entities(q) for q in questions)
+
+
+def test_other_settings_prepare_their_own_graph(wiki) -> None:
+    index, questions = wiki
+    for config in (PassageGraphConfig(about_weight=1.0), PassageGraphConfig(solver="power"),
+                   PassageGraphConfig(passage_nodes=False)):
+        graph = passage_graph_for(index, config)
+        memory_mapped = isinstance(graph.prepared.columns.data, np.memmap)
+        assert memory_mapped == (config.solver == "power")  # power iteration reads the same stored edges
+        expected = PassageGraph(graph_arrays_for(index), config)
+        base = _base(index, questions[0])
+        assert graph.rank(questions[0], base) == expected.rank(questions[0], base)
+
+
+def test_an_index_built_without_it_prepares_in_memory(tmp_path: Path) -> None:
+    rows, questions = wiki_slice(40, 2)
+    passages = [Passage(f"w{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
+    config = IndexConfig.of(extractor="stub")
+    config = replace(config, resolve=replace(config.resolve, prepared_graph=False))
+    index = build_index(passages, tmp_path / "index", config, extractor=StubExtractor())
+    assert not (tmp_path / "index" / GRAPH_DIR / PREPARED).exists()
+    assert index.stored_prepared_graph() is None
+    graph = passage_graph_for(index)
+    assert not isinstance(graph.prepared.columns.data, np.memmap)
+    assert graph.rank(questions[0]["question"], _base(index, questions[0]["question"]))
+
+
+def test_a_damaged_prepared_graph_is_one_line_and_another_version_is_ignored(wiki, tmp_path: Path) -> None:
+    import shutil
+
+    index, _ = wiki
+    copy = tmp_path / "index"
+    shutil.copytree(index.path, copy)
+    directory = copy / GRAPH_DIR / PREPARED
+    meta = json.loads((directory / "prepared.json").read_text())
+    (directory / "prepared.json").write_text(json.dumps({**meta, "version": -1}))
+    assert load_prepared(directory) is None  # a newer or older layout: prepared in memory instead
+    (directory / "prepared.json").write_text(json.dumps(meta))
+    damaged = bytearray((directory / "columns_data.npy").read_bytes())
+    damaged[:6] = b"garbag"  # the same size (open's check passes), not an .npy header
+    (directory / "columns_data.npy").write_bytes(bytes(damaged))
+    with pytest.raises(IndexFormatError, match="graph/prepared/"):
+        open_index(copy).stored_prepared_graph()
+
+
+def test_a_prepared_graph_refuses_settings_it_was_not_prepared_for(wiki) -> None:
+    index, _ = wiki
+    prepared = index.stored_prepared_graph()
+    assert isinstance(prepared, PreparedGraph)
+    with pytest.raises(ValueError, match="cannot serve"):
+        PassageGraph(prepared, PassageGraphConfig(backlink_weight=0.5))
