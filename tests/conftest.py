@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +21,11 @@ from gearag.model import Passage
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+# Local copies of Lance indices' files (gearag.store.lance.files) go to a directory of this run, never ~/.cache.
+_CACHE = tempfile.mkdtemp(prefix="gearag-test-cache-")
+os.environ["GEARAG_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 def wiki_slice(n_passages: int, n_questions: int) -> tuple[list[dict], list[dict]]:

@@ -98,3 +98,61 @@ def test_a_prepared_graph_refuses_settings_it_was_not_prepared_for(wiki) -> None
     assert isinstance(prepared, PreparedGraph)
     with pytest.raises(ValueError, match="cannot serve"):
         PassageGraph(prepared, PassageGraphConfig(backlink_weight=0.5))
+
+
+def _reference_columns(arrays, config: PassageGraphConfig, mentions, about):
+    """The transition as a PageRankOperator of the whole bmat adjacency makes it (the code it replaced)."""
+    from scipy import sparse
+
+    from gearag.graph.ppr import PageRankOperator
+
+    mentions = mentions.astype(np.float64)
+    about_t = (about.T * config.about_weight).astype(np.float64)
+    to_passage = (mentions * config.backlink_weight + about_t).tocsr()
+    to_entity = (mentions + about_t).T.tocsr()
+    rel = arrays.relations.astype(np.float64)
+    if arrays.synonyms is not None and config.synonym_weight > 0:
+        rel = (rel + config.synonym_weight * arrays.synonyms.astype(np.float64)).tocsr()
+    p = mentions.shape[0]
+    adj = sparse.bmat([[sparse.csr_matrix((p, p)), to_passage], [to_entity, rel]], format="csr")
+    return PageRankOperator(adj, dtype=np.float32, columns=True)
+
+
+def test_the_transition_is_the_whole_matrix_operators_bit_for_bit(wiki) -> None:
+    """Made block by block to bound memory, the columns equal the ones of the plain operator exactly."""
+    from scipy import sparse
+
+    from gearag.graph.passage_graph import GraphArrays
+
+    index, _ = wiki
+    arrays = graph_arrays_for(index)
+    n = len(arrays.resolution.keys)
+    rng = np.random.default_rng(0)
+    syn = sparse.random(n, n, density=0.01, random_state=rng, format="csr", dtype=np.float32)
+    with_synonyms = GraphArrays(arrays.resolution, arrays.relations, (syn + syn.T).tocsr())
+    for a, config in ((arrays, PassageGraphConfig()), (arrays, PassageGraphConfig(about_weight=0.0)),
+                      (arrays, PassageGraphConfig(backlink_weight=0.3, about_weight=1.7)),
+                      (with_synonyms, PassageGraphConfig(synonym_weight=0.7))):
+        prepared = PreparedGraph.build(a, config)
+        reference = _reference_columns(a, config, a.resolution.mentions, a.resolution.about)
+        cols = reference.columns
+        np.testing.assert_array_equal(prepared.columns.indptr, cols.indptr)
+        np.testing.assert_array_equal(prepared.columns.indices, cols.indices)
+        assert prepared.columns.data.dtype == np.float32
+        np.testing.assert_array_equal(prepared.columns.data, cols.data)  # bit for bit, not approximately
+        np.testing.assert_array_equal(prepared.dangling, reference.dangling)
+
+
+def test_the_agents_resolver_reads_the_prepared_graph_as_it_reads_the_resolution(
+        wiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gearag.agent.offline import Resolver
+
+    index, _ = wiki
+    hashed = Resolver(index)
+    assert isinstance(hashed.about.data, np.memmap)
+    monkeypatch.setattr(index, "stored_prepared_graph", lambda: None)
+    plain = Resolver(index)
+    assert not isinstance(plain.about.data, np.memmap)
+    names = [p.title for p in index.passages] + list(graph_arrays_for(index).resolution.keys) + ["", "Nowhere At All"]
+    assert [hashed.row(n) for n in names] == [plain.row(n) for n in names]
+    assert sum(plain.row(n) is not None for n in names) > len(index.passages) // 2

@@ -27,7 +27,7 @@ from gearag.store.index import Index
 
 pytest.importorskip("lancedb", reason="the lance extra is not installed")
 
-from gearag.store.lance.export import ExportConfig, export_index
+from gearag.store.lance.export import HELD_ARRAYS, ExportConfig, export_index
 from gearag.store.lance.index import LanceIndex
 
 #: Dense scores: Lance returns ``1 - dot`` in float32, so scores agree to float32 rounding.
@@ -171,29 +171,56 @@ def test_a_sharded_index_exports_like_a_plain_one(tmp_path: Path) -> None:
     assert (a.relations != b.relations).nnz == 0 and (a.resolution.about != b.resolution.about).nnz == 0
 
 
-def test_open_reads_the_held_arrays_one_by_one_and_not_the_postings_array(
-        lance: LanceIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Opening reads each integer array it keeps as its own row, never entity_indices (the postings come from
-    the entities table): a bulk read's buffers stayed resident (BENCHMARKS.md, "Lance query memory ...")."""
-    from gearag.store.lance import index as lance_index
+def test_open_memory_maps_the_graph_files_from_a_local_copy(lance: LanceIndex, tmp_path: Path) -> None:
+    """The integer arrays and the prepared passage graph are copied once into the cache directory (checked
+    against their hashes) and memory-mapped; nothing reads them whole per process (BENCHMARKS.md)."""
+    from gearag.store.lance.collection import LanceSearchConfig
+    from gearag.store.lance.files import FILES_TABLE, PART_BYTES
+    from gearag.store.lance.index import open_lance_index
 
-    read: list[str] = []
-    original = lance_index.read_blob
-
-    def spy(db: object, name: str) -> bytes:
-        read.append(name)
-        return original(db, name)
-
-    monkeypatch.setattr(lance_index, "read_blob", spy)
-    opened = open_index(lance.location)
-    assert read == list(lance_index.HELD_ARRAYS) and "arrays/entity_indices.npy" not in read
+    cache = tmp_path / "cache"
+    opened = open_lance_index(lance.location, config=LanceSearchConfig(cache_dir=str(cache)))
+    assert isinstance(opened.graph.head, np.memmap) and isinstance(opened.triples.passage, np.memmap)
     np.testing.assert_array_equal(opened.graph.head, lance.graph.head)
-    read.clear()
-    arrays = opened.stored_graph_arrays()
-    assert arrays is not None and read and all(n.startswith("graph/") for n in read)
-    assert len(read) == len(set(read))  # each stored file once; optional ones it lacks are not read
-    with pytest.raises(KeyError):
-        original(opened.db, "arrays/no_such.npy")
+    copies = sorted(p.relative_to(opened.files.directory).as_posix() for p in opened.files.directory.rglob("*.npy"))
+    assert copies == sorted(HELD_ARRAYS) and opened.files.directory.parent.parent == cache
+    assert "arrays/entity_indices.npy" not in opened.files  # the postings come from the entities table
+    parts = opened.db.open_table(FILES_TABLE).to_lance().to_table(columns=["data"]).column("data").to_pylist()
+    assert max(len(p) for p in parts) <= PART_BYTES
+    prepared = opened.stored_prepared_graph()
+    assert prepared is not None and isinstance(prepared.columns.data, np.memmap)
+    # A damaged local copy (wrong size, e.g. a crash before the rename on another filesystem) is fetched again.
+    target = opened.files.directory / "arrays/triple_head.npy"
+    target.write_bytes(b"x")
+    again = open_lance_index(lance.location, config=LanceSearchConfig(cache_dir=str(cache)))
+    np.testing.assert_array_equal(again.graph.head, lance.graph.head)
+    assert not list(opened.files.directory.rglob("*.part"))
+
+
+def test_lance_queries_rank_through_the_prepared_graph_as_embedded_does(
+        slice_index: tuple[Index, list[str]], lance: LanceIndex) -> None:
+    from gearag.graph.passage_graph import passage_graph_for
+
+    index, questions = slice_index
+    ge, gl = passage_graph_for(index), passage_graph_for(lance)
+    assert isinstance(gl.prepared.columns.indices, np.memmap)
+    for question in questions:
+        assert gl.question_entities(question) == ge.question_entities(question)
+        assert gl.rank(question) == ge.rank(question)
+
+
+def test_an_export_of_the_previous_format_asks_to_be_exported_again(lance: LanceIndex, tmp_path: Path) -> None:
+    import shutil
+
+    from gearag.store.lance.storage import META_TABLE, connect, parse_location
+
+    copy = tmp_path / "old"
+    shutil.copytree(lance.location, copy)
+    db = connect(parse_location(copy))
+    db.open_table(META_TABLE).delete("true")
+    db.open_table(META_TABLE).add([{"meta": json.dumps({**lance.meta, "format_version": 1})}])
+    with pytest.raises(IndexFormatError, match=r"format 1 is not supported.*export the index again"):
+        open_index(copy)
 
 
 def test_export_refuses_to_overwrite_what_it_did_not_write(slice_index: tuple[Index, list[str]],

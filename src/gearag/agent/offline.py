@@ -34,7 +34,7 @@ resolution (:mod:`gearag.graph.resolve`) so that it finishes its chains:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
@@ -109,19 +109,26 @@ class Resolver:
         from gearag.graph.passage_graph import graph_arrays_for
 
         self.index = index
-        res = graph_arrays_for(index).resolution
-        # Entities only NER found (an index built with NER mentions) are left out, so the agent
-        # behaves the same whether or not the index stores them.
-        n_keys = res.n_mention_keys
-        self.keys = {k: i for k, i in res.key_index().items() if i < n_keys}
-        self.about = res.about
+        prepared = index.stored_prepared_graph()
+        if prepared is not None:
+            # The prepared graph's name hashes and about rows, memory-mapped: the resolution's ids and rows
+            # without its strings (only usable keys have about edges, and every one a passage mentions is there).
+            self.n_keys, self.about, names = prepared.n_mention_keys, prepared.about, prepared.names
+            self._find: Callable[[str], int | None] = names.get
+        else:
+            res = graph_arrays_for(index).resolution
+            self.n_keys, self.about, self._find = res.n_mention_keys, res.about, res.key_index().get
         self._cache: dict[str, int | None] = {}
 
     def row(self, name: str) -> int | None:
         from gearag.graph.trie import name_key
 
         if name not in self._cache:
-            eid = self.keys.get(name_key(name))
+            eid = self._find(name_key(name))
+            # Entities only NER found (an index built with NER mentions) are left out, so the agent
+            # behaves the same whether or not the index stores them.
+            if eid is not None and eid >= self.n_keys:
+                eid = None
             row = None
             if eid is not None:
                 lo, hi = self.about.indptr[eid], self.about.indptr[eid + 1]

@@ -29,6 +29,12 @@ def rss_mb() -> float:
     return _status_mb("VmRSS")
 
 
+def rss_parts_mb() -> tuple[float, float]:
+    """Resident memory now split into anonymous (the heap: only exiting frees it) and file-backed pages
+    (memory-mapped files: page cache, shared between processes and dropped by the kernel under pressure)."""
+    return _status_mb("RssAnon"), _status_mb("RssFile") + _status_mb("RssShmem")
+
+
 def reset_peak() -> None:
     with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")

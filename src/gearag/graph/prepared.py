@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.resolve import usable_key
+from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.trie import HashedNames
 
 if TYPE_CHECKING:
@@ -86,6 +86,8 @@ class PreparedGraph:
     about: Csr  #: entity × passage about edges as the graph uses them
     triple_ends: np.ndarray  #: int32 (T, 2): each triple's subject and object entity (-1: none)
     names: HashedNames  #: the usable entity keys → entity ids
+    #: Entities below this id are mentions' (triple endpoints and lexicon names); the rest only NER found.
+    n_mention_keys: int
     #: passage × entity mention edges: only the entity-only graph's scores read them (never stored).
     mentions: sparse.csr_matrix | None = field(default=None, repr=False)
 
@@ -111,13 +113,17 @@ class PreparedGraph:
         df = np.asarray((mentions > 0).sum(axis=0)).ravel()
         specificity = 1.0 / np.maximum(df, 1)  # entities in no passage count as in one
         # An entity only NER found (unused here: NER mentions off) is in no passage and about none.
-        usable = [i for i, key in enumerate(res.keys) if usable_key(key) and (i < res.n_names or df[i] > 0)]
-        names = HashedNames.from_keys([res.keys[i] for i in usable], np.asarray(usable, dtype=np.int64))
-        # float32: the ranking needs far less precision than float32 holds, and it halves the memory traffic.
-        operator = PageRankOperator(_adjacency(arrays, config, mentions, about), dtype=np.float32, columns=True)
-        columns = operator.columns
-        return cls(n_passages, n_entities, settings_of(config), Csr.of(columns), operator.dangling, specificity,
-                   Csr.of(about), res.triple_ends, names, mentions if not config.passage_nodes else None)
+        usable = _usable(res.keys) & ((np.arange(n_entities) < res.n_names) | (df > 0))
+        ids = np.flatnonzero(usable)
+        names = HashedNames.from_keys([res.keys[i] for i in ids.tolist()], ids)
+        if config.passage_nodes:
+            columns, dangling = _transition_columns(arrays, config, mentions, about)
+        else:  # the entity-only graph: small (entities only), made the plain way
+            operator = PageRankOperator(_relations(arrays, config), dtype=np.float32, columns=True)
+            columns, dangling = Csr.of(operator.columns), operator.dangling
+        return cls(n_passages, n_entities, settings_of(config), columns, dangling, specificity,
+                   Csr.of(about), res.triple_ends, names, res.n_mention_keys,
+                   mentions if not config.passage_nodes else None)
 
     def serves(self, config: PassageGraphConfig) -> bool:
         """Whether these arrays are the ones ``config`` would prepare."""
@@ -133,7 +139,7 @@ class PreparedGraph:
 
     def meta(self) -> dict[str, Any]:
         return {"version": PREPARED_VERSION, "n_passages": self.n_passages, "n_entities": self.n_entities,
-                "settings": self.settings, "names_hash": "fnv1a-64"}
+                "n_mention_keys": self.n_mention_keys, "settings": self.settings, "names_hash": "fnv1a-64"}
 
     @classmethod
     def open(cls, meta: dict[str, Any], array: Callable[[str], np.ndarray]) -> PreparedGraph:
@@ -143,26 +149,78 @@ class PreparedGraph:
 
         names = HashedNames.from_arrays(*(array(f"names_{k}.npy") for k in ("nodes", "name_hashes", "name_ids")))
         return cls(int(meta["n_passages"]), int(meta["n_entities"]), dict(meta["settings"]), csr("columns"),
-                   array("dangling.npy"), array("specificity.npy"), csr("about"), array("triple_ends.npy"), names)
+                   array("dangling.npy"), array("specificity.npy"), csr("about"), array("triple_ends.npy"), names,
+                   int(meta["n_mention_keys"]))
 
 
-def _adjacency(arrays: GraphArrays, config: PassageGraphConfig, mentions: sparse.csr_matrix,
-               about: sparse.csr_matrix) -> sparse.csr_matrix:
-    """The weighted adjacency ``A[i, j]`` = weight of the step j → i (passages first, then entities)."""
-    mentions = mentions.astype(np.float64)  # passage × entity
-    about_t = (about.T * config.about_weight).astype(np.float64)  # passage × entity
-    # Entity → passage in the upper-right block, passage → entity in the lower-left one.
-    to_passage = (mentions * config.backlink_weight + about_t).tocsr()
-    to_entity = (mentions + about_t).T.tocsr()
+def _usable(keys: list[str]) -> np.ndarray:
+    """:func:`usable_key` of every key, as a mask (only keys as short as a stop word are looked up)."""
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    out = lengths >= MIN_KEY_CHARS
+    longest_stop = max(map(len, stop_words()), default=0)
+    for i in np.flatnonzero(out & (lengths <= longest_stop)).tolist():
+        out[i] = usable_key(keys[i])
+    return out
+
+
+def _relations(arrays: GraphArrays, config: PassageGraphConfig) -> sparse.csr_matrix:
+    """Entity–entity edge weights: triple counts, plus the synonym edges times their weight."""
     rel = arrays.relations.astype(np.float64)
     if arrays.synonyms is not None and config.synonym_weight > 0:
         rel = (rel + config.synonym_weight * arrays.synonyms.astype(np.float64)).tocsr()
-    if not config.passage_nodes:
-        # Entity-only graph: relation edges plus entity–entity edges through a shared passage's
-        # resolution (an entity and the page it is about's entities), HippoRAG 1's scheme.
-        return sparse.csr_matrix(rel)
+    return rel
+
+
+def _transition_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sparse.csr_matrix,
+                        about: sparse.csr_matrix) -> tuple[Csr, np.ndarray]:
+    """The PPR transition matrix by columns, float32, and the dangling nodes, for the passage-node graph.
+
+    The adjacency ``A[i, j]`` (weight of the step j → i; passages first, then
+    entities) has passage → entity weights ``mention + about_weight × about``,
+    entity → passage weights ``backlink_weight × mention + about_weight ×
+    about`` and the entity relations (:mod:`gearag.graph.passage_graph`).
+    Column j of the transition is column j of ``A`` over its sum. Made here
+    as the rows of ``Aᵀ``, block by block (passages' rows, then entities'),
+    each normalised and cast to float32 before the next: a
+    :class:`PageRankOperator` of the whole adjacency held float64 copies of
+    it at once (a 4 GB transient at a million passages). The values are the
+    operator's bit for bit: the same float64 sums, each column summed in the
+    same order, one product and one cast per entry (tested).
+    """
+    mentions = mentions.astype(np.float64)  # passage × entity
+    about_t = (about.T * config.about_weight).astype(np.float64)  # passage × entity
     p = mentions.shape[0]
-    return sparse.bmat([[sparse.csr_matrix((p, p)), to_passage], [to_entity, rel]], format="csr")
+    blocks = []
+    # Passages' out-edges go to entities (node ids shifted past the passages).
+    top = (mentions + about_t).tocsr()
+    blocks.append(_normalised_rows(top, shift=p))
+    del top
+    # Entities' out-edges go to passages, then to entities.
+    to_passages = (mentions * config.backlink_weight + about_t).T.tocsr()
+    del mentions, about_t
+    bottom = sparse.hstack([to_passages, _relations(arrays, config)], format="csr")
+    del to_passages
+    blocks.append(_normalised_rows(bottom, shift=0))
+    del bottom
+    counts = np.concatenate([b[0] for b in blocks])
+    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    dangling = np.concatenate([b[3] for b in blocks])
+    return Csr(indptr, np.concatenate([b[1] for b in blocks]), np.concatenate([b[2] for b in blocks])), dangling
+
+
+def _normalised_rows(m: sparse.csr_matrix, shift: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of ``m`` (columns of the adjacency) over their sums: (entries per row, column ids + ``shift`` as
+    int32, float32 values, rows with no weight). Zero products are dropped, as a sparse product drops them."""
+    m.sum_duplicates()  # canonical: sorted columns, each once (each row then sums in column order)
+    total = m @ np.ones(m.shape[1])  # a sequential sum per row, as the adjacency's column sums are made
+    inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
+    rows = np.repeat(np.arange(m.shape[0], dtype=np.int32), np.diff(m.indptr))
+    values = m.data  # m is the caller's temporary: scaled in place
+    values *= inv[rows]
+    keep = values != 0
+    counts = np.bincount(rows[keep], minlength=m.shape[0]).astype(np.int64)
+    return counts, (m.indices[keep] + shift).astype(np.int32), values[keep].astype(np.float32), total <= 0
 
 
 def write_prepared(writer: IndexWriter, graph_dir: str, arrays: GraphArrays, config: PassageGraphConfig) -> None:

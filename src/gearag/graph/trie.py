@@ -244,10 +244,16 @@ class HashedNames(_NameTokens):
 
     def _freeze(self, keys: Sequence[str], ids: np.ndarray) -> None:
         names, prefixes = key_hashes(keys)
-        # The last add of a name wins (as in the trie): first occurrence in reverse order.
-        uniq, first = np.unique(names[::-1], return_index=True)
-        self.name_hashes, self.name_ids = uniq, ids[::-1][first]
-        self.nodes = np.union1d(uniq, prefixes)
+        # The last add of a name wins (as in the trie): sorted stably, the last of each run of equal hashes.
+        order = np.argsort(names, kind="stable")
+        ordered = names[order]
+        last = np.ones(len(ordered), dtype=bool)
+        last[:-1] = ordered[1:] != ordered[:-1]
+        self.name_hashes, self.name_ids = ordered[last], ids[order[last]]
+        nodes = np.sort(np.concatenate([self.name_hashes, prefixes]))
+        keep = np.ones(len(nodes), dtype=bool)
+        keep[1:] = nodes[1:] != nodes[:-1]
+        self.nodes = nodes[keep]
 
     @property
     def size(self) -> int:

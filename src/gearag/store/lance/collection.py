@@ -42,6 +42,8 @@ class LanceSearchConfig:
     malloc_arenas: int = setting(0, "cap glibc's malloc arenas of the whole process at this many before Lance's "
                                     "threads start (0: glibc's default); 2 bounds what freed scan buffers keep, "
                                     "at some dense latency")
+    cache_dir: str = setting("", "local directory the index's graph files are copied to and memory-mapped from "
+                                 "(default: $GEARAG_CACHE_DIR, else ~/.cache/gearag)", name="lance_cache_dir")
 
 
 class LRU:

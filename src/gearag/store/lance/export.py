@@ -6,8 +6,13 @@ Tables (one Lance dataset each, under ``URI``):
 * ``triples`` — ``row, subject, predicate, object, tokens, vector[, weight]``;
 * ``entities`` — ``row, name, triples``: the entity → triples postings of the beam search (GEAR §4.2);
 * ``c_<name>`` — any further collection (SiReRAG pools): ``row, text, tokens, vector[, weight], sources, record``;
-* ``arrays`` — ``name, data``: the integer graph arrays (triple head/tail entity, CSR offsets,
-  triple → passage) and the passage-graph arrays under ``graph/``, as ``.npy`` bytes;
+* ``arrays`` — ``name, data``: the passage-graph arrays under ``graph/`` (entity resolution and
+  relations: what a query with other settings than the prepared graph's, or the GEAR agent's resolver,
+  reads), as ``.npy`` bytes;
+* ``files`` — ``name, part, data``: what queries read by position, memory-mapped from a local copy
+  (:mod:`gearag.store.lance.files`): the integer graph arrays (triple head/tail entity, entity CSR
+  offsets, triple → passage, passage → triples) and the passage graph prepared for the default query
+  settings (:mod:`gearag.graph.prepared`; derived here when the index did not store one);
 * ``meta`` — one row: the source index's manifest and what the export wrote. Written last, so an
   interrupted export has no ``meta`` and is never loaded;
 * ``gearag`` — one row, written first and never dropped: marks the location as gearag's, so an
@@ -22,7 +27,6 @@ exactly (flat).
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import warnings
@@ -37,6 +41,7 @@ from gearag.errors import ConfigError, IndexFormatError
 from gearag.options import setting
 from gearag.store.collection import PASSAGES, TRIPLES, Collection
 from gearag.store.index import FIXED_FILES, Index
+from gearag.store.lance.files import FILES_TABLE, file_batches
 from gearag.store.lance.storage import (
     META_TABLE,
     Location,
@@ -48,13 +53,17 @@ from gearag.store.lance.storage import (
 )
 
 FORMAT = "gearag-lance"
-FORMAT_VERSION = 1
+#: 2: the integer arrays moved from ``arrays`` to the ``files`` table, with the prepared passage graph.
+FORMAT_VERSION = 2
 ARRAYS_TABLE = "arrays"
 #: Written before any other table and kept: the location is gearag's even when ``meta`` is missing.
 OWNER_TABLE = "gearag"
 ENTITIES_TABLE = "entities"
-#: Integer arrays of the embedded layout copied into the ``arrays`` table.
+#: Integer arrays of the embedded layout.
 ARRAY_FILES = tuple(f for f in FIXED_FILES if f.endswith(".npy"))
+#: The integer arrays a Lance index's queries read (``files`` table). ``arrays/entity_indices.npy`` (the
+#: entity → triples postings, 8 bytes per triple) is not exported: the entities table holds the postings.
+HELD_ARRAYS = tuple(f for f in ARRAY_FILES if f != "arrays/entity_indices.npy")
 
 
 @dataclass(frozen=True)
@@ -68,12 +77,6 @@ class ExportConfig:
 
 def collection_table(name: str) -> str:
     return name if name in (PASSAGES, TRIPLES) else f"c_{name}"
-
-
-def npy_bytes(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
-    return buf.getvalue()
 
 
 def _tokens(texts: Sequence[str]) -> list[str]:
@@ -165,23 +168,40 @@ def index_arrays(index: Index) -> dict[str, np.ndarray]:
 def _arrays(index: Index, pa: Any) -> Any:
     """The ``arrays`` table as a stream of one-row batches: one array's bytes in memory at a time instead of
     all of them, which grow with the corpus (101k passages: export peak 3.05 → 2.79 GB)."""
-    from gearag.graph.passage_graph import GRAPH_DIR
-
     schema = pa.schema([pa.field("name", pa.string()), pa.field("data", pa.large_binary())])
     # A sharded index keeps its passage-graph arrays in its current generation (Index.stored_graph_arrays).
-    graph_dir = index.path / str(index.manifest.get("graph_dir", GRAPH_DIR))
-    graph_files = sorted(graph_dir.iterdir()) if (graph_dir / "entities.json").exists() else []
-
-    def row(name: str, data: bytes) -> Any:
-        return pa.record_batch([pa.array([name]), pa.array([data], pa.large_binary())], schema=schema)
+    graph_dir = _graph_dir(index)
+    graph_files = [f for f in sorted(graph_dir.iterdir()) if f.is_file()] if (graph_dir / "entities.json").exists() \
+        else []
 
     def rows() -> Iterator[Any]:
-        for rel, array in index_arrays(index).items():
-            yield row(rel, npy_bytes(np.asarray(array)))
         for f in graph_files:
-            yield row(f"graph/{f.name}", f.read_bytes())
+            yield pa.record_batch([pa.array([f"graph/{f.name}"]), pa.array([f.read_bytes()], pa.large_binary())],
+                                  schema=schema)
 
     return pa.RecordBatchReader.from_batches(schema, rows())
+
+
+def _graph_dir(index: Index) -> Path:
+    from gearag.graph.passage_graph import GRAPH_DIR
+
+    return index.path / str(index.manifest.get("graph_dir", GRAPH_DIR))
+
+
+def _files(index: Index) -> tuple[list[tuple[str, Path | np.ndarray]], dict[str, Any]]:
+    """What the ``files`` table holds (name, stored file or array) and the prepared graph's meta."""
+    from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, graph_arrays_for
+    from gearag.graph.prepared import PREPARED, PreparedGraph
+
+    held = index_arrays(index)
+    sources: list[tuple[str, Path | np.ndarray]] = [(rel, held[rel]) for rel in HELD_ARRAYS]
+    config = PassageGraphConfig()
+    stored = index.stored_prepared_graph()
+    if stored is not None and stored.serves(config):  # copied file by file, part by part
+        directory = _graph_dir(index) / PREPARED
+        return sources + [(f"graph/{PREPARED}/{name}", directory / name) for name in stored.files()], stored.meta()
+    prepared: PreparedGraph = PassageGraph(graph_arrays_for(index), config).prepared
+    return sources + [(f"graph/{PREPARED}/{name}", a) for name, a in prepared.files().items()], prepared.meta()
 
 
 def _check_target(db: Any, loc: Location, config: ExportConfig) -> None:
@@ -271,9 +291,14 @@ def _export(index: Index, loc: Location, config: ExportConfig,
         schema, batches = _entities(index, config.batch, pa)
         _create(db, ENTITIES_TABLE, pa.RecordBatchReader.from_batches(schema, batches))
         _create(db, ARRAYS_TABLE, _arrays(index, pa))
+        sources, prepared = _files(index)
+        say(f"table {FILES_TABLE}: {len(sources)} files memory-mapped by queries")
+        listing: dict[str, Any] = {}
+        _create(db, FILES_TABLE, file_batches(sources, pa, listing))
         meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "collections": tables,
                 "entities": index.graph.n_entities, "source": str(Path(index_dir).absolute()),
-                "source_identity": index.identity, "manifest": index.manifest}
+                "source_identity": index.identity, "manifest": index.manifest, "files": listing,
+                "prepared": prepared}
         _create(db, META_TABLE, pa.table({"meta": [json.dumps(meta)]}))
     except (OSError, RuntimeError, ValueError) as exc:
         raise store_error(loc, exc, "cannot write") from None

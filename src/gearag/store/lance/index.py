@@ -2,17 +2,19 @@
 
 What is fetched on demand (bounded LRUs, so memory does not grow with the corpus): passage ids,
 titles and texts; triple subjects, predicates and objects; entity names; every vector and weight;
-the entity → triples postings. What is loaded whole at open, as in the embedded backend, and grows
-linearly with the corpus: the integer graph arrays (triple head/tail entity ids, entity CSR offsets,
-triple → passage, passage → triples offsets: 12 bytes per triple and 8 per entity and passage),
-and, on the first PPR query, the passage-graph arrays (resolution and entity relations, sparse).
+the entity → triples postings. What is read by position, memory-mapped from a local copy made once
+per machine (:mod:`gearag.store.lance.files`), so a process keeps only the pages its queries touch:
+the integer graph arrays (triple head/tail entity ids, entity CSR offsets, triple → passage,
+passage → triples offsets) and the passage graph prepared for the default query settings (the PPR
+operator, entity-name hashes; :mod:`gearag.graph.prepared`). What is still read whole, on first use:
+the passage-graph arrays (resolution and entity relations, with the entity names), which only a
+passage-graph query with other settings, or the GEAR agent's resolver, reads.
 Searches run in Lance: dense top-k (flat, or IVF-PQ) and BM25 full-text search.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,13 +29,10 @@ from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpe
 from gearag.store.graph import TripleGraph
 from gearag.store.index import Index, TripleTable
 from gearag.store.lance.collection import STORE_ERRORS, LanceCollection, LanceRows, LanceSearchConfig, LanceTable
-from gearag.store.lance.export import ARRAY_FILES, ARRAYS_TABLE, ENTITIES_TABLE, read_meta
+from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, HELD_ARRAYS, read_meta
+from gearag.store.lance.files import FILES_TABLE, LocalFiles, cache_root
 from gearag.store.lance.memory import limit_malloc_arenas
 from gearag.store.lance.storage import Location, connect, parse_location, store_error
-
-#: The integer arrays held in memory from open. ``arrays/entity_indices.npy`` (the entity → triples postings,
-#: 8 bytes per triple) is not read: the postings are fetched per entity from the entities table.
-HELD_ARRAYS = tuple(f for f in ARRAY_FILES if f != "arrays/entity_indices.npy")
 
 
 def read_blob(db: Any, name: str) -> bytes:
@@ -93,10 +92,24 @@ class LanceIndex(Index):
     lance_location: Location
     db: Any
     meta: dict[str, Any]
+    files: LocalFiles  #: the files memory-mapped from the local cache
 
     @property
     def location(self) -> str:
         return self.lance_location.uri
+
+    def stored_prepared_graph(self) -> Any:
+        """The prepared passage graph, memory-mapped from the local cache (None: the export has none)."""
+        from gearag.graph.prepared import PREPARED, PREPARED_VERSION, PreparedGraph
+
+        meta = self.meta.get("prepared")
+        if not meta or meta.get("version") != PREPARED_VERSION:
+            return None
+        files = self.files
+        try:
+            return PreparedGraph.open(meta, lambda name: files.array(f"graph/{PREPARED}/{name}"))
+        except STORE_ERRORS as exc:
+            raise store_error(self.lance_location, exc, "cannot read the prepared graph of") from None
 
     def stored_graph_arrays(self) -> Any:
         from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays
@@ -145,12 +158,12 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
     listed: dict[str, Any] = meta["collections"]
     tables = {name: _open_table(db, loc, info["table"], info["rows"]) for name, info in listed.items()}
     entities = _open_table(db, loc, ENTITIES_TABLE, meta.get("entities"))
+    identity = hashlib.sha256(json.dumps(meta, sort_keys=True).encode("utf-8")).hexdigest()
+    files = LocalFiles(db, str(loc), meta["files"], cache_root(config.cache_dir) / "lance" / identity[:32])
     try:
-        arrays = {rel: np.load(io.BytesIO(read_blob(db, rel)), allow_pickle=False) for rel in HELD_ARRAYS}
-    except KeyError as exc:
-        raise IndexFormatError(f"{loc}: the {ARRAYS_TABLE} table lacks {exc}; export the index again") from None
+        arrays = {rel: files.array(rel) for rel in HELD_ARRAYS}  # memory-mapped from the local cache
     except STORE_ERRORS as exc:
-        raise store_error(loc, exc, f"cannot read table {ARRAYS_TABLE} of") from None
+        raise store_error(loc, exc, f"cannot read table {FILES_TABLE} of") from None
     if verify:
         for table in tables.values():
             table.take([0] if table.rows else [], ["row"])  # every table answers a random read
@@ -184,9 +197,9 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
     index = LanceIndex(
         path=Path(loc.uri), manifest=manifest, passages=passages, triples=triples, graph=graph,
         passage_triple_indptr=arrays["arrays/passage_triple_indptr.npy"], collections=collections,
-        identity=hashlib.sha256(json.dumps(meta, sort_keys=True).encode("utf-8")).hexdigest(),
+        identity=identity,
     )
-    index.lance_location, index.db, index.meta = loc, db, meta
+    index.lance_location, index.db, index.meta, index.files = loc, db, meta, files
     return index
 
 
