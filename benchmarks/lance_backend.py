@@ -151,25 +151,6 @@ def array_mb(obj: Any, seen: set[int] | None = None, depth: int = 0) -> tuple[fl
 SESSION: list[Any] = []
 
 
-def watch_lance_session() -> None:
-    """Make every LanceDB connection use one ``lancedb.Session()`` (default cache sizes) we can read.
-
-    A connection made without a session creates its own, which Python cannot reach; the searches run
-    through the connection's tables, so this is the cache that holds full-text and vector index data.
-    """
-    import lancedb
-
-    session = lancedb.Session()
-    SESSION.append(session)
-    original = lancedb.connect
-
-    def connect(uri: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("session", session)
-        return original(uri, **kwargs)
-
-    lancedb.connect = connect
-
-
 def lance_cache_mb() -> str:
     """Size of the LanceDB session's caches (index + metadata), '' when no session is watched."""
     if not SESSION:
@@ -185,13 +166,12 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
     from gearag.store.lance.storage import import_lancedb
 
     import_lancedb()
-    from gearag.store.backend import backend_of
 
-    if backend_of(location) == "lance":
-        watch_lance_session()
     questions = [q.question for q in load_qs(dataset, questions_file, limit)]
     print(f"libraries imported: {stage_mb()}")
     app = open_app(location, cache_rows)
+    if getattr(app.index, "session", None) is not None:
+        SESSION.append(app.index.session)
     print(f"open: {stage_mb()}{lance_cache_mb()}")
     ix = app.index
     held = {"head": ix.graph.head, "tail": ix.graph.tail, "indptr": ix.graph.indptr, "indices": ix.graph.indices,

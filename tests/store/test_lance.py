@@ -392,3 +392,19 @@ def test_cli_export_info_and_ask_on_a_lance_uri(slice_index: tuple[Index, list[s
     assert json.loads(capsys.readouterr().out)["passages"]
     assert main(["info", "ftp://nowhere/x"]) == 2
     assert "unsupported URI scheme" in capsys.readouterr().err
+
+
+def test_lances_session_caches_are_bounded_by_the_config(lance: LanceIndex) -> None:
+    """Full-text and metadata pages cached by LanceDB stay under the configured sizes (its defaults allow 7 GiB)."""
+    from gearag.store.lance.collection import LanceSearchConfig
+    from gearag.store.lance.index import open_lance_index
+
+    sizes = []
+    small = 0.05  # MB: well under what these searches cache (~0.5 MB)
+    for config in (LanceSearchConfig(), LanceSearchConfig(index_cache_mb=small, metadata_cache_mb=small)):
+        opened = open_lance_index(lance.location, config=config)
+        for name in ("passages", "triples"):
+            for word in ("film", "born", "director", "river", "album", "war", "king", "city", "song", "team"):
+                opened.collection(name).search_bm25(f"{word} of the year", 10)
+        sizes.append(opened.session.size_bytes)
+    assert sizes[0] > 4 * small * 2**20 and sizes[1] < sizes[0] / 2, sizes

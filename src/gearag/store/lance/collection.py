@@ -42,6 +42,10 @@ class LanceSearchConfig:
     malloc_arenas: int = setting(0, "cap glibc's malloc arenas of the whole process at this many before Lance's "
                                     "threads start (0: glibc's default); 2 bounds what freed scan buffers keep, "
                                     "at some dense latency")
+    index_cache_mb: float = setting(512.0, "MB of full-text and vector index pages LanceDB's session caches "
+                                           "(Lance's own default: 6 GiB)", positive=True)
+    metadata_cache_mb: float = setting(128.0, "MB of table metadata LanceDB's session caches (Lance's default: "
+                                              "1 GiB)", positive=True)
     cache_dir: str = setting("", "local directory the index's graph files are copied to and memory-mapped from "
                                  "(default: $GEARAG_CACHE_DIR, else ~/.cache/gearag)", name="lance_cache_dir")
 

@@ -32,7 +32,7 @@ from gearag.store.lance.collection import STORE_ERRORS, LanceCollection, LanceRo
 from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, HELD_ARRAYS, read_meta
 from gearag.store.lance.files import FILES_TABLE, LocalFiles, cache_root
 from gearag.store.lance.memory import limit_malloc_arenas
-from gearag.store.lance.storage import Location, connect, parse_location, store_error
+from gearag.store.lance.storage import Location, connect, import_lancedb, parse_location, store_error
 
 
 def read_blob(db: Any, name: str) -> bytes:
@@ -93,6 +93,7 @@ class LanceIndex(Index):
     db: Any
     meta: dict[str, Any]
     files: LocalFiles  #: the files memory-mapped from the local cache
+    session: Any  #: the LanceDB session: its index and metadata caches, bounded by the config
 
     @property
     def location(self) -> str:
@@ -149,7 +150,10 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
     loc = parse_location(location)
     limit_malloc_arenas(config.malloc_arenas)
     try:
-        db = connect(loc)
+        # Lance's caches bounded by the config (its defaults allow 7 GiB): query memory must not grow with use.
+        session = import_lancedb().Session(index_cache_size_bytes=int(config.index_cache_mb * 2**20),
+                                           metadata_cache_size_bytes=int(config.metadata_cache_mb * 2**20))
+        db = connect(loc, session)
     except STORE_ERRORS as exc:
         raise store_error(loc, exc, "cannot open") from None
     meta = read_meta(db, loc)
@@ -199,7 +203,7 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
         passage_triple_indptr=arrays["arrays/passage_triple_indptr.npy"], collections=collections,
         identity=identity,
     )
-    index.lance_location, index.db, index.meta, index.files = loc, db, meta, files
+    index.lance_location, index.db, index.meta, index.files, index.session = loc, db, meta, files, session
     return index
 
 

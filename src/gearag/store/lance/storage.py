@@ -139,10 +139,11 @@ def import_lancedb() -> Any:
     return lancedb
 
 
-def connect(location: Location) -> Any:
-    """A LanceDB connection to ``location`` with its bounded storage options."""
+def connect(location: Location, session: Any = None) -> Any:
+    """A LanceDB connection to ``location`` with its bounded storage options (and ``session``'s caches)."""
     lancedb = import_lancedb()
-    return lancedb.connect(location.uri, storage_options=location.storage_options() or None)
+    extra = {"session": session} if session is not None else {}
+    return lancedb.connect(location.uri, storage_options=location.storage_options() or None, **extra)
 
 
 def table_names(db: Any) -> list[str]:
