@@ -8,9 +8,10 @@ keeps its *postings* instead (term → the shard's documents and term
 frequencies, plus document lengths, :func:`postings_from_tokens`), and
 :class:`PostingsBM25` merges the statistics over the live rows of every shard
 (tombstoned rows left out) when a process first scores the loaded index: the
-union's document frequencies, document count and average length, and from
-them each posting's score, the entry a bm25s model over the union would hold.
-A query then adds its terms' postings as bm25s does.
+union's document frequencies, document count and average length. A query
+then computes its terms' postings' scores from them — the entries a bm25s
+model over the union would hold — and adds them as bm25s does; nothing per
+posting is held beyond the shards' memory-mapped postings.
 
 The arithmetic is bm25s's own (``bm25s.BM25(k1, b)``: method and idf "lucene",
 float32 scores), step for step: ``idf = log(1 + (N - df + 0.5) / (df + 0.5))``
@@ -75,37 +76,53 @@ class Postings:
 
 
 class _Part:
-    """One shard's postings laid out for scoring: per posting its union row and its score's ``tfc``."""
+    """One shard's postings as scoring reads them: its documents' union rows and per-term live counts.
+
+    Nothing per posting is kept: a term's scores are computed from the stored
+    (memory-mapped) documents and term frequencies when a query holds the
+    term. Kept per posting (a union row, a liveness flag, a float32 score),
+    the triples' postings of a 14-shard index of a million passages cost the
+    first query +1.9 GB of heap and a 7.4 GB peak (BENCHMARKS.md, "The
+    prepared passage graph").
+    """
+
+    #: Postings read at a time while counting the live documents per term (bounds the transient).
+    CHUNK = 1 << 22
 
     def __init__(self, postings: Postings, rows: np.ndarray, k1: float, b: float, avg_len: np.float64) -> None:
-        self.postings = postings
-        p = postings
-        docs = np.asarray(p.docs, dtype=np.int64)
-        post_rows = np.asarray(rows, dtype=np.int64)[docs]
-        self.live = post_rows >= 0
-        self.deleted = not bool(self.live.all())
-        self.rows = post_rows
-        # bm25s's term-frequency component, float64 from float32 tf: tf / (k1 * ((1 - b) + b * dl / avgdl) + tf).
-        tf = np.asarray(p.tf).astype(np.float32)
-        lengths = np.asarray(p.lengths)[docs]
-        self.tfc = tf / (k1 * ((1 - b) + b * lengths / avg_len) + tf) if len(docs) else np.zeros(0)
-        counts = np.zeros(len(docs) + 1, dtype=np.int64)
-        np.cumsum(self.live, out=counts[1:])
-        #: Per term: live documents holding it.
-        self.df = counts[p.indptr[1:]] - counts[p.indptr[:-1]]
-        self.values = np.zeros(0, dtype=np.float32)
+        self.postings = p = postings
+        self.k1, self.b, self.avg_len = k1, b, avg_len
+        self.doc_rows = np.asarray(rows, dtype=np.int64)  #: per shard document: its union row (-1: deleted)
+        self.deleted = bool((self.doc_rows < 0).any())
+        indptr = np.asarray(p.indptr, dtype=np.int64)
+        if self.deleted:  # live postings per term, counted chunk by chunk
+            live_before = np.zeros(len(p.docs) + 1, dtype=np.int64)
+            for lo in range(0, len(p.docs), self.CHUNK):
+                hi = min(lo + self.CHUNK, len(p.docs))
+                live = self.doc_rows[np.asarray(p.docs[lo:hi], dtype=np.int64)] >= 0
+                live_before[lo + 1 : hi + 1] = live_before[lo] + np.cumsum(live)
+            #: Per term: live documents holding it.
+            self.df = live_before[indptr[1:]] - live_before[indptr[:-1]]
+        else:
+            self.df = np.diff(indptr)
 
-    def score(self, df: dict[str, int], n: int) -> None:
-        """Each posting's score ``float32(idf * tfc)`` with the union's document frequencies ``df`` (bm25s's
-        precomputed matrix entry; everything in it is fixed once the index is loaded)."""
+    def term_scores(self, start: int, end: int, idf: np.float32) -> tuple[np.ndarray, np.ndarray]:
+        """The union rows and float32 scores of postings ``start:end`` (one term's), live rows only.
+
+        bm25s's entry, step for step: ``tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)`` in float64
+        from float32 tf, then ``float32(idf * tfc)``.
+        """
         p = self.postings
-        idf = np.fromiter((math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) if c else 0.0
-                           for t, c in zip(p.vocab, self.df.tolist(), strict=True)), dtype=np.float64,
-                          count=len(p.vocab)).astype(np.float32)
-        spans: np.ndarray = np.diff(np.asarray(p.indptr, dtype=np.int64))
-        per_posting = np.repeat(idf, spans)
-        self.values = (per_posting * self.tfc).astype(np.float32)
-        self.tfc = np.zeros(0)
+        docs = np.asarray(p.docs[start:end], dtype=np.int64)
+        tf = np.asarray(p.tf[start:end]).astype(np.float32)
+        lengths = np.asarray(p.lengths)[docs]
+        tfc = tf / (self.k1 * ((1 - self.b) + self.b * lengths / self.avg_len) + tf)
+        values = (idf * tfc).astype(np.float32)
+        rows = self.doc_rows[docs]
+        if self.deleted:
+            live = rows >= 0
+            rows, values = rows[live], values[live]
+        return rows, values
 
 
 class PostingsBM25(RetrieverBase):
@@ -127,8 +144,6 @@ class PostingsBM25(RetrieverBase):
             for term, count in zip(part.postings.vocab, part.df.tolist(), strict=True):
                 if count:
                     self.df[term] = self.df.get(term, 0) + count
-        for part in self.parts:
-            part.score(self.df, self.size)
 
     def _term(self, token: str) -> tuple[int, list[tuple[_Part, int, int]]]:
         """Document frequency over the live rows and, per shard holding ``token``, its postings' span."""
@@ -156,11 +171,13 @@ class PostingsBM25(RetrieverBase):
         scores = np.zeros(self.size, dtype=np.float32)
         for token in tokenize([query])[0]:
             # A token not in the union's vocabulary has no postings: bm25s drops it from the query.
-            for part, start, end in self._term(token)[1]:
-                rows, values = part.rows[start:end], part.values[start:end]
-                if part.deleted:
-                    live = part.live[start:end]
-                    rows, values = rows[live], values[live]
+            df, found = self._term(token)
+            if not found:
+                continue
+            # bm25s's lucene idf over the union's live rows, rounded to float32 as its model stores it.
+            idf = np.float32(math.log(1 + (self.size - df + 0.5) / (df + 0.5)))
+            for part, start, end in found:
+                rows, values = part.term_scores(start, end, idf)
                 scores[rows] += values  # rows are distinct within one term
         return scores
 
