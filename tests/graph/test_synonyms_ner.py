@@ -153,7 +153,8 @@ def test_index_stores_synonyms_and_ner_mentions(tmp_path) -> None:
     from gearag.agent.offline import Resolver
 
     res = arrays.resolution
-    assert max(Resolver(index).keys.values()) < res.n_mention_keys <= len(res.keys)
+    resolver = Resolver(index)
+    assert all(resolver.row(k) is None for k in res.keys[res.n_mention_keys:])
     # The default build stores neither.
     plain = graph_arrays_for(build_index(passages, tmp_path / "plain"))
     assert plain.synonyms is None and plain.resolution.ner_mentions is None
@@ -172,3 +173,34 @@ def test_unused_ner_mentions_change_nothing() -> None:
         wide = np.zeros(with_ner.n_passages + with_ner.n_entities)
         wide[:n] = seeds
         assert np.allclose(with_ner.scores(wide), plain.scores(seeds), atol=1e-6)
+
+
+def test_the_agents_resolver_leaves_out_names_only_ner_found() -> None:
+    """With the prepared graph's hashes or the resolution's keys alike: an NER-only name with a page is not
+    resolved, so the agent behaves the same whether or not the index stores NER mentions."""
+    from gearag.agent.offline import Resolver
+    from gearag.graph.prepared import PreparedGraph
+
+    spans = [["Boston"], ["Massachusetts"], ["John F. Kennedy", "Maine", "Akron"], ["Boston Marathon"], ["Akron"]]
+    arrays = _arrays(embed=None, ner_spans=spans)
+    res = arrays.resolution
+    marathon = res.key_index()[name_key("Boston Marathon")]
+    assert marathon >= res.n_mention_keys and res.about[marathon].max() >= Resolver.MIN_SHARE
+
+    class Stored:  # the two ways an index gives the resolver its names
+        def __init__(self, prepared: PreparedGraph | None) -> None:
+            self.prepared = prepared
+
+        def stored_prepared_graph(self) -> PreparedGraph | None:
+            return self.prepared
+
+        def stored_graph_arrays(self) -> GraphArrays:
+            return arrays
+
+        def cached(self, key: str, build):  # type: ignore[no-untyped-def]
+            return build()
+
+    for prepared in (PreparedGraph.build(arrays, PassageGraphConfig()), None):
+        resolver = Resolver(Stored(prepared))  # type: ignore[arg-type]
+        assert resolver.row("Boston Marathon") is None
+        assert resolver.row("Akron") == resolver.row("akron") is not None
