@@ -15,15 +15,20 @@ WORDS = ["river", "film", "director", "born", "Paris", "album", "king", "war", "
          "French", "released", "married", "father", "team", "played", "capital", "island"]
 
 
-def _shard(texts: list[str]) -> Postings:
+def _shard(texts: list[str], shuffled: bool = False) -> Postings:
     vocab, ids, indptr = token_ids(texts)
+    if shuffled:  # a vocabulary not in sorted order (terms are then found through a dict)
+        order = np.random.default_rng(len(texts)).permutation(len(vocab))
+        new_id = np.empty(len(vocab), dtype=np.int64)
+        new_id[order] = np.arange(len(vocab))
+        vocab, ids = [vocab[i] for i in order], new_id[np.asarray(ids, dtype=np.int64)]
     p_indptr, docs, tf = postings_from_tokens(ids, indptr, len(vocab))
-    return Postings(list(vocab), p_indptr, docs, tf, np.diff(np.asarray(indptr, dtype=np.int64)))
+    return Postings(list(vocab), p_indptr, docs, tf, np.asarray(indptr), "test shard")
 
 
-@pytest.mark.parametrize("chunk", [3, 1 << 22])
+@pytest.mark.parametrize(("chunk", "shuffled"), [(3, False), (1 << 22, False), (5, True)])
 def test_shards_with_deleted_rows_score_as_one_model_over_the_live_rows(
-        chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        chunk: int, shuffled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bm25_postings._Part, "CHUNK", chunk)  # live postings counted a few at a time
     rng = random.Random(7)
     shards = [[" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12))) for _ in range(rng.randint(5, 40))]
@@ -33,7 +38,7 @@ def test_shards_with_deleted_rows_score_as_one_model_over_the_live_rows(
         keep = np.array([i != 1 or rng.random() < 0.6 for _ in texts])  # shard 1 has tombstones
         rows = np.where(keep, offset + np.cumsum(keep) - 1, -1)
         offset += int(keep.sum())
-        parts.append((_shard(texts), rows))
+        parts.append((_shard(texts, shuffled and i % 2 == 0), rows))
         live_texts += [t for t, k in zip(texts, keep, strict=True) if k]
     merged = PostingsBM25(parts, collection="triples")
     model = BM25Retriever(build_bm25(live_texts), collection="triples")
@@ -42,3 +47,14 @@ def test_shards_with_deleted_rows_score_as_one_model_over_the_live_rows(
                   *(rng.choice(live_texts) for _ in range(10))]:
         np.testing.assert_array_equal(merged.scores(query), model.scores(query))
         assert [h.idx for h in merged.retrieve(query, 5)] == [h.idx for h in model.retrieve(query, 5)]
+
+
+def test_postings_naming_a_document_the_shard_does_not_have_are_one_line() -> None:
+    from gearag.errors import IndexFormatError
+
+    postings = _shard(["river film", "film director"])
+    postings.docs = postings.docs.copy()
+    postings.docs[-1] = 7  # two documents only
+    merged = PostingsBM25([(postings, np.arange(2))])
+    with pytest.raises(IndexFormatError, match="test shard: postings name documents it does not have"):
+        merged.scores("film river director")

@@ -26,6 +26,8 @@ costs no BM25 work beyond the new shard's own postings.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,18 +62,37 @@ def postings_from_tokens(ids: np.ndarray, indptr: np.ndarray, n_vocab: int) -> t
 
 @dataclass
 class Postings:
-    """One shard collection's postings: its vocabulary, term → (documents, tf), and document lengths."""
+    """One shard collection's postings: its vocabulary, term → (documents, tf), and its documents' token
+    offsets (``doc_indptr``: document ``i`` has ``doc_indptr[i + 1] - doc_indptr[i]`` tokens)."""
 
     vocab: list[str]
     indptr: np.ndarray
     docs: np.ndarray
     tf: np.ndarray
-    lengths: np.ndarray
+    doc_indptr: np.ndarray
+    where: str = ""  #: the shard and collection, for errors
     _index: dict[str, int] | None = field(default=None, repr=False)
+    _sorted: bool = field(default=False, repr=False)
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.doc_indptr) - 1
+
+    def lengths(self, docs: np.ndarray) -> np.ndarray:
+        """Token counts of documents ``docs`` (read from the offsets: no per-document array is kept)."""
+        indptr = self.doc_indptr
+        return np.asarray(indptr[docs + 1], dtype=np.int64) - np.asarray(indptr[docs], dtype=np.int64)
 
     def term(self, token: str) -> int | None:
+        """``token``'s term id: by bisection in the sorted vocabulary gearag writes (a dict of millions of
+        terms per shard cost hundreds of MB), else through a dict (a vocabulary in another order)."""
         if self._index is None:
-            self._index = {t: i for i, t in enumerate(self.vocab)}
+            ordered = all(a < b for a, b in zip(self.vocab, self.vocab[1:], strict=False))
+            self._index = {} if ordered else {t: i for i, t in enumerate(self.vocab)}
+            self._sorted = ordered
+        if self._sorted:
+            i = bisect_left(self.vocab, token)
+            return i if i < len(self.vocab) and self.vocab[i] == token else None
         return self._index.get(token)
 
 
@@ -92,19 +113,34 @@ class _Part:
     def __init__(self, postings: Postings, rows: np.ndarray, k1: float, b: float, avg_len: np.float64) -> None:
         self.postings = p = postings
         self.k1, self.b, self.avg_len = k1, b, avg_len
-        self.doc_rows = np.asarray(rows, dtype=np.int64)  #: per shard document: its union row (-1: deleted)
-        self.deleted = bool((self.doc_rows < 0).any())
+        rows = np.asarray(rows, dtype=np.int64)
+        self.deleted = bool((rows < 0).any())
+        #: Per shard document: its union row (-1: deleted); None when the rows are ``offset + document``.
+        self.doc_rows: np.ndarray | None = rows
+        self.offset = int(rows[0]) if len(rows) else 0
+        if not self.deleted and bool((np.diff(rows) == 1).all()):
+            self.doc_rows = None  # consecutive: nothing per document is kept
         indptr = np.asarray(p.indptr, dtype=np.int64)
         if self.deleted:  # live postings per term, counted chunk by chunk
             live_before = np.zeros(len(p.docs) + 1, dtype=np.int64)
             for lo in range(0, len(p.docs), self.CHUNK):
                 hi = min(lo + self.CHUNK, len(p.docs))
-                live = self.doc_rows[np.asarray(p.docs[lo:hi], dtype=np.int64)] >= 0
+                live = rows[self._docs(lo, hi)] >= 0
                 live_before[lo + 1 : hi + 1] = live_before[lo] + np.cumsum(live)
             #: Per term: live documents holding it.
             self.df = live_before[indptr[1:]] - live_before[indptr[:-1]]
         else:
             self.df = np.diff(indptr)
+
+    def _docs(self, start: int, end: int) -> np.ndarray:
+        """Documents of postings ``start:end``, checked (a damaged file is one line, not an IndexError)."""
+        docs = np.asarray(self.postings.docs[start:end], dtype=np.int64)
+        if len(docs) and (int(docs.min()) < 0 or int(docs.max()) >= self.postings.n_docs):
+            from gearag.errors import IndexFormatError
+
+            raise IndexFormatError(f"{self.postings.where}: postings name documents it does not have (corrupt); "
+                                   "rebuild the index")
+        return docs
 
     def term_scores(self, start: int, end: int, idf: np.float32) -> tuple[np.ndarray, np.ndarray]:
         """The union rows and float32 scores of postings ``start:end`` (one term's), live rows only.
@@ -113,12 +149,11 @@ class _Part:
         from float32 tf, then ``float32(idf * tfc)``.
         """
         p = self.postings
-        docs = np.asarray(p.docs[start:end], dtype=np.int64)
+        docs = self._docs(start, end)
         tf = np.asarray(p.tf[start:end]).astype(np.float32)
-        lengths = np.asarray(p.lengths)[docs]
-        tfc = tf / (self.k1 * ((1 - self.b) + self.b * lengths / self.avg_len) + tf)
+        tfc = tf / (self.k1 * ((1 - self.b) + self.b * p.lengths(docs) / self.avg_len) + tf)
         values = (idf * tfc).astype(np.float32)
-        rows = self.doc_rows[docs]
+        rows = self.doc_rows[docs] if self.doc_rows is not None else docs + self.offset
         if self.deleted:
             live = rows >= 0
             rows, values = rows[live], values[live]
@@ -134,26 +169,21 @@ class PostingsBM25(RetrieverBase):
         self.collection = collection
         live_rows = [np.asarray(rows) >= 0 for _, rows in parts]
         self.size = int(sum(int(live.sum()) for live in live_rows))
-        total = sum(int(np.asarray(p.lengths)[live].sum()) for (p, _), live in zip(parts, live_rows, strict=True))
+        total = sum(int(np.diff(np.asarray(p.doc_indptr, dtype=np.int64))[live].sum())
+                    for (p, _), live in zip(parts, live_rows, strict=True))
         # bm25s: np.array(lengths).mean(), a float64 (exact: the lengths are integers).
         self.avg_len = np.float64(total) / self.size if self.size else np.float64(1.0)
         self.parts = [_Part(p, rows, self.k1, self.b, self.avg_len) for p, rows in parts]
-        #: The union's document frequencies (live rows), merged over the shards once per loaded index.
-        self.df: dict[str, int] = {}
-        for part in self.parts:
-            for term, count in zip(part.postings.vocab, part.df.tolist(), strict=True):
-                if count:
-                    self.df[term] = self.df.get(term, 0) + count
 
     def _term(self, token: str) -> tuple[int, list[tuple[_Part, int, int]]]:
-        """Document frequency over the live rows and, per shard holding ``token``, its postings' span."""
-        df = self.df.get(token, 0)
-        found = []
-        if df:
-            for part in self.parts:
-                t = part.postings.term(token)
-                if t is not None and part.df[t]:
-                    found.append((part, int(part.postings.indptr[t]), int(part.postings.indptr[t + 1])))
+        """Document frequency over the live rows (the union's, summed over the shards when a query asks) and,
+        per shard holding ``token``, its postings' span."""
+        df, found = 0, []
+        for part in self.parts:
+            t = part.postings.term(token)
+            if t is not None and part.df[t]:
+                df += int(part.df[t])
+                found.append((part, int(part.postings.indptr[t]), int(part.postings.indptr[t + 1])))
         return df, found
 
     def document_frequency(self, token: str) -> int:
@@ -161,8 +191,13 @@ class PostingsBM25(RetrieverBase):
         return self._term(token)[0]
 
     def vocabulary(self) -> dict[str, int]:
-        """Every term of the live rows with its document frequency (for checks)."""
-        return dict(self.df)
+        """Every term of the live rows with its document frequency (for checks: built on each call)."""
+        df: dict[str, int] = {}
+        for part in self.parts:
+            for term, count in zip(part.postings.vocab, part.df.tolist(), strict=True):
+                if count:
+                    df[term] = df.get(term, 0) + count
+        return df
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every union row for ``query`` (zeros when no term matches), as bm25s computes it."""
@@ -185,22 +220,23 @@ class PostingsBM25(RetrieverBase):
         return top_k(self.scores(query), k, keep_zero=False, collection=self.collection)
 
 
-def read_postings(shard: Path, rel: str, vocab: list[str], ids: np.ndarray, indptr: np.ndarray) -> Postings:
-    """The postings stored at ``shard/rel`` (a shard's ``tokens/<collection>``), else computed from the token ids.
+def read_postings(shard: Path, rel: str, vocab: list[str], ids: Callable[[], np.ndarray],
+                  indptr: np.ndarray) -> Postings:
+    """The postings stored at ``shard/rel`` (a shard's ``tokens/<collection>``), else computed from the token ids
+    (``ids()``: read only then).
 
     Shards written before format 4 have token ids only: their postings are
     computed in memory (``gearag compact`` writes them).
     """
     from gearag.store.collection import load_array
 
-    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
     if all((shard / rel / f).exists() for f in POSTINGS_FILES):
+        # Memory-mapped; the documents they name are checked as a query reads them (not all at load).
         p_indptr, docs, tf = (np.asarray(load_array(shard, f"{rel}/{f}")) for f in POSTINGS_FILES)
-        if (len(p_indptr) != len(vocab) + 1 or len(docs) != len(tf) or int(p_indptr[-1]) != len(docs)
-                or (len(docs) and (int(docs.min()) < 0 or int(docs.max()) >= len(lengths)))):
+        if len(p_indptr) != len(vocab) + 1 or len(docs) != len(tf) or int(p_indptr[-1]) != len(docs):
             from gearag.errors import IndexFormatError
 
             raise IndexFormatError(f"{shard}: {rel} postings do not match its vocabulary (corrupt); rebuild the index")
     else:
-        p_indptr, docs, tf = postings_from_tokens(ids, indptr, len(vocab))
-    return Postings(list(vocab), p_indptr, docs, tf, lengths)
+        p_indptr, docs, tf = postings_from_tokens(ids(), indptr, len(vocab))
+    return Postings(list(vocab), p_indptr, docs, tf, indptr, f"{shard}: {rel}")

@@ -55,7 +55,7 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.errors import IndexFormatError
 from gearag.model import Passage
-from gearag.retrieve.bm25_postings import PostingsBM25, read_postings
+from gearag.retrieve.bm25_postings import POSTINGS_FILES, PostingsBM25, read_postings
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, load_array
 from gearag.store.graph import TripleGraph
 from gearag.store.index import (
@@ -222,7 +222,9 @@ def tokens_rel(collection: str) -> str:
     return f"{TOKENS_DIR}/{collection}"
 
 
-def read_tokens(shard: Path, collection: str, rows: int) -> Tokens:
+def read_tokens(shard: Path, collection: str, rows: int, *, check_ids: bool = True) -> Tokens:
+    """A shard's token lists, memory-mapped; ``check_ids``: read every id once to check its range (a reader that
+    never indexes with them, such as BM25 from stored postings, skips that read of the whole file)."""
     rel = tokens_rel(collection)
     try:
         vocab = json.loads((shard / rel / "vocab.json").read_text(encoding="utf-8"))
@@ -233,7 +235,8 @@ def read_tokens(shard: Path, collection: str, rows: int) -> Tokens:
     if not isinstance(vocab, list):
         raise IndexFormatError(f"{shard}: {rel}/vocab.json is not a list; rebuild the index")
     _check_indptr(shard, f"{rel}/indptr.npy", indptr, rows, len(ids))
-    _check_ids(shard, f"{rel}/ids.npy", ids, None, 0, max(len(vocab), 1))
+    if check_ids:
+        _check_ids(shard, f"{rel}/ids.npy", ids, None, 0, max(len(vocab), 1))
     return Tokens(vocab, ids, indptr)
 
 
@@ -393,9 +396,10 @@ def postings_bm25(path: Path, refs: list[ShardRef], u: Union, name: str, k1: flo
     parts = []
     for i, (ref, shard) in enumerate(zip(refs, u.shards, strict=True)):
         n = len(shard.passages) if name == PASSAGES else len(shard.triples)
-        toks = read_tokens(path / ref.rel, name, n)
-        parts.append((read_postings(path / ref.rel, tokens_rel(name), toks.vocab, toks.ids, toks.indptr),
-                      u.union_rows(name, i)))
+        stored = all((path / ref.rel / tokens_rel(name) / f).exists() for f in POSTINGS_FILES)
+        toks = read_tokens(path / ref.rel, name, n, check_ids=not stored)  # stored postings never read the ids
+        parts.append((read_postings(path / ref.rel, tokens_rel(name), toks.vocab, partial(getattr, toks, "ids"),
+                                    toks.indptr), u.union_rows(name, i)))
     return PostingsBM25(parts, k1, b, name)
 
 
