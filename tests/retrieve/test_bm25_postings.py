@@ -30,6 +30,8 @@ def _shard(texts: list[str], shuffled: bool = False) -> Postings:
 def test_shards_with_deleted_rows_score_as_one_model_over_the_live_rows(
         chunk: int, shuffled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bm25_postings._Part, "CHUNK", chunk)  # live postings counted a few at a time
+    monkeypatch.setattr(PostingsBM25, "CACHE_MIN_POSTINGS", 2)  # frequent terms' scores kept and reused ...
+    monkeypatch.setattr(PostingsBM25, "CACHE_BYTES", 600)  # ... in a cache small enough to evict
     rng = random.Random(7)
     shards = [[" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12))) for _ in range(rng.randint(5, 40))]
               for _ in range(4)]
@@ -43,10 +45,12 @@ def test_shards_with_deleted_rows_score_as_one_model_over_the_live_rows(
     merged = PostingsBM25(parts, collection="triples")
     model = BM25Retriever(build_bm25(live_texts), collection="triples")
     assert merged.size == len(live_texts) and merged.vocabulary() == model.vocabulary()
-    for query in ["film director born in Paris", "the the of", "capital island king war", "unknown words",
-                  *(rng.choice(live_texts) for _ in range(10))]:
+    queries = ["film director born in Paris", "the the of", "capital island king war", "unknown words",
+               *(rng.choice(live_texts) for _ in range(10))]
+    for query in queries + queries:  # the second time from the cache, where it kept them
         np.testing.assert_array_equal(merged.scores(query), model.scores(query))
         assert [h.idx for h in merged.retrieve(query, 5)] == [h.idx for h in model.retrieve(query, 5)]
+    assert merged._cache and merged._cached_bytes <= PostingsBM25.CACHE_BYTES
 
 
 def test_postings_naming_a_document_the_shard_does_not_have_are_one_line() -> None:

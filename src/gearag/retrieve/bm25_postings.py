@@ -26,7 +26,9 @@ costs no BM25 work beyond the new shard's own postings.
 from __future__ import annotations
 
 import math
+import threading
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,10 +165,18 @@ class _Part:
 class PostingsBM25(RetrieverBase):
     """BM25 over the union of several shards' live rows, statistics merged over the shards (module docstring)."""
 
+    #: Bytes of computed term scores kept for reuse (LRU): a frequent term's postings are scored once.
+    CACHE_BYTES = 64 << 20
+    #: Terms with fewer postings in a shard are scored anew each time (cheaper than keeping them).
+    CACHE_MIN_POSTINGS = 4096
+
     def __init__(self, parts: list[tuple[Postings, np.ndarray]], k1: float = 1.5, b: float = 0.75,
                  collection: str = "passages") -> None:
         self.k1, self.b = float(k1), float(b)
         self.collection = collection
+        self._cache: OrderedDict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._cached_bytes = 0
+        self._lock = threading.Lock()
         live_rows = [np.asarray(rows) >= 0 for _, rows in parts]
         self.size = int(sum(int(live.sum()) for live in live_rows))
         total = sum(int(np.diff(np.asarray(p.doc_indptr, dtype=np.int64))[live].sum())
@@ -175,16 +185,39 @@ class PostingsBM25(RetrieverBase):
         self.avg_len = np.float64(total) / self.size if self.size else np.float64(1.0)
         self.parts = [_Part(p, rows, self.k1, self.b, self.avg_len) for p, rows in parts]
 
-    def _term(self, token: str) -> tuple[int, list[tuple[_Part, int, int]]]:
+    def _term(self, token: str) -> tuple[int, list[tuple[int, int, int]]]:
         """Document frequency over the live rows (the union's, summed over the shards when a query asks) and,
-        per shard holding ``token``, its postings' span."""
+        per shard holding ``token``, its index and its postings' span."""
         df, found = 0, []
-        for part in self.parts:
+        for i, part in enumerate(self.parts):
             t = part.postings.term(token)
             if t is not None and part.df[t]:
                 df += int(part.df[t])
-                found.append((part, int(part.postings.indptr[t]), int(part.postings.indptr[t + 1])))
+                found.append((i, int(part.postings.indptr[t]), int(part.postings.indptr[t + 1])))
         return df, found
+
+    def _term_scores(self, i: int, start: int, end: int, idf: np.float32) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_Part.term_scores` of part ``i``, from the LRU when a frequent term was scored before (the
+        idf of a term is fixed for the loaded index, so its scores are too)."""
+        if end - start < self.CACHE_MIN_POSTINGS or self.CACHE_BYTES <= 0:
+            return self.parts[i].term_scores(start, end, idf)
+        key = (i, start)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        rows, values = self.parts[i].term_scores(start, end, idf)
+        rows = rows.astype(np.int32) if self.size < 2**31 else rows
+        size = rows.nbytes + values.nbytes
+        with self._lock:
+            if key not in self._cache and size <= self.CACHE_BYTES:
+                self._cache[key] = (rows, values)
+                self._cached_bytes += size
+                while self._cached_bytes > self.CACHE_BYTES:
+                    old_rows, old_values = self._cache.popitem(last=False)[1]
+                    self._cached_bytes -= old_rows.nbytes + old_values.nbytes
+        return rows, values
 
     def document_frequency(self, token: str) -> int:
         """Live documents containing ``token`` (a stemmed term)."""
@@ -211,8 +244,8 @@ class PostingsBM25(RetrieverBase):
                 continue
             # bm25s's lucene idf over the union's live rows, rounded to float32 as its model stores it.
             idf = np.float32(math.log(1 + (self.size - df + 0.5) / (df + 0.5)))
-            for part, start, end in found:
-                rows, values = part.term_scores(start, end, idf)
+            for i, start, end in found:
+                rows, values = self._term_scores(i, start, end, idf)
                 scores[rows] += values  # rows are distinct within one term
         return scores
 
