@@ -3,7 +3,9 @@
 * :mod:`~gearag.store.lance.storage` — URIs, object-store options (bounded timeouts), connecting;
 * :mod:`~gearag.store.lance.export` — ``gearag export INDEX_DIR URI``: a built index into Lance tables;
 * :mod:`~gearag.store.lance.collection` — a collection whose rows, vectors and searches live in a table;
-* :mod:`~gearag.store.lance.index` — the loaded index (same interface as :class:`gearag.store.index.Index`).
+* :mod:`~gearag.store.lance.index` — the loaded index (same interface as :class:`gearag.store.index.Index`);
+* :mod:`~gearag.store.lance.files` — graph files read by position: copied once to a local cache, memory-mapped;
+* :mod:`~gearag.store.lance.memory` — capping glibc's malloc arenas (what freed scan buffers keep).
 
 Everything here imports ``lancedb``/``lance`` lazily; without the ``lance`` extra a Lance URI is a
 one-line error naming ``pip install 'gearag[lance]'``. See docs/lance.md.
