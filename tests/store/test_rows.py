@@ -122,3 +122,32 @@ def test_stored_passage_ids_read_only_the_ids(tmp_path: Path) -> None:
     other.write_text('{"id": 5}\n')
     with pytest.raises(IndexFormatError, match=r"q\.jsonl: row 1 is corrupt"):
         stored_passage_ids(other)
+
+
+def test_a_json_list_is_read_when_a_name_is_first_read(tmp_path: Path) -> None:
+    import json
+
+    from gearag.errors import IndexFormatError
+    from gearag.store.rows import JsonList
+
+    path = tmp_path / "entities.json"
+    path.write_text(json.dumps(["alpha", "beta", "gamma"]))
+    names = JsonList(path, 3)
+    assert len(names) == 3 and names._items is None  # nothing parsed to know its length
+    assert names[1] == "beta" and names[-1] == "gamma" and names[0:2] == ["alpha", "beta"]
+    assert names == ["alpha", "beta", "gamma"] and list(names) == ["alpha", "beta", "gamma"]
+    again = pickle.loads(pickle.dumps(names))
+    assert again._items is None and again == names
+    for damaged, n in ((json.dumps(["alpha", "beta"]), 3), ("{not json", 3), (json.dumps({"a": 1}), 1)):
+        path.write_text(damaged)
+        with pytest.raises(IndexFormatError, match=r"entities\.json is not a list of"):
+            JsonList(path, n)[0]
+
+
+def test_a_loaded_index_parses_its_entity_names_only_when_read(tiny_index) -> None:
+    from gearag.store.index import Index
+
+    loaded = Index.load(tiny_index.path)
+    assert loaded.graph.n_entities == tiny_index.graph.n_entities > 0
+    assert getattr(loaded.graph.entities, "_items", "parsed") is None
+    assert list(loaded.graph.entities) == list(tiny_index.graph.entities)

@@ -50,7 +50,7 @@ from gearag.errors import ConfigError, IndexFormatError
 from gearag.model import Passage, Triple
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import TripleGraph
-from gearag.store.rows import Column, JsonlRows, Mapped
+from gearag.store.rows import Column, JsonList, JsonlRows, Mapped
 
 FORMAT = "gearag-index"
 #: 2 lists the index's collections in the manifest; 1 (no listing) still loads.
@@ -447,9 +447,14 @@ class Index:
 
         # Read on demand (row offsets only): not a Python object per passage and per triple.
         passages = JsonlRows(path / "passages.jsonl", passage_of_record)
-        entities = json.loads((path / "entities.json").read_text(encoding="utf-8"))
-        if not isinstance(entities, list):
-            raise IndexFormatError(f"{path}: entities.json is not a list (corrupt); rebuild the index")
+        counts = manifest.get("counts", {})
+        entities: Sequence[str]
+        if isinstance(counts.get("entities"), int):  # parsed when a name is first read
+            entities = JsonList(path / "entities.json", counts["entities"])
+        else:  # an index whose manifest does not count them
+            entities = json.loads((path / "entities.json").read_text(encoding="utf-8"))
+            if not isinstance(entities, list):
+                raise IndexFormatError(f"{path}: entities.json is not a list (corrupt); rebuild the index")
         graph = TripleGraph(
             entities=entities,
             head=np.asarray(arr("arrays/triple_head.npy")),
@@ -458,7 +463,6 @@ class Index:
             indices=arr("arrays/entity_indices.npy"),
         )
         triples = TripleTable.read(path / "triples.jsonl", np.asarray(arr("arrays/triple_passage.npy")))
-        counts = manifest.get("counts", {})
         if counts.get("passages") != len(passages) or counts.get("triples") != len(triples):
             raise IndexFormatError(f"{path}: contents do not match the manifest counts; rebuild the index")
         passage_triple_indptr = np.asarray(arr("arrays/passage_triple_indptr.npy"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
@@ -89,6 +90,51 @@ class _Rows(_SequenceEq):
         if isinstance(key, slice):
             return [self.row(i) for i in range(*key.indices(len(self)))]
         return self.row(int(key))
+
+
+class JsonList(_Rows, Sequence[str]):
+    """A JSON list of strings (an index's ``entities.json``) of known length, parsed on first use.
+
+    A process that never reads a name never pays for the list: the shards of a
+    sharded index each hold one (6.7M names, ~0.5 GB of Python strings, in the
+    first shard of a million passages) that its queries never read (they read
+    the generation's).
+    """
+
+    def __init__(self, path: Path, n: int) -> None:
+        self.path, self.n = Path(path), n
+        self._items: list[str] | None = None
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def items(self) -> list[str]:
+        """The parsed list (read once; a damaged file is a one-line IndexFormatError)."""
+        if self._items is None:
+            with self._lock:
+                if self._items is None:
+                    try:
+                        items = json.loads(self.path.read_text(encoding="utf-8"))
+                    except (OSError, ValueError):
+                        items = None
+                    if not isinstance(items, list) or len(items) != self.n:
+                        raise IndexFormatError(f"{self.path.parent}: {self.path.name} is not a list of {self.n} "
+                                               "names (corrupt); rebuild the index")
+                    self._items = items
+        return self._items
+
+    def _read(self, i: int) -> str:
+        return self.items()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.items())
+
+    def __getstate__(self) -> dict[str, Any]:  # pickled as its path: parsed again where it is read
+        return {"path": self.path, "n": self.n}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"], state["n"])  # type: ignore[misc]
 
 
 class JsonlRows(_Rows, Sequence[T], Generic[T]):
