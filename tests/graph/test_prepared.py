@@ -84,6 +84,8 @@ def test_a_damaged_prepared_graph_is_one_line_and_another_version_is_ignored(wik
     meta = json.loads((directory / "prepared.json").read_text())
     (directory / "prepared.json").write_text(json.dumps({**meta, "version": -1}))
     assert load_prepared(directory) is None  # a newer or older layout: prepared in memory instead
+    (directory / "prepared.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "n_mention_keys"}))
+    assert load_prepared(directory) is None  # a field this gearag needs is missing: the same
     (directory / "prepared.json").write_text(json.dumps(meta))
     damaged = bytearray((directory / "columns_data.npy").read_bytes())
     damaged[:6] = b"garbag"  # the same size (open's check passes), not an .npy header

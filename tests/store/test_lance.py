@@ -408,3 +408,24 @@ def test_lances_session_caches_are_bounded_by_the_config(lance: LanceIndex) -> N
                 opened.collection(name).search_bm25(f"{word} of the year", 10)
         sizes.append(opened.session.size_bytes)
     assert sizes[0] > 4 * small * 2**20 and sizes[1] < sizes[0] / 2, sizes
+
+
+def test_a_prepared_graph_of_another_version_is_prepared_in_memory_instead(
+        slice_index: tuple[Index, list[str]], lance: LanceIndex, tmp_path: Path) -> None:
+    import shutil
+
+    from gearag.graph.passage_graph import passage_graph_for
+    from gearag.store.lance.storage import META_TABLE, connect, parse_location
+
+    index, questions = slice_index
+    copy = tmp_path / "other"
+    shutil.copytree(lance.location, copy)
+    db = connect(parse_location(copy))
+    db.open_table(META_TABLE).delete("true")
+    db.open_table(META_TABLE).add([{"meta": json.dumps({**lance.meta, "prepared": {**lance.meta["prepared"],
+                                                                                   "version": -1}})}])
+    opened = open_index(copy)
+    assert opened.stored_prepared_graph() is None
+    graph = passage_graph_for(opened)
+    assert not isinstance(graph.prepared.columns.data, np.memmap)
+    assert graph.rank(questions[0]) == passage_graph_for(index).rank(questions[0])

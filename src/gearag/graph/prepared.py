@@ -231,6 +231,12 @@ def write_prepared(writer: IndexWriter, graph_dir: str, arrays: GraphArrays, con
         writer.write_array(f"{graph_dir}/{PREPARED}/{name}", np.asarray(array))
 
 
+def readable(meta: dict[str, Any]) -> bool:
+    """Whether ``meta`` describes prepared arrays this gearag reads (else the caller prepares its own)."""
+    return (meta.get("version") == PREPARED_VERSION and isinstance(meta.get("settings"), dict)
+            and all(isinstance(meta.get(k), int) for k in ("n_passages", "n_entities", "n_mention_keys")))
+
+
 def load_prepared(directory: Path) -> PreparedGraph | None:
     """The prepared graph stored in ``directory`` (``<graph dir>/prepared``), memory-mapped; None when there is
     none or it is of another version (the caller prepares its own)."""
@@ -238,6 +244,6 @@ def load_prepared(directory: Path) -> PreparedGraph | None:
         meta = json.loads((directory / "prepared.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if meta.get("version") != PREPARED_VERSION:
+    if not isinstance(meta, dict) or not readable(meta):
         return None
     return PreparedGraph.open(meta, lambda name: np.load(directory / name, mmap_mode="r", allow_pickle=False))

@@ -101,10 +101,10 @@ class LanceIndex(Index):
 
     def stored_prepared_graph(self) -> Any:
         """The prepared passage graph, memory-mapped from the local cache (None: the export has none)."""
-        from gearag.graph.prepared import PREPARED, PREPARED_VERSION, PreparedGraph
+        from gearag.graph.prepared import PREPARED, PreparedGraph, readable
 
         meta = self.meta.get("prepared")
-        if not meta or meta.get("version") != PREPARED_VERSION:
+        if not isinstance(meta, dict) or not readable(meta):
             return None
         files = self.files
         try:
