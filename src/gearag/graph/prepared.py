@@ -8,16 +8,17 @@ entity's specificity, the about edges the question's entities seed their
 pages through, each triple's entity ends and the entity names as sorted
 stable hashes (:class:`~gearag.graph.trie.HashedNames`). Deriving them in
 the query process cost every process ~1 GB kept and an 8.5 GB transient peak
-at a million passages (BENCHMARKS.md, "1M query stages").
+at a million passages (BENCHMARKS.md, "Queries at 1M").
 
 Prepared at index time for the default settings and stored under
 ``graph/prepared/`` (:func:`write_prepared`), they are memory-mapped by
 :func:`load_prepared`: a push query reads the pages of the nodes it pushes
 and the names it looks up, so a process keeps what its queries touched, in
 the page cache, instead of the whole graph on its heap. A query whose
-settings differ from the stored ones (:data:`SETTINGS`), or that uses power
-iteration or the entity-only graph, prepares its own in memory, exactly as
-before. Both ways give the same arrays (tested), so rankings are identical.
+settings differ from the stored ones (:data:`SETTINGS`, which include the
+entity-only graph) prepares its own in memory, exactly as before; power
+iteration reads the stored columns and keeps a copy by rows. Both ways give
+the same arrays (tested), so rankings are identical.
 """
 
 from __future__ import annotations
