@@ -158,3 +158,41 @@ def test_the_agents_resolver_reads_the_prepared_graph_as_it_reads_the_resolution
     names = [p.title for p in index.passages] + list(graph_arrays_for(index).resolution.keys) + ["", "Nowhere At All"]
     assert [hashed.row(n) for n in names] == [plain.row(n) for n in names]
     assert sum(plain.row(n) is not None for n in names) > len(index.passages) // 2
+
+
+def _names_of(keys: list[str], counted: np.ndarray):
+    """The names a full preparation hashes: every usable, counted key."""
+    from gearag.graph.prepared import _usable
+    from gearag.graph.trie import HashedNames
+
+    ids = np.flatnonzero(_usable(keys) & counted)
+    return HashedNames.from_keys([keys[i] for i in ids.tolist()], ids), len(ids)
+
+
+def test_an_adds_names_extend_the_earlier_ones_exactly_or_are_hashed_again() -> None:
+    """Earlier names renumbered and merged with the new keys' equal the new keys hashed from scratch."""
+    from gearag.graph.prepared import Earlier
+
+    old = ["alpha beta", "the", "gamma ray", "delta", "zed alpha band", "omega point lighthouse"]
+    old_counted = np.array([True, True, True, True, True, False])  # the last one: in no passage yet
+    # An add: two new lexicon names before the endpoint-only names (which move), three new endpoint names.
+    new = ["alpha beta", "the", "gamma ray", "zed alpha", "a", "delta", "zed alpha band",
+           "omega point lighthouse", "new york city", "gamma"]
+    renumbered = np.array([0, 1, 2, 5, 6, 7])
+    counted = np.ones(len(new), dtype=bool)
+    names, n_usable = _names_of(old, old_counted)
+    settings = {"s": 1}
+    earlier = Earlier(names, n_usable, settings, renumbered)
+    got = earlier.extend(new, counted)
+    expected, n_expected = _names_of(new, counted)
+    assert got is not None and earlier.extended and got[1] == n_expected
+    for part, array in expected.arrays().items():
+        np.testing.assert_array_equal(got[0].arrays()[part], array, err_msg=part)
+    assert got[0].get("omega point lighthouse") == 7 and got[0].get("zed alpha") == 3  # counted now; new
+    assert got[0].get("zed alpha band") == 6 and got[0].get("the") is None
+    # Where extending could differ from hashing every key, it declines (the caller hashes them all).
+    assert Earlier(names, n_usable + 1, settings, renumbered).extend(new, counted) is None  # lost a name
+    assert Earlier(names, n_usable, settings, renumbered).extend([*new, "delta"], np.ones(11, bool)) is None
+    no_longer = counted.copy()
+    no_longer[5] = False  # "delta" was usable; the new index does not count it
+    assert Earlier(names, n_usable, settings, renumbered).extend(new, no_longer) is None

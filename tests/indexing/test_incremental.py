@@ -26,7 +26,7 @@ from gearag.model import Passage
 from gearag.registry import REGISTRY
 from gearag.retrieve.bm25 import BM25Retriever
 from gearag.retrieve.bm25_postings import PostingsBM25
-from gearag.store.index import MANIFEST, Index, check_index, manifest_identity
+from gearag.store.index import MANIFEST, Index, check_index, manifest_identity, read_manifest
 from gearag.store.stacked import StackedRows
 
 METHODS = REGISTRY.names("method")
@@ -116,6 +116,8 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
     add_documents(tmp_path / "grown", passages[cut1:cut2])
     grown = add_documents(tmp_path / "grown", passages[cut2:])
     assert used == [(False, False), (True, True)]
+    generation = read_manifest(tmp_path / "grown" / "generations" / grown.manifest["generation"]["name"])
+    assert generation["prepared_names"] == "extended"  # the first add's names merged with the new keys' hashes
     assert grown.manifest["layout"] == "sharded" and len(grown.manifest["shards"]) == 3
     assert grown.graph.n_entities > 0 and len(grown.triples) > n
     # Three shards' vectors are read in place (memory maps), never concatenated into one array.

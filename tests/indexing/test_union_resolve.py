@@ -48,7 +48,7 @@ def test_an_add_rescans_only_what_new_names_touch_and_equals_a_resolution_of_the
     s1, o1, w1 = _triples(ADDED, len(BASE))
     t0, t1 = EndpointTable.compute(s0, o0), EndpointTable.compute(s1, o1)
     keep0, keep1 = np.ones(len(s0), bool), np.ones(len(s1), bool)
-    base_res, state, stats = resolve_union(BASE, [t0], [keep0], np.asarray(w0), UnionVocab.extend(None, [t0.names]))
+    base_res, state, stats, _ = resolve_union(BASE, [t0], [keep0], np.asarray(w0), UnionVocab.extend(None, [t0.names]))
     _equal(base_res, resolve_corpus([p.title for p in BASE], [p.text for p in BASE], s0, o0, w0, is_named))
 
     union = BASE + ADDED
@@ -60,12 +60,18 @@ def test_an_add_rescans_only_what_new_names_touch_and_equals_a_resolution_of_the
     for names_prior in (None, stats):  # lexicon and text mentions reused; endpoint names too, or resolved again
         vocab = UnionVocab.extend(None, [t0.names, t1.names])
         prior = Prior(state, len(BASE), 1, names_prior)
-        grown, _, _ = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1), vocab, prior, [index],
-                                    [names])
+        grown, _, _, renumbered = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1), vocab, prior,
+                                                [index], [names])
         _equal(grown, expected)
+        if names_prior is None:
+            assert renumbered is None  # without the prior's endpoint names, where its entities went is unknown
+        else:  # every base entity's new id: "zed alpha" moved into the lexicon, later endpoint names shifted
+            assert renumbered is not None and [grown.keys[i] for i in renumbered] == base_res.keys
+            zed = base_res.keys.index("zed alpha")
+            assert zed >= base_res.n_names and renumbered[zed] < grown.n_names
     # Without the token index the base passage that names "Omega Point" keeps its old (stale) mentions.
-    stale, _, _ = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1),
-                                UnionVocab.extend(None, [t0.names, t1.names]), Prior(state, len(BASE), 1, None))
+    stale, _, _, _ = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1),
+                                   UnionVocab.extend(None, [t0.names, t1.names]), Prior(state, len(BASE), 1, None))
     assert abs(stale.mentions - expected.mentions).sum() > 0
 
 
@@ -75,7 +81,7 @@ def test_an_endpoint_name_holding_a_new_title_is_scanned_again() -> None:
     s1, o1, w1 = ["Zed Alpha"], ["Beta"], [3]
     t0, t1 = EndpointTable.compute(s0, o0), EndpointTable.compute(s1, o1)
     keep0, keep1 = np.ones(len(s0), bool), np.ones(len(s1), bool)
-    _, state, stats = resolve_union(BASE, [t0], [keep0], np.asarray(w0), UnionVocab.extend(None, [t0.names]))
+    _, state, stats, _ = resolve_union(BASE, [t0], [keep0], np.asarray(w0), UnionVocab.extend(None, [t0.names]))
     union = BASE + ADDED
     expected = resolve_corpus([p.title for p in union], [p.text for p in union], s0 + s1, o0 + o1, w0 + w1,
                               is_named)
@@ -83,13 +89,13 @@ def test_an_endpoint_name_holding_a_new_title_is_scanned_again() -> None:
     assert expected.about[band].nnz  # contained "zed alpha", a new title
     names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
     index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
-    grown, _, _ = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1),
-                                UnionVocab.extend(None, [t0.names, t1.names]), Prior(state, len(BASE), 1, stats),
-                                [index], [names])
+    grown, _, _, _ = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1),
+                                   UnionVocab.extend(None, [t0.names, t1.names]), Prior(state, len(BASE), 1, stats),
+                                   [index], [names])
     _equal(grown, expected)
     vocab = UnionVocab.extend(None, [t0.names, t1.names])
     # Without the names' token index, the old name keeps its old (empty) containment: the index is what finds it.
     empty = TokenIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32))
-    blind, _, _ = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1), vocab,
-                                Prior(state, len(BASE), 1, stats), [index], [empty])
+    blind, _, _, _ = resolve_union(union, [t0, t1], [keep0, keep1], np.asarray(w0 + w1), vocab,
+                                   Prior(state, len(BASE), 1, stats), [index], [empty])
     assert blind.about[blind.keys.index("zed alpha band")].nnz == 0

@@ -51,7 +51,7 @@ from scipy import sparse
 
 from gearag.errors import ConfigError
 from gearag.graph.ppr import DAMPING, PUSH_EPS, SOLVERS, PageRankOperator
-from gearag.graph.prepared import PreparedGraph, settings_of, write_prepared
+from gearag.graph.prepared import Earlier, PreparedGraph, settings_of, write_prepared
 from gearag.graph.resolve import Resolution, resolve_corpus, stop_words
 from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import tokens
@@ -251,9 +251,11 @@ class GraphArrays:
         return cls(res, csr("relations", (n_e, n_e)), optional("synonyms", (n_e, n_e)))
 
 
-def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True) -> float:
+def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True,
+                       earlier: Earlier | None = None) -> float:
     """Store ``arrays`` under ``graph/`` of an index being written (the one hook in indexing), and with
-    ``prepare`` the passage graph prepared from them for the default query settings (:mod:`gearag.graph.prepared`).
+    ``prepare`` the passage graph prepared from them for the default query settings (:mod:`gearag.graph.prepared`;
+    ``earlier``: the names of the index these arrays add to, extended instead of hashed again).
 
     Returns the seconds preparing took (0 without ``prepare``).
     """
@@ -263,7 +265,7 @@ def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool =
     if not prepare:
         return 0.0
     started = time.perf_counter()
-    write_prepared(writer, GRAPH_DIR, arrays, PassageGraphConfig())
+    write_prepared(writer, GRAPH_DIR, arrays, PassageGraphConfig(), earlier)
     return round(time.perf_counter() - started, 3)
 
 

@@ -29,7 +29,8 @@ import numpy as np
 
 from gearag.config import IndexConfig
 from gearag.errors import GearagError
-from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
+from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
+from gearag.graph.prepared import PREPARED, earlier_names
 from gearag.indexing.bm25 import write_tokens
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
@@ -106,6 +107,7 @@ def write_generation(
             pass  # damaged or for other shards: rebuilt below
     u = union or union_of([r.name for r in refs], shards, tombstones)
     timings: dict[str, float] = {}
+    meta: dict[str, Any] = {}  # how the generation was made, beside the timings
     with IndexWriter(out, overwrite=out.exists()) as w:
         started = time.perf_counter()
         tt = u.triples
@@ -140,17 +142,21 @@ def write_generation(
             p = prior.shards if prior is not None else 0
             indices = [(shard_token_index(before, ref.name, Mapped(shard.passages, attrgetter("text")), w),
                         u.union_rows(PASSAGES, i)) for i, (ref, shard) in enumerate(zip(refs, shards, strict=True))]
-            res, state, name_stats = resolve_union(u.passages, tables, u.triple_keep, owner, names, prior,
-                                                   indices[:p], name_indices[:p])
-            timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(res),
-                                                  prepare=config.resolve.prepared_graph)
-            state.write(w)
-            name_stats.write(w)
+            resolved = resolve_union(u.passages, tables, u.triple_keep, owner, names, prior, indices[:p],
+                                     name_indices[:p])
+            earlier = None
+            if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
+                earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
+            timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution),
+                                                  prepare=config.resolve.prepared_graph, earlier=earlier)
+            meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
+            resolved.state.write(w)
+            resolved.stats.write(w)
             timings["resolve"] = round(time.perf_counter() - started, 3)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(tt), "entities": graph.n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, "tables": TABLES_VERSION,
-                  "union": UNION_VERSION, "build_seconds": timings})
+                  "union": UNION_VERSION, "build_seconds": timings, **meta})
     return name, manifest_identity(out), counts
 
 

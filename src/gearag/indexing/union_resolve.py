@@ -39,6 +39,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -244,6 +245,16 @@ class Prior:
     names: NameStats | None = None  #: None: every endpoint name is resolved again
 
 
+class UnionResolution(NamedTuple):
+    """What :func:`resolve_union` gives."""
+
+    resolution: Resolution
+    state: ResolveState  #: what the next add needs
+    stats: NameStats  #: the union's endpoint-name statistics
+    #: With a prior: per entity of the prior's resolution, its id in this one (else None).
+    renumbered: np.ndarray | None
+
+
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])`` without the loop."""
     total = int(lengths.sum())
@@ -254,7 +265,7 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
                   owner: np.ndarray, vocab: UnionVocab, prior: Prior | None = None,
                   indices: Sequence[tuple[TokenIndex, np.ndarray]] = (),
-                  name_indices: Sequence[TokenIndex] = ()) -> tuple[Resolution, ResolveState, NameStats]:
+                  name_indices: Sequence[TokenIndex] = ()) -> UnionResolution:
     """``resolve_corpus`` of the union, reusing ``prior`` (the resolution of its first ``prior.new_from`` passages).
 
     ``vocab``: the union's endpoint names (the tables' ``names``);
@@ -355,7 +366,20 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     mentions = _incidence(np.concatenate([owner2[linked], text_rows]),
                           np.concatenate([flat[linked], text_names.astype(np.int64)]), (n_passages, n_keys))
     state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names))
-    return Resolution(keys, n_names, about, mentions, ends, None), state, stats
+    known = prior.names if prior is not None else None
+    renumbered = _renumbered(known, n_prior_names, entity) if known is not None else None
+    return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None), state, stats, renumbered)
+
+
+def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.ndarray | None:
+    """Where each entity of the prior's resolution is now (its keys: the prior's lexicon names, then its
+    endpoint-only names by first appearance); None if one is gone (not an append)."""
+    ep = np.flatnonzero((known.first >= 0) & (known.lex < 0))
+    ep = ep[np.argsort(known.first[ep], kind="stable")]
+    moved = entity[ep]
+    if np.any(moved < 0):
+        return None
+    return np.concatenate([np.arange(n_prior_names, dtype=np.int64), moved])
 
 
 def _endpoint_name_stats(ends_key: np.ndarray, triple_keep: Sequence[np.ndarray], vocab: UnionVocab,
