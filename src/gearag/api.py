@@ -16,11 +16,14 @@ the index's lock; a method call keeps its state local to the call).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gearag.methods import Method, make_method, method_config
 from gearag.results import Result, result_row
 from gearag.store.index import Index
+
+if TYPE_CHECKING:
+    from gearag.store.lance.collection import LanceSearchConfig
 
 
 class Gearag:
@@ -31,14 +34,17 @@ class Gearag:
         self.llm_roles = llm_roles
 
     @classmethod
-    def open(cls, path: str | Path, *, verify: bool = False, llm_roles: object | None = None) -> Gearag:
+    def open(cls, path: str | Path, *, verify: bool = False, llm_roles: object | None = None,
+             lance: LanceSearchConfig | None = None) -> Gearag:
         """Load the index at ``path``: a directory, or a Lance location (``s3://...``; extra ``lance``).
 
-        ``verify`` also checks every file's checksum (every table's readability for Lance).
+        ``verify`` also checks every file's checksum (every table's readability for Lance). ``lance``:
+        a Lance index's query-time settings (ANN probes, caches, the local file cache; ignored for a
+        directory index).
         """
         from gearag.store.backend import open_index
 
-        return cls(open_index(path, verify=verify), llm_roles=llm_roles)
+        return cls(open_index(path, verify=verify, lance=lance), llm_roles=llm_roles)
 
     def method(self, name: str, config: Any = None, **options: Any) -> Method:
         """The method ``name`` with ``config`` (or ``options``), built once and cached."""

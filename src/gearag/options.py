@@ -10,7 +10,8 @@ fusion step); one value sets them all.
 :func:`build_config` turns user options (CLI flags, JSON bodies, keyword
 arguments) into a config, rejecting unknown or non-applicable names and
 bad values with a one-line :class:`~gearag.errors.ConfigError`.
-:func:`option_specs` lists the options of a config class for the CLI.
+:func:`option_specs` lists the options of a config class for the CLI;
+:func:`changed_options` names those a config sets away from their defaults.
 """
 
 from __future__ import annotations
@@ -125,6 +126,17 @@ def option_specs(cls: type) -> dict[str, OptionSpec]:
         typ, optional = _base_type(hint)
         out[name] = OptionSpec(name, typ, default, meta["help"], meta["min"], meta["choices"], meta["positive"],
                                optional)
+    return out
+
+
+def changed_options(config: DataclassInstance) -> dict[str, Any]:
+    """The options of ``config`` whose values differ from its class's defaults (option name → value)."""
+    cls = type(config)
+    out: dict[str, Any] = {}
+    for (_path, f, _hint, value), (_, _, _, default) in zip(_walk(cls, config), _walk(cls, cls()), strict=True):
+        meta = f.metadata.get("gearag")
+        if meta is not None and value != default:
+            out.setdefault(meta["name"] or f.name, value)
     return out
 
 

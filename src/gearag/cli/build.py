@@ -12,10 +12,12 @@ from gearag.cli.common import (
     LLMBaseUrlOpt,
     LLMModelOpt,
     _index_specs,
+    _lance_specs,
     _print_json,
     _ray_specs,
     app,
     err,
+    lance_settings,
     with_config_options,
 )
 from gearag.data.corpus import MAX_PASSAGE_CHARS
@@ -126,15 +128,17 @@ def index(
 
 
 @app.command()
+@with_config_options(_lance_specs())
 def info(
     index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     verify: Annotated[bool, typer.Option(help="Checksum every file in full (default: small files in full, "
                                          "large arrays by sampled blocks).")] = False,
+    options: dict | None = None,
 ) -> None:
     """Show an index's manifest summary after checking its files (fully with --verify)."""
     from gearag.store.backend import backend_of, index_summary
 
-    manifest = index_summary(index_dir, verify=verify)
+    manifest = index_summary(index_dir, verify=verify, lance=lance_settings(index_dir, options))
     keys = ("format_version", "gearag_version", "created", "config", "counts")
     summary: dict[str, object] = {k: manifest[k] for k in keys if k in manifest}
     summary["collections"] = {name: spec.get("rows") for name, spec in (manifest.get("collections") or {}).items()}

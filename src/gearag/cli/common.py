@@ -11,13 +11,16 @@ import inspect
 import json
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from gearag.errors import ConfigError, GearagError
 from gearag.options import OptionSpec, option_specs
+
+if TYPE_CHECKING:
+    from gearag.store.lance.collection import LanceSearchConfig
 
 app = typer.Typer(
     add_completion=False,
@@ -60,7 +63,8 @@ LLMModelOpt = Annotated[str | None, typer.Option(help="Model name (default $GEAR
 def _typer_option(spec: OptionSpec) -> tuple[object, object]:
     """A typer annotation for a config option; its default is None (= the config's default)."""
     default = spec.default
-    shown = "" if default is None else f" \\[default: {str(default).lower() if isinstance(default, bool) else default}]"
+    value = str(default).lower() if isinstance(default, bool) else default
+    shown = "" if default in (None, "") else f" \\[default: {value}]"
     allowed = spec.allowed()
     choices = f" ({' | '.join(allowed)})" if allowed and not spec.help.count("|") else ""
     flags = (f"{spec.flag}/--no-{spec.flag[2:]}",) if spec.type is bool else (spec.flag,)
@@ -68,26 +72,40 @@ def _typer_option(spec: OptionSpec) -> tuple[object, object]:
     return annotation, None
 
 
-def with_config_options(specs: dict[str, OptionSpec]) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Add one CLI option per config option; they reach the command as one ``options`` dict (unset ones left out)."""
+def with_config_options(
+    specs: dict[str, OptionSpec], **groups: dict[str, OptionSpec]
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Add one CLI option per config option; they reach the command as one ``options`` dict (unset ones left out).
+
+    Each of ``groups`` (e.g. ``lance=_lance_specs()``) adds its options likewise, reaching the command
+    as a dict parameter of the group's name: options of different configs arrive apart.
+    """
+    every = {"options": specs, **groups}
+    clash = {n for g, a in every.items() for h, b in every.items() if g < h for n in set(a) & set(b)}
+    if clash:
+        raise ValueError(f"options declared by two groups: {', '.join(sorted(clash))}")
 
     def decorate(fn: Callable[..., None]) -> Callable[..., None]:
-        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "options"]
+        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name not in every]
         taken = {p.name for p in own}
         extra = []
-        for name, spec in specs.items():
-            if name in taken:
-                continue
-            annotation, default = _typer_option(spec)
-            extra.append(
-                inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-            )
-        names = [p.name for p in extra]
+        members: dict[str, list[str]] = {}
+        for group, group_specs in every.items():
+            members[group] = []
+            for name, spec in group_specs.items():
+                if name in taken:
+                    continue
+                annotation, default = _typer_option(spec)
+                extra.append(
+                    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+                )
+                members[group].append(name)
 
         @functools.wraps(fn)
         def command(**kwargs: object) -> None:
-            options = {name: kwargs.pop(name) for name in names}
-            fn(**kwargs, options={k: v for k, v in options.items() if v is not None})
+            given = {group: {name: kwargs.pop(name) for name in names} for group, names in members.items()}
+            fn(**kwargs, **{group: {k: v for k, v in values.items() if v is not None}
+                            for group, values in given.items()})
 
         command.__signature__ = inspect.Signature(own + extra)  # type: ignore[attr-defined]
         command.__annotations__ = {}
@@ -112,6 +130,25 @@ def _method_specs() -> dict[str, OptionSpec]:
                     # Methods default this option differently (--answer, --qa-passages): show no single default.
                     specs[key] = dataclasses.replace(first, default=None)
     return specs
+
+
+def _lance_specs() -> dict[str, OptionSpec]:
+    """The --lance-* options of the commands that open an index (a Lance index's query-time settings)."""
+    from gearag.store.lance.collection import LanceSearchConfig
+
+    return option_specs(LanceSearchConfig)
+
+
+def lance_settings(index_dir: str, given: dict[str, object] | None) -> LanceSearchConfig:
+    """The --lance-* options as a config; bad values, or any for an index directory, are a one-line error
+    (before anything is loaded)."""
+    from gearag.options import build_config
+    from gearag.store.backend import check_lance_settings
+    from gearag.store.lance.collection import LanceSearchConfig
+
+    config = build_config(LanceSearchConfig, given, what="a Lance index")
+    check_lance_settings(index_dir, config)
+    return config
 
 
 def _index_specs() -> dict[str, OptionSpec]:

@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -15,23 +15,28 @@ from gearag.cli.common import (
     LLMBaseUrlOpt,
     LLMModelOpt,
     _int_list,
+    _lance_specs,
     _method_names,
     _method_specs,
     _print_json,
     app,
     err,
+    lance_settings,
     out,
     with_config_options,
 )
 from gearag.errors import ConfigError
 from gearag.options import OptionSpec, option_specs
 
+if TYPE_CHECKING:
+    from gearag.store.lance.collection import LanceSearchConfig
+
 MethodOpt = Annotated[str, typer.Option(help="Method: " + " | ".join(_method_names()) + ".")]
 TopKOpt = Annotated[int, typer.Option("--top-k", min=1, help="Passages to return per question.")]
 
 
 @app.command()
-@with_config_options(_method_specs())
+@with_config_options(_method_specs(), lance=_lance_specs())
 def retrieve(
     index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     questions: Annotated[Path, typer.Argument(help="Questions: MuSiQue, HotpotQA, 2Wiki or JSONL {id, question}.")],
@@ -40,6 +45,7 @@ def retrieve(
     top_k: TopKOpt = 15,
     resume: Annotated[bool, typer.Option(help="Skip questions already in an interrupted run's partial file.")] = True,
     options: dict | None = None,
+    lance: dict | None = None,
 ) -> None:
     """Retrieve passages for every question into a run file, one JSON row per question."""
     from gearag.api import Gearag
@@ -56,14 +62,18 @@ def retrieve(
     inputs = (questions, *files)
     check_output_file(out_file, inputs=inputs)
     method_config(method, options)  # bad options fail before any loading
+    lance_config = lance_settings(index_dir, lance)
     qs = load_questions(questions)
-    app_ = Gearag.open(index_dir)
+    app_ = Gearag.open(index_dir, lance=lance_config)
     run_method = app_.method(method, **(options or {}))
     location = str(Path(index_dir).resolve()) if embedded else app_.index.location
     settings = {"index": location, "questions": str(Path(questions).resolve()),
                 "method": method, "top_k": top_k, "options": options or {},
                 "index_identity": {"manifest_sha256": app_.index.identity,
                                    "created": app_.index.manifest.get("created")}}
+    ranking = _lance_ranking(lance_config)
+    if ranking:  # a resumed run with another dense search starts over (the caches' settings do not matter)
+        settings["lance"] = ranking
     writer = RunWriter(out_file, resume=resume, settings=settings, inputs=inputs)
     if writer.discarded:
         err.print(f"restarting: discarded {writer.discarded} rows of an interrupted run because "
@@ -86,6 +96,14 @@ def retrieve(
 
         err.print(f"wrote {safe(out_file)} ({len(qs)} questions; "
                   f"median {1000 * statistics.median(latencies):.1f} ms/question)")
+
+
+def _lance_ranking(config: LanceSearchConfig) -> dict[str, object]:
+    """The Lance settings that change what a dense search returns, where they differ from the defaults."""
+    from gearag.options import changed_options
+
+    return {k: v for k, v in changed_options(config).items()
+            if k in ("lance_exact", "lance_nprobes", "lance_refine_factor")}
 
 
 @app.command("eval")
@@ -149,7 +167,7 @@ def eval_(
 
 
 @app.command()
-@with_config_options(_method_specs())
+@with_config_options(_method_specs(), lance=_lance_specs())
 def ask(
     index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -157,6 +175,7 @@ def ask(
     top_k: TopKOpt = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
     options: dict | None = None,
+    lance: dict | None = None,
 ) -> None:
     """Answer one question: show the top passages (and the method's trace)."""
     from gearag.api import Gearag
@@ -165,7 +184,7 @@ def ask(
     if not question.strip():
         raise ConfigError("the question is empty")
     method_config(method, options)  # bad options fail before any loading
-    app_ = Gearag.open(index_dir)
+    app_ = Gearag.open(index_dir, lance=lance_settings(index_dir, lance))
     result = app_.retrieve(question, method, top_k, **(options or {}))
     if as_json:
         _print_json(app_.row(result, question=question))

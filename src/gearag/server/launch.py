@@ -12,7 +12,10 @@ from gearag.server.settings import API_KEY_ENV, ServerSettings
 
 def serve(index_dir: str | Path, settings: ServerSettings) -> None:
     """Serve ``index_dir`` until interrupted; user errors raise GearagError (one line, exit 2)."""
+    from gearag.store.backend import check_lance_settings
+
     settings.check_exposure()
+    check_lance_settings(index_dir, settings.lance)
     try:
         import uvicorn
 
@@ -21,7 +24,7 @@ def serve(index_dir: str | Path, settings: ServerSettings) -> None:
         raise ConfigError(f"gearag serve needs fastapi and uvicorn ({exc}); reinstall gearag") from None
     from gearag.api import Gearag
 
-    gearag = Gearag.open(index_dir)
+    gearag = Gearag.open(index_dir, lance=settings.lance)
     app = create_app(gearag, settings)
     counts = gearag.index.manifest.get("counts", {})
     key = "API key required" if settings.api_key else f"no API key (set {API_KEY_ENV} to require one)"

@@ -1,13 +1,18 @@
-"""The service's settings: one frozen dataclass, every default documented once (``gearag serve`` options)."""
+"""The service's settings: one frozen dataclass, every default documented once (``gearag serve`` options).
+
+They include the index's Lance query-time settings (:class:`~gearag.store.lance.collection.LanceSearchConfig`,
+options ``--lance-*``), with which ``gearag serve`` opens a Lance index.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gearag.errors import ConfigError
 from gearag.options import setting
+from gearag.store.lance.collection import LanceSearchConfig
 
 #: Environment variable holding the API key (never a command-line flag, which other users can read in ``ps``).
 API_KEY_ENV = "GEARAG_API_KEY"
@@ -39,6 +44,8 @@ class ServerSettings:
     cors_origins: str = setting("", "Serve: comma-separated CORS origins (empty: CORS off).")
     #: One JSON access-log line per request on stderr.
     access_log: bool = setting(True, "Serve: one JSON access-log line per request (--no-access-log: off).")
+    #: How a Lance index is opened (its options are ``--lance-*``; an index directory takes none).
+    lance: LanceSearchConfig = field(default_factory=LanceSearchConfig)
     #: Required on every endpoint but /health and the page itself when set; read from $GEARAG_API_KEY.
     api_key: str | None = None
 

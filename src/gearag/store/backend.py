@@ -2,16 +2,23 @@
 
 A location that is an object-store URI (``s3://...``) or a directory holding a Lance ``meta`` table
 opens with the ``lance`` backend; anything else is an embedded index directory. Both give an
-:class:`~gearag.store.index.Index`, so every method runs unchanged on either.
+:class:`~gearag.store.index.Index`, so every method runs unchanged on either. The Lance backend's
+query-time settings (:class:`~gearag.store.lance.collection.LanceSearchConfig`) are ignored for an
+embedded index; :func:`check_lance_settings` refuses them there for callers (the CLI) whose user
+asked for them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gearag.errors import ConfigError
 from gearag.registry import REGISTRY
 from gearag.store.index import Index
+
+if TYPE_CHECKING:
+    from gearag.store.lance.collection import LanceSearchConfig
 
 
 def backend_of(location: str | Path) -> str:
@@ -21,17 +28,32 @@ def backend_of(location: str | Path) -> str:
     return "lance" if is_lance_location(location) or "://" in str(location) else "embedded"
 
 
-def open_index(location: str | Path, *, verify: bool = False) -> Index:
-    """The index at ``location``, by the backend its location names."""
-    loader: Any = REGISTRY.entry("backend", backend_of(location)).load()
-    index: Index = loader(location, verify=verify)
+def check_lance_settings(location: str | Path, lance: LanceSearchConfig | None) -> None:
+    """A one-line ConfigError naming the options when ``lance`` sets any (away from its default) but
+    ``location`` is an embedded index, which would ignore them."""
+    from gearag.options import changed_options
+
+    given = changed_options(lance) if lance is not None else {}
+    if given and backend_of(location) == "embedded":
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise ConfigError(f"{flags}: only a Lance index takes Lance settings; {location} is an index directory")
+
+
+def open_index(location: str | Path, *, verify: bool = False, lance: LanceSearchConfig | None = None) -> Index:
+    """The index at ``location``, by the backend its location names; ``lance`` (default: its defaults) sets a
+    Lance index's query-time settings and is ignored for an embedded one."""
+    backend = backend_of(location)
+    loader: Any = REGISTRY.entry("backend", backend).load()
+    settings = {"config": lance} if backend == "lance" and lance is not None else {}
+    index: Index = loader(location, verify=verify, **settings)
     return index
 
 
-def index_summary(location: str | Path, *, verify: bool = False) -> dict[str, Any]:
+def index_summary(location: str | Path, *, verify: bool = False,
+                  lance: LanceSearchConfig | None = None) -> dict[str, Any]:
     """The manifest of the index at ``location`` (checked: files for embedded, tables for Lance)."""
     if backend_of(location) == "embedded":
         from gearag.store.index import check_index
 
         return check_index(location, full=verify)
-    return dict(open_index(location, verify=verify).manifest)
+    return dict(open_index(location, verify=verify, lance=lance).manifest)

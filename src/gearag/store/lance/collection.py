@@ -33,21 +33,25 @@ STORE_ERRORS = (OSError, RuntimeError, ValueError, KeyError)
 
 @dataclass(frozen=True)
 class LanceSearchConfig:
-    """Query-time settings of the Lance backend."""
+    """Query-time settings of the Lance backend (options ``--lance-*`` of the commands that open an index)."""
 
-    exact: bool = setting(False, "dense search ignores the ANN index and scans every vector (exact)")
-    nprobes: int = setting(32, "IVF partitions probed per dense query (ANN only)")
-    refine_factor: int = setting(10, "ANN candidates re-scored exactly, as a multiple of k")
-    cache_rows: int = setting(65_536, "rows kept per column in the LRU of fetched rows")
-    malloc_arenas: int = setting(0, "cap glibc's malloc arenas of the whole process at this many before Lance's "
-                                    "threads start (0: glibc's default); 2 bounds what freed scan buffers keep, "
-                                    "at some dense latency")
-    index_cache_mb: float = setting(512.0, "MB of full-text and vector index pages LanceDB's session caches "
-                                           "(Lance's own default: 6 GiB)", positive=True)
-    metadata_cache_mb: float = setting(128.0, "MB of table metadata LanceDB's session caches (Lance's default: "
-                                              "1 GiB)", positive=True)
-    cache_dir: str = setting("", "local directory the index's graph files are copied to and memory-mapped from "
-                                 "(default: $GEARAG_CACHE_DIR, else ~/.cache/gearag)", name="lance_cache_dir")
+    exact: bool = setting(False, "Lance: dense search ignores the ANN index and scans every vector (exact).",
+                          name="lance_exact")
+    nprobes: int = setting(32, "Lance: IVF partitions probed per dense query (ANN only).", positive=True,
+                           name="lance_nprobes")
+    refine_factor: int = setting(10, "Lance: ANN candidates re-scored exactly, as a multiple of k.", min=1,
+                                 name="lance_refine_factor")
+    cache_rows: int = setting(65_536, "Lance: rows kept per column in the LRU of fetched rows.", min=0,
+                              name="lance_cache_rows")
+    malloc_arenas: int = setting(0, "Lance: cap glibc's malloc arenas of the whole process at this many before "
+                                    "Lance's threads start (0: glibc's default); 2 bounds what freed scan buffers "
+                                    "keep, at some dense latency.", min=0, name="lance_malloc_arenas")
+    index_cache_mb: float = setting(512.0, "Lance: MB of full-text and vector index pages LanceDB's session caches "
+                                           "(Lance's own default: 6 GiB).", positive=True, name="lance_index_cache_mb")
+    metadata_cache_mb: float = setting(128.0, "Lance: MB of table metadata LanceDB's session caches (Lance's "
+                                              "default: 1 GiB).", positive=True, name="lance_metadata_cache_mb")
+    cache_dir: str = setting("", "Lance: local directory the index's graph files are copied to and memory-mapped "
+                                 "from (default: $GEARAG_CACHE_DIR, else ~/.cache/gearag).", name="lance_cache_dir")
 
 
 class LRU:

@@ -7,8 +7,8 @@ column resident, growing with the corpus (BENCHMARKS.md, "Lance query memory
 against corpus size": +244 MB at 101k passages after 50 queries, +11 MB with
 ``MALLOC_ARENA_MAX=2``). :func:`limit_malloc_arenas` sets the same cap from
 inside the process (``mallopt(M_ARENA_MAX)``) before Lance starts its threads.
-It is :attr:`~gearag.store.lance.collection.LanceSearchConfig.malloc_arenas`;
-elsewhere than glibc it does nothing. Off by default (0): the cap is
+It is :attr:`~gearag.store.lance.collection.LanceSearchConfig.malloc_arenas`
+(``--lance-malloc-arenas``); elsewhere than glibc it does nothing. Off by default (0): the cap is
 process-wide, so a library must not set it for the application that opens an
 index, and it costs latency (101k passages, flat dense search, loaded 2-core
 machine: median 51 ms with glibc's 16 arenas, 59 / 73 / 84 ms with 8 / 4 / 2;
