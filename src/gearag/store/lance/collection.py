@@ -52,6 +52,9 @@ class LanceSearchConfig:
                                               "default: 1 GiB).", positive=True, name="lance_metadata_cache_mb")
     cache_dir: str = setting("", "Lance: local directory the index's graph files are copied to and memory-mapped "
                                  "from (default: $GEARAG_CACHE_DIR, else ~/.cache/gearag).", name="lance_cache_dir")
+    cache_keep_days: float = setting(7.0, "Lance: when an open fills a new export's copy in the cache directory, "
+                                          "delete other exports' copies not opened for this many days (0: never).",
+                                     min=0, name="lance_cache_keep_days")
 
 
 class LRU:

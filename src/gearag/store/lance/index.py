@@ -163,7 +163,8 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
     tables = {name: _open_table(db, loc, info["table"], info["rows"]) for name, info in listed.items()}
     entities = _open_table(db, loc, ENTITIES_TABLE, meta.get("entities"))
     identity = hashlib.sha256(json.dumps(meta, sort_keys=True).encode("utf-8")).hexdigest()
-    files = LocalFiles(db, str(loc), meta["files"], cache_root(config.cache_dir) / "lance" / identity[:32])
+    files = LocalFiles(db, str(loc), meta["files"], cache_root(config.cache_dir) / "lance" / identity[:32],
+                       keep_days=config.cache_keep_days)
     try:
         arrays = {rel: files.array(rel) for rel in HELD_ARRAYS}  # memory-mapped from the local cache
     except STORE_ERRORS as exc:
