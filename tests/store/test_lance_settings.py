@@ -170,3 +170,36 @@ def test_gearag_serve_opens_the_lance_index_with_its_options(lance_uri: str, tmp
         codes = [replica.stop()[0] for replica in replicas]
     assert codes == [0, 0]
     assert _cached_files(cache) == sorted(HELD_ARRAYS)  # one copy, used by both
+
+
+def test_a_resumed_run_with_another_dense_search_starts_over_and_cache_settings_do_not_matter(
+        cli: Any, lance_uri: str, questions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gearag.api
+
+    real = gearag.api.make_method
+
+    def interrupting(index: Any, name: str, config: Any = None, **options: Any) -> Any:
+        run = real(index, name, config, **options)
+
+        def once(question: str, k: int) -> Any:
+            monkeypatch.setattr(gearag.api, "make_method", real)
+            if "Beatles" in question:
+                raise KeyboardInterrupt
+            return run(question, k)
+
+        return once
+
+    def partial(*lance: str) -> Path:
+        out = tmp_path / f"run{len(list(tmp_path.glob('run*.jsonl*')))}.jsonl"
+        monkeypatch.setattr(gearag.api, "make_method", interrupting)
+        assert cli("retrieve", lance_uri, questions, "--out", out, "--method", "dense", *lance).code == 130
+        return out
+
+    out = partial("--lance-nprobes", "8")
+    resumed = cli("retrieve", lance_uri, questions, "--out", out, "--method", "dense", "--lance-nprobes", "8",
+                  "--lance-cache-rows", "10", "--lance-cache-dir", tmp_path / "cache")
+    assert resumed.code == 0 and "resuming: 1 of 2" in resumed.stderr, resumed.stderr
+    out = partial("--lance-nprobes", "8")
+    restarted = cli("retrieve", lance_uri, questions, "--out", out, "--method", "dense", "--lance-exact")
+    assert restarted.code == 0 and "discarded 1 rows" in restarted.stderr, restarted.stderr
+    assert "lance" in restarted.stderr
