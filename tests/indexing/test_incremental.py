@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO, StubExtractor, assert_clean_error, use_stub_extractor, wiki_slice, write_jsonl
 from gearag.api import Gearag
 from gearag.config import IndexConfig, TreesConfig
-from gearag.errors import IndexFormatError
+from gearag.errors import DataError, IndexFormatError
 from gearag.graph.passage_graph import graph_arrays_for, passage_graph_for
 from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, compact, delete_documents
@@ -190,6 +190,32 @@ def test_converting_a_plain_index_reuses_the_token_ids_its_build_kept(tmp_path: 
     full = build_index(passages, tmp_path / "full", STUB)
     assert_same_index(grown, full)  # BM25 statistics and scores included
     assert_same_rankings(grown, full, questions[:2], ["bm25"])
+
+
+def test_converting_an_older_plain_index_stores_its_row_offsets_and_id_hashes(tmp_path: Path) -> None:
+    """A plain index built before row offsets and id hashes were kept gets them once, in its shard, so later
+    adds neither scan its files nor read its ids."""
+    from gearag.store.passage_ids import ID_HASHES
+    from gearag.store.rows import offsets_rel
+
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(24, 2)
+    root = tmp_path / "grown"
+    build_index(passages[:16], root, STUB)
+    manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    for rel in (ID_HASHES, offsets_rel("passages.jsonl"), offsets_rel("triples.jsonl")):
+        (root / rel).unlink()
+        del manifest["files"][rel]
+    (root / "offsets").rmdir()
+    (root / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    grown = add_documents(root, passages[16:20])
+    first = root / "shards" / grown.manifest["shards"][0]["name"]
+    listed = read_manifest(first)["files"]
+    assert {ID_HASHES, offsets_rel("passages.jsonl"), offsets_rel("triples.jsonl")} <= set(listed)
+    with pytest.raises(DataError, match="already in the index"):
+        add_documents(root, [passages[3]])  # found through the converted shard's id hashes
+    grown = add_documents(root, passages[20:])
+    assert_same_index(grown, build_index(passages, tmp_path / "full", STUB))
 
 
 def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:

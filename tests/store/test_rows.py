@@ -151,3 +151,33 @@ def test_a_loaded_index_parses_its_entity_names_only_when_read(tiny_index) -> No
     assert loaded.graph.n_entities == tiny_index.graph.n_entities > 0
     assert getattr(loaded.graph.entities, "_items", "parsed") is None
     assert list(loaded.graph.entities) == list(tiny_index.graph.entities)
+
+
+def test_an_index_stores_its_row_offsets_and_loading_reads_them(tiny_index, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening an index needs no scan of its JSONL files for newlines: their row offsets are stored with them."""
+    import shutil
+
+    from gearag.store.index import Index
+    from gearag.store.rows import offsets_rel
+
+    for rel in ("passages.jsonl", "triples.jsonl"):
+        stored = np.load(tiny_index.path / offsets_rel(rel))
+        np.testing.assert_array_equal(stored, line_offsets(tiny_index.path / rel))
+
+    def no_scan(path: Path) -> np.ndarray:
+        raise AssertionError(f"scanned {path} for its rows")
+
+    monkeypatch.setattr(rows_module, "line_offsets", no_scan)
+    index = Index.load(tiny_index.path)
+    assert isinstance(index.passages.offsets, np.memmap)
+    assert list(index.passages) == list(tiny_index.passages)
+    assert index.triples[len(index.triples) - 1] == tiny_index.triples[len(tiny_index.triples) - 1]
+    monkeypatch.undo()
+    # Offsets that do not fit their file (a torn copy) are a one-line error naming the file.
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_index.path, copy)
+    with (copy / "passages.jsonl").open("ab") as fh:
+        fh.write(b'{"id": "x", "title": "X", "text": "x"}\n')
+    with pytest.raises(IndexFormatError, match=r"passages\.jsonl: its stored row offsets do not fit"):
+        JsonlRows(copy / "passages.jsonl", passage_of_record, np.load(copy / offsets_rel("passages.jsonl")))

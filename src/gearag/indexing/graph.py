@@ -12,6 +12,7 @@ from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import TripleGraph
 from gearag.store.index import passage_contents
+from gearag.store.passage_ids import write_passages
 from gearag.text import is_named, normalise_entity
 
 log = logging.getLogger(__name__)
@@ -84,9 +85,9 @@ class GraphStage:
         linkable = linkable_for(build.config.graph, cols.subjects, cols.objects, cols.owner, n)
         graph = TripleGraph.build(cols.subjects, cols.objects, linkable)
         w = build.writer
-        w.write_jsonl("passages.jsonl", ({"id": p.id, "title": p.title, "text": p.text} for p in build.passages))
+        write_passages(w, build.passages)
         rows = zip(cols.subjects, cols.predicates, cols.objects, strict=True)
-        w.write_jsonl("triples.jsonl", (list(t) for t in rows))
+        w.write_jsonl("triples.jsonl", (list(t) for t in rows), offsets=True)
         w.write_json("entities.json", graph.entities)
         owner = np.asarray(cols.owner, dtype=np.int32)
         w.write_array("arrays/triple_passage.npy", owner)

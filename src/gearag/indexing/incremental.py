@@ -33,6 +33,7 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
+from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import TOKEN_FILES, write_postings, write_token_ids, write_tokens
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
 from gearag.indexing.pipeline import build_index
@@ -52,6 +53,8 @@ from gearag.store.index import (
     stored_passage_ids,
 )
 from gearag.store.npy import write_blocks
+from gearag.store.passage_ids import ID_HASHES, find_rows, write_passages
+from gearag.store.rows import line_offsets, offsets_rel
 from gearag.store.shards import (
     GENERATIONS_DIR,
     SHARDED_COLLECTIONS,
@@ -213,6 +216,12 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
             for rel in listed:
                 if not rel.startswith(("bm25/", "graph/")):
                     w.path(rel).hardlink_to(root / rel)
+            # Row offsets and id hashes, if its build did not keep them (before they were kept): once, here.
+            for rel in ("passages.jsonl", "triples.jsonl"):
+                if offsets_rel(rel) not in listed:
+                    w.write_array(offsets_rel(rel), line_offsets(root / rel))
+            if ID_HASHES not in listed:
+                w.write_array(ID_HASHES, stable_hashes(stored_passage_ids(root / "passages.jsonl")))
             for coll, texts in ((PASSAGES, passage_contents(plain.passages)), (TRIPLES, plain.triples.texts())):
                 stored = _kept_token_ids(root, listed, coll, len(texts))
                 if stored is None:  # built before indices kept their token ids: tokenised again
@@ -309,7 +318,7 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         _refuse_trees(root, manifest, "add")
         check_options(root, IndexConfig.from_dict(manifest.get("config", {})), options)
         loaded = _load_state(root, manifest) if is_sharded(manifest) else None
-        _check_new_ids(root, _live_ids(root, loaded), passages)
+        _check_new_ids(root, manifest, loaded, passages)
         state = loaded or _open(root, "add", on_step)
         seconds: dict[str, float] = {}
         started = time.perf_counter()
@@ -346,25 +355,22 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add", union=u)
 
 
-def _live_ids(root: Path, state: _State | None) -> set[str]:
-    """Ids of the passages in the index (``state``: its loaded shards; None: a plain index), read from the
-    passage files' ids alone (not every passage parsed: seconds at a million passages)."""
+def _located(root: Path, manifest: dict[str, Any], state: _State | None, ids: Sequence[str]) -> list[dict[str, int]]:
+    """Per shard (a plain index: itself), the live row of each of ``ids`` it holds (``state``: the loaded
+    shards; None: a plain index); each shard's stored id hashes are compared, not every id read."""
     if state is None:
-        return set(stored_passage_ids(root / "passages.jsonl"))
-    ids: set[str] = set()
-    for ref in state.refs:
-        dead = set(state.tombstones.get(ref.name, np.zeros(0, np.int64)).tolist())
-        ids.update(pid for row, pid in enumerate(stored_passage_ids(root / ref.rel / "passages.jsonl"))
-                   if row not in dead)
-    return ids
+        return [find_rows(root, manifest.get("files") or {}, ids)]
+    return [find_rows(root / ref.rel, shard.manifest.get("files") or {}, ids, state.tombstones.get(ref.name),
+                      shard.passages) for ref, shard in zip(state.refs, state.shards, strict=True)]
 
 
-def _check_new_ids(root: Path, live: set[str], passages: Sequence[Passage]) -> None:
+def _check_new_ids(root: Path, manifest: dict[str, Any], state: _State | None, passages: Sequence[Passage]) -> None:
     seen: set[str] = set()
     dup_new = [p.id for p in passages if p.id in seen or seen.add(p.id)]  # type: ignore[func-returns-value]
     if dup_new:
         raise DataError(f"duplicate passage id {dup_new[0]!r} in the documents to add")
-    clash = [p.id for p in passages if p.id in live]
+    held = {pid for rows in _located(root, manifest, state, [p.id for p in passages]) for pid in rows}
+    clash = [p.id for p in passages if p.id in held]
     if clash:
         more = f" and {len(clash) - 5} more" if len(clash) > 5 else ""
         raise DataError(f"{root}: passage id {', '.join(map(repr, clash[:5]))}{more} already in the index "
@@ -404,22 +410,24 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
         manifest = read_manifest(root)
         _refuse_trees(root, manifest, "delete")
         loaded = _load_state(root, manifest) if is_sharded(manifest) else None
-        live = _live_ids(root, loaded)
-        unknown = list(dict.fromkeys(i for i in ids if i not in live))
+        located = _located(root, manifest, loaded, ids)
+        found = {pid for rows in located for pid in rows}
+        unknown = list(dict.fromkeys(i for i in ids if i not in found))
         if unknown:
             more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
             raise DataError(f"{root}: no passage with id {', '.join(map(repr, unknown[:5]))}{more} in the index;"
                             " nothing deleted")
-        if not live - set(ids):
+        total = (manifest.get("counts") or {}).get("passages")
+        if isinstance(total, int) and len(found) >= total:
             raise DataError(f"{root}: deleting every passage would leave an empty index; nothing deleted")
         state = loaded or _open(root, "delete", on_step)
-        wanted = set(ids)
+        if loaded is None:  # converted: the plain index's rows are its one shard's
+            located = _located(root, read_manifest(root), state, ids)
         tombstones = dict(state.tombstones)
-        for ref, keep in zip(state.refs, state.union().passage_keep, strict=True):
-            shard_ids = stored_passage_ids(root / ref.rel / "passages.jsonl")
-            rows = [r for r, pid in enumerate(shard_ids) if keep[r] and pid in wanted]
+        for ref, rows in zip(state.refs, located, strict=True):
             if rows:
-                tombstones[ref.name] = np.union1d(tombstones.get(ref.name, np.zeros(0, np.int64)), rows)
+                tombstones[ref.name] = np.union1d(tombstones.get(ref.name, np.zeros(0, np.int64)),
+                                                  sorted(rows.values()))
         started = time.perf_counter()
         gname, gsha, counts = write_generation(root, state.refs, state.shards, tombstones, state.config,
                                                state.generation)
@@ -458,9 +466,10 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
 
 def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], state: _State) -> None:
     """One shard holding the union's live rows: a plain index whose graph is the current generation's."""
-    w.write_jsonl("passages.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in u.passages])
+    write_passages(w, u.passages)
     tt = u.triples
-    w.write_jsonl("triples.jsonl", [list(t) for t in zip(tt.subjects, tt.predicates, tt.objects, strict=True)])
+    w.write_jsonl("triples.jsonl", (list(t) for t in zip(tt.subjects, tt.predicates, tt.objects, strict=True)),
+                  offsets=True)
     w.write_array("arrays/triple_passage.npy", np.asarray(tt.passage, dtype=np.int32))
     w.write_array("arrays/passage_triple_indptr.npy", u.passage_triple_indptr)
     for rel in ("entities.json", "arrays/triple_head.npy", "arrays/triple_tail.npy", "arrays/entity_indptr.npy",

@@ -46,8 +46,9 @@ import numpy as np
 from gearag.errors import GearagError
 from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, build_lexicon
 from gearag.graph.trie import NameLookup, tokens
+from gearag.hashing import stable_hashes
 from gearag.indexing.union_graph import EndpointTable, first_seen, reuse_or_compute, union_ends
-from gearag.indexing.union_vocab import UNION_DIR, UnionVocab, stable_hashes
+from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.model import Passage
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter
@@ -60,7 +61,7 @@ INDEX_FILES = ("hashes.npy", "indptr.npy", "rows.npy")
 class TokenIndex:
     """A shard's case-folded text tokens (as the trie scans them) → the passage rows holding them.
 
-    Tokens are kept as their sorted :func:`~gearag.indexing.union_vocab.stable_hashes`
+    Tokens are kept as their sorted :func:`~gearag.hashing.stable_hashes`
     (no strings to parse or dict to build when a generation reads it back): two
     tokens sharing a hash only make :meth:`holding` return more rows, which
     are scanned again to no effect, never fewer.

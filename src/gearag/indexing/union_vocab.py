@@ -15,23 +15,17 @@ hard-links the earlier shards' files instead of rewriting every string.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from hashlib import blake2b
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from gearag.errors import GearagError
+from gearag.hashing import stable_hashes
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter
 
 UNION_DIR = "union"
-
-
-def stable_hashes(strings: Iterable[str]) -> np.ndarray:
-    """A 64-bit hash per string (blake2b of its UTF-8), the same in every process (Python's ``hash`` is salted)."""
-    return np.fromiter((int.from_bytes(blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little",
-                                       signed=True) for s in strings), dtype=np.int64)
 
 
 class UnionVocab:

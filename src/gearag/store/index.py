@@ -50,7 +50,7 @@ from gearag.errors import ConfigError, IndexFormatError
 from gearag.model import Passage, Triple
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import TripleGraph
-from gearag.store.rows import Column, JsonList, JsonlRows, Mapped
+from gearag.store.rows import Column, JsonList, JsonlRows, Mapped, offsets_rel
 
 FORMAT = "gearag-index"
 #: 2 lists the index's collections in the manifest; 1 (no listing) still loads.
@@ -305,9 +305,10 @@ class TripleTable:
         return cls(Column(rows, 0), Column(rows, 1), Column(rows, 2), passage, rows)
 
     @classmethod
-    def read(cls, path: Path, passage: np.ndarray) -> TripleTable:
-        """The table of the ``triples.jsonl`` at ``path``, its rows read on demand (not held as strings)."""
-        return cls.of_rows(JsonlRows(path, triple_of_record), passage)
+    def read(cls, path: Path, passage: np.ndarray, offsets: np.ndarray | None = None) -> TripleTable:
+        """The table of the ``triples.jsonl`` at ``path``, its rows read on demand (not held as strings;
+        ``offsets``: its stored row offsets, if any)."""
+        return cls.of_rows(JsonlRows(path, triple_of_record, offsets), passage)
 
     def __len__(self) -> int:
         return len(self.subjects)
@@ -445,8 +446,13 @@ class Index:
         def arr(rel: str) -> np.ndarray:
             return load_array(path, rel)
 
+        listed = manifest.get("files") or {}
+
+        def offsets(rel: str) -> np.ndarray | None:  # stored with the file by newer builds, else scanned for
+            return arr(offsets_rel(rel)) if offsets_rel(rel) in listed else None
+
         # Read on demand (row offsets only): not a Python object per passage and per triple.
-        passages = JsonlRows(path / "passages.jsonl", passage_of_record)
+        passages = JsonlRows(path / "passages.jsonl", passage_of_record, offsets("passages.jsonl"))
         counts = manifest.get("counts", {})
         entities: Sequence[str]
         if isinstance(counts.get("entities"), int):  # parsed when a name is first read
@@ -462,7 +468,8 @@ class Index:
             indptr=np.asarray(arr("arrays/entity_indptr.npy")),
             indices=arr("arrays/entity_indices.npy"),
         )
-        triples = TripleTable.read(path / "triples.jsonl", np.asarray(arr("arrays/triple_passage.npy")))
+        triples = TripleTable.read(path / "triples.jsonl", np.asarray(arr("arrays/triple_passage.npy")),
+                                   offsets("triples.jsonl"))
         if counts.get("passages") != len(passages) or counts.get("triples") != len(triples):
             raise IndexFormatError(f"{path}: contents do not match the manifest counts; rebuild the index")
         passage_triple_indptr = np.asarray(arr("arrays/passage_triple_indptr.npy"))

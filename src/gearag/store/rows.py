@@ -34,6 +34,12 @@ SCAN_BYTES = 1 << 26
 CACHE_ROWS = 1 << 16
 
 
+def offsets_rel(rel: str) -> str:
+    """Where an index stores the row offsets of its JSONL file ``rel`` (``passages.jsonl`` →
+    ``offsets/passages.npy``): written with the file, so opening it needs no scan (:class:`JsonlRows`)."""
+    return f"offsets/{Path(rel).stem}.npy"
+
+
 def line_offsets(path: Path) -> np.ndarray:
     """Start offsets of each line of ``path`` plus the file's length (``n + 1`` int64 values)."""
     size = path.stat().st_size
@@ -140,10 +146,16 @@ class JsonList(_Rows, Sequence[str]):
 class JsonlRows(_Rows, Sequence[T], Generic[T]):
     """Rows of a JSONL file, each parsed by ``decode(json.loads(line))`` when read."""
 
-    def __init__(self, path: Path, decode: Callable[[Any], T]) -> None:
+    def __init__(self, path: Path, decode: Callable[[Any], T], offsets: np.ndarray | None = None) -> None:
+        """``offsets``: the file's stored row offsets (:func:`offsets_rel`, memory-mapped), else found by a scan."""
         self.path = Path(path)
         self.decode = decode
-        self.offsets = line_offsets(self.path)
+        if offsets is None:
+            offsets = line_offsets(self.path)
+        elif len(offsets) < 1 or int(offsets[0]) != 0 or int(offsets[-1]) != self.path.stat().st_size:
+            raise IndexFormatError(f"{self.path}: its stored row offsets do not fit the file (corrupt); rebuild "
+                                   "the index")
+        self.offsets = offsets
         self._map: mmap.mmap | bytes | None = None
         # Rows read lately (a query reads the same candidate triples again and again, a triple's three
         # columns the same row thrice): bounded, emptied when full.

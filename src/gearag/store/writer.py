@@ -20,6 +20,7 @@ import shutil
 import socket
 import tempfile
 import time
+from array import array
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from gearag.store.index import (
     _sha256,
     read_manifest,
 )
+from gearag.store.rows import offsets_rel
 from gearag.version import __version__
 
 
@@ -215,11 +217,18 @@ class IndexWriter:
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
-    def write_jsonl(self, rel: str, rows: Iterable[Any]) -> None:
-        with self.path(rel).open("w", encoding="utf-8") as fh:
+    def write_jsonl(self, rel: str, rows: Iterable[Any], *, offsets: bool = False) -> None:
+        """One JSON record per line; with ``offsets``, each line's start is stored too (:func:`offsets_rel`),
+        so that loading the file needs no scan for its newlines."""
+        ends = array("q", [0])
+        with self.path(rel).open("wb") as fh:
             for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False))
-                fh.write("\n")
+                line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+                fh.write(line)
+                if offsets:
+                    ends.append(ends[-1] + len(line))
+        if offsets:
+            self.write_array(offsets_rel(rel), np.frombuffer(ends, dtype=np.int64))
 
     def write_json(self, rel: str, value: Any) -> None:
         self.path(rel).write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")

@@ -1,0 +1,41 @@
+"""Finding passages by id from the stored id hashes (gearag add / delete at any corpus size, issue 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gearag.store import passage_ids as module
+from gearag.store.passage_ids import ID_HASHES, find_rows
+
+
+def test_ids_are_found_by_their_hashes_without_reading_every_id(tiny_index, monkeypatch: pytest.MonkeyPatch) -> None:
+    listed = tiny_index.manifest["files"]
+    assert ID_HASHES in listed
+    ids = [p.id for p in tiny_index.passages]
+
+    def every_id(path: Path) -> list[str]:
+        raise AssertionError("read every stored id")
+
+    monkeypatch.setattr(module, "stored_passage_ids", every_id)
+    wanted = [ids[2], ids[0], "not-there"]
+    assert find_rows(tiny_index.path, listed, wanted) == {ids[2]: 2, ids[0]: 0}
+    assert find_rows(tiny_index.path, listed, wanted, passages=tiny_index.passages) == {ids[2]: 2, ids[0]: 0}
+    assert find_rows(tiny_index.path, listed, wanted, dead=np.array([2])) == {ids[0]: 0}  # deleted rows are gone
+    monkeypatch.undo()
+    # An index written before the hashes were kept: its ids are read, with the same answer.
+    older = [rel for rel in listed if rel != ID_HASHES]
+    assert find_rows(tiny_index.path, older, wanted, dead=np.array([2])) == {ids[0]: 0}
+
+
+def test_a_shared_hash_costs_a_read_never_a_wrong_answer(tiny_index, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "index"
+    shutil.copytree(tiny_index.path, copy)
+    ids = [p.id for p in tiny_index.passages]
+    wanted_hash = module.stable_hashes([ids[1]])[0]
+    np.save(copy / ID_HASHES, np.full(len(ids), wanted_hash, dtype=np.int64))  # every row "matches"
+    assert find_rows(copy, tiny_index.manifest["files"], [ids[1]]) == {ids[1]: 1}
