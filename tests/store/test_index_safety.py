@@ -301,3 +301,36 @@ def test_hand_edited_manifest_fields_are_one_line_errors(cli, index_copy: Path, 
         Index.load(index_copy)
     assert needle in str(err.value)
     assert_clean_error(cli("info", index_copy), needle)
+
+
+def test_a_linked_file_keeps_the_checksums_its_index_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hard-linking a committed index's file costs no read of it at commit (gearag add links gigabytes);
+    a file replaced after linking is checksummed as written."""
+    from gearag.store import writer as writer_module
+    from gearag.store.index import _sha256, read_manifest
+    from gearag.store.writer import IndexWriter
+
+    source = tmp_path / "source"
+    with IndexWriter(source) as w:
+        w.write_array("a.npy", np.arange(10))
+        w.write_array("b.npy", np.arange(5))
+        w.commit({})
+    read: list[str] = []
+    real = writer_module._sha256
+
+    def counted(path: Path) -> str:
+        read.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(writer_module, "_sha256", counted)
+    out = tmp_path / "out"
+    with IndexWriter(out) as w:
+        w.link("x/a.npy", source / "a.npy", source)
+        w.link("b.npy", source / "b.npy", source)
+        w.path("b.npy").unlink()
+        w.write_array("b.npy", np.arange(7))  # replaced: not the listed file any more
+        w.commit({})
+    assert read == ["b.npy"]
+    files = read_manifest(out)["files"]
+    assert files["x/a.npy"] == read_manifest(source)["files"]["a.npy"]
+    assert files["b.npy"]["sha256"] == _sha256(out / "b.npy") != read_manifest(source)["files"]["b.npy"]["sha256"]

@@ -237,7 +237,7 @@ def link_generation(src: Path, root: Path, refs: list[ShardRef], tombstones: dic
         for f in sorted(src.rglob("*")):
             rel = f.relative_to(src).as_posix()
             if f.is_file() and rel != TOMBSTONES and _generation_file(rel):
-                w.path(rel).hardlink_to(f)
+                w.link(rel, f, src)
         w.write_json(TOMBSTONES, tombstones)
         meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts}
         if read_manifest(src).get("tables") is not None:  # the linked resolution state keeps its version

@@ -215,7 +215,7 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
             listed = manifest.get("files") or {}
             for rel in listed:
                 if not rel.startswith(("bm25/", "graph/")):
-                    w.path(rel).hardlink_to(root / rel)
+                    w.link(rel, root / rel, root)
             # Row offsets and id hashes, if its build did not keep them (before they were kept): once, here.
             for rel in ("passages.jsonl", "triples.jsonl"):
                 if offsets_rel(rel) not in listed:
@@ -474,7 +474,7 @@ def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path],
     w.write_array("arrays/passage_triple_indptr.npy", u.passage_triple_indptr)
     for rel in ("entities.json", "arrays/triple_head.npy", "arrays/triple_tail.npy", "arrays/entity_indptr.npy",
                 "arrays/entity_indices.npy"):
-        w.path(rel).hardlink_to(gdir / rel)
+        w.link(rel, gdir / rel, gdir)
     collections: dict[str, Any] = {}
     for coll in SHARDED_COLLECTIONS:
         rows = len(u.passages) if coll == PASSAGES else len(tt)

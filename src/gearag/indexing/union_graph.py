@@ -150,7 +150,7 @@ def reuse_or_compute(previous: Path | None, rel: str, files: Sequence[str], read
         table = read(previous / rel)
         if table is not None:
             for name in files:
-                w.path(f"{rel}/{name}").hardlink_to(previous / rel / name)
+                w.link(f"{rel}/{name}", previous / rel / name, previous)
             return table
     table = compute()
     write(table, w, rel)

@@ -101,7 +101,7 @@ class UnionVocab:
             rel = f"{UNION_DIR}/{what}/{shard}"
             if previous is not None and i < reused:
                 for suffix in (".npy", ".json"):
-                    w.path(rel + suffix).hardlink_to(previous / (rel + suffix))
+                    w.link(rel + suffix, previous / (rel + suffix), previous)
                 continue
             w.write_array(f"{rel}.npy", remap)
             w.write_json(f"{rel}.json", self.items[bounds[i] : bounds[i + 1]])

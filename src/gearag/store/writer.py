@@ -196,6 +196,8 @@ class IndexWriter:
             raise OutputError(f"--out {self.out}: is a file, not a directory")
         check_replaceable(self.out)  # fail fast, before the lock and the work
         self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._listed: dict[Path, dict[str, Any]] = {}  # manifests' file listings of the indices linked from
+        self._linked: dict[str, tuple[int, dict[str, Any]]] = {}  # rel → (inode, listed size and checksums)
         self.lock = IndexLock(self.out)
         self.lock.acquire()
         try:
@@ -216,6 +218,21 @@ class IndexWriter:
         p = self.tmp / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
+
+    def link(self, rel: str, source: Path, index: Path) -> None:
+        """Hard-link ``source``, a file of the committed index (or shard, generation) at ``index``, as ``rel``.
+
+        Its size and checksums are taken from that index's manifest at commit
+        instead of reading the file again (an add links the earlier shards'
+        tables, gigabytes at a million passages, into every generation).
+        """
+        self.path(rel).hardlink_to(source)
+        listed = self._listed.get(index)
+        if listed is None:
+            listed = self._listed[index] = read_manifest(index).get("files") or {}
+        meta = listed.get(source.relative_to(index).as_posix())
+        if isinstance(meta, dict) and isinstance(meta.get("sha256"), str) and isinstance(meta.get("bytes"), int):
+            self._linked[rel] = (source.stat().st_ino, meta)
 
     def write_jsonl(self, rel: str, rows: Iterable[Any], *, offsets: bool = False) -> None:
         """One JSON record per line; with ``offsets``, each line's start is stored too (:func:`offsets_rel`),
@@ -241,13 +258,19 @@ class IndexWriter:
         files: dict[str, dict[str, Any]] = {}
         for p in sorted(self.tmp.rglob("*")):
             if p.is_file():
+                rel = p.relative_to(self.tmp).as_posix()
+                linked = self._linked.get(rel)
+                stat = p.stat()
+                if linked is not None and linked[0] == stat.st_ino and linked[1]["bytes"] == stat.st_size:
+                    files[rel] = {k: v for k, v in linked[1].items() if k in ("bytes", "sha256", "sample")}
+                    continue  # a committed index's file, linked: durable and checksummed already
                 with p.open("rb") as fh:
                     os.fsync(fh.fileno())
-                size = p.stat().st_size
+                size = stat.st_size
                 meta: dict[str, Any] = {"bytes": size, "sha256": _sha256(p)}
                 if size > index_layout.SMALL_FILE_BYTES:  # read at call time: one threshold for write and load
                     meta["sample"] = _sampled_sha256(p, size)
-                files[p.relative_to(self.tmp).as_posix()] = meta
+                files[rel] = meta
         manifest = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
