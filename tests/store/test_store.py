@@ -121,6 +121,20 @@ def test_graph_random_matches_definition() -> None:
         assert np.all(np.diff(row) > 0)  # sorted, no duplicates
 
 
+def test_graph_from_ids_lists_each_entitys_triples_ascending_once() -> None:
+    """Heads, tails, unlinked ends (-1), self-loops and entities in no triple: each entity's row is the sorted
+    set of the triples it ends (the definition), with int64 offsets and int32 triple ids."""
+    rng = np.random.default_rng(3)
+    n_entities, n_triples = 40, 500
+    head = rng.integers(-1, n_entities - 3, n_triples).astype(np.int32)
+    tail = np.where(rng.random(n_triples) < 0.1, head, rng.integers(-1, n_entities - 3, n_triples)).astype(np.int32)
+    g = TripleGraph.from_ids([f"e{i}" for i in range(n_entities)], head, tail)
+    assert g.indptr.dtype == np.int64 and g.indices.dtype == np.int32 and len(g.indptr) == n_entities + 1
+    for e in range(n_entities):
+        expected = sorted({t for t in range(n_triples) if head[t] == e or tail[t] == e})
+        assert g.entity_triples(e).tolist() == expected
+
+
 def test_graph_empty() -> None:
     g = TripleGraph.build([], [])
     assert g.n_entities == 0

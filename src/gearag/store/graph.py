@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 from gearag.text import normalise_entity
 
@@ -55,18 +56,18 @@ class TripleGraph:
         """The graph of triples whose subject and object entity ids (-1: none) are ``head`` and ``tail``."""
         ids = entities
         n_triples = len(head)
-        triple_ids = np.arange(n_triples, dtype=np.int32)
-        # Edges (entity, triple) from heads and from tails; a self-loop counts once.
-        ents = np.concatenate([head, tail])
-        trips = np.concatenate([triple_ids, triple_ids])
-        keep = ents >= 0
-        keep[n_triples:] &= tail != head
-        ents, trips = ents[keep], trips[keep]
-        order = np.lexsort((trips, ents))
-        ents, trips = ents[order], trips[order]
-        counts = np.bincount(ents, minlength=len(ids)) if len(ids) else np.zeros(0, dtype=np.int64)
-        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
+        # Edges (entity, triple) from heads and tails, in triple order; a self-loop counts once. A counting
+        # sort by entity (scipy's COO → CSR, stable) keeps each entity's triples ascending: O(edges), where
+        # a lexsort of the 34M edges of a million passages took seconds.
+        pairs = np.stack([np.asarray(head), np.asarray(tail)], axis=1)
+        keep = pairs >= 0
+        keep[:, 1] &= pairs[:, 1] != pairs[:, 0]
+        ents = pairs[keep]
+        trips = np.broadcast_to(np.arange(n_triples, dtype=np.int32)[:, None], (n_triples, 2))[keep]
+        csr = sparse.coo_matrix((np.ones(len(ents), dtype=np.int8), (ents, trips)),
+                                shape=(len(ids), n_triples)).tocsr()
+        indptr = csr.indptr.astype(np.int64)
+        trips = csr.indices
         return cls(list(ids), head, tail, indptr, trips.astype(np.int32))
 
     @property
