@@ -197,10 +197,15 @@ class KeyStats:
         return cls(first, passages, bool(meta.get("named_all")))
 
 
-def union_ends(remaps: Sequence[np.ndarray], local: Sequence[np.ndarray]) -> np.ndarray:
-    """Per live triple, its endpoints' union ids (-1 kept) from each shard's table ids and map."""
-    parts = [np.where(ids >= 0, remap[np.maximum(ids, 0)] if len(remap) else -1, -1)
-             for remap, ids in zip(remaps, local, strict=True)]
+def union_ends(remaps: Sequence[np.ndarray], local: Sequence[np.ndarray], keep: Sequence[np.ndarray]) -> np.ndarray:
+    """Per live triple (``keep``: per shard, its live rows), its endpoints' union ids (-1 kept) from each shard's
+    table ids and map: one lookup per end in the map with -1 prepended (no mask copy for a shard without
+    deletions)."""
+    parts = []
+    for remap, ids, k in zip(remaps, local, keep, strict=True):
+        live = np.asarray(ids) if k.all() else ids[k]
+        lookup = np.concatenate([np.full(1, -1, dtype=np.int64), np.asarray(remap, dtype=np.int64)])
+        parts.append(lookup[live.astype(np.int64) + 1])
     return np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
 
 
@@ -221,7 +226,7 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
     the first ``counted`` shards (their live triples unchanged), so only the
     later shards' triples are counted.
     """
-    ends = union_ends(vocab.remaps, [t.ends[k].astype(np.int64) for t, k in zip(tables, triple_keep, strict=True)])
+    ends = union_ends(vocab.remaps, [t.ends for t in tables], triple_keep)
     named_parts = [t.named[k] for t, k in zip(tables, triple_keep, strict=True)]
     named = np.concatenate(named_parts) if named_parts else np.zeros((0, 2), bool)
     n_keys = len(vocab.items)

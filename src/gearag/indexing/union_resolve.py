@@ -312,8 +312,7 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     about_cols: list[np.ndarray] = [by_name_rows]
     about_vals: list[np.ndarray] = [by_name_w / np.repeat(totals, np.diff(name_ptr))]
     # -- endpoint names: where each first appears, its lexicon id, the names it contains ----------------
-    ends_key = union_ends(vocab.remaps, [t.name_ends[k].astype(np.int64)
-                                          for t, k in zip(tables, triple_keep, strict=True)])
+    ends_key = union_ends(vocab.remaps, [t.name_ends for t in tables], triple_keep)
     items = vocab.items
     stats = _endpoint_name_stats(ends_key, triple_keep, vocab, prior, name_indices, names, ids, n_prior_names,
                                  matcher)
