@@ -165,6 +165,33 @@ def test_a_held_lock_refuses_in_process_too(tmp_path: Path) -> None:
     assert not lock_path(out).exists()
 
 
+def test_a_busy_index_is_refused_before_the_inputs_are_read(tmp_path: Path, cli, tiny_index,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """gearag index / add / delete fail on another writer's lock before reading the corpus (minutes at 1M)."""
+    import shutil
+
+    from gearag import data
+
+    def no_reading(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("read the corpus of a busy index")
+
+    monkeypatch.setattr(data, "load_corpus", no_reading)
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [{"id": p.id, "title": p.title, "text": p.text}
+                                                     for p in tiny_passages()])
+    index = tmp_path / "index"
+    shutil.copytree(tiny_index.path, index)
+    (tmp_path / "ids.txt").write_text(tiny_index.passages[0].id + "\n", encoding="utf-8")
+    for out, argv in ((tmp_path / "new", ("index", corpus, "--out", tmp_path / "new")),
+                      (index, ("add", index, corpus)), (index, ("delete", index, tmp_path / "ids.txt"))):
+        lock = IndexLock(out)
+        lock.acquire()
+        try:
+            assert_clean_error(cli(*argv), "another gearag build is writing this index", f"pid {os.getpid()}")
+        finally:
+            lock.release()
+    assert read_manifest(index) == tiny_index.manifest  # nothing written
+
+
 def test_stale_temporary_directories_are_removed_under_the_lock(tmp_path: Path) -> None:
     out = tmp_path / "idx"
     (tmp_path / ".idx.tmp-killed").mkdir()  # left by a build killed with -9: nobody holds the lock

@@ -51,7 +51,7 @@ def index(
     from gearag.indexing import write_index
     from gearag.options import build_config
     from gearag.outputs import check_output_dir
-    from gearag.store.writer import check_replaceable
+    from gearag.store.writer import check_replaceable, check_unlocked
 
     options = dict(options or {})
     ray_options = {name: options.pop(name) for name in _ray_specs() if name in options}
@@ -75,6 +75,7 @@ def index(
         check_replaceable(out_dir)
     elif out_dir.exists():
         raise IndexFormatError(f"{out_dir}: already exists (pass --overwrite to replace it)")
+    check_unlocked(out_dir)  # another build of it: fail before the corpus is read
     def warn(message: str) -> None:
         err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)
 

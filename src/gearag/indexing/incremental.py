@@ -71,7 +71,14 @@ from gearag.store.shards import (
     union_of,
     write_manifest_atomic,
 )
-from gearag.store.writer import IndexLock, IndexWriter, _fsync_dir, foreign_entries, swap_directory
+from gearag.store.writer import (
+    IndexLock,
+    IndexWriter,
+    _fsync_dir,
+    check_unlocked,
+    foreign_entries,
+    swap_directory,
+)
 from gearag.version import __version__
 
 Step = Callable[[str, float], None]
@@ -94,8 +101,11 @@ class _State:
 
 
 def check_index_dir(root: Path) -> dict[str, Any]:
-    """The manifest of the index at ``root`` (an IndexFormatError naming it otherwise)."""
-    return read_manifest(Path(root))
+    """The manifest of the index at ``root`` (an IndexFormatError naming it otherwise); a BusyError if another
+    process is writing it (checked again, for real, when the operation takes the lock)."""
+    manifest = read_manifest(Path(root))
+    check_unlocked(Path(root))
+    return manifest
 
 
 def _refuse_trees(root: Path, manifest: dict[str, Any], what: str) -> None:

@@ -121,6 +121,26 @@ class IndexLock:
                 os.close(fd)  # closing drops the flock
 
 
+def check_unlocked(out: Path) -> None:
+    """A one-line BusyError now if another process holds ``out``'s :class:`IndexLock`, so that a command
+    fails before reading its inputs (a million-passage corpus takes minutes), not when it takes the lock.
+
+    Only a check: the lock itself is taken later and is what excludes a second writer. The probe holds a
+    shared lock for an instant; a build starting in that instant is told the index is busy.
+    """
+    try:
+        fd = os.open(lock_path(Path(out)), os.O_RDONLY)
+    except OSError:
+        return  # no lock file: nobody holds it (an unreadable one: the real lock reports it)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise BusyError(f"{out}: another gearag build is writing this index ({_lock_holder(fd)}); wait for it "
+                        "to finish or stop it, then retry") from None
+    finally:
+        os.close(fd)
+
+
 def _lock_holder(fd: int) -> str:
     try:
         info = json.loads(os.pread(fd, 4096, 0) or b"{}")
