@@ -277,11 +277,15 @@ def _transition_columns(arrays: GraphArrays, config: PassageGraphConfig, mention
     blocks = []
     # Passages' out-edges go to entities (node ids shifted past the passages).
     top = (mentions + about_t).tocsr()
-    blocks.append(_normalised_rows(top, shift=p))
-    del top
-    # Entities' out-edges go to passages, then to entities.
-    to_passages = (mentions * config.backlink_weight + about_t).T.tocsr()
+    # Entities' out-edges go to passages, then to entities: with a backlink weight of 1 (the default)
+    # the same sum, transposed (x * 1.0 == x exactly), so it is not summed twice.
+    if config.backlink_weight == 1.0:
+        to_passages = top.T.tocsr()
+    else:
+        to_passages = (mentions * config.backlink_weight + about_t).T.tocsr()
     del mentions, about_t
+    blocks.append(_normalised_rows(top, shift=p))  # scales top in place: after the transpose was taken
+    del top
     bottom = sparse.hstack([to_passages, _relations(arrays, config)], format="csr")
     del to_passages
     blocks.append(_normalised_rows(bottom, shift=0))
