@@ -144,6 +144,26 @@ def test_a_json_list_is_read_when_a_name_is_first_read(tmp_path: Path) -> None:
             JsonList(path, n)[0]
 
 
+def test_a_json_list_reads_one_name_without_parsing_the_list(tmp_path: Path) -> None:
+    """A query reads a few names: each is found by a scan for unescaped quotes and parsed alone."""
+    from gearag.store.rows import JsonList
+
+    names = ['plain', 'a "quoted" name', 'ends with \\', '\\"', 'ünïcödé 日本', '', 'x\\\\"y', 'tab\there',
+             '[1, 2]', '", "']
+    for indent in (None, 1):  # json.dumps's form, and any other whitespace
+        path = tmp_path / "entities.json"
+        path.write_text(json.dumps(names, ensure_ascii=False, indent=indent), encoding="utf-8")
+        lazy = JsonList(path, len(names))
+        assert [lazy[i] for i in range(len(names))] == names
+        assert lazy[-1] == names[-1] and lazy._items is None  # never parsed whole
+        assert list(lazy) == names and lazy._items is not None  # iterating parses it once
+    path.write_text(json.dumps([1, "a", "b"]))
+    assert JsonList(path, 3)[1] == "a"  # not a list of strings: parsed whole instead
+    path.write_text(json.dumps(["a", 1, "b"]))
+    with pytest.raises(IndexFormatError, match="is not a list of 2"):  # an element between two strings
+        JsonList(path, 2)[1]
+
+
 def test_a_loaded_index_parses_its_entity_names_only_when_read(tiny_index) -> None:
     from gearag.store.index import Index
 

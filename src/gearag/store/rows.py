@@ -99,17 +99,22 @@ class _Rows(_SequenceEq):
 
 
 class JsonList(_Rows, Sequence[str]):
-    """A JSON list of strings (an index's ``entities.json``) of known length, parsed on first use.
+    """A JSON list of strings (an index's ``entities.json``) of known length, read on demand.
 
     A process that never reads a name never pays for the list: the shards of a
     sharded index each hold one (6.7M names, ~0.5 GB of Python strings, in the
     first shard of a million passages) that its queries never read (they read
-    the generation's).
+    the generation's). A process that reads a few names (a query's triple
+    reader) finds where each name is in the file by one scan for its quotes
+    (two int64 per name, memory-mapped file) and parses only those; iterating
+    parses the whole list once.
     """
 
     def __init__(self, path: Path, n: int) -> None:
         self.path, self.n = Path(path), n
         self._items: list[str] | None = None
+        self._spans: np.ndarray | None = None  #: (n, 2) start and end byte of each name, once scanned
+        self._map: mmap.mmap | None = None
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -131,16 +136,77 @@ class JsonList(_Rows, Sequence[str]):
         return self._items
 
     def _read(self, i: int) -> str:
-        return self.items()[i]
+        if self._items is None and self._scanned():
+            assert self._spans is not None and self._map is not None
+            start, end = self._spans[i]
+            try:
+                name = json.loads(self._map[int(start) : int(end)])
+            except ValueError:
+                name = None
+            if isinstance(name, str):
+                return name
+        return self.items()[i]  # not a plain list of strings: parsed whole (a damaged file is an error there)
+
+    def _scanned(self) -> bool:
+        """Whether each name's place in the file is known (found now if not yet): the file is ``json.dumps`` of
+        a list of n strings, so its unescaped quotes are exactly each name's two ends."""
+        if self._spans is None:
+            with self._lock:
+                if self._spans is None:
+                    self._spans = self._scan()
+        return len(self._spans) == self.n
+
+    def _scan(self) -> np.ndarray:
+        try:
+            with self.path.open("rb") as fh:
+                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return np.zeros((0, 2), dtype=np.int64)
+        data = np.frombuffer(self._map, dtype=np.uint8)
+        quotes = np.concatenate([np.zeros(0, dtype=np.int64)] + [
+            np.flatnonzero(data[at : at + SCAN_BYTES] == 0x22).astype(np.int64) + at
+            for at in range(0, len(data), SCAN_BYTES)])
+        # A quote after a backslash is escaped when the backslashes before it are odd in number (rare: looked at
+        # one by one).
+        maybe = quotes[(quotes > 0) & (data[np.maximum(quotes - 1, 0)] == 0x5C)]
+        escaped = [q for q in maybe.tolist() if _backslashes_before(self._map, q) % 2]
+        ends = np.setdiff1d(quotes, np.asarray(escaped, dtype=np.int64), assume_unique=True)
+        none = np.zeros((0, 2), dtype=np.int64)
+        if len(ends) != 2 * self.n or not self.n:
+            return none
+        spans = ends.reshape(self.n, 2).copy()
+        spans[:, 1] += 1
+        # A flat list: "[", the strings with one comma between each two, "]", and whitespace around them.
+        head, tail = bytes(self._map[: spans[0, 0]]), bytes(self._map[spans[-1, 1] :])
+        if head.strip() != b"[" or tail.strip() != b"]":
+            return none
+        lengths = spans[1:, 0] - spans[:-1, 1]
+        if np.any(lengths < 1):
+            return none
+        if len(lengths):
+            at = np.repeat(spans[:-1, 1] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+            gap = data[at]
+            if not np.isin(gap, np.frombuffer(b", \n\r\t", dtype=np.uint8)).all() or np.any(
+                    np.add.reduceat((gap == 0x2C).astype(np.int64), np.cumsum(lengths) - lengths) != 1):
+                return none
+        return spans
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.items())
 
-    def __getstate__(self) -> dict[str, Any]:  # pickled as its path: parsed again where it is read
+    def __getstate__(self) -> dict[str, Any]:  # pickled as its path: read again where it is read
         return {"path": self.path, "n": self.n}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["path"], state["n"])  # type: ignore[misc]
+
+
+def _backslashes_before(buffer: mmap.mmap, at: int) -> int:
+    """How many backslashes directly precede byte ``at``."""
+    k = at - 1
+    while k >= 0 and buffer[k] == 0x5C:
+        k -= 1
+    return at - 1 - k
 
 
 class JsonlRows(_Rows, Sequence[T], Generic[T]):
