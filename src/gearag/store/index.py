@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -250,6 +250,23 @@ def passage_of_record(row: Any) -> Passage:
     return Passage(row["id"], row["title"], row["text"])
 
 
+def stored_offsets(path: Path, listed: Container[str], rel: str) -> np.ndarray | None:
+    """The row offsets of JSONL file ``rel`` that the index at ``path`` stored with it (``listed``: the files its
+    manifest lists), memory-mapped; None for an index written before they were kept (then they are scanned for)."""
+    return load_array(path, offsets_rel(rel)) if offsets_rel(rel) in listed else None
+
+
+def read_entities(path: Path, n: Any) -> Sequence[str]:
+    """The ``entities.json`` of the index (or generation) at ``path``: read on demand when its manifest counts
+    them (``n``), else parsed now (an index whose manifest does not count them)."""
+    if isinstance(n, int):
+        return JsonList(path / "entities.json", n)
+    entities = json.loads((path / "entities.json").read_text(encoding="utf-8"))
+    if not isinstance(entities, list):
+        raise IndexFormatError(f"{path}: entities.json is not a list (corrupt); rebuild the index")
+    return entities
+
+
 _ID_PREFIX = '{"id": '
 
 
@@ -447,20 +464,10 @@ class Index:
             return load_array(path, rel)
 
         listed = manifest.get("files") or {}
-
-        def offsets(rel: str) -> np.ndarray | None:  # stored with the file by newer builds, else scanned for
-            return arr(offsets_rel(rel)) if offsets_rel(rel) in listed else None
-
         # Read on demand (row offsets only): not a Python object per passage and per triple.
-        passages = JsonlRows(path / "passages.jsonl", passage_of_record, offsets("passages.jsonl"))
+        passages = JsonlRows(path / "passages.jsonl", passage_of_record, stored_offsets(path, listed, "passages.jsonl"))
         counts = manifest.get("counts", {})
-        entities: Sequence[str]
-        if isinstance(counts.get("entities"), int):  # parsed when a name is first read
-            entities = JsonList(path / "entities.json", counts["entities"])
-        else:  # an index whose manifest does not count them
-            entities = json.loads((path / "entities.json").read_text(encoding="utf-8"))
-            if not isinstance(entities, list):
-                raise IndexFormatError(f"{path}: entities.json is not a list (corrupt); rebuild the index")
+        entities = read_entities(path, counts.get("entities"))
         graph = TripleGraph(
             entities=entities,
             head=np.asarray(arr("arrays/triple_head.npy")),
@@ -469,7 +476,7 @@ class Index:
             indices=arr("arrays/entity_indices.npy"),
         )
         triples = TripleTable.read(path / "triples.jsonl", np.asarray(arr("arrays/triple_passage.npy")),
-                                   offsets("triples.jsonl"))
+                                   stored_offsets(path, listed, "triples.jsonl"))
         if counts.get("passages") != len(passages) or counts.get("triples") != len(triples):
             raise IndexFormatError(f"{path}: contents do not match the manifest counts; rebuild the index")
         passage_triple_indptr = np.asarray(arr("arrays/passage_triple_indptr.npy"))

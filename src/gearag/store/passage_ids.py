@@ -22,8 +22,8 @@ import numpy as np
 from gearag.hashing import stable_hashes
 from gearag.model import Passage
 from gearag.store.collection import load_array
-from gearag.store.index import passage_of_record, stored_passage_ids
-from gearag.store.rows import JsonlRows, offsets_rel
+from gearag.store.index import passage_of_record, stored_offsets, stored_passage_ids
+from gearag.store.rows import JsonlRows
 
 if TYPE_CHECKING:
     from gearag.store.writer import IndexWriter
@@ -43,9 +43,8 @@ def find_rows(path: Path, listed: Iterable[str], ids: Iterable[str], dead: np.nd
     candidates: Iterable[tuple[int, str]]
     if ID_HASHES in listed:
         if passages is None:
-            rel = offsets_rel("passages.jsonl")
-            offsets = load_array(path, rel) if rel in listed else None
-            passages = JsonlRows(path / "passages.jsonl", passage_of_record, offsets)
+            passages = JsonlRows(path / "passages.jsonl", passage_of_record,
+                                 stored_offsets(path, listed, "passages.jsonl"))
         rows = np.flatnonzero(np.isin(load_array(path, ID_HASHES), stable_hashes(wanted)))
         candidates = ((r, passages[r].id) for r in rows.tolist())
     else:  # written before the hashes were kept: every id read

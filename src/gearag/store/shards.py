@@ -66,10 +66,11 @@ from gearag.store.index import (
     _check_indptr,
     manifest_identity,
     passage_contents,
+    read_entities,
     read_manifest,
     verify_listed,
 )
-from gearag.store.rows import ConcatRows, JsonList
+from gearag.store.rows import ConcatRows
 from gearag.store.stacked import StackedRows
 from gearag.store.writer import _fsync_dir
 
@@ -357,7 +358,7 @@ def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
         tombstones = read_tombstones(gpath, {r.name: len(s.passages) for r, s in zip(refs, shards, strict=True)})
         u = union if union is not None and union.matches(refs, shards, tombstones) else union_of(
             [r.name for r in refs], shards, tombstones)
-        entities = _entities(gpath, manifest.get("counts", {}).get("entities"))
+        entities = read_entities(gpath, manifest.get("counts", {}).get("entities"))
         graph = TripleGraph(
             entities=entities,
             head=np.asarray(load_array(gpath, "arrays/triple_head.npy")),
@@ -387,17 +388,6 @@ def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
     index_manifest = {**manifest, "graph_dir": f"{grel}/graph"}
     return Index(path=path, manifest=index_manifest, passages=u.passages, triples=u.triples, graph=graph,
                  passage_triple_indptr=u.passage_triple_indptr, collections=collections)
-
-
-def _entities(gpath: Path, n: Any) -> Sequence[str]:
-    """The generation's entity names: parsed when first read when the manifest counts them (an add's reload,
-    and queries that never read a name, skip ~0.5 GB of strings at a million passages), else now."""
-    if isinstance(n, int):
-        return JsonList(gpath / "entities.json", n)
-    entities = json.loads((gpath / "entities.json").read_text(encoding="utf-8"))
-    if not isinstance(entities, list):
-        raise IndexFormatError(f"{gpath}: entities.json is not a list (corrupt); rebuild the index")
-    return entities
 
 
 def postings_bm25(path: Path, refs: list[ShardRef], u: Union, name: str, k1: float, b: float) -> PostingsBM25:

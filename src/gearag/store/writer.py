@@ -90,12 +90,9 @@ class IndexLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = _lock_holder(fd)
+                busy = _busy(self.out, fd)
                 os.close(fd)
-                raise BusyError(
-                    f"{self.out}: another gearag build is writing this index ({holder}); "
-                    "wait for it to finish or stop it, then retry"
-                ) from None
+                raise busy from None
             except BaseException:
                 os.close(fd)
                 raise
@@ -135,10 +132,15 @@ def check_unlocked(out: Path) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise BusyError(f"{out}: another gearag build is writing this index ({_lock_holder(fd)}); wait for it "
-                        "to finish or stop it, then retry") from None
+        raise _busy(out, fd) from None
     finally:
         os.close(fd)
+
+
+def _busy(out: Path, fd: int) -> BusyError:
+    """The error for an index whose lock (open as ``fd``) another process holds, naming the holder."""
+    return BusyError(f"{out}: another gearag build is writing this index ({_lock_holder(fd)}); wait for it to "
+                     "finish or stop it, then retry")
 
 
 def _lock_holder(fd: int) -> str:
