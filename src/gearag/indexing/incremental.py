@@ -54,7 +54,7 @@ from gearag.store.index import (
 )
 from gearag.store.npy import write_blocks
 from gearag.store.passage_ids import ID_HASHES, find_rows, write_passages
-from gearag.store.rows import line_offsets, offsets_rel
+from gearag.store.rows import JsonlRows, line_offsets, offsets_rel
 from gearag.store.shards import (
     GENERATIONS_DIR,
     SHARDED_COLLECTIONS,
@@ -226,10 +226,12 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
             for rel in listed:
                 if not rel.startswith(("bm25/", "graph/")):
                     w.link(rel, root / rel, root)
-            # Row offsets and id hashes, if its build did not keep them (before they were kept): once, here.
-            for rel in ("passages.jsonl", "triples.jsonl"):
+            # Row offsets and id hashes, if its build did not keep them (before they were kept): once, here;
+            # the offsets are the ones loading it just scanned for.
+            for rel, rows in (("passages.jsonl", plain.passages), ("triples.jsonl", plain.triples.rows)):
                 if offsets_rel(rel) not in listed:
-                    w.write_array(offsets_rel(rel), line_offsets(root / rel))
+                    scanned = rows.offsets if isinstance(rows, JsonlRows) else line_offsets(root / rel)
+                    w.write_array(offsets_rel(rel), scanned)
             if ID_HASHES not in listed:
                 w.write_array(ID_HASHES, stable_hashes(stored_passage_ids(root / "passages.jsonl")))
             for coll, texts in ((PASSAGES, passage_contents(plain.passages)), (TRIPLES, plain.triples.texts())):
