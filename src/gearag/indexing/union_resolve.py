@@ -35,7 +35,6 @@ union, array for array (tested).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +42,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gearag.data.jsonio import load_json
 from gearag.errors import GearagError
-from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, build_lexicon
+from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, build_lexicon, summed_csr
 from gearag.graph.trie import NameLookup, tokens
 from gearag.hashing import stable_hashes
 from gearag.indexing.union_graph import EndpointTable, first_seen, reuse_or_compute, union_ends
@@ -156,7 +156,7 @@ class ResolveState:
     @classmethod
     def read(cls, directory: Path, n_passages: int) -> ResolveState | None:
         try:
-            names = json.loads((directory / RESOLVE_DIR / "names.json").read_text(encoding="utf-8"))
+            names = load_json(directory / RESOLVE_DIR / "names.json")
             arrays = [np.asarray(load_array(directory, f"{RESOLVE_DIR}/{f}")) for f in STATE_FILES[1:]]
         except (OSError, ValueError, GearagError):
             return None
@@ -259,8 +259,9 @@ class UnionResolution(NamedTuple):
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])`` without the loop."""
     total = int(lengths.sum())
-    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return np.arange(total, dtype=np.int64) - offsets + np.repeat(starts.astype(np.int64), lengths)
+    out = np.repeat(starts.astype(np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    out += np.arange(total, dtype=np.int64)
+    return out
 
 
 def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
@@ -279,7 +280,7 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     old = prior.state if prior is not None else None
     # -- the lexicon: the prior's entries, then the new passages' ------------------------------
     names = list(old.names) if old else []
-    ids = {k: i for i, k in enumerate(names)}
+    ids = dict(zip(names, range(len(names)), strict=True))
     n_prior_names = len(names)
     lk = [old.lex[0]] if old else []
     lr = [old.lex[1]] if old else []
@@ -307,7 +308,7 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     name_ptr = np.zeros(n_names + 1, dtype=np.int64)
     np.cumsum(np.bincount(lex_k, minlength=n_names), out=name_ptr[1:])
     totals = np.bincount(lex_k, weights=lex_w, minlength=n_names)  # sums of tier weights: exact in any order
-    matcher = NameLookup(names)
+    matcher = NameLookup(names, ids)
     about_rows: list[np.ndarray] = [np.repeat(np.arange(n_names, dtype=np.int64), np.diff(name_ptr))]
     about_cols: list[np.ndarray] = [by_name_rows]
     about_vals: list[np.ndarray] = [by_name_w / np.repeat(totals, np.diff(name_ptr))]
@@ -325,7 +326,7 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     entity[:-1][named_live] = stats.lex[named_live]
     entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
     keys = names + [items[j] for j in ep.tolist()]
-    ends = entity[np.where(ends_key >= 0, ends_key, len(items))].astype(np.int32)
+    ends = entity.astype(np.int32)[ends_key]  # an end of no name (-1) reads entity's last entry, -1
     # An endpoint-only name is about the passages of the lexicon names it contains (resolve_corpus._contained).
     contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w, totals)
     for part, array in zip((about_rows, about_cols, about_vals), contained, strict=True):
@@ -353,13 +354,9 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     t_names.append(np.asarray(scanned_names, dtype=np.int32))
     text_rows, text_names = np.concatenate(t_rows).astype(np.int64), np.concatenate(t_names).astype(np.int32)
     # -- the matrices, as resolve_corpus assembles them -------------------------------------------------
-    from scipy import sparse
-
     n_keys = len(keys)
-    about = sparse.csr_matrix(
-        (np.concatenate(about_vals).astype(np.float32),
-         (np.concatenate(about_rows), np.concatenate(about_cols))), shape=(n_keys, n_passages))
-    about.sum_duplicates()
+    about = summed_csr(np.concatenate(about_vals).astype(np.float32), np.concatenate(about_rows),
+                       np.concatenate(about_cols), (n_keys, n_passages))
     owner2 = np.repeat(np.asarray(owner, dtype=np.int64), 2)
     flat = ends.ravel().astype(np.int64)
     linked = flat >= 0
@@ -423,7 +420,8 @@ def _contained_about(stats: NameStats, ep: np.ndarray, n_names: int, name_ptr: n
     at = ranges(stats.cont_ptr[ep], per)
     contained = stats.cont_name[at]
     spans = name_ptr[contained + 1] - name_ptr[contained]
-    entry = np.repeat(np.arange(len(at), dtype=np.int64), spans)
     pos = ranges(name_ptr[contained], spans)
-    rows = np.repeat(n_names + np.arange(len(ep), dtype=np.int64), per)[entry]
-    return rows, by_name_rows[pos], stats.cont_share[at][entry] * by_name_w[pos] / totals[contained][entry]
+    # Per (name, contained name) pair, repeated over that name's passages (repeats, not gathers: the same values).
+    rows = np.repeat(np.repeat(n_names + np.arange(len(ep), dtype=np.int64), per), spans)
+    weights = np.repeat(stats.cont_share[at], spans) * by_name_w[pos] / np.repeat(totals[contained], spans)
+    return rows, by_name_rows[pos], weights

@@ -14,12 +14,12 @@ hard-links the earlier shards' files instead of rewriting every string.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from gearag.data.jsonio import load_json
 from gearag.errors import GearagError
 from gearag.hashing import stable_hashes
 from gearag.store.collection import load_array
@@ -119,7 +119,7 @@ class UnionVocab:
         try:
             for shard, size in zip(shards, sizes, strict=True):
                 remap = np.asarray(load_array(directory, f"{UNION_DIR}/{what}/{shard}.npy"))
-                first = json.loads((directory / UNION_DIR / what / f"{shard}.json").read_text(encoding="utf-8"))
+                first = load_json(directory / UNION_DIR / what / f"{shard}.json")
                 if (remap.ndim != 1 or len(remap) < size or not isinstance(first, list)
                         or (len(remap) and (int(remap.min()) < 0 or int(remap.max()) >= len(items) + len(first)))):
                     return None

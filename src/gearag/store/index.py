@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.data.jsonio import load_json
 from gearag.errors import ConfigError, IndexFormatError
 from gearag.model import Passage, Triple
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
@@ -261,7 +262,7 @@ def read_entities(path: Path, n: Any) -> Sequence[str]:
     them (``n``), else parsed now (an index whose manifest does not count them)."""
     if isinstance(n, int):
         return JsonList(path / "entities.json", n)
-    entities = json.loads((path / "entities.json").read_text(encoding="utf-8"))
+    entities = load_json(path / "entities.json")
     if not isinstance(entities, list):
         raise IndexFormatError(f"{path}: entities.json is not a list (corrupt); rebuild the index")
     return entities

@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from gearag.data.jsonio import load_json
 from gearag.errors import IndexFormatError
 from gearag.store.stacked import LiveParts
 
@@ -126,7 +127,7 @@ class JsonList(_Rows, Sequence[str]):
             with self._lock:
                 if self._items is None:
                     try:
-                        items = json.loads(self.path.read_text(encoding="utf-8"))
+                        items = load_json(self.path)
                     except (OSError, ValueError):
                         items = None
                     if not isinstance(items, list) or len(items) != self.n:
