@@ -135,7 +135,19 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     build_index(a, root, STUB)
     add_documents(root, b)
     gone = {a[3].id, a[7].id, b[0].id, b[5].id}
+    from gearag.indexing import generation
+
+    real = generation.resolve_union
+    removals: list[bool] = []
+
+    def spy_delete(passages, tables, keep, owner, vocab, prior, *rest):  # type: ignore[no-untyped-def]
+        removals.append(prior is not None and prior.removal is not None)
+        return real(passages, tables, keep, owner, vocab, prior, *rest)
+
+    monkeypatch.setattr(generation, "resolve_union", spy_delete)
     deleted = delete_documents(root, sorted(gone))
+    monkeypatch.setattr(generation, "resolve_union", real)
+    assert removals == [True]  # the previous resolution, renumbered: not resolved from scratch
     remaining = [p for p in a + b if p.id not in gone]
     expected = build_index(remaining, tmp_path / "expected", STUB)
     assert_same_index(deleted, expected)
@@ -157,8 +169,6 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     assert compact(root).identity == compacted.identity  # nothing to merge: nothing written
     # An add after the compact reuses the union's resolution state (linked into the compacted generation).
-    from gearag.indexing import generation
-
     priors: list[bool] = []
     real = generation.resolve_union
 

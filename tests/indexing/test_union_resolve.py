@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gearag.graph.resolve import Resolution, resolve_corpus
-from gearag.indexing.union_graph import EndpointTable
+from gearag.indexing.union_graph import EndpointTable, Removal
 from gearag.indexing.union_resolve import Prior, TokenIndex, resolve_union
 from gearag.indexing.union_vocab import UnionVocab
 from gearag.model import Passage
@@ -110,3 +111,44 @@ def test_ranges_is_the_concatenation_of_aranges() -> None:
         starts, lengths = rng.integers(0, 100, n), rng.integers(0, 5, n)
         want = [np.arange(s, s + k) for s, k in zip(starts.tolist(), lengths.tolist(), strict=True)]
         assert ranges(starts, lengths).tolist() == (np.concatenate(want).tolist() if want else [])
+
+
+CORPUS = [
+    Passage("p0", "Zed Alpha", "Zed Alpha is a band from Beta."),
+    Passage("p1", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990."),
+    Passage("p2", "Gamma Ray (album)", "Gamma Ray is an album by Zed Alpha, recorded in Beta."),
+    Passage("p3", "Beta (film)", "Beta is a 2001 film set in Delta."),
+    Passage("p4", "Delta", "Delta was founded near Gamma Ray and Omega Point."),
+    Passage("p5", "Omega Point", "Omega Point is a cape near Zed."),
+    Passage("p6", "Zed", "Zed is a letter. Zed Alpha Band fans say so."),
+]
+TRIPLES = [("Zed Alpha", "Delta", 0), ("Zed Alpha Band", "Beta", 2), ("Gamma Ray", "Zed Alpha", 4),
+           ("Beta", "Zed Alpha Band", 1), ("Omega Point Lighthouse", "Zed", 5), ("Delta", "Gamma Ray", 3)]
+
+
+@pytest.mark.parametrize("gone", [[0], [1], [0, 1], [1, 2], [0, 3, 6], [5], [2, 4]])
+def test_a_delete_renumbers_and_rescans_only_what_gone_names_touch_and_equals_a_resolution_of_the_rest(
+        gone: list[int]) -> None:
+    """The mirror of an add: names whose first page went move to their next one (in that page's order),
+    names with no page left vanish, and what they matched in (texts, endpoint names) is scanned again."""
+    subjects, objects, owner = (list(x) for x in zip(*TRIPLES, strict=True))
+    table = EndpointTable.compute(subjects, objects)
+    vocab = UnionVocab.extend(None, [table.names])
+    every = np.ones(len(subjects), bool)
+    _, state, stats, _ = resolve_union(CORPUS, [table], [every], np.asarray(owner), vocab)
+    keep_rows = np.ones(len(CORPUS), bool)
+    keep_rows[gone] = False
+    rows = np.where(keep_rows, np.cumsum(keep_rows) - 1, -1)
+    keep_t = keep_rows[np.asarray(owner)]
+    triples = np.where(keep_t, np.cumsum(keep_t) - 1, -1)
+    rest = [p for p, k in zip(CORPUS, keep_rows, strict=True) if k]
+    live = [t for t, k in zip(TRIPLES, keep_t, strict=True) if k]
+    expected = resolve_corpus([p.title for p in rest], [p.text for p in rest], [t[0] for t in live],
+                              [t[1] for t in live], [int(rows[t[2]]) for t in live], is_named)
+    index = (TokenIndex.compute([p.text for p in CORPUS]), rows)
+    names = TokenIndex.compute(table.names, lambda k: k.split(" "))
+    prior = Prior(state, len(rest), 1, stats, Removal(rows, triples))
+    shrunk, _, _, renumbered = resolve_union(rest, [table], [keep_t], rows[np.asarray(owner)][keep_t], vocab,
+                                             prior, [index], [names])
+    _equal(shrunk, expected)
+    assert renumbered is None  # entities went away: the prepared names are hashed again

@@ -36,7 +36,7 @@ from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
 from gearag.indexing.stage import Build, Stage
-from gearag.indexing.union_graph import EndpointTable, KeyStats, shard_table, union_triple_graph
+from gearag.indexing.union_graph import EndpointTable, KeyStats, Removal, shard_table, union_triple_graph
 from gearag.indexing.union_resolve import (
     NameStats,
     Prior,
@@ -46,7 +46,7 @@ from gearag.indexing.union_resolve import (
     shard_token_index,
 )
 from gearag.indexing.union_vocab import UnionVocab, common_prefix
-from gearag.store.collection import PASSAGES
+from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.rows import Mapped
 from gearag.store.shards import (
@@ -117,13 +117,14 @@ def write_generation(
         shard_names = [r.name for r in refs]
         tables = [shard_table(before, ref.name, s.triples.subjects, s.triples.objects, w)
                   for ref, s in zip(refs, shards, strict=True)]
-        prior = _prior_resolution(before, done, refs, shards, tombstones)
+        prior = _prior_resolution(before, done, refs, shards, tombstones, u)
         kept = before if done.get("union") == UNION_VERSION else None
         done_shards = done.get("shards") or []
         keys, n_keys = _vocab(kept, done_shards, "keys", shard_names, tables, w)
         key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
         graph, key_stats = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages), keys,
-                                              key_prior, prior.shards if key_prior is not None and prior else 0)
+                                              key_prior, prior.shards if key_prior is not None and prior else 0,
+                                              prior.removal if prior is not None else None)
         key_stats.write(w)
         w.write_json("entities.json", graph.entities)
         w.write_array("arrays/triple_head.npy", graph.head)
@@ -177,9 +178,9 @@ def _reusable(previous: Path) -> Path | None:
 
 
 def _prior_resolution(before: Path | None, done: dict[str, Any], refs: list[ShardRef], shards: list[Index],
-                      tombstones: dict[str, np.ndarray]) -> Prior | None:
+                      tombstones: dict[str, np.ndarray], u: Union) -> Prior | None:
     """The previous generation's resolution (``done``: its manifest) when this generation only appends shards
-    to it (same tombstones).
+    to it (same tombstones), or only deletes rows of its shards (more tombstones: a :class:`Removal`).
 
     None: resolve from scratch.
     """
@@ -189,13 +190,47 @@ def _prior_resolution(before: Path | None, done: dict[str, Any], refs: list[Shar
         old = json.loads((before / TOMBSTONES).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    if not isinstance(old, dict):
+        return None
     now = {k: v.tolist() for k, v in tombstones.items() if len(v)}
     p = len(done.get("shards") or [])
-    if not p or p >= len(refs) or done.get("shards") != [r.name for r in refs[:p]] or old != now:
+    if not p or done.get("shards") != [r.name for r in refs[:p]]:
         return None
-    new_from = sum(len(s.passages) - len(tombstones.get(r.name, ())) for r, s in zip(refs[:p], shards, strict=False))
-    state = ResolveState.read(before, new_from)
-    return Prior(state, new_from, p) if state is not None else None
+    if p < len(refs) and old == now:  # an add
+        new_from = sum(len(s.passages) - len(tombstones.get(r.name, ())) for r, s in zip(refs[:p], shards,
+                                                                                         strict=False))
+        state = ResolveState.read(before, new_from)
+        return Prior(state, new_from, p) if state is not None else None
+    if p == len(refs) and old != now:  # a delete
+        removal = _removal(u, {k: np.asarray(v, dtype=np.int64) for k, v in old.items()})
+        if removal is None:
+            return None
+        state = ResolveState.read(before, len(removal.rows))
+        return Prior(state, len(u.passages), p, removal=removal) if state is not None else None
+    return None
+
+
+def _removal(u: Union, old: dict[str, np.ndarray]) -> Removal | None:
+    """Where the rows of the union minus the ``old`` tombstones are in ``u`` (None: ``u`` is not that union
+    minus more rows)."""
+    rows, triples, gone, gone_passages = [], [], [], []
+    offset = 0
+    for i, (name, shard) in enumerate(zip(u.names, u.shards, strict=True)):
+        keep = np.ones(len(shard.passages), dtype=bool)
+        dead = old.get(name, np.zeros(0, np.int64))
+        if len(dead) and (int(dead.min()) < 0 or int(dead.max()) >= len(keep)):
+            return None
+        keep[dead] = False
+        if np.any(u.passage_keep[i] & ~keep):  # a row live now that was deleted before: not a delete
+            return None
+        rows.append(u.union_rows(PASSAGES, i)[keep])
+        owner = np.asarray(shard.triples.passage, dtype=np.int64)
+        was = keep[owner] if len(owner) else np.zeros(0, dtype=bool)
+        triples.append(u.union_rows(TRIPLES, i)[was])
+        gone.append(was & ~u.triple_keep[i])
+        gone_passages.append(offset + owner[gone[-1]])
+        offset += len(keep)
+    return Removal(np.concatenate(rows), np.concatenate(triples), tuple(gone), np.concatenate(gone_passages))
 
 
 def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -166,6 +167,19 @@ def shard_table(previous: Path | None, shard: str, subjects: Sequence[str], obje
                             lambda: EndpointTable.compute(subjects, objects), EndpointTable.write, w)
 
 
+@dataclass(frozen=True)
+class Removal:
+    """How a delete renumbers the previous generation's rows: per prior passage row and per prior live triple,
+    its index in the union now (-1: deleted); and the triples it deleted, per shard (masks of the shard's
+    rows), with their passages as ``shard offset + shard row`` (offsets: the shards' sizes, dead rows
+    included)."""
+
+    rows: np.ndarray
+    triples: np.ndarray
+    gone: tuple[np.ndarray, ...] = ()
+    gone_passages: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
 class KeyStats:
     """Per union key, over the live triples of the shards it covers: where the key first appears as a linkable
     subject and object (live triple index, -1: never) and in how many distinct passages (the hub cut's count).
@@ -184,6 +198,24 @@ class KeyStats:
         w.write_array(f"{UNION_DIR}/key_first.npy", self.first)
         w.write_array(f"{UNION_DIR}/key_passages.npy", self.passages)
         w.write_json(f"{UNION_DIR}/key_meta.json", {"named_all": self.named_all})
+
+    def without(self, removal: Removal, gone_ends: np.ndarray, gone_named: np.ndarray) -> tuple[KeyStats, np.ndarray]:
+        """These statistics without the triples ``removal`` deleted (``gone_ends``, ``gone_named``: their union
+        key ids and name flags, in ``removal.gone`` order), with the keys whose first appearance on a side went
+        (``(K, 2)`` mask): the caller finds those again. A deleted passage takes all its pairs with it, so each
+        key loses one passage per distinct deleted passage it was in."""
+        first = self.first.copy()
+        has = first >= 0
+        moved = removal.triples[first[has]]
+        lost = np.zeros(first.shape, dtype=bool)
+        lost[has] = moved < 0
+        first[has] = moved
+        ok = gone_named & (gone_ends >= 0)
+        bound = int(removal.gone_passages.max()) + 1 if len(removal.gone_passages) else 1
+        owner = np.repeat(removal.gone_passages[:, None], 2, axis=1)
+        pairs = np.unique(gone_ends[ok].astype(np.int64) * bound + owner[ok])
+        passages = self.passages - np.bincount(pairs // bound, minlength=len(self.passages))
+        return KeyStats(first, passages, self.named_all), lost
 
     @classmethod
     def read(cls, directory: Path, n_keys: int) -> KeyStats | None:
@@ -219,13 +251,14 @@ def first_seen(first: np.ndarray, ids: np.ndarray, positions: np.ndarray) -> Non
 
 def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
                        owner: np.ndarray, n_passages: int, vocab: UnionVocab, prior: KeyStats | None = None,
-                       counted: int = 0) -> tuple[TripleGraph, KeyStats]:
+                       counted: int = 0, removal: Removal | None = None) -> tuple[TripleGraph, KeyStats]:
     """The triple graph a build of the union makes (``linkable_for`` + ``TripleGraph.build``), from the tables.
 
     ``triple_keep``: per shard, its live triples; ``owner``: each live triple's
     union passage row; ``vocab``: the union's keys. ``prior``: the stats of
     the first ``counted`` shards (their live triples unchanged), so only the
-    later shards' triples are counted.
+    later shards' triples are counted; or, with ``removal`` (a delete), of
+    every shard before the delete, from which the deleted triples are taken away.
     """
     ends = union_ends(vocab.remaps, [t.ends for t in tables], triple_keep)
     named_parts = [t.named[k] for t, k in zip(tables, triple_keep, strict=True)]
@@ -239,6 +272,12 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
         named = np.ones_like(named)
     if prior is None or prior.named_all != named_all:
         prior, counted = None, 0
+    lost = None
+    if prior is not None and removal is not None:
+        gone_named = np.concatenate([t.named[g] for t, g in zip(tables, removal.gone, strict=True)] or
+                                    [np.zeros((0, 2), bool)])
+        gone_ends = union_ends(vocab.remaps, [t.ends for t in tables], removal.gone)
+        prior, lost = prior.without(removal, gone_ends, np.ones_like(gone_named) if named_all else gone_named)
     start = sum(int(np.count_nonzero(k)) for k in triple_keep[:counted])
     stats = KeyStats(np.full((n_keys, 2), -1, dtype=np.int64), np.zeros(n_keys, dtype=np.int64), named_all)
     if prior is not None:
@@ -248,6 +287,9 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
     positions = np.arange(start, len(ends), dtype=np.int64)
     for side in (0, 1):
         first_seen(stats.first[:, side], ends[start:, side][ok[:, side]], positions[ok[:, side]])
+        if lost is not None and lost[:, side].any():  # keys whose first appearance was deleted: the next one
+            at = np.flatnonzero(named[:, side] & (ends[:, side] >= 0) & lost[np.maximum(ends[:, side], 0), side])
+            first_seen(stats.first[:, side], ends[at, side], at)
     # Distinct (key, passage) pairs: the new triples' passages are not in any counted shard.
     pairs = np.unique(ends[start:][ok] * max(n_passages, 1) + np.repeat(owner[start:, None], 2, axis=1)[ok])
     stats.passages += np.bincount(pairs // max(n_passages, 1), minlength=n_keys)

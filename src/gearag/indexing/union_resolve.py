@@ -47,7 +47,7 @@ from gearag.errors import GearagError
 from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, build_lexicon, summed_csr
 from gearag.graph.trie import NameLookup, tokens
 from gearag.hashing import stable_hashes
-from gearag.indexing.union_graph import EndpointTable, first_seen, reuse_or_compute, union_ends
+from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, reuse_or_compute, union_ends
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.model import Passage
 from gearag.store.collection import load_array
@@ -238,12 +238,14 @@ class NameStats:
 
 @dataclass
 class Prior:
-    """What the previous generation resolved for the union's leading ``shards`` shards (same tombstones)."""
+    """What the previous generation resolved for the union's leading ``shards`` shards: the same tombstones
+    (an add), or more (a delete: ``removal``)."""
 
     state: ResolveState  #: its lexicon and text mentions
     new_from: int  #: the union row the later shards' passages start at
     shards: int = 0  #: how many leading shards ``names`` covers
     names: NameStats | None = None  #: None: every endpoint name is resolved again
+    removal: Removal | None = None  #: set when the union lost rows the prior resolved (its rows are renumbered)
 
 
 class UnionResolution(NamedTuple):
@@ -276,6 +278,11 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     token index of its table's names. Both are only read with a prior.
     """
     n_passages = len(passages)
+    vanished: list[str] = []  # lexicon names a delete took away: where they matched is scanned again
+    lost = np.zeros(0, dtype=np.int64)  # endpoint names whose first appearance was deleted
+    removed = prior is not None and prior.removal is not None
+    if prior is not None and prior.removal is not None:
+        prior, vanished, lost = _shrunk(prior, prior.removal, passages)
     new_from = prior.new_from if prior is not None else 0
     old = prior.state if prior is not None else None
     # -- the lexicon: the prior's entries, then the new passages' ------------------------------
@@ -315,8 +322,9 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     # -- endpoint names: where each first appears, its lexicon id, the names it contains ----------------
     ends_key = union_ends(vocab.remaps, [t.name_ends for t in tables], triple_keep)
     items = vocab.items
+    touched = names[n_prior_names:] + vanished  # lexicon names new or gone: what they occur in may change
     stats = _endpoint_name_stats(ends_key, triple_keep, vocab, prior, name_indices, names, ids, n_prior_names,
-                                 matcher)
+                                 matcher, touched, lost)
     live = stats.first >= 0
     # -- entity ids: the lexicon's, then endpoint-only names in first-appearance order ---------------
     ep = np.flatnonzero(live & (stats.lex < 0))
@@ -333,9 +341,9 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
         part.append(array)
     # -- text mentions: kept where no new name can occur, scanned again where one may ---------------
     rescan: set[int] = set(range(new_from, n_passages))
-    if old is not None and n_names > n_prior_names:
+    if old is not None and touched:
         for index, rows in indices:
-            hit = rows[index.holding_any(names[n_prior_names:])]
+            hit = rows[index.holding_any(touched)]
             rescan.update(hit[hit >= 0].tolist())
     t_rows: list[np.ndarray] = []
     t_names: list[np.ndarray] = []
@@ -364,7 +372,7 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
                           np.concatenate([flat[linked], text_names.astype(np.int64)]), (n_passages, n_keys))
     state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names))
     known = prior.names if prior is not None else None
-    renumbered = _renumbered(known, n_prior_names, entity) if known is not None else None
+    renumbered = _renumbered(known, n_prior_names, entity) if known is not None and not removed else None
     return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None), state, stats, renumbered)
 
 
@@ -381,9 +389,11 @@ def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.
 
 def _endpoint_name_stats(ends_key: np.ndarray, triple_keep: Sequence[np.ndarray], vocab: UnionVocab,
                          prior: Prior | None, name_indices: Sequence[TokenIndex], names: list[str],
-                         ids: dict[str, int], n_prior_names: int, matcher: NameLookup) -> NameStats:
+                         ids: dict[str, int], n_prior_names: int, matcher: NameLookup, touched: list[str],
+                         lost: np.ndarray) -> NameStats:
     """The union's :class:`NameStats`: the prior's (when it has them) with the later shards' triples
-    counted, new lexicon names given their ids, and the names a new lexicon name may occur in scanned again."""
+    counted, new lexicon names given their ids, and the names a new or deleted (``touched``) lexicon name may
+    occur in scanned again; ``lost``: names whose first appearance a delete removed (found again here)."""
     known = prior.names if prior is not None else None
     counted = prior.shards if prior is not None and known is not None else 0
     items = vocab.items
@@ -392,13 +402,18 @@ def _endpoint_name_stats(ends_key: np.ndarray, triple_keep: Sequence[np.ndarray]
     seq = ends_key[start:].ravel()  # row-major: subject, object, next triple's subject, ...
     valid = seq >= 0
     first_seen(stats.first, seq[valid], np.arange(2 * start, 2 * len(ends_key), dtype=np.int64)[valid])
+    if len(lost):
+        flat = ends_key.ravel()
+        at = np.flatnonzero(np.isin(flat, lost))
+        first_seen(stats.first, flat[at], at)
     n_known = len(known.lex) if known is not None else 0
     if n_known:
         held = vocab.find(names[n_prior_names:])  # names new to the lexicon that some endpoint already had
         stats.lex[held[held >= 0]] = np.flatnonzero(held >= 0) + n_prior_names
-        # Old names holding every token of a new lexicon name may contain it now: scanned again.
-        for index, remap in zip(name_indices, vocab.remaps[:counted], strict=True):
-            stats.scanned[remap[index.holding_any(names[n_prior_names:])]] = False
+        # Old names holding every token of a new (or deleted) lexicon name may contain it now: scanned again.
+        if touched:
+            for index, remap in zip(name_indices, vocab.remaps[:counted], strict=True):
+                stats.scanned[remap[index.holding_any(touched)]] = False
     stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in items[n_known:]), dtype=np.int64,
                                       count=len(items) - n_known)
     todo = np.flatnonzero((stats.first >= 0) & (stats.lex < 0) & ~stats.scanned)
@@ -425,3 +440,71 @@ def _contained_about(stats: NameStats, ep: np.ndarray, n_names: int, name_ptr: n
     rows = np.repeat(np.repeat(n_names + np.arange(len(ep), dtype=np.int64), per), spans)
     weights = np.repeat(stats.cont_share[at], spans) * by_name_w[pos] / np.repeat(totals[contained], spans)
     return rows, by_name_rows[pos], weights
+
+
+def _shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tuple[Prior, list[str], np.ndarray]:
+    """``prior`` as it would have been without the deleted rows: with the lexicon names that vanished (no
+    passage left) and the endpoint names whose first appearance was deleted.
+
+    The mirror of an add. A lexicon name's id is its place in ``build_lexicon``'s
+    insertion order: by its first passage, then by its place among that
+    passage's names. Names whose first passage was deleted move to their next
+    one, where that passage's names are listed again to place them; every
+    other name keeps its relative order. Text mentions and contained names
+    are renumbered; the passages and endpoint names a vanished name may have
+    matched in are scanned again by the caller (``touched``), and so is every
+    endpoint name that was a vanished lexicon name.
+    """
+    old = prior.state
+    n_old = len(old.names)
+    lk, lr, lw = old.lex
+    big = np.iinfo(np.int64).max
+    first_before = np.full(n_old, big, dtype=np.int64)
+    np.minimum.at(first_before, lk, lr)
+    now = removal.rows[lr]
+    keep = now >= 0
+    lk, lr, lw = lk[keep], now[keep], lw[keep]
+    first = np.full(n_old, big, dtype=np.int64)
+    np.minimum.at(first, lk, lr)
+    alive = first < big
+    moved = alive & (removal.rows[np.minimum(first_before, len(removal.rows) - 1)] < 0)
+    rank = np.arange(n_old, dtype=np.int64)  # within a passage untouched by the delete: the old order
+    at_rows = np.unique(first[moved])
+    holders = np.flatnonzero(alive & np.isin(first, at_rows))
+    placed: dict[int, dict[str, int]] = {}
+    for row in at_rows.tolist():  # a passage that is now the first of a moved name: its names' order
+        p = passages[row]
+        placed[row] = {k: j for j, k in enumerate(build_lexicon([p.title], [p.text]))}
+    for i in holders.tolist():
+        rank[i] = placed[int(first[i])][old.names[i]]
+    order = np.flatnonzero(alive)
+    order = order[np.lexsort((rank[order], first[order]))]
+    new_id = np.full(n_old + 1, -1, dtype=np.int64)  # the last entry: -1 for -1
+    new_id[order] = np.arange(len(order), dtype=np.int64)
+    names = [old.names[i] for i in order.tolist()]
+    vanished = [old.names[i] for i in np.flatnonzero(~alive).tolist()]
+    tr, tn = old.text
+    t_now = removal.rows[tr]
+    t_name = new_id[tn]
+    t_keep = (t_now >= 0) & (t_name >= 0)
+    state = ResolveState(names, (new_id[lk].astype(np.int32), lr, lw), (t_now[t_keep], t_name[t_keep].astype(np.int32)))
+    lost = np.zeros(0, dtype=np.int64)
+    stats = prior.names
+    if stats is not None:
+        first_at = stats.first.copy()
+        has = np.flatnonzero(first_at >= 0)
+        t_new = removal.triples[first_at[has] // 2]
+        first_at[has] = np.where(t_new >= 0, 2 * t_new + first_at[has] % 2, -1)
+        lost = has[t_new < 0]
+        lex = stats.lex.copy()
+        named = np.flatnonzero(lex >= 0)
+        lex[named] = new_id[lex[named]]
+        scanned = stats.scanned.copy()
+        scanned[named[lex[named] < 0]] = False  # was a lexicon name, is an endpoint-only name now
+        cont_name = new_id[stats.cont_name]
+        counts = np.diff(stats.cont_ptr)
+        stale = np.unique(np.repeat(np.arange(len(counts), dtype=np.int64), counts)[cont_name < 0])
+        stats = NameStats(first_at, lex, scanned, stats.cont_ptr.copy(), cont_name, np.asarray(stats.cont_share))
+        stats.rescanned(stale, [[] for _ in range(len(stale))])  # held a vanished name: emptied, then
+        stats.scanned[stale] = False  # scanned again
+    return Prior(state, len(passages), prior.shards, stats), vanished, lost
