@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -120,42 +121,60 @@ def write_generation(
         prior = _prior_resolution(before, done, refs, shards, tombstones, u)
         kept = before if done.get("union") == UNION_VERSION else None
         done_shards = done.get("shards") or []
-        keys, n_keys = _vocab(kept, done_shards, "keys", shard_names, tables, w)
-        key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
-        graph, key_stats = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages), keys,
-                                              key_prior, prior.shards if key_prior is not None and prior else 0,
-                                              prior.removal if prior is not None else None)
-        key_stats.write(w)
-        w.write_json("entities.json", graph.entities)
-        w.write_array("arrays/triple_head.npy", graph.head)
-        w.write_array("arrays/triple_tail.npy", graph.tail)
-        w.write_array("arrays/entity_indptr.npy", graph.indptr)
-        w.write_array("arrays/entity_indices.npy", graph.indices)
-        timings["graph"] = round(time.perf_counter() - started, 3)
-        if config.resolve.entity_graph:
-            started = time.perf_counter()
-            names, n_names = _vocab(kept, done_shards, "names", shard_names, tables, w)
-            if prior is not None and kept is not None:
-                prior.names = NameStats.read(kept, n_names)
-            # Every shard's name index is kept for the next add; this one reads the prior's shards'.
-            name_indices = [shard_name_index(before, ref.name, t, w)
-                            for ref, t in zip(refs, tables, strict=True)]
-            p = prior.shards if prior is not None else 0
-            indices = [(shard_token_index(before, ref.name, Mapped(shard.passages, attrgetter("text")), w),
-                        u.union_rows(PASSAGES, i)) for i, (ref, shard) in enumerate(zip(refs, shards, strict=True))]
-            resolved = resolve_union(u.passages, tables, u.triple_keep, owner, names, prior, indices[:p],
-                                     name_indices[:p])
-            earlier = None
-            if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
-                earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
-            timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution),
-                                                  prepare=config.resolve.prepared_graph, earlier=earlier)
-            meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
-            resolved.state.write(w)
-            resolved.stats.write(w)
-            timings["resolve"] = round(time.perf_counter() - started, 3)
+
+        def triple_graph() -> int:
+            """The union's triple graph, written; its entity count."""
+            keys, n_keys = _vocab(kept, done_shards, "keys", shard_names, tables, w)
+            key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
+            graph, key_stats = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages), keys,
+                                                  key_prior, prior.shards if key_prior is not None and prior else 0,
+                                                  prior.removal if prior is not None else None)
+            key_stats.write(w)
+            w.write_json("entities.json", graph.entities)
+            w.write_array("arrays/triple_head.npy", graph.head)
+            w.write_array("arrays/triple_tail.npy", graph.tail)
+            w.write_array("arrays/entity_indptr.npy", graph.indptr)
+            w.write_array("arrays/entity_indices.npy", graph.indices)
+            timings["graph"] = round(time.perf_counter() - started, 3)
+            return graph.n_entities
+
+        # The triple graph and the entity resolution share only their inputs: with the resolution on, the
+        # graph is made on a second thread (numpy and scipy release the GIL), so their array work overlaps.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") \
+            if config.resolve.entity_graph else None
+        pending = pool.submit(triple_graph) if pool is not None else None
+        n_entities = triple_graph() if pending is None else 0
+        try:
+            if config.resolve.entity_graph:
+                resolve_started = time.perf_counter()
+                names, n_names = _vocab(kept, done_shards, "names", shard_names, tables, w)
+                if prior is not None and kept is not None:
+                    prior.names = NameStats.read(kept, n_names)
+                # Every shard's name index is kept for the next add; this one reads the prior's shards'.
+                name_indices = [shard_name_index(before, ref.name, t, w)
+                                for ref, t in zip(refs, tables, strict=True)]
+                p = prior.shards if prior is not None else 0
+                indices = [(shard_token_index(before, ref.name, Mapped(shard.passages, attrgetter("text")), w),
+                            u.union_rows(PASSAGES, i))
+                           for i, (ref, shard) in enumerate(zip(refs, shards, strict=True))]
+                resolved = resolve_union(u.passages, tables, u.triple_keep, owner, names, prior, indices[:p],
+                                         name_indices[:p])
+                earlier = None
+                if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
+                    earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
+                timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution),
+                                                      prepare=config.resolve.prepared_graph, earlier=earlier)
+                meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
+                resolved.state.write(w)
+                resolved.stats.write(w)
+                timings["resolve"] = round(time.perf_counter() - resolve_started, 3)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+        if pending is not None:
+            n_entities = pending.result()
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
-        counts = {"passages": len(u.passages), "triples": len(tt), "entities": graph.n_entities}
+        counts = {"passages": len(u.passages), "triples": len(tt), "entities": n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, "tables": TABLES_VERSION,
                   "union": UNION_VERSION, "build_seconds": timings, **meta})
     return name, manifest_identity(out), counts
