@@ -35,6 +35,7 @@ union, array for array (tested).
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,8 +111,8 @@ class TokenIndex:
         return np.concatenate(parts) if parts else np.zeros(0, np.int32)
 
     def write(self, w: IndexWriter, rel: str) -> None:
-        for name, array in zip(INDEX_FILES, (self.hashes, self.indptr, self.rows), strict=True):
-            w.write_array(f"{rel}/{name}", array)
+        for name, values in zip(INDEX_FILES, (self.hashes, self.indptr, self.rows), strict=True):
+            w.write_array(f"{rel}/{name}", values)
 
     @classmethod
     def read(cls, directory: Path, n_rows: int) -> TokenIndex | None:
@@ -150,8 +151,8 @@ class ResolveState:
 
     def write(self, w: IndexWriter) -> None:
         w.write_json(f"{RESOLVE_DIR}/names.json", self.names)
-        for name, array in zip(STATE_FILES[1:], (*self.lex, *self.text), strict=True):
-            w.write_array(f"{RESOLVE_DIR}/{name}", array)
+        for name, values in zip(STATE_FILES[1:], (*self.lex, *self.text), strict=True):
+            w.write_array(f"{RESOLVE_DIR}/{name}", values)
 
     @classmethod
     def read(cls, directory: Path, n_passages: int) -> ResolveState | None:
@@ -201,19 +202,19 @@ class NameStats:
         ptr[k + 1 :] = prior.cont_ptr[-1]
         return cls(first, lex, scanned, ptr, np.asarray(prior.cont_name), np.asarray(prior.cont_share))
 
-    def rescanned(self, rows: np.ndarray, found: list[list[tuple[int, float]]]) -> None:
-        """Replace the containment rows ``rows`` (ascending) by ``found``."""
+    def rescanned(self, rows: np.ndarray, sizes: np.ndarray, found_names: np.ndarray,
+                  found_shares: np.ndarray) -> None:
+        """Replace the containment rows ``rows`` (ascending) by what was found: ``sizes[i]`` entries per row,
+        flat (``found_names``, ``found_shares``) in row order."""
         n = len(self.lex)
         counts = np.diff(self.cont_ptr)
         owner = np.repeat(np.arange(n, dtype=np.int64), counts)
         drop = np.zeros(n, dtype=bool)
         drop[rows] = True
         kept = ~drop[owner]
-        sizes = np.fromiter((len(f) for f in found), dtype=np.int64, count=len(found))
-        owner = np.concatenate([owner[kept], np.repeat(rows.astype(np.int64), sizes)])
-        names = np.concatenate([self.cont_name[kept], np.fromiter((m for f in found for m, _ in f), dtype=np.int64)])
-        shares = np.concatenate([self.cont_share[kept], np.fromiter((x for f in found for _, x in f),
-                                                                     dtype=np.float64)])
+        owner = np.concatenate([owner[kept], np.repeat(rows.astype(np.int64), np.asarray(sizes, dtype=np.int64))])
+        names = np.concatenate([self.cont_name[kept], np.asarray(found_names, dtype=np.int64)])
+        shares = np.concatenate([self.cont_share[kept], np.asarray(found_shares, dtype=np.float64)])
         order = np.argsort(owner, kind="stable")
         self.cont_name, self.cont_share = names[order], shares[order]
         np.cumsum(np.bincount(owner, minlength=n), out=self.cont_ptr[1:])
@@ -337,8 +338,8 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     ends = entity.astype(np.int32)[ends_key]  # an end of no name (-1) reads entity's last entry, -1
     # An endpoint-only name is about the passages of the lexicon names it contains (resolve_corpus._contained).
     contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w, totals)
-    for part, array in zip((about_rows, about_cols, about_vals), contained, strict=True):
-        part.append(array)
+    for part, values in zip((about_rows, about_cols, about_vals), contained, strict=True):
+        part.append(values)
     # -- text mentions: kept where no new name can occur, scanned again where one may ---------------
     rescan: set[int] = set(range(new_from, n_passages))
     if old is not None and touched:
@@ -351,15 +352,14 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
         kept = ~np.isin(old.text[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
         t_rows.append(old.text[0][kept])
         t_names.append(old.text[1][kept])
-    scanned_rows: list[int] = []
-    scanned_names: list[int] = []
+    scanned_rows, scanned_names = array("q"), array("q")
     if n_names:
         for row in sorted(rescan):
             for m in matcher.scan(tokens(passages[row].text), require_capital=True):
                 scanned_rows.append(row)
                 scanned_names.append(m.name)
-    t_rows.append(np.asarray(scanned_rows, dtype=np.int64))
-    t_names.append(np.asarray(scanned_names, dtype=np.int32))
+    t_rows.append(np.frombuffer(scanned_rows, dtype=np.int64))
+    t_names.append(np.frombuffer(scanned_names, dtype=np.int64).astype(np.int32))
     text_rows, text_names = np.concatenate(t_rows).astype(np.int64), np.concatenate(t_names).astype(np.int32)
     # -- the matrices, as resolve_corpus assembles them -------------------------------------------------
     n_keys = len(keys)
@@ -417,12 +417,19 @@ def _endpoint_name_stats(ends_key: np.ndarray, triple_keep: Sequence[np.ndarray]
     stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in items[n_known:]), dtype=np.int64,
                                       count=len(items) - n_known)
     todo = np.flatnonzero((stats.first >= 0) & (stats.lex < 0) & ~stats.scanned)
-    found = []
+    sizes, found_names, found_shares = array("q"), array("q"), array("d")  # flat: no object per name
     for j in todo.tolist():
         toks = items[j].split(" ")
-        shares = ((m.name, (m.end - m.start) / len(toks)) for m in matcher.scan(toks))
-        found.append([(name, share) for name, share in shares if share >= MIN_CONTAINED_SHARE])
-    stats.rescanned(todo, found)
+        size = 0
+        for m in matcher.scan(toks):
+            share = (m.end - m.start) / len(toks)
+            if share >= MIN_CONTAINED_SHARE:
+                found_names.append(m.name)
+                found_shares.append(share)
+                size += 1
+        sizes.append(size)
+    stats.rescanned(todo, np.frombuffer(sizes, dtype=np.int64), np.frombuffer(found_names, dtype=np.int64),
+                    np.frombuffer(found_shares, dtype=np.float64))
     return stats
 
 
@@ -505,6 +512,7 @@ def _shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tupl
         counts = np.diff(stats.cont_ptr)
         stale = np.unique(np.repeat(np.arange(len(counts), dtype=np.int64), counts)[cont_name < 0])
         stats = NameStats(first_at, lex, scanned, stats.cont_ptr.copy(), cont_name, np.asarray(stats.cont_share))
-        stats.rescanned(stale, [[] for _ in range(len(stale))])  # held a vanished name: emptied, then
+        empty = np.zeros(0, dtype=np.int64)
+        stats.rescanned(stale, np.zeros(len(stale), np.int64), empty, empty.astype(np.float64))  # emptied, then
         stats.scanned[stale] = False  # scanned again
     return Prior(state, len(passages), prior.shards, stats), vanished, lost
