@@ -511,3 +511,29 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
         added = add_documents(out, docs[4:], llm_base_url=server.base_url, llm_model="m")
         assert len(server.requests) == before + 2  # the two new passages, nothing else
     assert [added.triples[t].subject for t in range(len(added.triples))][-2:] == ["Entity4 Alpha", "Entity5 Alpha"]
+
+
+@pytest.mark.parametrize("where", ["union_triple_graph", "resolve_union"])
+def test_a_failure_on_either_generation_thread_fails_the_add_and_keeps_the_index(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """The triple graph is made on a second thread: its error reaches the caller as the resolution's does,
+    the previous index stays as it was, and nothing is left behind."""
+    from gearag.indexing import generation
+
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(12, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:8], root, STUB)
+    add_documents(root, passages[8:10])
+    before = manifest_identity(root)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise IndexFormatError(f"{where}: damaged")
+
+    monkeypatch.setattr(generation, where, broken)
+    with pytest.raises(IndexFormatError, match=where):
+        add_documents(root, passages[10:])
+    assert manifest_identity(root) == before and len(Index.load(root).passages) == 10
+    assert not [p for p in (root / "generations").iterdir() if p.name.startswith(".")]  # no half-written one
+    monkeypatch.undo()
+    assert_same_index(add_documents(root, passages[10:]), build_index(passages, tmp_path / "expected", STUB))
