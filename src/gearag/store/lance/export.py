@@ -271,6 +271,7 @@ def _export(index: Index, loc: Location, config: ExportConfig,
             say(f"table {collection_table(name)}: {len(coll)} rows")
             schema, batches = _batches(index, coll, config.batch, pa)
             tbl = _create(db, collection_table(name), pa.RecordBatchReader.from_batches(schema, batches))
+            say(f"table {collection_table(name)}: full-text index")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tbl.create_fts_index("tokens", use_tantivy=False, base_tokenizer="whitespace", lower_case=False,
@@ -290,6 +291,7 @@ def _export(index: Index, loc: Location, config: ExportConfig,
         say(f"table {ENTITIES_TABLE}: {index.graph.n_entities} entities")
         schema, batches = _entities(index, config.batch, pa)
         _create(db, ENTITIES_TABLE, pa.RecordBatchReader.from_batches(schema, batches))
+        say(f"table {ARRAYS_TABLE}: the passage-graph arrays")
         _create(db, ARRAYS_TABLE, _arrays(index, pa))
         sources, prepared = _files(index)
         say(f"table {FILES_TABLE}: {len(sources)} files memory-mapped by queries")

@@ -1,0 +1,53 @@
+"""Where a Lance export's memory goes: wall seconds, resident MB at the start and peak MB of each stage.
+
+    python benchmarks/export_memory.py INDEX_DIR OUT_URI [--ann-min-rows N]
+
+The stages are the export's progress messages (one per table, its full-text
+and vector indices). The peak is the process's VmHWM, reset at each stage
+(Linux ``/proc/self/clear_refs``), so each stage's peak is its own. OUT_URI is
+replaced (``--overwrite``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+
+def _status(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) // 1024
+    return -1
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("index", type=Path)
+    ap.add_argument("out")
+    ap.add_argument("--ann-min-rows", type=int, default=100_000)
+    args = ap.parse_args()
+    from gearag.store.lance.export import ExportConfig, export_index
+
+    stages: list[dict[str, object]] = []
+    started = [time.perf_counter(), "open the index"]
+
+    def close_stage() -> None:
+        stages.append({"stage": started[1], "seconds": round(time.perf_counter() - float(started[0]), 1),
+                       "peak_mb": _status("VmHWM"), "rss_mb_after": _status("VmRSS")})
+        print(json.dumps(stages[-1]), flush=True)
+        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM: the next stage's peak is its own
+
+    def say(message: str) -> None:
+        close_stage()
+        started[:] = [time.perf_counter(), message]
+
+    Path("/proc/self/clear_refs").write_text("5")
+    export_index(args.index, args.out, ExportConfig(ann_min_rows=args.ann_min_rows, overwrite=True), say)
+    close_stage()
+
+
+if __name__ == "__main__":
+    main()
