@@ -56,6 +56,7 @@ from gearag.graph.resolve import Resolution, resolve_corpus, stop_words
 from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import tokens
 from gearag.options import setting
+from gearag.store.npy import load_npy
 from gearag.text import is_named
 
 if TYPE_CHECKING:
@@ -233,7 +234,7 @@ class GraphArrays:
         n_e, n_p = len(meta["keys"]), meta["n_passages"]
 
         def npy(name: str) -> np.ndarray:
-            return np.load(io.BytesIO(read(name)), allow_pickle=False)
+            return load_npy(io.BytesIO(read(name)), mmap=False)
 
         def csr(name: str, shape: tuple[int, int]) -> sparse.csr_matrix:
             arr = {part: npy(f"{name}_{part}.npy") for part in ("indptr", "indices", "data")}

@@ -34,6 +34,7 @@ from scipy import sparse
 
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.trie import HashedNames, key_hashes
+from gearag.store.npy import load_npy
 
 if TYPE_CHECKING:
     from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
@@ -339,4 +340,4 @@ def load_prepared(directory: Path) -> PreparedGraph | None:
         return None
     if not isinstance(meta, dict) or not readable(meta):
         return None
-    return PreparedGraph.open(meta, lambda name: np.load(directory / name, mmap_mode="r", allow_pickle=False))
+    return PreparedGraph.open(meta, lambda name: load_npy(directory / name))

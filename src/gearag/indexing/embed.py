@@ -32,7 +32,7 @@ from gearag.embed import Embedder, make_embedder
 from gearag.indexing.executor import BatchExecutor, LocalExecutor, embed_chunk, embed_texts
 from gearag.indexing.stage import Build
 from gearag.progress import track
-from gearag.store.npy import write_blocks
+from gearag.store.npy import load_npy, write_blocks
 
 
 def _texts_key(embedder: str, texts: Sequence[str]) -> str:
@@ -79,7 +79,7 @@ def embed_to_file(
     """
     vec_path, weights_path = _streamed_files(work, embedder_name, name, texts, key)
     if vec_path.exists():
-        header = np.load(vec_path, mmap_mode="r")
+        header = load_npy(vec_path)
         return vec_path, weights_path if weights_path.exists() else None, int(header.shape[1])
     model = embedder or make_embedder(embedder_name)
     vec_path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +152,8 @@ def load_or_embed(
                 return npz["vectors"], npz.get("weights")
         streamed, streamed_weights = _streamed_files(work, embedder_name, name, texts)
         if streamed.exists():  # streamed by the embed stage of an interrupted build
-            return np.load(streamed), np.load(streamed_weights) if streamed_weights.exists() else None
+            weights = load_npy(streamed_weights, mmap=False) if streamed_weights.exists() else None
+            return load_npy(streamed, mmap=False), weights
         vectors, weights = embed_texts(embedder or make_embedder(embedder_name), texts, f"embedding {name}", batch)
         _save(saved, vectors, weights)
         return vectors, weights

@@ -52,7 +52,7 @@ from gearag.store.index import (
     read_manifest,
     stored_passage_ids,
 )
-from gearag.store.npy import write_blocks
+from gearag.store.npy import load_npy, write_blocks
 from gearag.store.passage_ids import ID_HASHES, find_rows, write_passages
 from gearag.store.rows import JsonlRows, line_offsets, offsets_rel
 from gearag.store.shards import (
@@ -269,7 +269,7 @@ def _kept_token_ids(root: Path, listed: dict[str, Any], collection: str,
     if not all(f"{rel}/{name}" in listed for name in TOKEN_FILES):
         return None
     vocab = json.loads((root / rel / "vocab.json").read_text(encoding="utf-8"))
-    ids, indptr = np.load(root / rel / "ids.npy", mmap_mode="r"), np.load(root / rel / "indptr.npy")
+    ids, indptr = load_npy(root / rel / "ids.npy"), load_npy(root / rel / "indptr.npy", mmap=False)
     if len(indptr) != n_docs + 1 or int(indptr[-1]) != len(ids):
         raise IndexFormatError(f"{root / rel}: token ids do not fit the {collection} collection")
     return ids, indptr, len(vocab)

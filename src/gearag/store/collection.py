@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gearag.errors import ConfigError, IndexFormatError
+from gearag.store.npy import load_npy
 
 if TYPE_CHECKING:
     from gearag.model import Hit
@@ -100,7 +101,7 @@ class CollectionSpec:
 def load_array(root: Path, rel: str) -> np.ndarray:
     """Memory-map ``root/rel``; a damaged file is an IndexFormatError naming it (never advice to unpickle)."""
     try:
-        return np.load(root / rel, mmap_mode="r", allow_pickle=False)
+        return load_npy(root / rel)
     except FileNotFoundError:
         raise IndexFormatError(f"{root}: missing file {rel}; rebuild the index") from None
     except (OSError, ValueError, EOFError, TypeError) as exc:

@@ -1,4 +1,4 @@
-"""Writing ``.npy`` files piece by piece, byte-identical to ``np.save`` of the whole array.
+"""Reading ``.npy`` files from any thread, and writing them piece by piece, byte-identical to ``np.save``.
 
 Large arrays (a million passages' triple vectors are ~17 GB) are written in
 blocks with ``pwrite`` after a header made by ``np.lib.format.open_memmap``,
@@ -8,11 +8,24 @@ so only one block is ever in memory and nothing stays mapped.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import numpy as np
+
+#: numpy parses a ``.npy`` header with ``ast.literal_eval``. CPython 3.11 keeps the AST converter's
+#: recursion depth per interpreter, not per thread, so two threads parsing at once can fail with
+#: "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905; seen here when a
+#: generation's two threads read their arrays). Every header gearag reads is parsed under this lock.
+_HEADER_LOCK = threading.Lock()
+
+
+def load_npy(source: Path | str | IO[bytes], *, mmap: bool = True) -> np.ndarray:
+    """``np.load`` of one ``.npy`` (memory-mapped unless ``mmap`` is False; pickles refused), safe in threads."""
+    with _HEADER_LOCK:
+        return np.load(source, mmap_mode="r" if mmap and not hasattr(source, "read") else None, allow_pickle=False)
 
 
 def _npy_writer(path: Path, shape: tuple[int, ...], dtype: np.dtype | type = np.float32) -> tuple[int, BinaryIO]:

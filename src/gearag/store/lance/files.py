@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from gearag.errors import IndexFormatError
+from gearag.store.npy import load_npy
 
 FILES_TABLE = "files"
 #: Bytes per row of the ``files`` table: what an export or a cache fill holds of one file at a time.
@@ -143,9 +144,9 @@ class LocalFiles:
         """The array stored as ``name``, memory-mapped read-only from its local copy."""
         try:
             try:
-                return np.load(self.path(name), mmap_mode="r", allow_pickle=False)
+                return load_npy(self.path(name))
             except FileNotFoundError:  # another process pruned the directory meanwhile: copy the file again
-                return np.load(self.path(name), mmap_mode="r", allow_pickle=False)
+                return load_npy(self.path(name))
         except (OSError, ValueError) as exc:
             raise IndexFormatError(f"{self.where}: cannot map {name} from the local cache {self.directory} "
                                    f"({type(exc).__name__}); delete that directory and open again") from None
