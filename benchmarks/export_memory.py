@@ -1,4 +1,6 @@
-"""Where a Lance export's memory goes: wall seconds, resident MB at the start and peak MB of each stage.
+"""Where a Lance export's memory goes: per stage, wall seconds, peak resident MB and resident MB after it,
+split into anonymous memory (heap) and file-backed pages (the index's memory-mapped vectors, which the
+kernel can drop).
 
     python benchmarks/export_memory.py INDEX_DIR OUT_URI [--ann-min-rows N]
 
@@ -36,7 +38,8 @@ def main() -> None:
 
     def close_stage() -> None:
         stages.append({"stage": started[1], "seconds": round(time.perf_counter() - float(started[0]), 1),
-                       "peak_mb": _status("VmHWM"), "rss_mb_after": _status("VmRSS")})
+                       "peak_mb": _status("VmHWM"), "rss_mb_after": _status("VmRSS"),
+                       "anon_mb_after": _status("RssAnon"), "file_mb_after": _status("RssFile")})
         print(json.dumps(stages[-1]), flush=True)
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM: the next stage's peak is its own
 

@@ -12,8 +12,11 @@ each equal to what a from-scratch build computes, so every corpus-global
 statistic is exact. Per-shard tables already in the previous generation
 are hard-linked, not recomputed, and the union's state (``union/``: key and
 name vocabularies and statistics) is extended when the generation only
-appends shards to the previous one: an add's text and endpoint work is its
-own shard's. What every add still rewrites is the union-size graph arrays.
+appends shards to the previous one (an add's text and endpoint work is its
+own shard's), or renumbered when it only deletes rows of them (a
+:class:`~gearag.indexing.union_graph.Removal`). The triple graph and the
+entity resolution are made on two threads. What every add and delete still
+rewrites is the union-size graph arrays.
 """
 
 from __future__ import annotations

@@ -26,11 +26,13 @@ corpus in a few known ways only, which this module uses:
 
 The generation stores what the next add needs (``resolve/``: the lexicon's
 entries and the text mentions; ``union/``: the name vocabulary and
-statistics). Without it (the first add after a conversion or an older
-gearag), after a delete or a compact, everything is scanned: the same code
-with every passage and name "new". The result is the
-:class:`~gearag.graph.resolve.Resolution` ``resolve_corpus`` returns for the
-union, array for array (tested).
+statistics). A delete is the mirror of an add (:func:`_shrunk`): the
+previous generation's state is renumbered without the deleted rows, and only
+what a vanished lexicon name may have matched in is scanned again. Without
+the state (the first add after a conversion, or a generation an older
+gearag wrote), everything is scanned: the same code with every passage and
+name "new". The result is the :class:`~gearag.graph.resolve.Resolution`
+``resolve_corpus`` returns for the union, array for array (tested).
 """
 
 from __future__ import annotations
