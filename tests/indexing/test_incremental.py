@@ -436,15 +436,20 @@ def test_a_sharded_index_is_verified_and_replaceable_like_a_plain_one(tmp_path: 
     assert Index.load(root).manifest.get("layout") is None
 
 
-def test_an_add_that_failed_after_its_shard_reuses_the_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gearag.indexing.incremental as incremental
-
+def _sharded(tmp_path: Path, n: int) -> tuple[Path, list[Passage], str]:
+    """A stub index of 8 of 12 passages grown to ``n`` by one add: its root, the 12 passages, its identity."""
     use_stub_extractor(StubExtractor())
     passages, _ = _passages(12, 0)
     root = tmp_path / "idx"
     build_index(passages[:8], root, STUB)
-    add_documents(root, passages[8:9])
-    before = manifest_identity(root)
+    add_documents(root, passages[8:n])
+    return root, passages, manifest_identity(root)
+
+
+def test_an_add_that_failed_after_its_shard_reuses_the_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gearag.indexing.incremental as incremental
+
+    root, passages, before = _sharded(tmp_path, 9)
 
     def crash(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt  # killed between the shard's commit and the generation
@@ -520,12 +525,7 @@ def test_a_failure_on_either_generation_thread_fails_the_add_and_keeps_the_index
     the previous index stays as it was, and nothing is left behind."""
     from gearag.indexing import generation
 
-    use_stub_extractor(StubExtractor())
-    passages, _ = _passages(12, 0)
-    root = tmp_path / "idx"
-    build_index(passages[:8], root, STUB)
-    add_documents(root, passages[8:10])
-    before = manifest_identity(root)
+    root, passages, before = _sharded(tmp_path, 10)
 
     def broken(*args: object, **kwargs: object) -> None:
         raise IndexFormatError(f"{where}: damaged")
