@@ -47,3 +47,16 @@ def test_deleting_passages_gives_the_stats_and_graph_of_what_remains(gone: list[
     assert graph.entities == want_graph.entities
     for part in ("head", "tail", "indptr", "indices"):
         np.testing.assert_array_equal(getattr(graph, part), getattr(want_graph, part))
+
+
+def test_the_endpoint_memo_is_bounded_and_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gearag.indexing import union_graph
+
+    subjects = [f"Name {i % 7}" for i in range(50)] + ["the river", "Name 1", "x"]
+    objects = [f"Place {i % 5}" for i in range(50)] + ["Name 2", "", "Place 3"]
+    whole = EndpointTable.compute(subjects, objects)
+    monkeypatch.setattr(union_graph, "SEEN_SURFACES", 3)  # forgets every few surfaces
+    small = EndpointTable.compute(subjects, objects)
+    assert small.keys == whole.keys and small.names == whole.names
+    for part in ("ends", "named", "name_ends"):
+        np.testing.assert_array_equal(getattr(small, part), getattr(whole, part))

@@ -51,6 +51,10 @@ TABLE_FILES = ("keys.json", "ends.npy", "named.npy", "names.json", "name_ends.np
 SAMPLE = 5000
 
 
+#: Surfaces whose key, name and flag :meth:`EndpointTable.compute` remembers before it starts again.
+SEEN_SURFACES = 1 << 20
+
+
 class EndpointTable:
     """One shard's triple endpoints: distinct normalised keys, per-triple key ids and name flags, and the
     resolution's name keys (:func:`gearag.graph.trie.name_key` of the named endpoints with a usable key)."""
@@ -106,6 +110,8 @@ class EndpointTable:
             for side, surface in enumerate(pair):
                 known = seen.get(surface)
                 if known is None:
+                    if len(seen) >= SEEN_SURFACES:  # a memo, bounded: ~0.9 GB of surfaces at a million passages
+                        seen.clear()
                     flag = is_named(surface)
                     key = normalise_entity(surface)
                     name = name_key(surface) if flag else ""

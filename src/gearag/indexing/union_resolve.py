@@ -55,6 +55,7 @@ from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, reus
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.model import Passage
 from gearag.store.collection import load_array
+from gearag.store.rows import Mapped
 from gearag.store.writer import IndexWriter
 
 RESOLVE_DIR = "resolve"
@@ -296,8 +297,9 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     lk = [old.lex[0]] if old else []
     lr = [old.lex[1]] if old else []
     lw = [old.lex[2]] if old else []
-    fresh = passages[new_from:]
-    added = build_lexicon([p.title for p in fresh], [p.text for p in fresh])
+    # Read as the lexicon is built, not listed: the first add after a conversion has every passage "new".
+    fresh = range(new_from, n_passages)
+    added = build_lexicon(Mapped(fresh, lambda i: passages[i].title), Mapped(fresh, lambda i: passages[i].text))
     keys_new, rows_new, weights_new = [], [], []
     for key, cands in added.items():
         i = ids.get(key)
