@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -183,8 +183,8 @@ def opening_names(title: str, text: str) -> list[str]:
     return [name_key(s) for s in out]
 
 
-def build_lexicon(titles: Sequence[str], texts: Sequence[str]) -> dict[str, dict[int, float]]:
-    """Name key → {passage row: tier weight} over a corpus (best tier per pair)."""
+def build_lexicon(titles: Iterable[str], texts: Iterable[str]) -> dict[str, dict[int, float]]:
+    """Name key → {passage row: tier weight} over a corpus (best tier per pair), read in one pass."""
     lexicon: dict[str, dict[int, float]] = {}
 
     def add(key: str, row: int, tier: str) -> None:

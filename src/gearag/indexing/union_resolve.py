@@ -40,7 +40,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import repeat, tee
 from pathlib import Path
 from typing import NamedTuple
 
@@ -55,7 +55,6 @@ from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, reus
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.model import Passage
 from gearag.store.collection import load_array
-from gearag.store.rows import Mapped
 from gearag.store.writer import IndexWriter
 
 RESOLVE_DIR = "resolve"
@@ -297,9 +296,9 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     lk = [old.lex[0]] if old else []
     lr = [old.lex[1]] if old else []
     lw = [old.lex[2]] if old else []
-    # Read as the lexicon is built, not listed: the first add after a conversion has every passage "new".
-    fresh = range(new_from, n_passages)
-    added = build_lexicon(Mapped(fresh, lambda i: passages[i].title), Mapped(fresh, lambda i: passages[i].text))
+    # Read once, as the lexicon is built, not listed: the first add after a conversion has every passage "new".
+    for_titles, for_texts = tee(passages[i] for i in range(new_from, n_passages))
+    added = build_lexicon((p.title for p in for_titles), (p.text for p in for_texts))
     keys_new, rows_new, weights_new = [], [], []
     for key, cands in added.items():
         i = ids.get(key)
