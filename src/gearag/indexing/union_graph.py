@@ -216,12 +216,8 @@ class KeyStats:
         lost = np.zeros(first.shape, dtype=bool)
         lost[has] = moved < 0
         first[has] = moved
-        ok = gone_named & (gone_ends >= 0)
-        bound = int(removal.gone_passages.max()) + 1 if len(removal.gone_passages) else 1
-        owner = np.repeat(removal.gone_passages[:, None], 2, axis=1)
-        pairs = np.unique(gone_ends[ok].astype(np.int64) * bound + owner[ok])
-        passages = self.passages - np.bincount(pairs // bound, minlength=len(self.passages))
-        return KeyStats(first, passages, self.named_all), lost
+        gone = passages_per_key(gone_ends, removal.gone_passages, gone_named & (gone_ends >= 0), len(self.passages))
+        return KeyStats(first, self.passages - gone, self.named_all), lost
 
     @classmethod
     def read(cls, directory: Path, n_keys: int) -> KeyStats | None:
@@ -246,6 +242,15 @@ def union_ends(remaps: Sequence[np.ndarray], local: Sequence[np.ndarray], keep: 
         lookup = np.concatenate([np.asarray(remap, dtype=np.int64), np.full(1, -1, dtype=np.int64)])
         parts.append(lookup[live])  # a local -1 reads the appended -1
     return np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
+
+
+def passages_per_key(ends: np.ndarray, owner: np.ndarray, ok: np.ndarray, n_keys: int) -> np.ndarray:
+    """Per key, in how many distinct passages it is an end where ``ok`` holds (``ends``, ``ok``: (T, 2) per
+    triple; ``owner``: each triple's passage)."""
+    owner = np.asarray(owner, dtype=np.int64)
+    bound = int(owner.max()) + 1 if len(owner) else 1
+    pairs = np.unique(ends[ok].astype(np.int64) * bound + np.repeat(owner[:, None], 2, axis=1)[ok])
+    return np.bincount(pairs // bound, minlength=n_keys)
 
 
 def first_seen(first: np.ndarray, ids: np.ndarray, positions: np.ndarray) -> None:
@@ -296,9 +301,8 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
         if lost is not None and lost[:, side].any():  # keys whose first appearance was deleted: the next one
             at = np.flatnonzero(named[:, side] & (ends[:, side] >= 0) & lost[np.maximum(ends[:, side], 0), side])
             first_seen(stats.first[:, side], ends[at, side], at)
-    # Distinct (key, passage) pairs: the new triples' passages are not in any counted shard.
-    pairs = np.unique(ends[start:][ok] * max(n_passages, 1) + np.repeat(owner[start:, None], 2, axis=1)[ok])
-    stats.passages += np.bincount(pairs // max(n_passages, 1), minlength=n_keys)
+    # The new triples' passages are not in any counted shard: their pairs add to the counts.
+    stats.passages += passages_per_key(ends[start:], owner[start:], ok, n_keys)
     linkable = named & (ends >= 0)
     hub = np.zeros(n_keys, dtype=bool)
     if config.max_entity_share < 1.0:
