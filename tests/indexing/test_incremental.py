@@ -537,3 +537,15 @@ def test_a_failure_on_either_generation_thread_fails_the_add_and_keeps_the_index
     assert not [p for p in (root / "generations").iterdir() if p.name.startswith(".")]  # no half-written one
     monkeypatch.undo()
     assert_same_index(add_documents(root, passages[10:]), build_index(passages, tmp_path / "expected", STUB))
+
+
+def test_a_delete_on_a_plain_index_converts_it_and_removes_the_rows_it_located(tmp_path: Path) -> None:
+    """The ids are located in the plain index before it is converted; its one shard holds them at the same rows."""
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(12, 0)
+    root = tmp_path / "idx"
+    build_index(passages, root, STUB)
+    gone = {passages[0].id, passages[5].id, passages[11].id}
+    deleted = delete_documents(root, sorted(gone))
+    assert deleted.manifest.get("layout") == "sharded" and len(deleted.passages) == 9
+    assert_same_index(deleted, build_index([p for p in passages if p.id not in gone], tmp_path / "expected", STUB))

@@ -432,9 +432,7 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
         total = (manifest.get("counts") or {}).get("passages")
         if isinstance(total, int) and len(found) >= total:
             raise DataError(f"{root}: deleting every passage would leave an empty index; nothing deleted")
-        state = loaded or _open(root, "delete", on_step)
-        if loaded is None:  # converted: the plain index's rows are its one shard's
-            located = _located(root, read_manifest(root), state, ids)
+        state = loaded or _open(root, "delete", on_step)  # converted: the plain index is its one shard, row for row
         tombstones = dict(state.tombstones)
         for ref, rows in zip(state.refs, located, strict=True):
             if rows:
