@@ -371,8 +371,7 @@ class IndexWriter:
     def close(self) -> None:
         """Remove the temporary directory if it was not committed, and release the lock."""
         try:
-            self._stop_sealing()
-            if self.tmp.exists():
+            if self.tmp.exists():  # not committed (a commit stops the checksum thread itself)
                 self.abort()
         finally:
             self.lock.release()
