@@ -278,17 +278,18 @@ def _transition_columns(arrays: GraphArrays, config: PassageGraphConfig, mention
     blocks = []
     # Passages' out-edges go to entities (node ids shifted past the passages).
     top = (mentions + about_t).tocsr()
-    # Entities' out-edges go to passages, then to entities: with a backlink weight of 1 (the default)
-    # the same sum, transposed (x * 1.0 == x exactly), so it is not summed twice.
-    if config.backlink_weight == 1.0:
-        to_passages = top.T.tocsr()
-    else:
-        to_passages = (mentions * config.backlink_weight + about_t).T.tocsr()
+    # Entities' out-edges go to passages, then to entities: the rows of [Bᵀ | R], B the passage × entity
+    # backlink weights and R the relations. With a backlink weight of 1 (the default) B is the sum above
+    # (x * 1.0 == x exactly), so it is not summed twice. [Bᵀ | R] is made as the one transpose of B stacked
+    # over Rᵀ (a copy of each, then one pass in C), not as Bᵀ and then a stack along rows (two more passes).
+    backlinks = top if config.backlink_weight == 1.0 else (mentions * config.backlink_weight + about_t).tocsr()
     del mentions, about_t
-    blocks.append(_normalised_rows(top, shift=p))  # scales top in place: after the transpose was taken
+    stacked = sparse.vstack([backlinks, _relations(arrays, config).T.tocsr()], format="csr")
+    del backlinks
+    blocks.append(_normalised_rows(top, shift=p))  # scales top in place: after its copy was stacked
     del top
-    bottom = sparse.hstack([to_passages, _relations(arrays, config)], format="csr")
-    del to_passages
+    bottom = stacked.T.tocsr()  # entity × node: sorted columns, each once (a transpose of canonical rows)
+    del stacked
     blocks.append(_normalised_rows(bottom, shift=0))
     del bottom
     counts = np.concatenate([b[0] for b in blocks])

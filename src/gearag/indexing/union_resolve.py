@@ -338,7 +338,7 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     named_live = live & (stats.lex >= 0)
     entity[:-1][named_live] = stats.lex[named_live]
     entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
-    keys = names + [items[j] for j in ep.tolist()]
+    keys = names + list(map(items.__getitem__, ep.tolist()))
     ends = entity.astype(np.int32)[ends_key]  # an end of no name (-1) reads entity's last entry, -1
     # An endpoint-only name is about the passages of the lexicon names it contains (resolve_corpus._contained).
     contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w, totals)
