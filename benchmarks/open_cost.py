@@ -1,6 +1,6 @@
 """What opening an index costs: seconds and memory (MB) after open, a first BM25 and a first SyncGE query.
 
-    PYTHONPATH=SRC python benchmarks/open_cost.py INDEX [QUESTIONS.json]
+    PYTHONPATH=SRC python benchmarks/open_cost.py INDEX [QUESTIONS.json] [--push-workspace dense|touched]
 
 One JSON line: ``open_s``, ``bm25_s``, ``syncge_s`` and after each ``VmRSS`` (resident), ``RssAnon``
 (heap: what the process itself holds, not file pages) and ``VmHWM`` (peak). With a questions file
@@ -8,6 +8,8 @@ One JSON line: ``open_s``, ``bm25_s``, ``syncge_s`` and after each ``VmRSS`` (re
 over 30 (seed 0, after 15 warm-up questions each). Run it once per checkout
 (``PYTHONPATH`` = that checkout's ``src``) on the same index to compare two versions
 (BENCHMARKS.md, "Adds and opens at 1M: stored row offsets, id hashes, extended names").
+``--push-workspace`` forces forward push's work arrays: dense per thread, or over the nodes a query
+touches (:data:`gearag.graph.ppr.DENSE_WORKSPACE_NODES` chooses by the graph's size otherwise).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 import time
 
 from gearag.api import Gearag
+from gearag.graph import ppr
 
 QUESTION = "Who is the director of the film that won the award?"
 
@@ -34,6 +37,10 @@ def memory() -> dict[str, int]:
 
 
 def main() -> None:
+    if "--push-workspace" in sys.argv:
+        at = sys.argv.index("--push-workspace")
+        ppr.DENSE_WORKSPACE_NODES = {"dense": 1 << 62, "touched": 0}[sys.argv[at + 1]]
+        del sys.argv[at : at + 2]
     started = time.perf_counter()
     app = Gearag.open(sys.argv[1])
     result: dict[str, object] = {"open_s": round(time.perf_counter() - started, 2), "open": memory()}

@@ -58,14 +58,21 @@ MAX_ITER = 100
 #: Forward push: node ``u`` is pushed while its residual exceeds ``PUSH_EPS × deg(u)`` (seed mass 1).
 PUSH_EPS = 1e-6
 SOLVERS = ("power", "push")
+#: Forward push keeps each thread's estimate and residual in two dense float64 arrays (16 bytes a node, kept
+#: between queries, so a query neither allocates nor clears node-sized vectors) on graphs of at most this
+#: many nodes: 256 MB a thread. Larger graphs hold only the nodes a query touches, so the memory a query
+#: process keeps does not grow with the corpus. Both give the same estimates, bit for bit (tested).
+DENSE_WORKSPACE_NODES = 1 << 24
 
 
 class PageRankOperator:
     """A graph's column-normalised transition matrix, prepared once, run per seed vector."""
 
-    def __init__(self, adjacency: sparse.spmatrix, dtype: type = np.float64, *, columns: bool = False) -> None:
+    def __init__(self, adjacency: sparse.spmatrix, dtype: type = np.float64, *, columns: bool = False,
+                 dense_nodes: int | None = None) -> None:
         """``columns``: keep the matrix by columns (what :meth:`run_push` reads) rather than by rows
-        (what :meth:`run` multiplies with); either is converted on first use of the other solver."""
+        (what :meth:`run` multiplies with); either is converted on first use of the other solver.
+        ``dense_nodes``: up to how many nodes push keeps dense work arrays (None: :data:`DENSE_WORKSPACE_NODES`)."""
         adj = sparse.csr_matrix(adjacency, dtype=np.float64)
         if adj.shape[0] != adj.shape[1]:
             raise ValueError(f"adjacency must be square, got {adj.shape}")
@@ -79,15 +86,18 @@ class PageRankOperator:
         self.dtype = dtype
         self.dangling = out_weight <= 0
         self.n = adj.shape[0]
+        self.dense_nodes = DENSE_WORKSPACE_NODES if dense_nodes is None else dense_nodes
         self._local = threading.local()  # per-thread push work arrays (run_push_sparse)
 
     @classmethod
-    def from_columns(cls, columns: Any, dangling: np.ndarray, dtype: type = np.float32) -> PageRankOperator:
+    def from_columns(cls, columns: Any, dangling: np.ndarray, dtype: type = np.float32,
+                     dense_nodes: int | None = None) -> PageRankOperator:
         """An operator over a transition matrix already normalised and stored by columns: anything with
         scipy's ``indptr``, ``indices`` and ``data`` (memory-mapped arrays are read, never copied, by push)."""
         op = cls.__new__(cls)
         op._rows, op._columns, op.dtype, op.dangling = None, columns, dtype, dangling
         op.n = len(columns.indptr) - 1
+        op.dense_nodes = DENSE_WORKSPACE_NODES if dense_nodes is None else dense_nodes
         op._local = threading.local()
         return op
 
@@ -163,11 +173,14 @@ class PageRankOperator:
         p[nodes] = values
         return p, residual
 
-    def _workspace(self) -> tuple[np.ndarray, np.ndarray]:
-        """This thread's estimate and residual arrays (zero between runs: a run resets what it touched)."""
+    def _workspace(self) -> _Dense | _Touched:
+        """Work arrays for one push: this thread's dense ones (zero between runs: a run resets what it
+        touched) on a graph of at most :attr:`dense_nodes` nodes, else new ones over the nodes it touches."""
+        if self.n > self.dense_nodes:
+            return _Touched()
         ws = getattr(self._local, "arrays", None)
         if ws is None:
-            ws = self._local.arrays = (np.zeros(self.n), np.zeros(self.n))
+            ws = self._local.arrays = _Dense(self.n)
         return ws
 
     def run_push_sparse(
@@ -178,11 +191,13 @@ class PageRankOperator:
         the nodes with an estimate (those pushed at least once, ascending), their estimates, and with
         ``residual`` the residual mass left (else NaN: summing it needs every touched node once).
 
-        Nothing here costs the graph's size: the estimate and residual live in
+        No step costs the graph's size: the estimate and residual live in
         per-thread arrays allocated once and reset where a run touched them, so a
         query on a million-passage graph does not allocate, scan or sum node-sized
-        vectors (they were three quarters of a SyncGE query there). The estimates
-        are those :meth:`run_push` returns for the dense seed vector.
+        vectors (they were three quarters of a SyncGE query there); above
+        :attr:`dense_nodes` nodes, in arrays over the nodes the run touches
+        (:data:`DENSE_WORKSPACE_NODES`). The estimates are those :meth:`run_push`
+        returns for the dense seed vector, either way.
         """
         if eps <= 0:
             raise ValueError("eps must be positive")
@@ -196,22 +211,25 @@ class PageRankOperator:
         def degree(nodes: np.ndarray) -> np.ndarray:  # read per node: no node-sized array is made or kept
             return np.maximum(indptr[nodes + 1] - indptr[nodes], 1).astype(np.float64)
 
-        p, r = self._workspace()
+        ws = self._workspace()
         reached = [seeds_at]
         pushed = []
         try:
-            r[seeds_at] = s
-            active = seeds_at[r[seeds_at] > eps * degree(seeds_at)]
+            at = ws.positions(seeds_at)  # positions in the work arrays (a new node moves the others: taken anew)
+            ws.r[at] = s
+            active = seeds_at[ws.r[at] > eps * degree(seeds_at)]
             while active.size:
                 pushed.append(active)
-                mass = r[active]
-                r[active] = 0.0
-                p[active] += (1.0 - damping) * mass
+                at = ws.positions(active)
+                mass = ws.r[at]
+                ws.r[at] = 0.0
+                ws.p[at] += (1.0 - damping) * mass
                 push = damping * mass
                 dangling = self.dangling[active]
                 touched = []
                 if dangling.any():  # a walk that cannot leave a node restarts at the seeds
-                    r[seeds_at] += push[dangling].sum() * s
+                    at = ws.positions(seeds_at)
+                    ws.r[at] += push[dangling].sum() * s
                     touched.append(seeds_at)
                 live = active[~dangling]
                 if live.size:
@@ -219,21 +237,60 @@ class PageRankOperator:
                     counts = cols.indptr[live + 1] - starts
                     idx = _ranges(starts, counts)
                     targets = cols.indices[idx]
-                    np.add.at(r, targets, cols.data[idx] * np.repeat(push[~dangling], counts))
+                    at = ws.positions(targets)
+                    np.add.at(ws.r, at, cols.data[idx] * np.repeat(push[~dangling], counts))
                     touched.append(targets)
                     reached.append(targets)
                 if not touched:
                     break
                 candidates = np.concatenate(touched)  # threshold first: most touched nodes stay below it
-                active = np.unique(candidates[r[candidates] > eps * degree(candidates)])
+                over = ws.r[ws.positions(candidates)] > eps * degree(candidates)
+                active = np.unique(candidates[over])
             out = np.unique(np.concatenate(pushed)) if pushed else np.zeros(0, dtype=np.int64)
-            estimates = p[out].copy()
-            left = float(r[np.unique(np.concatenate(reached))].sum()) if residual else float("nan")
+            estimates = ws.p[ws.positions(out)].copy()
+            left = float(ws.r[ws.positions(np.unique(np.concatenate(reached)))].sum()) if residual else float("nan")
         finally:  # leave the work arrays zero for the next run, even after an error
-            every = np.concatenate(reached)
-            p[every] = 0.0
-            r[every] = 0.0
+            ws.reset(np.concatenate(reached))
         return out, estimates, left
+
+
+class _Dense:
+    """Push work arrays over every node, indexed by node id (kept per thread, zeroed where a run went)."""
+
+    def __init__(self, n: int) -> None:
+        self.p, self.r = np.zeros(n), np.zeros(n)
+
+    @staticmethod
+    def positions(nodes: np.ndarray) -> np.ndarray:
+        return nodes
+
+    def reset(self, nodes: np.ndarray) -> None:
+        self.p[nodes] = 0.0
+        self.r[nodes] = 0.0
+
+
+class _Touched:
+    """Push work arrays over the nodes one run touched, in node order (``nodes``, sorted)."""
+
+    def __init__(self) -> None:
+        self.nodes = np.zeros(0, dtype=np.int64)
+        self.p, self.r = np.zeros(0), np.zeros(0)
+
+    def positions(self, nodes: np.ndarray) -> np.ndarray:
+        """Where ``nodes`` are in the arrays; nodes not there yet are added, with zeros."""
+        at = np.searchsorted(self.nodes, nodes)
+        known = at < len(self.nodes)
+        known[known] = self.nodes[at[known]] == nodes[known]
+        if known.all():
+            return at
+        new = np.unique(nodes[~known])
+        where = np.searchsorted(self.nodes, new)
+        self.nodes = np.insert(self.nodes, where, new)
+        self.p, self.r = np.insert(self.p, where, 0.0), np.insert(self.r, where, 0.0)
+        return np.searchsorted(self.nodes, nodes)
+
+    def reset(self, nodes: np.ndarray) -> None:
+        """Nothing to clear: the arrays belong to one run."""
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
