@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 
 from gearag.data.jsonio import load_json
 from gearag.errors import GearagError
@@ -340,12 +341,30 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
     keys = names + list(map(items.__getitem__, ep.tolist()))
     ends = entity.astype(np.int32)[ends_key]  # an end of no name (-1) reads entity's last entry, -1
+    del ends_key  # every name below is freed once used: the matrices that follow are an add's peak
+    # -- the matrices, as resolve_corpus assembles them -------------------------------------------------
     # An endpoint-only name is about the passages of the lexicon names it contains (resolve_corpus._contained).
     contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w, totals)
     for part, values in zip((about_rows, about_cols, about_vals), contained, strict=True):
         part.append(values)
-    # -- text mentions: kept where no new name can occur, scanned again where one may ---------------
-    rescan: set[int] = set(range(new_from, n_passages))
+    del contained, by_name_rows, by_name_w
+    about = summed_csr(np.concatenate(about_vals).astype(np.float32), np.concatenate(about_rows),
+                       np.concatenate(about_cols), (len(keys), n_passages))
+    del about_rows, about_cols, about_vals
+    text_rows, text_names = _text_mentions(passages, old, touched, indices, matcher, new_from)
+    mentions = _mention_matrix(owner, ends, text_rows, text_names, (n_passages, len(keys)))
+    state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names))
+    known = prior.names if prior is not None else None
+    renumbered = _renumbered(known, n_prior_names, entity) if known is not None and not removed else None
+    return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None), state, stats, renumbered)
+
+
+def _text_mentions(passages: Sequence[Passage], old: ResolveState | None, touched: list[str],
+                   indices: Sequence[tuple[TokenIndex, np.ndarray]], matcher: NameLookup,
+                   new_from: int) -> tuple[np.ndarray, np.ndarray]:
+    """The union's text mentions (passage row, lexicon id): ``old``'s where no ``touched`` name can occur, and
+    those of the passages scanned again (the new ones and those holding every token of a touched name)."""
+    rescan: set[int] = set(range(new_from, len(passages)))
     if old is not None and touched:
         for index, rows in indices:
             hit = rows[index.holding_any(touched)]
@@ -357,27 +376,26 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
         t_rows.append(old.text[0][kept])
         t_names.append(old.text[1][kept])
     scanned_rows, scanned_names = array("q"), array("q")
-    if n_names:
+    if matcher.size:
         for row in sorted(rescan):
             for m in matcher.scan(tokens(passages[row].text), require_capital=True):
                 scanned_rows.append(row)
                 scanned_names.append(m.name)
     t_rows.append(np.frombuffer(scanned_rows, dtype=np.int64))
     t_names.append(np.frombuffer(scanned_names, dtype=np.int64).astype(np.int32))
-    text_rows, text_names = np.concatenate(t_rows).astype(np.int64), np.concatenate(t_names).astype(np.int32)
-    # -- the matrices, as resolve_corpus assembles them -------------------------------------------------
-    n_keys = len(keys)
-    about = summed_csr(np.concatenate(about_vals).astype(np.float32), np.concatenate(about_rows),
-                       np.concatenate(about_cols), (n_keys, n_passages))
-    owner2 = np.repeat(np.asarray(owner, dtype=np.int64), 2)
+    return np.concatenate(t_rows).astype(np.int64), np.concatenate(t_names).astype(np.int32)
+
+
+def _mention_matrix(owner: np.ndarray, ends: np.ndarray, text_rows: np.ndarray, text_names: np.ndarray,
+                    shape: tuple[int, int]) -> sparse.csr_matrix:
+    """The passage × entity incidence of the triple ends (in their triples' passages) and the text mentions,
+    as ``resolve_corpus`` assembles it; the per-end temporaries are freed before the matrix is made."""
     flat = ends.ravel().astype(np.int64)
     linked = flat >= 0
-    mentions = _incidence(np.concatenate([owner2[linked], text_rows]),
-                          np.concatenate([flat[linked], text_names.astype(np.int64)]), (n_passages, n_keys))
-    state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names))
-    known = prior.names if prior is not None else None
-    renumbered = _renumbered(known, n_prior_names, entity) if known is not None and not removed else None
-    return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None), state, stats, renumbered)
+    rows = np.concatenate([np.repeat(np.asarray(owner, dtype=np.int64), 2)[linked], text_rows])
+    cols = np.concatenate([flat[linked], text_names.astype(np.int64)])
+    del flat, linked
+    return _incidence(rows, cols, shape)
 
 
 def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.ndarray | None:
