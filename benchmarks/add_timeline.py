@@ -1,0 +1,96 @@
+"""A timeline of one gearag command: when each step of a generation starts and ends, per thread, and RSS.
+
+    PYTHONPATH=SRC python benchmarks/add_timeline.py -- add INDEX CORPUS [gearag options...]
+
+Prints to stderr, one line per call of the wrapped functions (:data:`STEPS`): thread, start and end
+(seconds since start) and duration; a line whenever the resident size moved by more than 0.25 GB
+since the last one (sampled every 50 ms); and per thread the total time spent writing JSON and
+arrays. Sort by the second column to read it in order. The wrapping and the sampler cost time: use it
+to see where a generation's time and peak go, not to time it (BENCHMARKS.md, "Adds at 1M, and a
+push workspace that does not grow").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from gearag.cli import main
+from gearag.graph import passage_graph, prepared, resolve, trie
+from gearag.indexing import generation, union_graph, union_resolve
+from gearag.store import writer
+
+MODULES = (union_resolve, union_graph, generation, prepared, passage_graph, resolve)
+#: (module, function) pairs whose every call is logged.
+STEPS = [(union_graph, "union_triple_graph"), (union_resolve, "resolve_union"),
+         (passage_graph, "write_graph_arrays"), (prepared, "_transition_columns"), (generation, "_vocab"),
+         (resolve, "summed_csr"), (union_resolve, "_contained_about"), (union_graph, "union_ends"),
+         (prepared, "write_prepared"), (union_resolve, "_endpoint_name_stats"), (generation, "write_generation"),
+         (generation, "shard_table"), (generation, "_prior_resolution")]
+#: (class, method) pairs whose calls are logged, and those only totalled per thread.
+METHODS = [(prepared.PreparedGraph, "build"), (passage_graph.GraphArrays, "from_resolution"),
+           (writer.IndexWriter, "commit"), (trie.NameLookup, "__init__")]
+TOTALLED = [(writer.IndexWriter, "write_json"), (writer.IndexWriter, "write_array")]
+
+T0 = time.perf_counter()
+_totals: dict[tuple[str, str], float] = {}
+_lock = threading.Lock()
+
+
+def _wrap(holder: Any, name: str, total: bool = False) -> None:
+    f = getattr(holder, name)
+
+    @functools.wraps(f)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return f(*args, **kwargs)
+        finally:
+            end = time.perf_counter()
+            thread = threading.current_thread().name[:12]
+            if total:
+                with _lock:
+                    _totals[(thread, name)] = _totals.get((thread, name), 0.0) + end - start
+            else:
+                print(f"{thread:12s} {start - T0:7.2f} {end - T0:7.2f} {end - start:6.2f} {name}", file=sys.stderr)
+
+    setattr(holder, name, timed)
+    for module in MODULES:  # names imported into other modules are replaced there too
+        if getattr(module, name, None) is f:
+            setattr(module, name, timed)
+
+
+def _sample_rss() -> None:
+    page = os.sysconf("SC_PAGE_SIZE")
+    last = 0.0
+    while True:
+        with open("/proc/self/statm") as fh:
+            rss = int(fh.read().split()[1]) * page / 2**30
+        if abs(rss - last) > 0.25:
+            print(f"{'rss':12s} {time.perf_counter() - T0:7.2f} {rss:.2f} GB", file=sys.stderr)
+            last = rss
+        time.sleep(0.05)
+
+
+def run(argv: list[str]) -> None:
+    for module, name in STEPS:
+        _wrap(module, name)
+    for cls, name in METHODS:
+        _wrap(cls, name)
+    for cls, name in TOTALLED:
+        _wrap(cls, name, total=True)
+    threading.Thread(target=_sample_rss, daemon=True).start()
+    sys.argv = ["gearag", *argv]
+    with contextlib.suppress(SystemExit):
+        main()
+    for (thread, name), seconds in sorted(_totals.items()):
+        print(f"{thread:12s} total {seconds:6.2f} {name}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    run(sys.argv[2:] if sys.argv[1:2] == ["--"] else sys.argv[1:])
