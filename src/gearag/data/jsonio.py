@@ -7,14 +7,34 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from gearag.errors import DataError
 
 
 def load_json(path: Path) -> Any:
-    """Parse a JSON file gearag wrote, from its bytes (``json`` decodes UTF-8 itself: 0.8 s instead of 1.3 s
-    for a 150 MB vocabulary of a million-passage index, which every add reads). ``OSError`` and ``ValueError``
-    propagate: the caller names the file in its own error."""
-    return json.loads(Path(path).read_bytes())
+    """Parse a JSON file gearag wrote, from its bytes, with orjson (0.6 s instead of 0.85 s for the 7M names of
+    a million-passage index's vocabulary, which every add reads); what orjson refuses and ``json`` reads
+    (``NaN``, a lone surrogate escape) is read by ``json``. ``OSError`` and ``ValueError`` propagate: the
+    caller names the file in its own error."""
+    return parse_json(Path(path).read_bytes())
+
+
+def parse_json(raw: bytes) -> Any:
+    """:func:`load_json` of bytes already read."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
+def dump_json(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON, with orjson: the entity and name lists of a million-passage index
+    (150 MB each, written by every build and add) take 0.13 s instead of ``json.dumps``' 1.9 s, and
+    orjson holds the GIL that long, not the whole time the other generation thread works. Non-string
+    keys are written as strings, as ``json`` does; a float NaN or infinity would become ``null``, so
+    index files hold none (ids, strings, counts and settings)."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
 
 
 def read_text(path: Path) -> str:

@@ -39,7 +39,6 @@ entities' probabilities), kept for the ablation.
 from __future__ import annotations
 
 import io
-import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import sparse
 
+from gearag.data.jsonio import parse_json
 from gearag.errors import ConfigError
 from gearag.graph.ppr import DAMPING, PUSH_EPS, SOLVERS, PageRankOperator
 from gearag.graph.prepared import Earlier, PreparedGraph, settings_of, write_prepared
@@ -231,7 +231,7 @@ class GraphArrays:
     @classmethod
     def from_files(cls, read: Callable[[str], bytes]) -> GraphArrays:
         """The arrays from their files' bytes, ``read(name)`` for each name of :meth:`files` (any store)."""
-        meta = json.loads(read("entities.json").decode("utf-8"))
+        meta = parse_json(read("entities.json"))
         n_e, n_p = len(meta["keys"]), meta["n_passages"]
 
         def npy(name: str) -> np.ndarray:

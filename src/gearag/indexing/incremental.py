@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.data.jsonio import load_json
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
 from gearag.hashing import stable_hashes
@@ -268,7 +269,7 @@ def _kept_token_ids(root: Path, listed: dict[str, Any], collection: str,
     rel = tokens_rel(collection)
     if not all(f"{rel}/{name}" in listed for name in TOKEN_FILES):
         return None
-    vocab = json.loads((root / rel / "vocab.json").read_text(encoding="utf-8"))
+    vocab = load_json(root / rel / "vocab.json")
     ids, indptr = load_npy(root / rel / "ids.npy"), load_npy(root / rel / "indptr.npy", mmap=False)
     if len(indptr) != n_docs + 1 or int(indptr[-1]) != len(ids):
         raise IndexFormatError(f"{root / rel}: token ids do not fit the {collection} collection")

@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.data.jsonio import load_json
 from gearag.errors import IndexFormatError
 from gearag.model import Passage
 from gearag.retrieve.bm25_postings import POSTINGS_FILES, PostingsBM25, read_postings
@@ -228,7 +229,7 @@ def read_tokens(shard: Path, collection: str, rows: int, *, check_ids: bool = Tr
     never indexes with them, such as BM25 from stored postings, skips that read of the whole file)."""
     rel = tokens_rel(collection)
     try:
-        vocab = json.loads((shard / rel / "vocab.json").read_text(encoding="utf-8"))
+        vocab = load_json(shard / rel / "vocab.json")
     except (OSError, ValueError):
         raise IndexFormatError(f"{shard}: {rel}/vocab.json is unreadable; rebuild the index") from None
     ids = np.asarray(load_array(shard, f"{rel}/ids.npy"))

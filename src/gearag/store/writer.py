@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from gearag.data.jsonio import dump_json
 from gearag.errors import BusyError, IndexFormatError, OutputError
 from gearag.outputs import check_output_dir
 from gearag.store import index as index_layout
@@ -297,7 +298,7 @@ class IndexWriter:
             self.write_array(offsets_rel(rel), np.frombuffer(ends, dtype=np.int64))
 
     def write_json(self, rel: str, value: Any) -> None:
-        self.path(rel).write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+        self.path(rel).write_bytes(dump_json(value))
         self._seal_later(rel)
 
     def write_array(self, rel: str, array: np.ndarray) -> None:
