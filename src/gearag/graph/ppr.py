@@ -244,11 +244,15 @@ class PageRankOperator:
                 if not touched:
                     break
                 candidates = np.concatenate(touched)  # threshold first: most touched nodes stay below it
-                over = ws.r[ws.positions(candidates)] > eps * degree(candidates)
-                active = np.unique(candidates[over])
+                at = ws.positions(candidates)  # each one reached already: nothing moves from here on
+                active = np.unique(candidates[ws.r[at] > eps * degree(candidates)])
             out = np.unique(np.concatenate(pushed)) if pushed else np.zeros(0, dtype=np.int64)
-            estimates = ws.p[ws.positions(out)].copy()
-            left = float(ws.r[ws.positions(np.unique(np.concatenate(reached)))].sum()) if residual else float("nan")
+            at = ws.positions(out)
+            estimates = ws.p[at].copy()
+            left = float("nan")
+            if residual:
+                at = ws.positions(np.unique(np.concatenate(reached)))
+                left = float(ws.r[at].sum())
         finally:  # leave the work arrays zero for the next run, even after an error
             ws.reset(np.concatenate(reached))
         return out, estimates, left
