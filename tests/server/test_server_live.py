@@ -69,3 +69,26 @@ def test_live_server_with_a_key_on_a_public_address_and_graceful_shutdown(demo_i
         assert "Traceback" not in err
     finally:
         server.stop()
+
+
+def test_a_second_sigterm_while_the_server_winds_down_exits_at_once_without_a_traceback() -> None:
+    """After the drain's SIGTERM the interpreter waits for its threads; another SIGTERM then must not raise
+    SystemExit inside that wait (a traceback on stderr) but end the process with status 0."""
+    import subprocess
+    import sys
+
+    script = (
+        "import signal, threading, time\n"
+        "from gearag.server import launch\n"
+        "signal.signal(signal.SIGTERM, launch._stopped)\n"
+        "threading.Thread(target=time.sleep, args=(30,)).start()  # a thread the exit must wait for\n"
+        "print('ready', flush=True)\n"
+        "signal.raise_signal(signal.SIGTERM)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    time.sleep(0.5)  # the first SIGTERM has run: the interpreter is waiting for the sleeping thread
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "gearag: stopped" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -41,5 +42,15 @@ def serve(index_dir: str | Path, settings: ServerSettings) -> None:
 
 
 def _stopped(signum: int, frame: object) -> None:
+    """uvicorn's re-raised SIGTERM after its drain: exit 0. The interpreter then waits for its threads; a
+    further SIGTERM (a supervisor's second one) ends the process at once, instead of raising SystemExit
+    wherever the wait is and printing a traceback."""
+    signal.signal(signal.SIGTERM, _exit_now)
     print("gearag: stopped", file=sys.stderr, flush=True)
     sys.exit(0)
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
