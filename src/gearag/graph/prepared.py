@@ -121,27 +121,28 @@ class PreparedGraph:
             keep[: res.n_mention_keys] = 1.0
             about = (sparse.diags(keep) @ res.about).tocsr()
             about.eliminate_zeros()
-        # The transition (array work that releases the GIL) is made on a second thread while the names are
-        # hashed: the two read the same matrices and write nothing they share.
+        df = np.asarray((mentions > 0).sum(axis=0)).ravel()
+        specificity = 1.0 / np.maximum(df, 1)  # entities in no passage count as in one
+        # An entity only NER found (unused here: NER mentions off) is in no passage and about none.
+        counted = (np.arange(n_entities) < res.n_names) | (df > 0)
+        # The transition (array work that releases the GIL) is made on a second thread while an add's names
+        # are extended. Hashing every key instead (a build, a first add) waits for it, so that the two peaks do
+        # not add up where the preparation is the peak (BENCHMARKS.md, "Adds at 1M, and a push workspace…").
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-transition") as pool:
             transition = pool.submit(_transition_columns, arrays, config, mentions, about) \
                 if config.passage_nodes else None
-            df = np.asarray((mentions > 0).sum(axis=0)).ravel()
-            specificity = 1.0 / np.maximum(df, 1)  # entities in no passage count as in one
-            # An entity only NER found (unused here: NER mentions off) is in no passage and about none.
-            counted = (np.arange(n_entities) < res.n_names) | (df > 0)
             extended = earlier.extend(res.keys, counted) if earlier is not None and earlier.settings == settings_of(
                 config) else None
-            if extended is not None:
-                names, n_usable = extended
-            else:
-                ids = np.flatnonzero(_usable(res.keys) & counted)
-                names, n_usable = HashedNames.from_keys([res.keys[i] for i in ids.tolist()], ids), len(ids)
             if transition is not None:
                 columns, dangling = transition.result()
             else:  # the entity-only graph: small (entities only), made the plain way
                 operator = PageRankOperator(_relations(arrays, config), dtype=np.float32, columns=True)
                 columns, dangling = Csr.of(operator.columns), operator.dangling
+        if extended is not None:
+            names, n_usable = extended
+        else:
+            ids = np.flatnonzero(_usable(res.keys) & counted)
+            names, n_usable = HashedNames.from_keys([res.keys[i] for i in ids.tolist()], ids), len(ids)
         return cls(n_passages, n_entities, settings_of(config), columns, dangling, specificity,
                    Csr.of(about), res.triple_ends, names, res.n_mention_keys, n_usable,
                    mentions if not config.passage_nodes else None)
@@ -271,11 +272,10 @@ def _transition_columns(arrays: GraphArrays, config: PassageGraphConfig, mention
     entity → passage weights ``backlink_weight × mention + about_weight ×
     about`` and the entity relations (:mod:`gearag.graph.passage_graph`).
     Column j of the transition is column j of ``A`` over its sum. Made here
-    as the rows of ``Aᵀ`` in two blocks (passages' rows, entities' rows; the
-    first normalised on a second thread while the second is made), each
-    normalised and cast to float32 on its own: a :class:`PageRankOperator` of
-    the whole adjacency held more float64 copies of it at once (a 4 GB
-    transient at a million passages). The values are the
+    as the rows of ``Aᵀ``, block by block (passages' rows, then entities'),
+    each normalised and cast to float32 before the next: a
+    :class:`PageRankOperator` of the whole adjacency held float64 copies of
+    it at once (a 4 GB transient at a million passages). The values are the
     operator's bit for bit: the same float64 sums, each column summed in the
     same order, one product and one cast per entry (tested).
     """
@@ -293,16 +293,12 @@ def _transition_columns(arrays: GraphArrays, config: PassageGraphConfig, mention
     del mentions, about_t
     stacked = sparse.vstack([backlinks, _relations(arrays, config).T.tocsr()], format="csr")
     del backlinks
-    # The passages' rows are normalised on a second thread (in place: stacked holds its own copy of top)
-    # while the entities' rows are transposed and normalised.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-rows") as pool:
-        passage_rows = pool.submit(_normalised_rows, top, p)
-        del top
-        bottom = stacked.T.tocsr()  # entity × node: sorted columns, each once (a transpose of canonical rows)
-        del stacked
-        entity_rows = _normalised_rows(bottom, shift=0)
-        del bottom
-        blocks += [passage_rows.result(), entity_rows]
+    blocks.append(_normalised_rows(top, shift=p))  # scales top in place: stacked holds its own copy
+    del top
+    bottom = stacked.T.tocsr()  # entity × node: sorted columns, each once (a transpose of canonical rows)
+    del stacked
+    blocks.append(_normalised_rows(bottom, shift=0))
+    del bottom
     counts = np.concatenate([b[0] for b in blocks])
     indptr = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
