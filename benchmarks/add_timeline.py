@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import sys
 import threading
 import time
 from typing import Any
 
+from gearag.bench.memory import rss_mb
 from gearag.cli import main
 from gearag.graph import passage_graph, prepared, resolve, trie
 from gearag.indexing import generation, union_graph, union_resolve
@@ -66,11 +66,9 @@ def _wrap(holder: Any, name: str, total: bool = False) -> None:
 
 
 def _sample_rss() -> None:
-    page = os.sysconf("SC_PAGE_SIZE")
     last = 0.0
     while True:
-        with open("/proc/self/statm") as fh:
-            rss = int(fh.read().split()[1]) * page / 2**30
+        rss = rss_mb() / 1024
         if abs(rss - last) > 0.25:
             print(f"{'rss':12s} {time.perf_counter() - T0:7.2f} {rss:.2f} GB", file=sys.stderr)
             last = rss

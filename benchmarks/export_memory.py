@@ -1,6 +1,6 @@
 """Where a Lance export's memory goes: per stage, wall seconds, peak resident MB and resident MB after it,
 split into anonymous memory (heap) and file-backed pages (the index's memory-mapped vectors, which the
-kernel can drop).
+kernel can drop; :func:`gearag.bench.memory.rss_parts_mb`, shared memory counted with them).
 
     python benchmarks/export_memory.py INDEX_DIR OUT_URI [--ann-min-rows N]
 
@@ -18,36 +18,31 @@ import time
 from pathlib import Path
 
 
-def _status(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) // 1024
-    return -1
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("index", type=Path)
     ap.add_argument("out")
     ap.add_argument("--ann-min-rows", type=int, default=100_000)
     args = ap.parse_args()
+    from gearag.bench.memory import peak_mb, reset_peak, rss_mb, rss_parts_mb
     from gearag.store.lance.export import ExportConfig, export_index
 
     stages: list[dict[str, object]] = []
     started = [time.perf_counter(), "open the index"]
 
     def close_stage() -> None:
+        anon, file_backed = rss_parts_mb()
         stages.append({"stage": started[1], "seconds": round(time.perf_counter() - float(started[0]), 1),
-                       "peak_mb": _status("VmHWM"), "rss_mb_after": _status("VmRSS"),
-                       "anon_mb_after": _status("RssAnon"), "file_mb_after": _status("RssFile")})
+                       "peak_mb": round(peak_mb()), "rss_mb_after": round(rss_mb()),
+                       "anon_mb_after": round(anon), "file_mb_after": round(file_backed)})
         print(json.dumps(stages[-1]), flush=True)
-        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM: the next stage's peak is its own
+        reset_peak()  # the next stage's peak is its own
 
     def say(message: str) -> None:
         close_stage()
         started[:] = [time.perf_counter(), message]
 
-    Path("/proc/self/clear_refs").write_text("5")
+    reset_peak()
     export_index(args.index, args.out, ExportConfig(ann_min_rows=args.ann_min_rows, overwrite=True), say)
     close_stage()
 
