@@ -102,17 +102,6 @@ def test_an_endpoint_name_holding_a_new_title_is_scanned_again() -> None:
     assert blind.about[blind.keys.index("zed alpha band")].nnz == 0
 
 
-def test_ranges_is_the_concatenation_of_aranges() -> None:
-    from gearag.indexing.union_resolve import ranges
-
-    rng = np.random.default_rng(0)
-    for _ in range(100):
-        n = int(rng.integers(0, 20))
-        starts, lengths = rng.integers(0, 100, n), rng.integers(0, 5, n)
-        want = [np.arange(s, s + k) for s, k in zip(starts.tolist(), lengths.tolist(), strict=True)]
-        assert ranges(starts, lengths).tolist() == (np.concatenate(want).tolist() if want else [])
-
-
 CORPUS = [
     Passage("p0", "Zed Alpha", "Zed Alpha is a band from Beta."),
     Passage("p1", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990."),

@@ -52,6 +52,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from gearag.graph.ranges import ranges
+
 DAMPING = 0.5
 TOL = 1e-7
 MAX_ITER = 100
@@ -235,7 +237,7 @@ class PageRankOperator:
                 if live.size:
                     starts = cols.indptr[live]
                     counts = cols.indptr[live + 1] - starts
-                    idx = _ranges(starts, counts)
+                    idx = ranges(starts, counts)
                     targets = cols.indices[idx]
                     at = ws.positions(targets)
                     np.add.at(ws.r, at, cols.data[idx] * np.repeat(push[~dangling], counts))
@@ -295,15 +297,6 @@ class _Touched:
 
     def reset(self, nodes: np.ndarray) -> None:
         """Nothing to clear: the arrays belong to one run."""
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The concatenation of ``arange(start, start + count)`` for every pair, without a Python loop."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-    return np.arange(total, dtype=np.int64) + offsets
 
 
 def personalized_pagerank(

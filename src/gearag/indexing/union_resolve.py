@@ -49,6 +49,7 @@ from scipy import sparse
 
 from gearag.data.jsonio import load_json
 from gearag.errors import GearagError
+from gearag.graph.ranges import ranges
 from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, build_lexicon, summed_csr
 from gearag.graph.trie import NameLookup, tokens
 from gearag.hashing import stable_hashes
@@ -261,14 +262,6 @@ class UnionResolution(NamedTuple):
     stats: NameStats  #: the union's endpoint-name statistics
     #: With a prior: per entity of the prior's resolution, its id in this one (else None).
     renumbered: np.ndarray | None
-
-
-def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])`` without the loop."""
-    total = int(lengths.sum())
-    out = np.repeat(starts.astype(np.int64) - (np.cumsum(lengths) - lengths), lengths)
-    out += np.arange(total, dtype=np.int64)
-    return out
 
 
 def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
