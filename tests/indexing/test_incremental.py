@@ -518,20 +518,22 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
     assert [added.triples[t].subject for t in range(len(added.triples))][-2:] == ["Entity4 Alpha", "Entity5 Alpha"]
 
 
-@pytest.mark.parametrize("where", ["union_triple_graph", "resolve_union"])
-def test_a_failure_on_either_generation_thread_fails_the_add_and_keeps_the_index(
+@pytest.mark.parametrize("where", ["indexing.generation.union_triple_graph", "indexing.generation.resolve_union",
+                                   "graph.passage_graph.write_prepared", "graph.prepared._transition_columns"])
+def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
-    """The triple graph is made on a second thread: its error reaches the caller as the resolution's does,
-    the previous index stays as it was, and nothing is left behind."""
-    from gearag.indexing import generation
+    """The triple graph, the prepared graph and its transition are made on threads of their own: their errors
+    reach the caller as the resolution's does, the previous index stays as it was, and nothing is left behind."""
+    import importlib
 
+    module, name = where.rsplit(".", 1)
     root, passages, before = _sharded(tmp_path, 10)
 
     def broken(*args: object, **kwargs: object) -> None:
-        raise IndexFormatError(f"{where}: damaged")
+        raise IndexFormatError(f"{name}: damaged")
 
-    monkeypatch.setattr(generation, where, broken)
-    with pytest.raises(IndexFormatError, match=where):
+    monkeypatch.setattr(importlib.import_module(f"gearag.{module}"), name, broken)
+    with pytest.raises(IndexFormatError, match=name):
         add_documents(root, passages[10:])
     assert manifest_identity(root) == before and len(Index.load(root).passages) == 10
     assert not [p for p in (root / "generations").iterdir() if p.name.startswith(".")]  # no half-written one
