@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from gearag.graph.trie import HashedNames, TokenTrie, tokens
 
 
@@ -67,3 +69,16 @@ def test_key_hashes_are_fnv1a_of_each_key_and_of_its_prefixes_before_a_space() -
     assert sorted(prefixes.tolist()) == sorted(expected)
     assert fnv1a(b"new york") == fnv1a(b" york", fnv1a(b"new"))
     assert fnv1a(b"") == 0xCBF29CE484222325 and fnv1a(b"a") == 0xAF63DC4C8601EC8C  # the published FNV-1a 64 values
+
+
+def test_key_hashes_on_threads_are_the_same_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut into parts hashed on threads, the keys hash as on one thread, in the keys' order."""
+    from gearag.graph import trie
+
+    keys = [f"name {i} of {'x' * (i % 7)} kind" for i in range(50)] + ["", "solo"]
+    one = trie.key_hashes(keys, workers=1)
+    monkeypatch.setattr(trie, "THREAD_KEYS", 8)
+    for workers in (2, 3, 5):
+        names, prefixes = trie.key_hashes(keys, workers=workers)
+        assert names.tolist() == one[0].tolist()
+        assert sorted(prefixes.tolist()) == sorted(one[1].tolist())

@@ -15,11 +15,14 @@ written (the title-mention baseline's "verbatim" test).
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -155,19 +158,38 @@ def fnv1a(data: bytes, h: int = _FNV_OFFSET) -> int:
     return h
 
 
-def key_hashes(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def key_hashes(keys: Sequence[str], workers: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`fnv1a` of every key's UTF-8 and of each of its prefixes that ends before a space, as ``uint64``:
     (one hash per key, the prefixes' hashes in no particular order).
 
     Vectorised across keys, byte position by byte position (the keys sorted by
     length, so the keys still running are a leading slice): the work is the
     keys' total bytes in numpy, ~1 s per million keys, where a Python loop
-    over them takes ~10 s.
+    over them takes ~10 s. From :data:`THREAD_KEYS` keys a part, the keys are
+    cut into ``workers`` parts (default: up to two, the cores there are)
+    hashed on threads of their own (numpy releases the GIL); each key's hash
+    is its own, so the result is the same.
     """
+    workers = min(2, os.cpu_count() or 1) if workers is None else workers
+    parts = min(workers, len(keys) // THREAD_KEYS)
+    if parts <= 1:
+        return _key_hashes(keys)
+    bounds = np.linspace(0, len(keys), parts + 1).astype(np.int64).tolist()
+    with ThreadPoolExecutor(max_workers=parts, thread_name_prefix="gearag-hash") as pool:
+        done = list(pool.map(_key_hashes, [keys[a:b] for a, b in pairwise(bounds)]))
+    return np.concatenate([d[0] for d in done]), np.concatenate([d[1] for d in done])
+
+
+#: Keys a part from which :func:`key_hashes` hashes on threads.
+THREAD_KEYS = 1 << 19
+
+
+def _key_hashes(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`key_hashes` on the calling thread."""
     data = [k.encode("utf-8", "surrogatepass") for k in keys]
     lengths = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
     order = np.argsort(-lengths, kind="stable")
-    buf = np.frombuffer(b"".join(data[i] for i in order.tolist()), dtype=np.uint8)
+    buf = np.frombuffer(b"".join([data[i] for i in order.tolist()]), dtype=np.uint8)  # a list: 30% faster
     del data
     lens = lengths[order]
     starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
