@@ -52,10 +52,19 @@ def test_name_lookup_scans_name_keys_as_the_trie_does() -> None:
     for i, key in enumerate(keys):
         trie.add(key.split(" "), i)
     assert lookup.size == trie.size
+    # Spans of the first half's keys extended with the rest (an add), or with spans left from keys since gone and
+    # first tokens no key starts with (a delete keeps them): the same spans, or longer ones, and the same matches.
+    half = len(keys) // 2
+    extended = NameLookup(keys, longest=(dict(NameLookup(keys[:half]).longest), half))
+    assert extended.longest == lookup.longest
+    stale = {first: span + 3 for first, span in lookup.longest.items()} | {"beatles": 9, "zz": 2}
+    over = NameLookup(keys, longest=(stale, len(keys)))
     for _ in range(600):
         toks = tokens(" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 14))))
         for capital in (False, True):
-            assert list(lookup.scan(toks, capital)) == list(trie.scan(toks, capital))
+            want = list(trie.scan(toks, capital))
+            assert list(lookup.scan(toks, capital)) == want
+            assert list(over.scan(toks, capital)) == want
 
 
 def test_key_hashes_are_fnv1a_of_each_key_and_of_its_prefixes_before_a_space() -> None:

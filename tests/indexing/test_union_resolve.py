@@ -141,3 +141,22 @@ def test_a_delete_renumbers_and_rescans_only_what_gone_names_touch_and_equals_a_
                                              prior, [index], [names])
     _equal(shrunk, expected)
     assert renumbered is None  # entities went away: the prepared names are hashed again
+
+
+def test_entries_in_row_order_are_merged_as_a_stable_sort_would() -> None:
+    from gearag.indexing.union_resolve import _merged
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        a, b = np.sort(rng.integers(0, 20, rng.integers(0, 30))), np.sort(rng.integers(0, 20, rng.integers(0, 30)))
+        ca, cb = rng.integers(0, 99, len(a)), rng.integers(100, 199, len(b))
+        rows, cols = np.concatenate([a, b]), np.concatenate([ca, cb])
+        order = np.argsort(rows, kind="stable")
+        for sort in (False, True):
+            got = _merged(a, ca, b, cb, sort=sort)
+            assert got[0].tolist() == rows[order].tolist() and got[1].tolist() == cols[order].tolist()
+        shuffled = rng.permutation(a)
+        if not np.array_equal(shuffled, a):  # out of order: concatenated, or sorted when asked
+            assert _merged(shuffled, ca, b, cb)[0].tolist() == np.concatenate([shuffled, b]).tolist()
+            merged = _merged(shuffled, ca, b, cb, sort=True)[0]
+            assert merged.tolist() == np.sort(np.concatenate([shuffled, b])).tolist()

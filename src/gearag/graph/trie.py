@@ -328,19 +328,27 @@ class NameLookup(_NameTokens):
     ``gearag add``); this costs a dict entry per name and one per first token.
     """
 
-    def __init__(self, keys: Iterable[str], ids: dict[str, int] | None = None) -> None:
-        """``ids``: ``keys`` → their positions, when the caller has that dict already (it is kept, not copied)."""
+    def __init__(self, keys: Iterable[str], ids: dict[str, int] | None = None,
+                 longest: tuple[dict[str, int], int] | None = None) -> None:
+        """``ids``: ``keys`` → their positions, when the caller has that dict already (it is kept, not copied);
+        ``longest``: :attr:`longest` of the first ``n`` keys (or of more keys, since gone) and ``n``, extended
+        here with the rest instead of computed for every key (it is updated, not copied)."""
         self.case_sensitive = False
         keys = keys if isinstance(keys, list) else list(keys)
         self.ids: dict[str, int] = ids if ids is not None else dict(zip(keys, range(len(keys)), strict=True))
-        #: first token → most tokens in a key starting with it
-        self.longest: dict[str, int] = dict.fromkeys([k for k in keys if " " not in k], 1)
-        longest = self.longest
-        for key in [k for k in keys if " " in k]:
-            first, _, rest = key.partition(" ")
-            n = rest.count(" ") + 2
-            if longest.get(first, 0) < n:
-                longest[first] = n
+        #: first token → most tokens in a key starting with it, or more: a span longer than any key only costs
+        #: the scan a few failed lookups, and a first token no key starts with finds none (the same matches)
+        if longest is None:
+            self.longest: dict[str, int] = dict.fromkeys([k for k in keys if " " not in k], 1)
+            more = [k for k in keys if " " in k]
+        else:
+            self.longest, more = longest[0], keys[longest[1]:]
+        spans = self.longest
+        for key in more:
+            first, space, rest = key.partition(" ")
+            n = rest.count(" ") + 2 if space else 1
+            if spans.get(first, 0) < n:
+                spans[first] = n
 
     @property
     def size(self) -> int:
