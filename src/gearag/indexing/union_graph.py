@@ -232,16 +232,20 @@ class KeyStats:
         return cls(first, passages, bool(meta.get("named_all")))
 
 
-def union_ends(remaps: Sequence[np.ndarray], local: Sequence[np.ndarray], keep: Sequence[np.ndarray]) -> np.ndarray:
+def union_ends(remaps: Sequence[np.ndarray], local: Sequence[np.ndarray], keep: Sequence[np.ndarray],
+               through: np.ndarray | None = None) -> np.ndarray:
     """Per live triple (``keep``: per shard, its live rows), its endpoints' union ids (-1 kept) from each shard's
     table ids and map: one lookup per end in the map with -1 appended (no mask copy for a shard without
-    deletions)."""
+    deletions). ``through``: a map of the union ids (its last entry read for -1), applied to each shard's map
+    first, so the ends come out mapped (in its dtype) without an array of union ids in between."""
     parts = []
+    dtype = np.int64 if through is None else through.dtype
     for remap, ids, k in zip(remaps, local, keep, strict=True):
         live = np.asarray(ids) if k.all() else ids[k]
-        lookup = np.concatenate([np.asarray(remap, dtype=np.int64), np.full(1, -1, dtype=np.int64)])
+        table = np.asarray(remap, dtype=np.int64) if through is None else through[np.asarray(remap)]
+        lookup = np.concatenate([table.astype(dtype, copy=False), np.full(1, -1, dtype=dtype)])
         parts.append(lookup[live])  # a local -1 reads the appended -1
-    return np.concatenate(parts) if parts else np.zeros((0, 2), np.int64)
+    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype)
 
 
 def passages_per_key(ends: np.ndarray, owner: np.ndarray, ok: np.ndarray, n_keys: int) -> np.ndarray:

@@ -331,10 +331,10 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     about_cols: list[np.ndarray] = [by_name_rows]
     about_vals: list[np.ndarray] = [by_name_w / np.repeat(totals, np.diff(name_ptr))]
     # -- endpoint names: where each first appears, its lexicon id, the names it contains ----------------
-    ends_key = union_ends(vocab.remaps, [t.name_ends for t in tables], triple_keep)
+    name_ends = [t.name_ends for t in tables]
     items = vocab.items
     touched = names[n_prior_names:] + vanished  # lexicon names new or gone: what they occur in may change
-    stats = _endpoint_name_stats(ends_key, triple_keep, vocab, prior, name_indices, names, ids, n_prior_names,
+    stats = _endpoint_name_stats(name_ends, triple_keep, vocab, prior, name_indices, names, ids, n_prior_names,
                                  matcher, touched, lost)
     live = stats.first >= 0
     # -- entity ids: the lexicon's, then endpoint-only names in first-appearance order ---------------
@@ -345,8 +345,9 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     entity[:-1][named_live] = stats.lex[named_live]
     entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
     keys = names + list(map(items.__getitem__, ep.tolist()))
-    ends = entity.astype(np.int32)[ends_key]  # an end of no name (-1) reads entity's last entry, -1
-    del ends_key  # every name below is freed once used: the matrices that follow are an add's peak
+    # Each shard's names mapped to entity ids first: no (T, 2) array of union name ids is made.
+    ends = union_ends(vocab.remaps, name_ends, triple_keep, through=entity.astype(np.int32))
+    # Every name below is freed once used: the matrices that follow are an add's peak.
     # -- the matrices, as resolve_corpus assembles them -------------------------------------------------
     # An endpoint-only name is about the passages of the lexicon names it contains (resolve_corpus._contained).
     contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w, totals)
@@ -445,7 +446,7 @@ def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.
     return np.concatenate([np.arange(n_prior_names, dtype=np.int64), moved])
 
 
-def _endpoint_name_stats(ends_key: np.ndarray, triple_keep: Sequence[np.ndarray], vocab: UnionVocab,
+def _endpoint_name_stats(name_ends: Sequence[np.ndarray], triple_keep: Sequence[np.ndarray], vocab: UnionVocab,
                          prior: Prior | None, name_indices: Sequence[TokenIndex], names: list[str],
                          ids: dict[str, int], n_prior_names: int, matcher: NameLookup, touched: list[str],
                          lost: np.ndarray) -> NameStats:
@@ -457,11 +458,12 @@ def _endpoint_name_stats(ends_key: np.ndarray, triple_keep: Sequence[np.ndarray]
     items = vocab.items
     stats = NameStats.grown(known, len(items))
     start = sum(int(np.count_nonzero(k)) for k in triple_keep[:counted])
-    seq = ends_key[start:].ravel()  # row-major: subject, object, next triple's subject, ...
+    # Only the later shards' ends (their union name ids) are read: the earlier ones' were counted.
+    seq = union_ends(vocab.remaps[counted:], name_ends[counted:], triple_keep[counted:]).ravel()  # subject, object…
     valid = seq >= 0
-    first_seen(stats.first, seq[valid], np.arange(2 * start, 2 * len(ends_key), dtype=np.int64)[valid])
+    first_seen(stats.first, seq[valid], np.arange(2 * start, 2 * start + len(seq), dtype=np.int64)[valid])
     if len(lost):
-        flat = ends_key.ravel()
+        flat = union_ends(vocab.remaps, name_ends, triple_keep).ravel()
         at = np.flatnonzero(np.isin(flat, lost))
         first_seen(stats.first, flat[at], at)
     n_known = len(known.lex) if known is not None else 0
