@@ -160,3 +160,23 @@ def test_entries_in_row_order_are_merged_as_a_stable_sort_would() -> None:
             assert _merged(shuffled, ca, b, cb)[0].tolist() == np.concatenate([shuffled, b]).tolist()
             merged = _merged(shuffled, ca, b, cb, sort=True)[0]
             assert merged.tolist() == np.sort(np.concatenate([shuffled, b])).tolist()
+
+
+def test_the_state_keeps_the_first_token_spans_and_a_damaged_table_is_computed_again(tmp_path) -> None:
+    from gearag.indexing.union_resolve import LONGEST, RESOLVE_DIR, ResolveState
+    from gearag.store.writer import IndexWriter
+
+    s0, o0, w0 = _triples(BASE, 0)
+    t0 = EndpointTable.compute(s0, o0)
+    _, state, _, _ = resolve_union(BASE, [t0], [np.ones(len(s0), bool)], np.asarray(w0),
+                                   UnionVocab.extend(None, [t0.names]))
+    assert state.longest and state.longest["gamma"] == 3  # "gamma ray album"
+    with IndexWriter(tmp_path / "g") as w:
+        state.write(w)
+        w.commit({"kind": "test"})
+    read = ResolveState.read(tmp_path / "g", len(BASE))
+    assert read is not None and read.longest == state.longest
+    for damaged in ('{"gamma": "2"}', '["gamma"]', '{"gamma": 0}', "{"):
+        (tmp_path / "g" / RESOLVE_DIR / LONGEST).write_text(damaged)
+        read = ResolveState.read(tmp_path / "g", len(BASE))
+        assert read is not None and read.longest is None and read.names == state.names

@@ -182,7 +182,9 @@ class ResolveState:
             longest = load_json(directory / RESOLVE_DIR / LONGEST)
         except (OSError, ValueError):
             longest = None
-        return cls(names, (lk, lr, lw), (tr, tn), longest if isinstance(longest, dict) else None)
+        if not isinstance(longest, dict) or not all(type(v) is int and v > 0 for v in longest.values()):
+            longest = None  # not a table of spans: computed again
+        return cls(names, (lk, lr, lw), (tr, tn), longest)
 
 
 class NameStats:
