@@ -14,7 +14,6 @@ sequence with equal items, and safe to share between threads.
 
 from __future__ import annotations
 
-import json
 import mmap
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -24,7 +23,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from gearag.data.jsonio import load_json
+from gearag.data.jsonio import load_json, parse_json
 from gearag.errors import IndexFormatError
 from gearag.store.stacked import LiveParts
 
@@ -141,7 +140,7 @@ class JsonList(_Rows, Sequence[str]):
             assert self._spans is not None and self._map is not None
             start, end = self._spans[i]
             try:
-                name = json.loads(self._map[int(start) : int(end)])
+                name = parse_json(self._map[int(start) : int(end)])
             except ValueError:
                 name = None
             if isinstance(name, str):
@@ -211,7 +210,8 @@ def _backslashes_before(buffer: mmap.mmap, at: int) -> int:
 
 
 class JsonlRows(_Rows, Sequence[T], Generic[T]):
-    """Rows of a JSONL file, each parsed by ``decode(json.loads(line))`` when read."""
+    """Rows of a JSONL file, each parsed by ``decode(parse_json(line))`` when read (orjson: ~1.1 µs a triple's
+    row instead of ``json``'s ~2.5 µs; a million-passage index's first add reads 17M of them twice)."""
 
     def __init__(self, path: Path, decode: Callable[[Any], T], offsets: np.ndarray | None = None) -> None:
         """``offsets``: the file's stored row offsets (:func:`offsets_rel`, memory-mapped), else found by a scan."""
@@ -255,7 +255,7 @@ class JsonlRows(_Rows, Sequence[T], Generic[T]):
 
     def _decode(self, line: bytes, i: int) -> T:
         try:
-            return self.decode(json.loads(line))
+            return self.decode(parse_json(line))
         except (ValueError, KeyError, TypeError, IndexError):
             raise IndexFormatError(f"{self.path}: row {i + 1} is corrupt; rebuild the index") from None
 
