@@ -80,6 +80,22 @@ def test_triple_table_columns_and_concatenated_live_rows(tmp_path: Path) -> None
     assert table.predicates[2] == "q0" and table.text(1) == "s2 p2 o2" and table.texts()[3] == "t1 q1 u1"
     assert table[2].object == "u0" and table[2].passage == 2
     assert Column(union, 1)[0:2] == ["p0", "p2"]
+    # A triple's subject and object read from one parse of its row; other sequences zipped as they are.
+    from gearag.store.rows import zip_columns
+
+    parsed: list[int] = []
+    real = ra.decode
+
+    def counting(row):  # type: ignore[no-untyped-def]
+        parsed.append(1)
+        return real(row)
+
+    ra.decode = counting
+    assert list(zip_columns(table.subjects, table.objects)) == [("s0", "o0"), ("s2", "o2"), ("t0", "u0"), ("t1", "u1")]
+    assert len(parsed) == 3  # a's three rows, each once (the second is not live, but is read by the file scan)
+    assert list(zip_columns(["x"], table.objects[:1])) == [("x", "o0")]
+    with pytest.raises(ValueError):
+        list(zip_columns(["x"], ["y", "z"]))
 
 
 def test_rows_are_safe_to_read_from_threads(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from gearag.graph.trie import name_key
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.store.collection import load_array
 from gearag.store.graph import TripleGraph
+from gearag.store.rows import zip_columns
 from gearag.store.writer import IndexWriter
 from gearag.text import is_named, normalise_entity
 
@@ -106,7 +107,7 @@ class EndpointTable:
         ends = np.full((len(subjects), 2), -1, dtype=np.int32)
         name_ends = np.full((len(subjects), 2), -1, dtype=np.int32)
         flags = np.zeros((len(subjects), 2), dtype=bool)
-        for t, pair in enumerate(zip(subjects, objects, strict=True)):
+        for t, pair in enumerate(zip_columns(subjects, objects)):
             for side, surface in enumerate(pair):
                 known = seen.get(surface)
                 if known is None:

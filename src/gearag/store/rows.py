@@ -296,6 +296,15 @@ class Column(Mapped):
         self.field = field
 
 
+def zip_columns(a: Sequence[Any], b: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
+    """``zip(a, b)``, reading each row once when both are :class:`Column` s of the same rows (a triple's
+    subject and object: one parse of its JSONL row, not two)."""
+    if isinstance(a, Column) and isinstance(b, Column) and a.rows is b.rows:
+        first, second = a.field, b.field
+        return ((row[first], row[second]) for row in a.rows)
+    return zip(a, b, strict=True)
+
+
 class ConcatRows(_Rows, Sequence[T], Generic[T]):
     """The live rows of several sequences in order (``keeps[i]``: part i's live-row mask, None = all)."""
 
