@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -328,3 +329,21 @@ def test_normalise_entity_keeps_distinct_names_apart() -> None:
     assert normalise_entity("Anaheim") == "anaheim"
     assert normalise_entity("A") == "a"
     assert normalise_entity("!!!") == ""
+
+
+def test_normalise_entity_strips_marks_only_where_there_are_any() -> None:
+    """The ASCII shortcut gives what stripping every combining mark gives (accents, ligatures, mixed)."""
+    import random
+    import unicodedata
+
+    def reference(name: str) -> str:
+        text = "".join(ch for ch in unicodedata.normalize("NFKD", name) if not unicodedata.combining(ch))
+        text = re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", text.casefold())).strip()
+        return re.sub(r"^(the|a|an)\s+", "", text)
+
+    rng = random.Random(5)
+    chars = "abcXYZ .,'-éÅñüçøﬁ²ǅ\u0301\u00a0the "
+    for _ in range(2000):
+        name = "".join(rng.choice(chars) for _ in range(rng.randint(0, 12)))
+        assert normalise_entity(name) == reference(name), name
+    assert normalise_entity("Ångström ﬁsh") == "angstrom fish"
