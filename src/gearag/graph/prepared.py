@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from scipy import sparse
 
+from gearag.graph.ranges import ranges
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.npy import load_npy
@@ -60,8 +61,7 @@ class Csr(NamedTuple):
         """Rows ``rows`` as a scipy matrix (what ``matrix[rows]`` gives, reading only those rows)."""
         starts, ends = self.indptr[rows], self.indptr[rows + 1]
         counts = (ends - starts).astype(np.int64)
-        take = np.concatenate([np.arange(s, e) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
-                              or [np.zeros(0, dtype=np.int64)])
+        take = ranges(starts, counts)
         indptr = np.concatenate([[0], np.cumsum(counts)])
         return sparse.csr_matrix((np.asarray(self.data[take]), np.asarray(self.indices[take]), indptr),
                                  shape=(len(rows), n_columns))
