@@ -345,6 +345,11 @@ def resolve_corpus(
     return Resolution(keys, n_names, about, mentions, ends, ner)
 
 
+def ascending(values: np.ndarray) -> bool:
+    """Whether ``values`` never decrease (an empty or one-item array does not)."""
+    return bool(np.all(values[1:] >= values[:-1]))
+
+
 def summed_csr(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sparse.csr_matrix:
     """``csr_matrix((values, (rows, cols)), shape)`` with repeated entries summed, array for array.
 
@@ -355,7 +360,7 @@ def summed_csr(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tu
     the same way (``sum_duplicates``).
     """
     rows = np.asarray(rows)
-    if len(rows) and bool(np.all(rows[1:] >= rows[:-1])) and int(rows[0]) >= 0 and int(rows[-1]) < shape[0]:
+    if len(rows) and ascending(rows) and int(rows[0]) >= 0 and int(rows[-1]) < shape[0]:
         indptr = np.zeros(shape[0] + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
         m = sparse.csr_matrix((values, cols, indptr), shape=shape, copy=True)  # sorted in place below

@@ -50,7 +50,7 @@ from scipy import sparse
 from gearag.data.jsonio import load_json
 from gearag.errors import GearagError
 from gearag.graph.ranges import ranges
-from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, build_lexicon, summed_csr
+from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, ascending, build_lexicon, summed_csr
 from gearag.graph.trie import NameLookup, tokens
 from gearag.hashing import stable_hashes
 from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, reuse_or_compute, union_ends
@@ -403,7 +403,7 @@ def _merged(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray, b_cols: 
             sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Two lists of (row, column) entries as one, the second's after the first's, in row order when both lists
     are in row order (merged, without a sort) or ``sort`` (sorted stably); else concatenated as they are."""
-    if not (_ascending(a_rows) and _ascending(b_rows)):
+    if not (ascending(a_rows) and ascending(b_rows)):
         rows, cols = np.concatenate([a_rows, b_rows]), np.concatenate([a_cols, b_cols])
         if not sort:
             return rows, cols
@@ -417,10 +417,6 @@ def _merged(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray, b_cols: 
     rows[at], cols[at] = b_rows, b_cols
     rows[~from_b], cols[~from_b] = a_rows, a_cols
     return rows, cols
-
-
-def _ascending(values: np.ndarray) -> bool:
-    return bool(np.all(values[1:] >= values[:-1])) if len(values) > 1 else True
 
 
 def _mention_matrix(owner: np.ndarray, ends: np.ndarray, text_rows: np.ndarray, text_names: np.ndarray,
