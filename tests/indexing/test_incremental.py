@@ -93,11 +93,11 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
     The second add counts only its own shard's endpoints: it starts from the union state (key and name
     statistics) the first add's generation stored.
     """
-    from gearag.indexing import generation
+    from gearag.indexing import union_files
 
     graph_prior: list[bool] = []  # per add: whether the triple graph started from the stored key statistics
     names_prior: list[bool] = []  # and the resolution from the stored name statistics (the two run on two threads)
-    real_graph, real_resolve = generation.union_triple_graph, generation.resolve_union
+    real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
 
     def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         graph_prior.append(args[6] is not None)
@@ -107,8 +107,8 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
         names_prior.append(args[5] is not None and args[5].names is not None)
         return real_resolve(*args, **kwargs)
 
-    monkeypatch.setattr(generation, "union_triple_graph", graph_spy)
-    monkeypatch.setattr(generation, "resolve_union", resolve_spy)
+    monkeypatch.setattr(union_files, "union_triple_graph", graph_spy)
+    monkeypatch.setattr(union_files, "resolve_union", resolve_spy)
     passages, questions = _passages(30, 4)
     full = build_index(passages, tmp_path / "full", IndexConfig())
     n = len(passages)
@@ -136,18 +136,18 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     build_index(a, root, STUB)
     add_documents(root, b)
     gone = {a[3].id, a[7].id, b[0].id, b[5].id}
-    from gearag.indexing import generation
+    from gearag.indexing import union_files
 
-    real = generation.resolve_union
+    real = union_files.resolve_union
     removals: list[bool] = []
 
     def spy_delete(passages, tables, keep, owner, vocab, prior, *rest):  # type: ignore[no-untyped-def]
         removals.append(prior is not None and prior.removal is not None)
         return real(passages, tables, keep, owner, vocab, prior, *rest)
 
-    monkeypatch.setattr(generation, "resolve_union", spy_delete)
+    monkeypatch.setattr(union_files, "resolve_union", spy_delete)
     deleted = delete_documents(root, sorted(gone))
-    monkeypatch.setattr(generation, "resolve_union", real)
+    monkeypatch.setattr(union_files, "resolve_union", real)
     assert removals == [True]  # the previous resolution, renumbered: not resolved from scratch
     remaining = [p for p in a + b if p.id not in gone]
     expected = build_index(remaining, tmp_path / "expected", STUB)
@@ -171,13 +171,13 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     assert compact(root).identity == compacted.identity  # nothing to merge: nothing written
     # An add after the compact reuses the union's resolution state (linked into the compacted generation).
     priors: list[bool] = []
-    real = generation.resolve_union
+    real = union_files.resolve_union
 
     def spy(passages, tables, keep, owner, vocab, prior, *rest):  # type: ignore[no-untyped-def]
         priors.append(prior is not None)
         return real(passages, tables, keep, owner, vocab, prior, *rest)
 
-    monkeypatch.setattr(generation, "resolve_union", spy)
+    monkeypatch.setattr(union_files, "resolve_union", spy)
     after = add_documents(root, passages[40:])
     assert priors == [True]
     assert_same_index(after, build_index(remaining + again + passages[40:], tmp_path / "expected3", STUB))
@@ -291,7 +291,7 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
 
 
 def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gearag.indexing import generation
+    from gearag.indexing import union_files
 
     use_stub_extractor(StubExtractor())
     passages, _ = _passages(30, 1)
@@ -299,7 +299,7 @@ def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, mo
     build_index(passages[:10], root, STUB)
     add_documents(root, passages[10:20])
     computed = _count_endpoint_tables(monkeypatch)
-    monkeypatch.setattr(generation, "TABLES_VERSION", generation.TABLES_VERSION + 1)  # rules changed since
+    monkeypatch.setattr(union_files, "TABLES_VERSION", union_files.TABLES_VERSION + 1)  # rules changed since
     grown = add_documents(root, passages[20:])
     assert len(computed) == 3  # every shard's table, not only the new one's
     assert_same_index(grown, build_index(passages, tmp_path / "full", STUB))
@@ -519,7 +519,7 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
     assert [added.triples[t].subject for t in range(len(added.triples))][-2:] == ["Entity4 Alpha", "Entity5 Alpha"]
 
 
-@pytest.mark.parametrize("where", ["indexing.generation.union_triple_graph", "indexing.generation.resolve_union",
+@pytest.mark.parametrize("where", ["indexing.union_files.union_triple_graph", "indexing.union_files.resolve_union",
                                    "graph.passage_graph.write_prepared", "graph.prepared._transition_columns"])
 def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:

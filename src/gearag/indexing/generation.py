@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -33,23 +31,18 @@ import numpy as np
 
 from gearag.config import IndexConfig
 from gearag.errors import GearagError
-from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
-from gearag.graph.prepared import PREPARED, earlier_names
+from gearag.indexing import union_files
 from gearag.indexing.bm25 import write_tokens
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
 from gearag.indexing.stage import Build, Stage
-from gearag.indexing.union_graph import EndpointTable, KeyStats, Removal, shard_table, union_triple_graph
+from gearag.indexing.union_files import ShardColumns, UnionRows, write_union
+from gearag.indexing.union_graph import Removal
 from gearag.indexing.union_resolve import (
-    NameStats,
     Prior,
     ResolveState,
-    resolve_union,
-    shard_name_index,
-    shard_token_index,
 )
-from gearag.indexing.union_vocab import UnionVocab, common_prefix
 from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.rows import Mapped
@@ -110,91 +103,27 @@ def write_generation(
         except (GearagError, OSError, ValueError, KeyError, TypeError):
             pass  # damaged or for other shards: rebuilt below
     u = union or union_of([r.name for r in refs], shards, tombstones)
-    timings: dict[str, float] = {}
-    meta: dict[str, Any] = {}  # how the generation was made, beside the timings
     with IndexWriter(out, overwrite=out.exists()) as w:
-        started = time.perf_counter()
-        tt = u.triples
-        owner = np.asarray(tt.passage)
+        owner = np.asarray(u.triples.passage)
         before = _reusable(root / GENERATIONS_DIR / previous) if previous else None
         done = read_manifest(before) if before is not None else {}  # the previous generation's manifest
-        shard_names = [r.name for r in refs]
-        tables = [shard_table(before, ref.name, s.triples.subjects, s.triples.objects, w)
-                  for ref, s in zip(refs, shards, strict=True)]
         prior = _prior_resolution(before, done, refs, shards, tombstones, u)
-        kept = before if done.get("union") == UNION_VERSION else None
-        done_shards = done.get("shards") or []
-
-        def triple_graph() -> int:
-            """The union's triple graph, written; its entity count."""
-            keys, n_keys = _vocab(kept, done_shards, "keys", shard_names, tables, w)
-            key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
-            graph, key_stats = union_triple_graph(config.graph, tables, u.triple_keep, owner, len(u.passages), keys,
-                                                  key_prior, prior.shards if key_prior is not None and prior else 0,
-                                                  prior.removal if prior is not None else None)
-            key_stats.write(w)
-            w.write_json("entities.json", graph.entities)
-            w.write_array("arrays/triple_head.npy", graph.head)
-            w.write_array("arrays/triple_tail.npy", graph.tail)
-            w.write_array("arrays/entity_indptr.npy", graph.indptr)
-            w.write_array("arrays/entity_indices.npy", graph.indices)
-            timings["graph"] = round(time.perf_counter() - started, 3)
-            return graph.n_entities
-
-        # The triple graph and the entity resolution share only their inputs: with the resolution on, the
-        # graph is made on a second thread (numpy and scipy release the GIL), so their array work overlaps.
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") \
-            if config.resolve.entity_graph else None
-        pending = pool.submit(triple_graph) if pool is not None else None
-        n_entities = triple_graph() if pending is None else 0
-        try:
-            if config.resolve.entity_graph:
-                resolve_started = time.perf_counter()
-                names, n_names = _vocab(kept, done_shards, "names", shard_names, tables, w)
-                if prior is not None and kept is not None:
-                    prior.names = NameStats.read(kept, n_names)
-                # Every shard's name index is kept for the next add; this one reads the prior's shards'.
-                name_indices = [shard_name_index(before, ref.name, t, w)
-                                for ref, t in zip(refs, tables, strict=True)]
-                p = prior.shards if prior is not None else 0
-                indices = [(shard_token_index(before, ref.name, Mapped(shard.passages, attrgetter("text")), w),
-                            u.union_rows(PASSAGES, i))
-                           for i, (ref, shard) in enumerate(zip(refs, shards, strict=True))]
-                resolved = resolve_union(u.passages, tables, u.triple_keep, owner, names, prior, indices[:p],
-                                         name_indices[:p])
-                earlier = None
-                if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
-                    earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
-                timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution),
-                                                      prepare=config.resolve.prepared_graph, earlier=earlier)
-                meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
-                resolved.state.write(w)
-                resolved.stats.write(w)
-                timings["resolve"] = round(time.perf_counter() - resolve_started, 3)
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
-        if pending is not None:
-            n_entities = pending.result()
+        columns = [ShardColumns(ref.name, s.triples.subjects, s.triples.objects, Mapped(s.passages, attrgetter("text")),
+                                u.union_rows(PASSAGES, i)) for i, (ref, s) in enumerate(zip(refs, shards, strict=True))]
+        n_entities, timings, meta = write_union(w, config, columns, UnionRows(u.passages, u.triple_keep, owner),
+                                                before, done, prior)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
-        counts = {"passages": len(u.passages), "triples": len(tt), "entities": n_entities}
-        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, "tables": TABLES_VERSION,
-                  "union": UNION_VERSION, "build_seconds": timings, **meta})
+        counts = {"passages": len(u.passages), "triples": len(u.triples), "entities": n_entities}
+        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
+                  "tables": union_files.TABLES_VERSION, "union": union_files.UNION_VERSION, "build_seconds": timings,
+                  **meta})
     return name, manifest_identity(out), counts
-
-
-#: Version of the per-shard tables and resolution state a generation keeps for the next add: bump it when
-#: what they hold changes (is_named, normalise_entity, name_key, the lexicon's rules, the trie's tokens), so
-#: a newer gearag recomputes them instead of trusting tables an older rule wrote.
-TABLES_VERSION = 1
-#: Version of the union's state (``union/``: vocabularies, key and name statistics) a generation keeps.
-UNION_VERSION = 1
 
 
 def _reusable(previous: Path) -> Path | None:
     """``previous`` when its tables were written by this version of the rules, else None (recompute)."""
     try:
-        return previous if read_manifest(previous).get("tables") == TABLES_VERSION else None
+        return previous if read_manifest(previous).get("tables") == union_files.TABLES_VERSION else None
     except GearagError:
         return None
 
@@ -253,24 +182,6 @@ def _removal(u: Union, old: dict[str, np.ndarray]) -> Removal | None:
         gone_passages.append(offset + owner[gone[-1]])
         offset += len(keep)
     return Removal(np.concatenate(rows), np.concatenate(triples), tuple(gone), np.concatenate(gone_passages))
-
-
-def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
-           tables: list[EndpointTable], w: IndexWriter) -> tuple[UnionVocab, int]:
-    """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s (a
-    generation of ``previous_shards``) for the leading shards both list, and written; with how many strings
-    it took from ``previous`` (0: none).
-
-    The tables' own strings are read only for the shards after those.
-    """
-    prior, p = None, 0
-    if previous is not None:
-        p = common_prefix(previous_shards, shards)
-        prior = UnionVocab.read(previous, what, shards[:p], [t.id_bound(what) for t in tables[:p]]) if p else None
-    start = len(prior.remaps) if prior is not None else 0
-    vocab = UnionVocab.extend(prior, [getattr(t, what) for t in tables[start:]])
-    vocab.write(w, what, shards, previous, p if prior is not None else 0)
-    return vocab, len(prior.items) if prior is not None else 0
 
 
 def _generation_file(rel: str) -> bool:

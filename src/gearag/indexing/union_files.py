@@ -1,0 +1,153 @@
+"""The union-size files of a generation, and the state the next ``gearag add`` extends (issue 14).
+
+:func:`write_union` writes what queries read of the union of a list of shards
+(its triple graph and hub cut, and with ``resolve.entity_graph`` its entity
+resolution and passage graph) together with what an add or a delete needs to
+extend them instead of computing them again: per-shard endpoint tables and
+token indices, the union's key and name vocabularies and statistics, and the
+resolution's lexicon and mentions. Both a generation of a sharded index
+(:func:`gearag.indexing.generation.write_generation`) and a plain build whose
+``graph.growable`` is on (:class:`gearag.indexing.graph.GraphStage`, one shard)
+call it, so a plain build's first add extends the build's own state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.config import IndexConfig
+from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
+from gearag.graph.prepared import PREPARED, earlier_names
+from gearag.indexing.union_graph import EndpointTable, KeyStats, shard_table, union_triple_graph
+from gearag.indexing.union_resolve import NameStats, Prior, resolve_union, shard_name_index, shard_token_index
+from gearag.indexing.union_vocab import UnionVocab, common_prefix
+from gearag.model import Passage
+from gearag.store.writer import IndexWriter
+
+#: Version of the per-shard tables and resolution state a generation keeps for the next add: bump it when
+#: what they hold changes (is_named, normalise_entity, name_key, the lexicon's rules, the trie's tokens), so
+#: a newer gearag recomputes them instead of trusting tables an older rule wrote.
+TABLES_VERSION = 1
+#: Version of the union's state (``union/``: vocabularies, key and name statistics) a generation keeps.
+UNION_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ShardColumns:
+    """What :func:`write_union` reads of one shard (every row, deleted ones included)."""
+
+    name: str
+    subjects: Sequence[str]
+    objects: Sequence[str]
+    #: The passages' texts (for the shard's token index).
+    texts: Sequence[str]
+    #: Shard passage row → union row (-1: deleted).
+    union_rows: np.ndarray
+
+
+@dataclass(frozen=True)
+class UnionRows:
+    """The live rows of the union, in shard order."""
+
+    passages: Sequence[Passage]
+    #: Per shard: which of its triples are live.
+    triple_keep: Sequence[np.ndarray]
+    #: Each live triple's union passage row.
+    owner: np.ndarray
+
+
+def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
+                before: Path | None = None, done: dict[str, Any] | None = None,
+                prior: Prior | None = None) -> tuple[int, dict[str, float], dict[str, Any]]:
+    """Write the union's triple graph, resolution and state into ``w``; its entity count, timings and notes.
+
+    ``before``: a generation whose per-shard tables are hard-linked for the
+    shards it lists (``done``: its manifest); ``prior``: its resolution, when
+    this union only appends shards to it or only deletes rows of its shards.
+    None of them: everything is computed from the shards (a plain build, a
+    first add after an index whose state was not kept).
+    """
+    done = done or {}
+    timings: dict[str, float] = {}
+    meta: dict[str, Any] = {}
+    started = time.perf_counter()
+    names_of = [s.name for s in shards]
+    tables = [shard_table(before, s.name, s.subjects, s.objects, w) for s in shards]
+    kept = before if before is not None and done.get("union") == UNION_VERSION else None
+    done_shards = done.get("shards") or []
+    n_passages = len(union.passages)
+
+    def triple_graph() -> int:
+        """The union's triple graph, written; its entity count."""
+        keys, n_keys = _vocab(kept, done_shards, "keys", names_of, tables, w)
+        key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
+        graph, key_stats = union_triple_graph(config.graph, tables, union.triple_keep, union.owner, n_passages, keys,
+                                              key_prior, prior.shards if key_prior is not None and prior else 0,
+                                              prior.removal if prior is not None else None)
+        key_stats.write(w)
+        w.write_json("entities.json", graph.entities)
+        w.write_array("arrays/triple_head.npy", graph.head)
+        w.write_array("arrays/triple_tail.npy", graph.tail)
+        w.write_array("arrays/entity_indptr.npy", graph.indptr)
+        w.write_array("arrays/entity_indices.npy", graph.indices)
+        timings["graph"] = round(time.perf_counter() - started, 3)
+        return graph.n_entities
+
+    # The triple graph and the entity resolution share only their inputs: with the resolution on, the
+    # graph is made on a second thread (numpy and scipy release the GIL), so their array work overlaps.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") \
+        if config.resolve.entity_graph else None
+    pending = pool.submit(triple_graph) if pool is not None else None
+    n_entities = triple_graph() if pending is None else 0
+    try:
+        if config.resolve.entity_graph:
+            resolve_started = time.perf_counter()
+            names, n_names = _vocab(kept, done_shards, "names", names_of, tables, w)
+            if prior is not None and kept is not None:
+                prior.names = NameStats.read(kept, n_names)
+            # Every shard's name and token index is kept for the next add; this one reads the prior's shards'.
+            name_indices = [shard_name_index(before, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
+            p = prior.shards if prior is not None else 0
+            indices = [(shard_token_index(before, s.name, s.texts, w), s.union_rows) for s in shards]
+            resolved = resolve_union(union.passages, tables, union.triple_keep, union.owner, names, prior,
+                                     indices[:p], name_indices[:p])
+            earlier = None
+            if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
+                earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
+            timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution),
+                                                  prepare=config.resolve.prepared_graph, earlier=earlier)
+            meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
+            resolved.state.write(w)
+            resolved.stats.write(w)
+            timings["resolve"] = round(time.perf_counter() - resolve_started, 3)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    if pending is not None:
+        n_entities = pending.result()
+    return n_entities, timings, meta
+
+
+def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
+           tables: list[EndpointTable], w: IndexWriter) -> tuple[UnionVocab, int]:
+    """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s (a
+    generation of ``previous_shards``) for the leading shards both list, and written; with how many strings
+    it took from ``previous`` (0: none).
+
+    The tables' own strings are read only for the shards after those.
+    """
+    prior, p = None, 0
+    if previous is not None:
+        p = common_prefix(previous_shards, shards)
+        prior = UnionVocab.read(previous, what, shards[:p], [t.id_bound(what) for t in tables[:p]]) if p else None
+    start = len(prior.remaps) if prior is not None else 0
+    vocab = UnionVocab.extend(prior, [getattr(t, what) for t in tables[start:]])
+    vocab.write(w, what, shards, previous, p if prior is not None else 0)
+    return vocab, len(prior.items) if prior is not None else 0
