@@ -33,6 +33,11 @@ METHODS = REGISTRY.names("method")
 STUB = IndexConfig.of(extractor="stub")
 
 
+def not_growable(config: IndexConfig) -> IndexConfig:
+    """``config`` with the plain graph and resolve stages (no union state): a reference the union code must equal."""
+    return replace(config, graph=replace(config.graph, growable=False))
+
+
 def _passages(n: int, n_questions: int) -> tuple[list[Passage], list[str]]:
     rows, questions = wiki_slice(n, n_questions)
     return [Passage(f"w{i}", r["title"], r["text"]) for i, r in enumerate(rows)], [q["question"] for q in questions]
@@ -90,11 +95,18 @@ def assert_same_rankings(a: Index, b: Index, questions: list[str], methods: list
 def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real 2Wiki slice (spaCy triples, wordllama): base + 2 adds == a from-scratch build, for every method.
 
-    The second add counts only its own shard's endpoints: it starts from the union state (key and name
-    statistics) the first add's generation stored.
+    The reference is built without the union state (``growable`` off: the plain graph and resolve stages).
+    Each add counts only its own shard's endpoints: it starts from the union state (key and name statistics)
+    the base build and then the first add's generation stored.
     """
     from gearag.indexing import union_files
 
+    passages, questions = _passages(30, 4)
+    full = build_index(passages, tmp_path / "full", not_growable(IndexConfig()))
+    assert "union" not in full.manifest and not (tmp_path / "full" / "union").exists()
+    n = len(passages)
+    cut1, cut2 = n // 2, (3 * n) // 4
+    build_index(passages[:cut1], tmp_path / "grown", IndexConfig())
     graph_prior: list[bool] = []  # per add: whether the triple graph started from the stored key statistics
     names_prior: list[bool] = []  # and the resolution from the stored name statistics (the two run on two threads)
     real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
@@ -109,14 +121,9 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
 
     monkeypatch.setattr(union_files, "union_triple_graph", graph_spy)
     monkeypatch.setattr(union_files, "resolve_union", resolve_spy)
-    passages, questions = _passages(30, 4)
-    full = build_index(passages, tmp_path / "full", IndexConfig())
-    n = len(passages)
-    cut1, cut2 = n // 2, (3 * n) // 4
-    build_index(passages[:cut1], tmp_path / "grown", IndexConfig())
     add_documents(tmp_path / "grown", passages[cut1:cut2])
     grown = add_documents(tmp_path / "grown", passages[cut2:])
-    assert graph_prior == [False, True] and names_prior == [False, True]
+    assert graph_prior == [True, True] and names_prior == [True, True]
     generation = read_manifest(tmp_path / "grown" / "generations" / grown.manifest["generation"]["name"])
     assert generation["prepared_names"] == "extended"  # the first add's names merged with the new keys' hashes
     assert grown.manifest["layout"] == "sharded" and len(grown.manifest["shards"]) == 3
@@ -150,12 +157,12 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     monkeypatch.setattr(union_files, "resolve_union", real)
     assert removals == [True]  # the previous resolution, renumbered: not resolved from scratch
     remaining = [p for p in a + b if p.id not in gone]
-    expected = build_index(remaining, tmp_path / "expected", STUB)
+    expected = build_index(remaining, tmp_path / "expected", not_growable(STUB))
     assert_same_index(deleted, expected)
     # A deleted id may be added again: tombstones name rows, not ids.
     again = [p for p in a if p.id == a[3].id] + passages[32:40]
     grown = add_documents(root, again)
-    expected2 = build_index(remaining + again, tmp_path / "expected2", STUB)
+    expected2 = build_index(remaining + again, tmp_path / "expected2", not_growable(STUB))
     assert_same_index(grown, expected2)
     shards_before = len(grown.manifest["shards"])
     compacted = compact(root)
@@ -180,7 +187,7 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     monkeypatch.setattr(union_files, "resolve_union", spy)
     after = add_documents(root, passages[40:])
     assert priors == [True]
-    assert_same_index(after, build_index(remaining + again + passages[40:], tmp_path / "expected3", STUB))
+    assert_same_index(after, build_index(remaining + again + passages[40:], tmp_path / "expected3", not_growable(STUB)))
 
 
 def test_converting_a_plain_index_reuses_the_token_ids_its_build_kept(tmp_path: Path,
@@ -198,7 +205,7 @@ def test_converting_a_plain_index_reuses_the_token_ids_its_build_kept(tmp_path: 
 
     monkeypatch.setattr(incremental, "write_tokens", no_tokenising)
     grown = add_documents(tmp_path / "grown", passages[20:])
-    full = build_index(passages, tmp_path / "full", STUB)
+    full = build_index(passages, tmp_path / "full", not_growable(STUB))
     assert_same_index(grown, full)  # BM25 statistics and scores included
     assert_same_rankings(grown, full, questions[:2], ["bm25"])
 
@@ -226,7 +233,7 @@ def test_converting_an_older_plain_index_stores_its_row_offsets_and_id_hashes(tm
     with pytest.raises(DataError, match="already in the index"):
         add_documents(root, [passages[3]])  # found through the converted shard's id hashes
     grown = add_documents(root, passages[20:])
-    assert_same_index(grown, build_index(passages, tmp_path / "full", STUB))
+    assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
 
 
 def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
@@ -242,9 +249,9 @@ def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
     build_index(passages[:40], tmp_path / "grown", config)
     grown = add_documents(tmp_path / "grown", passages[40:60])  # 60 passages: cap 24, "hub" (25) is a hub
     assert "hub" not in grown.graph.entities
-    assert_same_index(grown, build_index(passages[:60], tmp_path / "full60", config))
+    assert_same_index(grown, build_index(passages[:60], tmp_path / "full60", not_growable(config)))
     grown = add_documents(tmp_path / "grown", passages[60:])  # counted from the stored statistics
-    full = build_index(passages, tmp_path / "full", config)
+    full = build_index(passages, tmp_path / "full", not_growable(config))
     assert "hub" in full.graph.entities and "big" not in full.graph.entities  # 25 <= 32 < 33
     assert_same_index(grown, full)
 
@@ -283,7 +290,7 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
     assert "hub" in first.graph.entities and "big" in first.graph.entities
     computed = _count_endpoint_tables(monkeypatch)
     grown = add_documents(root, passages[60:])  # cap 36: both are hubs now (37 passages each)
-    full = build_index(passages, tmp_path / "full", config)
+    full = build_index(passages, tmp_path / "full", not_growable(config))
     assert "hub" not in full.graph.entities and "big" not in full.graph.entities
     assert computed == [len(grown.triples) - int(np.sum([len(Index.load(root / "shards" / s["name"]).triples)
                                                          for s in grown.manifest["shards"][:2]]))]
@@ -302,7 +309,7 @@ def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, mo
     monkeypatch.setattr(union_files, "TABLES_VERSION", union_files.TABLES_VERSION + 1)  # rules changed since
     grown = add_documents(root, passages[20:])
     assert len(computed) == 3  # every shard's table, not only the new one's
-    assert_same_index(grown, build_index(passages, tmp_path / "full", STUB))
+    assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
 
 
 _KILLED_ADD = textwrap.dedent("""
@@ -366,7 +373,7 @@ def test_sigkill_during_add_leaves_the_old_index_and_the_add_resumes(tmp_path: P
     use_stub_extractor(counting)
     grown = add_documents(root, new)
     assert len(counting.seen) == len(new) - stall
-    expected = build_index([*base, extra, *new], tmp_path / "expected", STUB)
+    expected = build_index([*base, extra, *new], tmp_path / "expected", not_growable(STUB))
     assert_same_index(grown, expected)
     assert not list((root / "shards").glob(".*"))  # the work directory went with the success
 
@@ -464,7 +471,7 @@ def test_an_add_that_failed_after_its_shard_reuses_the_shard(tmp_path: Path, mon
     use_stub_extractor(counting)
     grown = add_documents(root, passages[9:])
     assert counting.seen == []  # the finished shard was found, nothing extracted again
-    assert_same_index(grown, build_index(passages, tmp_path / "expected", STUB))
+    assert_same_index(grown, build_index(passages, tmp_path / "expected", not_growable(STUB)))
 
 
 def test_an_openie_index_takes_the_added_documents_triples_from_another_file(tmp_path: Path) -> None:
@@ -539,7 +546,8 @@ def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
     assert manifest_identity(root) == before and len(Index.load(root).passages) == 10
     assert not [p for p in (root / "generations").iterdir() if p.name.startswith(".")]  # no half-written one
     monkeypatch.undo()
-    assert_same_index(add_documents(root, passages[10:]), build_index(passages, tmp_path / "expected", STUB))
+    expected = build_index(passages, tmp_path / "expected", not_growable(STUB))
+    assert_same_index(add_documents(root, passages[10:]), expected)
 
 
 def test_a_delete_on_a_plain_index_converts_it_and_removes_the_rows_it_located(tmp_path: Path) -> None:
@@ -551,4 +559,5 @@ def test_a_delete_on_a_plain_index_converts_it_and_removes_the_rows_it_located(t
     gone = {passages[0].id, passages[5].id, passages[11].id}
     deleted = delete_documents(root, sorted(gone))
     assert deleted.manifest.get("layout") == "sharded" and len(deleted.passages) == 9
-    assert_same_index(deleted, build_index([p for p in passages if p.id not in gone], tmp_path / "expected", STUB))
+    rest = [p for p in passages if p.id not in gone]
+    assert_same_index(deleted, build_index(rest, tmp_path / "expected", not_growable(STUB)))

@@ -70,7 +70,7 @@ class TokensStage:
 
 
 #: A shard: the per-passage work only (no corpus-global graph resolution, BM25 model or trees).
-SHARD_STAGES: tuple[Stage, ...] = (ExtractStage(), GraphStage(), TokensStage(), EmbedStage())
+SHARD_STAGES: tuple[Stage, ...] = (ExtractStage(), GraphStage(union=False), TokensStage(), EmbedStage())
 
 
 def generation_name(refs: list[ShardRef], tombstones: dict[str, np.ndarray]) -> str:
@@ -192,23 +192,32 @@ def _generation_file(rel: str) -> bool:
 
 
 def link_generation(src: Path, root: Path, refs: list[ShardRef], tombstones: dict[str, Any],
-                    counts: dict[str, int]) -> tuple[str, str]:
+                    counts: dict[str, int], state: dict[str, Any] | None = None) -> tuple[str, str]:
     """A generation for ``refs`` whose union equals ``src``'s: its global files hard-linked, new tombstones.
 
     Used where the live rows do not change: compacting (``src`` the current
     generation) and converting a plain index (``src`` the index, whose graph
-    and BM25 a generation build would reproduce exactly).
+    and BM25 a generation build would reproduce exactly). ``state``: the union
+    state a growable plain index kept for its one shard ``refs[0]``
+    (:func:`~gearag.indexing.union_files.kept_state`), linked too, so the
+    first add extends it.
     """
     name = generation_name(refs, {k: np.asarray(v) for k, v in tombstones.items()})
     out = root / GENERATIONS_DIR / name
     with IndexWriter(out, overwrite=out.exists()) as w:
         for f in sorted(src.rglob("*")):
             rel = f.relative_to(src).as_posix()
-            if f.is_file() and rel != TOMBSTONES and _generation_file(rel):
+            if f.is_file() and rel != TOMBSTONES and (_generation_file(rel) or (state and _state_file(rel))):
                 w.link(rel, f, src)
         w.write_json(TOMBSTONES, tombstones)
         meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts}
-        if read_manifest(src).get("tables") is not None:  # the linked resolution state keeps its version
+        if state is not None:
+            meta["tables"], meta["union"] = state["tables"], state["union"]
+        elif read_manifest(src).get("tables") is not None:  # the linked resolution state keeps its version
             meta["tables"] = read_manifest(src)["tables"]
         w.commit(meta)
     return name, manifest_identity(out)
+
+
+def _state_file(rel: str) -> bool:
+    return rel.split("/", 1)[0] in union_files.STATE_DIRS

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 
 import numpy as np
 
 from gearag.config import GraphConfig
+from gearag.indexing import union_files
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
+from gearag.indexing.union_files import ShardColumns, UnionRows, cannot_grow, write_union
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import TripleGraph
 from gearag.store.index import passage_contents
 from gearag.store.passage_ids import write_passages
+from gearag.store.rows import Mapped
+from gearag.store.shards import shard_key
 from gearag.text import is_named, normalise_entity
 
 log = logging.getLogger(__name__)
@@ -75,36 +80,72 @@ def triple_columns(extracted: Sequence[Iterable[Iterable[str]]]) -> TripleColumn
 
 
 class GraphStage:
+    """Writes the passages, the cleaned triples and the triple graph.
+
+    In a plain build whose ``graph.growable`` is on (and that ``gearag add``
+    can extend: :func:`~gearag.indexing.union_files.cannot_grow`), the triple
+    graph and the entity resolution are made by
+    :func:`~gearag.indexing.union_files.write_union` for the build as one
+    shard: the same arrays, plus the state the index's first add extends (the
+    resolve stage then has nothing left to do). ``union=False``: the triple
+    graph only (a shard of a sharded index, whose generation makes the rest).
+    """
+
     name = "graph"
+
+    def __init__(self, union: bool = True) -> None:
+        self.union = union
 
     def run(self, build: Build) -> None:
         assert build.extracted is not None, "the graph stage needs the extract stage"
         cols = triple_columns(build.extracted)
         build.extracted = None  # the columns replace it (later stages read build.triples)
         n = len(build.passages)
-        linkable = linkable_for(build.config.graph, cols.subjects, cols.objects, cols.owner, n)
-        graph = TripleGraph.build(cols.subjects, cols.objects, linkable)
+        growable = self.union and build.config.graph.growable and cannot_grow(build.config) is None
         w = build.writer
         write_passages(w, build.passages)
+        if not growable:
+            linkable = linkable_for(build.config.graph, cols.subjects, cols.objects, cols.owner, n)
+            graph = TripleGraph.build(cols.subjects, cols.objects, linkable)
+            w.write_json("entities.json", graph.entities)
+            w.write_array("arrays/triple_head.npy", graph.head)
+            w.write_array("arrays/triple_tail.npy", graph.tail)
+            w.write_array("arrays/entity_indptr.npy", graph.indptr)
+            w.write_array("arrays/entity_indices.npy", graph.indices)
+            n_entities = graph.n_entities
+            del graph
         rows = zip(cols.subjects, cols.predicates, cols.objects, strict=True)
         w.write_jsonl("triples.jsonl", (list(t) for t in rows), offsets=True)
-        w.write_json("entities.json", graph.entities)
         owner = np.asarray(cols.owner, dtype=np.int32)
         w.write_array("arrays/triple_passage.npy", owner)
         w.write_array("arrays/passage_triple_indptr.npy", cols.indptr)
-        w.write_array("arrays/triple_head.npy", graph.head)
-        w.write_array("arrays/triple_tail.npy", graph.tail)
-        w.write_array("arrays/entity_indptr.npy", graph.indptr)
-        w.write_array("arrays/entity_indices.npy", graph.indices)
-        counts = {"passages": n, "triples": len(cols.subjects), "entities": graph.n_entities}
+        n_triples = len(cols.subjects)
         # Later stages read the triples back from the file just written (one parse per pass) instead of
         # holding them as Python strings to the end of the build: ~200 bytes a triple, 3+ GB at 1M passages.
         indptr = cols.indptr
-        del cols, graph
+        del cols
         build.triples = TripleColumns.read(w.path("triples.jsonl"), owner, indptr)
+        if growable:
+            n_entities = self._union(build, owner)
         build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), passage_contents(build.passages))
         build.collections[TRIPLES] = CollectionBuild(
-            CollectionSpec(TRIPLES, counts["triples"], sources="arrays/triple_passage.npy"),
+            CollectionSpec(TRIPLES, n_triples, sources="arrays/triple_passage.npy"),
             build.triples.lazy_texts(), weights=True
         )
-        build.manifest["counts"] = counts
+        build.manifest["counts"] = {"passages": n, "triples": n_triples, "entities": n_entities}
+
+    @staticmethod
+    def _union(build: Build, owner: np.ndarray) -> int:
+        """The triple graph, resolution and union state of the build as one shard; its entity count."""
+        assert build.triples is not None
+        name = f"s-{shard_key(build.passages)}"
+        shard = ShardColumns(name, build.triples.subjects, build.triples.objects,
+                             Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)))
+        union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
+        n_entities, seconds, _ = write_union(build.writer, build.config, [shard], union)
+        build.manifest["union"] = {"shard": name, "tables": union_files.TABLES_VERSION,
+                                   "union": union_files.UNION_VERSION}
+        build.resolved = build.config.resolve.entity_graph
+        if build.resolved:  # what the resolve stage records of its own run
+            build.manifest["resolve"] = {"seconds": seconds, "synonym_edges": None, "ner_mentions": None}
+        return n_entities

@@ -38,9 +38,10 @@ from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import TOKEN_FILES, write_postings, write_token_ids, write_tokens
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
 from gearag.indexing.pipeline import build_index
+from gearag.indexing.union_files import STATE_DIRS, cannot_grow, kept_state
 from gearag.model import Passage
 from gearag.options import build_config
-from gearag.store.checkpoint import passage_hash, text_key
+from gearag.store.checkpoint import text_key
 from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import (
     FORMAT,
@@ -67,6 +68,7 @@ from gearag.store.shards import (
     load_sharded,
     load_shards,
     read_tombstones,
+    shard_key,
     shard_refs,
     tokens_rel,
     union_of,
@@ -109,13 +111,13 @@ def check_index_dir(root: Path) -> dict[str, Any]:
     return manifest
 
 
-def _refuse_trees(root: Path, manifest: dict[str, Any], what: str) -> None:
+def _refuse_unextendable(root: Path, manifest: dict[str, Any], what: str) -> None:
     extra = [c for c in (manifest.get("collections") or {}) if c not in SHARDED_COLLECTIONS]
     config = IndexConfig.from_dict(manifest.get("config", {}))
-    if extra or config.trees.enabled:
-        raise ConfigError(f"{root}: gearag {what} cannot update an index with SiReRAG/RAPTOR tree pools "
-                          f"({', '.join(extra) or 'trees'}: a clustering of the whole corpus); rebuild it with "
-                          "gearag index")
+    reason = f"tree pools ({', '.join(extra)})" if extra else cannot_grow(config)
+    if reason:
+        raise ConfigError(f"{root}: gearag {what} cannot update an index with {reason}: an update would drop "
+                          "them; rebuild it with gearag index")
 
 
 def _file_extractor(name: str) -> bool:
@@ -220,12 +222,13 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
     config = plain.config
     tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.tmp-"))
     try:
-        name = f"s-{plain.identity[:16]}"
+        state = kept_state(manifest)  # a growable build's union state, kept for its shard: the first add extends it
+        name = state["shard"] if state is not None else f"s-{plain.identity[:16]}"
         with IndexWriter(tmp / SHARDS_DIR / name) as w:
             # The per-passage files only: BM25 models and graph arrays belong to generations.
             listed = manifest.get("files") or {}
             for rel in listed:
-                if not rel.startswith(("bm25/", "graph/")):
+                if not rel.startswith(("bm25/", "graph/")) and rel.split("/", 1)[0] not in STATE_DIRS:
                     w.link(rel, root / rel, root)
             # Row offsets and id hashes, if its build did not keep them (before they were kept): once, here;
             # the offsets are the ones loading it just scanned for.
@@ -242,14 +245,14 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
                 else:
                     write_postings(w, coll, *stored)
             kept = {k: v for k, v in manifest.items()
-                    if k not in ("format", "format_version", "gearag_version", "created", "files")}
+                    if k not in ("format", "format_version", "gearag_version", "created", "files", "union")}
             kept["config"] = config.to_dict()
             kept["collections"] = {n: replace(c.spec, bm25=None).to_dict() for n, c in plain.collections.items()}
             w.commit(kept)
         shard_dir = tmp / SHARDS_DIR / name
         refs = [ShardRef(name, manifest_identity(shard_dir))]
         counts = {"passages": len(plain.passages), "triples": len(plain.triples), "entities": plain.graph.n_entities}
-        gen = link_generation(root, tmp, refs, {}, counts)
+        gen = link_generation(root, tmp, refs, {}, counts, state)
         seconds = {"convert": round(time.perf_counter() - started, 3)}
         shard = Index.load(shard_dir)
         (tmp / MANIFEST).write_text(json.dumps(_root_manifest(config, refs, [shard], gen, counts, seconds, "convert"),
@@ -279,7 +282,7 @@ def _kept_token_ids(root: Path, listed: dict[str, Any], collection: str,
 def _open(root: Path, what: str, on_step: Step | None) -> _State:
     """The sharded index at ``root`` (converting a plain one), under the caller's lock."""
     manifest = read_manifest(root)
-    _refuse_trees(root, manifest, what)
+    _refuse_unextendable(root, manifest, what)
     if not is_sharded(manifest):
         _convert_plain(root, manifest, on_step)
         manifest = read_manifest(root)
@@ -328,14 +331,14 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         raise DataError("cannot add an empty corpus")
     with _Locked(root):
         manifest = read_manifest(root)
-        _refuse_trees(root, manifest, "add")
+        _refuse_unextendable(root, manifest, "add")
         check_options(root, IndexConfig.from_dict(manifest.get("config", {})), options)
         loaded = _load_state(root, manifest) if is_sharded(manifest) else None
         _check_new_ids(root, manifest, loaded, passages)
         state = loaded or _open(root, "add", on_step)
         seconds: dict[str, float] = {}
         started = time.perf_counter()
-        key = text_key(*(f"{p.id}\x00{passage_hash(p)}" for p in passages), size=8)
+        key = shard_key(passages)
         taken = {r.name for r in state.refs}
         name = f"s-{key}"
         n = 1
@@ -421,7 +424,7 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
     root = Path(root)
     with _Locked(root):
         manifest = read_manifest(root)
-        _refuse_trees(root, manifest, "delete")
+        _refuse_unextendable(root, manifest, "delete")
         loaded = _load_state(root, manifest) if is_sharded(manifest) else None
         located = _located(root, manifest, loaded, ids)
         found = {pid for rows in located for pid in rows}

@@ -26,7 +26,7 @@ class ResolveStage:
 
     def run(self, build: Build) -> None:
         cfg = build.config.resolve
-        if not cfg.entity_graph:
+        if not cfg.entity_graph or build.resolved:
             return
         assert build.triples is not None, "the resolve stage needs the graph stage"
         cols = build.triples

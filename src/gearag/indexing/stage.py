@@ -90,6 +90,8 @@ class Build:
     #: Stage outputs.
     extracted: list[list[Fact]] | None = None
     triples: TripleColumns | None = None
+    #: Set when the graph stage also wrote the entity resolution (a growable build): the resolve stage skips.
+    resolved: bool = False
     collections: dict[str, CollectionBuild] = field(default_factory=dict)
     #: Extra manifest entries (extractor key, counts, usage, ...).
     manifest: dict[str, Any] = field(default_factory=dict)

@@ -25,9 +25,16 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
 from gearag.graph.prepared import PREPARED, earlier_names
-from gearag.indexing.union_graph import EndpointTable, KeyStats, shard_table, union_triple_graph
-from gearag.indexing.union_resolve import NameStats, Prior, resolve_union, shard_name_index, shard_token_index
-from gearag.indexing.union_vocab import UnionVocab, common_prefix
+from gearag.indexing.union_graph import ENDPOINTS_DIR, EndpointTable, KeyStats, shard_table, union_triple_graph
+from gearag.indexing.union_resolve import (
+    RESOLVE_DIR,
+    NameStats,
+    Prior,
+    resolve_union,
+    shard_name_index,
+    shard_token_index,
+)
+from gearag.indexing.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.model import Passage
 from gearag.store.writer import IndexWriter
 
@@ -37,6 +44,35 @@ from gearag.store.writer import IndexWriter
 TABLES_VERSION = 1
 #: Version of the union's state (``union/``: vocabularies, key and name statistics) a generation keeps.
 UNION_VERSION = 1
+#: Where a generation (or a growable plain index) keeps that state: per-shard endpoint tables, the
+#: resolution's state and per-shard token indices, the union's vocabularies and statistics.
+STATE_DIRS = (ENDPOINTS_DIR, RESOLVE_DIR, UNION_DIR)
+
+
+def kept_state(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The union state a plain index's ``manifest`` says its build kept (``{"shard", "tables", "union"}``), when
+    this gearag's rules wrote it; else None (its first add computes the state)."""
+    state = manifest.get("union")
+    if not isinstance(state, dict) or not isinstance(state.get("shard"), str):
+        return None
+    if state.get("tables") != TABLES_VERSION or state.get("union") != UNION_VERSION:
+        return None
+    return state
+
+
+def cannot_grow(config: IndexConfig) -> str | None:
+    """Why ``gearag add`` cannot extend an index built with ``config`` exactly (None: it can).
+
+    A generation's resolution has no NER mentions or synonym edges, and the
+    trees cluster the whole corpus: an add would silently drop them.
+    """
+    if config.trees.enabled:
+        return "SiReRAG/RAPTOR tree pools (a clustering of the whole corpus)"
+    if config.resolve.ner_mentions:
+        return "NER mentions (--index-ner-mentions)"
+    if config.resolve.synonyms:
+        return "synonym edges between entity names (--synonyms)"
+    return None
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from gearag.data.jsonio import load_json
 from gearag.errors import IndexFormatError
 from gearag.model import Passage
 from gearag.retrieve.bm25_postings import POSTINGS_FILES, PostingsBM25, read_postings
+from gearag.store.checkpoint import passage_hash, text_key
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, load_array
 from gearag.store.graph import TripleGraph
 from gearag.store.index import (
@@ -98,6 +99,11 @@ def is_sharded(manifest: dict[str, Any]) -> bool:
 
     return manifest.get("layout") == SHARDED
 
+
+
+def shard_key(passages: Sequence[Passage]) -> str:
+    """A shard's name stem: a hash of its passages' ids and contents (``s-KEY``; a resumed add finds it)."""
+    return text_key(*(f"{p.id}\x00{passage_hash(p)}" for p in passages), size=8)
 
 @dataclass(frozen=True)
 class ShardRef:

@@ -1,0 +1,112 @@
+"""A growable plain build (``graph.growable``, the default) keeps the union state its first add extends (issue 14)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_incremental import STUB, _passages, assert_same_index, not_growable
+
+from conftest import StubExtractor, assert_clean_error, use_stub_extractor, write_jsonl
+from gearag.config import ResolveConfig
+from gearag.indexing import build_index, union_files
+from gearag.indexing.incremental import add_documents, delete_documents
+from gearag.store.index import MANIFEST, manifest_identity, read_manifest
+from gearag.store.shards import shard_key
+
+
+def _spy_priors(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool]]:
+    """Per generation from now on: whether its triple graph and its resolution started from stored state."""
+    seen: list[tuple[bool, bool]] = []
+    real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
+    graph: list[bool] = []
+
+    def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        graph.append(args[6] is not None)
+        return real_graph(*args, **kwargs)
+
+    def resolve_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((graph[-1] if graph else False, args[5] is not None and args[5].names is not None))
+        return real_resolve(*args, **kwargs)
+
+    monkeypatch.setattr(union_files, "union_triple_graph", graph_spy)
+    monkeypatch.setattr(union_files, "resolve_union", resolve_spy)
+    return seen
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != MANIFEST}
+
+
+@pytest.mark.parametrize("entity_graph", [True, False])
+def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path: Path, entity_graph: bool) -> None:
+    """Every file of a build without the state is in the growable build, byte for byte; the rest is the state."""
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(40, 0)
+    config = replace(STUB, resolve=ResolveConfig(entity_graph=entity_graph))
+    growable = build_index(passages, tmp_path / "growable", config)
+    plain = build_index(passages, tmp_path / "plain", not_growable(config))
+    a, b = _files(growable.path), _files(plain.path)
+    assert set(b) <= set(a)
+    assert [rel for rel in b if a[rel] != b[rel]] == []
+    extra = {rel.split("/", 1)[0] for rel in set(a) - set(b)}
+    assert extra == ({"endpoints", "resolve", "union"} if entity_graph else {"endpoints", "union"})
+    state = growable.manifest["union"]
+    assert state["shard"] == f"s-{shard_key(passages)}"
+    assert (state["tables"], state["union"]) == (union_files.TABLES_VERSION, union_files.UNION_VERSION)
+    assert ("resolve" in growable.manifest) is entity_graph and plain.manifest.get("union") is None
+
+
+def test_the_first_add_extends_the_builds_state_and_equals_a_build_of_the_union(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(40, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:25], root, STUB)
+    seen = _spy_priors(monkeypatch)
+    grown = add_documents(root, passages[25:])
+    assert seen == [(True, True)]  # the build's key and name statistics, extended: not computed again
+    shard = grown.manifest["shards"][0]["name"]
+    assert shard == f"s-{shard_key(passages[:25])}"  # the name the build's state was kept under
+    # The state moved to the generation; the shard holds the passages' files only.
+    assert not any((root / "shards" / shard / d).exists() for d in union_files.STATE_DIRS)
+    assert "union" not in read_manifest(root / "shards" / shard)
+    assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
+    # A delete right after extends it as well (renumbered, not resolved from scratch).
+    deleted = delete_documents(root, [passages[3].id, passages[30].id])
+    rest = [p for i, p in enumerate(passages) if i not in (3, 30)]
+    assert_same_index(deleted, build_index(rest, tmp_path / "rest", not_growable(STUB)))
+
+
+@pytest.mark.parametrize("why", ["not growable", "other rules"])
+def test_without_usable_state_the_first_add_computes_it_and_is_still_exact(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str) -> None:
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(30, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:20], root, not_growable(STUB) if why == "not growable" else STUB)
+    if why == "other rules":  # a newer gearag whose tables hold something else: the build's state is not trusted
+        monkeypatch.setattr(union_files, "TABLES_VERSION", union_files.TABLES_VERSION + 1)
+    seen = _spy_priors(monkeypatch)
+    grown = add_documents(root, passages[20:])
+    assert seen == [(False, False)]
+    assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
+
+
+@pytest.mark.parametrize("option", ["--index-ner-mentions", "--synonyms"])
+def test_indices_an_add_cannot_extend_exactly_are_refused_and_keep_no_state(tmp_path: Path, cli, option: str) -> None:
+    """A generation has no NER mentions or synonym edges: an add would drop them silently, so it is refused."""
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(8, 0)
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in passages])
+    root = tmp_path / "idx"
+    result = cli("index", corpus, "--out", root, "--extractor", "stub", option)
+    assert result.code == 0, result.stderr
+    assert read_manifest(root).get("union") is None and not (root / "union").exists()
+    before = manifest_identity(root)
+    more = write_jsonl(tmp_path / "more.jsonl", [{"id": "new-1", "title": "New", "text": "A New page."}])
+    assert_clean_error(cli("add", root, more), option.removeprefix("--"), "gearag index")
+    assert manifest_identity(root) == before
+
