@@ -176,12 +176,12 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     assert len(list((root / "generations").iterdir())) == 1
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     assert compact(root).identity == compacted.identity  # nothing to merge: nothing written
-    # An add after the compact reuses the union's resolution state (linked into the compacted generation).
+    # An add after the compact extends the union state the compact made for the merged shard.
     priors: list[bool] = []
     real = union_files.resolve_union
 
     def spy(passages, tables, keep, owner, vocab, prior, *rest):  # type: ignore[no-untyped-def]
-        priors.append(prior is not None)
+        priors.append(prior is not None and prior.names is not None)
         return real(passages, tables, keep, owner, vocab, prior, *rest)
 
     monkeypatch.setattr(union_files, "resolve_union", spy)

@@ -5,7 +5,7 @@ with :data:`SHARD_STAGES`: extract (with its resumable checkpoint), graph (the
 shard's passages and cleaned triples), tokens (BM25 token ids and postings,
 so BM25 never re-tokenises and needs no global model) and embed. A
 generation is derived by :func:`write_generation` from the shards' stored
-results: the union's triple graph and hub cut from per-shard endpoint
+results (:func:`~gearag.indexing.union_files.write_union`): the union's triple graph and hub cut from per-shard endpoint
 tables (:mod:`gearag.indexing.union_graph`) and its entity resolution
 extended from the previous generation's (:mod:`gearag.indexing.union_resolve`),
 each equal to what a from-scratch build computes, so every corpus-global
@@ -16,7 +16,8 @@ appends shards to the previous one (an add's text and endpoint work is its
 own shard's), or renumbered when it only deletes rows of them (a
 :class:`~gearag.indexing.union_graph.Removal`). The triple graph and the
 entity resolution are made on two threads. What every add and delete still
-rewrites is the union-size graph arrays.
+rewrites is the union-size graph arrays. A converted plain index's first
+generation is hard-linked from it (:func:`link_generation`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 
 from gearag.config import IndexConfig
 from gearag.errors import GearagError
+from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.indexing import union_files
 from gearag.indexing.bm25 import write_tokens
 from gearag.indexing.embed import EmbedStage
@@ -184,40 +186,27 @@ def _removal(u: Union, old: dict[str, np.ndarray]) -> Removal | None:
     return Removal(np.concatenate(rows), np.concatenate(triples), tuple(gone), np.concatenate(gone_passages))
 
 
-def _generation_file(rel: str) -> bool:
-    # BM25 is scored from the shards' postings (format 4): a format-3 generation's bm25s models are not carried.
-    # The union's resolution state (resolve/*, rows of the unchanged union) is; per-shard tables are not (the
-    # shards are new).
-    return rel in GENERATION_FILES or rel.startswith("graph/") or (rel.startswith("resolve/") and rel.count("/") == 1)
+def link_generation(src: Path, root: Path, refs: list[ShardRef], counts: dict[str, int],
+                    state: dict[str, Any] | None = None) -> tuple[str, str]:
+    """The first generation of a converted plain index ``src`` (its one shard ``refs[0]``): its graph files
+    hard-linked (a generation build would reproduce them exactly), no tombstones.
 
-
-def link_generation(src: Path, root: Path, refs: list[ShardRef], tombstones: dict[str, Any],
-                    counts: dict[str, int], state: dict[str, Any] | None = None) -> tuple[str, str]:
-    """A generation for ``refs`` whose union equals ``src``'s: its global files hard-linked, new tombstones.
-
-    Used where the live rows do not change: compacting (``src`` the current
-    generation) and converting a plain index (``src`` the index, whose graph
-    and BM25 a generation build would reproduce exactly). ``state``: the union
-    state a growable plain index kept for its one shard ``refs[0]``
+    ``state``: the union state a growable build kept for that shard
     (:func:`~gearag.indexing.union_files.kept_state`), linked too, so the
-    first add extends it.
+    first add extends it instead of computing it for the whole corpus.
     """
-    name = generation_name(refs, {k: np.asarray(v) for k, v in tombstones.items()})
+    name = generation_name(refs, {})
     out = root / GENERATIONS_DIR / name
     with IndexWriter(out, overwrite=out.exists()) as w:
         for f in sorted(src.rglob("*")):
             rel = f.relative_to(src).as_posix()
-            if f.is_file() and rel != TOMBSTONES and (_generation_file(rel) or (state and _state_file(rel))):
+            top = rel.split("/", 1)[0]
+            kept = rel in GENERATION_FILES or top == GRAPH_DIR or (state is not None and top in union_files.STATE_DIRS)
+            if f.is_file() and kept:
                 w.link(rel, f, src)
-        w.write_json(TOMBSTONES, tombstones)
+        w.write_json(TOMBSTONES, {})
         meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts}
         if state is not None:
             meta["tables"], meta["union"] = state["tables"], state["union"]
-        elif read_manifest(src).get("tables") is not None:  # the linked resolution state keeps its version
-            meta["tables"] = read_manifest(src)["tables"]
         w.commit(meta)
     return name, manifest_identity(out)
-
-
-def _state_file(rel: str) -> bool:
-    return rel.split("/", 1)[0] in union_files.STATE_DIRS

@@ -12,9 +12,12 @@ not list is removed once a run succeeds.
 
 A plain index (format 1/2) is converted on its first ``add``/``delete``: it
 becomes the first shard (its files hard-linked, not copied, plus BM25 token
-ids computed once) with a generation hard-linked from its own graph and BM25
-files; the new root replaces the plain directory by rename. Indices with
-SiReRAG/RAPTOR tree pools are refused: the trees cluster the whole corpus.
+ids computed once) with a generation hard-linked from its own graph files and
+the union state a growable build kept (``graph.growable``), which that first
+add extends; the new root replaces the plain directory by rename. ``compact``
+makes the merged shard's state, so the add after it extends that too. Indices
+with SiReRAG/RAPTOR tree pools, NER mentions or synonym edges are refused: a
+generation has none of them (the trees cluster the whole corpus).
 """
 
 from __future__ import annotations
@@ -252,7 +255,7 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
         shard_dir = tmp / SHARDS_DIR / name
         refs = [ShardRef(name, manifest_identity(shard_dir))]
         counts = {"passages": len(plain.passages), "triples": len(plain.triples), "entities": plain.graph.n_entities}
-        gen = link_generation(root, tmp, refs, {}, counts, state)
+        gen = link_generation(root, tmp, refs, counts, state)
         seconds = {"convert": round(time.perf_counter() - started, 3)}
         shard = Index.load(shard_dir)
         (tmp / MANIFEST).write_text(json.dumps(_root_manifest(config, refs, [shard], gen, counts, seconds, "convert"),
@@ -470,12 +473,13 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
             _write_merged_shard(w, u, gdir, [root / r.rel for r in state.refs], state)
         shard = Index.load(shard_dir)
         refs = [ShardRef(name, shard.identity)]
-        counts = dict(state.manifest["counts"])
-        gen = link_generation(gdir, root, refs, {}, counts)
+        # The merged shard's state (endpoint table, token indices, its map into the union's vocabularies) is
+        # made here, so the next add extends it: compacting takes what that add would otherwise pay.
+        gname, gsha, counts = write_generation(root, refs, [shard], {}, state.config)
         seconds = {"compact": round(time.perf_counter() - started, 3)}
         if on_step:
             on_step("compact", seconds["compact"])
-        return _commit(state, refs, [shard], gen, counts, seconds, "compact")
+        return _commit(state, refs, [shard], (gname, gsha), counts, seconds, "compact")
 
 
 def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], state: _State) -> None:
