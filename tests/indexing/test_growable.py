@@ -10,6 +10,7 @@ from test_incremental import STUB, _passages, assert_same_index, not_growable
 
 from conftest import StubExtractor, assert_clean_error, use_stub_extractor, write_jsonl
 from gearag.config import ResolveConfig
+from gearag.errors import IndexFormatError
 from gearag.indexing import build_index, union_files
 from gearag.indexing.incremental import add_documents, delete_documents
 from gearag.store.index import MANIFEST, manifest_identity, read_manifest
@@ -93,6 +94,21 @@ def test_without_usable_state_the_first_add_computes_it_and_is_still_exact(
     grown = add_documents(root, passages[20:])
     assert seen == [(False, False)]
     assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
+
+
+def test_damaged_state_fails_the_add_like_any_damaged_index_file(tmp_path: Path) -> None:
+    """The state is listed in the index's manifest with its checksum: damage is an error naming the file."""
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(30, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:20], root, STUB)
+    before = manifest_identity(root)
+    names = root / "resolve" / "names.json"
+    size = names.stat().st_size
+    names.write_text('{"x": "' + "y" * (size - 9) + '"}', encoding="utf-8")  # same size, not the lexicon
+    with pytest.raises(IndexFormatError, match=r"resolve/names\.json"):
+        add_documents(root, passages[20:])
+    assert manifest_identity(root) == before and read_manifest(root).get("layout") is None
 
 
 @pytest.mark.parametrize("option", ["--index-ner-mentions", "--synonyms"])
