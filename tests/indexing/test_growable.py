@@ -17,23 +17,24 @@ from gearag.store.index import MANIFEST, manifest_identity, read_manifest
 from gearag.store.shards import shard_key
 
 
-def _spy_priors(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool]]:
-    """Per generation from now on: whether its triple graph and its resolution started from stored state."""
-    seen: list[tuple[bool, bool]] = []
-    real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
+def _spy_priors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[bool], list[bool]]:
+    """Per generation from now on: whether its triple graph, and whether its resolution, started from stored
+    state. Two lists: the two run on two threads, in either order."""
     graph: list[bool] = []
+    names: list[bool] = []
+    real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
 
     def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         graph.append(args[6] is not None)
         return real_graph(*args, **kwargs)
 
     def resolve_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        seen.append((graph[-1] if graph else False, args[5] is not None and args[5].names is not None))
+        names.append(args[5] is not None and args[5].names is not None)
         return real_resolve(*args, **kwargs)
 
     monkeypatch.setattr(union_files, "union_triple_graph", graph_spy)
     monkeypatch.setattr(union_files, "resolve_union", resolve_spy)
-    return seen
+    return graph, names
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -68,7 +69,7 @@ def test_the_first_add_extends_the_builds_state_and_equals_a_build_of_the_union(
     build_index(passages[:25], root, STUB)
     seen = _spy_priors(monkeypatch)
     grown = add_documents(root, passages[25:])
-    assert seen == [(True, True)]  # the build's key and name statistics, extended: not computed again
+    assert seen == ([True], [True])  # the build's key and name statistics, extended: not computed again
     shard = grown.manifest["shards"][0]["name"]
     assert shard == f"s-{shard_key(passages[:25])}"  # the name the build's state was kept under
     # The state moved to the generation; the shard holds the passages' files only.
@@ -92,7 +93,7 @@ def test_without_usable_state_the_first_add_computes_it_and_is_still_exact(
         monkeypatch.setattr(union_files, "TABLES_VERSION", union_files.TABLES_VERSION + 1)
     seen = _spy_priors(monkeypatch)
     grown = add_documents(root, passages[20:])
-    assert seen == [(False, False)]
+    assert seen == ([False], [False])
     assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
 
 
