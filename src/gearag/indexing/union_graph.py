@@ -25,6 +25,7 @@ stay exact while the Python work per add is the new shard's endpoints.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ T = TypeVar("T")
 
 ENDPOINTS_DIR = "endpoints"
 TABLE_FILES = ("keys.json", "ends.npy", "named.npy", "names.json", "name_ends.npy")
+log = logging.getLogger(__name__)
+
 #: linkable_for's sample for the "few capitalised endpoints" fallback: this many subjects and objects.
 SAMPLE = 5000
 
@@ -284,6 +287,8 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
     if not named_all:
         sample = np.concatenate([named[:SAMPLE, 0], named[:SAMPLE, 1]])
         named_all = bool(len(sample) and int(sample.sum()) < 0.05 * len(sample))  # linkable_for's fallback
+        if named_all:
+            log.warning("few capitalised triple endpoints: linking every endpoint (link_entities=all)")
     if named_all:
         named = np.ones_like(named)
     if prior is None or prior.named_all != named_all:
