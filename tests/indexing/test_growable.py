@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_incremental import STUB, _passages, assert_same_index, not_growable
+from test_incremental import STUB, _passages, assert_same_index, not_growable, spy_priors
 
 from conftest import StubExtractor, assert_clean_error, use_stub_extractor, write_jsonl
 from gearag.config import ResolveConfig
@@ -15,26 +15,6 @@ from gearag.indexing import build_index, union_files
 from gearag.indexing.incremental import add_documents, delete_documents
 from gearag.store.index import MANIFEST, manifest_identity, read_manifest
 from gearag.store.shards import shard_key
-
-
-def _spy_priors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[bool], list[bool]]:
-    """Per generation from now on: whether its triple graph, and whether its resolution, started from stored
-    state. Two lists: the two run on two threads, in either order."""
-    graph: list[bool] = []
-    names: list[bool] = []
-    real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
-
-    def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        graph.append(args[6] is not None)
-        return real_graph(*args, **kwargs)
-
-    def resolve_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        names.append(args[5] is not None and args[5].names is not None)
-        return real_resolve(*args, **kwargs)
-
-    monkeypatch.setattr(union_files, "union_triple_graph", graph_spy)
-    monkeypatch.setattr(union_files, "resolve_union", resolve_spy)
-    return graph, names
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -67,7 +47,7 @@ def test_the_first_add_extends_the_builds_state_and_equals_a_build_of_the_union(
     passages, _ = _passages(40, 0)
     root = tmp_path / "idx"
     build_index(passages[:25], root, STUB)
-    seen = _spy_priors(monkeypatch)
+    seen = spy_priors(monkeypatch)
     grown = add_documents(root, passages[25:])
     assert seen == ([True], [True])  # the build's key and name statistics, extended: not computed again
     shard = grown.manifest["shards"][0]["name"]
@@ -91,7 +71,7 @@ def test_without_usable_state_the_first_add_computes_it_and_is_still_exact(
     build_index(passages[:20], root, not_growable(STUB) if why == "not growable" else STUB)
     if why == "other rules":  # a newer gearag whose tables hold something else: the build's state is not trusted
         monkeypatch.setattr(union_files, "TABLES_VERSION", union_files.TABLES_VERSION + 1)
-    seen = _spy_priors(monkeypatch)
+    seen = spy_priors(monkeypatch)
     grown = add_documents(root, passages[20:])
     assert seen == ([False], [False])
     assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))

@@ -91,6 +91,28 @@ def assert_same_rankings(a: Index, b: Index, questions: list[str], methods: list
                                        rtol=1e-5, atol=1e-7, err_msg=f"{method}: {question}")
 
 
+def spy_priors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[bool], list[bool]]:
+    """Per generation from now on: whether its triple graph, and whether its resolution, started from stored
+    state. Two lists: the two run on two threads, in either order."""
+    from gearag.indexing import union_files
+
+    graph: list[bool] = []
+    names: list[bool] = []
+    real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
+
+    def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        graph.append(args[6] is not None)
+        return real_graph(*args, **kwargs)
+
+    def resolve_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        names.append(args[5] is not None and args[5].names is not None)
+        return real_resolve(*args, **kwargs)
+
+    monkeypatch.setattr(union_files, "union_triple_graph", graph_spy)
+    monkeypatch.setattr(union_files, "resolve_union", resolve_spy)
+    return graph, names
+
+
 @pytest.mark.slow
 def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real 2Wiki slice (spaCy triples, wordllama): base + 2 adds == a from-scratch build, for every method.
@@ -99,28 +121,13 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
     Each add counts only its own shard's endpoints: it starts from the union state (key and name statistics)
     the base build and then the first add's generation stored.
     """
-    from gearag.indexing import union_files
-
     passages, questions = _passages(30, 4)
     full = build_index(passages, tmp_path / "full", not_growable(IndexConfig()))
     assert "union" not in full.manifest and not (tmp_path / "full" / "union").exists()
     n = len(passages)
     cut1, cut2 = n // 2, (3 * n) // 4
     build_index(passages[:cut1], tmp_path / "grown", IndexConfig())
-    graph_prior: list[bool] = []  # per add: whether the triple graph started from the stored key statistics
-    names_prior: list[bool] = []  # and the resolution from the stored name statistics (the two run on two threads)
-    real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
-
-    def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        graph_prior.append(args[6] is not None)
-        return real_graph(*args, **kwargs)
-
-    def resolve_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        names_prior.append(args[5] is not None and args[5].names is not None)
-        return real_resolve(*args, **kwargs)
-
-    monkeypatch.setattr(union_files, "union_triple_graph", graph_spy)
-    monkeypatch.setattr(union_files, "resolve_union", resolve_spy)
+    graph_prior, names_prior = spy_priors(monkeypatch)
     add_documents(tmp_path / "grown", passages[cut1:cut2])
     grown = add_documents(tmp_path / "grown", passages[cut2:])
     assert graph_prior == [True, True] and names_prior == [True, True]
