@@ -62,6 +62,18 @@ def test_the_first_add_extends_the_builds_state_and_equals_a_build_of_the_union(
     assert_same_index(deleted, build_index(rest, tmp_path / "rest", not_growable(STUB)))
 
 
+def test_a_delete_right_after_the_build_renumbers_its_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(30, 0)
+    root = tmp_path / "idx"
+    build_index(passages, root, STUB)
+    seen = spy_priors(monkeypatch)
+    deleted = delete_documents(root, [passages[0].id, passages[17].id])
+    assert seen == ([True], [True])  # the build's key and name statistics, renumbered: not computed again
+    rest = [p for i, p in enumerate(passages) if i not in (0, 17)]
+    assert_same_index(deleted, build_index(rest, tmp_path / "rest", not_growable(STUB)))
+
+
 @pytest.mark.parametrize("why", ["not growable", "other rules"])
 def test_without_usable_state_the_first_add_computes_it_and_is_still_exact(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str) -> None:
