@@ -471,6 +471,7 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
         gdir = root / GENERATIONS_DIR / state.generation
         with IndexWriter(shard_dir, overwrite=shard_dir.exists()) as w:
             _write_merged_shard(w, u, gdir, [root / r.rel for r in state.refs], state)
+        del u  # the generation reads the merged shard, not the old shards' rows
         shard = Index.load(shard_dir)
         refs = [ShardRef(name, shard.identity)]
         # The merged shard's state (endpoint table, token indices, its map into the union's vocabularies) is
