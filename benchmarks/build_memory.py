@@ -110,9 +110,9 @@ print(json.dumps({"rows": rows, "build_seconds": round(time.perf_counter() - t0,
 """
 
 
-def run(src: Path, n: int, out: Path, trace: bool) -> dict:
-    corpus = DATA / f"size-{n}" / "corpus.jsonl"
-    triples = DATA / f"size-{n}" / "triples.json"
+def run(src: Path, n: int, out: Path, trace: bool, data: Path = DATA) -> dict:
+    corpus = data / f"size-{n}" / "corpus.jsonl"
+    triples = data / f"size-{n}" / "triples.json"
     env = {**os.environ, "PYTHONPATH": str(src), "GEARAG_PROGRESS": "0"}
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(corpus), str(triples), str(out), "1" if trace else "0"],
@@ -168,6 +168,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--only-baseline", action="store_true", help="measure only --baseline-src")
     ap.add_argument("--keep", action="store_true", help="keep the built indices")
+    ap.add_argument("--data", type=Path, default=DATA, help="scale.py's data directory (size-N/ corpora)")
     args = ap.parse_args()
     results = []
     for n in (int(s) for s in args.sizes.split(",")):
@@ -177,7 +178,7 @@ def main() -> None:
                 continue
             index = args.out / f"index-{n}-{label}"
             print(f"[{time.strftime('%H:%M:%S')}] {n} {label}", file=sys.stderr, flush=True)
-            r = run(src, n, index, args.tracemalloc)
+            r = run(src, n, index, args.tracemalloc, args.data)
             r.update(size=n, label=label)
             results.append(r)
             built.append(index)

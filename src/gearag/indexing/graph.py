@@ -12,6 +12,7 @@ from gearag.config import GraphConfig
 from gearag.indexing import union_files
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.indexing.union_files import ShardColumns, UnionRows, cannot_grow, write_union
+from gearag.malloc import release_free_memory
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import TripleGraph
 from gearag.store.index import passage_contents
@@ -143,6 +144,7 @@ class GraphStage:
                              Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)))
         union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
         n_entities, seconds, _ = write_union(build.writer, build.config, [shard], union)
+        release_free_memory()  # what the triple graph's thread freed would stay resident through the later stages
         build.manifest["union"] = {"shard": name, "tables": union_files.TABLES_VERSION,
                                    "union": union_files.UNION_VERSION}
         build.resolved = build.config.resolve.entity_graph

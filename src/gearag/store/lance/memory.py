@@ -17,9 +17,7 @@ the dense stage kept +230 / +120 / +78 / +35 MB; BENCHMARKS.md).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import sys
+from gearag.malloc import mallopt
 
 #: mallopt's parameter number for the arena cap (glibc malloc.h).
 M_ARENA_MAX = -8
@@ -27,13 +25,4 @@ M_ARENA_MAX = -8
 
 def limit_malloc_arenas(n: int) -> bool:
     """Cap glibc's malloc arenas at ``n`` for this process (0: leave the default); whether it was applied."""
-    if n <= 0 or not sys.platform.startswith("linux"):
-        return False
-    name = ctypes.util.find_library("c")
-    if not name:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        return bool(libc.mallopt(M_ARENA_MAX, int(n)))
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt arenas)
-        return False
+    return n > 0 and mallopt(M_ARENA_MAX, n)
