@@ -5,8 +5,9 @@ with :data:`SHARD_STAGES`: extract (with its resumable checkpoint), graph (the
 shard's passages and cleaned triples), tokens (BM25 token ids and postings,
 so BM25 never re-tokenises and needs no global model) and embed. A
 generation is derived by :func:`write_generation` from the shards' stored
-results (:func:`~gearag.indexing.union_files.write_union`): the union's triple graph and hub cut from per-shard endpoint
-tables (:mod:`gearag.indexing.union_graph`) and its entity resolution
+results (:func:`~gearag.indexing.union_files.write_union`): the union's
+triple graph and hub cut from per-shard endpoint tables
+(:mod:`gearag.indexing.union_graph`) and its entity resolution
 extended from the previous generation's (:mod:`gearag.indexing.union_resolve`),
 each equal to what a from-scratch build computes, so every corpus-global
 statistic is exact. Per-shard tables already in the previous generation
@@ -200,8 +201,8 @@ def link_generation(src: Path, root: Path, refs: list[ShardRef], counts: dict[st
     with IndexWriter(out, overwrite=out.exists()) as w:
         for f in sorted(src.rglob("*")):
             rel = f.relative_to(src).as_posix()
-            top = rel.split("/", 1)[0]
-            kept = rel in GENERATION_FILES or top == GRAPH_DIR or (state is not None and top in union_files.STATE_DIRS)
+            kept = rel in GENERATION_FILES or rel.startswith(f"{GRAPH_DIR}/") or (
+                state is not None and union_files.is_state_file(rel))
             if f.is_file() and kept:
                 w.link(rel, f, src)
         w.write_json(TOMBSTONES, {})

@@ -41,7 +41,7 @@ from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import TOKEN_FILES, write_postings, write_token_ids, write_tokens
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
 from gearag.indexing.pipeline import build_index
-from gearag.indexing.union_files import STATE_DIRS, cannot_grow, kept_state
+from gearag.indexing.union_files import cannot_grow, is_state_file, kept_state
 from gearag.model import Passage
 from gearag.options import build_config
 from gearag.store.checkpoint import text_key
@@ -231,7 +231,7 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
             # The per-passage files only: BM25 models and graph arrays belong to generations.
             listed = manifest.get("files") or {}
             for rel in listed:
-                if not rel.startswith(("bm25/", "graph/")) and rel.split("/", 1)[0] not in STATE_DIRS:
+                if not rel.startswith(("bm25/", "graph/")) and not is_state_file(rel):
                     w.link(rel, root / rel, root)
             # Row offsets and id hashes, if its build did not keep them (before they were kept): once, here;
             # the offsets are the ones loading it just scanned for.

@@ -49,6 +49,11 @@ UNION_VERSION = 1
 STATE_DIRS = (ENDPOINTS_DIR, RESOLVE_DIR, UNION_DIR)
 
 
+def is_state_file(rel: str) -> bool:
+    """Whether the index file at ``rel`` is part of that state."""
+    return rel.split("/", 1)[0] in STATE_DIRS
+
+
 def kept_state(manifest: dict[str, Any]) -> dict[str, Any] | None:
     """The union state a plain index's ``manifest`` says its build kept (``{"shard", "tables", "union"}``), when
     this gearag's rules wrote it; else None (its first add computes the state)."""

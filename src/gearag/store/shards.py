@@ -100,10 +100,10 @@ def is_sharded(manifest: dict[str, Any]) -> bool:
     return manifest.get("layout") == SHARDED
 
 
-
 def shard_key(passages: Sequence[Passage]) -> str:
     """A shard's name stem: a hash of its passages' ids and contents (``s-KEY``; a resumed add finds it)."""
     return text_key(*(f"{p.id}\x00{passage_hash(p)}" for p in passages), size=8)
+
 
 @dataclass(frozen=True)
 class ShardRef:
