@@ -2,7 +2,7 @@
 split into anonymous memory (heap) and file-backed pages (the index's memory-mapped vectors, which the
 kernel can drop; :func:`gearag.bench.memory.rss_parts_mb`, shared memory counted with them).
 
-    python benchmarks/export_memory.py INDEX_DIR OUT_URI [--ann-min-rows N]
+    python benchmarks/export_memory.py INDEX_DIR OUT_URI [--ann-min-rows N] [--ann-index ivf_sq|ivf_pq]
 
 The stages are the export's progress messages (one per table, its full-text
 and vector indices). The peak is the process's VmHWM, reset at each stage
@@ -23,6 +23,7 @@ def main() -> None:
     ap.add_argument("index", type=Path)
     ap.add_argument("out")
     ap.add_argument("--ann-min-rows", type=int, default=100_000)
+    ap.add_argument("--ann-index", default="ivf_sq")
     args = ap.parse_args()
     from gearag.bench.memory import peak_mb, reset_peak, rss_mb, rss_parts_mb
     from gearag.store.lance.export import ExportConfig, export_index
@@ -43,7 +44,8 @@ def main() -> None:
         started[:] = [time.perf_counter(), message]
 
     reset_peak()
-    export_index(args.index, args.out, ExportConfig(ann_min_rows=args.ann_min_rows, overwrite=True), say)
+    export_index(args.index, args.out, ExportConfig(ann_min_rows=args.ann_min_rows, ann_index=args.ann_index,
+                                                  overwrite=True), say)
     close_stage()
 
 

@@ -100,24 +100,42 @@ def test_dense_top_k_matches_exact_search(slice_index: tuple[Index, list[str]], 
         _same_ranking(a, b)
 
 
+@pytest.mark.parametrize("kind", ["ivf_sq", "ivf_pq"])
 def test_dense_ann_index_is_built_at_scale_and_exact_bypasses_it(slice_index: tuple[Index, list[str]],
-                                                                  tmp_path: Path) -> None:
-    """With an IVF-PQ index (forced on this slice's triples) exact search still equals the embedded one."""
+                                                                  tmp_path: Path, kind: str) -> None:
+    """With an IVF index of either kind (forced on this slice's triples) exact search still equals the embedded
+    one, and the approximate search finds most of its top 10."""
     from gearag.store.lance.collection import LanceSearchConfig
     from gearag.store.lance.index import open_lance_index
 
     index, questions = slice_index
     assert len(index.triples) >= 256 > len(index.passages)  # PQ trains 256 centroids
-    export_index(index.path, tmp_path / "ann", ExportConfig(ann_min_rows=256))
+    export_index(index.path, tmp_path / "ann", ExportConfig(ann_min_rows=256, ann_index=kind))
     ann = open_lance_index(tmp_path / "ann")
-    assert ann.meta["collections"]["triples"]["ann"] and not ann.meta["collections"]["passages"]["ann"]
+    triples, passages = ann.meta["collections"]["triples"], ann.meta["collections"]["passages"]
+    assert triples["ann"] and triples["ann_index"] == kind
+    assert not passages["ann"] and passages["ann_index"] is None
     exact = open_lance_index(tmp_path / "ann", config=LanceSearchConfig(exact=True))
     q = index.embedder.encode(questions)
-    for a, b in zip(index.collection("triples").search_dense(q, 10),
-                    exact.collection("triples").search_dense(q, 10), strict=True):
+    truth = index.collection("triples").search_dense(q, 10)
+    for a, b in zip(truth, exact.collection("triples").search_dense(q, 10), strict=True):
         _same_ranking(a, b)
     approx = ann.collection("triples").search_dense(q, 10)
     assert all(len(hits) == 10 for hits in approx)
+    found = sum(len({h.idx for h in a} & {h.idx for h in t}) for a, t in zip(approx, truth, strict=True))
+    assert found >= 0.5 * 10 * len(questions)
+
+
+def test_an_unknown_ann_index_is_a_one_line_error_before_anything_is_written(
+        slice_index: tuple[Index, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gearag.cli import main
+
+    index, _ = slice_index
+    assert main(["export", str(index.path), str(tmp_path / "x"), "--ann-index", "hnsw"]) == 2
+    err = capsys.readouterr().err
+    assert "--ann-index: unknown value 'hnsw' (choose from ivf_sq, ivf_pq)" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
 
 
 def test_bm25_matches_the_same_rows(slice_index: tuple[Index, list[str]], lance: LanceIndex) -> None:

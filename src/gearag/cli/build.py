@@ -157,14 +157,16 @@ def export(
                                             "(endpoint: AWS_ENDPOINT_URL or ?endpoint=URL).")],
     overwrite: Annotated[bool, typer.Option(help="Replace a Lance index gearag wrote there.")] = False,
     ann_min_rows: Annotated[int, typer.Option(min=1, help="Collections with at least this many rows get an "
-                                                         "IVF-PQ vector index; smaller ones are searched exactly.")]
+                                                         "IVF vector index; smaller ones are searched exactly.")]
     = 100_000,
+    ann_index: Annotated[str, typer.Option(help="That vector index: ivf_sq (int8 scalar quantisation) or ivf_pq "
+                                                "(product quantisation: smaller, lower recall).")] = "ivf_sq",
 ) -> None:
     """Write a built index to Lance tables (extra `lance`); every command that takes an index then reads the URI."""
     from gearag.store.lance.export import ExportConfig, export_index
 
-    summary = export_index(index_dir, uri, ExportConfig(ann_min_rows=ann_min_rows, overwrite=overwrite),
-                           progress=lambda msg: err.print(msg))
+    config = ExportConfig(ann_min_rows=ann_min_rows, ann_index=ann_index, overwrite=overwrite)
+    summary = export_index(index_dir, uri, config, progress=lambda msg: err.print(msg))
     _print_json(summary)
 
 

@@ -21,8 +21,8 @@ Tables (one Lance dataset each, under ``URI``):
 ``tokens`` is the row's text as gearag's BM25 analyser sees it (stop words removed, Snowball stems,
 space-separated); the full-text index over it splits on whitespace and changes nothing else, so the
 Lance BM25 and bm25s score the same terms (their BM25 variants differ: docs/lance.md).
-Collections with at least ``ann_min_rows`` rows get an IVF-PQ vector index; smaller ones are searched
-exactly (flat).
+Collections with at least ``ann_min_rows`` rows get an IVF vector index (:func:`ann_config`: int8
+scalar-quantised IVF-SQ by default, or IVF-PQ); smaller ones are searched exactly (flat).
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ FORMAT = "gearag-lance"
 #: 2: the integer arrays moved from ``arrays`` to the ``files`` table, with the prepared passage graph.
 FORMAT_VERSION = 2
 ARRAYS_TABLE = "arrays"
+#: The vector indexes an export can build (:func:`ann_config`).
+ANN_INDEXES = ("ivf_sq", "ivf_pq")
 #: Written before any other table and kept: the location is gearag's even when ``meta`` is missing.
 OWNER_TABLE = "gearag"
 ENTITIES_TABLE = "entities"
@@ -70,9 +72,33 @@ HELD_ARRAYS = tuple(f for f in ARRAY_FILES if f != "arrays/entity_indices.npy")
 class ExportConfig:
     """How an index is written to Lance."""
 
-    ann_min_rows: int = setting(100_000, "collections with at least this many rows get an IVF-PQ vector index")
+    ann_min_rows: int = setting(100_000, "collections with at least this many rows get an IVF vector index")
+    ann_index: str = setting("ivf_sq", "the vector index of those collections: ivf_sq (int8 scalar quantisation) or "
+                             "ivf_pq (product quantisation: a quarter of ivf_sq's size, lower recall)",
+                             choices=ANN_INDEXES)
     batch: int = setting(8192, "rows per written batch (bounds the export's extra memory)")
     overwrite: bool = setting(False, "replace a Lance index gearag wrote at URI (never anything else)")
+
+    def __post_init__(self) -> None:
+        if self.ann_index not in ANN_INDEXES:
+            raise ConfigError(f"--ann-index: unknown value {self.ann_index!r} (choose from {', '.join(ANN_INDEXES)})")
+
+
+def ann_config(kind: str, n_rows: int, dim: int) -> Any:
+    """LanceDB's vector index config for ``n_rows`` vectors of ``dim`` floats (dot product, √n partitions).
+
+    ``ivf_sq`` (the default) keeps each vector as ``dim`` int8 codes; ``ivf_pq`` keeps ``dim / 8``
+    one-byte sub-vector codes, 4× smaller. On the wordllama vectors of the scale corpus, IVF-SQ found
+    more of the exact top 10 at the default probes and refine factor and trained ~7× faster
+    (BENCHMARKS.md, "Lance: IVF-SQ or IVF-PQ"). Queries re-score ``refine_factor × k`` candidates
+    exactly either way (:class:`~gearag.store.lance.collection.LanceSearchConfig`).
+    """
+    from lancedb.index import IvfPq, IvfSq
+
+    partitions = max(1, int(np.sqrt(n_rows)))
+    if kind == "ivf_pq":
+        return IvfPq(distance_type="dot", num_partitions=partitions, num_sub_vectors=max(1, dim // 8))
+    return IvfSq(distance_type="dot", num_partitions=partitions)
 
 
 def collection_table(name: str) -> str:
@@ -279,14 +305,10 @@ def _export(index: Index, loc: Location, config: ExportConfig,
                                      with_position=False, replace=True)
             ann = len(coll) >= config.ann_min_rows
             if ann:
-                dim = int(coll.vectors.shape[1])
-                say(f"table {collection_table(name)}: IVF-PQ vector index")
-                from lancedb.index import IvfPq
-
-                tbl.create_index("vector", config=IvfPq(distance_type="dot",
-                                                        num_partitions=max(1, int(np.sqrt(len(coll)))),
-                                                        num_sub_vectors=max(1, dim // 8)))
+                say(f"table {collection_table(name)}: {config.ann_index.replace('_', '-').upper()} vector index")
+                tbl.create_index("vector", config=ann_config(config.ann_index, len(coll), int(coll.vectors.shape[1])))
             tables[name] = {"table": collection_table(name), "rows": len(coll), "ann": ann,
+                            "ann_index": config.ann_index if ann else None,
                             "weights": coll.weights is not None, "spec": coll.spec.to_dict()}
         say(f"table {ENTITIES_TABLE}: {index.graph.n_entities} entities")
         schema, batches = _entities(index, config.batch, pa)
