@@ -18,6 +18,7 @@ import pytest
 from conftest import REPO, StubExtractor, assert_clean_error, use_stub_extractor, wiki_slice, write_jsonl
 from gearag.api import Gearag
 from gearag.config import IndexConfig, TreesConfig
+from gearag.data import load_corpus
 from gearag.errors import DataError, IndexFormatError
 from gearag.graph.passage_graph import graph_arrays_for, passage_graph_for
 from gearag.indexing import build_index
@@ -421,6 +422,37 @@ def test_errors_are_one_line_and_write_nothing(tmp_path: Path, cli) -> None:
     assert result.code == 0, result.stderr
     assert "1 shard(s)" in result.stderr
     assert cli("info", root).code == 0
+
+
+def test_documents_without_ids_continue_the_index_numbering(tmp_path: Path, cli) -> None:
+    """A corpus loaded without ids numbers its records p0, p1, …: each add continues after every number an
+    earlier build or add used, deleted and compacted rows included, instead of clashing with p0."""
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(14, 0)
+    rows = [{"title": p.title, "text": p.text} for p in passages]  # no ids
+    root = tmp_path / "idx"
+    build_index(load_corpus(write_jsonl(tmp_path / "base.jsonl", rows[:6])), root, STUB)
+
+    def add(part: list[dict[str, str]]) -> None:
+        result = cli("add", root, write_jsonl(tmp_path / "more.jsonl", part))
+        assert result.code == 0, result.stderr
+
+    add(rows[6:8])
+    add(rows[8:10])
+    assert [p.id for p in Index.load(root).passages] == [f"p{i}" for i in range(10)]
+    # An index written before the number was kept: its shards' rows bound the numbers used.
+    manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    assert manifest.pop("next_auto_id") == 10
+    (root / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    add(rows[10:11])
+    ids = tmp_path / "ids.txt"
+    ids.write_text("p10\np9\np2\n", encoding="utf-8")
+    assert cli("delete", root, ids).code == 0
+    assert cli("compact", root).code == 0
+    add(rows[11:13])
+    expected = [f"p{i}" for i in range(9) if i != 2] + ["p11", "p12"]
+    assert [p.id for p in Index.load(root).passages] == expected
+    assert [p.text for p in Index.load(root).passages][-2:] == [r["text"] for r in rows[11:13]]
 
 
 def test_a_sharded_index_is_verified_and_replaceable_like_a_plain_one(tmp_path: Path, cli) -> None:

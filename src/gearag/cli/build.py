@@ -185,7 +185,8 @@ def _print_update(what: str, built: object, started: float) -> None:
 def add(
     index_dir: Annotated[Path, typer.Argument(help="Index directory to add to (a plain index is converted).")],
     corpus: Annotated[Path, typer.Argument(help="Documents to add, in any corpus format `gearag index` reads; "
-                                           "their ids must not be in the index.")],
+                                           "their ids must not be in the index (those without one get the "
+                                           "next free p<n>).")],
     max_passage_chars: Annotated[int, typer.Option(
         min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
     llm_base_url: LLMBaseUrlOpt = None,
@@ -199,14 +200,16 @@ def add(
     """
     from gearag.data import load_corpus
     from gearag.display import safe
-    from gearag.indexing.incremental import add_documents, check_index_dir
+    from gearag.indexing.incremental import add_documents, check_index_dir, next_auto_id
 
     check_index_dir(index_dir)
 
     def warn(message: str) -> None:
         err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)
 
-    passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn)
+    # Documents without an id continue the index's p<n> numbering instead of starting again at p0.
+    passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn,
+                           id_start=next_auto_id(index_dir))
     err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     started = time.perf_counter()
     built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url, llm_model=llm_model,

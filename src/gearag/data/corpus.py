@@ -7,7 +7,8 @@ Accepted shapes (auto-detected):
   ``text``);
 * a ``{title: [sentences]}`` or ``{title: text}`` dict (HotpotQA's corpus).
 
-Passages without an ``id`` get ``p<row>``. Duplicate ids, records with no
+Passages without an ``id`` get ``p<row>`` (``p<id_start + row>``: ``gearag add`` continues an
+index's numbering, :func:`gearag.indexing.incremental.next_auto_id`). Duplicate ids, records with no
 text, non-string sentences and an empty corpus are errors that name the
 record.
 
@@ -87,7 +88,7 @@ def join_sentences(sentences: list[str]) -> str:
     return out.strip()
 
 
-def _record_to_passage(rec: Any, row: int, path: Path) -> Passage:
+def _record_to_passage(rec: Any, row: int, path: Path, id_start: int = 0) -> Passage:
     where = f"{path}: record {row}"
     if not isinstance(rec, dict):
         raise DataError(f"{where}: expected an object with 'title' and 'text', got {type(rec).__name__}")
@@ -106,19 +107,21 @@ def _record_to_passage(rec: Any, row: int, path: Path) -> Passage:
     if not text.strip() and not title.strip():
         raise DataError(f"{where}: passage has neither title nor text")
     pid = rec.get("id", rec.get("_id", rec.get("idx")))
-    pid = f"p{row}" if pid is None else str(pid)
+    pid = f"p{id_start + row}" if pid is None else str(pid)
     return Passage(id=pid, title=title.strip(), text=text.strip())
 
 
 def passages_from_records(
     records: Any, path: Path, *, max_passage_chars: int | None = MAX_PASSAGE_CHARS,
-    on_warning: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None, id_start: int = 0,
 ) -> list[Passage]:
-    """Turn parsed JSON (list of records, or title→sentences dict) into passages."""
+    """Turn parsed JSON (list of records, or title→sentences dict) into passages (``id_start``: the number of the
+    first ``p<n>`` id given to a record without one)."""
     if isinstance(records, dict):
         if "docs" in records or "data" in records or "corpus" in records:
             inner = records.get("docs") or records.get("data") or records.get("corpus")
-            return passages_from_records(inner, path, max_passage_chars=max_passage_chars, on_warning=on_warning)
+            return passages_from_records(inner, path, max_passage_chars=max_passage_chars, on_warning=on_warning,
+                                         id_start=id_start)
         records = [
             {"title": title,
              "text": body if not isinstance(body, list) else _sentences(body, f"{path}: record {row} ({title!r})")}
@@ -126,7 +129,7 @@ def passages_from_records(
         ]
     if not isinstance(records, list):
         raise DataError(f"{path}: expected a list of passages or a {{title: text}} dict")
-    passages = [_record_to_passage(rec, row, path) for row, rec in enumerate(records)]
+    passages = [_record_to_passage(rec, row, path, id_start) for row, rec in enumerate(records)]
     if not passages:
         raise DataError(f"{path}: corpus is empty")
     if max_passage_chars is not None:
@@ -141,9 +144,10 @@ def passages_from_records(
 
 def load_corpus(
     path: str | Path, *, max_passage_chars: int | None = MAX_PASSAGE_CHARS,
-    on_warning: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None, id_start: int = 0,
 ) -> list[Passage]:
-    """Load a corpus file into passages, in file order (overlong passages split, see the module docstring)."""
+    """Load a corpus file into passages, in file order (overlong passages split; ids without one numbered from
+    ``id_start``: see the module docstring)."""
     path = Path(path)
     return passages_from_records(read_json_or_jsonl(path), path, max_passage_chars=max_passage_chars,
-                                 on_warning=on_warning)
+                                 on_warning=on_warning, id_start=id_start)

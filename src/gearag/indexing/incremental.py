@@ -88,6 +88,8 @@ from gearag.store.writer import (
 from gearag.version import __version__
 
 Step = Callable[[str, float], None]
+#: Root manifest key: the number of the next ``p<n>`` id an add gives a document without one (:func:`next_auto_id`).
+NEXT_AUTO_ID = "next_auto_id"
 
 
 @dataclass
@@ -156,8 +158,31 @@ def check_options(root: Path, config: IndexConfig, options: dict[str, Any] | Non
                               "config; gearag add uses the settings the index was built with (omit the option)")
 
 
+def next_auto_id(root: str | Path) -> int:
+    """The number ``n`` of the first ``p<n>`` id ``gearag add`` gives a document without one.
+
+    Ids are unique within an index, and a corpus loaded without ids numbers its
+    records ``p0, p1, …``; an add continues after every number an earlier build or
+    add could have used (:data:`NEXT_AUTO_ID`, or for an index written before it was
+    kept, the rows its shards hold), so adding a second id-less file does not clash
+    with the first. An id a user gave that happens to match is still an error.
+    """
+    root = Path(root)
+    manifest = read_manifest(root)
+    if not is_sharded(manifest):
+        return _auto_id_start(manifest, lambda: int((manifest.get("counts") or {}).get("passages") or 0))
+    return _auto_id_start(manifest, lambda: sum(
+        int((read_manifest(root / ref.rel).get("counts") or {}).get("passages") or 0)
+        for ref in shard_refs(root, manifest)))
+
+
+def _auto_id_start(manifest: dict[str, Any], rows: Callable[[], int]) -> int:
+    kept = manifest.get(NEXT_AUTO_ID)
+    return kept if isinstance(kept, int) and not isinstance(kept, bool) and kept >= 0 else rows()
+
+
 def _root_manifest(state_config: IndexConfig, refs: list[ShardRef], shards: list[Index], generation: tuple[str, str],
-                   counts: dict[str, int], seconds: dict[str, float], op: str) -> dict[str, Any]:
+                   counts: dict[str, int], seconds: dict[str, float], op: str, auto_id: int) -> dict[str, Any]:
     first = shards[0].manifest
     return {
         "format": FORMAT,
@@ -173,6 +198,7 @@ def _root_manifest(state_config: IndexConfig, refs: list[ShardRef], shards: list
         "shards": [r.to_dict() for r in refs],
         "generation": {"name": generation[0], "manifest_sha256": generation[1]},
         "last_update": {"op": op, "seconds": seconds},
+        NEXT_AUTO_ID: auto_id,
         "files": {},
     }
 
@@ -258,7 +284,8 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
         gen = link_generation(root, tmp, refs, counts, state)
         seconds = {"convert": round(time.perf_counter() - started, 3)}
         shard = Index.load(shard_dir)
-        (tmp / MANIFEST).write_text(json.dumps(_root_manifest(config, refs, [shard], gen, counts, seconds, "convert"),
+        (tmp / MANIFEST).write_text(json.dumps(_root_manifest(config, refs, [shard], gen, counts, seconds, "convert",
+                                                             _auto_id_start(manifest, lambda: counts["passages"])),
                                                indent=2, ensure_ascii=False), encoding="utf-8")
         _fsync_dir(tmp)
         swap_directory(tmp, root)
@@ -293,8 +320,11 @@ def _open(root: Path, what: str, on_step: Step | None) -> _State:
 
 
 def _commit(state: _State, refs: list[ShardRef], shards: list[Index], gen: tuple[str, str], counts: dict[str, int],
-            seconds: dict[str, float], op: str, union: Union | None = None) -> Index:
-    manifest = _root_manifest(state.config, refs, shards, gen, counts, seconds, op)
+            seconds: dict[str, float], op: str, union: Union | None = None, added: int = 0) -> Index:
+    """Write the root manifest listing ``refs`` and generation ``gen`` (``added``: passages an add stored, past
+    which later adds number the documents that have no id)."""
+    auto_id = _auto_id_start(state.manifest, lambda: sum(len(s.passages) for s in state.shards)) + added
+    manifest = _root_manifest(state.config, refs, shards, gen, counts, seconds, op, auto_id)
     write_manifest_atomic(state.root, manifest)
     _cleanup(state.root, manifest)
     # The shards in memory are the ones just listed (same manifest hashes): not read again.
@@ -371,7 +401,7 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         seconds["generation"] = round(time.perf_counter() - started, 3)
         if on_step:
             on_step("generation", seconds["generation"])
-        return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add", union=u)
+        return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add", union=u, added=len(passages))
 
 
 def _located(root: Path, manifest: dict[str, Any], state: _State | None, ids: Sequence[str]) -> list[dict[str, int]]:
@@ -517,4 +547,4 @@ def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path],
               "collections": collections})
 
 
-__all__ = ["add_documents", "check_index_dir", "compact", "delete_documents", "read_ids"]
+__all__ = ["add_documents", "check_index_dir", "compact", "delete_documents", "next_auto_id", "read_ids"]
