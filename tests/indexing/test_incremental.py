@@ -461,6 +461,9 @@ def test_a_sharded_index_is_verified_and_replaceable_like_a_plain_one(tmp_path: 
     root = tmp_path / "idx"
     build_index(passages[:6], root, STUB)
     grown = add_documents(root, passages[6:])
+    info = cli("info", root)
+    assert info.code == 0 and json.loads(info.stdout)["shards"] == 2
+    assert json.loads(info.stdout)["last_update"]["op"] == "add"
     shard = root / "shards" / grown.manifest["shards"][1]["name"]
     # A shard or generation changed behind the manifest's back does not load.
     vectors = shard / "vectors" / "passages.npy"

@@ -143,7 +143,11 @@ def info(
     keys = ("format_version", "gearag_version", "created", "config", "counts")
     summary: dict[str, object] = {k: manifest[k] for k in keys if k in manifest}
     summary["collections"] = {name: spec.get("rows") for name, spec in (manifest.get("collections") or {}).items()}
-    summary["build_seconds"] = manifest.get("build_seconds")
+    if isinstance(manifest.get("shards"), list):  # grown by add/delete/compact: its shards and its last change
+        summary["shards"] = len(manifest["shards"])
+        summary["last_update"] = manifest.get("last_update")
+    else:
+        summary["build_seconds"] = manifest.get("build_seconds")
     summary["backend"] = backend_of(index_dir)
     if verify:
         summary["verified"] = True
