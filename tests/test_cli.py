@@ -418,6 +418,9 @@ def test_eval_run_mismatch(tmp_path: Path) -> None:
     torn = tmp_path / "run3.jsonl"
     torn.write_text('{"id": "a", "passages": []}\n{"id": "b", "pass', encoding="utf-8")
     assert_clean_error(run_gearag("eval", questions, torn), "line 2", "invalid JSON")
+    pretty = tmp_path / "q.json"  # a questions file given as the run (the arguments swapped)
+    pretty.write_text(json.dumps([{"id": "a", "question": "x?", "gold": ["A"]}], indent=1), encoding="utf-8")
+    assert_clean_error(run_gearag("eval", questions, pretty), "not a run file", "QUESTIONS then RUN")
     assert_clean_error(run_gearag("eval", questions, run, "--k", "0,5"), "--k")
 
 

@@ -34,6 +34,9 @@ def read_run(path: str | Path) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
+            if not rows and line.strip() in ("[", "{"):  # one JSON document over many lines: not a run
+                raise DataError(f"{path}: not a run file (JSON Lines of one object per question, as gearag "
+                                "retrieve writes); a questions file? gearag eval takes QUESTIONS then RUN") from None
             raise DataError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from None
         if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("passages"), list):
             raise DataError(f"{path}: line {lineno}: expected an object with 'id' and a 'passages' list")
