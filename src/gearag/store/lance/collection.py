@@ -5,7 +5,7 @@
 * :class:`LanceRows` — a column read lazily: ``rows[i]``, ``rows[ids]``, ``rows[a:b]``, iteration in
   batches, and ``rows @ q`` for vector columns as a streamed scan (bounded memory, reads every row);
 * :class:`LanceCollection` — the :class:`~gearag.store.collection.Collection` seam over a table: dense
-  search (flat, or IVF-PQ when the export built one), BM25 through Lance full-text search over the
+  search (flat, or the IVF index the export built), BM25 through Lance full-text search over the
   pre-analysed ``tokens`` column, rows' vectors and weights by id.
 """
 

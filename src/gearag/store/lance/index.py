@@ -9,7 +9,7 @@ passage → triples offsets) and the passage graph prepared for the default quer
 operator, entity-name hashes; :mod:`gearag.graph.prepared`). What is still read whole, on first use:
 the passage-graph arrays (resolution and entity relations, with the entity names), which only a
 passage-graph query with other settings, or the GEAR agent's resolver, reads.
-Searches run in Lance: dense top-k (flat, or IVF-PQ) and BM25 full-text search.
+Searches run in Lance: dense top-k (flat, or IVF-SQ / IVF-PQ) and BM25 full-text search.
 """
 
 from __future__ import annotations
