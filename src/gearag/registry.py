@@ -140,7 +140,7 @@ register("embedder", "minilm", "gearag.embed.neural:SentenceTransformerEmbedder.
 register("extractor", "spacy", "gearag.extract.spacy:make_spacy_extractor", help="offline spaCy dependency rules")
 register("extractor", "openie", "gearag.extract.openie:make_openie_extractor", help="HippoRAG OpenIE JSON: openie:FILE")
 register("extractor", "llm", "gearag.extract.llm:make_llm_extractor", help="an LLM with the extraction prompt")
-register("backend", "embedded", "gearag.store.index:Index.load", help="an index directory (default)")
+register("backend", "embedded", "gearag.store.index:Index.open", help="an index directory (default)")
 register("backend", "lance", "gearag.store.lance.index:open_lance_index",
          help="Lance tables in a directory or object storage (extra `lance`; `gearag export`)")
 

@@ -29,7 +29,7 @@ from gearag.outputs import atomic_write, check_output_file
 def read_run(path: str | Path) -> list[dict[str, Any]]:
     """Read a run file; malformed lines are an error naming the line."""
     path = Path(path)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for lineno, line in json_lines(read_text(path)):
         try:
             row = json.loads(line)

@@ -45,6 +45,7 @@ from gearag.indexing.union_files import cannot_grow, is_state_file, kept_state
 from gearag.model import Passage
 from gearag.options import build_config
 from gearag.store.checkpoint import text_key
+from gearag.store.cleanup import RETAINED, keep_plain_files, remove_unlisted
 from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import (
     FORMAT,
@@ -57,6 +58,7 @@ from gearag.store.index import (
     read_manifest,
     stored_passage_ids,
 )
+from gearag.store.lease import PLAIN, claimed
 from gearag.store.npy import load_npy, write_blocks
 from gearag.store.passage_ids import ID_HASHES, find_rows, write_passages
 from gearag.store.rows import JsonlRows, line_offsets, offsets_rel
@@ -213,25 +215,6 @@ def _load_state(root: Path, manifest: dict[str, Any]) -> _State:
     return _State(root, manifest, config, refs, shards, gname, tombstones)
 
 
-def _cleanup(root: Path, manifest: dict[str, Any]) -> None:
-    """Remove what the manifest does not list (old shards and generations, leftovers of killed runs)."""
-    keep_shards = {r.name for r in shard_refs(root, manifest)}
-    keep_gen = {generation_ref(root, manifest)[0]}
-    for sub, keep in ((SHARDS_DIR, keep_shards), (GENERATIONS_DIR, keep_gen)):
-        directory = root / sub
-        if not directory.is_dir():
-            continue
-        for entry in directory.iterdir():
-            if entry.name in keep:
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-    for stale in root.glob(f".{MANIFEST}.tmp-*"):
-        stale.unlink(missing_ok=True)
-
-
 def _remove_stale_roots(root: Path) -> None:
     """Temporary roots of conversions that were killed (only under the lock)."""
     for pattern in (f".{root.name}.tmp-*", f".{root.name}.old-*"):
@@ -284,11 +267,16 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
         gen = link_generation(root, tmp, refs, counts, state)
         seconds = {"convert": round(time.perf_counter() - started, 3)}
         shard = Index.load(shard_dir)
-        (tmp / MANIFEST).write_text(json.dumps(_root_manifest(config, refs, [shard], gen, counts, seconds, "convert",
-                                                             _auto_id_start(manifest, lambda: counts["passages"])),
-                                               indent=2, ensure_ascii=False), encoding="utf-8")
-        _fsync_dir(tmp)
-        swap_directory(tmp, root)
+        converted = _root_manifest(config, refs, [shard], gen, counts, seconds, "convert",
+                                   _auto_id_start(manifest, lambda: counts["passages"]))
+        # A reader of the plain index (gearag serve) keeps reading its files where they are: they are linked
+        # into the new root until it lets go; without one, none can open it until the swap is done.
+        with claimed(root, PLAIN) as free:
+            if not free:
+                converted[RETAINED] = keep_plain_files(root, tmp, listed)
+            (tmp / MANIFEST).write_text(json.dumps(converted, indent=2, ensure_ascii=False), encoding="utf-8")
+            _fsync_dir(tmp)
+            swap_directory(tmp, root)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -325,8 +313,10 @@ def _commit(state: _State, refs: list[ShardRef], shards: list[Index], gen: tuple
     which later adds number the documents that have no id)."""
     auto_id = _auto_id_start(state.manifest, lambda: sum(len(s.passages) for s in state.shards)) + added
     manifest = _root_manifest(state.config, refs, shards, gen, counts, seconds, op, auto_id)
+    if state.manifest.get(RETAINED):  # a converted index's plain files, still leased by a reader
+        manifest[RETAINED] = state.manifest[RETAINED]
     write_manifest_atomic(state.root, manifest)
-    _cleanup(state.root, manifest)
+    remove_unlisted(state.root, manifest)
     # The shards in memory are the ones just listed (same manifest hashes): not read again.
     index = load_sharded(state.root, read_manifest(state.root), loaded=shards, union=union)
     index.identity = manifest_identity(state.root)

@@ -51,6 +51,7 @@ from gearag.errors import ConfigError, IndexFormatError
 from gearag.model import Passage, Triple
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import TripleGraph
+from gearag.store.lease import lease_name, take
 from gearag.store.rows import Column, JsonList, JsonlRows, Mapped, offsets_rel
 
 FORMAT = "gearag-index"
@@ -62,6 +63,8 @@ MIN_FORMAT_VERSION = 1
 SHARDED_FORMAT_VERSION = 4
 SHARDED = "sharded"
 MANIFEST = "manifest.json"
+#: How often :meth:`Index.open` reads the manifest again when an update replaced it while it took its lease.
+LEASE_ATTEMPTS = 5
 
 #: Files up to this size are checksummed in full on every load; larger ones by sampled blocks.
 SMALL_FILE_BYTES = 8 << 20
@@ -370,6 +373,8 @@ class Index:
     identity: str = ""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    #: The read lease of an index opened by :meth:`open` (:mod:`gearag.store.lease`), else None.
+    lease: Any = field(default=None, repr=False, compare=False)
 
     @property
     def config(self) -> IndexConfig:
@@ -433,6 +438,31 @@ class Index:
             if key not in self._cache:
                 self._cache[key] = build()
             return self._cache[key]
+
+    def close(self) -> None:
+        """Let go of the read lease (if any): a later update may then remove the files this index reads."""
+        if self.lease is not None:
+            self.lease.release()
+
+    @classmethod
+    def open(cls, path: str | Path, *, verify: bool = False) -> Index:
+        """:meth:`load` for a reader that keeps using the index: it holds a read lease on what it loaded, so
+        that ``gearag add``, ``delete`` or ``compact`` meanwhile keeps the files it reads
+        (:mod:`gearag.store.lease`) until :meth:`close` or the index is dropped."""
+        path = Path(path)
+        for _ in range(LEASE_ATTEMPTS):
+            name = lease_name(read_manifest(path))
+            lease = take(path, name)
+            if lease is not None and lease_name(read_manifest(path)) != name:
+                lease.release()  # updated while we waited for the lease: lease what the manifest names now
+                continue
+            index = cls.load(path, verify=verify)
+            if lease is not None and lease_name(index.manifest) != name:
+                lease.release()
+                continue
+            index.lease = lease
+            return index
+        raise IndexFormatError(f"{path}: changed {LEASE_ATTEMPTS} times while being opened; try again")
 
     @classmethod
     def load(cls, path: str | Path, *, verify: bool = False) -> Index:

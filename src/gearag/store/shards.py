@@ -182,8 +182,14 @@ def check_sharded(path: Path, manifest: dict[str, Any], *, checksums: bool) -> N
 def owned_entries(path: Path, manifest: dict[str, Any]) -> set[str]:
     """Every file a sharded index's manifests list, relative to its root (for ``--overwrite`` checks)."""
     owned = set(manifest.get("files") or {})
+    owned.update(str(f) for f in manifest.get("retained_plain_files") or [])  # gearag.store.cleanup.RETAINED
     dirs = [f"{SHARDS_DIR}/{r.name}" for r in shard_refs(path, manifest)]
     dirs.append(f"{GENERATIONS_DIR}/{generation_ref(path, manifest)[0]}")
+    # Generations and shards a reader's lease keeps past the manifest (gearag.store.lease) are gearag's too.
+    for kind in (SHARDS_DIR, GENERATIONS_DIR):
+        if (path / kind).is_dir():
+            dirs.extend(f"{kind}/{p.name}" for p in sorted((path / kind).iterdir())
+                        if f"{kind}/{p.name}" not in dirs and (p / MANIFEST).is_file())
     for rel in dirs:
         try:
             sub = read_manifest(path / rel)

@@ -41,6 +41,7 @@ from gearag.store.index import (
     _sha256,
     read_manifest,
 )
+from gearag.store.lease import LEASES_DIR
 from gearag.store.rows import offsets_rel
 from gearag.version import __version__
 
@@ -166,6 +167,8 @@ def foreign_entries(path: Path, manifest: dict[str, Any]) -> list[str]:
     foreign = []
     for root, dirnames, filenames in os.walk(path):
         rel_root = Path(root).relative_to(path).as_posix()
+        if rel_root == ".":  # readers' lease files (gearag.store.lease) are gearag's, never listed
+            dirnames[:] = [d for d in dirnames if d != LEASES_DIR or os.path.islink(os.path.join(root, d))]
         for name in sorted(dirnames):
             rel = name if rel_root == "." else f"{rel_root}/{name}"
             if os.path.islink(os.path.join(root, name)) or rel not in dirs:
