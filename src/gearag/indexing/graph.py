@@ -137,13 +137,14 @@ class GraphStage:
 
     @staticmethod
     def _union(build: Build, owner: np.ndarray) -> int:
-        """The triple graph, resolution and union state of the build as one shard; its entity count."""
+        """The triple graph, resolution and union state of the build as one shard (the two one after the other:
+        a build's peak counts more than the seconds they would overlap); its entity count."""
         assert build.triples is not None
         name = f"s-{shard_key(build.passages)}"
         shard = ShardColumns(name, build.triples.subjects, build.triples.objects,
                              Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)))
         union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
-        n_entities, seconds, _ = write_union(build.writer, build.config, [shard], union)
+        n_entities, seconds, _ = write_union(build.writer, build.config, [shard], union, overlap=False)
         release_free_memory()  # what the triple graph's thread freed would stay resident through the later stages
         build.manifest["union"] = {"shard": name, "tables": union_files.TABLES_VERSION,
                                    "union": union_files.UNION_VERSION}

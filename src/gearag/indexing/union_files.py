@@ -106,14 +106,19 @@ class UnionRows:
 
 def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
                 before: Path | None = None, done: dict[str, Any] | None = None,
-                prior: Prior | None = None) -> tuple[int, dict[str, float], dict[str, Any]]:
+                prior: Prior | None = None, overlap: bool = True) -> tuple[int, dict[str, float], dict[str, Any]]:
     """Write the union's triple graph, resolution and state into ``w``; its entity count, timings and notes.
 
     ``before``: a generation whose per-shard tables are hard-linked for the
     shards it lists (``done``: its manifest); ``prior``: its resolution, when
     this union only appends shards to it or only deletes rows of its shards.
     None of them: everything is computed from the shards (a plain build, a
-    first add after an index whose state was not kept).
+    first add after an index whose state was not kept). ``overlap``: the
+    triple graph is made on a second thread beside the resolution (an add,
+    whose wall time counts); False makes it first, then the resolution (a
+    build, whose peak memory counts: the two peaks no longer add up; at 100k,
+    18% less for the stage and 9% more time, BENCHMARKS.md "Growable builds:
+    the graph stage's two steps one after the other").
     """
     done = done or {}
     timings: dict[str, float] = {}
@@ -144,7 +149,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     # The triple graph and the entity resolution share only their inputs: with the resolution on, the
     # graph is made on a second thread (numpy and scipy release the GIL), so their array work overlaps.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") \
-        if config.resolve.entity_graph else None
+        if config.resolve.entity_graph and overlap else None
     pending = pool.submit(triple_graph) if pool is not None else None
     n_entities = triple_graph() if pending is None else 0
     try:
