@@ -296,11 +296,11 @@ def test_time_limit_gives_504(make_client: Client, demo_gearag: Gearag) -> None:
 def test_timed_out_agent_stops_at_its_next_step(make_client: Client, demo_gearag: Gearag) -> None:
     from gearag.server.runner import Runner, StoppedError
 
-    runner = Runner(demo_gearag, ServerSettings())
+    runner = Runner(ServerSettings())
     import asyncio
 
     async def run() -> None:
-        call = runner.submit("gear", runner.config("gear", {}), DEMO_QUESTION, 5)
+        call = runner.submit(demo_gearag, "gear", runner.config("gear", {}), DEMO_QUESTION, 5)
         call.stop.set()  # as after a timeout or a client that went away
         with pytest.raises(StoppedError):
             await call.future

@@ -1,8 +1,9 @@
-"""The app factory: one :class:`~gearag.api.Gearag` (index loaded once) behind the service's routes and limits."""
+"""The app factory: one :class:`~gearag.api.Gearag` (its index opened again after an update) behind the service's
+routes and limits."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from gearag.api import Gearag
 from gearag.server import errors
 from gearag.server.auth import AuthMiddleware
 from gearag.server.limits import BodyLimitMiddleware
+from gearag.server.live import LiveGearag
 from gearag.server.metrics import Metrics, MetricsMiddleware, setup_access_log
 from gearag.server.runner import Runner
 from gearag.server.settings import ServerSettings
@@ -28,12 +30,15 @@ Every endpoint but `/health` and the page at `/` needs the API key when `GEARAG_
 """
 
 
-def create_app(gearag: Gearag, settings: ServerSettings | None = None) -> FastAPI:
-    """The service over ``gearag`` with ``settings`` (default: :class:`ServerSettings` defaults, no key)."""
+def create_app(gearag: Gearag, settings: ServerSettings | None = None,
+               announce: Callable[[str], None] | None = None) -> FastAPI:
+    """The service over ``gearag`` with ``settings`` (default: :class:`ServerSettings` defaults, no key); an
+    index directory updated meanwhile is opened again (:mod:`gearag.server.live`; ``announce`` says so)."""
     from gearag.server import openai_compat, routes
 
     settings = settings or ServerSettings()
-    runner = Runner(gearag, settings)
+    live = _live(gearag, settings, announce)
+    runner = Runner(settings)
     metrics = Metrics()
     metrics.in_flight.set_function(lambda: runner.active)
 
@@ -43,7 +48,7 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None) -> FastAP
         runner.shutdown()  # uvicorn has drained in-flight requests; let any stray calls finish too
 
     app = FastAPI(title="gearag", version=__version__, description=DESCRIPTION, lifespan=lifespan)
-    app.state.gearag = gearag
+    app.state.live = live
     app.state.runner = runner
     app.state.settings = settings
     app.state.metrics = metrics
@@ -78,3 +83,14 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None) -> FastAP
         setup_access_log()
     app.add_middleware(MetricsMiddleware, metrics=metrics, log=settings.access_log)
     return app
+
+
+def _live(gearag: Gearag, settings: ServerSettings, announce: Callable[[str], None] | None) -> LiveGearag:
+    from gearag.store.backend import backend_of
+
+    index = gearag.index
+    if backend_of(index.location) != "embedded" or not isinstance(getattr(index, "path", None), Path):
+        return LiveGearag(gearag)
+    root = index.path
+    return LiveGearag(gearag, lambda: Gearag.open(root, lance=settings.lance), settings.reload_seconds, root,
+                      **({"announce": announce} if announce is not None else {}))

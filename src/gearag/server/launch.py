@@ -1,4 +1,5 @@
-"""``gearag serve``: load the index once and run the app under uvicorn (SIGTERM drains in-flight requests)."""
+"""``gearag serve``: open the index and run the app under uvicorn (SIGTERM drains in-flight requests); an update
+of the index directory is opened again (:mod:`gearag.server.live`)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def serve(index_dir: str | Path, settings: ServerSettings) -> None:
     from gearag.api import Gearag
 
     gearag = Gearag.open(index_dir, lance=settings.lance)
-    app = create_app(gearag, settings)
+    app = create_app(gearag, settings, announce=lambda message: print(f"gearag: {message}", file=sys.stderr,
+                                                                      flush=True))
     counts = gearag.index.manifest.get("counts", {})
     key = "API key required" if settings.api_key else f"no API key (set {API_KEY_ENV} to require one)"
     host = f"[{settings.host}]" if ":" in settings.host else settings.host

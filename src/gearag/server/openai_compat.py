@@ -95,12 +95,12 @@ def _chunk(cid: str, model: str, created: int, delta: dict[str, Any], finish: st
 async def chat_completions(request: Request, body: ChatRequest) -> Any:
     """OpenAI chat completions: answers the last user message with gearag and cites the passages."""
     state = request.app.state
-    gearag, runner, settings = state.gearag, state.runner, state.settings
+    gearag, runner, settings = state.live.get(), state.runner, state.settings
     method = method_of(body.model)
     question = check_question(last_user_message(body), settings)
     top_k = check_top_k(body.top_k or DEFAULT_TOP_K, settings)
     config = runner.config(method, {})
-    call = runner.submit(method, config, question, top_k)
+    call = runner.submit(gearag, method, config, question, top_k)
     if not body.stream:
         result = await runner.result(call)
         content, cited = compose(result, gearag, method)

@@ -49,7 +49,7 @@ router = APIRouter()
 
 def _app(request: Request) -> tuple[Gearag, Runner, ServerSettings]:
     state = request.app.state
-    return state.gearag, state.runner, state.settings
+    return state.live.get(), state.runner, state.settings
 
 
 def check_question(question: str, settings: ServerSettings) -> str:
@@ -95,7 +95,7 @@ async def _run(request: Request, body: RetrieveRequest) -> dict[str, Any]:
     question = check_question(body.question, settings)
     top_k = check_top_k(body.top_k, settings)
     started = time.perf_counter()
-    result = await runner.run(body.method, body.options, question, top_k)
+    result = await runner.run(gearag, body.method, body.options, question, top_k)
     return await run_in_threadpool(respond, gearag, result, question, body.method, time.perf_counter() - started)
 
 
@@ -152,7 +152,7 @@ async def ask_stream(request: Request, body: AskRequest) -> StreamingResponse:
     question = check_question(body.question, settings)
     top_k = check_top_k(body.top_k, settings)
     config = runner.config(body.method, body.options)
-    call = runner.submit(body.method, config, question, top_k, stream=True)
+    call = runner.submit(gearag, body.method, config, question, top_k, stream=True)
     started = time.perf_counter()
 
     async def lines() -> AsyncIterator[bytes]:

@@ -51,8 +51,7 @@ def _accepts_on_step(method: object) -> bool:
 class Runner:
     """Runs ``gearag`` method calls for the service with its limits."""
 
-    def __init__(self, gearag: Gearag, settings: ServerSettings) -> None:
-        self.gearag = gearag
+    def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="gearag-call")
         self._slots = threading.BoundedSemaphore(settings.max_concurrency)
@@ -63,8 +62,10 @@ class Runner:
         """The method's typed config; unknown methods and bad options raise ConfigError (→ 400) before any work."""
         return method_config(method, options)
 
-    def submit(self, method: str, config: Any, question: str, top_k: int, *, stream: bool = False) -> Call:
-        """Admit and start one call (503 when ``max_concurrency`` calls are in flight)."""
+    def submit(self, gearag: Gearag, method: str, config: Any, question: str, top_k: int, *,
+               stream: bool = False) -> Call:
+        """Admit and start one call on ``gearag`` (503 when ``max_concurrency`` calls are in flight). The caller
+        formats the result with the same ``gearag``: rows are that index's, even if an update is opened meanwhile."""
         if not self._slots.acquire(blocking=False):
             raise APIError(503, f"server busy ({self.settings.max_concurrency} calls in flight); retry shortly",
                            headers={"Retry-After": "1"})
@@ -82,7 +83,7 @@ class Runner:
 
         def work() -> Result:
             try:
-                m = self.gearag.method(method, config)
+                m = gearag.method(method, config)
                 if _accepts_on_step(m):
                     return m(question, top_k, on_step=on_step)  # type: ignore[call-arg]
                 return m(question, top_k)
@@ -110,9 +111,9 @@ class Runner:
             call.stop.set()
             raise
 
-    async def run(self, method: str, options: dict[str, Any], question: str, top_k: int) -> Result:
+    async def run(self, gearag: Gearag, method: str, options: dict[str, Any], question: str, top_k: int) -> Result:
         config = self.config(method, options)
-        return await self.result(self.submit(method, config, question, top_k))
+        return await self.result(self.submit(gearag, method, config, question, top_k))
 
     async def events(self, call: Call) -> AsyncIterator[tuple[str, Any]]:
         """``("step", step_dict)`` as each agent step finishes, then ``("result", Result)``; 504 past the limit."""

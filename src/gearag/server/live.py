@@ -1,0 +1,78 @@
+"""The index a service answers from, opened again after ``gearag add``, ``delete`` or ``compact`` (issue 14).
+
+An update commits a new root manifest (a new file, renamed into place). At
+most every ``reload_seconds`` a request looks at that file's inode, size and
+modification time; when they changed, it opens the index again and the
+service answers from the new one. A call already running keeps the index it
+started with: its read lease (:mod:`gearag.store.lease`) keeps that
+generation's files until the last such call drops it. An index that fails to
+open (an update still writing, a damaged file) is logged and the service
+keeps the one it has, trying again after the next interval. Lance locations
+are not watched: an export is replaced by exporting anew.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from gearag.api import Gearag
+from gearag.errors import GearagError
+from gearag.store.index import MANIFEST
+
+log = logging.getLogger("gearag.server")
+
+Stamp = tuple[int, int, int]
+
+
+def manifest_stamp(root: Path) -> Stamp | None:
+    """(inode, size, mtime) of ``root``'s manifest: an update replaces the file, so the inode changes."""
+    try:
+        st = os.stat(root / MANIFEST)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class LiveGearag:
+    """The service's :class:`Gearag`, opened again by ``reopen`` when its index directory was updated."""
+
+    def __init__(self, gearag: Gearag, reopen: Callable[[], Gearag] | None = None, interval: float = 0.0,
+                 root: Path | None = None, announce: Callable[[str], None] = log.info) -> None:
+        self._gearag = gearag
+        self._announce = announce
+        self._reopen = reopen if interval > 0 and root is not None else None
+        self._interval = interval
+        self._root = root
+        self._stamp = manifest_stamp(root) if root is not None else None
+        self._checked = time.monotonic()
+        self._lock = threading.Lock()
+
+    def get(self) -> Gearag:
+        """The current index's Gearag, looking for an update first when ``interval`` seconds have passed."""
+        if self._reopen is None or time.monotonic() - self._checked < self._interval:
+            return self._gearag
+        if not self._lock.acquire(blocking=False):
+            return self._gearag  # another request is opening the update: answer from the current one
+        try:
+            self._checked = time.monotonic()
+            assert self._root is not None
+            stamp = manifest_stamp(self._root)
+            if stamp is not None and stamp != self._stamp:
+                try:
+                    fresh = self._reopen()
+                except (GearagError, OSError) as exc:
+                    log.warning("index %s changed but did not open (%s); still serving the previous one",
+                                self._root, exc)
+                else:
+                    self._gearag, self._stamp = fresh, stamp
+                    counts = fresh.index.manifest.get("counts", {})
+                    self._announce(f"index {self._root} updated: now serving {counts.get('passages', '?')} passages")
+                self._checked = time.monotonic()
+            return self._gearag
+        finally:
+            self._lock.release()

@@ -1,0 +1,67 @@
+"""A service over an index directory answers from the update once `gearag add` (or delete, compact) commits it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from gearag.api import Gearag
+from gearag.data import load_corpus
+from gearag.demo import write_demo_data
+from gearag.indexing import build_index
+from gearag.indexing.incremental import add_documents, delete_documents
+from gearag.model import Passage
+from gearag.server import ServerSettings, create_app
+
+NEW = Passage("new-1", "Quillmoor Abbey", "Quillmoor Abbey is a ruined abbey founded by the hermit Osric Penhallow.")
+QUESTION = "Who founded Quillmoor Abbey?"
+
+
+def _index(tmp_path: Path) -> Path:
+    corpus, _ = write_demo_data(tmp_path)
+    build_index(load_corpus(corpus), tmp_path / "index")
+    return tmp_path / "index"
+
+
+def _state(client: TestClient) -> tuple[int, list[str]]:
+    passages = client.get("/v1/index").json()["counts"]["passages"]
+    found = client.post("/v1/retrieve", json={"question": QUESTION, "method": "syncge", "top_k": 3})
+    assert found.status_code == 200, found.text
+    return passages, [p["id"] for p in found.json()["passages"]]
+
+
+def test_the_service_opens_an_update_of_its_index(tmp_path: Path) -> None:
+    root = _index(tmp_path)
+    said: list[str] = []
+    settings = ServerSettings(access_log=False, reload_seconds=1e-9)  # look at every request
+    with TestClient(create_app(Gearag.open(root), settings, announce=said.append)) as client:
+        passages, ids = _state(client)
+        assert "new-1" not in ids
+        add_documents(root, [NEW])
+        grown, ids = _state(client)
+        assert grown == passages + 1 and "new-1" in ids
+        assert said == [f"index {root} updated: now serving {passages + 1} passages"]
+        delete_documents(root, ["new-1"])
+        shrunk, ids = _state(client)
+        assert shrunk == passages and "new-1" not in ids
+
+
+def test_with_reload_off_the_service_keeps_what_it_opened(tmp_path: Path) -> None:
+    root = _index(tmp_path)
+    with TestClient(create_app(Gearag.open(root), ServerSettings(access_log=False, reload_seconds=0))) as client:
+        before = _state(client)
+        add_documents(root, [NEW])  # the old generation's files stay for it (its read lease)
+        assert _state(client) == before
+
+
+def test_an_update_that_does_not_open_leaves_the_service_on_the_index_it_has(tmp_path: Path) -> None:
+    root = _index(tmp_path)
+    said: list[str] = []
+    settings = ServerSettings(access_log=False, reload_seconds=1e-9)
+    with TestClient(create_app(Gearag.open(root), settings, announce=said.append)) as client:
+        before = _state(client)
+        manifest = (root / "manifest.json").read_text(encoding="utf-8")
+        (root / "manifest.json").unlink()
+        (root / "manifest.json").write_text(manifest.replace('"counts"', '"counts_"', 1), encoding="utf-8")
+        assert _state(client) == before and said == []
