@@ -261,18 +261,21 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
     """Write the embedded index at ``index_dir`` to Lance tables at ``location``; returns a summary."""
     loc = parse_location(location)
     import_lancedb()
-    index = Index.load(index_dir)
-    if loc.remote:  # object stores have no flock: concurrent exports to one URI are the caller's to avoid
-        return _export(index, loc, config, progress)
-    from gearag.store.writer import IndexLock
-
-    Path(loc.uri).parent.mkdir(parents=True, exist_ok=True)
-    lock = IndexLock(Path(loc.uri))  # the build lock: two exports (or a build) never write one directory
-    lock.acquire()
+    index = Index.open(index_dir)  # leased: a gearag add meanwhile keeps the generation being exported
     try:
-        return _export(index, loc, config, progress)
+        if loc.remote:  # object stores have no flock: concurrent exports to one URI are the caller's to avoid
+            return _export(index, loc, config, progress)
+        from gearag.store.writer import IndexLock
+
+        Path(loc.uri).parent.mkdir(parents=True, exist_ok=True)
+        lock = IndexLock(Path(loc.uri))  # the build lock: two exports (or a build) never write one directory
+        lock.acquire()
+        try:
+            return _export(index, loc, config, progress)
+        finally:
+            lock.release()
     finally:
-        lock.release()
+        index.close()
 
 
 def _export(index: Index, loc: Location, config: ExportConfig,
