@@ -40,12 +40,18 @@ def dirs(root: Path, sub: str) -> list[str]:
     return sorted(p.name for p in (root / sub).iterdir())
 
 
-def test_a_reader_keeps_its_generation_and_shards_through_add_delete_and_compact(
-        tmp_path: Path, corpus: tuple[list[Passage], list[str]]) -> None:
-    passages, questions = corpus
+def sharded(tmp_path: Path, passages: list[Passage]) -> Path:
+    """An index of the first 8 passages grown by the next 2: two shards, one generation."""
     root = tmp_path / "idx"
     build_index(passages[:8], root, STUB)
     add_documents(root, passages[8:10])
+    return root
+
+
+def test_a_reader_keeps_its_generation_and_shards_through_add_delete_and_compact(
+        tmp_path: Path, corpus: tuple[list[Passage], list[str]]) -> None:
+    passages, questions = corpus
+    root = sharded(tmp_path, passages)
     before = rankings(Index.load(root), questions)
     reader = Index.open(root)  # reads nothing yet: every file it reads lazily is opened after the updates
     assert reader.lease is not None and lease_files(root) == [lease_name(reader.manifest)]
@@ -97,9 +103,7 @@ def test_a_reader_of_a_plain_index_keeps_reading_through_its_conversion(
 def test_a_reader_that_waited_on_an_update_opens_what_the_update_committed(
         tmp_path: Path, corpus: tuple[list[Passage], list[str]]) -> None:
     passages, _ = corpus
-    root = tmp_path / "idx"
-    build_index(passages[:8], root, STUB)
-    add_documents(root, passages[8:10])
+    root = sharded(tmp_path, passages)
     first = lease_name(read_manifest(root))
     opened: list[Index] = []
     with claimed(root, first) as free:  # an update removing the first generation holds its lease so
