@@ -105,6 +105,7 @@ def test_a_reader_that_waited_on_an_update_opens_what_the_update_committed(
     passages, _ = corpus
     root = sharded(tmp_path, passages)
     first = lease_name(read_manifest(root))
+    Index.open(root).close()  # a reader came and went: its lease file stays, for the update to lock
     opened: list[Index] = []
     with claimed(root, first) as free:  # an update removing the first generation holds its lease so
         assert free

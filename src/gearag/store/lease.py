@@ -100,11 +100,12 @@ def claimed(root: Path, name: str) -> Iterator[bool]:
     """Whether no reader holds ``name``'s lease; while the block runs with True, none can take it.
 
     The lease file is removed when the block ends (a reader blocked on it then
-    finds the manifest changed). Where no lease file can be made, no reader
-    holds one: True.
+    finds the manifest changed). Without a lease file no reader holds one: True,
+    and none is made (a reader that makes one now read the manifest before the
+    update committed, and reads it again once it holds the lease).
     """
     try:
-        fd = _open(root, name)
+        fd = os.open(root / LEASES_DIR / name, os.O_RDWR)
     except OSError:
         yield True
         return
