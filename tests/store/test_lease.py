@@ -63,8 +63,10 @@ def test_a_reader_keeps_its_generation_and_shards_through_add_delete_and_compact
     assert kept in dirs(root, "generations") and len(dirs(root, "shards")) == 3  # its 2, the compacted one
     check_replaceable(root)  # what the lease kept is gearag's: --overwrite may replace it
     check_index(root, full=True)
-    # Let go, the next update removes what only the reader held.
+    # Let go, the next update removes what only the reader held; a compact with nothing to merge does too.
     reader.close()
+    compact(root)
+    assert kept not in dirs(root, "generations")
     add_documents(root, passages[13:14])
     manifest = read_manifest(root)
     assert dirs(root, "generations") == [manifest["generation"]["name"]]

@@ -475,7 +475,10 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
 
 
 def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
-    """Merge every shard into one without the deleted rows (the union, and so every ranking, is unchanged)."""
+    """Merge every shard into one without the deleted rows (the union, and so every ranking, is unchanged).
+
+    With nothing to merge, only what earlier updates kept for readers that have since let go is removed.
+    """
     root = Path(root)
     with _Locked(root):
         manifest = read_manifest(root)
@@ -483,6 +486,7 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
             return Index.load(root)  # a plain index is one shard already
         state = _load_state(root, manifest)
         if len(state.refs) == 1 and not any(len(v) for v in state.tombstones.values()):
+            remove_unlisted(root, manifest)
             return Index.load(root)
         started = time.perf_counter()
         u = state.union()
