@@ -270,8 +270,8 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
         converted = _root_manifest(config, refs, [shard], gen, counts, seconds, "convert",
                                    _auto_id_start(manifest, lambda: counts["passages"]))
         # A reader of the plain index (gearag serve) keeps reading its files where they are: they are linked
-        # into the new root until it lets go; without one, none can open it until the swap is done.
-        with claimed(root, PLAIN) as free:
+        # into the new root until it lets go; without one, none can lease it until the swap is done.
+        with claimed(root, PLAIN, create=True) as free:
             if not free:
                 converted[RETAINED] = keep_plain_files(root, tmp, listed)
             (tmp / MANIFEST).write_text(json.dumps(converted, indent=2, ensure_ascii=False), encoding="utf-8")

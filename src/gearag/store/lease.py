@@ -96,16 +96,20 @@ def take(root: Path, name: str) -> Lease | None:
 
 
 @contextlib.contextmanager
-def claimed(root: Path, name: str) -> Iterator[bool]:
+def claimed(root: Path, name: str, *, create: bool = False) -> Iterator[bool]:
     """Whether no reader holds ``name``'s lease; while the block runs with True, none can take it.
 
     The lease file is removed when the block ends (a reader blocked on it then
     finds the manifest changed). Without a lease file no reader holds one: True,
-    and none is made (a reader that makes one now read the manifest before the
-    update committed, and reads it again once it holds the lease).
+    and none is made, unless ``create``: an update that commits inside the block
+    (a conversion's directory swap) makes one and locks it, so that a reader
+    cannot lease the old state before the commit and read it after. Without
+    ``create`` the update committed before the block: a reader that leases the
+    old state now reads the manifest again and moves on. Where no lease file
+    can be made: True.
     """
     try:
-        fd = os.open(root / LEASES_DIR / name, os.O_RDWR)
+        fd = _open(root, name) if create else os.open(root / LEASES_DIR / name, os.O_RDWR)
     except OSError:
         yield True
         return
