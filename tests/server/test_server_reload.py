@@ -25,6 +25,11 @@ def _index(tmp_path: Path) -> Path:
 
 
 def _state(client: TestClient) -> tuple[int, list[str]]:
+    """The served passage count and the top 3 for QUESTION, once any update the service found is open."""
+    client.get("/v1/index")  # a request: the service looks for an update
+    live = client.app.state.live  # type: ignore[attr-defined]
+    if live.opening is not None:
+        live.opening.join()
     passages = client.get("/v1/index").json()["counts"]["passages"]
     found = client.post("/v1/retrieve", json={"question": QUESTION, "method": "syncge", "top_k": 3})
     assert found.status_code == 200, found.text
