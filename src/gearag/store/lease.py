@@ -14,9 +14,9 @@ A reader (:meth:`gearag.store.index.Index.open`, which every command and
 is the generation it loaded, or :data:`PLAIN` for an index that has none. The
 OS drops the lock when the process exits, even on ``kill -9``. An update
 removes a generation (and the shards only it lists) or a converted index's
-plain files only under an exclusive lock on their lease (:func:`claimed`);
-while a reader holds it they stay, and a later update removes them once it
-has let go. A reader that waited for an update's lock reads the manifest again
+plain files only if no reader holds their lease (:func:`claimed`: no lease
+file, or one it can lock exclusively); while a reader holds it they stay, and
+a later update removes them once it has let go. A reader that waited for an update's lock reads the manifest again
 and leases what it now names. Where the lease file cannot be made (an index on
 a read-only file system) a reader goes without one: nothing there can change.
 """
