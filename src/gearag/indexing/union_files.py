@@ -117,7 +117,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     triple graph is made on a second thread beside the resolution (an add,
     whose wall time counts); False makes it first, then the resolution (a
     build, whose peak memory counts: the two peaks no longer add up; at 100k,
-    18% less for the stage and 9% more time, BENCHMARKS.md "Growable builds:
+    17–18% less for the stage and 4–9% more time, BENCHMARKS.md "Growable builds:
     the graph stage's two steps one after the other").
     """
     done = done or {}
