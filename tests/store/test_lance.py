@@ -412,6 +412,21 @@ def test_cli_export_info_and_ask_on_a_lance_uri(slice_index: tuple[Index, list[s
     assert "unsupported URI scheme" in capsys.readouterr().err
 
 
+def test_updates_of_a_lance_export_name_the_index_directory_to_update(lance: LanceIndex, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from gearag.cli import main
+
+    corpus = tmp_path / "more.jsonl"
+    corpus.write_text('{"title": "A", "text": "An added passage."}\n', encoding="utf-8")
+    ids = tmp_path / "ids.txt"
+    ids.write_text("p0\n", encoding="utf-8")
+    for argv in (["add", str(lance.location), str(corpus)], ["delete", str(lance.location), str(ids)],
+                 ["compact", str(lance.location)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "a Lance export is read-only" in err and "export it again" in err and len(err.strip().splitlines()) == 1
+
+
 def test_lances_session_caches_are_bounded_by_the_config(lance: LanceIndex) -> None:
     """Full-text and metadata pages cached by LanceDB stay under the configured sizes (its defaults allow 7 GiB)."""
     from gearag.store.lance.collection import LanceSearchConfig

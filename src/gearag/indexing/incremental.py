@@ -113,6 +113,11 @@ class _State:
 def check_index_dir(root: Path) -> dict[str, Any]:
     """The manifest of the index at ``root`` (an IndexFormatError naming it otherwise); a BusyError if another
     process is writing it (checked again, for real, when the operation takes the lock)."""
+    from gearag.store.backend import backend_of
+
+    if backend_of(root) == "lance":
+        raise ConfigError(f"{root}: a Lance export is read-only; update the index directory it was exported from "
+                          "(gearag add/delete/compact), then gearag export it again")
     manifest = read_manifest(Path(root))
     check_unlocked(Path(root))
     return manifest
