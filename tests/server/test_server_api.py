@@ -203,6 +203,13 @@ def test_serve_cli_refuses_a_public_host_without_a_key(cli: Any, demo_index: Any
     assert_clean_error(cli("serve", demo_index.path, "--host", "0.0.0.0"), "without an API key", "GEARAG_API_KEY")
     assert_clean_error(cli("serve", demo_index.path / "missing"), "no such index")
     assert_clean_error(cli("serve", demo_index.path, "--max-concurrency", "0"), "--max-concurrency")
+    import socket
+
+    with socket.socket() as taken:  # a port something else listens on: one line before the index is opened
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert_clean_error(cli("serve", demo_index.path, "--port", port), f"--port {port}", "cannot listen on")
 
 
 # ------------------------------------------------------------------------------------------ limits and errors

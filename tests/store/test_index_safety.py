@@ -50,8 +50,9 @@ def test_overwrite_refuses_a_folder_that_merely_has_a_manifest_json(cli, tmp_pat
     site.mkdir()
     (site / "manifest.json").write_text('{"name": "my web app"}', encoding="utf-8")
     (site / "index.html").write_text("<html></html>", encoding="utf-8")
-    with pytest.raises(IndexFormatError, match=r"not a gearag index.*refusing to delete"):
+    with pytest.raises(IndexFormatError, match=r"not a gearag index.*refusing to delete") as info:
         _build(site, overwrite=True)
+    assert str(info.value).count("not a gearag index") == 1
     assert sorted(p.name for p in site.iterdir()) == ["index.html", "manifest.json"]
     corpus = write_jsonl(tmp_path / "c.jsonl", [{"title": "A", "text": "Alpha."}])
     assert_clean_error(cli("index", corpus, "--out", site, "--overwrite", "--extractor", "openie:none"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ def serve(index_dir: str | Path, settings: ServerSettings) -> None:
 
     settings.check_exposure()
     check_lance_settings(index_dir, settings.lance)
+    check_port(settings.host, settings.port)  # before the index is opened (seconds at a million passages)
     try:
         import uvicorn
 
@@ -41,6 +43,25 @@ def serve(index_dir: str | Path, settings: ServerSettings) -> None:
         # After SIGTERM/Ctrl-C: stop accepting, let in-flight requests finish, but not forever.
         timeout_graceful_shutdown=int(settings.request_timeout) + 5,
     )
+
+
+def check_port(host: str, port: int) -> None:
+    """A one-line ConfigError when ``host:port`` cannot be listened on (in use, not an address of this
+    machine), instead of uvicorn's error after the banner. Port 0 (any free port) is not checked."""
+    if port == 0:
+        return
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host}: not an address to listen on ({exc.strerror})") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}); stop what "
+                              "listens there or choose another --port") from None
 
 
 def _stopped(signum: int, frame: object) -> None:
