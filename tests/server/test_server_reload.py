@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -13,6 +14,8 @@ from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, delete_documents
 from gearag.model import Passage
 from gearag.server import ServerSettings, create_app
+from gearag.store.index import read_manifest
+from gearag.store.lease import held_by_reader, lease_name
 
 NEW = Passage("new-1", "Quillmoor Abbey", "Quillmoor Abbey is a ruined abbey founded by the hermit Osric Penhallow.")
 QUESTION = "Who founded Quillmoor Abbey?"
@@ -36,20 +39,34 @@ def _state(client: TestClient) -> tuple[int, list[str]]:
     return passages, [p["id"] for p in found.json()["passages"]]
 
 
-def test_the_service_opens_an_update_of_its_index(tmp_path: Path) -> None:
+def test_the_service_opens_an_update_of_its_index_and_lets_the_old_one_go(tmp_path: Path) -> None:
     root = _index(tmp_path)
     said: list[str] = []
     settings = ServerSettings(access_log=False, reload_seconds=1e-9)  # look at every request
-    with TestClient(create_app(Gearag.open(root), settings, announce=said.append)) as client:
-        passages, ids = _state(client)
-        assert "new-1" not in ids
-        add_documents(root, [NEW])
-        grown, ids = _state(client)
-        assert grown == passages + 1 and "new-1" in ids
-        assert said == [f"index {root} updated: now serving {passages + 1} passages"]
-        delete_documents(root, ["new-1"])
-        shrunk, ids = _state(client)
-        assert shrunk == passages and "new-1" not in ids
+    gc.disable()  # only the service's own collection may free the old index (its objects form cycles)
+    try:
+        with TestClient(create_app(Gearag.open(root), settings, announce=said.append)) as client:
+            passages, ids = _state(client)
+            assert "new-1" not in ids
+            old = lease_name(read_manifest(root))
+            assert held_by_reader(root, old)
+            add_documents(root, [NEW])
+            grown, ids = _state(client)
+            assert grown == passages + 1 and "new-1" in ids
+            assert said == [f"index {root} updated: now serving {passages + 1} passages"]
+            live = client.app.state.live  # type: ignore[attr-defined]
+            if live.retiring is not None:
+                live.retiring.join()
+            assert not held_by_reader(root, old)  # the next update may remove its generation
+            _after_delete(client, root, passages)
+    finally:
+        gc.enable()
+
+
+def _after_delete(client: TestClient, root: Path, passages: int) -> None:
+    delete_documents(root, ["new-1"])
+    shrunk, ids = _state(client)
+    assert shrunk == passages and "new-1" not in ids
 
 
 def test_with_reload_off_the_service_keeps_what_it_opened(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ def serve(index_dir: str | Path, settings: ServerSettings) -> None:
     app = create_app(gearag, settings, announce=lambda message: print(f"gearag: {message}", file=sys.stderr,
                                                                       flush=True))
     counts = gearag.index.manifest.get("counts", {})
+    del gearag  # only the app holds it: once an update is served, the old index (and its read lease) can go
     key = "API key required" if settings.api_key else f"no API key (set {API_KEY_ENV} to require one)"
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     print(f"gearag: serving {index_dir} ({counts.get('passages', '?')} passages) on http://{host}:{settings.port}/"

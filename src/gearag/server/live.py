@@ -14,12 +14,15 @@ are not watched: an export is replaced by exporting anew.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gearag.api import Gearag
 from gearag.errors import GearagError
@@ -28,6 +31,10 @@ from gearag.store.index import MANIFEST
 log = logging.getLogger("gearag.server")
 
 Stamp = tuple[int, int, int]
+#: Seconds between collections while the previous index is still in use, and how many are tried (beyond the
+#: default 60 s time limit of a call).
+RETIRE_SECONDS = 5.0
+RETIRE_TRIES = 15
 
 
 def manifest_stamp(root: Path) -> Stamp | None:
@@ -52,8 +59,9 @@ class LiveGearag:
         self._stamp = manifest_stamp(root) if root is not None else None
         self._checked = time.monotonic()
         self._lock = threading.Lock()
-        #: The thread opening an update, if one was started (tests wait for it).
+        #: The threads opening an update and letting the previous index go, once started (tests wait for them).
         self.opening: threading.Thread | None = None
+        self.retiring: threading.Thread | None = None
 
     def get(self) -> Gearag:
         """The current index's Gearag. When ``interval`` seconds have passed it looks for an update; one found is
@@ -80,9 +88,29 @@ class LiveGearag:
         except (GearagError, OSError) as exc:
             log.warning("index %s changed but did not open (%s); still serving the previous one", self._root, exc)
         else:
+            previous = self._gearag
             self._gearag, self._stamp = fresh, stamp
+            self._retire(weakref.ref(previous.index))
+            del previous
             counts = fresh.index.manifest.get("counts", {})
             self._announce(f"index {self._root} updated: now serving {counts.get('passages', '?')} passages")
         finally:
             self._checked = time.monotonic()
             self._lock.release()
+
+    def _retire(self, index: weakref.ref[Any]) -> None:
+        """Let the previous index go once no call uses it, so that its read lease goes with it and the next update
+        can remove its files. Its objects hold each other (cached methods), so only a full collection frees them:
+        one runs every :data:`RETIRE_SECONDS` until it is gone, at most :data:`RETIRE_TRIES` times (a collection
+        pauses the process ~0.13 s at a million passages)."""
+
+        def collect() -> None:
+            for _ in range(RETIRE_TRIES):
+                gc.collect()
+                if index() is None:
+                    return
+                time.sleep(RETIRE_SECONDS)
+            log.warning("the previous index of %s is still in use; its files stay until it is let go", self._root)
+
+        self.retiring = threading.Thread(target=collect, name="gearag-retire", daemon=True)
+        self.retiring.start()
