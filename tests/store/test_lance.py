@@ -100,20 +100,22 @@ def test_dense_top_k_matches_exact_search(slice_index: tuple[Index, list[str]], 
         _same_ranking(a, b)
 
 
-@pytest.mark.parametrize("kind", ["ivf_sq", "ivf_pq"])
+@pytest.mark.parametrize(("kind", "partitions"), [("ivf_sq", 0), ("ivf_pq", 0), ("ivf_sq", 4)])
 def test_dense_ann_index_is_built_at_scale_and_exact_bypasses_it(slice_index: tuple[Index, list[str]],
-                                                                  tmp_path: Path, kind: str) -> None:
-    """With an IVF index of either kind (forced on this slice's triples) exact search still equals the embedded
-    one, and the approximate search finds most of its top 10."""
+                                                                  tmp_path: Path, kind: str, partitions: int) -> None:
+    """With an IVF index of either kind (forced on this slice's triples; √n partitions or a given number) exact
+    search still equals the embedded one, and the approximate search finds most of its top 10."""
     from gearag.store.lance.collection import LanceSearchConfig
     from gearag.store.lance.index import open_lance_index
 
     index, questions = slice_index
     assert len(index.triples) >= 256 > len(index.passages)  # PQ trains 256 centroids
-    export_index(index.path, tmp_path / "ann", ExportConfig(ann_min_rows=256, ann_index=kind))
+    export_index(index.path, tmp_path / "ann", ExportConfig(ann_min_rows=256, ann_index=kind,
+                                                            ann_partitions=partitions))
     ann = open_lance_index(tmp_path / "ann")
     triples, passages = ann.meta["collections"]["triples"], ann.meta["collections"]["passages"]
     assert triples["ann"] and triples["ann_index"] == kind
+    assert triples["ann_partitions"] == (partitions or int(np.sqrt(len(index.triples))))
     assert not passages["ann"] and passages["ann_index"] is None
     exact = open_lance_index(tmp_path / "ann", config=LanceSearchConfig(exact=True))
     q = index.embedder.encode(questions)

@@ -77,6 +77,8 @@ class ExportConfig:
                              "ivf_pq (product quantisation: a quarter of ivf_sq's size, lower recall)",
                              choices=ANN_INDEXES)
     batch: int = setting(8192, "rows per written batch (bounds the export's extra memory)")
+    ann_partitions: int = setting(0, "IVF partitions of each vector index (0: √rows; fewer make the index faster "
+                                     "to build and each probe scan more rows)", min=0)
     overwrite: bool = setting(False, "replace a Lance index gearag wrote at URI (never anything else)")
 
     def __post_init__(self) -> None:
@@ -84,8 +86,9 @@ class ExportConfig:
             raise ConfigError(f"--ann-index: unknown value {self.ann_index!r} (choose from {', '.join(ANN_INDEXES)})")
 
 
-def ann_config(kind: str, n_rows: int, dim: int) -> Any:
-    """LanceDB's vector index config for ``n_rows`` vectors of ``dim`` floats (dot product, √n partitions).
+def ann_config(kind: str, n_rows: int, dim: int, partitions: int = 0) -> Any:
+    """LanceDB's vector index config for ``n_rows`` vectors of ``dim`` floats (dot product; ``partitions``, or
+    √n when 0: assigning the rows then costs n·√n, so at 100M+ rows a cap makes the build tractable).
 
     ``ivf_sq`` (the default) keeps each vector as ``dim`` int8 codes; ``ivf_pq`` keeps ``dim / 8``
     one-byte sub-vector codes, 4× smaller. On the wordllama vectors of the scale corpus, IVF-SQ found
@@ -95,7 +98,7 @@ def ann_config(kind: str, n_rows: int, dim: int) -> Any:
     """
     from lancedb.index import IvfPq, IvfSq
 
-    partitions = max(1, int(np.sqrt(n_rows)))
+    partitions = min(partitions, n_rows) if partitions > 0 else max(1, int(np.sqrt(n_rows)))
     if kind == "ivf_pq":
         return IvfPq(distance_type="dot", num_partitions=partitions, num_sub_vectors=max(1, dim // 8))
     return IvfSq(distance_type="dot", num_partitions=partitions)
@@ -309,9 +312,11 @@ def _export(index: Index, loc: Location, config: ExportConfig,
             ann = len(coll) >= config.ann_min_rows
             if ann:
                 say(f"table {collection_table(name)}: {config.ann_index.replace('_', '-').upper()} vector index")
-                tbl.create_index("vector", config=ann_config(config.ann_index, len(coll), int(coll.vectors.shape[1])))
+                ann_cfg = ann_config(config.ann_index, len(coll), int(coll.vectors.shape[1]), config.ann_partitions)
+                tbl.create_index("vector", config=ann_cfg)
             tables[name] = {"table": collection_table(name), "rows": len(coll), "ann": ann,
                             "ann_index": config.ann_index if ann else None,
+                            "ann_partitions": ann_cfg.num_partitions if ann else None,
                             "weights": coll.weights is not None, "spec": coll.spec.to_dict()}
         say(f"table {ENTITIES_TABLE}: {index.graph.n_entities} entities")
         schema, batches = _entities(index, config.batch, pa)
