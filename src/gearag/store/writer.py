@@ -193,15 +193,8 @@ def check_replaceable(out: Path) -> None:
         return
     try:
         manifest = read_manifest(out)
-    except IndexFormatError as exc:
-        reason = str(exc).removeprefix(f"{out}: ").removeprefix(f"{out / MANIFEST}: ")
-        reason = {"not a gearag index manifest": f"its {MANIFEST} is not gearag's"}.get(reason, reason)
-        if reason.startswith("not a gearag index (") and reason.endswith(")"):  # said once, below
-            reason = reason.removeprefix("not a gearag index (")[:-1]
-        raise IndexFormatError(
-            f"{out}: exists and is not a gearag index ({reason}); --overwrite only replaces a gearag index, "
-            "refusing to delete it"
-        ) from None
+    except IndexFormatError as exc:  # its message names the directory or manifest and says what is wrong
+        raise IndexFormatError(f"{exc}; --overwrite only replaces a gearag index, refusing to delete it") from None
     foreign = foreign_entries(out, manifest)
     if foreign:
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
