@@ -22,10 +22,14 @@ from typing import Any
 from gearag.errors import IndexFormatError
 from gearag.store.index import MANIFEST, read_manifest
 from gearag.store.lease import LEASES_DIR, PLAIN, claimed, lease_files
-from gearag.store.shards import GENERATIONS_DIR, SHARDS_DIR, generation_ref, shard_refs, write_manifest_atomic
-
-#: Root manifest key: the files of the plain index a converting update kept for its readers (relative paths).
-RETAINED = "retained_plain_files"
+from gearag.store.shards import (
+    GENERATIONS_DIR,
+    RETAINED,
+    SHARDS_DIR,
+    generation_ref,
+    shard_refs,
+    write_manifest_atomic,
+)
 
 
 def keep_plain_files(root: Path, new_root: Path, files: Iterable[str]) -> list[str]:

@@ -81,6 +81,8 @@ GENERATIONS_DIR = "generations"
 #: A shard's BM25 token ids: ``tokens/<collection>/{vocab.json, ids.npy, indptr.npy}``.
 TOKENS_DIR = "tokens"
 TOMBSTONES = "tombstones.json"
+#: Root manifest key: the files of the plain index a converting update kept for its readers (gearag.store.cleanup).
+RETAINED = "retained_plain_files"
 #: The collections a sharded index has (tree pools are a global clustering: not supported).
 SHARDED_COLLECTIONS = (PASSAGES, TRIPLES)
 #: Files every generation has.
@@ -182,7 +184,7 @@ def check_sharded(path: Path, manifest: dict[str, Any], *, checksums: bool) -> N
 def owned_entries(path: Path, manifest: dict[str, Any]) -> set[str]:
     """Every file a sharded index's manifests list, relative to its root (for ``--overwrite`` checks)."""
     owned = set(manifest.get("files") or {})
-    owned.update(str(f) for f in manifest.get("retained_plain_files") or [])  # gearag.store.cleanup.RETAINED
+    owned.update(str(f) for f in manifest.get(RETAINED) or [])
     dirs = [f"{SHARDS_DIR}/{r.name}" for r in shard_refs(path, manifest)]
     dirs.append(f"{GENERATIONS_DIR}/{generation_ref(path, manifest)[0]}")
     # Generations and shards a reader's lease keeps past the manifest (gearag.store.lease) are gearag's too.
