@@ -93,4 +93,4 @@ def _live(gearag: Gearag, settings: ServerSettings, announce: Callable[[str], No
         return LiveGearag(gearag)
     root = index.path
     return LiveGearag(gearag, lambda: Gearag.open(root, lance=settings.lance), settings.reload_seconds, root,
-                      **({"announce": announce} if announce is not None else {}))
+                      announce)

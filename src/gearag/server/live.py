@@ -50,9 +50,9 @@ class LiveGearag:
     """The service's :class:`Gearag`, opened again by ``reopen`` when its index directory was updated."""
 
     def __init__(self, gearag: Gearag, reopen: Callable[[], Gearag] | None = None, interval: float = 0.0,
-                 root: Path | None = None, announce: Callable[[str], None] = log.info) -> None:
+                 root: Path | None = None, announce: Callable[[str], None] | None = None) -> None:
         self._gearag = gearag
-        self._announce = announce
+        self._announce = announce or log.info
         self._reopen = reopen if interval > 0 and root is not None else None
         self._interval = interval
         self._root = root
