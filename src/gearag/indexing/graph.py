@@ -145,7 +145,7 @@ class GraphStage:
                              Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)))
         union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
         n_entities, seconds, _ = write_union(build.writer, build.config, [shard], union, overlap=False)
-        release_free_memory()  # what the triple graph's thread freed would stay resident through the later stages
+        release_free_memory()  # what the preparation's transition thread freed would stay resident after the stage
         build.manifest["union"] = {"shard": name, "tables": union_files.TABLES_VERSION,
                                    "union": union_files.UNION_VERSION}
         build.resolved = build.config.resolve.entity_graph
