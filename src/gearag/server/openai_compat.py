@@ -25,7 +25,7 @@ from gearag.registry import REGISTRY
 from gearag.results import Result
 from gearag.server.errors import APIError, error_body, error_type
 from gearag.server.models import ChatRequest
-from gearag.server.routes import ERRORS, check_question, check_top_k
+from gearag.server.routes import ERRORS, app_state, check_question, check_top_k
 from gearag.server.runner import StoppedError
 
 router = APIRouter()
@@ -94,8 +94,7 @@ def _chunk(cid: str, model: str, created: int, delta: dict[str, Any], finish: st
 @router.post("/v1/chat/completions", responses=ERRORS, tags=["openai"])
 async def chat_completions(request: Request, body: ChatRequest) -> Any:
     """OpenAI chat completions: answers the last user message with gearag and cites the passages."""
-    state = request.app.state
-    gearag, runner, settings = state.live.get(), state.runner, state.settings
+    gearag, runner, settings = app_state(request)
     method = method_of(body.model)
     question = check_question(last_user_message(body), settings)
     top_k = check_top_k(body.top_k or DEFAULT_TOP_K, settings)

@@ -47,7 +47,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 router = APIRouter()
 
 
-def _app(request: Request) -> tuple[Gearag, Runner, ServerSettings]:
+def app_state(request: Request) -> tuple[Gearag, Runner, ServerSettings]:
+    """The index to answer from (:mod:`gearag.server.live`), the runner and the settings of the request's app."""
     state = request.app.state
     return state.live.get(), state.runner, state.settings
 
@@ -91,7 +92,7 @@ def respond(gearag: Gearag, result: Result, question: str, method: str, seconds:
 
 
 async def _run(request: Request, body: RetrieveRequest) -> dict[str, Any]:
-    gearag, runner, settings = _app(request)
+    gearag, runner, settings = app_state(request)
     question = check_question(body.question, settings)
     top_k = check_top_k(body.top_k, settings)
     started = time.perf_counter()
@@ -108,7 +109,7 @@ def health() -> dict[str, Any]:
 @router.get("/v1/index", response_model=IndexInfo, responses=ERRORS, tags=["index"])
 def index_info(request: Request) -> dict[str, Any]:
     """The index's manifest summary (counts, extractor, embedder, build date) and the methods with their options."""
-    gearag, _, _ = _app(request)
+    gearag, _, _ = app_state(request)
     manifest = gearag.index.manifest
     config = manifest.get("config", {})
     methods = []
@@ -148,7 +149,7 @@ def _line(event: dict[str, Any]) -> bytes:
 async def ask_stream(request: Request, body: AskRequest) -> StreamingResponse:
     """Like ``/v1/ask``, as NDJSON: a ``step`` event as each agent step finishes (with its beams as a graph), then
     the ``result`` — or an ``error`` event. Limits are checked before the stream starts (errors get their status)."""
-    gearag, runner, settings = _app(request)
+    gearag, runner, settings = app_state(request)
     question = check_question(body.question, settings)
     top_k = check_top_k(body.top_k, settings)
     config = runner.config(body.method, body.options)
@@ -192,7 +193,7 @@ def _passage_rows(gearag: Gearag) -> dict[str, int]:
 @router.get("/v1/passages/{passage_id}", response_model=PassageDetail, responses=ERRORS, tags=["index"])
 def passage(request: Request, passage_id: str) -> dict[str, Any]:
     """One passage by id, with the triples extracted from it."""
-    gearag, _, _ = _app(request)
+    gearag, _, _ = app_state(request)
     row = _passage_rows(gearag).get(passage_id)
     if row is None:
         raise APIError(404, f"no passage with id {passage_id!r}")
@@ -206,7 +207,7 @@ def passage(request: Request, passage_id: str) -> dict[str, Any]:
 def entities(request: Request, q: str = Query(..., min_length=1, max_length=200, description="Part of a name."),
              limit: int = Query(20, ge=1, le=100)) -> dict[str, Any]:
     """Entities of the triple graph whose (normalised) name contains ``q``: exact, prefix, then by degree."""
-    gearag, _, _ = _app(request)
+    gearag, _, _ = app_state(request)
     return {"query": q, "entities": graphs.search_entities(gearag.index, q, limit)}
 
 
@@ -216,7 +217,7 @@ def graph(request: Request, entity: str = Query(..., min_length=1, max_length=50
           max_nodes: int = Query(60, ge=1, description="Node limit (at most the server's max_nodes).")
           ) -> dict[str, Any]:
     """A bounded neighbourhood of ``entity``: entities and passages as nodes, triples as labelled edges."""
-    gearag, _, settings = _app(request)
+    gearag, _, settings = app_state(request)
     if depth > settings.max_depth:
         raise APIError(422, f"depth: {depth} is over the limit of {settings.max_depth}")
     if max_nodes > settings.max_nodes:
