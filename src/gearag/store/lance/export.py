@@ -76,9 +76,9 @@ class ExportConfig:
     ann_index: str = setting("ivf_sq", "the vector index of those collections: ivf_sq (int8 scalar quantisation) or "
                              "ivf_pq (product quantisation: a quarter of ivf_sq's size, lower recall)",
                              choices=ANN_INDEXES)
-    batch: int = setting(8192, "rows per written batch (bounds the export's extra memory)")
     ann_partitions: int = setting(0, "IVF partitions of each vector index (0: √rows; fewer make the index faster "
                                      "to build and each probe scan more rows)", min=0)
+    batch: int = setting(8192, "rows per written batch (bounds the export's extra memory)")
     overwrite: bool = setting(False, "replace a Lance index gearag wrote at URI (never anything else)")
 
     def __post_init__(self) -> None:
