@@ -399,6 +399,8 @@ def test_errors_are_one_line_and_write_nothing(tmp_path: Path, cli) -> None:
     assert_clean_error(cli("add", root, dup), "w9", "already in the index")
     conflicting = write_jsonl(tmp_path / "ok.jsonl", rows[10:12])
     assert_clean_error(cli("add", root, conflicting, "--embedder", "minilm"), "--embedder", "conflicts")
+    # Checked before the documents are read: a missing corpus is not what the error names.
+    assert_clean_error(cli("add", root, tmp_path / "missing.jsonl", "--embedder", "minilm"), "--embedder", "conflicts")
     ids = tmp_path / "ids.txt"
     ids.write_text("w1\nnope-1\nw2\nnope-2\n", encoding="utf-8")
     assert_clean_error(cli("delete", root, ids), "'nope-1', 'nope-2'", "nothing deleted")
@@ -413,6 +415,11 @@ def test_errors_are_one_line_and_write_nothing(tmp_path: Path, cli) -> None:
     assert_clean_error(cli("add", trees.path, conflicting), "tree pools", "gearag index")
     assert manifest_identity(trees.path) == tree_before
     assert json.loads((trees.path / MANIFEST).read_text(encoding="utf-8")).get("layout") is None
+
+    # add's options default to the index's settings, and the help says so (not the defaults of a new build).
+    shown = cli("add", "--help")
+    assert shown.code == 0 and "index's own" in shown.stdout and "wordllama]" not in shown.stdout
+    assert "--ray-workers" not in shown.stdout
 
     # The same commands succeed on good input.
     assert cli("add", root, conflicting, "--embedder", "wordllama").code == 0

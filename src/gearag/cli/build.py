@@ -15,6 +15,7 @@ from gearag.cli.common import (
     _lance_specs,
     _print_json,
     _ray_specs,
+    _stored_specs,
     app,
     err,
     lance_settings,
@@ -188,7 +189,7 @@ def _print_update(what: str, built: object, started: float) -> None:
 
 
 @app.command()
-@with_config_options(_index_specs())
+@with_config_options(_stored_specs())
 def add(
     index_dir: Annotated[Path, typer.Argument(help="Index directory to add to (a plain index is converted).")],
     corpus: Annotated[Path, typer.Argument(help="Documents to add, in any corpus format `gearag index` reads; "
@@ -205,11 +206,14 @@ def add(
     The documents use the index's stored settings (an option that differs is an error). Rerun the
     same command after an interruption to resume.
     """
+    from gearag.config import IndexConfig
     from gearag.data import load_corpus
     from gearag.display import safe
-    from gearag.indexing.incremental import add_documents, check_index_dir, next_auto_id
+    from gearag.indexing.incremental import add_documents, check_index_dir, check_options, next_auto_id
 
-    check_index_dir(index_dir)
+    manifest = check_index_dir(index_dir)
+    # Options that conflict with the stored settings fail before the documents are read.
+    check_options(index_dir, IndexConfig.from_dict(manifest.get("config", {})), options)
 
     def warn(message: str) -> None:
         err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)

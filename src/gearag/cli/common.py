@@ -157,6 +157,16 @@ def _index_specs() -> dict[str, OptionSpec]:
     return {**option_specs(IndexConfig), **_ray_specs()}
 
 
+def _stored_specs() -> dict[str, OptionSpec]:
+    """The index options of ``add``: the index's stored settings are their defaults, so no other is shown."""
+    import dataclasses
+
+    from gearag.config import IndexConfig
+
+    return {name: dataclasses.replace(spec, default=None, help=f"{spec.help} \\[default: the index's own]")
+            for name, spec in option_specs(IndexConfig).items()}
+
+
 def _ray_specs() -> dict[str, OptionSpec]:
     """The --ray-* options of ``index`` (``--ray [ADDRESS]`` itself is declared on the command)."""
     from gearag.distributed.config import RayConfig
