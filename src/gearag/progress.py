@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 T = TypeVar("T")
 
@@ -48,3 +52,25 @@ def track(items: Iterable[T], *, total: int | None = None, description: str = "w
         for item in items:
             yield item
             bar.advance(task)
+
+
+@contextmanager
+def status(console: Console, text: str) -> Iterator[Callable[[str], None]]:
+    """A spinner with ``text`` and the seconds since it was shown, while the block runs (when enabled);
+    yields a function that shows another text, its seconds counted from then ("": none). Gone when the
+    block ends."""
+    if not progress_enabled():
+        yield lambda _text: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True) as shown:
+        task = shown.add_task(text, total=None)
+
+        def show(new: str) -> None:
+            nonlocal task
+            shown.remove_task(task)
+            task = shown.add_task(new, total=None, visible=bool(new))
+
+        yield show

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -178,6 +180,34 @@ def export(
     _print_json(summary)
 
 
+#: What each step of an update does, shown while it runs.
+_STEP_TEXT = {
+    "convert": "converting the plain index into shards",
+    "shard": "extracting, tokenising and embedding the new documents",
+    "generation": "deriving the union: triple graph, entity resolution, passage graph",
+    "compact": "merging the shards and deriving their union",
+}
+
+
+@contextmanager
+def _steps(manifest: dict, *planned: str) -> Iterator[Callable[[str, float], None]]:
+    """The ``on_step`` of an update: each step is printed with its seconds when done; on a terminal a spinner
+    names the step under way (a plain index is converted first)."""
+    from gearag.progress import status
+    from gearag.store.shards import is_sharded
+
+    queue = list(planned) if is_sharded(manifest) or "compact" in planned else ["convert", *planned]
+    with status(err, _STEP_TEXT[queue[0]]) as show:
+
+        def done(name: str, seconds: float) -> None:
+            err.print(f"  {name:<10} {seconds:8.1f} s")
+            if name in queue:
+                del queue[: queue.index(name) + 1]
+            show(_STEP_TEXT[queue[0]] if queue else "")
+
+        yield done
+
+
 def _print_update(what: str, built: object, started: float) -> None:
     from gearag.display import safe
 
@@ -223,8 +253,9 @@ def add(
                            id_start=next_auto_id(index_dir))
     err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     started = time.perf_counter()
-    built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url, llm_model=llm_model,
-                          on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
+    with _steps(manifest, "shard", "generation") as on_step:
+        built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url,
+                              llm_model=llm_model, on_step=on_step)
     _print_update("added", built, started)
 
 
@@ -236,10 +267,11 @@ def delete(
     """Delete passages (and their triples) by id; unknown ids are an error and nothing is deleted."""
     from gearag.indexing.incremental import check_index_dir, delete_documents, read_ids
 
-    check_index_dir(index_dir)
+    manifest = check_index_dir(index_dir)
     ids = read_ids(ids_file)
     started = time.perf_counter()
-    built = delete_documents(index_dir, ids, on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
+    with _steps(manifest, "generation") as on_step:
+        built = delete_documents(index_dir, ids, on_step=on_step)
     _print_update(f"deleted {len(set(ids)):,} passage(s)", built, started)
 
 
@@ -249,9 +281,10 @@ def compact(index_dir: Annotated[Path, typer.Argument(help="Index directory.")])
     from gearag.indexing.incremental import check_index_dir
     from gearag.indexing.incremental import compact as compact_index
 
-    check_index_dir(index_dir)
+    manifest = check_index_dir(index_dir)
     started = time.perf_counter()
-    built = compact_index(index_dir, on_step=lambda name, secs: err.print(f"  {name:<10} {secs:8.1f} s"))
+    with _steps(manifest, "compact") as on_step:
+        built = compact_index(index_dir, on_step=on_step)
     _print_update("compacted", built, started)
 
 
