@@ -29,6 +29,7 @@ from gearag.results import Result
 from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
 from gearag.store.index import Index
+from gearag.store.rows import rows_at
 from gearag.trace import ExpansionTrace
 
 
@@ -64,13 +65,13 @@ class GraphExpansionMethod:
             seeds = initial if self.reader is not None else []
             ppr = self.graph.rank(question, [(h.idx, h.score) for h in base_hits], seeds, max(k, len(base_rows)))
             rankings.append(ppr)
-            trace.ppr_passages = [self.index.passages[p].title for p in ppr[:k]]
+            trace.ppr_passages = [p.title for p in rows_at(self.index.passages, ppr[:k])]
         if exp.graph != "ppr":
             expansion = self.expander.expand(question, initial)
             # Eq. 3: RRF(expanded, base); with both, the PPR ranking joins the fusion.
             rankings.extend([expansion.passages, base_rows] if exp.graph == "beams" else [expansion.passages])
             trace.paths = self.expander.describe(expansion.beams)
-            trace.expanded_passages = [self.index.passages[p].title for p in expansion.passages[:k]]
+            trace.expanded_passages = [p.title for p in rows_at(self.index.passages, expansion.passages[:k])]
         else:
             # PPR already weighs the base passages (they are seeds); they only fill the tail here.
             rankings = [list(dict.fromkeys([*rankings[0], *base_rows]))]

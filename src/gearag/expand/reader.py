@@ -30,6 +30,7 @@ from gearag.question_analysis import analyse, matches_type
 from gearag.retrieve.fusion import rrf
 from gearag.store.collection import TRIPLES
 from gearag.store.index import Index
+from gearag.store.rows import rows_at
 from gearag.text import is_named, normalise_entity
 
 
@@ -101,17 +102,15 @@ class OfflineReader:
         heads, tails = graph.head[ids], graph.tail[ids]
 
         answer_type = analyse(question, self.words).answer_type
-        table = self.index.triples
+        # Read in one go per column (one take each on a Lance index, not one per candidate).
+        objects = rows_at(self.index.triples.objects, ids)
+        ends = np.unique(np.concatenate([heads, tails]))
+        ends = ends[ends >= 0]
+        name = dict(zip(ends.tolist(), rows_at(graph.entities, ends), strict=True))
         # Useful facts: the far end is a bridge (a named entity) or a value of the asked type.
-        useful = np.array(
-            [is_named(table.objects[t]) or matches_type(table.objects[t], answer_type) for t in ids.tolist()]
-        )
-        mention = np.array(
-            [
-                _mentions(qnorm, graph.entities[h]) if h >= 0 else False
-                for h in heads
-            ]
-        ) | np.array([_mentions(qnorm, graph.entities[t]) if t >= 0 else False for t in tails])
+        useful = np.array([is_named(o) or matches_type(o, answer_type) for o in objects])
+        mention = np.array([h >= 0 and _mentions(qnorm, name[h]) for h in heads.tolist()]) | np.array(
+            [t >= 0 and _mentions(qnorm, name[t]) for t in tails.tolist()])
         order_lex = ids[np.lexsort((ranks, -lexical))]
         order_dense = ids[np.lexsort((ranks, -dense))]
         order_rank = ids[np.lexsort((-dense, ranks))]
@@ -121,12 +120,8 @@ class OfflineReader:
                     order_useful.tolist()]
         if memory:
             known = {normalise_entity(e) for e in bridge}
-            linked = np.array(
-                [
-                    (h >= 0 and graph.entities[h] in known) or (t >= 0 and graph.entities[t] in known)
-                    for h, t in zip(heads, tails, strict=True)
-                ]
-            )
+            linked = np.array([(h >= 0 and name[h] in known) or (t >= 0 and name[t] in known)
+                               for h, t in zip(heads.tolist(), tails.tolist(), strict=True)])
             rankings.append(ids[np.lexsort((-dense, ranks, ~linked))].tolist())
         fused = rrf(rankings)
         return [int(t) for t, _ in fused]
@@ -136,8 +131,4 @@ class OfflineReader:
     ) -> list[Fact]:
         known = {m.source for m in memory if m.source is not None}
         ranked = [t for t in self.rank_triples(question, passages, memory) if t not in known]
-        table = self.index.triples
-        return [
-            Fact(table.subjects[t], table.predicates[t], table.objects[t], source=t)
-            for t in ranked[: self.config.max_triples]
-        ]
+        return self.index.triples.facts(ranked[: self.config.max_triples])

@@ -48,11 +48,11 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.data.jsonio import load_json
 from gearag.errors import ConfigError, IndexFormatError
-from gearag.model import Passage, Triple
+from gearag.model import Fact, Passage, Triple
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import TripleGraph
 from gearag.store.lease import lease_name, take
-from gearag.store.rows import Column, JsonList, JsonlRows, Mapped, offsets_rel
+from gearag.store.rows import Column, JsonList, JsonlRows, Mapped, offsets_rel, rows_at
 
 FORMAT = "gearag-index"
 #: 2 lists the index's collections in the manifest; 1 (no listing) still loads.
@@ -339,6 +339,16 @@ class TripleTable:
             s, p, o = self.rows[i]
             return Triple(s, p, o, int(self.passage[i]))
         return Triple(self.subjects[i], self.predicates[i], self.objects[i], int(self.passage[i]))
+
+    def facts(self, ids: Sequence[int]) -> list[Fact]:
+        """Triples ``ids`` as facts (``source``: the id), read together: one parse per triple when the columns
+        are views of rows, else one read per column (one take each on a Lance index)."""
+        if self.rows is not None:
+            spo = rows_at(self.rows, ids)
+        else:
+            spo = list(zip(rows_at(self.subjects, ids), rows_at(self.predicates, ids), rows_at(self.objects, ids),
+                           strict=True))
+        return [Fact(s, p, o, source=int(t)) for t, (s, p, o) in zip(ids, spo, strict=True)]
 
     def text(self, i: int) -> str:
         if self.rows is not None:

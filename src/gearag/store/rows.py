@@ -296,6 +296,16 @@ class Column(Mapped):
         self.field = field
 
 
+def rows_at(rows: Sequence[T], at: Sequence[int] | np.ndarray) -> list[T]:
+    """``[rows[i] for i in at]``, in one read where ``rows`` can read many rows at once (a ``take_rows``
+    method: a Lance column reads them in one take, not one take per row)."""
+    take = getattr(rows, "take_rows", None)
+    wanted = [int(i) for i in at]
+    if take is not None:
+        return list(take(wanted)) if wanted else []
+    return [rows[i] for i in wanted]
+
+
 def zip_columns(a: Sequence[Any], b: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
     """``zip(a, b)``, reading each row once when both are :class:`Column` s of the same rows (a triple's
     subject and object: one parse of its JSONL row, not two)."""

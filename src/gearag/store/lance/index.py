@@ -67,6 +67,11 @@ class LancePassages(Sequence[Passage]):
             return [self[i] for i in range(*row.indices(len(self)))]
         return Passage(self.ids[row], self.titles[row], self.texts[row])
 
+    def take_rows(self, rows: Sequence[int]) -> list[Passage]:
+        """Many passages in one read per column (:func:`gearag.store.rows.rows_at`)."""
+        ids, titles, texts = (column.take_rows(rows) for column in (self.ids, self.titles, self.texts))
+        return [Passage(i, title, text) for i, title, text in zip(ids, titles, texts, strict=True)]
+
     def __iter__(self) -> Iterator[Passage]:
         for batch in self.table.scan(["id", "title", "text"], batch=8192):
             ids, titles, texts = (batch.column(i).to_pylist() for i in range(3))
