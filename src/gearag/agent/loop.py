@@ -44,6 +44,7 @@ from gearag.model import Fact, Hit, Reasoning
 from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
 from gearag.store.index import Index
+from gearag.store.rows import rows_at
 from gearag.trace import AgentTrace, StepTrace
 
 if TYPE_CHECKING:
@@ -164,12 +165,12 @@ class GearAgent:
                     gist_added=[list(t.as_tuple()) for t in added],
                     reasoning={"answerable": reasoning.answerable, "text": reasoning.text,
                                "answer": reasoning.answer, "next_query": next_query},
-                    passages=[self.index.passages[r].title for r in rows[: self.config.chunks]],
+                    passages=[p.title for p in rows_at(self.index.passages, rows[: self.config.chunks])],
                     tokens_in=after[0] - before[0],
                     tokens_out=after[1] - before[1],
                     seconds=round(time.perf_counter() - started, 4),
                     rows=rows,
-                    ranking=[self.index.passages[i].id for i, _ in final[:k]],
+                    ranking=[p.id for p in rows_at(self.index.passages, [i for i, _ in final[:k]])],
                 )
             )
             if on_step is not None:

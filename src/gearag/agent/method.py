@@ -10,6 +10,7 @@ from gearag.engine import make_engine
 from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.results import Result
 from gearag.store.index import Index
+from gearag.store.rows import rows_at
 from gearag.trace import StepTrace
 
 
@@ -34,7 +35,7 @@ class GearMethod:
         trace = run.trace()
         out = Result(run.passages, trace)
         if self.config.answer:
-            top = [self.index.passages[h.idx] for h in run.passages[: self.config.qa_passages]]
+            top = rows_at(self.index.passages, [h.idx for h in run.passages[: self.config.qa_passages]])
             answer = engine.answerer.answer(question, top, run.memory)
             out.answer = answer.text
             trace.answer_label = answer.label

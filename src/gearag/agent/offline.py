@@ -149,8 +149,10 @@ class Resolver:
         if all(r is None for r in rows):
             return [-1.0] * len(rows)
         q = self.index.embedder.encode([question])[0]
-        vecs = self.index.collection(PASSAGES).vectors
-        return [float(vecs[r] @ q) if r is not None else -1.0 for r in rows]
+        found = [r for r in rows if r is not None]
+        vecs = self.index.collection(PASSAGES).rows_vectors(found)  # one read (a take on a Lance index)
+        score = {r: float(v @ q) for r, v in zip(found, vecs, strict=True)}
+        return [score[r] if r is not None else -1.0 for r in rows]
 
     def facts(self, name: str, limit: int = 64) -> list[Fact]:
         """The triples of the passage ``name`` resolves to."""
