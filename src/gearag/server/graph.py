@@ -138,10 +138,13 @@ def neighbourhood(index: Index, entity: str, depth: int, max_nodes: int) -> dict
     for _ in range(depth):
         following: list[int] = []
         for e in frontier:
-            for tid in graph.entity_triples(e).tolist():
+            if b.full() and b.truncated:
+                break
+            tids = graph.entity_triples(e).tolist()
+            for tid, fact in zip(tids, t.facts(tids), strict=True):  # one read per column, not per triple
                 if b.full() and b.truncated:
                     break
-                b.triple(t.subjects[tid], t.predicates[tid], t.objects[tid], int(t.passage[tid]))
+                b.triple(fact.subject, fact.predicate, fact.object, int(t.passage[tid]))
                 for other in (int(graph.head[tid]), int(graph.tail[tid])):
                     if other >= 0 and other not in seen:
                         seen.add(other)

@@ -198,8 +198,7 @@ def passage(request: Request, passage_id: str) -> dict[str, Any]:
     if row is None:
         raise APIError(404, f"no passage with id {passage_id!r}")
     p = gearag.index.passages[row]
-    t = gearag.index.triples
-    triples = [[t.subjects[i], t.predicates[i], t.objects[i]] for i in gearag.index.passage_triples(row)]
+    triples = [list(f.as_tuple()) for f in gearag.index.triples.facts(gearag.index.passage_triples(row))]
     return {"id": p.id, "title": p.title, "text": p.text, "row": row, "triples": triples}
 
 
