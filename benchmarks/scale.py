@@ -298,7 +298,7 @@ def fit_exponent(xs: list[float], ys: list[float]) -> float | None:
 
 
 def series(results: list[dict[str, Any]]) -> dict[str, tuple[str, list[float]]]:
-    """Every cost plotted against size: label → (unit, values per size)."""
+    """Every cost of the embedded index plotted against size: label → (unit, values per size)."""
     out: dict[str, tuple[str, list[float]]] = {
         "build (all stages)": ("s", [sum(r["build"]["stages"].values()) for r in results]),
         "build wall (process)": ("s", [r["build"]["wall_seconds"] for r in results]),
@@ -311,10 +311,39 @@ def series(results: list[dict[str, Any]]) -> dict[str, tuple[str, list[float]]]:
               if any(r["build"]["stages"].get(s) for r in results)]
     for s in stages:
         out[f"stage {s}"] = ("s", [r["build"]["stages"].get(s, 0.0) for r in results])
-    for m in METHODS:
-        out[f"{m} median"] = ("ms", [r["query"]["methods"][m]["median_ms"] for r in results])
-        out[f"{m} p99"] = ("ms", [r["query"]["methods"][m]["p99_ms"] for r in results])
+    out.update(_latencies([r["query"] for r in results], ""))
+    if all(isinstance(r.get("add"), dict) for r in results):
+        out[f"first gearag add ({results[0]['add']['passages']:,} passages) wall"] = (
+            "s", [r["add"]["wall_seconds"] for r in results])
+        out["first gearag add peak RSS"] = ("MB", [r["add"]["peak_rss_mb"] for r in results])
     return out
+
+
+def lance_series(results: list[dict[str, Any]]) -> dict[str, tuple[str, list[float]]]:
+    """The same costs through the Lance export (``gearag export``), for the sizes that have one."""
+    lance = [r["lance"] for r in results]
+    out: dict[str, tuple[str, list[float]]] = {
+        "lance export wall": ("s", [x["build"]["wall_seconds"] for x in lance]),
+        "lance export peak RSS": ("MB", [x["build"]["peak_rss_mb"] for x in lance]),
+        "lance on disk": ("MB", [x["build"]["disk_bytes"] / 1e6 for x in lance]),
+        "lance query process peak RSS": ("MB", [x["query"]["peak_rss_mb"] for x in lance]),
+        "lance index load": ("s", [x["query"]["load_seconds"] for x in lance]),
+    }
+    out.update(_latencies([x["query"] for x in lance], "lance "))
+    return out
+
+
+def _latencies(queries: list[dict[str, Any]], prefix: str) -> dict[str, tuple[str, list[float]]]:
+    out: dict[str, tuple[str, list[float]]] = {}
+    for m in METHODS:
+        out[f"{prefix}{m} median"] = ("ms", [q["methods"][m]["median_ms"] for q in queries])
+        out[f"{prefix}{m} p99"] = ("ms", [q["methods"][m]["p99_ms"] for q in queries])
+    return out
+
+
+def with_lance(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sizes whose Lance export and queries finished."""
+    return [r for r in results if isinstance(r.get("lance"), dict) and "query" in r["lance"]]
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
@@ -323,31 +352,53 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sizes = [r["passages"] for r in results]
-    data = series(results)
+    curves = [([r["passages"] for r in results], series(results), "-")]
+    lance = with_lance(results)
+    if len(lance) > 1:
+        curves.append(([r["passages"] for r in lance], lance_series(lance), "--"))
     panels = [("Build time (s)", ["build wall (process)", "stage extract", "stage graph", "stage resolve",
-                                  "stage bm25", "stage embed", "stage write"]),
-              ("Memory and disk (MB)", ["build peak RSS", "query process peak RSS", "index on disk"]),
-              ("Query latency (ms)", [f"{m} {q}" for m in METHODS for q in ("median", "p99")])]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+                                  "stage bm25", "stage embed", "stage write", "lance export wall"]),
+              ("Memory and disk (MB)", ["build peak RSS", "query process peak RSS", "index on disk",
+                                        "lance query process peak RSS", "lance on disk"]),
+              ("Query latency (ms), embedded (solid) and Lance (dashed)",
+               [f"{p}{m} {q}" for p in ("", "lance ") for m in METHODS for q in ("median", "p99")])]
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
     for ax, (title, labels) in zip(axes, panels, strict=True):
-        for label in labels:
-            if label not in data:
-                continue
-            ys = data[label][1]
-            if not all(y > 0 for y in ys):
-                continue
-            k = fit_exponent([float(s) for s in sizes], ys)
-            ax.plot(sizes, ys, marker="o", label=f"{label} (∝ N^{k:.2f})" if k is not None else label)
+        for sizes, data, style in curves:
+            for label in labels:
+                if label not in data:
+                    continue
+                ys = data[label][1]
+                if not all(y > 0 for y in ys):
+                    continue
+                k = fit_exponent([float(s) for s in sizes], ys)
+                ax.plot(sizes, ys, style, marker="o", label=f"{label} (∝ N^{k:.2f})" if k is not None else label)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("passages")
-        ax.set_title(title)
+        ax.set_title(title, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6.5)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def cost_table(sizes: list[int], data: dict[str, tuple[str, list[float]]]) -> list[str]:
+    """Measured costs per size, the fitted growth exponent and the costs it extrapolates to 1M and 100M
+    (from the largest measured size; estimates, in italics)."""
+    head = ("| | " + " | ".join(f"{n:,}" for n in sizes)
+            + " | growth exponent k | 1M (extrapolated) | 100M (extrapolated) |")
+    lines = [head, "|---" * (len(sizes) + 4) + "|"]
+    for label, (unit, ys) in data.items():
+        k = fit_exponent([float(s) for s in sizes], ys)
+        fmt = (lambda y: f"{y:,.0f}") if unit == "MB" or max(ys) >= 100 else (lambda y: f"{y:,.2f}")
+        ext = ["", ""] if k is None or ys[-1] <= 0 else [
+            "(measured)" if target <= sizes[-1] else f"*{fmt(ys[-1] * (target / sizes[-1]) ** k)}*"
+            for target in (1_000_000, 100_000_000)]
+        lines.append(f"| {label} ({unit}) | " + " | ".join(fmt(y) for y in ys)
+                     + f" | {'' if k is None else f'{k:.2f}'} | {ext[0]} | {ext[1]} |")
+    return lines
 
 
 def report(out: Path, png: Path) -> str:
@@ -356,17 +407,7 @@ def report(out: Path, png: Path) -> str:
     if not results:
         return "no finished sizes\n"
     sizes = [r["passages"] for r in results]
-    head = ("| | " + " | ".join(f"{n:,}" for n in sizes)
-            + " | growth exponent k | 1M (extrapolated) | 100M (extrapolated) |")
-    lines = [head, "|---" * (len(sizes) + 4) + "|"]
-    for label, (unit, ys) in series(results).items():
-        k = fit_exponent([float(s) for s in sizes], ys)
-        fmt = (lambda y: f"{y:,.0f}") if unit == "MB" or max(ys) >= 100 else (lambda y: f"{y:,.2f}")
-        # Extrapolated from the largest measured size with the fitted exponent: an estimate, stated as such.
-        ext = ["", ""] if k is None or ys[-1] <= 0 else [
-            f"*{fmt(ys[-1] * (target / sizes[-1]) ** k)}*" for target in (1_000_000, 100_000_000)]
-        lines.append(f"| {label} ({unit}) | " + " | ".join(fmt(y) for y in ys)
-                     + f" | {'' if k is None else f'{k:.2f}'} | {ext[0]} | {ext[1]} |")
+    lines = ["Embedded index (the default backend):", "", *cost_table(sizes, series(results))]
     lines.append("| planted questions (sample / written) | "
                  + " | ".join(f"{r['sample_questions']} / {r['synth']['counts']['questions']:,}" for r in results)
                  + " | | | |")
@@ -374,24 +415,21 @@ def report(out: Path, png: Path) -> str:
                  + " | | | |")
     lines.append("| entities | " + " | ".join(f"{r['build']['counts'].get('entities', 0):,}" for r in results)
                  + " | | | |")
+    lance = with_lance(results)
+    if lance:
+        lines += ["", "The same index exported to LanceDB (`gearag export`), queried through it:", "",
+                  *cost_table([r["passages"] for r in lance], lance_series(lance))]
     rec = ["", "| recall on the planted sample (R@5 / R@15) | " + " | ".join(f"{n:,}" for n in sizes) + " |",
            "|---" * (len(sizes) + 1) + "|"]
     for m in METHODS:
         rec.append(f"| {m} | " + " | ".join(f"{r['query']['methods'][m]['R@5']} / {r['query']['methods'][m]['R@15']}"
                                             for r in results) + " |")
-    optional = []
-    for r in results:
-        for key in ("add", "lance"):
-            if isinstance(r.get(key), str):
-                optional.append(f"* {r['passages']:,}: {key} {r[key]}")
-            elif key == "add":
-                optional.append(f"* {r['passages']:,}: gearag add {r['add']['passages']:,} passages: "
-                                f"{r['add']['wall_seconds']} s, peak {r['add']['peak_rss_mb']:.0f} MB")
-            else:
-                lq = r["lance"]["query"]
-                optional.append(f"* {r['passages']:,}: lance export {r['lance']['build']['wall_seconds']} s, "
-                                f"query peak {lq['peak_rss_mb']:.0f} MB, "
-                                + ", ".join(f"{m} {lq['methods'][m]['median_ms']} ms" for m in METHODS))
+        if lance:
+            rec.append(f"| {m} (Lance) | " + " | ".join(
+                f"{r['lance']['query']['methods'][m]['R@5']} / {r['lance']['query']['methods'][m]['R@15']}"
+                if r in lance else "—" for r in results) + " |")
+    optional = [f"* {r['passages']:,}: {key} {r[key]}" for r in results for key in ("add", "lance")
+                if isinstance(r.get(key), str)]
     hot = ["", "Where a query's time goes (own time by function, 20 questions, profiled apart from the timed run):", ""]
     for r in results:
         for m, rows in (r.get("profile") or {}).items():
