@@ -24,7 +24,7 @@ the same arrays (tested), so rankings are identical.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,15 +96,21 @@ class PreparedGraph:
     n_usable: int | None = None
     #: passage × entity mention edges: only the entity-only graph's scores read them (never stored).
     mentions: sparse.csr_matrix | None = field(default=None, repr=False)
+    #: Set by ``build(hash_names=False)`` (``names`` then holds none): the ids whose keys go into the names,
+    #: hashed by :meth:`hash_names` once the caller has written and let go of the transition.
+    unhashed: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, arrays: GraphArrays, config: PassageGraphConfig, earlier: Earlier | None = None) -> PreparedGraph:
+    def build(cls, arrays: GraphArrays, config: PassageGraphConfig, earlier: Earlier | None = None,
+              hash_names: bool = True) -> PreparedGraph:
         """Derive the arrays from the index's graph arrays under ``config`` (the edges of
         :mod:`gearag.graph.passage_graph`'s module docstring).
 
         ``earlier``: the prepared graph of an index these arrays only add to (an
         add's previous generation), whose hashed names are extended instead of
-        hashing every key again; the result is the same either way.
+        hashing every key again; the result is the same either way. Keys to hash
+        (no ``earlier``, or it declined) are left to :meth:`hash_names` when
+        ``hash_names`` is False.
         """
         from gearag.graph.ppr import PageRankOperator
 
@@ -138,14 +144,23 @@ class PreparedGraph:
             else:  # the entity-only graph: small (entities only), made the plain way
                 operator = PageRankOperator(_relations(arrays, config), dtype=np.float32, columns=True)
                 columns, dangling = Csr.of(operator.columns), operator.dangling
+        unhashed = None
         if extended is not None:
             names, n_usable = extended
         else:
             ids = np.flatnonzero(_usable(res.keys) & counted)
-            names, n_usable = HashedNames.from_keys([res.keys[i] for i in ids.tolist()], ids), len(ids)
+            if hash_names:
+                names, n_usable = _hashed(res.keys, ids), len(ids)
+            else:
+                names, n_usable, unhashed = HashedNames.from_keys([], np.zeros(0, np.int64)), None, ids
         return cls(n_passages, n_entities, settings_of(config), columns, dangling, specificity,
                    Csr.of(about), res.triple_ends, names, res.n_mention_keys, n_usable,
-                   mentions if not config.passage_nodes else None)
+                   mentions if not config.passage_nodes else None, unhashed)
+
+    def hash_names(self, keys: Sequence[str]) -> None:
+        """Hash the keys ``build(hash_names=False)`` left (``keys``: the resolution's, by entity id)."""
+        if self.unhashed is not None:
+            self.names, self.n_usable, self.unhashed = _hashed(keys, self.unhashed), len(self.unhashed), None
 
     def serves(self, config: PassageGraphConfig) -> bool:
         """Whether these arrays are the ones ``config`` would prepare."""
@@ -326,11 +341,28 @@ def _normalised_rows(m: sparse.csr_matrix, shift: int) -> tuple[np.ndarray, np.n
 def write_prepared(writer: IndexWriter, graph_dir: str, arrays: GraphArrays, config: PassageGraphConfig,
                    earlier: Earlier | None = None) -> None:
     """Prepare ``arrays`` under ``config`` (extending ``earlier``'s names, :meth:`PreparedGraph.build`) and store
-    them under ``<graph_dir>/prepared/`` of an index being written."""
-    prepared = PreparedGraph.build(arrays, config, earlier)
-    writer.write_json(f"{graph_dir}/{PREPARED}/prepared.json", prepared.meta())
+    them under ``<graph_dir>/prepared/`` of an index being written.
+
+    Names that are hashed, not extended (a build, a first add), are hashed after the other arrays are written
+    and the transition let go: the two no longer add up at a growable build's graph-stage peak.
+    """
+    rel = f"{graph_dir}/{PREPARED}"
+    prepared = PreparedGraph.build(arrays, config, earlier, hash_names=False)
+    later = prepared.unhashed is not None
     for name, array in prepared.files().items():
-        writer.write_array(f"{graph_dir}/{PREPARED}/{name}", np.asarray(array))
+        if not (later and name.startswith("names_")):
+            writer.write_array(f"{rel}/{name}", np.asarray(array))
+    if later:
+        prepared.columns = Csr(*(np.zeros(0) for _ in Csr._fields))  # written: the transition is let go
+        prepared.hash_names(arrays.resolution.keys)
+        for name, array in prepared.names.arrays().items():
+            writer.write_array(f"{rel}/names_{name}.npy", np.asarray(array))
+    writer.write_json(f"{rel}/prepared.json", prepared.meta())
+
+
+def _hashed(keys: Sequence[str], ids: np.ndarray) -> HashedNames:
+    """The names of the keys ``ids`` (usable keys of counted entities), hashed."""
+    return HashedNames.from_keys([keys[i] for i in ids.tolist()], ids)
 
 
 def readable(meta: dict[str, Any]) -> bool:
