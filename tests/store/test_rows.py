@@ -217,3 +217,27 @@ def test_an_index_stores_its_row_offsets_and_loading_reads_them(tiny_index, tmp_
         fh.write(b'{"id": "x", "title": "X", "text": "x"}\n')
     with pytest.raises(IndexFormatError, match=r"passages\.jsonl: its stored row offsets do not fit"):
         JsonlRows(copy / "passages.jsonl", passage_of_record, np.load(copy / offsets_rel("passages.jsonl")))
+
+
+def test_facts_and_rows_at_read_many_rows_together(tmp_path: Path) -> None:
+    from gearag.model import Fact
+    from gearag.store.rows import rows_at
+
+    rows = [["s0", "p0", "o0"], ["s1", "p1", "o1"], ["s2", "p2", "o2"]]
+    view = TripleTable.of_rows(JsonlRows(_write(tmp_path / "t.jsonl", rows), triple_of_record), np.arange(3))
+    columns = TripleTable(["s0", "s1", "s2"], ["p0", "p1", "p2"], ["o0", "o1", "o2"], np.arange(3))
+    for table in (view, columns):
+        assert table.facts([2, 0]) == [Fact("s2", "p2", "o2", 2), Fact("s0", "p0", "o0", 0)]
+        assert table.facts(range(1, 2)) == [Fact("s1", "p1", "o1", 1)] and table.facts([]) == []
+
+    calls: list[list[int]] = []
+
+    class Batched(list):  # a sequence that reads many rows at once (as a Lance column does)
+        def take_rows(self, at: list[int]) -> list[str]:
+            calls.append(at)
+            return [self[i] for i in at]
+
+    batched = Batched(["a", "b", "c"])
+    assert rows_at(batched, np.array([2, 0, 2])) == ["c", "a", "c"] and calls == [[2, 0, 2]]
+    assert rows_at(batched, []) == [] and len(calls) == 1
+    assert rows_at(["a", "b"], (1, 0)) == ["b", "a"]
