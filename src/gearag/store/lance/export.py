@@ -284,6 +284,7 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
 def _export(index: Index, loc: Location, config: ExportConfig,
             progress: Callable[[str], None] | None) -> dict[str, Any]:
     import pyarrow as pa
+    from lancedb.index import BTree
 
     index_dir = index.path
     say = progress or (lambda _msg: None)
@@ -309,6 +310,9 @@ def _export(index: Index, loc: Location, config: ExportConfig,
                 tbl.create_fts_index("tokens", use_tantivy=False, base_tokenizer="whitespace", lower_case=False,
                                      stem=False, remove_stop_words=False, ascii_folding=False,
                                      with_position=False, replace=True)
+            # BM25 of a query's candidate rows filters the full-text search by ``row``: with this index the
+            # filter is a lookup, not a scan of the column (SyncGE at 1M: ~210 of its ~255 ms per query).
+            tbl.create_index("row", config=BTree())
             ann = len(coll) >= config.ann_min_rows
             if ann:
                 say(f"table {collection_table(name)}: {config.ann_index.replace('_', '-').upper()} vector index")
