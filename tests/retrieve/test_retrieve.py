@@ -86,6 +86,20 @@ def test_top_k_keep_zero() -> None:
     assert [h.idx for h in top_k(scores, 4)] == [1, 3, 0, 2]
 
 
+def test_top_k_is_the_sorted_ranking_with_ties_by_row() -> None:
+    """Against the definition (sort by score, then row; keep_zero=False drops rows not above 0), on many small
+    vectors full of ties and zeros, collection kept."""
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        scores = rng.choice([-1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 2.5], int(rng.integers(0, 40))).astype(np.float32)
+        k = int(rng.integers(0, 45))
+        ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: max(k, 0)]
+        for keep_zero in (True, False):
+            want = [i for i in ranked if keep_zero or scores[i] > 0]
+            got = top_k(scores, k, keep_zero=keep_zero, collection="triples")
+            assert [h.idx for h in got] == want and all(h.collection == "triples" for h in got)
+
+
 def test_top_k_negative_scores() -> None:
     assert [h.idx for h in top_k(np.array([-3.0, -1.0, -2.0]), 2)] == [1, 2]
 
