@@ -171,18 +171,6 @@ def test_bm25_hand_computed_idf_order() -> None:
     assert r.retrieve("apple", 1)[0].idx == 2
 
 
-def test_bm25_scores_are_bm25s_scores_bit_for_bit() -> None:
-    """The retriever adds each term's postings itself (faster than bm25s's np.add.at): the same float32
-    scores as ``get_scores``, a repeated query term counted twice, unknown terms dropped."""
-    docs = ["the red apple fell", "a green apple and a red pear", "pears fall", "red red red", "nothing here"]
-    model = build_bm25(docs)
-    r = BM25Retriever(model)
-    for query in ("red apple", "red red pear", "apple unknownword", "zzz", "fall pears red apple green"):
-        tokens = [t for t in tokenize([query])[0] if t in model.vocab_dict]
-        expected = np.asarray(model.get_scores(tokens), dtype=np.float32) if tokens else np.zeros(len(docs))
-        assert np.array_equal(r.scores(query), expected), query
-
-
 def test_dense_scores_are_cosines(tiny_index: Index) -> None:
     r = make_retriever(tiny_index, "dense")
     hits = r.retrieve("basketball", len(tiny_index.passages))
