@@ -357,22 +357,26 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     if len(lance) > 1:
         curves.append(([r["passages"] for r in lance], lance_series(lance), "--"))
     panels = [("Build time (s)", ["build wall (process)", "stage extract", "stage graph", "stage resolve",
-                                  "stage bm25", "stage embed", "stage write", "lance export wall"]),
+                                  "stage bm25", "stage embed", "stage write", "lance export wall",
+                                  "first gearag add"]),
               ("Memory and disk (MB)", ["build peak RSS", "query process peak RSS", "index on disk",
                                         "lance query process peak RSS", "lance on disk"]),
               ("Query latency (ms), embedded (solid) and Lance (dashed)",
                [f"{p}{m} {q}" for p in ("", "lance ") for m in METHODS for q in ("median", "p99")])]
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
-    for ax, (title, labels) in zip(axes, panels, strict=True):
+    palette = [plt.get_cmap("tab10")(i) for i in range(10)]
+    for ax, (title, wanted) in zip(axes, panels, strict=True):
+        colour: dict[str, Any] = {}  # one colour per quantity: the embedded (solid) and Lance (dashed) curves share it
         for sizes, data, style in curves:
-            for label in labels:
-                if label not in data:
-                    continue
+            for label in [x for w in wanted for x in data if x == w or (w == "first gearag add" and
+                                                                        x.startswith(w) and x.endswith("wall"))]:
                 ys = data[label][1]
                 if not all(y > 0 for y in ys):
                     continue
                 k = fit_exponent([float(s) for s in sizes], ys)
-                ax.plot(sizes, ys, style, marker="o", label=f"{label} (∝ N^{k:.2f})" if k is not None else label)
+                c = colour.setdefault(label.removeprefix("lance "), palette[len(colour) % len(palette)])
+                ax.plot(sizes, ys, style, marker="o", color=c,
+                        label=f"{label} (∝ N^{k:.2f})" if k is not None else label)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("passages")
