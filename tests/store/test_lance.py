@@ -237,6 +237,22 @@ def test_each_collection_table_indexes_its_row_column(lance: LanceIndex) -> None
         assert ["row"] in indexed and ["tokens"] in indexed, (name, indexed)
 
 
+def test_an_export_without_the_row_index_opens_with_a_warning_to_export_again(
+        lance: LanceIndex, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from gearag.store.lance import index as lance_index
+
+    with caplog.at_level(logging.WARNING, logger="gearag.store.lance.index"):
+        lance_index.open_lance_index(lance.location)
+    assert not caplog.records  # an export of this gearag says it has the index
+    real = lance_index.read_meta
+    monkeypatch.setattr(lance_index, "read_meta", lambda db, loc: {
+        k: v for k, v in real(db, loc).items() if k != lance_index.ROW_INDEX})
+    with caplog.at_level(logging.WARNING, logger="gearag.store.lance.index"):
+        older = lance_index.open_lance_index(lance.location)
+    assert older.passages[0] == lance.passages[0]
+    assert any("export the index again" in r.getMessage() for r in caplog.records)
+
+
 def test_the_offline_readers_read_their_candidates_in_a_few_takes(
         slice_index: tuple[Index, list[str]], lance: LanceIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     """SyncGE's reader and GEAR's gist read the candidate triples' fields in one take per column (one take

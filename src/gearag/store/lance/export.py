@@ -61,6 +61,8 @@ ANN_INDEXES = ("ivf_sq", "ivf_pq")
 #: Written before any other table and kept: the location is gearag's even when ``meta`` is missing.
 OWNER_TABLE = "gearag"
 ENTITIES_TABLE = "entities"
+#: Meta key: the collection tables have a scalar index on ``row`` (earlier exports scan the column).
+ROW_INDEX = "row_index"
 #: Integer arrays of the embedded layout.
 ARRAY_FILES = tuple(f for f in FIXED_FILES if f.endswith(".npy"))
 #: The integer arrays a Lance index's queries read (``files`` table). ``arrays/entity_indices.npy`` (the
@@ -334,7 +336,7 @@ def _export(index: Index, loc: Location, config: ExportConfig,
         meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "collections": tables,
                 "entities": index.graph.n_entities, "source": str(Path(index_dir).absolute()),
                 "source_identity": index.identity, "manifest": index.manifest, "files": listing,
-                "prepared": prepared}
+                "prepared": prepared, ROW_INDEX: True}
         _create(db, META_TABLE, pa.table({"meta": [json.dumps(meta)]}))
     except (OSError, RuntimeError, ValueError) as exc:
         raise store_error(loc, exc, "cannot write") from None
