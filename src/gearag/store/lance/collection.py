@@ -194,18 +194,8 @@ class LanceRows(Sequence[Any]):
         return self._as_array(values) if self.dim is not None or self.scalar else list(values)
 
     def take_rows(self, rows: Sequence[int]) -> list[Any]:
-        """Many rows in one read (:func:`gearag.store.rows.rows_at`), as indexing them one by one gives."""
-        if not len(rows):
-            return []
-        n = self.table.rows
-        at = np.asarray(rows, dtype=np.int64)
-        at = np.where(at < 0, at + n, at)
-        if at.min() < 0 or at.max() >= n:
-            raise IndexError(f"row out of range ({n} rows)")
-        values = self._fetch(at)
-        if self.dim is not None or self.scalar:
-            return [np.asarray(v, dtype=np.float32) for v in values]
-        return values
+        """Many rows in one read (:func:`gearag.store.rows.rows_at`): indexing by an array of them, as a list."""
+        return list(self[np.asarray(rows, dtype=np.int64)])
 
     def __iter__(self) -> Iterator[Any]:
         for batch in self.table.scan([self.column]):
