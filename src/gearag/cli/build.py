@@ -13,6 +13,7 @@ import typer
 from gearag.cli.common import (
     LLMBaseUrlOpt,
     LLMModelOpt,
+    _export_specs,
     _index_specs,
     _lance_specs,
     _print_json,
@@ -158,24 +159,19 @@ def info(
 
 
 @app.command()
+@with_config_options(_export_specs())
 def export(
     index_dir: Annotated[Path, typer.Argument(help="A built index directory.")],
     uri: Annotated[str, typer.Argument(help="Where to write Lance tables: a directory or s3://BUCKET/PREFIX "
                                             "(endpoint: AWS_ENDPOINT_URL or ?endpoint=URL).")],
-    overwrite: Annotated[bool, typer.Option(help="Replace a Lance index gearag wrote there.")] = False,
-    ann_min_rows: Annotated[int, typer.Option(min=1, help="Collections with at least this many rows get an "
-                                                         "IVF vector index; smaller ones are searched exactly.")]
-    = 100_000,
-    ann_index: Annotated[str, typer.Option(help="That vector index: ivf_sq (int8 scalar quantisation) or ivf_pq "
-                                                "(product quantisation: smaller, lower recall).")] = "ivf_sq",
-    ann_partitions: Annotated[int, typer.Option(min=0, help="IVF partitions per vector index (0: the square root "
-                                                       "of its rows; fewer build faster at 100M+ rows).")] = 0,
+    options: dict | None = None,
 ) -> None:
-    """Write a built index to Lance tables (extra `lance`); every command that takes an index then reads the URI."""
+    """Write a built index to Lance tables (extra `lance`), or bring such an export up to date (--update); every
+    command that takes an index then reads the URI, and `gearag serve` replicas serve an update once committed."""
+    from gearag.options import build_config
     from gearag.store.lance.export import ExportConfig, export_index
 
-    config = ExportConfig(ann_min_rows=ann_min_rows, ann_index=ann_index, ann_partitions=ann_partitions,
-                          overwrite=overwrite)
+    config = build_config(ExportConfig, options, what="gearag export")
     summary = export_index(index_dir, uri, config, progress=lambda msg: err.print(msg))
     _print_json(summary)
 

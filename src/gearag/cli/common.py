@@ -157,6 +157,13 @@ def _index_specs() -> dict[str, OptionSpec]:
     return {**option_specs(IndexConfig), **_ray_specs()}
 
 
+def _export_specs() -> dict[str, OptionSpec]:
+    """The options of ``export``: how an index is written to Lance (``ExportConfig``)."""
+    from gearag.store.lance.export import ExportConfig
+
+    return option_specs(ExportConfig)
+
+
 def _stored_specs() -> dict[str, OptionSpec]:
     """The index options of ``add``: the index's stored settings are their defaults, so no other is shown."""
     import dataclasses

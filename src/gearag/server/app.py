@@ -89,7 +89,13 @@ def _live(gearag: Gearag, settings: ServerSettings, announce: Callable[[str], No
     from gearag.store.backend import backend_of
 
     index = gearag.index
-    if backend_of(index.location) != "embedded" or not isinstance(getattr(index, "path", None), Path):
+    if backend_of(index.location) == "lance":  # a new export commits a new version of its meta table
+        from gearag.store.lance.versions import meta_version
+
+        db, where = index.db.db, index.opened_as  # type: ignore[attr-defined]  # the connection the pinned one wraps
+        return LiveGearag(gearag, lambda: Gearag.open(where, lance=settings.lance), settings.reload_seconds,
+                          index.location, announce, stamp=lambda: (meta_version(db),))
+    if not isinstance(getattr(index, "path", None), Path):
         return LiveGearag(gearag)
     root = index.path
     return LiveGearag(gearag, lambda: Gearag.open(root, lance=settings.lance), settings.reload_seconds, root,

@@ -44,6 +44,7 @@ from gearag.store.index import FIXED_FILES, Index
 from gearag.store.lance.files import FILES_TABLE, file_batches
 from gearag.store.lance.storage import (
     META_TABLE,
+    OWNER_TABLE,
     Location,
     connect,
     import_lancedb,
@@ -51,6 +52,7 @@ from gearag.store.lance.storage import (
     store_error,
     table_names,
 )
+from gearag.store.lance.versions import EXPORTED_AT, LINEAGE, VERSIONS, Appendable, appendable, lineage, prune
 
 FORMAT = "gearag-lance"
 #: 2: the integer arrays moved from ``arrays`` to the ``files`` table, with the prepared passage graph.
@@ -58,8 +60,6 @@ FORMAT_VERSION = 2
 ARRAYS_TABLE = "arrays"
 #: The vector indexes an export can build (:func:`ann_config`).
 ANN_INDEXES = ("ivf_sq", "ivf_pq")
-#: Written before any other table and kept: the location is gearag's even when ``meta`` is missing.
-OWNER_TABLE = "gearag"
 ENTITIES_TABLE = "entities"
 #: Meta key: the collection tables have a scalar index on ``row`` (earlier exports scan the column).
 ROW_INDEX = "row_index"
@@ -74,14 +74,19 @@ HELD_ARRAYS = tuple(f for f in ARRAY_FILES if f != "arrays/entity_indices.npy")
 class ExportConfig:
     """How an index is written to Lance."""
 
-    ann_min_rows: int = setting(100_000, "collections with at least this many rows get an IVF vector index")
+    ann_min_rows: int = setting(100_000, "collections with at least this many rows get an IVF vector index",
+                                min=1)
     ann_index: str = setting("ivf_sq", "the vector index of those collections: ivf_sq (int8 scalar quantisation) or "
                              "ivf_pq (product quantisation: a quarter of ivf_sq's size, lower recall)",
                              choices=ANN_INDEXES)
     ann_partitions: int = setting(0, "IVF partitions of each vector index (0: √rows; fewer make the index faster "
                                      "to build and each probe scan more rows)", min=0)
-    batch: int = setting(8192, "rows per written batch (bounds the export's extra memory)")
+    batch: int = setting(8192, "rows per written batch (bounds the export's extra memory)", min=1)
     overwrite: bool = setting(False, "replace a Lance index gearag wrote at URI (never anything else)")
+    update: bool = setting(False, "bring the Lance index gearag wrote at URI up to date: append the rows an add "
+                                  "gave the index since, write the rest anew (after a delete or compact: all of it)")
+    keep_hours: float = setting(1.0, "keep the table versions an export replaces this many hours for the replicas "
+                                     "still reading them; a later export removes them", min=0.0)
 
     def __post_init__(self) -> None:
         if self.ann_index not in ANN_INDEXES:
@@ -120,8 +125,8 @@ def _vector_type(pa: Any, dim: int) -> Any:
     return pa.list_(pa.float32(), dim)
 
 
-def _batches(index: Index, coll: Collection, batch: int, pa: Any) -> tuple[Any, Iterator[Any]]:
-    """Schema and record batches of one collection's table."""
+def _batches(index: Index, coll: Collection, batch: int, pa: Any, first: int = 0) -> tuple[Any, Iterator[Any]]:
+    """Schema and record batches of one collection's table (its rows from ``first`` on)."""
     vectors = coll.vectors
     dim = int(vectors.shape[1])
     weights = coll.weights
@@ -140,7 +145,7 @@ def _batches(index: Index, coll: Collection, batch: int, pa: Any) -> tuple[Any, 
     texts = coll.texts()
 
     def gen() -> Iterator[Any]:
-        for start in range(0, len(coll), batch):
+        for start in range(first, len(coll), batch):
             stop = min(start + batch, len(coll))
             rows = range(start, stop)
             cols: dict[str, Any] = {"row": pa.array(np.arange(start, stop, dtype=np.int64))}
@@ -250,9 +255,9 @@ def _check_target(db: Any, loc: Location, config: ExportConfig) -> None:
     if names and not names & {META_TABLE, OWNER_TABLE}:
         raise ConfigError(f"{loc}: holds tables gearag did not write ({', '.join(sorted(names)[:5])}); "
                           "not overwriting them")
-    if names and not config.overwrite:
+    if names and not (config.overwrite or config.update):
         what = "a Lance index exists" if META_TABLE in names else "an interrupted gearag export is"
-        raise ConfigError(f"{loc}: {what} there; pass --overwrite to replace it")
+        raise ConfigError(f"{loc}: {what} there; pass --update to bring it up to date or --overwrite to replace it")
 
 
 def _create(db: Any, name: str, data: Any, schema: Any = None) -> Any:
@@ -286,44 +291,44 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
 def _export(index: Index, loc: Location, config: ExportConfig,
             progress: Callable[[str], None] | None) -> dict[str, Any]:
     import pyarrow as pa
-    from lancedb.index import BTree
 
-    index_dir = index.path
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
+    now = lineage(index)
     try:
         db = connect(loc)
         _check_target(db, loc, config)
-        if META_TABLE in table_names(db):
-            db.drop_table(META_TABLE)  # first: an interrupted overwrite is never loadable
-        if OWNER_TABLE not in table_names(db):
+        names = table_names(db)
+        previous = _previous_meta(db, loc) if META_TABLE in names else None
+        if META_TABLE in names and (previous is None or VERSIONS not in previous):
+            db.drop_table(META_TABLE)  # first: it pins no versions, so an interrupted overwrite must never load
+        if OWNER_TABLE not in names:
             _create(db, OWNER_TABLE, pa.table({"written_by": ["gearag export"]}))
+        pruned = prune(db, previous, config.keep_hours) if previous is not None else 0
+        if pruned:
+            say(f"removed {pruned} table version(s) and table(s) the live export does not read")
+        if previous is not None and config.update and previous.get("source_identity") == index.identity \
+                and VERSIONS in previous:
+            say("the Lance index is up to date")
+            return _summary(loc, previous, index, t0, {"appended": {}, "up_to_date": True})
     except (OSError, RuntimeError, ValueError) as exc:
         raise store_error(loc, exc, "cannot write") from None
+    plan = appendable(previous, index, now) if config.update and previous is not None else None
+    if isinstance(plan, str):
+        say(f"exporting everything: {plan}")
+    update: dict[str, Any] = {"appended": {}} if isinstance(plan, Appendable) else {"rewritten": plan or "no export"}
     tables: dict[str, Any] = {}
+    versions: dict[str, int] = {}
     try:
         for name, coll in index.collections.items():
-            say(f"table {collection_table(name)}: {len(coll)} rows")
-            schema, batches = _batches(index, coll, config.batch, pa)
-            tbl = _create(db, collection_table(name), pa.RecordBatchReader.from_batches(schema, batches))
-            say(f"table {collection_table(name)}: full-text index")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tbl.create_fts_index("tokens", use_tantivy=False, base_tokenizer="whitespace", lower_case=False,
-                                     stem=False, remove_stop_words=False, ascii_folding=False,
-                                     with_position=False, replace=True)
-            # BM25 of a query's candidate rows filters the full-text search by ``row``: with this index the
-            # filter is a lookup, not a scan of the column (SyncGE at 1M: ~210 of its ~255 ms per query).
-            tbl.create_index("row", config=BTree())
-            ann = len(coll) >= config.ann_min_rows
-            if ann:
-                say(f"table {collection_table(name)}: {config.ann_index.replace('_', '-').upper()} vector index")
-                ann_cfg = ann_config(config.ann_index, len(coll), int(coll.vectors.shape[1]), config.ann_partitions)
-                tbl.create_index("vector", config=ann_cfg)
-            tables[name] = {"table": collection_table(name), "rows": len(coll), "ann": ann,
-                            "ann_index": config.ann_index if ann else None,
-                            "ann_partitions": ann_cfg.num_partitions if ann else None,
-                            "weights": coll.weights is not None, "spec": coll.spec.to_dict()}
+            table = collection_table(name)
+            first = plan.rows.get(name) if isinstance(plan, Appendable) else None
+            if first is not None and previous is not None:
+                tables[name] = _append(db, table, index, coll, first, previous, config, say, pa)
+                update["appended"][name] = len(coll) - first
+            else:
+                tables[name] = _write(db, table, index, coll, config, say, pa)
+            versions[table] = _version(db, table)
         say(f"table {ENTITIES_TABLE}: {index.graph.n_entities} entities")
         schema, batches = _entities(index, config.batch, pa)
         _create(db, ENTITIES_TABLE, pa.RecordBatchReader.from_batches(schema, batches))
@@ -333,16 +338,94 @@ def _export(index: Index, loc: Location, config: ExportConfig,
         say(f"table {FILES_TABLE}: {len(sources)} files memory-mapped by queries")
         listing: dict[str, Any] = {}
         _create(db, FILES_TABLE, file_batches(sources, pa, listing))
+        versions.update({t: _version(db, t) for t in (ENTITIES_TABLE, ARRAYS_TABLE, FILES_TABLE)})
         meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "collections": tables,
-                "entities": index.graph.n_entities, "source": str(Path(index_dir).absolute()),
+                "entities": index.graph.n_entities, "source": str(Path(index.path).absolute()),
                 "source_identity": index.identity, "manifest": index.manifest, "files": listing,
-                "prepared": prepared, ROW_INDEX: True}
+                "prepared": prepared, ROW_INDEX: True, VERSIONS: versions, LINEAGE: now, EXPORTED_AT: time.time()}
+        # The commit: readers follow meta, which names the versions just written (the previous meta named its own).
         _create(db, META_TABLE, pa.table({"meta": [json.dumps(meta)]}))
     except (OSError, RuntimeError, ValueError) as exc:
         raise store_error(loc, exc, "cannot write") from None
-    seconds = time.perf_counter() - t0
-    return {"uri": loc.uri, "seconds": round(seconds, 2), "tables": {n: t["table"] for n, t in tables.items()},
-            "counts": index.manifest.get("counts", {})}
+    return _summary(loc, meta, index, t0, update if config.update else None)
+
+
+def _summary(loc: Location, meta: dict[str, Any], index: Index, t0: float,
+             update: dict[str, Any] | None) -> dict[str, Any]:
+    summary = {"uri": loc.uri, "seconds": round(time.perf_counter() - t0, 2),
+               "tables": {n: t["table"] for n, t in meta["collections"].items()},
+               "counts": index.manifest.get("counts", {})}
+    return summary | {"update": update} if update is not None else summary
+
+
+def _previous_meta(db: Any, loc: Location) -> dict[str, Any] | None:
+    """The meta of the export at the location; None when it is unreadable or of another format."""
+    try:
+        return read_meta(db, loc)
+    except IndexFormatError:
+        return None
+
+
+def _version(db: Any, table: str) -> int:
+    return int(db.open_table(table).version)
+
+
+def _write(db: Any, table: str, index: Index, coll: Collection, config: ExportConfig, say: Callable[[str], None],
+           pa: Any) -> dict[str, Any]:
+    """Write one collection's table anew, with its full-text, ``row`` and (at scale) vector indexes."""
+    from lancedb.index import BTree
+
+    say(f"table {table}: {len(coll)} rows")
+    schema, batches = _batches(index, coll, config.batch, pa)
+    tbl = _create(db, table, pa.RecordBatchReader.from_batches(schema, batches))
+    say(f"table {table}: full-text index")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tbl.create_fts_index("tokens", use_tantivy=False, base_tokenizer="whitespace", lower_case=False,
+                             stem=False, remove_stop_words=False, ascii_folding=False,
+                             with_position=False, replace=True)
+    # BM25 of a query's candidate rows filters the full-text search by ``row``: with this index the
+    # filter is a lookup, not a scan of the column (SyncGE at 1M: ~210 of its ~255 ms per query).
+    tbl.create_index("row", config=BTree())
+    info = _table_info(table, coll, None, None)
+    return _vector_index(tbl, table, coll, config, info, say)
+
+
+def _append(db: Any, table: str, index: Index, coll: Collection, first: int, previous: dict[str, Any],
+            config: ExportConfig, say: Callable[[str], None], pa: Any) -> dict[str, Any]:
+    """Append rows ``first…`` of a collection to the version of its table the previous export wrote, and bring its
+    indexes up to date (Lance adds the new rows to them: the full-text statistics are then those of all rows, and
+    an IVF index files them under its trained centroids)."""
+    tbl = db.open_table(table)
+    live = previous[VERSIONS][table]
+    if tbl.version != live:
+        tbl.restore(live)  # past an interrupted export's versions
+    old = previous["collections"][coll.name]
+    if first < len(coll):
+        say(f"table {table}: appending {len(coll) - first} rows ({len(coll)} in all)")
+        schema, batches = _batches(index, coll, config.batch, pa, first)
+        tbl.add(pa.RecordBatchReader.from_batches(schema, batches))
+        say(f"table {table}: adding the new rows to its indexes")
+        tbl.to_lance().optimize.optimize_indices()
+    info = _table_info(table, coll, old.get("ann_index"), old.get("ann_partitions")) if old.get("ann") \
+        else _table_info(table, coll, None, None)
+    return _vector_index(db.open_table(table), table, coll, config, info, say)
+
+
+def _table_info(table: str, coll: Collection, ann_index: str | None, partitions: int | None) -> dict[str, Any]:
+    return {"table": table, "rows": len(coll), "ann": ann_index is not None, "ann_index": ann_index,
+            "ann_partitions": partitions, "weights": coll.weights is not None, "spec": coll.spec.to_dict()}
+
+
+def _vector_index(tbl: Any, table: str, coll: Collection, config: ExportConfig, info: dict[str, Any],
+                  say: Callable[[str], None]) -> dict[str, Any]:
+    """Train the table's IVF vector index when it has none and has reached ``ann_min_rows`` rows."""
+    if info["ann"] or len(coll) < config.ann_min_rows:
+        return info
+    say(f"table {table}: {config.ann_index.replace('_', '-').upper()} vector index")
+    ann_cfg = ann_config(config.ann_index, len(coll), int(coll.vectors.shape[1]), config.ann_partitions)
+    tbl.create_index("vector", config=ann_cfg)
+    return {**info, "ann": True, "ann_index": config.ann_index, "ann_partitions": ann_cfg.num_partitions}
 
 
 def read_meta(db: Any, loc: Location) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, HELD_ARRAYS,
 from gearag.store.lance.files import FILES_TABLE, LocalFiles, cache_root
 from gearag.store.lance.memory import limit_malloc_arenas
 from gearag.store.lance.storage import Location, connect, import_lancedb, parse_location, store_error
+from gearag.store.lance.versions import PinnedDb
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ class LanceIndex(Index):
     """An index read from Lance tables (see the module docstring for what is loaded)."""
 
     lance_location: Location
+    opened_as: str  #: the location as given to open it (an object-store URI keeps its options, e.g. the endpoint)
     db: Any
     meta: dict[str, Any]
     files: LocalFiles  #: the files memory-mapped from the local cache
@@ -165,6 +167,7 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
     except STORE_ERRORS as exc:
         raise store_error(loc, exc, "cannot open") from None
     meta = read_meta(db, loc)
+    db = PinnedDb(db, meta)  # every table at the version this export wrote, whatever a later export writes
     if not meta.get(ROW_INDEX):
         log.warning("%s: exported before gearag indexed each table's row column; it works, but the BM25 of a "
                     "query's candidates scans that column (~0.2 s a query at 1M passages): gearag export the "
@@ -217,6 +220,7 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
         identity=identity,
     )
     index.lance_location, index.db, index.meta, index.files, index.session = loc, db, meta, files, session
+    index.opened_as = str(location)
     return index
 
 

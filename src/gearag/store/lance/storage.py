@@ -26,6 +26,8 @@ from gearag.options import setting
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "az", "abfs")
 #: The table every Lance index has; its presence makes a local directory a Lance index.
 META_TABLE = "meta"
+#: Written before any other table and kept: the location is gearag's even when ``meta`` is missing.
+OWNER_TABLE = "gearag"
 INSTALL_HINT = "pip install 'gearag[lance]'"
 
 

@@ -1,0 +1,208 @@
+"""Updating a Lance export after `gearag add` (issue 14): appended rows, pinned versions, pruning, replicas.
+
+An update must rank exactly as a fresh export of the same index; a reader keeps the versions it opened;
+an update that fails halfway leaves the previous export whole. Skipped without the ``lance`` extra.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import wiki_slice
+from gearag.api import Gearag
+from gearag.config import IndexConfig
+from gearag.errors import ConfigError
+from gearag.indexing import build_index
+from gearag.indexing.incremental import add_documents, delete_documents
+from gearag.model import Passage
+from gearag.store.backend import open_index
+
+pytest.importorskip("lancedb", reason="the lance extra is not installed")
+
+from gearag.store.lance import export as export_module
+from gearag.store.lance.export import ExportConfig, export_index
+from gearag.store.lance.index import LanceIndex
+from gearag.store.lance.storage import connect, parse_location, table_names
+from gearag.store.lance.versions import VERSIONS
+
+UPDATE = ExportConfig(update=True)
+METHODS = ("bm25", "dense", "syncge", "gear")
+
+
+@pytest.fixture(scope="module")
+def corpus() -> tuple[list[Passage], list[str]]:
+    rows, questions = wiki_slice(36, 4)
+    return [Passage(f"p{i}", r["title"], r["text"]) for i, r in enumerate(rows)], [q["question"] for q in questions]
+
+
+@pytest.fixture(scope="module")
+def built(corpus: tuple[list[Passage], list[str]], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index of the first 24 passages, exported; copied by each test that changes it."""
+    root = tmp_path_factory.mktemp("update")
+    build_index(corpus[0][:24], root / "index", IndexConfig())
+    export_index(root / "index", root / "store")
+    return root
+
+
+@pytest.fixture()
+def work(built: Path, tmp_path: Path) -> Path:
+    shutil.copytree(built / "index", tmp_path / "index")
+    shutil.copytree(built / "store", tmp_path / "store")
+    return tmp_path
+
+
+def _ranked(g: Gearag, questions: list[str], method: str) -> list[list[tuple[int, float]]]:
+    return [[(h.idx, h.score) for h in g.retrieve(q, method=method, top_k=8).passages] for q in questions]
+
+
+def _versions(uri: Path) -> dict[str, list[int]]:
+    db = connect(parse_location(uri))
+    return {name: [int(v["version"]) for v in db.open_table(name).to_lance().versions()]
+            for name in table_names(db)}
+
+
+def test_an_update_appends_the_added_rows_and_ranks_as_a_fresh_export(
+        work: Path, corpus: tuple[list[Passage], list[str]]) -> None:
+    passages, questions = corpus
+    before = open_index(work / "store")
+    assert isinstance(before, LanceIndex)
+    old_fragments = {f.fragment_id for f in before.collection("passages").table.dataset.get_fragments()}
+    grown = add_documents(work / "index", passages[24:])
+    summary = export_index(work / "index", work / "store", UPDATE)
+    assert summary["update"]["appended"] == {"passages": len(passages) - 24,
+                                                 "triples": len(grown.triples) - len(before.triples)}
+    export_index(work / "index", work / "fresh")
+    updated, fresh = open_index(work / "store"), open_index(work / "fresh")
+    assert isinstance(updated, LanceIndex)
+    # The first rows are the previous export's data, not a copy of it.
+    assert old_fragments < {f.fragment_id for f in updated.collection("passages").table.dataset.get_fragments()}
+    assert list(updated.passages) == list(grown.passages)
+    assert list(updated.triples.subjects) == list(grown.triples.subjects)
+    for e in range(0, grown.graph.n_entities, 7):
+        np.testing.assert_array_equal(updated.graph.entity_triples(e), grown.graph.entity_triples(e))
+    a, b = Gearag(updated), Gearag(fresh)
+    for method in METHODS:
+        assert _ranked(a, questions, method) == _ranked(b, questions, method), method
+
+
+def test_an_update_of_an_unchanged_index_writes_nothing(work: Path) -> None:
+    versions = _versions(work / "store")
+    summary = export_index(work / "index", work / "store", UPDATE)
+    assert summary["update"] == {"appended": {}, "up_to_date": True}
+    assert _versions(work / "store") == versions
+
+
+def test_after_a_delete_an_update_writes_everything_and_says_why(
+        work: Path, corpus: tuple[list[Passage], list[str]]) -> None:
+    delete_documents(work / "index", ["p3"])
+    said: list[str] = []
+    summary = export_index(work / "index", work / "store", UPDATE, progress=said.append)
+    assert "deleted" in summary["update"]["rewritten"] and any("exporting everything" in s for s in said)
+    lance, embedded = open_index(work / "store"), open_index(work / "index")
+    assert [p.id for p in lance.passages] == [p.id for p in embedded.passages]
+    questions = corpus[1]
+    assert _ranked(Gearag(lance), questions, "syncge") == _ranked(Gearag(embedded), questions, "syncge")
+
+
+def test_a_reader_keeps_the_versions_it_opened_while_an_update_is_written(
+        work: Path, corpus: tuple[list[Passage], list[str]]) -> None:
+    passages, questions = corpus
+    reader = Gearag.open(work / "store")
+    n, ranked = len(reader.index.passages), _ranked(reader, questions, "gear")
+    add_documents(work / "index", passages[24:])
+    export_index(work / "index", work / "store", UPDATE)
+    assert len(reader.index.passages) == n and _ranked(reader, questions, "gear") == ranked
+    assert [p.id for p in reader.index.passages] == [p.id for p in passages[:24]]
+    assert len(open_index(work / "store").passages) == len(passages)
+
+
+def test_an_interrupted_update_leaves_the_previous_export_whole_and_the_next_one_completes(
+        work: Path, corpus: tuple[list[Passage], list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    passages, questions = corpus
+    before = _ranked(Gearag.open(work / "store"), questions, "syncge")
+    add_documents(work / "index", passages[24:])
+
+    def fail(*_args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(export_module, "_entities", fail)  # after the collection tables were appended to
+    with pytest.raises(Exception, match="disk full"):
+        export_index(work / "index", work / "store", UPDATE)
+    monkeypatch.undo()
+    kept = open_index(work / "store")
+    assert [p.id for p in kept.passages] == [p.id for p in passages[:24]]
+    assert _ranked(Gearag(kept), questions, "syncge") == before
+    summary = export_index(work / "index", work / "store", UPDATE)
+    assert summary["update"]["appended"]["passages"] == len(passages) - 24  # onto the previous export, once
+    assert [p.id for p in open_index(work / "store").passages] == [p.id for p in passages]
+
+
+def test_replaced_versions_go_only_after_keep_hours(work: Path, corpus: tuple[list[Passage], list[str]]) -> None:
+    passages, questions = corpus
+    add_documents(work / "index", passages[24:30])
+    export_index(work / "index", work / "store", UPDATE)
+    kept = _versions(work / "store")
+    add_documents(work / "index", passages[30:])
+    export_index(work / "index", work / "store", UPDATE)  # the first update is not an hour old: nothing goes
+    grown = _versions(work / "store")
+    assert all(set(kept[name]) <= set(grown[name]) for name in kept)
+    db = connect(parse_location(work / "store"))
+    db.create_table("c_stale", [{"x": 1}])  # a table no export lists any more (e.g. a pool the index dropped)
+    previous = open_index(work / "store")
+    assert isinstance(previous, LanceIndex)
+    summary = export_index(work / "index", work / "store", ExportConfig(update=True, keep_hours=0))
+    assert summary["update"]["up_to_date"]  # nothing to write, but what the live export does not read goes
+    pruned = _versions(work / "store")
+    assert "c_stale" not in pruned and len(pruned["meta"]) == 1
+    for name, version in previous.meta[VERSIONS].items():
+        assert pruned[name] == [version], name
+    assert _ranked(Gearag(previous), questions, "gear") == _ranked(Gearag.open(work / "store"), questions, "gear")
+    add_documents(work / "index", [Passage("extra", "Extra", "An extra passage about nothing in particular.")])
+    export_index(work / "index", work / "store", UPDATE)
+    assert len(open_index(work / "store").passages) == len(passages) + 1
+
+
+def test_update_needs_no_flag_on_an_empty_location_and_the_cli_names_it(
+        work: Path, capsys: pytest.CaptureFixture[str], corpus: tuple[list[Passage], list[str]]) -> None:
+    from gearag.cli import main
+
+    summary = export_index(work / "index", work / "new", UPDATE)
+    assert summary["update"] == {"rewritten": "no export"}
+    with pytest.raises(ConfigError, match="--update"):
+        export_index(work / "index", work / "store")
+    add_documents(work / "index", corpus[0][24:])
+    assert main(["export", str(work / "index"), str(work / "store"), "--update"]) == 0
+    captured = capsys.readouterr()
+    n = len(corpus[0]) - 24
+    assert f'"passages": {n}' in captured.out and f"appending {n} rows" in captured.err
+    assert main(["export", str(work / "index"), str(work / "store"), "--keep-hours", "-1"]) == 2
+    assert "--keep-hours" in capsys.readouterr().err
+
+
+def test_a_service_over_a_lance_export_serves_its_update(work: Path, corpus: tuple[list[Passage], list[str]]) -> None:
+    from fastapi.testclient import TestClient
+
+    from gearag.server import ServerSettings, create_app
+
+    passages, _ = corpus
+    said: list[str] = []
+    settings = ServerSettings(access_log=False, reload_seconds=1e-9)  # look at every request
+    with TestClient(create_app(Gearag.open(work / "store"), settings, announce=said.append)) as client:
+
+        def served() -> int:
+            client.get("/v1/index")  # a request: the service looks for an update
+            live = client.app.state.live  # type: ignore[attr-defined]
+            if live.opening is not None:
+                live.opening.join()
+            return int(client.get("/v1/index").json()["counts"]["passages"])
+
+        assert served() == 24
+        add_documents(work / "index", passages[24:])
+        assert served() == 24  # the index directory changed; the export did not
+        export_index(work / "index", work / "store", UPDATE)
+        assert served() == len(passages)
+        assert said == [f"index {parse_location(work / 'store').uri} updated: now serving {len(passages)} passages"]
