@@ -2,9 +2,10 @@
 
     python benchmarks/lance_update.py INDEX ADD_DIR [ADD_DIR2] --work DIR [--ann-min-rows N]
 
-INDEX: an embedded index (it is not changed: the run works on a hard-linked copy, which ``gearag add``
-only adds files to). ADD_DIR: a ``gearag synth`` corpus disjoint from the index's (``--first-copy``),
-with its ``triples.json``. Steps, each a child process (wall seconds, peak RSS from ``wait4``):
+INDEX: an embedded index (not changed: the run works on a hard-linked copy, which ``gearag add`` only
+adds files to; ``--in-place`` adds to INDEX itself). ADD_DIR: a ``gearag synth`` corpus disjoint from the
+index's (``--first-copy``), with its ``triples.json``. Steps, each a child process (wall seconds, peak RSS
+from ``wait4``):
 
 1. ``gearag export COPY LANCE`` — the full export;
 2. ``gearag add COPY ADD_DIR/corpus.jsonl --extractor openie:ADD_DIR/triples.json``;
@@ -12,7 +13,8 @@ with its ``triples.json``. Steps, each a child process (wall seconds, peak RSS f
 4. with ADD_DIR2: a second add, then ``--update --keep-hours 0``, which first removes the versions the first
    update replaced (so the disk after it is the steady state: the live export plus the one before it).
 
-The disk of LANCE is measured after each export. Results: ``DIR/lance_update.json`` and a Markdown table on stdout.
+The disk of LANCE is measured after each export, and each export's steps are kept with their start times.
+Results: ``DIR/lance_update.json`` and a Markdown table on stdout.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ from scale import dir_bytes, gearag_cmd, log, run_child
 
 def _step(argv: list[object], what: str) -> dict[str, Any]:
     log(what)
-    seconds, peak, stdout = run_child(gearag_cmd(*argv), what=what)
+    lines: list[str] = []
+    seconds, peak, stdout = run_child(gearag_cmd(*argv), what=what, stderr_lines=lines)
     out: dict[str, Any] = {"seconds": round(seconds, 1), "peak_mb": round(peak)}
+    if argv[0] == "export":  # its steps, each with the seconds since the export started
+        out["steps"] = [line.strip() for line in lines if " s  " in line]
     if stdout.strip().startswith("{"):
         out["summary"] = json.loads(stdout)
     return out
@@ -50,14 +55,18 @@ def main() -> None:
     ap.add_argument("adds", type=Path, nargs="+", help="one or two synth corpora to add")
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--ann-min-rows", type=int, default=100_000)
+    ap.add_argument("--in-place", action="store_true",
+                    help="add to INDEX itself, not to a hard-linked copy (whose new generations the original keeps "
+                         "on disk: ~4 GB an add at 1M)")
     args = ap.parse_args()
     work = args.work
-    copy, lance = work / "index", work / "lance"
-    for p in (copy, lance):
+    copy, lance = (args.index if args.in_place else work / "index"), work / "lance"
+    for p in (lance,) if args.in_place else (copy, lance):
         if p.exists():
             shutil.rmtree(p)
     work.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["cp", "-al", str(args.index), str(copy)], check=True)  # adds write new files only
+    if not args.in_place:
+        subprocess.run(["cp", "-al", str(args.index), str(copy)], check=True)  # adds write new files only
     ann = ["--ann-min-rows", args.ann_min_rows]
     result: dict[str, Any] = {"index": str(args.index), "date": time.strftime("%Y-%m-%d %H:%M"),
                               "ann_min_rows": args.ann_min_rows}

@@ -103,8 +103,9 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def run_child(argv: list[str], *, what: str) -> tuple[float, float, str]:
-    """Run a child process; its wall seconds, peak RSS in MB (``wait4``: this child only) and stdout."""
+def run_child(argv: list[str], *, what: str, stderr_lines: list[str] | None = None) -> tuple[float, float, str]:
+    """Run a child process; its wall seconds, peak RSS in MB (``wait4``: this child only) and stdout (its stderr's
+    lines are appended to ``stderr_lines`` when given)."""
     import tempfile
 
     t = time.perf_counter()
@@ -119,6 +120,8 @@ def run_child(argv: list[str], *, what: str) -> tuple[float, float, str]:
         stdout, stderr = fout.read(), ferr.read()
     if proc.returncode != 0:
         raise SystemExit(f"{what} failed (exit {proc.returncode}): {stderr.strip()[-2000:]}")
+    if stderr_lines is not None:
+        stderr_lines.extend(stderr.splitlines())
     return seconds, usage.ru_maxrss / 1024, stdout
 
 

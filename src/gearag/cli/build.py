@@ -172,7 +172,9 @@ def export(
     from gearag.store.lance.export import ExportConfig, export_index
 
     config = build_config(ExportConfig, options, what="gearag export")
-    summary = export_index(index_dir, uri, config, progress=lambda msg: err.print(msg))
+    started = time.perf_counter()
+    summary = export_index(index_dir, uri, config,  # each step with the seconds since the start
+                           progress=lambda msg: err.print(f"{time.perf_counter() - started:8.1f} s  {msg}"))
     _print_json(summary)
 
 

@@ -13,8 +13,10 @@ Tables (one Lance dataset each, under ``URI``):
   (:mod:`gearag.store.lance.files`): the integer graph arrays (triple head/tail entity, entity CSR
   offsets, triple → passage, passage → triples) and the passage graph prepared for the default query
   settings (:mod:`gearag.graph.prepared`; derived here when the index did not store one);
-* ``meta`` — one row: the source index's manifest and what the export wrote. Written last, so an
-  interrupted export has no ``meta`` and is never loaded;
+* ``meta`` — one row: the source index's manifest, what the export wrote and the version of each table
+  it wrote (:mod:`gearag.store.lance.versions`). Written last, so an interrupted export is never
+  loaded: a first export leaves no ``meta``, a later one the previous ``meta`` and the versions it
+  names. ``ExportConfig.update`` appends the rows an add gave the index instead of writing them again;
 * ``gearag`` — one row, written first and never dropped: marks the location as gearag's, so an
   interrupted export can be replaced with ``--overwrite`` while tables gearag did not write never are.
 
@@ -268,7 +270,8 @@ def _create(db: Any, name: str, data: Any, schema: Any = None) -> Any:
 
 def export_index(index_dir: str | Path, location: str | Path, config: ExportConfig = ExportConfig(),
                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Write the embedded index at ``index_dir`` to Lance tables at ``location``; returns a summary."""
+    """Write the embedded index at ``index_dir`` to Lance tables at ``location`` (or, with ``config.update``, bring
+    the export there up to date); returns a summary."""
     loc = parse_location(location)
     import_lancedb()
     index = Index.open(index_dir)  # leased: a gearag add meanwhile keeps the generation being exported
