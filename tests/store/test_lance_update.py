@@ -89,6 +89,25 @@ def test_an_update_appends_the_added_rows_and_ranks_as_a_fresh_export(
         assert _ranked(a, questions, method) == _ranked(b, questions, method), method
 
 
+def test_an_updates_rows_are_delta_indexes_until_there_are_too_many(
+        work: Path, corpus: tuple[list[Passage], list[str]]) -> None:
+    passages, questions = corpus
+    config = ExportConfig(update=True, index_deltas=1)
+
+    def segments() -> set[int]:
+        table = connect(parse_location(work / "store")).open_table("triples")
+        return {int(table.index_stats(i.name).num_indices) for i in table.list_indices()}
+
+    for stop, held in ((30, {2}), (len(passages), {1})):  # a delta, then merged with the next rows
+        add_documents(work / "index", passages[24:stop] if stop == 30 else passages[30:])
+        export_index(work / "index", work / "store", config)
+        assert segments() == held
+        export_index(work / "index", work / f"fresh{stop}")
+        a, b = Gearag.open(work / "store"), Gearag.open(work / f"fresh{stop}")
+        for method in ("bm25", "syncge"):
+            assert _ranked(a, questions, method) == _ranked(b, questions, method), (stop, method)
+
+
 def test_an_update_of_an_unchanged_index_writes_nothing(work: Path) -> None:
     versions = _versions(work / "store")
     summary = export_index(work / "index", work / "store", UPDATE)

@@ -89,6 +89,12 @@ class ExportConfig:
                                   "gave the index since, write the rest anew (after a delete or compact: all of it)")
     keep_hours: float = setting(1.0, "keep the table versions an export replaces this many hours for the replicas "
                                      "still reading them; a later export removes them", min=0.0)
+    #: Merging an update's rows into a table's indexes rewrites them (60–100 s of a 1M update; BENCHMARKS.md,
+    #: "Updating a Lance export"); a delta index holds only its rows, and searches read each delta beside the
+    #: rest (full-text scores use the statistics of all of them: the same as one index's).
+    index_deltas: int = setting(4, "an update indexes its rows as a delta of each table index; at this many "
+                                   "deltas it merges them into the index instead (rewriting it; 0: every update)",
+                                min=0)
 
     def __post_init__(self) -> None:
         if self.ann_index not in ANN_INDEXES:
@@ -408,11 +414,21 @@ def _append(db: Any, table: str, index: Index, coll: Collection, first: int, pre
         say(f"table {table}: appending {len(coll) - first} rows ({len(coll)} in all)")
         schema, batches = _batches(index, coll, config.batch, pa, first)
         tbl.add(pa.RecordBatchReader.from_batches(schema, batches))
-        say(f"table {table}: adding the new rows to its indexes")
-        tbl.to_lance().optimize.optimize_indices()
+        _index_rows(tbl, table, config.index_deltas, say)
     info = _table_info(table, coll, old.get("ann_index"), old.get("ann_partitions")) if old.get("ann") \
         else _table_info(table, coll, None, None)
     return _vector_index(db.open_table(table), table, coll, config, info, say)
+
+
+def _index_rows(tbl: Any, table: str, max_deltas: int, say: Callable[[str], None]) -> None:
+    """Add a table's new rows to its indexes: as a delta of each, or merged into it once it has ``max_deltas``."""
+    tbl.checkout_latest()  # the rows just added
+    held = max((int(tbl.index_stats(i.name).num_indices) for i in tbl.list_indices()), default=1)
+    merge = held > max_deltas  # the index and held - 1 deltas: one more would make held deltas
+    say(f"table {table}: {'merging the new rows into' if merge else 'indexing the new rows as a delta of'} "
+        f"its indexes")
+    tbl.to_lance().optimize.optimize_indices(num_indices_to_merge=held if merge else 0)
+    tbl.checkout_latest()
 
 
 def _table_info(table: str, coll: Collection, ann_index: str | None, partitions: int | None) -> dict[str, Any]:
