@@ -439,6 +439,28 @@ def test_two_replicas_read_one_index_from_s3(slice_index: tuple[Index, list[str]
     assert answers[0]["passages"] == answers[1]["passages"] and answers[0]["passages"]
 
 
+def test_an_update_on_s3_reaches_new_replicas_while_open_ones_keep_their_versions(
+        tmp_path: Path, s3_endpoint: str) -> None:
+    from gearag.indexing.incremental import add_documents
+
+    rows, questions = wiki_slice(16, 2)
+    passages = [Passage(f"u{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
+    build_index(passages[:10], tmp_path / "idx", IndexConfig())
+    uri = f"s3://gearag/updated?endpoint={s3_endpoint}"
+    export_index(tmp_path / "idx", uri)
+    serving = Gearag.open(uri)
+    before = [h.idx for h in serving.retrieve(questions[0]["question"], "syncge", 5).passages]
+    add_documents(tmp_path / "idx", passages[10:13])
+    update = ExportConfig(update=True, keep_hours=0)
+    assert export_index(tmp_path / "idx", uri, update)["update"]["appended"]["passages"] == 3
+    assert len(serving.index.passages) == 10  # its versions, while the update is live
+    assert [h.idx for h in serving.retrieve(questions[0]["question"], "syncge", 5).passages] == before
+    assert [p.id for p in Gearag.open(uri).index.passages] == [p.id for p in passages[:13]]
+    add_documents(tmp_path / "idx", passages[13:])
+    export_index(tmp_path / "idx", uri, update)  # first removes what the first export wrote and the update replaced
+    assert [p.id for p in Gearag.open(uri).index.passages] == [p.id for p in passages]
+
+
 def test_unreachable_or_missing_s3_index_is_a_quick_one_line_error(s3_endpoint: str) -> None:
     with pytest.raises(IndexFormatError, match="not a gearag Lance index") as info:
         Gearag.open(f"s3://gearag/nothing-here?endpoint={s3_endpoint}")
