@@ -45,8 +45,9 @@ class ServerSettings:
     #: One JSON access-log line per request on stderr.
     access_log: bool = setting(True, "Serve: one JSON access-log line per request (--no-access-log: off).")
     #: ``gearag add``/``delete``/``compact`` commit a new manifest; requests look for one this often.
-    reload_seconds: float = setting(2.0, "Serve: seconds between looks for an update of the index directory "
-                                         "(gearag add/delete/compact), which is then served; 0: never.", min=0)
+    reload_seconds: float = setting(2.0, "Serve: seconds between looks for an update of the index (gearag add/"
+                                         "delete/compact of a directory, export --update of a Lance location), "
+                                         "which is then served; 0: never.", min=0)
     #: How a Lance index is opened (its options are ``--lance-*``; an index directory takes none).
     lance: LanceSearchConfig = field(default_factory=LanceSearchConfig)
     #: Required on every endpoint but /health and the page itself when set; read from $GEARAG_API_KEY.
