@@ -278,19 +278,20 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Write the embedded index at ``index_dir`` to Lance tables at ``location`` (or, with ``config.update``, bring
     the export there up to date); returns a summary."""
+    t0 = time.perf_counter()
     loc = parse_location(location)
     import_lancedb()
     index = Index.open(index_dir)  # leased: a gearag add meanwhile keeps the generation being exported
     try:
         if loc.remote:  # object stores have no flock: concurrent exports to one URI are the caller's to avoid
-            return _export(index, loc, config, progress)
+            return _export(index, loc, config, progress, t0)
         from gearag.store.writer import IndexLock
 
         Path(loc.uri).parent.mkdir(parents=True, exist_ok=True)
         lock = IndexLock(Path(loc.uri))  # the build lock: two exports (or a build) never write one directory
         lock.acquire()
         try:
-            return _export(index, loc, config, progress)
+            return _export(index, loc, config, progress, t0)
         finally:
             lock.release()
     finally:
@@ -298,11 +299,10 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
 
 
 def _export(index: Index, loc: Location, config: ExportConfig,
-            progress: Callable[[str], None] | None) -> dict[str, Any]:
+            progress: Callable[[str], None] | None, t0: float) -> dict[str, Any]:
     import pyarrow as pa
 
     say = progress or (lambda _msg: None)
-    t0 = time.perf_counter()
     now = lineage(index)
     try:
         db = connect(loc)
