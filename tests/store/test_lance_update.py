@@ -171,12 +171,13 @@ def test_replaced_versions_go_only_after_keep_hours(work: Path, corpus: tuple[li
     assert all(set(kept[name]) <= set(grown[name]) for name in kept)
     db = connect(parse_location(work / "store"))
     db.create_table("c_stale", [{"x": 1}])  # a table no export lists any more (e.g. a pool the index dropped)
+    db.create_table("notes", [{"x": 1}])  # one gearag never writes: it stays
     previous = open_index(work / "store")
     assert isinstance(previous, LanceIndex)
     summary = export_index(work / "index", work / "store", ExportConfig(update=True, keep_hours=0))
     assert summary["update"]["up_to_date"]  # nothing to write, but what the live export does not read goes
     pruned = _versions(work / "store")
-    assert "c_stale" not in pruned and len(pruned["meta"]) == 1
+    assert "c_stale" not in pruned and "notes" in pruned and len(pruned["meta"]) == 1
     for name, version in previous.meta[VERSIONS].items():
         assert pruned[name] == [version], name
     assert _ranked(Gearag(previous), questions, "gear") == _ranked(Gearag.open(work / "store"), questions, "gear")

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import Index
 from gearag.store.lance.storage import META_TABLE, OWNER_TABLE, table_names
 
@@ -117,22 +118,30 @@ def appendable(previous: dict[str, Any], index: Index, now: list[dict[str, Any]]
         if bool(info.get("weights")) != (coll.weights is not None):
             return f"collection {name} changed its weights"
         old_rows = int(info["rows"])
-        if name == "passages" and old_rows != n_passages:
+        if name == PASSAGES and old_rows != n_passages:
             return "the export's passages are not its recorded sources'"
-        if name == "triples":
+        if name == TRIPLES:
             owner = index.triples.passage
             if old_rows > len(owner) or (old_rows and int(owner[old_rows - 1]) >= n_passages) or (
                     old_rows < len(owner) and int(owner[old_rows]) < n_passages):
                 return "the export's triples are not the first triples of the index"
-        elif name != "passages":
+        elif name != PASSAGES:
             return f"collection {name} is not made of appended rows"
         rows[name] = old_rows
     return Appendable(rows)
 
 
+def _written_by_export(name: str) -> bool:
+    """Whether an export writes a table of this name (its collections', ``c_<pool>``, and the graph's)."""
+    from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, FILES_TABLE
+
+    return name in (PASSAGES, TRIPLES, ENTITIES_TABLE, ARRAYS_TABLE, FILES_TABLE) or name.startswith("c_")
+
+
 def prune(db: Any, meta: dict[str, Any], keep_hours: float, now: float | None = None) -> int:
-    """Remove what the live export ``meta`` does not read, once it has been live ``keep_hours``: every other version
-    of its tables (those it replaced, and an interrupted export's), and the tables it does not list. Returns how many
+    """Remove what the live export ``meta`` does not read, once it has been live ``keep_hours``: the versions of its
+    tables before the ones it reads (those it replaced), and the tables an earlier export wrote that it does not
+    list (a table gearag never writes stays). Returns how many
     versions and tables went (0 before then, or for an export that pins nothing)."""
     versions = meta.get(VERSIONS)
     exported = meta.get(EXPORTED_AT)
@@ -142,8 +151,8 @@ def prune(db: Any, meta: dict[str, Any], keep_hours: float, now: float | None = 
         return 0
     removed = 0
     for name in table_names(db):
-        if name == OWNER_TABLE:
-            continue
+        if name == OWNER_TABLE or (name != META_TABLE and name not in versions and not _written_by_export(name)):
+            continue  # never what gearag did not write
         if name != META_TABLE and name not in versions:
             db.drop_table(name)  # written by an earlier export, read by none since this one went live
             removed += 1
