@@ -30,6 +30,7 @@ from gearag.store.lance.storage import connect, parse_location, table_names
 from gearag.store.lance.versions import VERSIONS
 
 UPDATE = ExportConfig(update=True)
+_ENTITIES = export_module._entities
 METHODS = ("bm25", "dense", "syncge", "gear")
 
 
@@ -226,3 +227,41 @@ def test_a_service_over_a_lance_export_serves_its_update(work: Path, corpus: tup
         export_index(work / "index", work / "store", UPDATE)
         assert served() == len(passages)
         assert said == [f"index {parse_location(work / 'store').uri} updated: now serving {len(passages)} passages"]
+
+
+def test_an_interrupted_export_resumes_at_the_collection_table_it_reached(
+        work: Path, corpus: tuple[list[Passage], list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    from gearag.store.lance.resume import PROGRESS_TABLE
+
+    passages, questions = corpus
+    add_documents(work / "index", passages[24:])
+    written: list[str] = []
+    write = export_module._write
+
+    def counted(db: object, table: str, *args: object) -> object:
+        written.append(table)
+        return write(db, table, *args)  # type: ignore[arg-type]
+
+    def fail(*_args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(export_module, "_write", counted)
+    monkeypatch.setattr(export_module, "_entities", fail)  # after both collection tables
+    with pytest.raises(Exception, match="disk full"):
+        export_index(work / "index", work / "new")
+    with pytest.raises(ConfigError, match=r"interrupted gearag export.*--overwrite to finish it"):
+        export_index(work / "index", work / "new")
+    pq = ExportConfig(overwrite=True, ann_index="ivf_pq")  # other settings: what was finished is not reused
+    with pytest.raises(Exception, match="disk full"):
+        export_index(work / "index", work / "new", pq)
+    assert written == ["passages", "triples"] * 2
+    monkeypatch.setattr(export_module, "_entities", _ENTITIES)
+    said: list[str] = []
+    export_index(work / "index", work / "new", pq, progress=said.append)
+    assert written == ["passages", "triples"] * 2  # kept, not written again
+    assert sum("kept from the interrupted export" in line for line in said) == 2
+    assert PROGRESS_TABLE not in table_names(connect(parse_location(work / "new")))  # committed: nothing to resume
+    export_index(work / "index", work / "fresh")
+    a, b = Gearag.open(work / "new"), Gearag.open(work / "fresh")
+    for method in METHODS:
+        assert _ranked(a, questions, method) == _ranked(b, questions, method), method

@@ -44,6 +44,7 @@ from gearag.options import setting
 from gearag.store.collection import PASSAGES, TRIPLES, Collection
 from gearag.store.index import FIXED_FILES, Index
 from gearag.store.lance.files import FILES_TABLE, file_batches
+from gearag.store.lance.resume import clear, finished, record, settings_key
 from gearag.store.lance.storage import (
     META_TABLE,
     OWNER_TABLE,
@@ -264,8 +265,11 @@ def _check_target(db: Any, loc: Location, config: ExportConfig) -> None:
         raise ConfigError(f"{loc}: holds tables gearag did not write ({', '.join(sorted(names)[:5])}); "
                           "not overwriting them")
     if names and not (config.overwrite or config.update):
-        what = "a Lance index exists" if META_TABLE in names else "an interrupted gearag export is"
-        raise ConfigError(f"{loc}: {what} there; pass --update to bring it up to date or --overwrite to replace it")
+        if META_TABLE in names:
+            raise ConfigError(f"{loc}: a Lance index exists there; pass --update to bring it up to date or "
+                              "--overwrite to replace it")
+        raise ConfigError(f"{loc}: an interrupted gearag export is there; pass --overwrite to finish it (the tables "
+                          "it finished for this index are kept) or to replace it")
 
 
 def _create(db: Any, name: str, data: Any, schema: Any = None) -> Any:
@@ -313,6 +317,7 @@ def _export(index: Index, loc: Location, config: ExportConfig,
             db.drop_table(META_TABLE)  # first: it pins no versions, so an interrupted overwrite must never load
         if OWNER_TABLE not in names:
             _create(db, OWNER_TABLE, pa.table({"written_by": ["gearag export"]}))
+        done = finished(db, index.identity, settings_key(config))  # tables an interrupted export finished
         pruned = prune(db, previous, config.keep_hours) if previous is not None else 0
         if pruned:
             say(f"removed {pruned} table version(s) and table(s) the live export does not read")
@@ -335,9 +340,14 @@ def _export(index: Index, loc: Location, config: ExportConfig,
             if first is not None and previous is not None:
                 tables[name] = _append(db, table, index, coll, first, previous, config, say, pa)
                 update["appended"][name] = len(coll) - first
+                versions[table] = _version(db, table)
+            elif table in done:
+                versions[table], tables[name] = done[table]
+                say(f"table {table}: kept from the interrupted export of this index (version {versions[table]})")
             else:
                 tables[name] = _write(db, table, index, coll, config, say, pa)
-            versions[table] = _version(db, table)
+                versions[table] = _version(db, table)
+                record(db, index.identity, settings_key(config), table, versions[table], tables[name])
         say(f"table {ENTITIES_TABLE}: {index.graph.n_entities} entities")
         schema, batches = _entities(index, config.batch, pa)
         _create(db, ENTITIES_TABLE, pa.RecordBatchReader.from_batches(schema, batches))
@@ -354,6 +364,7 @@ def _export(index: Index, loc: Location, config: ExportConfig,
                 "prepared": prepared, ROW_INDEX: True, VERSIONS: versions, LINEAGE: now, EXPORTED_AT: time.time()}
         # The commit: readers follow meta, which names the versions just written (the previous meta named its own).
         _create(db, META_TABLE, pa.table({"meta": [json.dumps(meta)]}))
+        clear(db)
     except (OSError, RuntimeError, ValueError) as exc:
         raise store_error(loc, exc, "cannot write") from None
     return _summary(loc, meta, index, t0, update if config.update else None)
