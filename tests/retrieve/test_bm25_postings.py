@@ -62,3 +62,48 @@ def test_postings_naming_a_document_the_shard_does_not_have_are_one_line() -> No
     merged = PostingsBM25([(postings, np.arange(2))])
     with pytest.raises(IndexFormatError, match="test shard: postings name documents it does not have"):
         merged.scores("film river director")
+
+
+@pytest.mark.parametrize("share", [1.0, 0.05, 1e-9])  # 1e-9: nearly every pruned search gives up
+def test_the_pruned_top_k_is_the_full_scorings_bit_for_bit(share: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rare terms, common terms and repeated tokens, shards with tombstones: the same rows, order and scores."""
+    from gearag.retrieve import bm25_maxscore
+
+    monkeypatch.setattr(PostingsBM25, "PRUNE_POSTINGS", share)
+    monkeypatch.setattr(PostingsBM25, "PRUNE_MIN_ROWS", 0)  # these shards are small
+    read_terms: list[int] = []  # per scoring of candidates: how many spans had been read whole
+    scores = bm25_maxscore._scores
+
+    def spy(postings: object, terms: object, rows: np.ndarray, read: dict) -> np.ndarray:
+        read_terms.append(len(read))
+        return scores(postings, terms, rows, read)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bm25_maxscore, "_scores", spy)
+    early = 0
+    rng = random.Random(11)
+    rare = [f"name{i}" for i in range(400)]
+
+    def text() -> str:
+        return " ".join(rng.choice(WORDS) if rng.random() < 0.7 else rng.choice(rare)
+                        for _ in range(rng.randint(2, 14)))
+
+    parts, offset, live = [], 0, []
+    for i in range(3):
+        texts = [text() for _ in range(rng.randint(150, 300))]
+        keep = np.array([i != 2 or rng.random() < 0.7 for _ in texts])
+        rows = np.where(keep, offset + np.cumsum(keep) - 1, -1)
+        offset += int(keep.sum())
+        parts.append((_shard(texts), rows))
+        live += [t for t, k in zip(texts, keep, strict=True) if k]
+    pruned = PostingsBM25(parts)
+    full = PostingsBM25(parts, prune=False)
+    queries = [text() for _ in range(150)] + [f"{rng.choice(rare)} {rng.choice(rare)} film the" for _ in range(50)]
+    queries += ["film film director", "name3 name3 name3 the", "nothing here", ""]
+    for query in queries:
+        for k in (1, 3, 10, 60):
+            read_terms.clear()
+            a, b = pruned.retrieve(query, k), full.retrieve(query, k)
+            assert [(h.idx, h.score) for h in a] == [(h.idx, h.score) for h in b], (query, k)
+            spans = sum(len(found) for _, found in pruned._terms(query))
+            early += bool(a) and bool(read_terms) and read_terms[-1] < spans  # answered before reading every term
+    assert early > 100 or share < 1.0  # the pruning answered many searches before reading every term

@@ -20,7 +20,9 @@ rounded to float32; ``tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)`` with
 ``float32(idf * tfc)``, summed in float32 over the query's tokens in order
 (a repeated token counts again, as in bm25s). Scores therefore equal those of
 a bm25s model built over the union's texts bit for bit (tested), and an add
-costs no BM25 work beyond the new shard's own postings.
+costs no BM25 work beyond the new shard's own postings. The top k of a query
+is found without adding up every posting where the rarest terms settle it
+(:mod:`gearag.retrieve.bm25_maxscore`), with the same hits.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gearag.retrieve.base import RetrieverBase, top_k
+from gearag.retrieve.bm25_maxscore import Span, Term, pruned_top_k
 
 if TYPE_CHECKING:
     from gearag.model import Hit
@@ -122,6 +125,8 @@ class _Part:
         self.offset = int(rows[0]) if len(rows) else 0
         if not self.deleted and bool((np.diff(rows) == 1).all()):
             self.doc_rows = None  # consecutive: nothing per document is kept
+        #: Live documents' union rows (ascending) and the documents, made when a pruned top k first asks.
+        self._live: tuple[np.ndarray, np.ndarray] | None = None
         indptr = np.asarray(p.indptr, dtype=np.int64)
         if self.deleted:  # live postings per term, counted chunk by chunk
             live_before = np.zeros(len(p.docs) + 1, dtype=np.int64)
@@ -143,6 +148,38 @@ class _Part:
             raise IndexFormatError(f"{self.postings.where}: postings name documents it does not have (corrupt); "
                                    "rebuild the index")
         return docs
+
+    def values_at(self, start: int, end: int, idf: np.float32, rows: np.ndarray) -> np.ndarray:
+        """Float32 scores of postings ``start:end`` (one term's) at union ``rows`` (ascending; 0 where the term is
+        not in the row), found by bisection in the term's documents: the same values :meth:`term_scores` gives."""
+        out = np.zeros(len(rows), dtype=np.float32)
+        docs, mine = self._docs_of(rows)
+        span = self.postings.docs[start:end]  # ascending documents; bisection reads a few of its pages
+        if not len(span) or not len(docs):
+            return out
+        at = np.searchsorted(span, docs.astype(span.dtype))  # one dtype: the span is not converted (copied)
+        found = at < len(span)
+        found[found] = np.asarray(span[at[found]]) == docs[found]
+        if found.any():
+            p, docs, at = self.postings, docs[found], at[found] + start
+            tf = np.asarray(p.tf[at]).astype(np.float32)
+            tfc = tf / (self.k1 * ((1 - self.b) + self.b * p.lengths(docs) / self.avg_len) + tf)
+            out[mine[found]] = (idf * tfc).astype(np.float32)
+        return out
+
+    def _docs_of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The documents of this part holding union ``rows`` (ascending), and where those rows are in ``rows``."""
+        if self.doc_rows is None:
+            docs = rows - self.offset
+            mine = np.flatnonzero((docs >= 0) & (docs < self.postings.n_docs))
+            return docs[mine], mine
+        if self._live is None:
+            live_docs = np.flatnonzero(self.doc_rows >= 0)
+            self._live = (np.asarray(self.doc_rows[live_docs], dtype=np.int64), live_docs)
+        live_rows, live_docs = self._live
+        at = np.minimum(np.searchsorted(live_rows, rows), max(len(live_rows) - 1, 0))
+        mine = np.flatnonzero(live_rows[at] == rows) if len(live_rows) else np.zeros(0, dtype=np.int64)
+        return live_docs[at[mine]], mine
 
     def term_scores(self, start: int, end: int, idf: np.float32) -> tuple[np.ndarray, np.ndarray]:
         """The union rows and float32 scores of postings ``start:end`` (one term's), live rows only.
@@ -169,10 +206,19 @@ class PostingsBM25(RetrieverBase):
     CACHE_BYTES = 64 << 20
     #: Terms with fewer postings in a shard are scored anew each time (cheaper than keeping them).
     CACHE_MIN_POSTINGS = 4096
+    #: A pruned top k gives up (every row is scored) once its candidates' postings pass this share of the rows.
+    PRUNE_POSTINGS = 0.05
+    #: Collections with fewer rows score every row: a score array over them costs a few ms, which pruning did
+    #: not beat (1M passages: 5.5 ms either way for questions; a failed attempt adds 2–3.5 ms), where over
+    #: 16.9M triples it took 27 ms against 5.4 ms pruned (BENCHMARKS.md, "BM25's top k by MaxScore").
+    PRUNE_MIN_ROWS = 2_000_000
 
     def __init__(self, parts: list[tuple[Postings, np.ndarray]], k1: float = 1.5, b: float = 0.75,
-                 collection: str = "passages") -> None:
+                 collection: str = "passages", prune: bool = True) -> None:
+        """``prune``: find the top k by :mod:`gearag.retrieve.bm25_maxscore` (the same hits; False scores every
+        row, as the tests compare)."""
         self.k1, self.b = float(k1), float(b)
+        self.prune = prune
         self.collection = collection
         self._cache: OrderedDict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cached_bytes = 0
@@ -232,18 +278,26 @@ class PostingsBM25(RetrieverBase):
                     df[term] = df.get(term, 0) + count
         return df
 
-    def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every union row for ``query`` (zeros when no term matches), as bm25s computes it."""
+    def _terms(self, query: str) -> list[Term]:
+        """The query's tokens that have postings, in order (a repeated token twice, as bm25s counts it), with
+        bm25s's lucene idf over the union's live rows, rounded to float32 as its model stores it."""
         from gearag.retrieve.bm25 import tokenize
 
-        scores = np.zeros(self.size, dtype=np.float32)
+        terms = []
         for token in tokenize([query])[0]:
             # A token not in the union's vocabulary has no postings: bm25s drops it from the query.
             df, found = self._term(token)
-            if not found:
-                continue
-            # bm25s's lucene idf over the union's live rows, rounded to float32 as its model stores it.
-            idf = np.float32(math.log(1 + (self.size - df + 0.5) / (df + 0.5)))
+            if found:
+                terms.append((np.float32(math.log(1 + (self.size - df + 0.5) / (df + 0.5))), found))
+        return terms
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every union row for ``query`` (zeros when no term matches), as bm25s computes it."""
+        return self._scores(self._terms(query))
+
+    def _scores(self, terms: list[Term]) -> np.ndarray:
+        scores = np.zeros(self.size, dtype=np.float32)
+        for idf, found in terms:
             for i, start, end in found:
                 rows, values = self._term_scores(i, start, end, idf)
                 # Rows are distinct within one term, so this is scores[rows] += values, ~1.5x faster (numpy 2.4).
@@ -251,7 +305,25 @@ class PostingsBM25(RetrieverBase):
         return scores
 
     def retrieve(self, query: str, k: int) -> list[Hit]:
-        return top_k(self.scores(query), k, keep_zero=False, collection=self.collection)
+        """The top ``k`` rows: pruned in a collection of :attr:`PRUNE_MIN_ROWS` rows or more
+        (:mod:`gearag.retrieve.bm25_maxscore`; the same hits) unless the candidates would hold more than
+        :attr:`PRUNE_POSTINGS` of the rows, else from every row's score."""
+        from gearag.model import Hit
+
+        terms = self._terms(query)
+        if self.prune and self.size >= self.PRUNE_MIN_ROWS:
+            found = pruned_top_k(self, terms, k, max(int(self.size * self.PRUNE_POSTINGS), 1))
+            if found is not None:
+                return [Hit(row, score, self.collection) for row, score in found]
+        return top_k(self._scores(terms), k, keep_zero=False, collection=self.collection)
+
+    # -- what the pruned top k reads (gearag.retrieve.bm25_maxscore.Postings) --
+    def term_scores(self, span: Span, idf: np.float32) -> tuple[np.ndarray, np.ndarray]:
+        return self._term_scores(*span, idf)
+
+    def values_at(self, span: Span, idf: np.float32, rows: np.ndarray) -> np.ndarray:
+        i, start, end = span
+        return self.parts[i].values_at(start, end, idf, rows)
 
 
 def read_postings(shard: Path, rel: str, vocab: list[str], ids: Callable[[], np.ndarray],
