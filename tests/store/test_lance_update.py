@@ -265,3 +265,15 @@ def test_an_interrupted_export_resumes_at_the_collection_table_it_reached(
     a, b = Gearag.open(work / "new"), Gearag.open(work / "fresh")
     for method in METHODS:
         assert _ranked(a, questions, method) == _ranked(b, questions, method), method
+
+
+def test_pruning_keeps_the_tables_an_interrupted_export_finished(work: Path) -> None:
+    from gearag.store.lance.versions import prune
+
+    db = connect(parse_location(work / "store"))
+    live = open_index(work / "store")
+    assert isinstance(live, LanceIndex)
+    db.create_table("c_pending", [{"x": 1}])  # a pool table an interrupted export finished (to be resumed)
+    prune(db, live.meta, keep_hours=0, resumed=frozenset({"c_pending"}))
+    assert "c_pending" in table_names(db)
+    assert prune(db, live.meta, keep_hours=0) == 1 and "c_pending" not in table_names(db)  # versions went before

@@ -318,7 +318,7 @@ def _export(index: Index, loc: Location, config: ExportConfig,
         if OWNER_TABLE not in names:
             _create(db, OWNER_TABLE, pa.table({"written_by": ["gearag export"]}))
         done = finished(db, index.identity, settings_key(config))  # tables an interrupted export finished
-        pruned = prune(db, previous, config.keep_hours) if previous is not None else 0
+        pruned = prune(db, previous, config.keep_hours, resumed=frozenset(done)) if previous is not None else 0
         if pruned:
             say(f"removed {pruned} table version(s) and table(s) the live export does not read")
         if previous is not None and config.update and previous.get("source_identity") == index.identity \

@@ -138,11 +138,12 @@ def _written_by_export(name: str) -> bool:
     return name in (PASSAGES, TRIPLES, ENTITIES_TABLE, ARRAYS_TABLE, FILES_TABLE) or name.startswith("c_")
 
 
-def prune(db: Any, meta: dict[str, Any], keep_hours: float, now: float | None = None) -> int:
+def prune(db: Any, meta: dict[str, Any], keep_hours: float, now: float | None = None,
+          resumed: frozenset[str] = frozenset()) -> int:
     """Remove what the live export ``meta`` does not read, once it has been live ``keep_hours``: the versions of its
     tables before the ones it reads (those it replaced), and the tables an earlier export wrote that it does not
-    list (a table gearag never writes stays). Returns how many
-    versions and tables went (0 before then, or for an export that pins nothing)."""
+    list (a table gearag never writes stays, and so do the ``resumed`` ones an interrupted export finished).
+    Returns how many versions and tables went (0 before then, or for an export that pins nothing)."""
     versions = meta.get(VERSIONS)
     exported = meta.get(EXPORTED_AT)
     if not isinstance(versions, dict) or not isinstance(exported, (int, float)):
@@ -154,8 +155,9 @@ def prune(db: Any, meta: dict[str, Any], keep_hours: float, now: float | None = 
         if name == OWNER_TABLE or (name != META_TABLE and name not in versions and not _written_by_export(name)):
             continue  # never what gearag did not write
         if name != META_TABLE and name not in versions:
-            db.drop_table(name)  # written by an earlier export, read by none since this one went live
-            removed += 1
+            if name not in resumed:
+                db.drop_table(name)  # written by an earlier export, read by none since this one went live
+                removed += 1
             continue
         dataset = db.open_table(name).to_lance()
         listed = [int(v["version"]) for v in dataset.versions()]
