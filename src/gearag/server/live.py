@@ -4,10 +4,10 @@ An update of an index directory commits a new root manifest (a new file,
 renamed into place); an export to a Lance location commits a new ``meta``
 table version, which names the table versions it wrote
 (:mod:`gearag.store.lance.versions`). At most every ``reload_seconds`` a
-request looks at that stamp (the manifest's inode, size and modification
-time; the ``meta`` version); when it changed, a thread opens the index again
-(0.7 s for a sharded 1M index) while requests are answered from the current
-one, and the service then answers from the new one. A call already running
+request starts a thread that looks at that stamp (the manifest's inode, size
+and modification time; the ``meta`` version) and, when it changed, opens the
+index again (0.7 s for a sharded 1M index) while requests are answered from
+the current one; the service then answers from the new one. A call already running
 keeps the index it started with: its read lease (:mod:`gearag.store.lease`)
 keeps that generation's files until the last such call drops it; a Lance
 export keeps the table versions it replaced ``--keep-hours``. An index that
@@ -50,7 +50,7 @@ def manifest_stamp(root: Path) -> Stamp | None:
 
 
 class LiveGearag:
-    """The service's :class:`Gearag`, opened again by ``reopen`` when its index directory was updated."""
+    """The service's :class:`Gearag`, opened again by ``reopen`` when its index was updated."""
 
     def __init__(self, gearag: Gearag, reopen: Callable[[], Gearag] | None = None, interval: float = 0.0,
                  root: Path | str | None = None, announce: Callable[[str], None] | None = None,

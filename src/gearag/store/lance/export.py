@@ -413,9 +413,9 @@ def _write(db: Any, table: str, index: Index, coll: Collection, config: ExportCo
 
 def _append(db: Any, table: str, index: Index, coll: Collection, first: int, previous: dict[str, Any],
             config: ExportConfig, say: Callable[[str], None], pa: Any) -> dict[str, Any]:
-    """Append rows ``first…`` of a collection to the version of its table the previous export wrote, and bring its
-    indexes up to date (Lance adds the new rows to them: the full-text statistics are then those of all rows, and
-    an IVF index files them under its trained centroids)."""
+    """Append rows ``first…`` of a collection to the version of its table the previous export wrote, and index them
+    (:func:`_index_rows`: full-text scores then use the statistics of all rows; an IVF index files the new vectors
+    under the centroids it was trained on)."""
     tbl = db.open_table(table)
     live = previous[VERSIONS][table]
     if tbl.version != live:
