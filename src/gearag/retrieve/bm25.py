@@ -6,6 +6,7 @@ README (``title + "\\n" + text``, Lucene BM25, k1 = 1.5, b = 0.75).
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ import numpy as np
 from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
 from gearag.retrieve.bm25_matrix import index_flat
+from gearag.retrieve.bm25_maxscore import PRUNE_MIN_ROWS, PRUNE_POSTINGS, ModelPostings, pruned_top_k
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
@@ -183,21 +185,49 @@ def load_bm25(directory: Path, mmap: bool = True) -> object:
 class BM25Retriever(RetrieverBase):
     """Lexical retrieval over one bm25s index."""
 
-    def __init__(self, model: object, collection: str = "passages") -> None:
+    #: When a top k is pruned (:mod:`gearag.retrieve.bm25_maxscore`, where the defaults are explained).
+    PRUNE_POSTINGS = PRUNE_POSTINGS
+    PRUNE_MIN_ROWS = PRUNE_MIN_ROWS
+
+    def __init__(self, model: object, collection: str = "passages", prune: bool = True) -> None:
+        """``prune``: find the top k by MaxScore where it applies (a ``lucene`` model; the same hits)."""
         self.model = model
         self.collection = collection
         self._vocab: dict[str, int] = model.vocab_dict  # type: ignore[attr-defined]
         self.size = int(model.scores["num_docs"])  # type: ignore[attr-defined]
+        # Each entry is idf * tf / (k1 * norm + tf) < idf only for bm25s's lucene scores (bm25+ adds a delta).
+        self.prune = prune and getattr(model, "method", None) == "lucene" and getattr(
+            model, "idf_method", None) == "lucene"
+
+    def _tokens(self, query: str) -> list[str]:
+        return [t for t in tokenize([query])[0] if t in self._vocab]
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (zeros when no term matches)."""
-        tokens = [t for t in tokenize([query])[0] if t in self._vocab]
+        return self._scores(self._tokens(query))
+
+    def _scores(self, tokens: list[str]) -> np.ndarray:
         if not tokens:
             return np.zeros(self.size, dtype=np.float32)
         return np.asarray(self.model.get_scores(tokens), dtype=np.float32)  # type: ignore[attr-defined]
 
     def retrieve(self, query: str, k: int) -> list[Hit]:
-        return top_k(self.scores(query), k, keep_zero=False, collection=self.collection)
+        """The top ``k`` documents: pruned in a collection of :attr:`PRUNE_MIN_ROWS` rows or more (the same hits)
+        unless that would read more than :attr:`PRUNE_POSTINGS` of the rows in postings, else from every score."""
+        tokens = self._tokens(query)
+        if self.prune and self.size >= self.PRUNE_MIN_ROWS:
+            scores = self.model.scores  # type: ignore[attr-defined]
+            indptr, terms = scores["indptr"], []
+            for token in tokens:  # in order, a repeated token twice: as get_scores adds them
+                t = self._vocab[token]
+                start, end = int(indptr[t]), int(indptr[t + 1])
+                # bm25s's lucene idf of the term (its bound); the entries hold it already, times tf / (... + tf).
+                terms.append((np.float32(math.log(1 + (self.size - (end - start) + 0.5) / (end - start + 0.5))),
+                              [(0, start, end)]))
+            found = pruned_top_k(ModelPostings(scores), terms, k, max(int(self.size * self.PRUNE_POSTINGS), 1))
+            if found is not None:
+                return [Hit(row, score, self.collection) for row, score in found]
+        return top_k(self._scores(tokens), k, keep_zero=False, collection=self.collection)
 
     def vocabulary(self) -> dict[str, int]:
         """Every term of the model with its document frequency (for checks)."""

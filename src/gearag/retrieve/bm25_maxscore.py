@@ -30,6 +30,12 @@ from gearag.retrieve.base import top_k
 Span = tuple[int, int, int]
 #: A query token that has postings: its idf (float32, as bm25s stores it) and its spans.
 Term = tuple[np.float32, list[Span]]
+#: Collections with fewer rows score every row: a score array over them costs a few ms, which pruning did not
+#: beat (1M passages: 5.5 ms either way for questions; a failed attempt adds 2–3.5 ms), where over 16.9M
+#: triples it took 27 ms against 5.4 ms pruned (BENCHMARKS.md, "BM25's top k by MaxScore on a sharded index").
+PRUNE_MIN_ROWS = 2_000_000
+#: A pruned top k gives up (every row is scored) once the postings it read pass this share of the rows.
+PRUNE_POSTINGS = 0.05
 #: A float32 score and the float64 sums it is compared with differ by rounding, ~6e-8 per term: the bound of a
 #: row outside the candidates must fall short of the k-th best candidate's by this factor.
 MARGIN = 1e-4
@@ -107,3 +113,26 @@ def _scores(postings: Postings, terms: Sequence[Term], rows: np.ndarray,
             term[hit] = values[at[hit]]
         out += term
     return out
+
+
+class ModelPostings:
+    """A bm25s model's score matrix (by term: documents ascending, float32 scores) as :class:`Postings` (span
+    ``(0, start, end)``: one term's entries)."""
+
+    def __init__(self, scores: dict) -> None:
+        self.indices, self.data = scores["indices"], scores["data"]
+
+    def term_scores(self, span: Span, idf: np.float32) -> tuple[np.ndarray, np.ndarray]:
+        _, start, end = span
+        return np.asarray(self.indices[start:end], dtype=np.int64), np.asarray(self.data[start:end])
+
+    def values_at(self, span: Span, idf: np.float32, rows: np.ndarray) -> np.ndarray:
+        _, start, end = span
+        out = np.zeros(len(rows), dtype=np.float32)
+        docs = self.indices[start:end]
+        if not len(docs):
+            return out
+        at = np.minimum(np.searchsorted(docs, rows.astype(docs.dtype)), len(docs) - 1)
+        hit = np.asarray(docs[at]) == rows
+        out[hit] = self.data[start + at[hit]]
+        return out

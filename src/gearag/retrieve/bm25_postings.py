@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gearag.retrieve.base import RetrieverBase, top_k
-from gearag.retrieve.bm25_maxscore import Span, Term, pruned_top_k
+from gearag.retrieve.bm25_maxscore import PRUNE_MIN_ROWS, PRUNE_POSTINGS, Span, Term, pruned_top_k
 
 if TYPE_CHECKING:
     from gearag.model import Hit
@@ -206,12 +206,9 @@ class PostingsBM25(RetrieverBase):
     CACHE_BYTES = 64 << 20
     #: Terms with fewer postings in a shard are scored anew each time (cheaper than keeping them).
     CACHE_MIN_POSTINGS = 4096
-    #: A pruned top k gives up (every row is scored) once its candidates' postings pass this share of the rows.
-    PRUNE_POSTINGS = 0.05
-    #: Collections with fewer rows score every row: a score array over them costs a few ms, which pruning did
-    #: not beat (1M passages: 5.5 ms either way for questions; a failed attempt adds 2–3.5 ms), where over
-    #: 16.9M triples it took 27 ms against 5.4 ms pruned (BENCHMARKS.md, "BM25's top k by MaxScore").
-    PRUNE_MIN_ROWS = 2_000_000
+    #: When a top k is pruned (:mod:`gearag.retrieve.bm25_maxscore`, where the defaults are explained).
+    PRUNE_POSTINGS = PRUNE_POSTINGS
+    PRUNE_MIN_ROWS = PRUNE_MIN_ROWS
 
     def __init__(self, parts: list[tuple[Postings, np.ndarray]], k1: float = 1.5, b: float = 0.75,
                  collection: str = "passages", prune: bool = True) -> None:
