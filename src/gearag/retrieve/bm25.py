@@ -6,7 +6,6 @@ README (``title + "\\n" + text``, Lucene BM25, k1 = 1.5, b = 0.75).
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ import numpy as np
 from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
 from gearag.retrieve.bm25_matrix import index_flat
-from gearag.retrieve.bm25_maxscore import PRUNE_MIN_ROWS, PRUNE_POSTINGS, ModelPostings, pruned_top_k
+from gearag.retrieve.bm25_maxscore import PRUNE_MIN_ROWS, PRUNE_POSTINGS, ModelPostings, lucene_idf, pruned_top_k
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
@@ -221,9 +220,8 @@ class BM25Retriever(RetrieverBase):
             for token in tokens:  # in order, a repeated token twice: as get_scores adds them
                 t = self._vocab[token]
                 start, end = int(indptr[t]), int(indptr[t + 1])
-                # bm25s's lucene idf of the term (its bound); the entries hold it already, times tf / (... + tf).
-                terms.append((np.float32(math.log(1 + (self.size - (end - start) + 0.5) / (end - start + 0.5))),
-                              [(0, start, end)]))
+                # The term's idf (its bound): its entries hold it already, times tf / (... + tf).
+                terms.append((lucene_idf(self.size, end - start), [(0, start, end)]))
             found = pruned_top_k(ModelPostings(scores), terms, k, max(int(self.size * self.PRUNE_POSTINGS), 1))
             if found is not None:
                 return [Hit(row, score, self.collection) for row, score in found]

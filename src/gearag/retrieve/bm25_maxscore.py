@@ -19,6 +19,7 @@ and ties still break by lower row (tested against the full scoring).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -39,6 +40,22 @@ PRUNE_POSTINGS = 0.05
 #: A float32 score and the float64 sums it is compared with differ by rounding, ~6e-8 per term: the bound of a
 #: row outside the candidates must fall short of the k-th best candidate's by this factor.
 MARGIN = 1e-4
+
+
+def lucene_idf(n_docs: int, df: int) -> np.float32:
+    """bm25s's lucene idf of a term in ``df`` of ``n_docs`` documents, rounded to float32 as its model stores it
+    (the bound of the term's scores)."""
+    return np.float32(math.log(1 + (n_docs - df + 0.5) / (df + 0.5)))
+
+
+def find_sorted(haystack: np.ndarray, needles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``needles`` is in the ascending ``haystack`` (clipped to its last place) and whether it is
+    there. The needles take the haystack's dtype, so a memory-mapped haystack is bisected, not converted."""
+    if not len(haystack):
+        return np.zeros(len(needles), dtype=np.int64), np.zeros(len(needles), dtype=bool)
+    needles = needles.astype(haystack.dtype, copy=False)
+    at = np.minimum(np.searchsorted(haystack, needles), len(haystack) - 1)
+    return at, np.asarray(haystack[at]) == needles
 
 
 class Postings(Protocol):
@@ -108,8 +125,7 @@ def _scores(postings: Postings, terms: Sequence[Term], rows: np.ndarray,
                 term += postings.values_at(span, idf, rows)  # a row is in one span of a term: the rest add 0
                 continue
             span_rows, values = got
-            at = np.minimum(np.searchsorted(span_rows, rows), max(len(span_rows) - 1, 0))
-            hit = (span_rows[at] == rows) if len(span_rows) else np.zeros(len(rows), dtype=bool)
+            at, hit = find_sorted(span_rows, rows)
             term[hit] = values[at[hit]]
         out += term
     return out
@@ -129,10 +145,6 @@ class ModelPostings:
     def values_at(self, span: Span, idf: np.float32, rows: np.ndarray) -> np.ndarray:
         _, start, end = span
         out = np.zeros(len(rows), dtype=np.float32)
-        docs = self.indices[start:end]
-        if not len(docs):
-            return out
-        at = np.minimum(np.searchsorted(docs, rows.astype(docs.dtype)), len(docs) - 1)
-        hit = np.asarray(docs[at]) == rows
+        at, hit = find_sorted(self.indices[start:end], rows)
         out[hit] = self.data[start + at[hit]]
         return out

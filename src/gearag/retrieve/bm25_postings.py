@@ -27,7 +27,6 @@ is found without adding up every posting where the rarest terms settle it
 
 from __future__ import annotations
 
-import math
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
@@ -39,7 +38,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gearag.retrieve.base import RetrieverBase, top_k
-from gearag.retrieve.bm25_maxscore import PRUNE_MIN_ROWS, PRUNE_POSTINGS, Span, Term, pruned_top_k
+from gearag.retrieve.bm25_maxscore import (
+    PRUNE_MIN_ROWS,
+    PRUNE_POSTINGS,
+    Span,
+    Term,
+    find_sorted,
+    lucene_idf,
+    pruned_top_k,
+)
 
 if TYPE_CHECKING:
     from gearag.model import Hit
@@ -149,22 +156,22 @@ class _Part:
                                    "rebuild the index")
         return docs
 
+    def _entries(self, docs: np.ndarray, tf: np.ndarray, idf: np.float32) -> np.ndarray:
+        """bm25s's entries of documents ``docs`` with term frequencies ``tf``, step for step: ``tfc = tf / (k1 *
+        ((1 - b) + b * dl / avgdl) + tf)`` in float64 from float32 tf, then ``float32(idf * tfc)``."""
+        tf = np.asarray(tf).astype(np.float32)
+        tfc = tf / (self.k1 * ((1 - self.b) + self.b * self.postings.lengths(docs) / self.avg_len) + tf)
+        return (idf * tfc).astype(np.float32)
+
     def values_at(self, start: int, end: int, idf: np.float32, rows: np.ndarray) -> np.ndarray:
         """Float32 scores of postings ``start:end`` (one term's) at union ``rows`` (ascending; 0 where the term is
         not in the row), found by bisection in the term's documents: the same values :meth:`term_scores` gives."""
         out = np.zeros(len(rows), dtype=np.float32)
         docs, mine = self._docs_of(rows)
-        span = self.postings.docs[start:end]  # ascending documents; bisection reads a few of its pages
-        if not len(span) or not len(docs):
-            return out
-        at = np.searchsorted(span, docs.astype(span.dtype))  # one dtype: the span is not converted (copied)
-        found = at < len(span)
-        found[found] = np.asarray(span[at[found]]) == docs[found]
+        # The term's documents are ascending (memory-mapped): bisection reads a few of their pages.
+        at, found = find_sorted(self.postings.docs[start:end], docs)
         if found.any():
-            p, docs, at = self.postings, docs[found], at[found] + start
-            tf = np.asarray(p.tf[at]).astype(np.float32)
-            tfc = tf / (self.k1 * ((1 - self.b) + self.b * p.lengths(docs) / self.avg_len) + tf)
-            out[mine[found]] = (idf * tfc).astype(np.float32)
+            out[mine[found]] = self._entries(docs[found], self.postings.tf[at[found] + start], idf)
         return out
 
     def _docs_of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -177,21 +184,15 @@ class _Part:
             live_docs = np.flatnonzero(self.doc_rows >= 0)
             self._live = (np.asarray(self.doc_rows[live_docs], dtype=np.int64), live_docs)
         live_rows, live_docs = self._live
-        at = np.minimum(np.searchsorted(live_rows, rows), max(len(live_rows) - 1, 0))
-        mine = np.flatnonzero(live_rows[at] == rows) if len(live_rows) else np.zeros(0, dtype=np.int64)
+        at, found = find_sorted(live_rows, rows)
+        mine = np.flatnonzero(found)
         return live_docs[at[mine]], mine
 
     def term_scores(self, start: int, end: int, idf: np.float32) -> tuple[np.ndarray, np.ndarray]:
-        """The union rows and float32 scores of postings ``start:end`` (one term's), live rows only.
-
-        bm25s's entry, step for step: ``tfc = tf / (k1 * ((1 - b) + b * dl / avgdl) + tf)`` in float64
-        from float32 tf, then ``float32(idf * tfc)``.
-        """
-        p = self.postings
+        """The union rows and float32 scores (:meth:`_entries`) of postings ``start:end`` (one term's), live rows
+        only."""
         docs = self._docs(start, end)
-        tf = np.asarray(p.tf[start:end]).astype(np.float32)
-        tfc = tf / (self.k1 * ((1 - self.b) + self.b * p.lengths(docs) / self.avg_len) + tf)
-        values = (idf * tfc).astype(np.float32)
+        values = self._entries(docs, self.postings.tf[start:end], idf)
         rows = self.doc_rows[docs] if self.doc_rows is not None else docs + self.offset
         if self.deleted:
             live = rows >= 0
@@ -285,7 +286,7 @@ class PostingsBM25(RetrieverBase):
             # A token not in the union's vocabulary has no postings: bm25s drops it from the query.
             df, found = self._term(token)
             if found:
-                terms.append((np.float32(math.log(1 + (self.size - df + 0.5) / (df + 0.5))), found))
+                terms.append((lucene_idf(self.size, df), found))
         return terms
 
     def scores(self, query: str) -> np.ndarray:
