@@ -16,7 +16,8 @@ Tables (one Lance dataset each, under ``URI``):
 * ``meta`` — one row: the source index's manifest, what the export wrote and the version of each table
   it wrote (:mod:`gearag.store.lance.versions`). Written last, so an interrupted export is never
   loaded: a first export leaves no ``meta``, a later one the previous ``meta`` and the versions it
-  names. ``ExportConfig.update`` appends the rows an add gave the index instead of writing them again;
+  names. ``ExportConfig.update`` appends the rows an add gave the index instead of writing them again,
+  and an interrupted export resumes at the collection table it reached (:mod:`gearag.store.lance.resume`);
 * ``gearag`` — one row, written first and never dropped: marks the location as gearag's, so an
   interrupted export can be replaced with ``--overwrite`` while tables gearag did not write never are.
 
@@ -317,7 +318,8 @@ def _export(index: Index, loc: Location, config: ExportConfig,
             db.drop_table(META_TABLE)  # first: it pins no versions, so an interrupted overwrite must never load
         if OWNER_TABLE not in names:
             _create(db, OWNER_TABLE, pa.table({"written_by": ["gearag export"]}))
-        done = finished(db, index.identity, settings_key(config))  # tables an interrupted export finished
+        key = settings_key(config)
+        done = finished(db, index.identity, key)  # tables an interrupted export finished
         pruned = prune(db, previous, config.keep_hours, resumed=frozenset(done)) if previous is not None else 0
         if pruned:
             say(f"removed {pruned} table version(s) and table(s) the live export does not read")
@@ -347,7 +349,7 @@ def _export(index: Index, loc: Location, config: ExportConfig,
             else:
                 tables[name] = _write(db, table, index, coll, config, say, pa)
                 versions[table] = _version(db, table)
-                record(db, index.identity, settings_key(config), table, versions[table], tables[name])
+                record(db, index.identity, key, table, versions[table], tables[name])
         say(f"table {ENTITIES_TABLE}: {index.graph.n_entities} entities")
         schema, batches = _entities(index, config.batch, pa)
         _create(db, ENTITIES_TABLE, pa.RecordBatchReader.from_batches(schema, batches))
