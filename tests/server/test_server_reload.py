@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import time
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -28,11 +29,9 @@ def _index(tmp_path: Path) -> Path:
 
 
 def _state(client: TestClient) -> tuple[int, list[str]]:
-    """The served passage count and the top 3 for QUESTION, once any update the service found is open."""
-    client.get("/v1/index")  # a request: the service looks for an update
-    live = client.app.state.live  # type: ignore[attr-defined]
-    if live.opening is not None:
-        live.opening.join()
+    """The served passage count and the top 3 for QUESTION, once the service looked for an update (as its thread
+    does every ``reload_seconds``) and opened any it found."""
+    client.app.state.live.refresh()  # type: ignore[attr-defined]
     passages = client.get("/v1/index").json()["counts"]["passages"]
     found = client.post("/v1/retrieve", json={"question": QUESTION, "method": "syncge", "top_k": 3})
     assert found.status_code == 200, found.text
@@ -42,7 +41,7 @@ def _state(client: TestClient) -> tuple[int, list[str]]:
 def test_the_service_opens_an_update_of_its_index_and_lets_the_old_one_go(tmp_path: Path) -> None:
     root = _index(tmp_path)
     said: list[str] = []
-    settings = ServerSettings(access_log=False, reload_seconds=1e-9)  # look at every request
+    settings = ServerSettings(access_log=False, reload_seconds=3600)  # the test looks (refresh)
     gc.disable()  # only the service's own collection may free the old index (its objects form cycles)
     try:
         with TestClient(create_app(Gearag.open(root), settings, announce=said.append)) as client:
@@ -80,10 +79,39 @@ def test_with_reload_off_the_service_keeps_what_it_opened(tmp_path: Path) -> Non
 def test_an_update_that_does_not_open_leaves_the_service_on_the_index_it_has(tmp_path: Path) -> None:
     root = _index(tmp_path)
     said: list[str] = []
-    settings = ServerSettings(access_log=False, reload_seconds=1e-9)
+    settings = ServerSettings(access_log=False, reload_seconds=3600)
     with TestClient(create_app(Gearag.open(root), settings, announce=said.append)) as client:
         before = _state(client)
         manifest = (root / "manifest.json").read_text(encoding="utf-8")
         (root / "manifest.json").unlink()
         (root / "manifest.json").write_text(manifest.replace('"counts"', '"counts_"', 1), encoding="utf-8")
         assert _state(client) == before and said == []
+
+
+def test_a_service_with_no_requests_follows_the_updates_of_its_index(tmp_path: Path) -> None:
+    """Its own thread looks every reload_seconds: an idle replica never falls behind (a Lance export removes the
+    versions it replaced after --keep-hours, which one that only looked at requests could still be reading)."""
+    root = _index(tmp_path)
+    said: list[str] = []
+    settings = ServerSettings(access_log=False, reload_seconds=0.05)
+    with TestClient(create_app(Gearag.open(root), settings, announce=said.append)) as client:
+        live = client.app.state.live  # type: ignore[attr-defined]
+        passages = len(live.get().index.passages)
+        add_documents(root, [NEW])
+        deadline = time.monotonic() + 120  # a bound for a loaded machine, not a timing: it normally takes ~0.1 s
+        while len(live.get().index.passages) == passages and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(live.get().index.passages) == passages + 1
+        # The first add commits the index converted to shards, then the add: the service may serve both.
+        assert said[-1] == f"index {root} updated: now serving {passages + 1} passages"
+    assert live.watching is None  # the service stopped looking when it shut down
+
+
+def test_an_update_committed_while_the_service_opened_its_index_is_served(tmp_path: Path) -> None:
+    """The stamp the service compares is the one of the index it read, not of what is there once it started."""
+    root = _index(tmp_path)
+    opened = Gearag.open(root)
+    add_documents(root, [NEW])  # committed after the open, before the service starts
+    with TestClient(create_app(opened, ServerSettings(access_log=False, reload_seconds=3600))) as client:
+        passages, ids = _state(client)
+    assert passages == len(opened.index.passages) + 1 and "new-1" in ids

@@ -244,9 +244,13 @@ def test_an_export_without_the_row_index_opens_with_a_warning_to_export_again(
     with caplog.at_level(logging.WARNING, logger="gearag.store.lance.index"):
         lance_index.open_lance_index(lance.location)
     assert not caplog.records  # an export of this gearag says it has the index
-    real = lance_index.read_meta
-    monkeypatch.setattr(lance_index, "read_meta", lambda db, loc: {
-        k: v for k, v in real(db, loc).items() if k != lance_index.ROW_INDEX})
+    real = lance_index.read_meta_version
+
+    def older_meta(db: object, loc: object) -> tuple[dict[str, object], int]:
+        meta, version = real(db, loc)
+        return {k: v for k, v in meta.items() if k != lance_index.ROW_INDEX}, version
+
+    monkeypatch.setattr(lance_index, "read_meta_version", older_meta)
     with caplog.at_level(logging.WARNING, logger="gearag.store.lance.index"):
         older = lance_index.open_lance_index(lance.location)
     assert older.passages[0] == lance.passages[0]

@@ -211,14 +211,11 @@ def test_a_service_over_a_lance_export_serves_its_update(work: Path, corpus: tup
 
     passages, _ = corpus
     said: list[str] = []
-    settings = ServerSettings(access_log=False, reload_seconds=1e-9)  # look at every request
+    settings = ServerSettings(access_log=False, reload_seconds=3600)  # the test looks (refresh)
     with TestClient(create_app(Gearag.open(work / "store"), settings, announce=said.append)) as client:
 
         def served() -> int:
-            client.get("/v1/index")  # a request: the service looks for an update
-            live = client.app.state.live  # type: ignore[attr-defined]
-            if live.opening is not None:
-                live.opening.join()
+            client.app.state.live.refresh()  # type: ignore[attr-defined]  # what its thread does every interval
             return int(client.get("/v1/index").json()["counts"]["passages"])
 
         assert served() == 24
@@ -227,6 +224,24 @@ def test_a_service_over_a_lance_export_serves_its_update(work: Path, corpus: tup
         export_index(work / "index", work / "store", UPDATE)
         assert served() == len(passages)
         assert said == [f"index {parse_location(work / 'store').uri} updated: now serving {len(passages)} passages"]
+
+
+def test_a_service_serves_an_export_committed_while_it_opened(work: Path,
+                                                              corpus: tuple[list[Passage], list[str]]) -> None:
+    """The meta version it compares is the one its index was read at, not the one there once it started."""
+    from fastapi.testclient import TestClient
+
+    from gearag.server import ServerSettings, create_app
+
+    passages, _ = corpus
+    opened = Gearag.open(work / "store")
+    add_documents(work / "index", passages[24:])
+    export_index(work / "index", work / "store", UPDATE)  # committed after the open, before the service starts
+    with TestClient(create_app(opened, ServerSettings(access_log=False, reload_seconds=3600))) as client:
+        live = client.app.state.live  # type: ignore[attr-defined]
+        assert live.refresh()
+        assert live.get().index.meta_version > opened.index.meta_version  # type: ignore[attr-defined]
+        assert client.get("/v1/index").json()["counts"]["passages"] == len(passages)
 
 
 def test_an_interrupted_export_resumes_at_the_collection_table_it_reached(

@@ -44,7 +44,9 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        live.watch()  # look for updates of the index on a thread of its own
         yield
+        live.close()  # no more looks for an update
         runner.shutdown()  # uvicorn has drained in-flight requests; let any stray calls finish too
 
     app = FastAPI(title="gearag", version=__version__, description=DESCRIPTION, lifespan=lifespan)
@@ -94,7 +96,8 @@ def _live(gearag: Gearag, settings: ServerSettings, announce: Callable[[str], No
 
         db, where = index.db.db, index.opened_as  # type: ignore[attr-defined]  # the connection the pinned one wraps
         return LiveGearag(gearag, lambda: Gearag.open(where, lance=settings.lance), settings.reload_seconds,
-                          index.location, announce, stamp=lambda: (meta_version(db),))
+                          index.location, announce, stamp=lambda: meta_version(db),
+                          served=lambda opened: opened.index.meta_version)  # type: ignore[attr-defined]
     if not isinstance(getattr(index, "path", None), Path):
         return LiveGearag(gearag)
     root = index.path

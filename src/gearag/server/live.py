@@ -3,23 +3,28 @@
 An update of an index directory commits a new root manifest (a new file,
 renamed into place); an export to a Lance location commits a new ``meta``
 table version, which names the table versions it wrote
-(:mod:`gearag.store.lance.versions`). At most every ``reload_seconds`` a
-request starts a thread that looks at that stamp (the manifest's inode, size
-and modification time; the ``meta`` version) and, when it changed, opens the
+(:mod:`gearag.store.lance.versions`). Every ``reload_seconds`` a thread of
+the service's own, not a request, compares a stamp of the index at its
+location (the manifest's SHA-256; the ``meta`` table's version) with the
+stamp of the index being served (what was read when it was opened, so an
+update committed while it opened is not missed). When they differ it opens the
 index again (0.7 s for a sharded 1M index) while requests are answered from
-the current one; the service then answers from the new one. A call already running
-keeps the index it started with: its read lease (:mod:`gearag.store.lease`)
-keeps that generation's files until the last such call drops it; a Lance
-export keeps the table versions it replaced ``--keep-hours``. An index that
-fails to open (an update still writing, a damaged file) is logged and the
-service keeps the one it has, trying again after the next interval.
+the current one; the service then answers from the new one. A service with
+no requests follows too, so it never falls further behind than one interval:
+a Lance export removes the versions it replaced after ``--keep-hours``,
+which an idle replica that only looked at requests could still have been
+reading. A call already running keeps the index it started with: its read
+lease (:mod:`gearag.store.lease`) keeps that generation's files until the
+last such call drops it; a Lance export keeps the table versions it replaced
+``--keep-hours``. An index that fails to open (an update still writing, a
+damaged file) is logged and the service keeps the one it has, trying again
+after the next interval.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import os
 import threading
 import time
 import weakref
@@ -29,11 +34,12 @@ from typing import Any
 
 from gearag.api import Gearag
 from gearag.errors import GearagError
-from gearag.store.index import MANIFEST
+from gearag.store.index import manifest_identity
 
 log = logging.getLogger("gearag.server")
 
-Stamp = tuple[int, ...]
+#: What changes when an index is updated: its manifest's SHA-256 (a directory), its meta table's version (Lance).
+Stamp = str | int
 #: Seconds between collections while the previous index is still in use, and how many are tried (beyond the
 #: default 60 s time limit of a call).
 RETIRE_SECONDS = 5.0
@@ -41,12 +47,12 @@ RETIRE_TRIES = 15
 
 
 def manifest_stamp(root: Path) -> Stamp | None:
-    """(inode, size, mtime) of ``root``'s manifest: an update replaces the file, so the inode changes."""
+    """The SHA-256 of ``root``'s manifest (what ``Index.identity`` holds for the index read from it); None when it
+    cannot be read."""
     try:
-        st = os.stat(root / MANIFEST)
-    except OSError:
+        return manifest_identity(root)
+    except GearagError:
         return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 class LiveGearag:
@@ -54,55 +60,78 @@ class LiveGearag:
 
     def __init__(self, gearag: Gearag, reopen: Callable[[], Gearag] | None = None, interval: float = 0.0,
                  root: Path | str | None = None, announce: Callable[[str], None] | None = None,
-                 stamp: Callable[[], Stamp | None] | None = None) -> None:
-        """``stamp``: what changes when the index at ``root`` is updated (default: its manifest's
-        :func:`manifest_stamp`); None when it cannot be read."""
+                 stamp: Callable[[], Stamp | None] | None = None,
+                 served: Callable[[Gearag], Stamp | None] | None = None) -> None:
+        """``stamp``: the stamp of the index now at ``root`` (default: :func:`manifest_stamp`), None when it cannot
+        be read; ``served``: the stamp of an opened index, read when it was opened (default: its
+        ``index.identity``). With ``reopen``, an ``interval`` > 0 and a ``root``, :meth:`watch` starts a thread that
+        looks every ``interval`` seconds until :meth:`close`."""
         self._gearag = gearag
         self._announce = announce or log.info
         self._reopen = reopen if interval > 0 and root is not None else None
         self._interval = interval
         self._root = root
         self._look = stamp or (lambda: manifest_stamp(Path(root)) if root is not None else None)
-        self._stamp = self._look() if self._reopen is not None else None
-        self._checked = time.monotonic()
+        self._served = served or (lambda g: getattr(g.index, "identity", None) or None)
+        self._stamp = self._served(gearag)
+        if self._stamp is None and self._reopen is not None:
+            self._stamp = self._look()  # what is there now: an index opened without its stamp
         self._lock = threading.Lock()
-        #: The threads opening an update and letting the previous index go, once started (tests wait for them).
-        self.opening: threading.Thread | None = None
+        self._stop = threading.Event()
+        #: The thread letting the previous index go, once started (tests wait for it).
         self.retiring: threading.Thread | None = None
+        self.watching: threading.Thread | None = None
 
     def get(self) -> Gearag:
-        """The current index's Gearag. When ``interval`` seconds have passed a thread looks for an update (a stat of
-        the manifest; a read of the object store for a Lance export) and opens one it finds; the request and the
-        event loop never wait for either, and the update is served once open."""
-        if self._reopen is None or time.monotonic() - self._checked < self._interval:
-            return self._gearag
-        if not self._lock.acquire(blocking=False):
-            return self._gearag  # an update is being looked for or opened: answer from the current index meanwhile
-        self.opening = threading.Thread(target=self._look_and_open, name="gearag-reload", daemon=True)
-        self.opening.start()
+        """The index being served. Requests never wait for a look or an open: the update is served once open."""
         return self._gearag
 
-    def _look_and_open(self) -> None:
-        """Open the index again if its stamp changed (holding the lock the caller took) and serve it; a failure keeps
-        the current one."""
+    def watch(self) -> None:
+        """Start looking for updates every ``interval`` seconds on a thread of its own (the service has started)."""
+        if self._reopen is not None and self.watching is None:
+            self._stop = threading.Event()  # this thread's: one closed earlier stops on its own
+            self.watching = threading.Thread(target=self._watch, args=(self._stop,), name="gearag-reload",
+                                             daemon=True)
+            self.watching.start()
+
+    def close(self) -> None:
+        """Stop looking for updates (the service is shutting down)."""
+        self._stop.set()
+        self.watching = None
+
+    def refresh(self) -> bool:
+        """Look for an update now and open it; whether the index served changed. Waits for a look already
+        running."""
+        if self._reopen is None:
+            return False
+        with self._lock:
+            return self._look_and_open()
+
+    def _watch(self, stop: threading.Event) -> None:
+        while not stop.wait(self._interval):
+            self.refresh()
+
+    def _look_and_open(self) -> bool:
+        """Open the index again if its stamp changed (the caller holds the lock) and serve it; a failure keeps the
+        current one."""
+        assert self._reopen is not None
         try:
-            assert self._reopen is not None
             stamp = self._look()
             if stamp is None or stamp == self._stamp:
-                return
+                return False
             fresh = self._reopen()
         except (GearagError, OSError, RuntimeError, ValueError) as exc:
             log.warning("index %s changed but did not open (%s); still serving the previous one", self._root, exc)
-        else:
-            previous = self._gearag
-            self._gearag, self._stamp = fresh, stamp
-            self._retire(weakref.ref(previous.index))
-            del previous
-            counts = fresh.index.manifest.get("counts", {})
-            self._announce(f"index {self._root} updated: now serving {counts.get('passages', '?')} passages")
-        finally:
-            self._checked = time.monotonic()
-            self._lock.release()
+            return False
+        previous = self._gearag
+        # The stamp of what was opened, not the one just looked at: an update committed in between is seen next.
+        served = self._served(fresh)
+        self._gearag, self._stamp = fresh, stamp if served is None else served
+        self._retire(weakref.ref(previous.index))
+        del previous
+        counts = fresh.index.manifest.get("counts", {})
+        self._announce(f"index {self._root} updated: now serving {counts.get('passages', '?')} passages")
+        return True
 
     def _retire(self, index: weakref.ref[Any]) -> None:
         """Let the previous index go once no call uses it, so that its read lease goes with it and the next update

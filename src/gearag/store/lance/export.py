@@ -462,6 +462,12 @@ def _vector_index(tbl: Any, table: str, coll: Collection, config: ExportConfig, 
 
 def read_meta(db: Any, loc: Location) -> dict[str, Any]:
     """The ``meta`` row of a Lance index; a one-line IndexFormatError when it is missing or unreadable."""
+    return read_meta_version(db, loc)[0]
+
+
+def read_meta_version(db: Any, loc: Location) -> tuple[dict[str, Any], int]:
+    """The ``meta`` row of a Lance index and the version of the ``meta`` table it was read from (one read: the
+    version is the row's, whatever an export commits meanwhile)."""
     try:
         names = set(table_names(db))
     except (OSError, RuntimeError, ValueError) as exc:
@@ -470,7 +476,9 @@ def read_meta(db: Any, loc: Location) -> dict[str, Any]:
         hint = "; an interrupted export leaves none" if names else ""
         raise IndexFormatError(f"{loc}: not a gearag Lance index (no {META_TABLE} table{hint})")
     try:
-        rows = db.open_table(META_TABLE).to_arrow().column("meta").to_pylist()
+        table = db.open_table(META_TABLE)
+        version = int(table.version)
+        rows = table.to_arrow().column("meta").to_pylist()
         meta = json.loads(rows[0])
     except (OSError, RuntimeError, ValueError, KeyError, IndexError) as exc:
         raise store_error(loc, exc) from None
@@ -479,4 +487,4 @@ def read_meta(db: Any, loc: Location) -> dict[str, Any]:
     if meta.get("format_version") != FORMAT_VERSION:
         raise IndexFormatError(f"{loc}: Lance index format {meta.get('format_version')} is not supported "
                                f"(this gearag reads {FORMAT_VERSION}); export the index again")
-    return meta
+    return meta, version

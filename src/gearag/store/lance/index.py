@@ -30,7 +30,7 @@ from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpe
 from gearag.store.graph import TripleGraph
 from gearag.store.index import Index, TripleTable
 from gearag.store.lance.collection import STORE_ERRORS, LanceCollection, LanceRows, LanceSearchConfig, LanceTable
-from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, HELD_ARRAYS, ROW_INDEX, read_meta
+from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, HELD_ARRAYS, ROW_INDEX, read_meta_version
 from gearag.store.lance.files import FILES_TABLE, LocalFiles, cache_root
 from gearag.store.lance.memory import limit_malloc_arenas
 from gearag.store.lance.storage import Location, connect, import_lancedb, parse_location, store_error
@@ -102,6 +102,7 @@ class LanceIndex(Index):
     opened_as: str  #: the location as given to open it (an object-store URI keeps its options, e.g. the endpoint)
     db: Any
     meta: dict[str, Any]
+    meta_version: int  #: the version of the ``meta`` table this export was read from (``gearag serve`` watches it)
     files: LocalFiles  #: the files memory-mapped from the local cache
     session: Any  #: the LanceDB session: its index and metadata caches, bounded by the config
 
@@ -166,7 +167,7 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
         db = connect(loc, session)
     except STORE_ERRORS as exc:
         raise store_error(loc, exc, "cannot open") from None
-    meta = read_meta(db, loc)
+    meta, meta_version = read_meta_version(db, loc)
     db = PinnedDb(db, meta)  # every table at the version this export wrote, whatever a later export writes
     if not meta.get(ROW_INDEX):
         log.warning("%s: exported before gearag indexed each table's row column; it works, but the BM25 of a "
@@ -220,7 +221,7 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
         identity=identity,
     )
     index.lance_location, index.db, index.meta, index.files, index.session = loc, db, meta, files, session
-    index.opened_as = str(location)
+    index.opened_as, index.meta_version = str(location), meta_version
     return index
 
 
