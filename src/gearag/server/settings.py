@@ -44,7 +44,7 @@ class ServerSettings:
     cors_origins: str = setting("", "Serve: comma-separated CORS origins (empty: CORS off).")
     #: One JSON access-log line per request on stderr.
     access_log: bool = setting(True, "Serve: one JSON access-log line per request (--no-access-log: off).")
-    #: ``gearag add``/``delete``/``compact`` commit a new manifest; requests look for one this often.
+    #: ``gearag add``/``delete``/``compact`` commit a new manifest; the service looks for one this often.
     reload_seconds: float = setting(2.0, "Serve: seconds between looks for an update of the index (gearag add/"
                                          "delete/compact of a directory, export --update of a Lance location), "
                                          "which is then served; 0: never.", min=0)
