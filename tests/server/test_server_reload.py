@@ -98,12 +98,12 @@ def test_a_service_with_no_requests_follows_the_updates_of_its_index(tmp_path: P
         live = client.app.state.live  # type: ignore[attr-defined]
         passages = len(live.get().index.passages)
         add_documents(root, [NEW])
+        grown = f"index {root} updated: now serving {passages + 1} passages"
         deadline = time.monotonic() + 120  # a bound for a loaded machine, not a timing: it normally takes ~0.1 s
-        while len(live.get().index.passages) == passages and time.monotonic() < deadline:
+        while grown not in said and time.monotonic() < deadline:  # said once the update is served
             time.sleep(0.05)
-        assert len(live.get().index.passages) == passages + 1
         # The first add commits the index converted to shards, then the add: the service may serve both.
-        assert said[-1] == f"index {root} updated: now serving {passages + 1} passages"
+        assert said[-1] == grown and len(live.get().index.passages) == passages + 1
     assert live.watching is None  # the service stopped looking when it shut down
 
 
