@@ -54,6 +54,7 @@ def test_a_sharded_indexs_pruned_top_k_is_its_full_scorings(share: float, monkey
     """Shards, one with tombstones, rare and common terms, repeated tokens: the same rows, order and scores."""
     monkeypatch.setattr(PostingsBM25, "PRUNE_POSTINGS", share)
     monkeypatch.setattr(PostingsBM25, "PRUNE_MIN_ROWS", 0)  # these shards are small
+    monkeypatch.setattr(PostingsBM25, "PRUNE_MAX_TERMS", 99)  # long queries too
     rng = random.Random(11)
     text = _texts(rng)
     parts, offset = [], 0
@@ -74,6 +75,7 @@ def test_a_sharded_indexs_pruned_top_k_is_its_full_scorings(share: float, monkey
 def test_a_models_pruned_top_k_is_its_full_scorings(built_by: str, share: float,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(BM25Retriever, "PRUNE_MIN_ROWS", 0)
+    monkeypatch.setattr(BM25Retriever, "PRUNE_MAX_TERMS", 99)
     monkeypatch.setattr(BM25Retriever, "PRUNE_POSTINGS", share)
     rng = random.Random(5)
     text = _texts(rng)
@@ -87,3 +89,22 @@ def test_a_models_pruned_top_k_is_its_full_scorings(built_by: str, share: float,
     assert pruned.prune and not full.prune
     early = _same_top_k(pruned, full, text, rng, monkeypatch)
     assert early > 100 or share < 1.0
+
+
+def test_a_top_k_is_pruned_only_in_a_large_collection_for_a_short_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MaxScoreTopK's rule: at least PRUNE_MIN_ROWS rows and 1 to PRUNE_MAX_TERMS terms; else every row is scored
+    (and the hits are the same either way)."""
+    texts = [f"film director name{i % 40} " + " ".join(COMMON[: i % len(COMMON)]) for i in range(400)]
+    retriever = BM25Retriever(build_bm25(texts))
+    tried: list[int] = []
+    monkeypatch.setattr(bm25_maxscore, "pruned_top_k", lambda postings, terms, k, most: tried.append(len(terms)))
+    full = BM25Retriever(build_bm25(texts), prune=False)
+    short, long = "name3 film director", "name3 " + " ".join(COMMON)
+    for query in (short, long):
+        assert retriever.retrieve(query, 5) == full.retrieve(query, 5)
+    assert tried == []  # 400 rows: below PRUNE_MIN_ROWS
+    monkeypatch.setattr(BM25Retriever, "PRUNE_MIN_ROWS", len(texts))
+    for query in (short, long, "nothing here"):
+        assert retriever.retrieve(query, 5) == full.retrieve(query, 5)
+    assert tried == [3]  # the 13-term query scores every row, as does one without terms
+    assert retriever.pruning(BM25Retriever.PRUNE_MAX_TERMS) and not retriever.pruning(BM25Retriever.PRUNE_MAX_TERMS + 1)

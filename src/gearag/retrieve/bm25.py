@@ -16,7 +16,7 @@ import numpy as np
 from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
 from gearag.retrieve.bm25_matrix import index_flat
-from gearag.retrieve.bm25_maxscore import PRUNE_MIN_ROWS, PRUNE_POSTINGS, ModelPostings, lucene_idf, pruned_top_k
+from gearag.retrieve.bm25_maxscore import MaxScoreTopK, ModelPostings, lucene_idf
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
@@ -181,12 +181,8 @@ def load_bm25(directory: Path, mmap: bool = True) -> object:
     return bm25s.BM25.load(str(directory), mmap=mmap, show_progress=False)
 
 
-class BM25Retriever(RetrieverBase):
-    """Lexical retrieval over one bm25s index."""
-
-    #: When a top k is pruned (:mod:`gearag.retrieve.bm25_maxscore`, where the defaults are explained).
-    PRUNE_POSTINGS = PRUNE_POSTINGS
-    PRUNE_MIN_ROWS = PRUNE_MIN_ROWS
+class BM25Retriever(MaxScoreTopK, RetrieverBase):
+    """Lexical retrieval over one bm25s index (its top k pruned where :class:`MaxScoreTopK` says)."""
 
     def __init__(self, model: object, collection: str = "passages", prune: bool = True) -> None:
         """``prune``: find the top k by MaxScore where it applies (a ``lucene`` model; the same hits)."""
@@ -211,10 +207,10 @@ class BM25Retriever(RetrieverBase):
         return np.asarray(self.model.get_scores(tokens), dtype=np.float32)  # type: ignore[attr-defined]
 
     def retrieve(self, query: str, k: int) -> list[Hit]:
-        """The top ``k`` documents: pruned in a collection of :attr:`PRUNE_MIN_ROWS` rows or more (the same hits)
-        unless that would read more than :attr:`PRUNE_POSTINGS` of the rows in postings, else from every score."""
+        """The top ``k`` documents: pruned where :meth:`pruning` says (the same hits) unless that would read more
+        than :attr:`PRUNE_POSTINGS` of the rows in postings, else from every score."""
         tokens = self._tokens(query)
-        if self.prune and self.size >= self.PRUNE_MIN_ROWS:
+        if self.pruning(len(tokens)):
             scores = self.model.scores  # type: ignore[attr-defined]
             indptr, terms = scores["indptr"], []
             for token in tokens:  # in order, a repeated token twice: as get_scores adds them
@@ -222,7 +218,7 @@ class BM25Retriever(RetrieverBase):
                 start, end = int(indptr[t]), int(indptr[t + 1])
                 # The term's idf (its bound): its entries hold it already, times tf / (... + tf).
                 terms.append((lucene_idf(self.size, end - start), [(0, start, end)]))
-            found = pruned_top_k(ModelPostings(scores), terms, k, max(int(self.size * self.PRUNE_POSTINGS), 1))
+            found = self.pruned_top_k(ModelPostings(scores), terms, k)
             if found is not None:
                 return [Hit(row, score, self.collection) for row, score in found]
         return top_k(self._scores(tokens), k, keep_zero=False, collection=self.collection)

@@ -31,10 +31,15 @@ from gearag.retrieve.base import top_k
 Span = tuple[int, int, int]
 #: A query token that has postings: its idf (float32, as bm25s stores it) and its spans.
 Term = tuple[np.float32, list[Span]]
-#: Collections with fewer rows score every row: a score array over them costs a few ms, which pruning did not
-#: beat (1M passages: 5.5 ms either way for questions; a failed attempt adds 2–3.5 ms), where over 16.9M
-#: triples it took 27 ms against 5.4 ms pruned (BENCHMARKS.md, "BM25's top k by MaxScore on a sharded index").
-PRUNE_MIN_ROWS = 2_000_000
+#: Collections with fewer rows score every row: over 101k passages or 170k triples a score array costs under
+#: 2 ms, which pruning did not beat; over 1.7M triples it did, 0.7 against 2.1 ms a search, and over 16.9M
+#: triples 1.3 against 28 ms (BENCHMARKS.md, "Where MaxScore pays: rows and query length").
+PRUNE_MIN_ROWS = 1_000_000
+#: Queries with more terms (tokens with postings, a repeated one counted again) score every row: with many
+#: terms of similar idf the rarest terms' bound rarely beats the rest's before the postings read pass
+#: :data:`PRUNE_POSTINGS`, so the attempt is mostly lost time (1M passages, questions of 10 or more terms: 4
+#: of 114 pruned; every triple query up to 14 terms was).
+PRUNE_MAX_TERMS = 9
 #: A pruned top k gives up (every row is scored) once the postings it read pass this share of the rows.
 PRUNE_POSTINGS = 0.05
 #: A float32 score and the float64 sums it is compared with differ by rounding, ~6e-8 per term: the bound of a
@@ -56,6 +61,25 @@ def find_sorted(haystack: np.ndarray, needles: np.ndarray) -> tuple[np.ndarray, 
     needles = needles.astype(haystack.dtype, copy=False)
     at = np.minimum(np.searchsorted(haystack, needles), len(haystack) - 1)
     return at, np.asarray(haystack[at]) == needles
+
+
+class MaxScoreTopK:
+    """When a BM25 retriever finds its top k by :func:`pruned_top_k`: the defaults above, as class attributes a
+    retriever (or a test) can override."""
+
+    PRUNE_POSTINGS = PRUNE_POSTINGS
+    PRUNE_MIN_ROWS = PRUNE_MIN_ROWS
+    PRUNE_MAX_TERMS = PRUNE_MAX_TERMS
+    prune: bool  #: False: always score every row
+    size: int  #: the collection's rows
+
+    def pruning(self, n_terms: int) -> bool:
+        """Whether a query of ``n_terms`` terms is worth a pruned top k in this collection."""
+        return self.prune and self.size >= self.PRUNE_MIN_ROWS and 0 < n_terms <= self.PRUNE_MAX_TERMS
+
+    def pruned_top_k(self, postings: Postings, terms: Sequence[Term], k: int) -> list[tuple[int, float]] | None:
+        """:func:`pruned_top_k` giving up past :attr:`PRUNE_POSTINGS` of the rows (None: score every row)."""
+        return pruned_top_k(postings, terms, k, max(int(self.size * self.PRUNE_POSTINGS), 1))
 
 
 class Postings(Protocol):

@@ -38,15 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gearag.retrieve.base import RetrieverBase, top_k
-from gearag.retrieve.bm25_maxscore import (
-    PRUNE_MIN_ROWS,
-    PRUNE_POSTINGS,
-    Span,
-    Term,
-    find_sorted,
-    lucene_idf,
-    pruned_top_k,
-)
+from gearag.retrieve.bm25_maxscore import MaxScoreTopK, Span, Term, find_sorted, lucene_idf
 
 if TYPE_CHECKING:
     from gearag.model import Hit
@@ -200,16 +192,13 @@ class _Part:
         return rows, values
 
 
-class PostingsBM25(RetrieverBase):
+class PostingsBM25(MaxScoreTopK, RetrieverBase):
     """BM25 over the union of several shards' live rows, statistics merged over the shards (module docstring)."""
 
     #: Bytes of computed term scores kept for reuse (LRU): a frequent term's postings are scored once.
     CACHE_BYTES = 64 << 20
     #: Terms with fewer postings in a shard are scored anew each time (cheaper than keeping them).
     CACHE_MIN_POSTINGS = 4096
-    #: When a top k is pruned (:mod:`gearag.retrieve.bm25_maxscore`, where the defaults are explained).
-    PRUNE_POSTINGS = PRUNE_POSTINGS
-    PRUNE_MIN_ROWS = PRUNE_MIN_ROWS
 
     def __init__(self, parts: list[tuple[Postings, np.ndarray]], k1: float = 1.5, b: float = 0.75,
                  collection: str = "passages", prune: bool = True) -> None:
@@ -303,14 +292,14 @@ class PostingsBM25(RetrieverBase):
         return scores
 
     def retrieve(self, query: str, k: int) -> list[Hit]:
-        """The top ``k`` rows: pruned in a collection of :attr:`PRUNE_MIN_ROWS` rows or more
-        (:mod:`gearag.retrieve.bm25_maxscore`; the same hits) unless the candidates would hold more than
-        :attr:`PRUNE_POSTINGS` of the rows, else from every row's score."""
+        """The top ``k`` rows: pruned where :meth:`pruning` says (:mod:`gearag.retrieve.bm25_maxscore`; the same
+        hits) unless the candidates would hold more than :attr:`PRUNE_POSTINGS` of the rows, else from every row's
+        score."""
         from gearag.model import Hit
 
         terms = self._terms(query)
-        if self.prune and self.size >= self.PRUNE_MIN_ROWS:
-            found = pruned_top_k(self, terms, k, max(int(self.size * self.PRUNE_POSTINGS), 1))
+        if self.pruning(len(terms)):
+            found = self.pruned_top_k(self, terms, k)
             if found is not None:
                 return [Hit(row, score, self.collection) for row, score in found]
         return top_k(self._scores(terms), k, keep_zero=False, collection=self.collection)
