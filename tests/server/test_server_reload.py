@@ -15,7 +15,7 @@ from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, delete_documents
 from gearag.model import Passage
 from gearag.server import ServerSettings, create_app
-from gearag.store.index import read_manifest
+from gearag.store.index import manifest_identity, read_manifest
 from gearag.store.lease import held_by_reader, lease_name
 
 NEW = Passage("new-1", "Quillmoor Abbey", "Quillmoor Abbey is a ruined abbey founded by the hermit Osric Penhallow.")
@@ -53,6 +53,10 @@ def test_the_service_opens_an_update_of_its_index_and_lets_the_old_one_go(tmp_pa
             grown, ids = _state(client)
             assert grown == passages + 1 and "new-1" in ids
             assert said == [f"index {root} updated: now serving {passages + 1} passages"]
+            served = client.get("/v1/index").json()["served"]
+            assert served["reloads"] == 1 and served["failures"] == 0 and served["last_error"] is None
+            assert served["stamp"] == manifest_identity(root) and served["looked_at"] is not None
+            assert "gearag_index_reloads 1.0" in client.get("/metrics").text
             live = client.app.state.live  # type: ignore[attr-defined]
             if live.retiring is not None:
                 live.retiring.join()
@@ -74,6 +78,8 @@ def test_with_reload_off_the_service_keeps_what_it_opened(tmp_path: Path) -> Non
         before = _state(client)
         add_documents(root, [NEW])  # the old generation's files stay for it (its read lease)
         assert _state(client) == before
+        served = client.get("/v1/index").json()["served"]
+        assert served["reload_seconds"] == 0 and served["looked_at"] is None and served["reloads"] == 0
 
 
 def test_an_update_that_does_not_open_leaves_the_service_on_the_index_it_has(tmp_path: Path) -> None:
@@ -86,6 +92,9 @@ def test_an_update_that_does_not_open_leaves_the_service_on_the_index_it_has(tmp
         (root / "manifest.json").unlink()
         (root / "manifest.json").write_text(manifest.replace('"counts"', '"counts_"', 1), encoding="utf-8")
         assert _state(client) == before and said == []
+        served = client.get("/v1/index").json()["served"]  # an operator sees why the service did not move
+        assert served["reloads"] == 0 and served["failures"] == 1 and "counts" in served["last_error"]
+        assert "gearag_index_reload_failures 1.0" in client.get("/metrics").text
 
 
 def test_a_service_with_no_requests_follows_the_updates_of_its_index(tmp_path: Path) -> None:

@@ -241,7 +241,9 @@ def test_a_service_serves_an_export_committed_while_it_opened(work: Path,
         live = client.app.state.live  # type: ignore[attr-defined]
         assert live.refresh()
         assert live.get().index.meta_version > opened.index.meta_version  # type: ignore[attr-defined]
-        assert client.get("/v1/index").json()["counts"]["passages"] == len(passages)
+        info = client.get("/v1/index").json()
+        assert info["counts"]["passages"] == len(passages)
+        assert info["served"]["stamp"] == str(live.get().index.meta_version)  # which export a replica serves
 
 
 def test_an_interrupted_export_resumes_at_the_collection_table_it_reached(

@@ -41,6 +41,7 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None,
     runner = Runner(settings)
     metrics = Metrics()
     metrics.in_flight.set_function(lambda: runner.active)
+    metrics.follow(live)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

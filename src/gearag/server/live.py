@@ -78,6 +78,13 @@ class LiveGearag:
             self._stamp = self._look()  # what is there now: an index opened without its stamp
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        #: What ``GET /v1/index`` and ``/metrics`` report: when the index served was opened, the last look, the
+        #: updates served since the start, and the looks since the last success that found an update that did not
+        #: open (with the last such error).
+        self.opened_at: float = time.time()
+        self.looked_at: float | None = None
+        self.reloads = self.failures = 0
+        self.last_error: str | None = None
         #: The thread letting the previous index go, once started (tests wait for it).
         self.retiring: threading.Thread | None = None
         self.watching: threading.Thread | None = None
@@ -85,6 +92,15 @@ class LiveGearag:
     def get(self) -> Gearag:
         """The index being served. Requests never wait for a look or an open: the update is served once open."""
         return self._gearag
+
+    def status(self) -> dict[str, Any]:
+        """What is served and how the service follows its index (``GET /v1/index``'s ``served``): the stamp of
+        the index served (its manifest's SHA-256, or its Lance ``meta`` version), when it was opened and last
+        looked at (Unix seconds), the reload interval (0: off), the updates served since the start, and the
+        failed opens since the last update served, with the last one's error."""
+        return {"stamp": None if self._stamp is None else str(self._stamp), "opened_at": self.opened_at,
+                "looked_at": self.looked_at, "reload_seconds": self._interval if self._reopen is not None else 0.0,
+                "reloads": self.reloads, "failures": self.failures, "last_error": self.last_error}
 
     def watch(self) -> None:
         """Start looking for updates every ``interval`` seconds on a thread of its own (the service has started)."""
@@ -115,6 +131,7 @@ class LiveGearag:
         """Open the index again if its stamp changed (the caller holds the lock) and serve it; a failure keeps the
         current one."""
         assert self._reopen is not None
+        self.looked_at = time.time()
         try:
             stamp = self._look()
             if stamp is None or stamp == self._stamp:
@@ -122,11 +139,13 @@ class LiveGearag:
             fresh = self._reopen()
         except (GearagError, OSError, RuntimeError, ValueError) as exc:
             log.warning("index %s changed but did not open (%s); still serving the previous one", self._root, exc)
+            self.failures, self.last_error = self.failures + 1, str(exc)
             return False
         previous = self._gearag
         # The stamp of what was opened, not the one just looked at: an update committed in between is seen next.
         served = self._served(fresh)
         self._gearag, self._stamp = fresh, stamp if served is None else served
+        self.opened_at, self.reloads, self.failures, self.last_error = time.time(), self.reloads + 1, 0, None
         self._retire(weakref.ref(previous.index))
         del previous
         counts = fresh.index.manifest.get("counts", {})

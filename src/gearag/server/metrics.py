@@ -35,6 +35,18 @@ class Metrics:
                               ["route", "status"], registry=self.registry)
         self.in_flight = Gauge("gearag_method_calls_in_flight", "Method calls running or queued.",
                                registry=self.registry)
+        self.index_reloads = Gauge("gearag_index_reloads", "Updates of the index served since the service started.",
+                                   registry=self.registry)
+        self.index_failures = Gauge("gearag_index_reload_failures", "Looks since the last update served that found "
+                                    "an update that did not open.", registry=self.registry)
+        self.index_age = Gauge("gearag_index_opened_seconds", "Seconds since the index served was opened.",
+                               registry=self.registry)
+
+    def follow(self, live: Any) -> None:
+        """Report how ``live`` (a :class:`gearag.server.live.LiveGearag`) follows its index."""
+        self.index_reloads.set_function(lambda: live.reloads)
+        self.index_failures.set_function(lambda: live.failures)
+        self.index_age.set_function(lambda: time.time() - live.opened_at)
 
     def exposition(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

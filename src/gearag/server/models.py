@@ -68,6 +68,18 @@ class MethodInfo(BaseModel):
     options: dict[str, dict[str, Any]] = Field(description="Option name → {type, default, help}.")
 
 
+class ServedInfo(BaseModel):
+    """How the service follows its index (:meth:`gearag.server.live.LiveGearag.status`)."""
+
+    stamp: str | None = Field(description="the index served: its manifest's SHA-256, or its Lance meta version")
+    opened_at: float = Field(description="when the index served was opened (Unix seconds)")
+    looked_at: float | None = Field(description="the last look for an update (Unix seconds; null: none yet)")
+    reload_seconds: float = Field(description="seconds between looks (0: the service keeps the index it opened)")
+    reloads: int = Field(description="updates of the index served since the service started")
+    failures: int = Field(description="looks since the last update served that found one that did not open")
+    last_error: str | None = Field(description="why the last of those did not open")
+
+
 class IndexInfo(BaseModel):
     """The index's manifest summary."""
 
@@ -79,6 +91,7 @@ class IndexInfo(BaseModel):
     format_version: int | None
     gearag_version: str | None
     methods: list[MethodInfo]
+    served: ServedInfo
 
 
 class Health(BaseModel):

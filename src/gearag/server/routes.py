@@ -108,7 +108,8 @@ def health() -> dict[str, Any]:
 
 @router.get("/v1/index", response_model=IndexInfo, responses=ERRORS, tags=["index"])
 def index_info(request: Request) -> dict[str, Any]:
-    """The index's manifest summary (counts, extractor, embedder, build date) and the methods with their options."""
+    """The index's manifest summary (counts, extractor, embedder, build date), the methods with their options, and
+    how the service follows the index (``served``: which one it serves, its last look for an update)."""
     gearag, _, _ = app_state(request)
     manifest = gearag.index.manifest
     config = manifest.get("config", {})
@@ -124,6 +125,7 @@ def index_info(request: Request) -> dict[str, Any]:
         "extractor": config.get("extract", {}).get("extractor"), "embedder": config.get("embed", {}).get("embedder"),
         "created": manifest.get("created"), "format_version": manifest.get("format_version"),
         "gearag_version": manifest.get("gearag_version"), "methods": methods,
+        "served": request.app.state.live.status(),
     }
 
 
