@@ -45,3 +45,21 @@ def test_a_map_that_does_not_fit_its_shard_is_not_trusted(tmp_path: Path) -> Non
     assert UnionVocab.read(tmp_path / "g", "keys", ["s0", "s1"], [3, 5]) is None  # other table sizes
     assert UnionVocab.read(tmp_path / "g", "keys", ["s0", "sX"], [3, 2]) is None  # a shard it does not hold
     assert common_prefix(["s0", "s1", "s2"], ["s0", "s1", "s9"]) == 2
+
+
+def test_extended_hashes_are_the_sorted_hashes_of_every_string(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The new strings' hashes are merged in as a stable sort of all of them would place them, equal hashes
+    included (forced here by a hash of the length), and every string is found."""
+    from gearag.indexing import union_vocab
+
+    monkeypatch.setattr(union_vocab, "stable_hashes", lambda strings: np.array([len(s) for s in strings],
+                                                                               dtype=np.uint64))
+    rng = np.random.default_rng(4)
+    words = ["".join(rng.choice(list("abcdef"), int(rng.integers(1, 6)))) for _ in range(300)]
+    shards = [words[i:i + 50] for i in range(0, 300, 50)]
+    vocab = UnionVocab.extend(None, shards[:2])
+    for shard in shards[2:]:
+        vocab = UnionVocab.extend(vocab, [shard])
+        fresh = UnionVocab(vocab.items, vocab.remaps)  # hashed and sorted from scratch
+        assert np.array_equal(vocab.hashes, fresh.hashes) and np.array_equal(vocab.hash_ids, fresh.hash_ids)
+    assert vocab.find(vocab.items).tolist() == list(range(len(vocab.items)))

@@ -395,18 +395,16 @@ def _text_mentions(passages: Sequence[Passage], old: ResolveState | None, touche
         return t_rows[0].astype(np.int64), t_names[0].astype(np.int32)
     # Kept in row order (the rows scanned again are merged in; an older gearag's state is sorted once), so the
     # mention matrix need not sort them.
-    rows, names = _merged(t_rows[0], t_names[0], t_rows[1], t_names[1], sort=True)
+    rows, names = _merged(t_rows[0], t_names[0], t_rows[1], t_names[1])
     return rows.astype(np.int64), names.astype(np.int32)
 
 
-def _merged(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray, b_cols: np.ndarray,
-            sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Two lists of (row, column) entries as one, the second's after the first's, in row order when both lists
-    are in row order (merged, without a sort) or ``sort`` (sorted stably); else concatenated as they are."""
+def _merged(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray,
+            b_cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two lists of (row, column) entries as one in row order, the second's after the first's in a row: merged
+    when both lists are in row order, else sorted stably."""
     if not (ascending(a_rows) and ascending(b_rows)):
         rows, cols = np.concatenate([a_rows, b_rows]), np.concatenate([a_cols, b_cols])
-        if not sort:
-            return rows, cols
         order = np.argsort(rows, kind="stable")
         return rows[order], cols[order]
     at = np.searchsorted(a_rows, b_rows, side="right") + np.arange(len(b_rows))
@@ -422,15 +420,19 @@ def _merged(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray, b_cols: 
 def _mention_matrix(owner: np.ndarray, ends: np.ndarray, text_rows: np.ndarray, text_names: np.ndarray,
                     shape: tuple[int, int]) -> sparse.csr_matrix:
     """The passage × entity incidence of the triple ends (in their triples' passages) and the text mentions,
-    as ``resolve_corpus`` assembles it; the per-end temporaries are freed before the matrix is made. The
-    entries are merged in passage order when both lists are (the triples are, by passage; the text mentions
-    are kept so): :func:`summed_csr` then skips scipy's sort."""
-    flat = ends.ravel().astype(np.int64)
+    as ``resolve_corpus`` assembles it: the two incidences, each made from entries in passage order (the
+    triples are, by passage; the text mentions are kept so: :func:`summed_csr` skips scipy's sort), summed
+    by scipy's merge of canonical rows and set to 1. The same arrays as one incidence of both lists merged
+    entry by entry, in half the time at a million passages (3.0–4.2 s against 1.4–1.5 s); the per-end
+    temporaries are freed before the sum."""
+    flat = ends.ravel()
     linked = flat >= 0
-    rows, cols = _merged(np.repeat(np.asarray(owner, dtype=np.int64), 2)[linked], flat[linked], text_rows,
-                         text_names.astype(np.int64))
+    of_ends = _incidence(np.repeat(np.asarray(owner, dtype=np.int64), 2)[linked], flat[linked].astype(np.int64),
+                         shape)
     del flat, linked
-    return _incidence(rows, cols, shape)
+    mentions = (of_ends + _incidence(text_rows, text_names.astype(np.int64), shape)).tocsr()
+    mentions.data[:] = 1.0  # 2 where a triple end and a text mention name the same entity
+    return mentions
 
 
 def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.ndarray | None:

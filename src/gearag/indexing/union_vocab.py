@@ -79,11 +79,14 @@ class UnionVocab:
             remaps.append(ids)
         if not fresh:
             return cls(prior.items, remaps, prior.hashes, prior.hash_ids)
+        # The new strings' hashes merged into the sorted ones: what a stable sort of the prior's, then theirs, gives
+        # (a new hash after the prior's equal ones; new ones in id order), without sorting 7M hashes again.
         new = stable_hashes(fresh)
-        hashes = np.concatenate([prior.hashes, new])
-        hash_ids = np.concatenate([prior.hash_ids, np.arange(n_prior, n_prior + len(fresh), dtype=np.int64)])
-        order = np.argsort(hashes, kind="stable")
-        return cls(prior.items + list(fresh), remaps, hashes[order], hash_ids[order])
+        order = np.argsort(new, kind="stable")
+        new, new_ids = new[order], n_prior + order.astype(np.int64)
+        at = np.searchsorted(prior.hashes, new, side="right")
+        hashes, hash_ids = np.insert(prior.hashes, at, new), np.insert(prior.hash_ids, at, new_ids)
+        return cls(prior.items + list(fresh), remaps, hashes, hash_ids)
 
     def bounds(self) -> list[int]:
         """Union ids ``bounds[i]:bounds[i+1]`` are the strings shard ``i`` holds first."""
