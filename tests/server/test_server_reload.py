@@ -95,6 +95,14 @@ def test_an_update_that_does_not_open_leaves_the_service_on_the_index_it_has(tmp
         served = client.get("/v1/index").json()["served"]  # an operator sees why the service did not move
         assert served["reloads"] == 0 and served["failures"] == 1 and "counts" in served["last_error"]
         assert "gearag_index_reload_failures 1.0" in client.get("/metrics").text
+        assert _state(client) == before  # the same damaged update is not opened again before its wait is over
+        assert client.get("/v1/index").json()["served"]["failures"] == 1
+        (root / "manifest.json").write_text(manifest, encoding="utf-8")
+        add_documents(root, [NEW])  # a newer update is opened at once
+        grown, ids = _state(client)
+        assert grown == before[0] + 1 and "new-1" in ids
+        served = client.get("/v1/index").json()["served"]
+        assert served["reloads"] == 1 and served["failures"] == 0 and served["last_error"] is None
 
 
 def test_a_service_with_no_requests_follows_the_updates_of_its_index(tmp_path: Path) -> None:

@@ -17,8 +17,10 @@ reading. A call already running keeps the index it started with: its read
 lease (:mod:`gearag.store.lease`) keeps that generation's files until the
 last such call drops it; a Lance export keeps the table versions it replaced
 ``--keep-hours``. An index that fails to open (an update still writing, a
-damaged file) is logged and the service keeps the one it has, trying again
-after the next interval.
+damaged file) is logged and the service keeps the one it has; it opens that
+update again after a wait that doubles from the interval (at most
+:data:`RETRY_MAX_SECONDS`), and a newer update at once. ``GET /v1/index``
+(``served``) and ``/metrics`` report what is served and why an update was not.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ Stamp = str | int
 #: default 60 s time limit of a call).
 RETIRE_SECONDS = 5.0
 RETIRE_TRIES = 15
+#: The longest wait (seconds) before an update that did not open is opened again: each failure of the same update
+#: doubles the wait from the reload interval, so a damaged one is not opened every interval for ever (the looks,
+#: a read of its stamp, go on every interval: a newer update is opened at once).
+RETRY_MAX_SECONDS = 300.0
 
 
 def manifest_stamp(root: Path) -> Stamp | None:
@@ -85,6 +91,9 @@ class LiveGearag:
         self.looked_at: float | None = None
         self.reloads = self.failures = 0
         self.last_error: str | None = None
+        # An update that did not open (its stamp), how many times in a row, and when (monotonic) to try it again.
+        self._failed: Stamp | None = None
+        self._tries, self._retry_at = 0, 0.0
         #: The thread letting the previous index go, once started (tests wait for it).
         self.retiring: threading.Thread | None = None
         self.watching: threading.Thread | None = None
@@ -132,20 +141,29 @@ class LiveGearag:
         current one."""
         assert self._reopen is not None
         self.looked_at = time.time()
+        stamp = None
         try:
             stamp = self._look()
             if stamp is None or stamp == self._stamp:
                 return False
+            if stamp == self._failed and time.monotonic() < self._retry_at:
+                return False  # that update did not open: it is tried again once its wait is over
             fresh = self._reopen()
         except (GearagError, OSError, RuntimeError, ValueError) as exc:
-            log.warning("index %s changed but did not open (%s); still serving the previous one", self._root, exc)
             self.failures, self.last_error = self.failures + 1, str(exc)
+            self._tries = self._tries + 1 if stamp is not None and stamp == self._failed else 1
+            self._failed = stamp
+            wait = min(self._interval * 2 ** (self._tries - 1), RETRY_MAX_SECONDS)
+            self._retry_at = time.monotonic() + wait
+            log.warning("index %s changed but did not open (%s); still serving the previous one, trying again in "
+                        "%.0f s", self._root, exc, wait)
             return False
         previous = self._gearag
         # The stamp of what was opened, not the one just looked at: an update committed in between is seen next.
         served = self._served(fresh)
         self._gearag, self._stamp = fresh, stamp if served is None else served
         self.opened_at, self.reloads, self.failures, self.last_error = time.time(), self.reloads + 1, 0, None
+        self._failed, self._tries = None, 0
         self._retire(weakref.ref(previous.index))
         del previous
         counts = fresh.index.manifest.get("counts", {})
