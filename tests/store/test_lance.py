@@ -465,6 +465,25 @@ def test_an_update_on_s3_reaches_new_replicas_while_open_ones_keep_their_version
     assert [p.id for p in Gearag.open(uri).index.passages] == [p.id for p in passages]
 
 
+def test_an_export_to_s3_stops_while_another_holds_the_location(
+        tmp_path: Path, s3_endpoint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Object storage has no lock: the export lease (gearag.store.lance.exclusive) keeps a second export out."""
+    from gearag.cli import main
+    from gearag.store.lance.exclusive import LEASE_TABLE, ExportLease
+    from gearag.store.lance.storage import connect, parse_location, table_names
+
+    rows, _ = wiki_slice(8, 1)
+    build_index([Passage(f"x{i}", r["title"], r["text"]) for i, r in enumerate(rows)], tmp_path / "idx", IndexConfig())
+    uri = f"s3://gearag/leased?endpoint={s3_endpoint}"
+    db = connect(parse_location(uri))
+    with ExportLease(db, parse_location(uri), 60.0):  # another export, running
+        assert main(["export", str(tmp_path / "idx"), uri]) == 2
+        assert "another gearag export" in capsys.readouterr().err
+        assert "meta" not in table_names(db)  # it wrote nothing
+    assert main(["export", str(tmp_path / "idx"), uri]) == 0
+    assert LEASE_TABLE not in table_names(db) and len(Gearag.open(uri).index.passages) == len(rows)
+
+
 def test_unreachable_or_missing_s3_index_is_a_quick_one_line_error(s3_endpoint: str) -> None:
     with pytest.raises(IndexFormatError, match="not a gearag Lance index") as info:
         Gearag.open(f"s3://gearag/nothing-here?endpoint={s3_endpoint}")

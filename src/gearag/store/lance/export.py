@@ -40,10 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from gearag.errors import ConfigError, IndexFormatError
+from gearag.errors import BusyError, ConfigError, IndexFormatError
 from gearag.options import setting
 from gearag.store.collection import PASSAGES, TRIPLES, Collection
 from gearag.store.index import FIXED_FILES, Index
+from gearag.store.lance.exclusive import LEASE_TABLE, ExportLease
 from gearag.store.lance.files import FILES_TABLE, file_batches
 from gearag.store.lance.resume import clear, finished, record, settings_key
 from gearag.store.lance.storage import (
@@ -56,7 +57,16 @@ from gearag.store.lance.storage import (
     store_error,
     table_names,
 )
-from gearag.store.lance.versions import EXPORTED_AT, LINEAGE, VERSIONS, Appendable, appendable, lineage, prune
+from gearag.store.lance.versions import (
+    EXPORTED_AT,
+    LINEAGE,
+    VERSIONS,
+    Appendable,
+    appendable,
+    lineage,
+    meta_version,
+    prune,
+)
 
 FORMAT = "gearag-lance"
 #: 2: the integer arrays moved from ``arrays`` to the ``files`` table, with the prepared passage graph.
@@ -97,6 +107,10 @@ class ExportConfig:
     index_deltas: int = setting(4, "an update indexes its rows as a delta of each table index; at this many "
                                    "deltas it merges them into the index instead (rewriting it; 0: every update)",
                                 min=0)
+    #: Object storage has no lock: an export there holds a lease it renews (gearag.store.lance.exclusive).
+    lease_seconds: float = setting(120.0, "object storage: an export's lease on the location lapses this many "
+                                          "seconds after its last renewal (renewed every quarter of that); an export "
+                                          "that finds a live lease there stops", positive=True)
 
     def __post_init__(self) -> None:
         if self.ann_index not in ANN_INDEXES:
@@ -261,7 +275,7 @@ def _check_target(db: Any, loc: Location, config: ExportConfig) -> None:
         if path.is_dir() and any(path.iterdir()) and not any((path / f"{t}.lance").is_dir()
                                                              for t in (META_TABLE, OWNER_TABLE)):
             raise ConfigError(f"{loc}: is not empty and not a gearag Lance index; not overwriting it")
-    names = set(table_names(db))
+    names = set(table_names(db)) - {LEASE_TABLE}  # an export's lease (gearag.store.lance.exclusive)
     if names and not names & {META_TABLE, OWNER_TABLE}:
         raise ConfigError(f"{loc}: holds tables gearag did not write ({', '.join(sorted(names)[:5])}); "
                           "not overwriting them")
@@ -288,8 +302,15 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
     import_lancedb()
     index = Index.open(index_dir)  # leased: a gearag add meanwhile keeps the generation being exported
     try:
-        if loc.remote:  # object stores have no flock: concurrent exports to one URI are the caller's to avoid
-            return _export(index, loc, config, progress, t0)
+        if loc.remote:  # object stores have no flock: a lease with a heartbeat instead
+
+            try:
+                db = connect(loc)
+                _check_target(db, loc, config)  # before the lease: nothing is written where gearag must not write
+                with ExportLease(db, loc, config.lease_seconds) as lease:
+                    return _export(index, loc, config, progress, t0, lease.check)
+            except (OSError, RuntimeError, ValueError) as exc:  # taking or renewing the lease
+                raise store_error(loc, exc, "cannot write") from None
         from gearag.store.writer import IndexLock
 
         Path(loc.uri).parent.mkdir(parents=True, exist_ok=True)
@@ -303,8 +324,10 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
         index.close()
 
 
-def _export(index: Index, loc: Location, config: ExportConfig,
-            progress: Callable[[str], None] | None, t0: float) -> dict[str, Any]:
+def _export(index: Index, loc: Location, config: ExportConfig, progress: Callable[[str], None] | None, t0: float,
+            check: Callable[[], None] | None = None) -> dict[str, Any]:
+    """The export (``export_index``'s); ``check`` raises if it may no longer commit (its lease on object storage
+    lapsed)."""
     import pyarrow as pa
 
     say = progress or (lambda _msg: None)
@@ -316,6 +339,7 @@ def _export(index: Index, loc: Location, config: ExportConfig,
         previous = _previous_meta(db, loc) if META_TABLE in names else None
         if META_TABLE in names and (previous is None or VERSIONS not in previous):
             db.drop_table(META_TABLE)  # first: it pins no versions, so an interrupted overwrite must never load
+        started = _meta_version(db)  # another export's commit meanwhile stops this one before its own
         if OWNER_TABLE not in names:
             _create(db, OWNER_TABLE, pa.table({"written_by": ["gearag export"]}))
         key = settings_key(config)
@@ -364,6 +388,11 @@ def _export(index: Index, loc: Location, config: ExportConfig,
                 "entities": index.graph.n_entities, "source": str(Path(index.path).absolute()),
                 "source_identity": index.identity, "manifest": index.manifest, "files": listing,
                 "prepared": prepared, ROW_INDEX: True, VERSIONS: versions, LINEAGE: now, EXPORTED_AT: time.time()}
+        if check is not None:
+            check()
+        if _meta_version(db) != started:
+            raise BusyError(f"{loc}: another gearag export was committed here while this one ran; this one was not "
+                            "committed (the other is served): run it again")
         # The commit: readers follow meta, which names the versions just written (the previous meta named its own).
         _create(db, META_TABLE, pa.table({"meta": [json.dumps(meta)]}))
         clear(db)
@@ -386,6 +415,11 @@ def _previous_meta(db: Any, loc: Location) -> dict[str, Any] | None:
         return read_meta(db, loc)
     except IndexFormatError:
         return None
+
+
+def _meta_version(db: Any) -> int | None:
+    """The version of the ``meta`` table; None when there is none."""
+    return meta_version(db) if META_TABLE in table_names(db) else None
 
 
 def _version(db: Any, table: str) -> int:
