@@ -71,7 +71,8 @@ class ExportLease:
         age = time.time() - float(row["beat"])
         return BusyError(f"{self.loc}: another gearag export (host {row.get('host')}, pid {row.get('pid')}) is writing "
                          f"here; its lease was renewed {age:.0f} s ago and lapses "
-                         f"{float(row.get('seconds') or self.seconds):.0f} s after that: wait for it to finish")
+                         f"{float(row.get('seconds') or self.seconds):.0f} s after that: wait for it to finish (or, "
+                         "if it died, for its lease to lapse)")
 
     def __enter__(self) -> ExportLease:
         row = self._row()
