@@ -42,6 +42,8 @@ def make_client(demo_gearag: Gearag) -> Iterator[Callable[..., TestClient]]:
 
     def make(gearag: Gearag | None = None, **settings: object) -> TestClient:
         settings.setdefault("access_log", False)
+        if gearag is not None:  # a test double: no warm-up calls before the test's own
+            settings.setdefault("warm_methods", "")
         client = TestClient(create_app(gearag or demo_gearag, ServerSettings(**settings)),  # type: ignore[arg-type]
                             raise_server_exceptions=False)
         client.__enter__()

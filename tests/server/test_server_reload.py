@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import gc
+import logging
 import time
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from gearag.api import Gearag
 from gearag.data import load_corpus
 from gearag.demo import write_demo_data
+from gearag.errors import ConfigError
 from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, delete_documents
 from gearag.model import Passage
@@ -132,3 +135,42 @@ def test_an_update_committed_while_the_service_opened_its_index_is_served(tmp_pa
     with TestClient(create_app(opened, ServerSettings(access_log=False, reload_seconds=3600))) as client:
         passages, ids = _state(client)
     assert passages == len(opened.index.passages) + 1 and "new-1" in ids
+
+
+def test_an_index_is_warmed_before_it_is_served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At start (before the first request) and after an update (before the service swaps to it), the methods of
+    --warm-methods run once, so that no request pays their first-call loads."""
+    from gearag.server import app as app_module
+
+    root = _index(tmp_path)
+    warmed: list[tuple[int, list[str], int]] = []  # (passages of the index warmed, methods, passages served then)
+
+    def spy(gearag: Gearag, names: list[str]) -> None:
+        served = live.get() if live is not None else gearag
+        warmed.append((len(gearag.index.passages), list(names), len(served.index.passages)))
+
+    live = None
+    monkeypatch.setattr(app_module, "warm_methods", spy)
+    settings = ServerSettings(access_log=False, reload_seconds=3600, warm_methods="bm25, gear")
+    with TestClient(create_app(Gearag.open(root), settings)) as client:
+        live = client.app.state.live  # type: ignore[attr-defined]
+        n = len(live.get().index.passages)
+        assert warmed == [(n, ["bm25", "gear"], n)]  # at start
+        add_documents(root, [NEW])
+        assert live.refresh()
+        assert warmed[-1] == (n + 1, ["bm25", "gear"], n)  # the update was warmed while the old one was served
+    with pytest.raises(ConfigError, match="--warm-methods: unknown method 'nope'"):
+        ServerSettings(warm_methods="bm25,nope")
+
+
+def test_a_method_that_fails_to_warm_is_logged_and_the_index_served(tmp_path: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    from gearag.server.live import warm_methods
+
+    class Failing:
+        def method(self, name: str) -> object:
+            raise RuntimeError("no model here")
+
+    with caplog.at_level(logging.WARNING, logger="gearag.server"):
+        warm_methods(Failing(), ["dense"])  # type: ignore[arg-type]
+    assert any("warming method dense failed" in r.getMessage() for r in caplog.records)

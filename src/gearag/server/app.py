@@ -3,6 +3,7 @@ routes and limits."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,7 +16,7 @@ from gearag.api import Gearag
 from gearag.server import errors
 from gearag.server.auth import AuthMiddleware
 from gearag.server.limits import BodyLimitMiddleware
-from gearag.server.live import LiveGearag
+from gearag.server.live import LiveGearag, warm_methods
 from gearag.server.metrics import Metrics, MetricsMiddleware, setup_access_log
 from gearag.server.runner import Runner
 from gearag.server.settings import ServerSettings
@@ -45,6 +46,7 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.to_thread(live.warm_up)  # the first requests do not pay the methods' first-call loads
         live.watch()  # look for updates of the index on a thread of its own
         yield
         live.close()  # no more looks for an update
@@ -92,15 +94,17 @@ def _live(gearag: Gearag, settings: ServerSettings, announce: Callable[[str], No
     from gearag.store.backend import backend_of
 
     index = gearag.index
+    methods = settings.warm
+    warm = (lambda opened: warm_methods(opened, methods)) if methods else None
     if backend_of(index.location) == "lance":  # a new export commits a new version of its meta table
         from gearag.store.lance.versions import meta_version
 
         db, where = index.db.db, index.opened_as  # type: ignore[attr-defined]  # the connection the pinned one wraps
         return LiveGearag(gearag, lambda: Gearag.open(where, lance=settings.lance), settings.reload_seconds,
                           index.location, announce, stamp=lambda: meta_version(db),
-                          served=lambda opened: opened.index.meta_version)  # type: ignore[attr-defined]
+                          served=lambda opened: opened.index.meta_version, warm=warm)  # type: ignore[attr-defined]
     if not isinstance(getattr(index, "path", None), Path):
-        return LiveGearag(gearag)
+        return LiveGearag(gearag, warm=warm)
     root = index.path
     return LiveGearag(gearag, lambda: Gearag.open(root, lance=settings.lance), settings.reload_seconds, root,
-                      announce)
+                      announce, warm=warm)

@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,24 @@ RETIRE_TRIES = 15
 RETRY_MAX_SECONDS = 300.0
 
 
+#: The question the methods are warmed with (:func:`warm_methods`): any text does; this one names entities.
+WARM_QUESTION = "Who directed the film that won the award in the city where its author was born?"
+
+
+def warm_methods(gearag: Gearag, names: Sequence[str]) -> None:
+    """Run each method of ``names`` once, with its defaults, so that what it loads on its first call (the entity
+    names, the prepared graph, the BM25 postings, the embedder) is loaded before a request asks; a method that
+    fails is logged and skipped (the warm-up only saves time)."""
+    for name in names:
+        started = time.perf_counter()
+        try:
+            gearag.method(name)(WARM_QUESTION, 10)
+        except Exception:  # never stops the reload thread or the start: a request would report it
+            log.warning("warming method %s failed; its first request loads what it reads", name, exc_info=True)
+        else:
+            log.info("method %s warmed in %.2f s", name, time.perf_counter() - started)
+
+
 def manifest_stamp(root: Path) -> Stamp | None:
     """The SHA-256 of ``root``'s manifest (what ``Index.identity`` holds for the index read from it); None when it
     cannot be read."""
@@ -67,11 +85,13 @@ class LiveGearag:
     def __init__(self, gearag: Gearag, reopen: Callable[[], Gearag] | None = None, interval: float = 0.0,
                  root: Path | str | None = None, announce: Callable[[str], None] | None = None,
                  stamp: Callable[[], Stamp | None] | None = None,
-                 served: Callable[[Gearag], Stamp | None] | None = None) -> None:
+                 served: Callable[[Gearag], Stamp | None] | None = None,
+                 warm: Callable[[Gearag], None] | None = None) -> None:
         """``stamp``: the stamp of the index now at ``root`` (default: :func:`manifest_stamp`), None when it cannot
         be read; ``served``: the stamp of an opened index, read when it was opened (default: its
-        ``index.identity``). With ``reopen``, an ``interval`` > 0 and a ``root``, :meth:`watch` starts a thread that
-        looks every ``interval`` seconds until :meth:`close`."""
+        ``index.identity``); ``warm``: run on an index once opened, before it is served (:func:`warm_methods`).
+        With ``reopen``, an ``interval`` > 0 and a ``root``, :meth:`watch` starts a thread that looks every
+        ``interval`` seconds until :meth:`close`."""
         self._gearag = gearag
         self._announce = announce or log.info
         self._reopen = reopen if interval > 0 and root is not None else None
@@ -79,6 +99,7 @@ class LiveGearag:
         self._root = root
         self._look = stamp or (lambda: manifest_stamp(Path(root)) if root is not None else None)
         self._served = served or (lambda g: getattr(g.index, "identity", None) or None)
+        self._warm = warm
         self._stamp = self._served(gearag)
         if self._stamp is None and self._reopen is not None:
             self._stamp = self._look()  # what is there now: an index opened without its stamp
@@ -110,6 +131,11 @@ class LiveGearag:
         return {"stamp": None if self._stamp is None else str(self._stamp), "opened_at": self.opened_at,
                 "looked_at": self.looked_at, "reload_seconds": self._interval if self._reopen is not None else 0.0,
                 "reloads": self.reloads, "failures": self.failures, "last_error": self.last_error}
+
+    def warm_up(self) -> None:
+        """Warm the index being served (the service is starting)."""
+        if self._warm is not None:
+            self._warm(self._gearag)
 
     def watch(self) -> None:
         """Start looking for updates every ``interval`` seconds on a thread of its own (the service has started)."""
@@ -149,6 +175,8 @@ class LiveGearag:
             if stamp == self._failed and time.monotonic() < self._retry_at:
                 return False  # that update did not open: it is tried again once its wait is over
             fresh = self._reopen()
+            if self._warm is not None:
+                self._warm(fresh)  # on this thread: requests are answered from the current index meanwhile
         except (GearagError, OSError, RuntimeError, ValueError) as exc:
             self.failures, self.last_error = self.failures + 1, str(exc)
             self._tries = self._tries + 1 if stamp is not None and stamp == self._failed else 1
