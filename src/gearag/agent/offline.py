@@ -433,7 +433,6 @@ class OfflineAnswerer:
     def __init__(self, index: Index, reasoner: OfflineReasoner) -> None:
         self.index = index
         self.reasoner = reasoner
-        self._rows = {p.id: i for i, p in enumerate(index.passages)}
 
     def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer:
         info = analyse(question, self.reasoner.words)
@@ -452,8 +451,9 @@ class OfflineAnswerer:
         # Fall back to typed values in the top passages' triples, best passage first.
         qnorm = normalise_entity(question)
         table = self.index.triples
+        rows = self.index.passage_rows()  # read on the first question that gets here, not when the engine is made
         for p in passages:
-            row = self._rows.get(p.id)
+            row = rows.get(p.id)
             if row is None:
                 continue
             for t in self.index.passage_triples(row):

