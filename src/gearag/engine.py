@@ -43,7 +43,10 @@ class Rewriter(Protocol):
 
 
 class Answerer(Protocol):
-    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer: ...
+    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact],
+               rows: Sequence[int] | None = None) -> Answer:
+        """An answer from ``passages`` (their index ``rows`` when the caller has them) and the gist ``memory``."""
+        ...
 
 
 @dataclass

@@ -60,6 +60,9 @@ def test_the_id_to_row_map_is_read_on_first_use_not_when_a_method_is_made(tiny_i
     for name in ("syncge", "gear"):
         gearag.method(name)
     assert walks == []  # no pass over every passage
+    for question in ("Who founded the company?", "When was the film released?", "Which city is it in?"):
+        gearag.retrieve(question, "gear", 5)  # the answer is found from the rows of the passages it ranked
+    assert walks == [] and "passage_rows" not in tiny_index._cache
     monkeypatch.undo()
     rows = tiny_index.passage_rows()
     assert rows == {p.id: i for i, p in enumerate(tiny_index.passages)} and tiny_index.passage_rows() is rows

@@ -42,7 +42,8 @@ class LLMAnswerer:
     def __init__(self, roles: LLMRoles) -> None:
         self.roles = roles
 
-    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer:
+    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact],
+               rows: Sequence[int] | None = None) -> Answer:
         return Answer(self.roles.answer(passages, question), self.LABEL, [])
 
 

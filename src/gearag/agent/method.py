@@ -35,8 +35,8 @@ class GearMethod:
         trace = run.trace()
         out = Result(run.passages, trace)
         if self.config.answer:
-            top = rows_at(self.index.passages, [h.idx for h in run.passages[: self.config.qa_passages]])
-            answer = engine.answerer.answer(question, top, run.memory)
+            rows = [h.idx for h in run.passages[: self.config.qa_passages]]
+            answer = engine.answerer.answer(question, rows_at(self.index.passages, rows), run.memory, rows)
             out.answer = answer.text
             trace.answer_label = answer.label
             trace.evidence = answer.evidence

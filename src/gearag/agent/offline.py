@@ -434,7 +434,9 @@ class OfflineAnswerer:
         self.index = index
         self.reasoner = reasoner
 
-    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact]) -> Answer:
+    def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact],
+               rows: Sequence[int] | None = None) -> Answer:
+        """``rows``: the passages' index rows (else found by id: :meth:`Index.passage_rows` reads every id once)."""
         info = analyse(question, self.reasoner.words)
         reasoning = self.reasoner.reason(question, memory)
         if reasoning.answerable and reasoning.answer:
@@ -451,10 +453,11 @@ class OfflineAnswerer:
         # Fall back to typed values in the top passages' triples, best passage first.
         qnorm = normalise_entity(question)
         table = self.index.triples
-        rows = self.index.passage_rows()  # read on the first question that gets here, not when the engine is made
-        for p in passages:
-            row = rows.get(p.id)
-            if row is None:
+        if rows is None:
+            by_id = self.index.passage_rows()
+            rows = [by_id.get(p.id, -1) for p in passages]
+        for row in rows:
+            if row < 0:
                 continue
             for t in self.index.passage_triples(row):
                 value = table.objects[t]

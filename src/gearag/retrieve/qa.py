@@ -120,7 +120,7 @@ class PoolAnswerer:
         else:
             rows = source_rows(self.index, top, self.config.qa_passages)
             memory = self.engine.gist.read(question, rows)
-            answer = self.engine.answerer.answer(question, [self.index.passages[r] for r in rows], memory)
+            answer = self.engine.answerer.answer(question, [self.index.passages[r] for r in rows], memory, rows)
             text = answer.text
             trace.answer_label = answer.label
             trace.evidence = list(answer.evidence)
