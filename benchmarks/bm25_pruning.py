@@ -26,7 +26,6 @@ from gearag.api import Gearag
 from gearag.data import load_questions
 from gearag.retrieve import bm25, bm25_postings
 from gearag.retrieve.base import top_k
-from gearag.retrieve.bm25_maxscore import pruned_top_k
 
 LENGTHS = ((1, 3), (3, 5), (5, 7), (7, 10), (10, 99))
 
@@ -38,8 +37,7 @@ def _timed_calls(log: list[dict[str, Any]]) -> None:
 
     def retrieve(self: Any, query: str, k: int) -> Any:
         terms = self._terms(query)
-        cap = max(int(self.size * self.PRUNE_POSTINGS), 1)
-        ways = {"pruned": lambda: pruned_top_k(self, terms, k, cap),
+        ways = {"pruned": lambda: self.pruned_top_k(self, terms, k),  # the retriever's give-up point
                 "full": lambda: top_k(self._scores(terms), k, keep_zero=False, collection=self.collection)}
         order = ["pruned", "full"] if len(log) % 2 else ["full", "pruned"]
         seconds, ok = {}, False

@@ -307,7 +307,6 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
     index = Index.open(index_dir)  # leased: a gearag add meanwhile keeps the generation being exported
     try:
         if loc.remote:  # object stores have no flock: a lease with a heartbeat instead
-
             try:
                 db = connect(loc)
                 _check_target(db, loc, config)  # before the lease: nothing is written where gearag must not write
