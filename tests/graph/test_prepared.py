@@ -125,6 +125,7 @@ def test_the_transition_is_the_whole_matrix_operators_bit_for_bit(wiki) -> None:
     from scipy import sparse
 
     from gearag.graph.passage_graph import GraphArrays
+    from gearag.graph.transition import Csr, transition_columns
 
     index, _ = wiki
     arrays = graph_arrays_for(index)
@@ -143,6 +144,11 @@ def test_the_transition_is_the_whole_matrix_operators_bit_for_bit(wiki) -> None:
         assert prepared.columns.data.dtype == np.float32
         np.testing.assert_array_equal(prepared.columns.data, cols.data)  # bit for bit, not approximately
         np.testing.assert_array_equal(prepared.dangling, reference.dangling)
+        # An add makes the two blocks at once, the entities' from the arrays alone: the same arrays.
+        columns, dangling = transition_columns(a, config, a.resolution.mentions, a.resolution.about, threads=2)
+        for part in Csr._fields:
+            np.testing.assert_array_equal(getattr(columns, part), getattr(cols, part))
+        np.testing.assert_array_equal(dangling, reference.dangling)
 
 
 def test_the_agents_resolver_reads_the_prepared_graph_as_it_reads_the_resolution(
@@ -204,7 +210,7 @@ def test_rows_are_normalised_as_the_plain_formula_with_and_without_vanishing_ent
     product drops it (the short path without a mask must agree with the masked one)."""
     from scipy import sparse
 
-    from gearag.graph.prepared import _normalised_rows
+    from gearag.graph.transition import normalised_rows
 
     rng = np.random.default_rng(3)
     dense = rng.random((40, 30)) * (rng.random((40, 30)) < 0.2)
@@ -212,7 +218,7 @@ def test_rows_are_normalised_as_the_plain_formula_with_and_without_vanishing_ent
     if tiny:
         dense[7] = 0.0
         dense[7, :3] = [1e300, 1e-300, 1.0]  # 1e-300 / 1e300 underflows to 0 (and 1 / 1e300 in float32)
-    counts, cols, values, empty = _normalised_rows(sparse.csr_matrix(dense), shift=100)
+    counts, cols, values, empty = normalised_rows(sparse.csr_matrix(dense), shift=100)
     totals = dense.sum(axis=1, keepdims=True)
     want = np.divide(dense, totals, out=np.zeros_like(dense), where=totals > 0)
     rows = np.repeat(np.arange(40), counts)

@@ -576,7 +576,7 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
 
 
 @pytest.mark.parametrize("where", ["indexing.union_files.union_triple_graph", "indexing.union_files.resolve_union",
-                                   "graph.passage_graph.write_prepared", "graph.prepared._transition_columns"])
+                                   "graph.passage_graph.write_prepared", "graph.prepared.transition_columns"])
 def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     """The triple graph, the prepared graph and its transition are made on threads of their own: their errors

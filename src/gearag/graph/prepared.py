@@ -28,13 +28,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.ranges import ranges
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
+from gearag.graph.transition import Csr, relations, transition_columns
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.npy import load_npy
 
@@ -48,27 +48,6 @@ PREPARED = "prepared"
 PREPARED_VERSION = 1
 #: The :class:`PassageGraphConfig` fields the prepared arrays depend on; the others act per query.
 SETTINGS = ("about_weight", "backlink_weight", "synonym_weight", "ner_mentions", "passage_nodes")
-
-
-class Csr(NamedTuple):
-    """A compressed sparse matrix as its three arrays (scipy would copy memory-mapped ones on construction)."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    data: np.ndarray
-
-    def rows(self, rows: np.ndarray, n_columns: int) -> sparse.csr_matrix:
-        """Rows ``rows`` as a scipy matrix (what ``matrix[rows]`` gives, reading only those rows)."""
-        starts, ends = self.indptr[rows], self.indptr[rows + 1]
-        counts = (ends - starts).astype(np.int64)
-        take = ranges(starts, counts)
-        indptr = np.concatenate([[0], np.cumsum(counts)])
-        return sparse.csr_matrix((np.asarray(self.data[take]), np.asarray(self.indices[take]), indptr),
-                                 shape=(len(rows), n_columns))
-
-    @classmethod
-    def of(cls, m: sparse.spmatrix) -> Csr:
-        return cls(m.indptr, m.indices, m.data)
 
 
 def settings_of(config: PassageGraphConfig) -> dict[str, Any]:
@@ -135,14 +114,15 @@ class PreparedGraph:
         # are extended. Hashing every key instead (a build, a first add) waits for it, so that the two peaks do
         # not add up where the preparation is the peak (BENCHMARKS.md, "Adds at 1M, and a push workspace…").
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-transition") as pool:
-            transition = pool.submit(_transition_columns, arrays, config, mentions, about) \
-                if config.passage_nodes else None
+            # An add (it extends an earlier graph) makes the transition's two blocks at once: its wall time counts.
+            transition = pool.submit(transition_columns, arrays, config, mentions, about,
+                                     2 if earlier is not None else 1) if config.passage_nodes else None
             extended = earlier.extend(res.keys, counted) if earlier is not None and earlier.settings == settings_of(
                 config) else None
             if transition is not None:
                 columns, dangling = transition.result()
             else:  # the entity-only graph: small (entities only), made the plain way
-                operator = PageRankOperator(_relations(arrays, config), dtype=np.float32, columns=True)
+                operator = PageRankOperator(relations(arrays, config), dtype=np.float32, columns=True)
                 columns, dangling = Csr.of(operator.columns), operator.dangling
         unhashed = None
         if extended is not None:
@@ -268,74 +248,6 @@ def _usable(keys: list[str]) -> np.ndarray:
     for i in np.flatnonzero(out & (lengths <= longest_stop)).tolist():
         out[i] = usable_key(keys[i])
     return out
-
-
-def _relations(arrays: GraphArrays, config: PassageGraphConfig) -> sparse.csr_matrix:
-    """Entity–entity edge weights: triple counts, plus the synonym edges times their weight."""
-    rel = arrays.relations.astype(np.float64)
-    if arrays.synonyms is not None and config.synonym_weight > 0:
-        rel = (rel + config.synonym_weight * arrays.synonyms.astype(np.float64)).tocsr()
-    return rel
-
-
-def _transition_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sparse.csr_matrix,
-                        about: sparse.csr_matrix) -> tuple[Csr, np.ndarray]:
-    """The PPR transition matrix by columns, float32, and the dangling nodes, for the passage-node graph.
-
-    The adjacency ``A[i, j]`` (weight of the step j → i; passages first, then
-    entities) has passage → entity weights ``mention + about_weight × about``,
-    entity → passage weights ``backlink_weight × mention + about_weight ×
-    about`` and the entity relations (:mod:`gearag.graph.passage_graph`).
-    Column j of the transition is column j of ``A`` over its sum. Made here
-    as the rows of ``Aᵀ``, block by block (passages' rows, then entities'),
-    each normalised and cast to float32 before the next: a
-    :class:`PageRankOperator` of the whole adjacency held float64 copies of
-    it at once (a 4 GB transient at a million passages). The values are the
-    operator's bit for bit: the same float64 sums, each column summed in the
-    same order, one product and one cast per entry (tested).
-    """
-    mentions = mentions.astype(np.float64)  # passage × entity
-    about_t = (about.T * config.about_weight).astype(np.float64)  # passage × entity
-    p = mentions.shape[0]
-    blocks = []
-    # Passages' out-edges go to entities (node ids shifted past the passages).
-    top = (mentions + about_t).tocsr()
-    # Entities' out-edges go to passages, then to entities: the rows of [Bᵀ | R], B the passage × entity
-    # backlink weights and R the relations. With a backlink weight of 1 (the default) B is the sum above
-    # (x * 1.0 == x exactly), so it is not summed twice. [Bᵀ | R] is made as the one transpose of B stacked
-    # over Rᵀ (a copy of each, then one pass in C), not as Bᵀ and then a stack along rows (two more passes).
-    backlinks = top if config.backlink_weight == 1.0 else (mentions * config.backlink_weight + about_t).tocsr()
-    del mentions, about_t
-    stacked = sparse.vstack([backlinks, _relations(arrays, config).T.tocsr()], format="csr")
-    del backlinks
-    blocks.append(_normalised_rows(top, shift=p))  # scales top in place: stacked holds its own copy
-    del top
-    bottom = stacked.T.tocsr()  # entity × node: sorted columns, each once (a transpose of canonical rows)
-    del stacked
-    blocks.append(_normalised_rows(bottom, shift=0))
-    del bottom
-    counts = np.concatenate([b[0] for b in blocks])
-    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    dangling = np.concatenate([b[3] for b in blocks])
-    return Csr(indptr, np.concatenate([b[1] for b in blocks]), np.concatenate([b[2] for b in blocks])), dangling
-
-
-def _normalised_rows(m: sparse.csr_matrix, shift: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows of ``m`` (columns of the adjacency) over their sums: (entries per row, column ids + ``shift`` as
-    int32, float32 values, rows with no weight). Zero products are dropped, as a sparse product drops them."""
-    m.sum_duplicates()  # canonical: sorted columns, each once (each row then sums in column order)
-    total = m @ np.ones(m.shape[1])  # a sequential sum per row, as the adjacency's column sums are made
-    inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
-    counts = np.diff(m.indptr).astype(np.int64)
-    values = m.data  # m is the caller's temporary: scaled in place
-    values *= np.repeat(inv, counts)
-    keep = values != 0
-    if keep.all():  # the usual case: no copies through the mask
-        return counts, (m.indices + shift).astype(np.int32), values.astype(np.float32), total <= 0
-    rows = np.repeat(np.arange(m.shape[0], dtype=np.int32), counts)
-    counts = np.bincount(rows[keep], minlength=m.shape[0]).astype(np.int64)
-    return counts, (m.indices[keep] + shift).astype(np.int32), values[keep].astype(np.float32), total <= 0
 
 
 def write_prepared(writer: IndexWriter, graph_dir: str, arrays: GraphArrays, config: PassageGraphConfig,
