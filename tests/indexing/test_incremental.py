@@ -599,6 +599,30 @@ def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
     assert_same_index(add_documents(root, passages[10:]), expected)
 
 
+def test_updates_make_the_transitions_blocks_at_once_and_builds_one_after_the_other(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An add and a delete (wall time counts) make the prepared transition on two threads; a growable build
+    (its peak counts) on one. Both ways give a build's arrays (assert_same_index)."""
+    from gearag.graph import prepared
+
+    threads: list[int] = []
+    real = prepared.transition_columns
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        threads.append(args[4] if len(args) > 4 else kwargs.get("threads", 1))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(prepared, "transition_columns", spy)
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(12, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:8], root, STUB)
+    add_documents(root, passages[8:])
+    deleted = delete_documents(root, [passages[0].id])
+    assert threads == [1, 2, 2]
+    assert_same_index(deleted, build_index(passages[1:], tmp_path / "expected", not_growable(STUB)))
+
+
 def test_a_delete_on_a_plain_index_converts_it_and_removes_the_rows_it_located(tmp_path: Path) -> None:
     """The ids are located in the plain index before it is converted; its one shard holds them at the same rows."""
     use_stub_extractor(StubExtractor())

@@ -256,10 +256,11 @@ class GraphArrays:
 
 
 def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True,
-                       earlier: Earlier | None = None) -> float:
+                       earlier: Earlier | None = None, threads: int = 1) -> float:
     """Store ``arrays`` under ``graph/`` of an index being written (the one hook in indexing), and with
     ``prepare`` the passage graph prepared from them for the default query settings (:mod:`gearag.graph.prepared`;
-    ``earlier``: the names of the index these arrays add to, extended instead of hashed again).
+    ``earlier``: the names of the index these arrays add to, extended instead of hashed again; ``threads``: 2
+    makes the transition's two blocks at once, for an update whose wall time counts more than its peak).
 
     The prepared graph only reads the arrays, so it is derived on a second
     thread while they are written (numpy, scipy and file writes release the
@@ -268,7 +269,7 @@ def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool =
     """
     def prepared() -> float:
         started = time.perf_counter()
-        write_prepared(writer, GRAPH_DIR, arrays, PassageGraphConfig(), earlier)
+        write_prepared(writer, GRAPH_DIR, arrays, PassageGraphConfig(), earlier, threads)
         return round(time.perf_counter() - started, 3)
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-prepare") as pool:

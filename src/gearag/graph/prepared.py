@@ -81,7 +81,7 @@ class PreparedGraph:
 
     @classmethod
     def build(cls, arrays: GraphArrays, config: PassageGraphConfig, earlier: Earlier | None = None,
-              hash_names: bool = True) -> PreparedGraph:
+              hash_names: bool = True, threads: int = 1) -> PreparedGraph:
         """Derive the arrays from the index's graph arrays under ``config`` (the edges of
         :mod:`gearag.graph.passage_graph`'s module docstring).
 
@@ -89,7 +89,8 @@ class PreparedGraph:
         add's previous generation), whose hashed names are extended instead of
         hashing every key again; the result is the same either way. Keys to hash
         (no ``earlier``, or it declined) are left to :meth:`hash_names` when
-        ``hash_names`` is False.
+        ``hash_names`` is False. ``threads``: 2 makes the transition's two blocks at
+        once (:func:`~gearag.graph.transition.transition_columns`).
         """
         from gearag.graph.ppr import PageRankOperator
 
@@ -114,9 +115,8 @@ class PreparedGraph:
         # are extended. Hashing every key instead (a build, a first add) waits for it, so that the two peaks do
         # not add up where the preparation is the peak (BENCHMARKS.md, "Adds at 1M, and a push workspace…").
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-transition") as pool:
-            # An add (it extends an earlier graph) makes the transition's two blocks at once: its wall time counts.
-            transition = pool.submit(transition_columns, arrays, config, mentions, about,
-                                     2 if earlier is not None else 1) if config.passage_nodes else None
+            transition = pool.submit(transition_columns, arrays, config, mentions, about, threads) \
+                if config.passage_nodes else None
             extended = earlier.extend(res.keys, counted) if earlier is not None and earlier.settings == settings_of(
                 config) else None
             if transition is not None:
@@ -251,7 +251,7 @@ def _usable(keys: list[str]) -> np.ndarray:
 
 
 def write_prepared(writer: IndexWriter, graph_dir: str, arrays: GraphArrays, config: PassageGraphConfig,
-                   earlier: Earlier | None = None) -> None:
+                   earlier: Earlier | None = None, threads: int = 1) -> None:
     """Prepare ``arrays`` under ``config`` (extending ``earlier``'s names, :meth:`PreparedGraph.build`) and store
     them under ``<graph_dir>/prepared/`` of an index being written.
 
@@ -259,7 +259,7 @@ def write_prepared(writer: IndexWriter, graph_dir: str, arrays: GraphArrays, con
     and the transition let go: the two no longer add up at a growable build's graph-stage peak.
     """
     rel = f"{graph_dir}/{PREPARED}"
-    prepared = PreparedGraph.build(arrays, config, earlier, hash_names=False)
+    prepared = PreparedGraph.build(arrays, config, earlier, hash_names=False, threads=threads)
     later = prepared.unhashed is not None
     for name, array in prepared.files().items():
         if not (later and name.startswith("names_")):

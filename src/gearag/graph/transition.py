@@ -60,10 +60,11 @@ def transition_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions
     same order, one product and one cast per entry (tested).
 
     ``threads=2`` makes the two blocks at once, the entities' on a second
-    thread (an add, whose wall time counts): each block is then made from the
-    arrays alone (:func:`_entity_rows`), with the same values. At a million
-    passages that took 3.5–4.3 s instead of 4.7–5.1 s, with a peak 1 GB
-    higher (BENCHMARKS.md, "Adds at 1M: the transition's two blocks at once").
+    thread (an add or a delete, whose wall time counts): each block is then
+    made from the arrays alone (:func:`_entity_rows`), with the same values.
+    At a million passages that took 3.5–4.3 s instead of 4.7–5.1 s, with a
+    peak 1 GB higher (BENCHMARKS.md, "Adds at 1M: the transition's two blocks
+    at once").
     """
     p = mentions.shape[0]
     if threads > 1:

@@ -114,11 +114,12 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     this union only appends shards to it or only deletes rows of its shards.
     None of them: everything is computed from the shards (a plain build, a
     first add after an index whose state was not kept). ``overlap``: the
-    triple graph is made on a second thread beside the resolution (an add,
-    whose wall time counts); False makes it first, then the resolution (a
-    build, whose peak memory counts: the two peaks no longer add up; at 100k,
-    17–18% less for the stage and 4–9% more time, BENCHMARKS.md "Growable builds:
-    the graph stage's two steps one after the other").
+    triple graph is made on a second thread beside the resolution, and the
+    prepared transition's two blocks at once (an add or a delete, whose wall
+    time counts); False makes them one after the other (a build, whose peak
+    memory counts: the two peaks no longer add up; at 100k, 17–18% less for
+    the stage and 4–9% more time, BENCHMARKS.md "Growable builds: the graph
+    stage's two steps one after the other").
     """
     done = done or {}
     timings: dict[str, float] = {}
@@ -168,7 +169,8 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
                 earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
             timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution),
-                                                  prepare=config.resolve.prepared_graph, earlier=earlier)
+                                                  prepare=config.resolve.prepared_graph, earlier=earlier,
+                                                  threads=2 if overlap else 1)
             meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
             resolved.state.write(w)
             resolved.stats.write(w)
