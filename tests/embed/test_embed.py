@@ -85,16 +85,28 @@ def test_token_sums_concatenation_is_exact(wordllama: StaticEmbedder, a: str, b:
     assert counts.sum() == len(ids_ab)
 
 
-def test_token_sums_many_texts_cross_chunks(wordllama: StaticEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_token_sums_add_each_texts_vectors_in_order_whatever_shares_the_call(wordllama: StaticEmbedder,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bit for bit: a row is its text's token vectors added one after the other from zero, alone or among
+    texts of other lengths, in one batch or several (so any chunking of a build gives the same vectors)."""
     import gearag.embed.static as static
 
-    texts = [f"text number {i} with some words" * (1 + i % 3) for i in range(30)] + [""]
+    texts = [f"text number {i} with some words " * (1 + i % 3) for i in range(30)] + ["", "x"]
     full, counts = wordllama.token_sums(texts)
-    monkeypatch.setattr(static, "_TOKENS_PER_CHUNK", 7)  # force many small gathers
-    small, counts_small = wordllama.token_sums(texts)
-    np.testing.assert_allclose(small, full, rtol=1e-5, atol=1e-5)
-    assert counts_small.tolist() == counts.tolist()
-    assert counts[-1] == 0 and not full[-1].any()
+    for i, text in enumerate(texts):
+        ids = wordllama.token_ids([text])[0]
+        want = np.zeros(wordllama.dim, dtype=np.float32)
+        for t in ids:
+            want = want + wordllama.vectors[t]
+        assert counts[i] == len(ids)
+        np.testing.assert_array_equal(full[i], want)
+        alone, _ = wordllama.token_sums([text])
+        np.testing.assert_array_equal(alone[0], full[i])
+    assert counts[-2] == 0 and not full[-2].any()
+    monkeypatch.setattr(static, "TEXTS_PER_BATCH", 7)
+    batched, batched_counts = wordllama.token_sums(texts)
+    np.testing.assert_array_equal(batched, full)
+    np.testing.assert_array_equal(batched_counts, counts)
 
 
 def test_wordllama_similarity_is_sensible(wordllama: StaticEmbedder) -> None:

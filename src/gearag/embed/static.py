@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,8 @@ import numpy as np
 from gearag.embed.base import normalise_rows
 from gearag.errors import ConfigError
 
-#: Token budget per gather; bounds peak memory at about this × dim × 4 bytes.
-_TOKENS_PER_CHUNK = 200_000
+#: Texts tokenised and summed together by :meth:`StaticEmbedder.token_sums` (bounds its temporaries).
+TEXTS_PER_BATCH = 2048
 
 
 class StaticEmbedder:
@@ -53,42 +54,50 @@ class StaticEmbedder:
         return cls("wordllama", model.embedding, tokenizer)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        flat, lengths = self._flat_ids(texts)
+        return [ids.tolist() for ids in np.split(flat, np.cumsum(lengths)[:-1])] if len(texts) else []
+
+    def _flat_ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The texts' token ids, one after the other (ids past the vocabulary clamped to its last), and each
+        text's count."""
         encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)  # type: ignore[attr-defined]
-        top = self.vectors.shape[0] - 1
-        return [[min(i, top) for i in enc.ids] for enc in encoded]
+        ids = [enc.ids for enc in encoded]  # each a new list: read once
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+        return np.minimum(flat, self.vectors.shape[0] - 1), lengths
 
     def token_sums(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Per-text sums of token vectors ``(n, dim)`` and token counts ``(n,)``."""
+        """Per-text sums of token vectors ``(n, dim)`` and token counts ``(n,)``.
+
+        Each text's vectors are added one after the other in its token order
+        (float32, from zero), so a row's bits depend on its own text only,
+        whichever texts share the call. The sums are made position by
+        position over the texts of a batch (every text's first token, then
+        every second token, ...), never gathering every token's vector at
+        once: at 143k tokens that took 0.05 s where a gather and
+        ``np.add.reduceat`` (which sums in another order) took 0.8 s
+        (BENCHMARKS.md, "Static embeddings summed position by position").
+        """
         n = len(texts)
         sums = np.zeros((n, self.dim), dtype=np.float32)
         counts = np.zeros(n, dtype=np.int32)
-        start = 0
-        batch = 2048
-        while start < n:
-            ids = self.token_ids(texts[start : start + batch])
-            self._accumulate(ids, sums[start : start + len(ids)], counts[start : start + len(ids)])
-            start += batch
+        for start in range(0, n, TEXTS_PER_BATCH):
+            flat, lengths = self._flat_ids(texts[start : start + TEXTS_PER_BATCH])
+            counts[start : start + len(lengths)] = lengths
+            self._accumulate(flat, lengths, sums[start : start + len(lengths)])
         return sums, counts
 
-    def _accumulate(self, ids: list[list[int]], sums: np.ndarray, counts: np.ndarray) -> None:
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        counts[:] = lengths
-        row = 0
-        while row < len(ids):
-            # Gather a chunk of rows whose tokens fit the budget (at least one row).
-            end, budget = row, 0
-            while end < len(ids) and (end == row or budget + lengths[end] <= _TOKENS_PER_CHUNK):
-                budget += int(lengths[end])
-                end += 1
-            flat = np.fromiter((t for x in ids[row:end] for t in x), dtype=np.int64, count=budget)
-            if budget:
-                # Rows with no tokens keep their zero sum; reduceat over the
-                # start offsets of the others sums each row's slice.
-                offsets = np.concatenate(([0], np.cumsum(lengths[row:end])[:-1]))
-                nonempty = lengths[row:end] > 0
-                block = sums[row:end]
-                block[nonempty] = np.add.reduceat(self.vectors[flat], offsets[nonempty], axis=0)
-            row = end
+    def _accumulate(self, flat: np.ndarray, lengths: np.ndarray, sums: np.ndarray) -> None:
+        """Add each text's token vectors (``flat``, ``lengths`` per text) into its row of ``sums``, in order."""
+        if not len(flat):
+            return
+        starts = np.cumsum(lengths) - lengths
+        longest_first = np.argsort(-lengths, kind="stable")
+        # Texts with more than k tokens are the first ``reaching[k]`` of longest_first.
+        reaching = np.searchsorted(-lengths[longest_first], -np.arange(int(lengths.max())), side="left")
+        for k, n_rows in enumerate(reaching.tolist()):
+            rows = longest_first[:n_rows]
+            sums[rows] += self.vectors[flat[starts[rows] + k]]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         sums, _ = self.token_sums(texts)
