@@ -23,6 +23,20 @@ def _texts(rng: random.Random) -> Callable[[], str]:
                             for _ in range(rng.randint(2, 14)))
 
 
+def _shards(rng: random.Random, text: Callable[[], str]) -> list:
+    """Three shards' postings, the last with tombstones (rows -1)."""
+    parts, offset = [], 0
+    for i in range(3):
+        texts = [text() for _ in range(rng.randint(150, 300))]
+        keep = np.array([i != 2 or rng.random() < 0.7 for _ in texts])
+        rows = np.where(keep, offset + np.cumsum(keep) - 1, -1)
+        offset += int(keep.sum())
+        vocab, ids, indptr = token_ids(texts)
+        parts.append((Postings(list(vocab), *postings_from_tokens(ids, indptr, len(vocab)), np.asarray(indptr)),
+                      rows))
+    return parts
+
+
 def _same_top_k(pruned: object, full: object, text: Callable[[], str], rng: random.Random,
                 monkeypatch: pytest.MonkeyPatch) -> int:
     """Check every query's top k both ways; returns how many were answered before every term was read."""
@@ -57,15 +71,7 @@ def test_a_sharded_indexs_pruned_top_k_is_its_full_scorings(share: float, monkey
     monkeypatch.setattr(PostingsBM25, "PRUNE_MAX_TERMS", 99)  # long queries too
     rng = random.Random(11)
     text = _texts(rng)
-    parts, offset = [], 0
-    for i in range(3):
-        texts = [text() for _ in range(rng.randint(150, 300))]
-        keep = np.array([i != 2 or rng.random() < 0.7 for _ in texts])
-        rows = np.where(keep, offset + np.cumsum(keep) - 1, -1)
-        offset += int(keep.sum())
-        vocab, ids, indptr = token_ids(texts)
-        parts.append((Postings(list(vocab), *postings_from_tokens(ids, indptr, len(vocab)), np.asarray(indptr)),
-                      rows))
+    parts = _shards(rng, text)
     early = _same_top_k(PostingsBM25(parts), PostingsBM25(parts, prune=False), text, rng, monkeypatch)
     assert early > 100 or share < 1.0  # the pruning answered many searches before reading every term
 
@@ -108,3 +114,24 @@ def test_a_top_k_is_pruned_only_in_a_large_collection_for_a_short_query(monkeypa
         assert retriever.retrieve(query, 5) == full.retrieve(query, 5)
     assert tried == [3]  # the 13-term query scores every row, as does one without terms
     assert retriever.pruning(BM25Retriever.PRUNE_MAX_TERMS) and not retriever.pruning(BM25Retriever.PRUNE_MAX_TERMS + 1)
+
+
+@pytest.mark.parametrize("kind", ["shards", "model"])
+def test_scores_at_rows_are_the_score_arrays_bit_for_bit(kind: str) -> None:
+    """What GEAR's reader asks for: a few candidate rows' scores (unsorted, repeated), read from their postings
+    alone, equal the full score array at those rows, for rare, common, repeated and unknown tokens."""
+    rng = random.Random(17)
+    text = _texts(rng)
+    if kind == "shards":
+        retriever: PostingsBM25 | BM25Retriever = PostingsBM25(_shards(rng, text))
+    else:
+        retriever = BM25Retriever(build_bm25([text() for _ in range(700)]))
+        assert retriever.lucene
+    queries = [text() for _ in range(60)] + ["film film director name7", "nothing here", ""]
+    for query in queries:
+        full = retriever.scores(query)
+        for n in (0, 1, 7, 200):
+            rows = np.asarray([rng.randrange(retriever.size) for _ in range(n)], dtype=np.int64)
+            got = retriever.scores_at(query, rows)
+            assert got.dtype == np.float32
+            np.testing.assert_array_equal(got, full[rows], err_msg=query)

@@ -16,7 +16,7 @@ import numpy as np
 from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
 from gearag.retrieve.bm25_matrix import index_flat
-from gearag.retrieve.bm25_maxscore import MaxScoreTopK, ModelPostings, lucene_idf
+from gearag.retrieve.bm25_maxscore import MaxScoreTopK, ModelPostings, Term, lucene_idf
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
@@ -191,8 +191,8 @@ class BM25Retriever(MaxScoreTopK, RetrieverBase):
         self._vocab: dict[str, int] = model.vocab_dict  # type: ignore[attr-defined]
         self.size = int(model.scores["num_docs"])  # type: ignore[attr-defined]
         # Each entry is idf * tf / (k1 * norm + tf) < idf only for bm25s's lucene scores (bm25+ adds a delta).
-        self.prune = prune and getattr(model, "method", None) == "lucene" and getattr(
-            model, "idf_method", None) == "lucene"
+        self.lucene = getattr(model, "method", None) == "lucene" and getattr(model, "idf_method", None) == "lucene"
+        self.prune = prune and self.lucene
 
     def _tokens(self, query: str) -> list[str]:
         return [t for t in tokenize([query])[0] if t in self._vocab]
@@ -206,19 +206,30 @@ class BM25Retriever(MaxScoreTopK, RetrieverBase):
             return np.zeros(self.size, dtype=np.float32)
         return np.asarray(self.model.get_scores(tokens), dtype=np.float32)  # type: ignore[attr-defined]
 
+    def scores_at(self, query: str, rows: np.ndarray) -> np.ndarray:
+        """``scores(query)[rows]``, bit for bit; for a lucene model, reading only those rows' entries
+        (:meth:`rows_scores`)."""
+        tokens = self._tokens(query)
+        if not self.lucene:
+            return self._scores(tokens)[np.asarray(rows, dtype=np.int64)]
+        return self.rows_scores(ModelPostings(self.model.scores), self._terms(tokens), rows)  # type: ignore[attr-defined]
+
+    def _terms(self, tokens: list[str]) -> list[Term]:
+        """The query's terms as the stored entries' spans (a repeated token twice, as ``get_scores`` adds them)."""
+        indptr, terms = self.model.scores["indptr"], []  # type: ignore[attr-defined]
+        for token in tokens:
+            t = self._vocab[token]
+            start, end = int(indptr[t]), int(indptr[t + 1])
+            # The term's idf (its bound): its entries hold it already, times tf / (... + tf).
+            terms.append((lucene_idf(self.size, end - start), [(0, start, end)]))
+        return terms
+
     def retrieve(self, query: str, k: int) -> list[Hit]:
         """The top ``k`` documents: pruned where :meth:`pruning` says (the same hits) unless that would read more
         than :attr:`PRUNE_POSTINGS` of the rows in postings, else from every score."""
         tokens = self._tokens(query)
         if self.pruning(len(tokens)):
-            scores = self.model.scores  # type: ignore[attr-defined]
-            indptr, terms = scores["indptr"], []
-            for token in tokens:  # in order, a repeated token twice: as get_scores adds them
-                t = self._vocab[token]
-                start, end = int(indptr[t]), int(indptr[t + 1])
-                # The term's idf (its bound): its entries hold it already, times tf / (... + tf).
-                terms.append((lucene_idf(self.size, end - start), [(0, start, end)]))
-            found = self.pruned_top_k(ModelPostings(scores), terms, k)
+            found = self.pruned_top_k(ModelPostings(self.model.scores), self._terms(tokens), k)  # type: ignore[attr-defined]
             if found is not None:
                 return [Hit(row, score, self.collection) for row, score in found]
         return top_k(self._scores(tokens), k, keep_zero=False, collection=self.collection)

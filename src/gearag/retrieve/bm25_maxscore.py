@@ -81,6 +81,14 @@ class MaxScoreTopK:
         """:func:`pruned_top_k` giving up past :attr:`PRUNE_POSTINGS` of the rows (None: score every row)."""
         return pruned_top_k(postings, terms, k, max(int(self.size * self.PRUNE_POSTINGS), 1))
 
+    @staticmethod
+    def rows_scores(postings: Postings, terms: Sequence[Term], rows: np.ndarray) -> np.ndarray:
+        """The float32 scores of ``rows`` (any order, repeats allowed): the full score array's at those rows, bit
+        for bit, found by bisection in each term's postings instead of adding up all of them (GEAR's reader
+        scores a few hundred candidate triples of 16.9M per step)."""
+        unique, inverse = np.unique(np.asarray(rows, dtype=np.int64), return_inverse=True)
+        return _scores(postings, terms, unique, {})[inverse]
+
 
 class Postings(Protocol):
     def term_scores(self, span: Span, idf: np.float32) -> tuple[np.ndarray, np.ndarray]:

@@ -282,6 +282,10 @@ class PostingsBM25(MaxScoreTopK, RetrieverBase):
         """BM25 score of every union row for ``query`` (zeros when no term matches), as bm25s computes it."""
         return self._scores(self._terms(query))
 
+    def scores_at(self, query: str, rows: np.ndarray) -> np.ndarray:
+        """``scores(query)[rows]``, bit for bit, reading only those rows' postings (:meth:`rows_scores`)."""
+        return self.rows_scores(self, self._terms(query), rows)
+
     def _scores(self, terms: list[Term]) -> np.ndarray:
         scores = np.zeros(self.size, dtype=np.float32)
         for idf, found in terms:
