@@ -70,14 +70,17 @@ def transition_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions
     if threads > 1:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-entities") as pool:
             entities = pool.submit(_entity_rows, arrays, config, mentions, about)
-            return _joined([normalised_rows(_passage_rows(config, mentions, about), shift=p), entities.result()])
-    top = _passage_rows(config, mentions, about)
+            top = (mentions.astype(np.float64) + _about_t(config, about)).tocsr()
+            return _joined([normalised_rows(top, shift=p), entities.result()])
+    mentions64, about_t = mentions.astype(np.float64), _about_t(config, about)  # passage × entity
+    # Passages' out-edges go to entities (node ids shifted past the passages).
+    top = (mentions64 + about_t).tocsr()
     # Entities' out-edges go to passages, then to entities: the rows of [Bᵀ | R], B the passage × entity
     # backlink weights and R the relations. With a backlink weight of 1 (the default) B is the sum above
     # (x * 1.0 == x exactly), so it is not summed twice. [Bᵀ | R] is made as the one transpose of B stacked
     # over Rᵀ (a copy of each, then one pass in C), not as Bᵀ and then a stack along rows (two more passes).
-    backlinks = top if config.backlink_weight == 1.0 else \
-        (mentions.astype(np.float64) * config.backlink_weight + _about_t(config, about)).tocsr()
+    backlinks = top if config.backlink_weight == 1.0 else (mentions64 * config.backlink_weight + about_t).tocsr()
+    del mentions64, about_t
     stacked = sparse.vstack([backlinks, relations(arrays, config).T.tocsr()], format="csr")
     del backlinks
     blocks = [normalised_rows(top, shift=p)]  # scales top in place: stacked holds its own copy
@@ -92,12 +95,6 @@ def transition_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions
 def _about_t(config: PassageGraphConfig, about: sparse.csr_matrix) -> sparse.spmatrix:
     """The about weights by passage (passage × entity), times their weight, float64."""
     return (about.T * config.about_weight).astype(np.float64)
-
-
-def _passage_rows(config: PassageGraphConfig, mentions: sparse.csr_matrix,
-                  about: sparse.csr_matrix) -> sparse.csr_matrix:
-    """Passages' out-edges (to entities, not yet shifted past the passages): mention + about weights."""
-    return (mentions.astype(np.float64) + _about_t(config, about)).tocsr()
 
 
 def _entity_rows(arrays: GraphArrays, config: PassageGraphConfig, mentions: sparse.csr_matrix,

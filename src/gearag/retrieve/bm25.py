@@ -212,9 +212,9 @@ class BM25Retriever(MaxScoreTopK, RetrieverBase):
         tokens = self._tokens(query)
         if not self.lucene:
             return self._scores(tokens)[np.asarray(rows, dtype=np.int64)]
-        return self.rows_scores(ModelPostings(self.model.scores), self._terms(tokens), rows)  # type: ignore[attr-defined]
+        return self.rows_scores(ModelPostings(self.model.scores), self._spans(tokens), rows)  # type: ignore[attr-defined]
 
-    def _terms(self, tokens: list[str]) -> list[Term]:
+    def _spans(self, tokens: list[str]) -> list[Term]:
         """The query's terms as the stored entries' spans (a repeated token twice, as ``get_scores`` adds them)."""
         indptr, terms = self.model.scores["indptr"], []  # type: ignore[attr-defined]
         for token in tokens:
@@ -229,7 +229,7 @@ class BM25Retriever(MaxScoreTopK, RetrieverBase):
         than :attr:`PRUNE_POSTINGS` of the rows in postings, else from every score."""
         tokens = self._tokens(query)
         if self.pruning(len(tokens)):
-            found = self.pruned_top_k(ModelPostings(self.model.scores), self._terms(tokens), k)  # type: ignore[attr-defined]
+            found = self.pruned_top_k(ModelPostings(self.model.scores), self._spans(tokens), k)  # type: ignore[attr-defined]
             if found is not None:
                 return [Hit(row, score, self.collection) for row, score in found]
         return top_k(self._scores(tokens), k, keep_zero=False, collection=self.collection)

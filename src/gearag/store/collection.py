@@ -257,12 +257,8 @@ class Collection:
 
     def bm25_scores(self, query: str, rows: np.ndarray) -> np.ndarray:
         """BM25 scores of ``rows`` for ``query`` (0 where no query term occurs): the collection's score array at
-        those rows, read from their postings alone where the retriever can (``scores_at``)."""
-        retriever = self.bm25_retriever()
-        scores_at = getattr(retriever, "scores_at", None)
-        if scores_at is not None:
-            return np.asarray(scores_at(query, np.asarray(rows, dtype=np.int64)), dtype=np.float32)
-        return np.asarray(retriever.scores(query)[rows], dtype=np.float32)
+        those rows, read from their postings alone (both BM25 retrievers' ``scores_at``)."""
+        return np.asarray(self.bm25_retriever().scores_at(query, np.asarray(rows, dtype=np.int64)), dtype=np.float32)
 
     def rows_vectors(self, rows: np.ndarray | Sequence[int]) -> np.ndarray:
         """The unit vectors of ``rows``, in that order, shape ``(len(rows), dim)``."""
