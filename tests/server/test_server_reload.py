@@ -174,3 +174,30 @@ def test_a_method_that_fails_to_warm_is_logged_and_the_index_served(tmp_path: Pa
     with caplog.at_level(logging.WARNING, logger="gearag.server"):
         warm_methods(Failing(), ["dense"])  # type: ignore[arg-type]
     assert any("warming method dense failed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_look_that_raises_an_error_of_its_own_type_is_reported_and_the_service_keeps_looking(
+        tmp_path: Path) -> None:
+    """An object store's client may raise its own exception types: a look that fails with one is a failure the
+    service reports, not the end of the thread that follows the index."""
+    from gearag.server.live import LiveGearag, manifest_stamp
+
+    class StoreUnreachableError(Exception):
+        pass
+
+    root = _index(tmp_path)
+    looks: list[str] = []
+
+    def stamp() -> str | None:
+        looks.append("look")
+        if len(looks) == 1:
+            raise StoreUnreachableError("connection reset by the object store")
+        return manifest_stamp(root)
+
+    live = LiveGearag(Gearag.open(root), lambda: Gearag.open(root), 3600, root, stamp=stamp)
+    passages = len(live.get().index.passages)
+    add_documents(root, [NEW])
+    assert not live.refresh()
+    assert live.status()["failures"] == 1 and "connection reset" in live.status()["last_error"]
+    assert live.refresh() and len(live.get().index.passages) == passages + 1
+    assert live.status()["failures"] == 0 and live.status()["reloads"] == 1

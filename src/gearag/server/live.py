@@ -17,7 +17,8 @@ reading. A call already running keeps the index it started with: its read
 lease (:mod:`gearag.store.lease`) keeps that generation's files until the
 last such call drops it; a Lance export keeps the table versions it replaced
 ``--keep-hours``. An index that fails to open (an update still writing, a
-damaged file) is logged and the service keeps the one it has; it opens that
+damaged file, a look at the stamp that fails, whatever the error's type) is logged and the
+service keeps the one it has; it opens that
 update again after a wait that doubles from the interval (at most
 :data:`RETRY_MAX_SECONDS`), and a newer update at once. ``GET /v1/index``
 (``served``) and ``/metrics`` report what is served and why an update was not.
@@ -177,14 +178,17 @@ class LiveGearag:
             fresh = self._reopen()
             if self._warm is not None:
                 self._warm(fresh)  # on this thread: requests are answered from the current index meanwhile
-        except (GearagError, OSError, RuntimeError, ValueError) as exc:
-            self.failures, self.last_error = self.failures + 1, str(exc)
+        except Exception as exc:  # the looks run on their own thread, which must outlive any error
+            # A damaged update, a storage error, or one a backend raises as its own type (an object store's client):
+            # an exception that ended the thread would leave the service on its index for ever, unreported.
+            known = isinstance(exc, (GearagError, OSError, RuntimeError, ValueError))
+            self.failures, self.last_error = self.failures + 1, str(exc) or type(exc).__name__
             self._tries = self._tries + 1 if stamp is not None and stamp == self._failed else 1
             self._failed = stamp
             wait = min(self._interval * 2 ** (self._tries - 1), RETRY_MAX_SECONDS)
             self._retry_at = time.monotonic() + wait
             log.warning("index %s changed but did not open (%s); still serving the previous one, trying again in "
-                        "%.0f s", self._root, exc, wait)
+                        "%.0f s", self._root, exc, wait, exc_info=not known)
             return False
         previous = self._gearag
         # The stamp of what was opened, not the one just looked at: an update committed in between is seen next.
