@@ -119,6 +119,29 @@ def test_offline_gear_end_to_end(request: pytest.FixtureRequest, slice_name: str
     assert isinstance(result.answer, str) and result.answer
 
 
+def test_the_ppr_output_ranking_links_no_gist_triple(wiki: SimpleNamespace,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """passageLink's lists (Eq. 8-10) only feed Eq. 9: with the PPR output ranking (the default) none is made, and
+    the ranking is the one it was with them made; with Eq. 9 they are."""
+    from gearag.expand.link import PassageLinker
+
+    calls: list[str] = []
+    link = PassageLinker.link
+
+    def spy(self: PassageLinker, triple: Fact, k: int) -> list[Hit]:
+        calls.append(triple.text)
+        return link(self, triple, k)
+
+    monkeypatch.setattr(PassageLinker, "link", spy)
+    by_ppr = make_method(wiki.index, "gear", max_steps=MAX_STEPS)
+    ranked = [[h.idx for h in by_ppr(q, K).passages] for q in wiki.questions]
+    assert calls == []
+    assert ranked == [[h.idx for h in wiki.method(q, K).passages] for q in wiki.questions]
+    by_eq9 = make_method(wiki.index, "gear", max_steps=MAX_STEPS, final="rrf")
+    memory = [by_eq9(q, K).trace.to_dict()["gist_memory"] for q in wiki.questions]
+    assert len(calls) == sum(len(m) for m in memory) > 0  # once per gist triple
+
+
 def test_offline_gear_without_answer(wiki: SimpleNamespace) -> None:
     result = make_method(wiki.index, "gear", max_steps=1, answer=False)(wiki.questions[0], K)
     assert result.answer is None and result.trace.answer_label is None

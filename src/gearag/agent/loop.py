@@ -80,9 +80,12 @@ class GearAgent:
         self.base = base_retriever(index, exp.base, exp.retriever)  # passages, or a pool's nodes' sources
         self.triple_linker = TripleLinker(index, exp.link, config=exp.retriever)
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
-        self.passage_linker = PassageLinker(index, exp.base, exp.retriever)
         self.chain = config.engine.chain_agent
         self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
+        #: Whether the output ranking is PPR's (``AgentConfig.final``): Eq. 9's passageLink lists are then not
+        #: read, so no gist triple is linked (two BM25 searches each: ~a quarter of a GEAR query at 1M passages).
+        self.ranks_by_ppr = config.final == "ppr" and self.graph is not None
+        self.passage_linker = None if self.ranks_by_ppr else PassageLinker(index, exp.base, exp.retriever)
 
     def step_passages(
         self, query: str, question: str, memory: list[Fact], n_base: list[Hit] | None = None
@@ -147,9 +150,9 @@ class GearAgent:
             if not reasoning.answerable and n < self.config.max_steps:
                 next_query = self.engine.rewriter.rewrite(question, memory, reasoning)
             after = _tokens(self.engine.ledger)
-            # Eq. 8–10 for the memory so far: passageLink new gist triples, fuse with every step.
-            linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
-            if self.config.final == "ppr" and self.graph is not None:
+            if self.passage_linker is not None:  # Eq. 8–10 for the memory so far: passageLink new gist triples
+                linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
+            if self.ranks_by_ppr:
                 # The answer's evidence read beyond the memory (a comparison's two branches) seeds too.
                 extra = ([t for t in reasoning.facts if t.as_tuple() not in {m.as_tuple() for m in memory}]
                          if self.config.seed_evidence else [])
