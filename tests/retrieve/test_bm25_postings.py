@@ -63,3 +63,21 @@ def test_postings_naming_a_document_the_shard_does_not_have_are_one_line() -> No
     with pytest.raises(IndexFormatError, match="test shard: postings name documents it does not have"):
         merged.scores("film river director")
 
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_postings_list_each_term_s_documents_in_order_with_their_counts(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_vocab = int(rng.integers(1, 40))
+    docs = [rng.integers(0, n_vocab, int(rng.integers(0, 12))).tolist() for _ in range(int(rng.integers(1, 60)))]
+    indptr = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
+    ids = np.asarray([t for d in docs for t in d], dtype=np.int32)
+    given = ids.copy()
+    p_indptr, found, tf = postings_from_tokens(ids, indptr, n_vocab + 2)  # two terms no document has
+    assert np.array_equal(ids, given)  # the caller's token ids are left as they were
+    assert (p_indptr.dtype, found.dtype, tf.dtype) == (np.int64, np.int32, np.int32)
+    assert len(p_indptr) == n_vocab + 3 and p_indptr[-1] == len(found) == len(tf)
+    for term in range(n_vocab + 2):
+        at = slice(p_indptr[term], p_indptr[term + 1])
+        expected = [(i, d.count(term)) for i, d in enumerate(docs) if term in d]
+        assert list(zip(found[at].tolist(), tf[at].tolist(), strict=True)) == expected

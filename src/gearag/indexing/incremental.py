@@ -27,6 +27,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -255,12 +256,12 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
                     w.write_array(offsets_rel(rel), scanned)
             if ID_HASHES not in listed:
                 w.write_array(ID_HASHES, stable_hashes(stored_passage_ids(root / "passages.jsonl")))
-            for coll, texts in ((PASSAGES, passage_contents(plain.passages)), (TRIPLES, plain.triples.texts())):
-                stored = _kept_token_ids(root, listed, coll, len(texts))
-                if stored is None:  # built before indices kept their token ids: tokenised again
-                    write_tokens(w, coll, texts)
-                else:
-                    write_postings(w, coll, *stored)
+            # The two collections' postings at once (array work that releases the GIL; ~2.5 s each at 1M).
+            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gearag-postings") as pool:
+                for done in [pool.submit(_shard_tokens, w, root, listed, coll, texts)
+                             for coll, texts in ((PASSAGES, passage_contents(plain.passages)),
+                                                 (TRIPLES, plain.triples.texts()))]:
+                    done.result()
             kept = {k: v for k, v in manifest.items()
                     if k not in ("format", "format_version", "gearag_version", "created", "files", "union")}
             kept["config"] = config.to_dict()
@@ -287,6 +288,16 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
             shutil.rmtree(tmp, ignore_errors=True)
     if on_step:
         on_step("convert", time.perf_counter() - started)
+
+
+def _shard_tokens(w: IndexWriter, root: Path, listed: dict[str, Any], collection: str, texts: Sequence[str]) -> None:
+    """A converted shard's token ids and postings for ``collection``: from those its plain build kept, else made
+    from ``texts`` (built before indices kept their token ids)."""
+    stored = _kept_token_ids(root, listed, collection, len(texts))
+    if stored is None:
+        write_tokens(w, collection, texts)
+    else:
+        write_postings(w, collection, *stored)
 
 
 def _kept_token_ids(root: Path, listed: dict[str, Any], collection: str,

@@ -52,16 +52,34 @@ def postings_from_tokens(ids: np.ndarray, indptr: np.ndarray, n_vocab: int) -> t
 
     ``ids``/``indptr``: the documents' token ids (document ``i`` is
     ``ids[indptr[i]:indptr[i+1]]``) into a vocabulary of ``n_vocab`` terms.
+    The token lists are a document × term matrix by rows already. Its
+    transpose by one counting pass (scipy's CSR → CSC, which visits the rows
+    in order) lists each term's documents in order, a document once per
+    occurrence, so a term's counts are runs of equal neighbours. That is
+    linear in the tokens, where sorting the (term, document) pairs was not:
+    at a million passages the postings took 13.7 s of the first add's
+    conversion (BENCHMARKS.md, "The first add after a build: postings by a transpose").
     """
-    n_docs = len(indptr) - 1
-    lengths: np.ndarray = np.diff(np.asarray(indptr, dtype=np.int64))
-    doc = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-    pairs = np.asarray(ids, dtype=np.int64) * max(n_docs, 1) + doc
-    uniq, counts = np.unique(pairs, return_counts=True)  # sorted by term, then document
-    terms = uniq // max(n_docs, 1)
-    p_indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-    np.cumsum(np.bincount(terms, minlength=n_vocab), out=p_indptr[1:])
-    return p_indptr, (uniq % max(n_docs, 1)).astype(np.int32), counts.astype(np.int32)
+    from scipy import sparse
+
+    n_docs, n_tokens = len(indptr) - 1, len(ids)
+    # 32-bit offsets where they fit: scipy then reads the token ids as they are (read-only: it does not sort them).
+    kind = np.int32 if max(n_tokens, n_vocab) < np.iinfo(np.int32).max else np.int64
+    by_doc = sparse.csr_matrix((np.ones(n_tokens, dtype=np.int8), np.asarray(ids).astype(kind, copy=False),
+                                np.asarray(indptr).astype(kind, copy=False)), shape=(n_docs, max(n_vocab, 0)))
+    by_term = by_doc.tocsc()
+    del by_doc
+    docs, t_indptr = by_term.indices, by_term.indptr.astype(np.int64)
+    del by_term
+    first = np.ones(n_tokens, dtype=bool)  # an occurrence that starts a (term, document) run
+    np.not_equal(docs[1:], docs[:-1], out=first[1:])
+    first[t_indptr[:-1][t_indptr[:-1] < n_tokens]] = True  # a term's first document starts a run
+    starts = np.flatnonzero(first)
+    del first
+    tf = np.empty(len(starts), dtype=np.int32)  # run lengths, made in place (no int64 copies of the starts)
+    np.subtract(starts[1:], starts[:-1], out=tf[:-1], casting="unsafe")
+    tf[-1:] = n_tokens - starts[-1:]
+    return np.searchsorted(starts, t_indptr).astype(np.int64), docs[starts].astype(np.int32), tf
 
 
 @dataclass
