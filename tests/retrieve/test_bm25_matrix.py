@@ -10,7 +10,8 @@ import pytest
 
 from conftest import wiki_slice
 from gearag.retrieve import bm25_matrix
-from gearag.retrieve.bm25 import _sorted_token_ids, _sorted_vocabulary, _stemmer, build_bm25, save_bm25
+from gearag.retrieve.bm25 import _sorted_token_ids, _sorted_vocabulary, build_bm25, save_bm25
+from gearag.retrieve.tokenizer import stemmer as _stemmer
 
 
 def bm25s_model(texts: list[str], k1: float, b: float) -> object:

@@ -6,7 +6,6 @@ README (``title + "\\n" + text``, Lucene BM25, k1 = 1.5, b = 0.75).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,33 +16,12 @@ from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
 from gearag.retrieve.bm25_matrix import index_flat
 from gearag.retrieve.bm25_maxscore import MaxScoreTopK, ModelPostings, Term, lucene_idf
+from gearag.retrieve.tokenizer import token_ids as chunk_token_ids
+from gearag.retrieve.tokenizer import tokenize
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
     from gearag.store.index import Index
-
-
-_local = threading.local()
-
-
-def _stemmer() -> object:
-    """This thread's Snowball stemmer: a PyStemmer instance has internal state and must not be shared
-    between threads (its docstring says so), and the service tokenises queries from several threads."""
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        import Stemmer
-
-        stemmer = _local.stemmer = Stemmer.Stemmer("english")
-    return stemmer
-
-
-def tokenize(texts: Sequence[str]) -> list[list[str]]:
-    """Lower-case word tokens, English stop words removed, Snowball-stemmed."""
-    import bm25s
-
-    return bm25s.tokenize(
-        list(texts), stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False
-    )
 
 
 _NO_TERMS = "gearag_document_without_terms"
@@ -81,22 +59,13 @@ def _sorted_token_ids(texts: Sequence[str], chunk: int) -> tuple[list[str], np.n
     ids :func:`_sorted_vocabulary` gives for the whole corpus at once, while
     only one chunk's token lists exist as Python objects.
     """
-    import bm25s
-
     terms: dict[str, int] = {}
     parts: list[np.ndarray] = []
     lengths = np.zeros(len(texts), dtype=np.int64)
     for start in range(0, len(texts), chunk):
-        tokens = bm25s.tokenize(list(texts[start : start + chunk]), stopwords="en", stemmer=_stemmer(),
-                                show_progress=False)
-        local = [""] * len(tokens.vocab)
-        for term, i in tokens.vocab.items():
-            local[i] = term
-        remap = np.asarray([terms.setdefault(term, len(terms)) for term in local], dtype=np.int64)
-        lengths[start : start + len(tokens.ids)] = [len(doc) for doc in tokens.ids]
-        flat = np.fromiter((t for doc in tokens.ids for t in doc), dtype=np.int64,
-                           count=int(lengths[start : start + len(tokens.ids)].sum()))
-        parts.append(remap[flat].astype(np.int32) if len(remap) else flat.astype(np.int32))
+        ids, counts = chunk_token_ids(texts[start : start + chunk], terms)
+        lengths[start : start + len(counts)] = counts
+        parts.append(ids.astype(np.int32))
     order = sorted(terms)
     renumber = np.empty(len(order), dtype=np.int32)
     for new, term in enumerate(order):

@@ -1,0 +1,77 @@
+"""BM25's tokenizer: bm25s's English one (its ``tokenize`` with ``stopwords="en"`` and a Snowball stemmer), token
+for token, without its per-call overhead.
+
+``bm25s.tokenize`` splits each lower-cased text on ``(?u)\\b\\w\\w+\\b``,
+drops the English stop words and stems each distinct token once with
+PyStemmer. It also makes three tqdm progress bars per call (disabled, yet
+constructed) and a set of the stop words per text: for the one-text calls of
+a query (the offline reader tokenises every candidate fact) that was most of
+the time, ~0.25 ms a call, and a large part of the build's BM25 stage
+(BENCHMARKS.md, "BM25's tokenizer without bm25s's per-call costs").
+
+The same steps here, with bm25s's own stop-word list made a set once.
+Stemming is per word, so stemming each distinct token of a batch gives what
+bm25s gives; ``tests/retrieve/test_tokenizer.py`` checks the
+output against ``bm25s.tokenize`` on real passages.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+#: bm25s's token pattern (scikit-learn CountVectorizer's default).
+_SPLIT = re.compile(r"(?u)\b\w\w+\b").findall
+
+_local = threading.local()
+
+
+def stemmer() -> object:
+    """This thread's Snowball stemmer: a PyStemmer instance has internal state and must not be shared
+    between threads (its docstring says so), and the service tokenises queries from several threads."""
+    found = getattr(_local, "stemmer", None)
+    if found is None:
+        import Stemmer
+
+        found = _local.stemmer = Stemmer.Stemmer("english")
+    return found
+
+
+@lru_cache(maxsize=1)
+def stop_words() -> frozenset[str]:
+    """bm25s's English stop words (``stopwords="en"``)."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+def tokenize(texts: Sequence[str]) -> list[list[str]]:
+    """Lower-case word tokens, English stop words removed, Snowball-stemmed (``bm25s.tokenize``'s strings)."""
+    stop = stop_words()
+    docs = [[t for t in _SPLIT(text.lower()) if t not in stop] for text in texts]
+    distinct = list({t: None for doc in docs for t in doc})
+    stems = dict(zip(distinct, stemmer().stemWords(distinct), strict=True))  # type: ignore[attr-defined]
+    return [[stems[t] for t in doc] for doc in docs]
+
+
+def token_ids(texts: Sequence[str], terms: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """``texts`` tokenised as :func:`tokenize` does, as ids into ``terms`` (stem → id, extended in place with the
+    stems it lacks, in order of first appearance): the flat ids (int64) and each text's token count."""
+    stop = stop_words()
+    local: defaultdict[str, int] = defaultdict()
+    local.default_factory = local.__len__  # a word's id: its rank of first appearance in these texts
+    flat: list[int] = []
+    lengths = np.zeros(len(texts), dtype=np.int64)
+    for i, text in enumerate(texts):
+        words = [t for t in _SPLIT(text.lower()) if t not in stop]
+        flat.extend(map(local.__getitem__, words))
+        lengths[i] = len(words)
+    distinct = list(local)
+    stems = stemmer().stemWords(distinct) if distinct else []  # type: ignore[attr-defined]
+    remap = np.fromiter((terms.setdefault(s, len(terms)) for s in stems), dtype=np.int64, count=len(stems))
+    return remap[np.asarray(flat, dtype=np.int64)] if flat else np.zeros(0, dtype=np.int64), lengths
