@@ -64,7 +64,8 @@ def _covers(term: str, chain_terms: AbstractSet[str], words: WordLists = DEFAULT
     """Whether a relation stem of the question is expressed by ``chain_terms`` (itself or a related stem)."""
     if term in chain_terms:
         return True
-    return any(any(c.startswith(a) for c in chain_terms) for a in words.related_map.get(term, ()))
+    related = words.related_map.get(term, ())  # a tuple: one startswith per chain term tries every related stem
+    return bool(related) and any(c.startswith(related) for c in chain_terms)
 
 
 def _in_question(entity: str, qnorm: str) -> bool:
@@ -222,7 +223,8 @@ class OfflineReasoner:
             if resolver is not None:
                 row = resolver.row(entity)
                 if row is not None:
-                    out += [t for key, t in named if t not in out and resolver.row(key) == row]
+                    first = set(out)  # facts are frozen (hashable, equal when equal): not a scan of the list per fact
+                    out += [t for key, t in named if t not in first and resolver.row(key) == row]
             return out
 
         out: list[Chain] = []
