@@ -41,8 +41,10 @@ class AgentConfig:
     #: paper leaves k open). Each gist triple's list counts as much as a whole
     #: step's list in Eq. 9, so deeper lists let weakly linked passages crowd
     #: out the steps' passages: k = 1 gave the best recall on all three
-    #: benchmark sets (BENCHMARKS.md).
-    link_k: int = setting(1, "Agent: passages per gist triple in passageLink (Eq. 8).", min=1)
+    #: benchmark sets (BENCHMARKS.md). Only Eq. 9 reads these lists: with the
+    #: ``ppr`` output ranking (``final``) no gist triple is linked.
+    link_k: int = setting(1, "Agent: passages per gist triple in passageLink (Eq. 8; read by Eq. 9 only: --final rrf, "
+                             "or ppr without the passage graph).", min=1)
     #: The output ranking: ``rrf`` is Eq. 9 as printed (passageLink of every
     #: gist triple fused with every step's passages); ``ppr`` ranks by
     #: Personalized PageRank over the passage-aware graph seeded with the
