@@ -79,7 +79,9 @@ def postings_from_tokens(ids: np.ndarray, indptr: np.ndarray, n_vocab: int) -> t
     tf = np.empty(len(starts), dtype=np.int32)  # run lengths, made in place (no int64 copies of the starts)
     np.subtract(starts[1:], starts[:-1], out=tf[:-1], casting="unsafe")
     tf[-1:] = n_tokens - starts[-1:]
-    return np.searchsorted(starts, t_indptr).astype(np.int64), docs[starts].astype(np.int32), tf
+    # Both are new arrays already (int64 offsets, the documents' own int32 when they fit): not copied again.
+    return (np.searchsorted(starts, t_indptr).astype(np.int64, copy=False),
+            docs[starts].astype(np.int32, copy=False), tf)
 
 
 @dataclass
