@@ -50,10 +50,15 @@ def stop_words() -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
+def _words(text: str, stop: frozenset[str]) -> list[str]:
+    """``text``'s lower-cased words of two or more characters, stop words dropped (bm25s's split, before stems)."""
+    return [t for t in _SPLIT(text.lower()) if t not in stop]
+
+
 def tokenize(texts: Sequence[str]) -> list[list[str]]:
     """Lower-case word tokens, English stop words removed, Snowball-stemmed (``bm25s.tokenize``'s strings)."""
     stop = stop_words()
-    docs = [[t for t in _SPLIT(text.lower()) if t not in stop] for text in texts]
+    docs = [_words(text, stop) for text in texts]
     distinct = list({t: None for doc in docs for t in doc})
     stems = dict(zip(distinct, stemmer().stemWords(distinct), strict=True))  # type: ignore[attr-defined]
     return [[stems[t] for t in doc] for doc in docs]
@@ -68,7 +73,7 @@ def token_ids(texts: Sequence[str], terms: dict[str, int]) -> tuple[np.ndarray, 
     flat: list[int] = []
     lengths = np.zeros(len(texts), dtype=np.int64)
     for i, text in enumerate(texts):
-        words = [t for t in _SPLIT(text.lower()) if t not in stop]
+        words = _words(text, stop)
         flat.extend(map(local.__getitem__, words))
         lengths[i] = len(words)
     distinct = list(local)

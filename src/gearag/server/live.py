@@ -17,9 +17,9 @@ reading. A call already running keeps the index it started with: its read
 lease (:mod:`gearag.store.lease`) keeps that generation's files until the
 last such call drops it; a Lance export keeps the table versions it replaced
 ``--keep-hours``. An index that fails to open (an update still writing, a
-damaged file, a look at the stamp that fails, whatever the error's type) is logged and the
-service keeps the one it has; it opens that
-update again after a wait that doubles from the interval (at most
+damaged file, a look at the stamp that fails, whatever the error's type) is
+logged and the service keeps the one it has; it opens that update again
+after a wait that doubles from the interval (at most
 :data:`RETRY_MAX_SECONDS`), and a newer update at once. ``GET /v1/index``
 (``served``) and ``/metrics`` report what is served and why an update was not.
 """
