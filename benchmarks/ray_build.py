@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from gearag.store import checksum
+
 
 def _children() -> dict[int, list[int]]:
     kids: dict[int, list[int]] = {}
@@ -110,7 +112,7 @@ def run(corpus: Path, out: Path, extra: list[str]) -> dict:
 def same_index(a: Path, b: Path) -> list[str]:
     ma = json.loads((a / "manifest.json").read_text(encoding="utf-8"))["files"]
     mb = json.loads((b / "manifest.json").read_text(encoding="utf-8"))["files"]
-    return sorted(f for f in set(ma) | set(mb) if ma.get(f, {}).get("sha256") != mb.get(f, {}).get("sha256"))
+    return sorted(f for f in set(ma) | set(mb) if not checksum.same_content(ma.get(f), mb.get(f)))
 
 
 def main() -> None:

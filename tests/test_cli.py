@@ -33,7 +33,7 @@ from conftest import (
 from gearag.cli import main
 from gearag.errors import IndexFormatError
 from gearag.indexing import work_dir_for
-from gearag.store.index import MANIFEST, Index
+from gearag.store.index import FORMAT_VERSION, MANIFEST, Index
 
 N_PASSAGES = 300
 N_QUESTIONS = 20
@@ -124,7 +124,7 @@ def test_index_info(cli, wiki: SimpleNamespace) -> None:
     assert result.code == 0, result.stderr
     info = json.loads(result.stdout)
     assert info["verified"] is True
-    assert info["format_version"] == 2
+    assert info["format_version"] == FORMAT_VERSION
     assert info["counts"]["passages"] == wiki.n_passages
     assert info["counts"]["triples"] > wiki.n_passages  # spaCy rules find several facts per passage
     assert info["counts"]["entities"] > 0

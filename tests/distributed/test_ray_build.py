@@ -28,6 +28,7 @@ from gearag.data import load_corpus  # noqa: E402
 from gearag.distributed import RayConfig, RayExecutor  # noqa: E402
 from gearag.extract.base import register_extractor  # noqa: E402
 from gearag.indexing import build_index, work_dir_for  # noqa: E402
+from gearag.store import checksum  # noqa: E402
 from gearag.store.checkpoint import checkpoint_name  # noqa: E402
 
 #: Manifest fields that record when and how a build ran, not what it built.
@@ -66,11 +67,11 @@ def _executor(**changes: Any) -> RayExecutor:
 
 
 def assert_same_index(a: Path, b: Path) -> None:
-    """Same files with the same SHA-256, and the same manifest apart from the run's timing and executor."""
+    """Same files with the same checksums, and the same manifest apart from the run's timing and executor."""
     ma = json.loads((a / "manifest.json").read_text(encoding="utf-8"))
     mb = json.loads((b / "manifest.json").read_text(encoding="utf-8"))
     assert sorted(ma["files"]) == sorted(mb["files"])
-    differing = [f for f in ma["files"] if ma["files"][f]["sha256"] != mb["files"][f]["sha256"]]
+    differing = [f for f in ma["files"] if not checksum.same_content(ma["files"][f], mb["files"][f])]
     assert differing == []
     assert built(ma) == built(mb)
     assert ma["counts"]["triples"] > 0

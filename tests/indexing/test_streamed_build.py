@@ -27,6 +27,7 @@ from gearag.model import Fact, Passage
 from gearag.retrieve import bm25 as bm25_module
 from gearag.retrieve.bm25 import _sorted_vocabulary, build_bm25, save_bm25
 from gearag.retrieve.tokenizer import stemmer as _stemmer
+from gearag.store import checksum
 
 
 class InMemoryExecutor:
@@ -74,7 +75,7 @@ class WholeCorpusBM25Stage:
 
 def _files(index: Path) -> dict[str, str]:
     manifest = json.loads((index / "manifest.json").read_text())
-    return {rel: meta["sha256"] for rel, meta in manifest["files"].items()}
+    return {rel: meta[checksum.WRITTEN] for rel, meta in manifest["files"].items()}
 
 
 def _manifest_rest(index: Path) -> dict[str, Any]:

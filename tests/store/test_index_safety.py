@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import gearag.store.index as store
 from conftest import REPO, StubExtractor, assert_clean_error, tiny_passages, write_jsonl
 from gearag.config import IndexConfig
 from gearag.errors import BusyError, IndexFormatError
 from gearag.indexing import build_index, work_dir_for
+from gearag.store import checksum
 from gearag.store.index import MANIFEST, Index, check_index, read_manifest
 from gearag.store.writer import IndexLock, IndexWriter, lock_path
 
@@ -239,9 +239,9 @@ def _flip(path: Path, offset: int) -> None:
 
 def test_large_arrays_get_a_sampled_check_and_a_full_one_with_verify(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store, "SMALL_FILE_BYTES", 1024)
-    monkeypatch.setattr(store, "SAMPLE_BLOCK_BYTES", 256)
-    monkeypatch.setattr(store, "SAMPLE_BLOCKS", 4)
+    monkeypatch.setattr(checksum, "SMALL_FILE_BYTES", 1024)
+    monkeypatch.setattr(checksum, "SAMPLE_BLOCK_BYTES", 256)
+    monkeypatch.setattr(checksum, "SAMPLE_BLOCKS", 4)
     out = tmp_path / "idx"
     _build(out, n=8)
     meta = read_manifest(out)["files"]["vectors/passages.npy"]
@@ -275,7 +275,7 @@ def _rewrite_array(index: Path, rel: str, array: np.ndarray) -> None:
     """Replace an array and fix its manifest entry, as a consistent-looking corruption would."""
     np.save(index / rel, array, allow_pickle=False)
     size = (index / rel).stat().st_size
-    _edit_manifest(index, lambda m: m["files"].update({rel: {"bytes": size, "sha256": store._sha256(index / rel)}}))
+    _edit_manifest(index, lambda m: m["files"].update({rel: checksum.entry(index / rel, size)}))
 
 
 @pytest.mark.parametrize("rel", ["arrays/entity_indices.npy", "arrays/triple_head.npy", "arrays/entity_indptr.npy",
@@ -293,15 +293,15 @@ def test_corrupt_npy_header_never_suggests_pickle(index_copy: Path) -> None:
     np.save(index_copy / rel, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     size = (index_copy / rel).stat().st_size
     _edit_manifest(index_copy, lambda m: m["files"].update(
-        {rel: {"bytes": size, "sha256": store._sha256(index_copy / rel)}}))
+        {rel: checksum.entry(index_copy / rel, size)}))
     index = Index.load(index_copy)
     with pytest.raises(IndexFormatError) as err:
         index.collection("triples").vectors  # noqa: B018
     assert "pickle" not in str(err.value).lower() and "rebuild" in str(err.value)
     garbage = index_copy / "arrays" / "triple_tail.npy"
     garbage.write_bytes(b"\x93NUMPY\x01\x00" + b"garbage" * 10)
-    _edit_manifest(index_copy, lambda m: m["files"].update({"arrays/triple_tail.npy": {
-        "bytes": garbage.stat().st_size, "sha256": store._sha256(garbage)}}))
+    _edit_manifest(index_copy, lambda m: m["files"].update({"arrays/triple_tail.npy": checksum.entry(
+        garbage, garbage.stat().st_size)}))
     with pytest.raises(IndexFormatError) as err:
         Index.load(index_copy)
     assert "triple_tail.npy is corrupt" in str(err.value) and "pickle" not in str(err.value).lower()
@@ -334,8 +334,7 @@ def test_hand_edited_manifest_fields_are_one_line_errors(cli, index_copy: Path, 
 def test_a_linked_file_keeps_the_checksums_its_index_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Hard-linking a committed index's file costs no read of it at commit (gearag add links gigabytes);
     a file replaced after linking is checksummed as written."""
-    from gearag.store import writer as writer_module
-    from gearag.store.index import _sha256, read_manifest
+    from gearag.store.index import read_manifest
     from gearag.store.writer import IndexWriter
 
     source = tmp_path / "source"
@@ -344,13 +343,13 @@ def test_a_linked_file_keeps_the_checksums_its_index_listed(tmp_path: Path, monk
         w.write_array("b.npy", np.arange(5))
         w.commit({})
     read: list[str] = []
-    real = writer_module._sha256
+    real = checksum.file_digest
 
-    def counted(path: Path) -> str:
+    def counted(path: Path, name: str = checksum.WRITTEN) -> str:
         read.append(path.name)
-        return real(path)
+        return real(path, name)
 
-    monkeypatch.setattr(writer_module, "_sha256", counted)
+    monkeypatch.setattr(checksum, "file_digest", counted)
     out = tmp_path / "out"
     with IndexWriter(out) as w:
         w.link("x/a.npy", source / "a.npy", source)
@@ -361,4 +360,5 @@ def test_a_linked_file_keeps_the_checksums_its_index_listed(tmp_path: Path, monk
     assert read == ["b.npy"]
     files = read_manifest(out)["files"]
     assert files["x/a.npy"] == read_manifest(source)["files"]["a.npy"]
-    assert files["b.npy"]["sha256"] == _sha256(out / "b.npy") != read_manifest(source)["files"]["b.npy"]["sha256"]
+    assert files["b.npy"]["xxh3_128"] == checksum.file_digest(out / "b.npy") \
+        != read_manifest(source)["files"]["b.npy"]["xxh3_128"]

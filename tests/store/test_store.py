@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+import xxhash
 
 from conftest import StubExtractor, tiny_passages
 from gearag.config import IndexConfig
@@ -219,7 +219,7 @@ def test_manifest_counts_and_checksums(tiny_index: Index) -> None:
     for rel, meta in manifest["files"].items():
         data = (tiny_index.path / rel).read_bytes()
         assert meta["bytes"] == len(data)
-        assert meta["sha256"] == hashlib.sha256(data).hexdigest()
+        assert meta["xxh3_128"] == xxhash.xxh3_128(data).hexdigest()
     for rel in ("passages.jsonl", "triples.jsonl", "entities.json", "vectors/passages.npy",
                 "vectors/triples.npy", "vectors/triple_weights.npy", "arrays/entity_indptr.npy"):
         assert rel in manifest["files"]

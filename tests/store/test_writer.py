@@ -9,20 +9,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gearag.store import writer as writer_module
-from gearag.store.index import _sha256, read_manifest
+from gearag.store import checksum
+from gearag.store.checksum import file_digest
+from gearag.store.index import read_manifest
 from gearag.store.writer import IndexWriter
 
 
 def _threads_hashing(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     seen: list[tuple[str, str]] = []
-    real = writer_module._sha256
+    real = checksum.file_digest
 
-    def recorded(path: Path) -> str:
+    def recorded(path: Path, name: str = checksum.WRITTEN) -> str:
         seen.append((path.name, threading.current_thread().name))
-        return real(path)
+        return real(path, name)
 
-    monkeypatch.setattr(writer_module, "_sha256", recorded)
+    monkeypatch.setattr(checksum, "file_digest", recorded)
     return seen
 
 
@@ -38,7 +39,7 @@ def test_written_files_are_checksummed_off_the_main_thread(tmp_path: Path, monke
     assert all(thread != threading.main_thread().name for _, thread in seen)
     files = read_manifest(out)["files"]
     for rel, meta in files.items():
-        assert meta["sha256"] == _sha256(out / rel) and meta["bytes"] == (out / rel).stat().st_size
+        assert meta["xxh3_128"] == file_digest(out / rel) and meta["bytes"] == (out / rel).stat().st_size
 
 
 def test_a_file_rewritten_after_its_background_checksum_is_checksummed_again(tmp_path: Path) -> None:
@@ -54,8 +55,8 @@ def test_a_file_rewritten_after_its_background_checksum_is_checksummed_again(tmp
         w.commit({})
     files = read_manifest(out)["files"]
     assert np.load(out / "a.npy")[-1] == 7
-    assert files["a.npy"]["sha256"] == _sha256(out / "a.npy")
-    assert files["b.json"]["sha256"] == _sha256(out / "b.json")
+    assert files["a.npy"]["xxh3_128"] == file_digest(out / "a.npy")
+    assert files["b.json"]["xxh3_128"] == file_digest(out / "b.json")
 
 
 def test_an_aborted_writer_stops_its_checksum_thread(tmp_path: Path) -> None:

@@ -18,9 +18,9 @@ Writing (atomic build-then-rename under an OS lock, safe overwrite) is
 
 Loading checks that every file the index needs (its fixed layout plus each
 collection's files) is listed in the manifest and present with its size;
-files up to :data:`SMALL_FILE_BYTES` are checksummed on every load, larger
-ones by a SHA-256 of sampled blocks recorded at build time (``verify=True``
-checksums everything). The graph arrays are checked for consistent shapes
+files up to :data:`~gearag.store.checksum.SMALL_FILE_BYTES` are checksummed on every load,
+larger ones by a digest of sampled blocks recorded at build time (``verify=True``
+checksums everything; :mod:`gearag.store.checksum`). The graph arrays are checked for consistent shapes
 and in-range ids. Any mismatch is an :class:`IndexFormatError` that says to
 rebuild. Passages and triples are not parsed at load: they are read from
 their JSONL files row by row when used (:mod:`gearag.store.rows`; a corrupt
@@ -34,7 +34,6 @@ of its triples' rows (see :class:`gearag.embed.static.StaticEmbedder`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Callable, Container, Sequence
@@ -49,14 +48,17 @@ from gearag.config import IndexConfig
 from gearag.data.jsonio import load_json
 from gearag.errors import ConfigError, IndexFormatError
 from gearag.model import Fact, Passage, Triple
+from gearag.store import checksum
+from gearag.store.checksum import file_digest
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import TripleGraph
 from gearag.store.lease import lease_name, take
 from gearag.store.rows import Column, JsonList, JsonlRows, Mapped, offsets_rel, rows_at
 
 FORMAT = "gearag-index"
-#: 2 lists the index's collections in the manifest; 1 (no listing) still loads.
-FORMAT_VERSION = 2
+#: 3 checksums files with XXH3-128 (:mod:`gearag.store.checksum`); 2 (SHA-256, and lists the index's
+#: collections in the manifest) and 1 (no listing) still load.
+FORMAT_VERSION = 3
 MIN_FORMAT_VERSION = 1
 #: A sharded index's root manifest (:mod:`gearag.store.shards`): shards plus one generation.
 #: 4: BM25 is scored from the shards' postings (no bm25s model in the generation); 3 still loads.
@@ -65,12 +67,6 @@ SHARDED = "sharded"
 MANIFEST = "manifest.json"
 #: How often :meth:`Index.open` reads the manifest again when an update replaced it while it took its lease.
 LEASE_ATTEMPTS = 5
-
-#: Files up to this size are checksummed in full on every load; larger ones by sampled blocks.
-SMALL_FILE_BYTES = 8 << 20
-#: Sampled check of a large file: this many blocks of this size, evenly spaced, first and last included.
-SAMPLE_BLOCKS = 16
-SAMPLE_BLOCK_BYTES = 64 << 10
 
 #: Files every index has besides its collections' files.
 FIXED_FILES = (
@@ -87,23 +83,8 @@ FIXED_FILES = (
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _sampled_sha256(path: Path, size: int) -> str:
-    """SHA-256 over :data:`SAMPLE_BLOCKS` evenly spaced blocks of a file (cheap check of large arrays)."""
-    digest = hashlib.sha256()
-    last = max(size - SAMPLE_BLOCK_BYTES, 0)
-    offsets = sorted({round(i * last / (SAMPLE_BLOCKS - 1)) for i in range(SAMPLE_BLOCKS)})
-    with path.open("rb") as fh:
-        for offset in offsets:
-            fh.seek(offset)
-            digest.update(fh.read(SAMPLE_BLOCK_BYTES))
-    return digest.hexdigest()
+    """SHA-256 of a file, as hex (an index's identity is its manifest's: :func:`manifest_identity`)."""
+    return file_digest(path, "sha256")
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -155,8 +136,8 @@ def _check_manifest_fields(mpath: Path, manifest: dict[str, Any]) -> None:
         parts = Path(rel).parts
         if not rel or Path(rel).is_absolute() or ".." in parts:
             raise bad(f"files.{rel}", "a path inside the index")
-        if not isinstance(meta, dict) or not _is_count(meta.get("bytes")) or not isinstance(meta.get("sha256"), str):
-            raise bad(f"files.{rel}", '{"bytes": <size>, "sha256": <hex>}')
+        if checksum.algorithm(meta) is None or not _is_count(meta["bytes"]):
+            raise bad(f"files.{rel}", '{"bytes": <size>, "xxh3_128" or "sha256": <hex>}')
         if "sample" in meta and not isinstance(meta["sample"], str):
             raise bad(f"files.{rel}.sample", "a hex digest")
     counts = manifest.get("counts", {})
@@ -182,7 +163,7 @@ def verify_files(path: Path, manifest: dict[str, Any], *, checksums: bool) -> No
     """Check the files an index needs and every file its manifest lists.
 
     Every required file must be listed and present; every listed file must
-    have its size. Files up to :data:`SMALL_FILE_BYTES` are checksummed;
+    have its size. Files up to :data:`~gearag.store.checksum.SMALL_FILE_BYTES` are checksummed;
     larger ones by their sampled hash (indices of format 1 have none: size
     only). ``checksums=True`` (``--verify``) checksums every file in full.
     """
@@ -204,14 +185,9 @@ def verify_listed(path: Path, listed: dict[str, dict[str, Any]], *, checksums: b
         f = path / rel
         if not f.is_file():
             raise IndexFormatError(f"{path}: missing file {rel}; rebuild the index")
-        size = f.stat().st_size
-        if size != meta["bytes"]:
-            raise IndexFormatError(f"{path}: {rel} has the wrong size (corrupt); rebuild the index")
-        if checksums or size <= SMALL_FILE_BYTES:
-            if _sha256(f) != meta["sha256"]:
-                raise IndexFormatError(f"{path}: {rel} fails its checksum (corrupt); rebuild the index")
-        elif "sample" in meta and _sampled_sha256(f, size) != meta["sample"]:
-            raise IndexFormatError(f"{path}: {rel} fails its sampled checksum (corrupt); rebuild the index")
+        problem = checksum.mismatch(f, meta, full=checksums)
+        if problem is not None:
+            raise IndexFormatError(f"{path}: {rel} {problem} (corrupt); rebuild the index")
 
 
 def check_index(path: str | Path, *, full: bool = False) -> dict[str, Any]:

@@ -32,15 +32,8 @@ import numpy as np
 from gearag.data.jsonio import dump_json
 from gearag.errors import BusyError, IndexFormatError, OutputError
 from gearag.outputs import check_output_dir
-from gearag.store import index as index_layout
-from gearag.store.index import (
-    FORMAT,
-    FORMAT_VERSION,
-    MANIFEST,
-    _sampled_sha256,
-    _sha256,
-    read_manifest,
-)
+from gearag.store import checksum
+from gearag.store.index import FORMAT, FORMAT_VERSION, MANIFEST, SHARDED, read_manifest
 from gearag.store.lease import LEASES_DIR
 from gearag.store.rows import offsets_rel
 from gearag.version import __version__
@@ -158,7 +151,7 @@ def _lock_holder(fd: int) -> str:
 def foreign_entries(path: Path, manifest: dict[str, Any]) -> list[str]:
     """Entries of index directory ``path`` that its build did not write (user files, symlinks, ...)."""
     listed = set(manifest.get("files") or {}) | {MANIFEST}
-    if manifest.get("layout") == index_layout.SHARDED:  # its shards' and generation's files too
+    if manifest.get("layout") == SHARDED:  # its shards' and generation's files too
         from gearag.store.shards import owned_entries
 
         listed |= owned_entries(path, manifest)
@@ -210,9 +203,7 @@ def _seal(path: Path) -> tuple[tuple[int, int, int], dict[str, Any]] | None:
     before = path.stat()
     with path.open("rb") as fh:
         os.fsync(fh.fileno())
-    meta: dict[str, Any] = {"bytes": before.st_size, "sha256": _sha256(path)}
-    if before.st_size > index_layout.SMALL_FILE_BYTES:  # read at call time: one threshold for write and load
-        meta["sample"] = _sampled_sha256(path, before.st_size)
+    meta = checksum.entry(path, before.st_size)
     after = path.stat()
     key = (after.st_ino, after.st_size, after.st_mtime_ns)
     return (key, meta) if key == (before.st_ino, before.st_size, before.st_mtime_ns) else None
@@ -279,7 +270,7 @@ class IndexWriter:
         if listed is None:
             listed = self._listed[index] = read_manifest(index).get("files") or {}
         meta = listed.get(source.relative_to(index).as_posix())
-        if isinstance(meta, dict) and isinstance(meta.get("sha256"), str) and isinstance(meta.get("bytes"), int):
+        if isinstance(meta, dict) and checksum.algorithm(meta) is not None:
             self._linked[rel] = (source.stat().st_ino, meta)
 
     def write_jsonl(self, rel: str, rows: Iterable[Any], *, offsets: bool = False) -> None:
@@ -336,7 +327,7 @@ class IndexWriter:
                 linked = self._linked.get(rel)
                 stat = p.stat()
                 if linked is not None and linked[0] == stat.st_ino and linked[1]["bytes"] == stat.st_size:
-                    files[rel] = {k: v for k, v in linked[1].items() if k in ("bytes", "sha256", "sample")}
+                    files[rel] = {k: v for k, v in linked[1].items() if k in ("bytes", "sample", *checksum.ALGORITHMS)}
                     continue  # a committed index's file, linked: durable and checksummed already
                 sealed = self._sealed(rel, stat)
                 if sealed is None:
