@@ -17,6 +17,7 @@ from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
 from gearag.indexing import build_index
 from gearag.model import Passage
 from gearag.store.backend import open_index
+from gearag.store.index import Index
 
 
 def _base(index, question: str) -> list[tuple[int, float]]:
@@ -38,6 +39,20 @@ def test_queries_memory_map_the_stored_graph_and_rank_as_one_prepared_in_memory(
         proximal = list(range(0, len(index.triples), max(1, len(index.triples) // 5)))[:3]
         assert stored.rank(question, base, proximal) == fresh.rank(question, base, proximal)
     assert any(stored.question_entities(q) for q in questions)
+
+
+def test_the_prepared_arrays_that_are_the_graph_arrays_are_stored_once(wiki) -> None:
+    """The about edges and triple ends the prepared graph keeps as they are: hard links, one checksum."""
+    index, _ = wiki
+    files = json.loads((index.path / "manifest.json").read_text(encoding="utf-8"))["files"]
+    linked = ["about_indices.npy", "about_data.npy", "triple_ends.npy"]
+    for name in linked:
+        graph, prepared = index.path / GRAPH_DIR / name, index.path / GRAPH_DIR / PREPARED / name
+        assert graph.samefile(prepared), name
+        assert files[f"{GRAPH_DIR}/{name}"] == files[f"{GRAPH_DIR}/{PREPARED}/{name}"]
+    for name in ("about_indptr.npy", "dangling.npy"):  # made by the preparation (another dtype, or new)
+        assert not (index.path / GRAPH_DIR / PREPARED / name).samefile(index.path / GRAPH_DIR / linked[0])
+    Index.load(index.path, verify=True)
 
 
 def test_other_settings_prepare_their_own_graph(wiki) -> None:

@@ -24,7 +24,7 @@ the same arrays (tested), so rankings are identical.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,23 +250,30 @@ def _usable(keys: list[str]) -> np.ndarray:
     return out
 
 
-def write_prepared(writer: IndexWriter, graph_dir: str, arrays: GraphArrays, config: PassageGraphConfig,
-                   earlier: Earlier | None = None, threads: int = 1) -> None:
-    """Prepare ``arrays`` under ``config`` (extending ``earlier``'s names, :meth:`PreparedGraph.build`) and store
-    them under ``<graph_dir>/prepared/`` of an index being written.
+def write_prepared(writer: IndexWriter, graph_dir: str, prepared: PreparedGraph, keys: Sequence[str],
+                   written: Mapping[int, str] | None = None) -> None:
+    """Store ``prepared`` (made by :meth:`PreparedGraph.build` with ``hash_names=False``) under
+    ``<graph_dir>/prepared/`` of an index being written; ``keys``: the resolution's, by entity id.
 
-    Names that are hashed, not extended (a build, a first add), are hashed after the other arrays are written
-    and the transition let go: the two no longer add up at a growable build's graph-stage peak.
+    ``written``: ``id(array)`` → where this build wrote that very array (alive), for the prepared arrays
+    that are the graph arrays themselves: those are hard links, not written again. Names that are hashed,
+    not extended (a build, a first add), are hashed after the other arrays are written and the transition
+    let go: the two no longer add up at a growable build's graph-stage peak.
     """
     rel = f"{graph_dir}/{PREPARED}"
-    prepared = PreparedGraph.build(arrays, config, earlier, hash_names=False, threads=threads)
+    written = written or {}
     later = prepared.unhashed is not None
     for name, array in prepared.files().items():
-        if not (later and name.startswith("names_")):
+        if later and name.startswith("names_"):
+            continue
+        same = written.get(id(array))
+        if same is not None:
+            writer.link_written(f"{rel}/{name}", same)
+        else:
             writer.write_array(f"{rel}/{name}", np.asarray(array))
     if later:
         prepared.columns = Csr(*(np.zeros(0) for _ in Csr._fields))  # written: the transition is let go
-        prepared.hash_names(arrays.resolution.keys)
+        prepared.hash_names(keys)
         for name, array in prepared.names.arrays().items():
             writer.write_array(f"{rel}/names_{name}.npy", np.asarray(array))
     writer.write_json(f"{rel}/prepared.json", prepared.meta())

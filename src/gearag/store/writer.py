@@ -273,6 +273,16 @@ class IndexWriter:
         if isinstance(meta, dict) and checksum.algorithm(meta) is not None:
             self._linked[rel] = (source.stat().st_ino, meta)
 
+    def link_written(self, rel: str, written: str) -> None:
+        """Hard-link ``written``, a file this build wrote (and will not change), as ``rel``: the same bytes
+        stored once, and checksummed once (its background result is for the same inode)."""
+        self.path(rel).hardlink_to(self.tmp / written)
+        future = self._sealing.get(written)
+        if future is not None:
+            self._sealing[rel] = future
+        else:
+            self._seal_later(rel)
+
     def write_jsonl(self, rel: str, rows: Iterable[Any], *, offsets: bool = False) -> None:
         """One JSON record per line; with ``offsets``, each line's start is stored too (:func:`offsets_rel`),
         so that loading the file needs no scan for its newlines."""
