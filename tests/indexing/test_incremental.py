@@ -156,9 +156,9 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     real = union_files.resolve_union
     removals: list[bool] = []
 
-    def spy_delete(passages, tables, keep, owner, vocab, prior, *rest):  # type: ignore[no-untyped-def]
+    def spy_delete(passages, tables, keep, owner, vocab, prior, *rest, **named):  # type: ignore[no-untyped-def]
         removals.append(prior is not None and prior.removal is not None)
-        return real(passages, tables, keep, owner, vocab, prior, *rest)
+        return real(passages, tables, keep, owner, vocab, prior, *rest, **named)
 
     monkeypatch.setattr(union_files, "resolve_union", spy_delete)
     deleted = delete_documents(root, sorted(gone))
@@ -188,9 +188,9 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     priors: list[bool] = []
     real = union_files.resolve_union
 
-    def spy(passages, tables, keep, owner, vocab, prior, *rest):  # type: ignore[no-untyped-def]
+    def spy(passages, tables, keep, owner, vocab, prior, *rest, **named):  # type: ignore[no-untyped-def]
         priors.append(prior is not None and prior.names is not None)
-        return real(passages, tables, keep, owner, vocab, prior, *rest)
+        return real(passages, tables, keep, owner, vocab, prior, *rest, **named)
 
     monkeypatch.setattr(union_files, "resolve_union", spy)
     after = add_documents(root, passages[40:])
@@ -621,6 +621,35 @@ def test_updates_make_the_transitions_blocks_at_once_and_builds_one_after_the_ot
     deleted = delete_documents(root, [passages[0].id])
     assert threads == [1, 2, 2]
     assert_same_index(deleted, build_index(passages[1:], tmp_path / "expected", not_growable(STUB)))
+
+
+def test_updates_count_relations_beside_the_resolution_and_builds_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An add and a delete make the relation counts on the generation's second thread as soon as the entity
+    ends are known (beside the about and mention matrices); a build makes them after the resolution, on its
+    own thread. Both ways give a build's arrays."""
+    import threading
+
+    from gearag.indexing import union_resolve
+
+    where: list[str] = []
+    real = union_resolve.relation_counts
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        where.append(threading.current_thread().name.split("_")[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(union_resolve, "relation_counts", spy)
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(12, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:8], root, STUB)
+    assert where == []  # a build's union (one shard, no overlap): GraphArrays.from_resolution counts them
+    assert_same_index(add_documents(root, passages[8:]), build_index(passages, tmp_path / "expected",
+                                                                     not_growable(STUB)))
+    deleted = delete_documents(root, [passages[0].id])
+    assert where == ["gearag-graph", "gearag-graph"]
+    assert_same_index(deleted, build_index(passages[1:], tmp_path / "expected2", not_growable(STUB)))
 
 
 def test_a_delete_on_a_plain_index_converts_it_and_removes_the_rows_it_located(tmp_path: Path) -> None:

@@ -187,19 +187,14 @@ class GraphArrays:
         cls,
         res: Resolution,
         *,
+        relations: sparse.csr_matrix | None = None,
         embed: Callable[[list[str]], np.ndarray] | None = None,
         synonym_threshold: float = SYNONYM_THRESHOLD,
         synonym_neighbours: int = SYNONYM_NEIGHBOURS,
     ) -> GraphArrays:
-        """The arrays of a resolution: its relation counts (and synonym edges when ``embed`` is given)."""
-        ends = res.triple_ends
-        keep = (ends[:, 0] >= 0) & (ends[:, 1] >= 0) & (ends[:, 0] != ends[:, 1])
-        h, t = ends[keep, 0].astype(np.int64), ends[keep, 1].astype(np.int64)
-        n = len(res.keys)
-        rel = sparse.csr_matrix(
-            (np.ones(2 * len(h), dtype=np.float32), (np.concatenate([h, t]), np.concatenate([t, h]))), shape=(n, n)
-        )
-        rel.sum_duplicates()
+        """The arrays of a resolution: its relation counts (``relations``: already made, by
+        :func:`relation_counts`; else made here) and synonym edges when ``embed`` is given."""
+        rel = relations if relations is not None else relation_counts(res.triple_ends, len(res.keys))
         syn = None
         if embed is not None:
             syn = synonym_edges(np.asarray(embed(res.keys), dtype=np.float32), synonym_threshold,
@@ -253,6 +248,20 @@ class GraphArrays:
         res = Resolution(meta["keys"], meta["n_names"], csr("about", (n_e, n_p)), csr("mentions", (n_p, n_e)),
                          npy("triple_ends.npy"), optional("ner_mentions", (n_p, n_e)))
         return cls(res, csr("relations", (n_e, n_e)), optional("synonyms", (n_e, n_e)))
+
+
+def relation_counts(triple_ends: np.ndarray, n_entities: int) -> sparse.csr_matrix:
+    """Entity × entity triple counts, both ways (``triple_ends``: each triple's subject and object entity, -1:
+    none): the relations of a resolution of ``n_entities`` entities. Self-loops and unlinked ends count not."""
+    ends = triple_ends
+    keep = (ends[:, 0] >= 0) & (ends[:, 1] >= 0) & (ends[:, 0] != ends[:, 1])
+    h, t = ends[keep, 0].astype(np.int64), ends[keep, 1].astype(np.int64)
+    n = n_entities
+    rel = sparse.csr_matrix(
+        (np.ones(2 * len(h), dtype=np.float32), (np.concatenate([h, t]), np.concatenate([t, h]))), shape=(n, n)
+    )
+    rel.sum_duplicates()
+    return rel
 
 
 def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True,

@@ -164,11 +164,13 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             p = prior.shards if prior is not None else 0
             indices = [(shard_token_index(before, s.name, s.texts, w), s.union_rows) for s in shards]
             resolved = resolve_union(union.passages, tables, union.triple_keep, union.owner, names, prior,
-                                     indices[:p], name_indices[:p])
+                                     indices[:p], name_indices[:p], background=pool)
             earlier = None
             if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
                 earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
-            timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution),
+            relations = resolved.relations.result() if resolved.relations is not None else None
+            timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution,
+                                                                                  relations=relations),
                                                   prepare=config.resolve.prepared_graph, earlier=earlier,
                                                   threads=2 if overlap else 1)
             meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
