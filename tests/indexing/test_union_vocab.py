@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gearag.data.jsonstrings import JsonStrings
 from gearag.indexing.union_vocab import UnionVocab, common_prefix
 from gearag.store.writer import IndexWriter
 
@@ -27,8 +28,9 @@ def test_extending_a_stored_prefix_equals_the_vocabulary_of_every_shard(tmp_path
     _write(tmp_path / "g1", first, ["s0", "s1"])
     stored = UnionVocab.read(tmp_path / "g1", "keys", ["s0", "s1"], [3, 2])
     assert stored is not None and stored.items == first.items
+    assert isinstance(stored.items, JsonStrings)  # read as text: no string is parsed until one is read
     grown = UnionVocab.extend(stored, SHARDS[2:])  # the shards after the stored ones
-    assert grown.items == full.items
+    assert grown.items == full.items and isinstance(grown.items, JsonStrings)
     assert all(np.array_equal(a, b) for a, b in zip(grown.remaps, full.remaps, strict=True))
     # The next generation hard-links the leading shards' files; only the new shard's are written.
     _write(tmp_path / "g2", grown, ["s0", "s1", "s2"], tmp_path / "g1", 2)
@@ -38,6 +40,13 @@ def test_extending_a_stored_prefix_equals_the_vocabulary_of_every_shard(tmp_path
     # A prefix reads as the vocabulary of those shards alone.
     head = UnionVocab.read(tmp_path / "g2", "keys", ["s0"], [3])
     assert head is not None and head.items == ["b", "a", "c"]
+
+
+def test_a_vocabulary_another_writer_spaced_out_is_parsed(tmp_path: Path) -> None:
+    _write(tmp_path / "g", UnionVocab.extend(None, SHARDS[:2]), ["s0", "s1"])
+    (tmp_path / "g/union/keys/s0.json").write_text('["b", "a", "c"]', encoding="utf-8")  # not orjson's text
+    read = UnionVocab.read(tmp_path / "g", "keys", ["s0", "s1"], [3, 2])
+    assert read is not None and read.items == ["b", "a", "c", "d"]
 
 
 def test_a_map_that_does_not_fit_its_shard_is_not_trusted(tmp_path: Path) -> None:

@@ -33,8 +33,11 @@ def dump_json(value: Any) -> bytes:
     (150 MB each, written by every build and add) take 0.13 s instead of ``json.dumps``' 1.9 s, and
     orjson holds the GIL that long, not the whole time the other generation thread works. Non-string
     keys are written as strings, as ``json`` does; a float NaN or infinity would become ``null``, so
-    index files hold none (ids, strings, counts and settings)."""
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    index files hold none (ids, strings, counts and settings). A
+    :class:`~gearag.data.jsonstrings.JsonStrings` anywhere in ``value`` is written as its text."""
+    from gearag.data.jsonstrings import default
+
+    return orjson.dumps(value, default=default, option=orjson.OPT_NON_STR_KEYS)
 
 
 def read_text(path: Path) -> str:

@@ -197,7 +197,7 @@ class GraphArrays:
         rel = relations if relations is not None else relation_counts(res.triple_ends, len(res.keys))
         syn = None
         if embed is not None:
-            syn = synonym_edges(np.asarray(embed(res.keys), dtype=np.float32), synonym_threshold,
+            syn = synonym_edges(np.asarray(embed(list(res.keys)), dtype=np.float32), synonym_threshold,
                                 synonym_neighbours).astype(np.float32)
         return cls(res, rel, syn)
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import sparse
 
+from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.transition import Csr, relations, transition_columns
 from gearag.graph.trie import HashedNames, key_hashes
@@ -191,7 +192,7 @@ class Earlier:
     renumbered: np.ndarray
     extended: bool = False  #: set once :meth:`extend` gave names (it may decline: then keys are hashed)
 
-    def extend(self, keys: list[str], counted: np.ndarray) -> tuple[HashedNames, int] | None:
+    def extend(self, keys: Sequence[str], counted: np.ndarray) -> tuple[HashedNames, int] | None:
         """The names of ``keys`` whose mask ``counted`` holds (and :func:`usable_key`), with how many there are,
         as :meth:`HashedNames.from_keys` makes them; None where extending could differ from that (the earlier
         names lost one to a shared hash, a new key shares one, or an earlier usable key is no longer counted)."""
@@ -204,7 +205,7 @@ class Earlier:
         fresh = counted.copy()
         fresh[old_ids] = False  # earlier keys that were not usable are judged again, as a full build would
         candidates = np.flatnonzero(fresh)
-        texts = [keys[i] for i in candidates.tolist()]
+        texts = strings_at(keys, candidates)
         usable = _usable(texts)
         ids = candidates[usable]
         hashes, prefixes = key_hashes([t for t, u in zip(texts, usable.tolist(), strict=True) if u])
@@ -240,8 +241,9 @@ def earlier_names(directory: Path, renumbered: np.ndarray) -> Earlier | None:
     return Earlier(stored.names, stored.n_usable, stored.settings, np.asarray(renumbered, dtype=np.int64))
 
 
-def _usable(keys: list[str]) -> np.ndarray:
+def _usable(keys: Sequence[str]) -> np.ndarray:
     """:func:`usable_key` of every key, as a mask (only keys as short as a stop word are looked up)."""
+    keys = keys.strings() if isinstance(keys, JsonStrings) else keys  # decoded once, not one by one below
     lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
     out = lengths >= MIN_KEY_CHARS
     longest_stop = max(map(len, stop_words()), default=0)
@@ -281,7 +283,7 @@ def write_prepared(writer: IndexWriter, graph_dir: str, prepared: PreparedGraph,
 
 def _hashed(keys: Sequence[str], ids: np.ndarray) -> HashedNames:
     """The names of the keys ``ids`` (usable keys of counted entities), hashed."""
-    return HashedNames.from_keys([keys[i] for i in ids.tolist()], ids)
+    return HashedNames.from_keys(strings_at(keys, ids), ids)
 
 
 def readable(meta: dict[str, Any]) -> bool:

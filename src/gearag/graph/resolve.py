@@ -211,7 +211,7 @@ class Resolution:
     are triple endpoints that no lexicon name equals.
     """
 
-    keys: list[str]
+    keys: Sequence[str]
     n_names: int
     #: entity → passages it is about (weights sum to 1 per resolved entity).
     about: sparse.csr_matrix

@@ -35,6 +35,7 @@ import numpy as np
 
 from gearag.config import GraphConfig
 from gearag.data.jsonio import load_json
+from gearag.data.jsonstrings import taken
 from gearag.errors import GearagError, IndexFormatError
 from gearag.graph.resolve import usable_key
 from gearag.graph.trie import name_key
@@ -326,5 +327,5 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
     entity = np.full(n_keys + 1, -1, dtype=np.int64)
     entity[order] = np.arange(len(order))
     ids = entity[np.where(linkable, ends, n_keys)].astype(np.int32)
-    items = vocab.items
-    return TripleGraph.from_ids([items[k] for k in order.tolist()], ids[:, 0], ids[:, 1]), stats
+    # The keys in entity order: gathered as JSON text from a stored vocabulary (entities.json is written as it is).
+    return TripleGraph.from_ids(taken(vocab.items, order), ids[:, 0], ids[:, 1]), stats

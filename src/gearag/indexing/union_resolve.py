@@ -49,6 +49,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.data.jsonio import load_json
+from gearag.data.jsonstrings import JsonStrings
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import relation_counts
 from gearag.graph.ranges import ranges
@@ -354,7 +355,9 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     named_live = live & (stats.lex >= 0)
     entity[:-1][named_live] = stats.lex[named_live]
     entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
-    keys = names + list(map(items.__getitem__, ep.tolist()))
+    # The endpoint-only names as text when the vocabulary is (graph/entities.json is then written as it is).
+    keys: Sequence[str] = JsonStrings.concat([names, items.take(ep)]) if isinstance(items, JsonStrings) \
+        else names + [items[k] for k in ep.tolist()]
     # Each shard's names mapped to entity ids first: no (T, 2) array of union name ids is made.
     ends = union_ends(vocab.remaps, name_ends, triple_keep, through=entity.astype(np.int32))
     relations = background.submit(relation_counts, ends, len(keys)) if background is not None else None

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gearag.data.jsonio import load_json
+from gearag.data.jsonio import parse_json
+from gearag.data.jsonstrings import JsonStrings
 from gearag.errors import GearagError
 from gearag.hashing import stable_hashes
 from gearag.store.collection import load_array
@@ -37,9 +38,11 @@ class UnionVocab:
     dict of every string.
     """
 
-    def __init__(self, items: list[str], remaps: list[np.ndarray], hashes: np.ndarray | None = None,
+    def __init__(self, items: Sequence[str], remaps: list[np.ndarray], hashes: np.ndarray | None = None,
                  hash_ids: np.ndarray | None = None) -> None:
-        self.items = items  #: union id → string
+        #: union id → string: a list, or the stored vocabulary's JSON text (:class:`JsonStrings`: strings are
+        #: decoded where one is compared, and gathered as text where the generation writes them in entity order)
+        self.items = items
         self.remaps = remaps  #: per shard: table id → union id
         if hashes is None or hash_ids is None:
             hashes = stable_hashes(items)
@@ -86,7 +89,9 @@ class UnionVocab:
         new, new_ids = new[order], n_prior + order.astype(np.int64)
         at = np.searchsorted(prior.hashes, new, side="right")
         hashes, hash_ids = np.insert(prior.hashes, at, new), np.insert(prior.hash_ids, at, new_ids)
-        return cls(prior.items + list(fresh), remaps, hashes, hash_ids)
+        items = JsonStrings.concat([prior.items, list(fresh)]) if isinstance(prior.items, JsonStrings) \
+            else [*prior.items, *fresh]
+        return cls(items, remaps, hashes, hash_ids)
 
     def bounds(self) -> list[int]:
         """Union ids ``bounds[i]:bounds[i+1]`` are the strings shard ``i`` holds first."""
@@ -117,19 +122,26 @@ class UnionVocab:
 
         ``sizes``: per shard, how many table ids its map must cover.
         """
-        items: list[str] = []
+        parts: list[Sequence[str]] = []
         remaps = []
+        n = 0
         try:
             for shard, size in zip(shards, sizes, strict=True):
                 remap = np.asarray(load_array(directory, f"{UNION_DIR}/{what}/{shard}.npy"))
-                first = load_json(directory / UNION_DIR / what / f"{shard}.json")
-                if (remap.ndim != 1 or len(remap) < size or not isinstance(first, list)
-                        or (len(remap) and (int(remap.min()) < 0 or int(remap.max()) >= len(items) + len(first)))):
+                raw = (directory / UNION_DIR / what / f"{shard}.json").read_bytes()
+                first: Sequence[str] | None = JsonStrings.parse(raw)  # kept as text: decoded where a string is read
+                if first is None:  # not as orjson writes it: parsed
+                    parsed = parse_json(raw)
+                    first = parsed if isinstance(parsed, list) and all(isinstance(x, str) for x in parsed) else None
+                if (first is None or remap.ndim != 1 or len(remap) < size
+                        or (len(remap) and (int(remap.min()) < 0 or int(remap.max()) >= n + len(first)))):
                     return None
-                items.extend(first)
+                parts.append(first)
+                n += len(first)
                 remaps.append(remap)
         except (OSError, ValueError, GearagError):
             return None
+        items = JsonStrings.concat(parts)
         try:  # the sorted hashes, when stored for exactly these strings (else recomputed)
             hashes = np.asarray(load_array(directory, f"{UNION_DIR}/{what}_hashes.npy"))
             hash_ids = np.asarray(load_array(directory, f"{UNION_DIR}/{what}_hash_ids.npy"))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from gearag.data.jsonstrings import JsonStrings
 from gearag.text import normalise_entity
 
 
@@ -68,7 +69,8 @@ class TripleGraph:
                                 shape=(len(ids), n_triples)).tocsr()
         indptr = csr.indptr.astype(np.int64)
         trips = csr.indices
-        return cls(list(ids), head, tail, indptr, trips.astype(np.int32))
+        # A JsonStrings (a generation's keys, as text) is kept as it is: the generation only writes it.
+        return cls(ids if isinstance(ids, JsonStrings) else list(ids), head, tail, indptr, trips.astype(np.int32))
 
     @property
     def n_entities(self) -> int:

@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from gearag.data.jsonio import load_json, parse_json
+from gearag.data.jsonstrings import string_spans
 from gearag.errors import IndexFormatError
 from gearag.store.stacked import LiveParts
 
@@ -162,34 +163,8 @@ class JsonList(_Rows, Sequence[str]):
                 self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):
             return np.zeros((0, 2), dtype=np.int64)
-        data = np.frombuffer(self._map, dtype=np.uint8)
-        quotes = np.concatenate([np.zeros(0, dtype=np.int64)] + [
-            np.flatnonzero(data[at : at + SCAN_BYTES] == 0x22).astype(np.int64) + at
-            for at in range(0, len(data), SCAN_BYTES)])
-        # A quote after a backslash is escaped when the backslashes before it are odd in number (rare: looked at
-        # one by one).
-        maybe = quotes[(quotes > 0) & (data[np.maximum(quotes - 1, 0)] == 0x5C)]
-        escaped = [q for q in maybe.tolist() if _backslashes_before(self._map, q) % 2]
-        ends = np.setdiff1d(quotes, np.asarray(escaped, dtype=np.int64), assume_unique=True)
-        none = np.zeros((0, 2), dtype=np.int64)
-        if len(ends) != 2 * self.n or not self.n:
-            return none
-        spans = ends.reshape(self.n, 2).copy()
-        spans[:, 1] += 1
-        # A flat list: "[", the strings with one comma between each two, "]", and whitespace around them.
-        head, tail = bytes(self._map[: spans[0, 0]]), bytes(self._map[spans[-1, 1] :])
-        if head.strip() != b"[" or tail.strip() != b"]":
-            return none
-        lengths = spans[1:, 0] - spans[:-1, 1]
-        if np.any(lengths < 1):
-            return none
-        if len(lengths):
-            at = np.repeat(spans[:-1, 1] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
-            gap = data[at]
-            if not np.isin(gap, np.frombuffer(b", \n\r\t", dtype=np.uint8)).all() or np.any(
-                    np.add.reduceat((gap == 0x2C).astype(np.int64), np.cumsum(lengths) - lengths) != 1):
-                return none
-        return spans
+        spans = string_spans(np.frombuffer(self._map, dtype=np.uint8), self.n) if self.n else None
+        return spans if spans is not None else np.zeros((0, 2), dtype=np.int64)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.items())
@@ -199,14 +174,6 @@ class JsonList(_Rows, Sequence[str]):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["path"], state["n"])  # type: ignore[misc]
-
-
-def _backslashes_before(buffer: mmap.mmap, at: int) -> int:
-    """How many backslashes directly precede byte ``at``."""
-    k = at - 1
-    while k >= 0 and buffer[k] == 0x5C:
-        k -= 1
-    return at - 1 - k
 
 
 class JsonlRows(_Rows, Sequence[T], Generic[T]):
