@@ -36,8 +36,8 @@ def test_slices_gathers_and_joins_give_the_lists_text(monkeypatch: pytest.Monkey
     assert text[::3] == ODD[::3]
     assert text[2:9].take(np.array([6, 0])) == [ODD[8], ODD[2]]
     joined = JsonStrings.concat([text[4:], ["new", 'n"w'], [], text.take(ids)])
-    assert joined == ODD[4:] + ["new", 'n"w'] + picked
-    assert joined.json() == orjson.dumps(ODD[4:] + ["new", 'n"w'] + picked)
+    expected = [*ODD[4:], "new", 'n"w', *picked]
+    assert joined == expected and joined.json() == orjson.dumps(expected)
     assert JsonStrings.concat([[], []]) == [] and JsonStrings.concat([]).json() == b"[]"
     assert strings_at(text, ids) == picked == strings_at(ODD, ids)
     assert taken(text, ids) == picked and isinstance(taken(text, ids), JsonStrings)
