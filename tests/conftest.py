@@ -10,9 +10,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -192,3 +193,18 @@ def isolate_llm_env(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
     monkeypatch.setenv("GEARAG_LLM_MAX_RETRIES", "0")
     monkeypatch.setenv("GEARAG_LLM_TIMEOUT", "20")
     monkeypatch.setenv("GEARAG_PROGRESS", "0")
+
+
+def edit_manifest(index: Path, edit: Callable[[dict[str, Any]], object]) -> None:
+    """Apply ``edit`` to the manifest of the index at ``index`` in place, as a hand edit would."""
+    mpath = index / "manifest.json"
+    manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    edit(manifest)
+    mpath.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def flip_byte(path: Path, offset: int) -> None:
+    """Corrupt one byte of ``path`` (same size)."""
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -599,24 +600,33 @@ def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
     assert_same_index(add_documents(root, passages[10:]), expected)
 
 
+def _spied_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: object, name: str,
+                 record: Callable[[tuple, dict], object]) -> tuple[list, Path, list[Passage]]:
+    """``module.name`` spied on (``record(args, kwargs)`` of each call kept, in the list returned), then a stub
+    index of 8 of 12 passages built at ``tmp_path / "idx"``; the calls, the index and the 12 passages."""
+    calls: list = []
+    real = getattr(module, name)
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(record(args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(12, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:8], root, STUB)
+    return calls, root, passages
+
+
 def test_updates_make_the_transitions_blocks_at_once_and_builds_one_after_the_other(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An add and a delete (wall time counts) make the prepared transition on two threads; a growable build
     (its peak counts) on one. Both ways give a build's arrays (assert_same_index)."""
     from gearag.graph import prepared
 
-    threads: list[int] = []
-    real = prepared.transition_columns
-
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        threads.append(args[4] if len(args) > 4 else kwargs.get("threads", 1))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(prepared, "transition_columns", spy)
-    use_stub_extractor(StubExtractor())
-    passages, _ = _passages(12, 0)
-    root = tmp_path / "idx"
-    build_index(passages[:8], root, STUB)
+    threads, root, passages = _spied_build(tmp_path, monkeypatch, prepared, "transition_columns",
+                                           lambda args, kwargs: args[4] if len(args) > 4 else kwargs.get("threads", 1))
     add_documents(root, passages[8:])
     deleted = delete_documents(root, [passages[0].id])
     assert threads == [1, 2, 2]
@@ -632,18 +642,8 @@ def test_updates_count_relations_beside_the_resolution_and_builds_after_it(
 
     from gearag.indexing import union_resolve
 
-    where: list[str] = []
-    real = union_resolve.relation_counts
-
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        where.append(threading.current_thread().name.split("_")[0])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(union_resolve, "relation_counts", spy)
-    use_stub_extractor(StubExtractor())
-    passages, _ = _passages(12, 0)
-    root = tmp_path / "idx"
-    build_index(passages[:8], root, STUB)
+    where, root, passages = _spied_build(tmp_path, monkeypatch, union_resolve, "relation_counts",
+                                         lambda args, kwargs: threading.current_thread().name.split("_")[0])
     assert where == []  # a build's union (one shard, no overlap): GraphArrays.from_resolution counts them
     assert_same_index(add_documents(root, passages[8:]), build_index(passages, tmp_path / "expected",
                                                                      not_growable(STUB)))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from pathlib import Path
 
@@ -11,23 +10,11 @@ import numpy as np
 import pytest
 import xxhash
 
+from conftest import edit_manifest, flip_byte
 from gearag.errors import IndexFormatError
 from gearag.store import checksum
-from gearag.store.index import MANIFEST, Index, read_manifest
+from gearag.store.index import Index, read_manifest
 from gearag.store.writer import IndexWriter
-
-
-def _edit(index: Path, edit) -> None:
-    mpath = index / MANIFEST
-    manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    edit(manifest)
-    mpath.write_text(json.dumps(manifest), encoding="utf-8")
-
-
-def _flip(path: Path, offset: int) -> None:
-    data = bytearray(path.read_bytes())
-    data[offset] ^= 0xFF
-    path.write_bytes(bytes(data))
 
 
 def test_entries_hold_the_xxh3_digest_of_the_bytes_and_of_their_sampled_blocks(
@@ -55,7 +42,7 @@ def _to_sha256(index: Path) -> None:
             meta["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
             if meta["bytes"] > checksum.SMALL_FILE_BYTES:
                 meta["sample"] = checksum.sampled_digest(path, meta["bytes"], "sha256")
-    _edit(index, edit)
+    edit_manifest(index, edit)
 
 
 def test_an_index_with_sha256_entries_loads_and_is_checked_with_sha256(
@@ -66,7 +53,7 @@ def test_an_index_with_sha256_entries_loads_and_is_checked_with_sha256(
     _to_sha256(index)
     assert len(Index.load(index, verify=True).passages) == len(tiny_index.passages)
     vectors = index / "vectors" / "passages.npy"
-    _flip(vectors, vectors.stat().st_size - 1)  # in the last sampled block
+    flip_byte(vectors, vectors.stat().st_size - 1)  # in the last sampled block
     with pytest.raises(IndexFormatError, match=r"vectors/passages\.npy fails its sampled checksum"):
         Index.load(index)
 
@@ -95,7 +82,7 @@ def test_an_entry_without_exactly_one_digest_is_a_one_line_error(
         tiny_index: Index, tmp_path: Path, entry: dict) -> None:
     index = tmp_path / "copy"
     shutil.copytree(tiny_index.path, index)
-    _edit(index, lambda m: m["files"].update({"entities.json": entry}))
+    edit_manifest(index, lambda m: m["files"].update({"entities.json": entry}))
     with pytest.raises(IndexFormatError, match=r"files\.entities\.json.*malformed.*rebuild") as err:
         Index.load(index)
     assert "\n" not in str(err.value)

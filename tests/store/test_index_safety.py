@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -14,25 +13,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, StubExtractor, assert_clean_error, tiny_passages, write_jsonl
+from conftest import REPO, StubExtractor, assert_clean_error, edit_manifest, flip_byte, tiny_passages, write_jsonl
 from gearag.config import IndexConfig
 from gearag.errors import BusyError, IndexFormatError
 from gearag.indexing import build_index, work_dir_for
 from gearag.store import checksum
-from gearag.store.index import MANIFEST, Index, check_index, read_manifest
+from gearag.store.index import Index, check_index, read_manifest
 from gearag.store.writer import IndexLock, IndexWriter, lock_path
 
 
 def _build(out: Path, n: int = 4, **kwargs: object) -> Index:
     return build_index(tiny_passages()[:n], out, IndexConfig.of(extractor="stub"), extractor=StubExtractor(),
                        **kwargs)  # type: ignore[arg-type]
-
-
-def _edit_manifest(index: Path, edit) -> None:
-    mpath = index / MANIFEST
-    manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    edit(manifest)
-    mpath.write_text(json.dumps(manifest), encoding="utf-8")
 
 
 @pytest.fixture
@@ -218,7 +210,7 @@ def test_writer_holds_the_lock_until_closed(tmp_path: Path) -> None:
 def test_required_files_are_checked_not_just_listed_ones(cli, index_copy: Path) -> None:
     # What a racing build's clean-up once left: no bm25/, and a manifest that no longer lists it.
     shutil.rmtree(index_copy / "bm25")
-    _edit_manifest(index_copy, lambda m: m.update(files={k: v for k, v in m["files"].items()
+    edit_manifest(index_copy, lambda m: m.update(files={k: v for k, v in m["files"].items()
                                                          if not k.startswith("bm25/")}))
     with pytest.raises(IndexFormatError, match="missing directory bm25/"):
         check_index(index_copy, full=True)
@@ -226,15 +218,9 @@ def test_required_files_are_checked_not_just_listed_ones(cli, index_copy: Path) 
 
 
 def test_a_required_file_missing_from_the_manifest_is_an_error(index_copy: Path) -> None:
-    _edit_manifest(index_copy, lambda m: m["files"].pop("arrays/entity_indices.npy"))
+    edit_manifest(index_copy, lambda m: m["files"].pop("arrays/entity_indices.npy"))
     with pytest.raises(IndexFormatError, match=r"does not list arrays/entity_indices\.npy"):
         Index.load(index_copy)
-
-
-def _flip(path: Path, offset: int) -> None:
-    data = bytearray(path.read_bytes())
-    data[offset] ^= 0xFF
-    path.write_bytes(bytes(data))
 
 
 def test_large_arrays_get_a_sampled_check_and_a_full_one_with_verify(
@@ -249,11 +235,11 @@ def test_large_arrays_get_a_sampled_check_and_a_full_one_with_verify(
     assert size > 4 * 1024 and "sample" in meta
     vectors = out / "vectors" / "passages.npy"
     original = vectors.read_bytes()
-    _flip(vectors, size - 1)  # inside the last sampled block: the default load notices
+    flip_byte(vectors, size - 1)  # inside the last sampled block: the default load notices
     with pytest.raises(IndexFormatError, match=r"vectors/passages\.npy fails its sampled checksum"):
         Index.load(out)
     vectors.write_bytes(original)
-    _flip(vectors, 300)  # between sampled blocks: only the full check notices
+    flip_byte(vectors, 300)  # between sampled blocks: only the full check notices
     Index.load(out)
     with pytest.raises(IndexFormatError, match=r"vectors/passages\.npy fails its checksum"):
         Index.load(out, verify=True)
@@ -266,7 +252,7 @@ def test_old_indices_without_sampled_hashes_still_load(index_copy: Path) -> None
         for meta in m["files"].values():
             meta.pop("sample", None)
 
-    _edit_manifest(index_copy, to_format_1)
+    edit_manifest(index_copy, to_format_1)
     index = Index.load(index_copy, verify=True)
     assert set(index.collections) == {"passages", "triples"}
 
@@ -275,7 +261,7 @@ def _rewrite_array(index: Path, rel: str, array: np.ndarray) -> None:
     """Replace an array and fix its manifest entry, as a consistent-looking corruption would."""
     np.save(index / rel, array, allow_pickle=False)
     size = (index / rel).stat().st_size
-    _edit_manifest(index, lambda m: m["files"].update({rel: checksum.entry(index / rel, size)}))
+    edit_manifest(index, lambda m: m["files"].update({rel: checksum.entry(index / rel, size)}))
 
 
 @pytest.mark.parametrize("rel", ["arrays/entity_indices.npy", "arrays/triple_head.npy", "arrays/entity_indptr.npy",
@@ -292,7 +278,7 @@ def test_corrupt_npy_header_never_suggests_pickle(index_copy: Path) -> None:
     rel = "vectors/triples.npy"
     np.save(index_copy / rel, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     size = (index_copy / rel).stat().st_size
-    _edit_manifest(index_copy, lambda m: m["files"].update(
+    edit_manifest(index_copy, lambda m: m["files"].update(
         {rel: checksum.entry(index_copy / rel, size)}))
     index = Index.load(index_copy)
     with pytest.raises(IndexFormatError) as err:
@@ -300,7 +286,7 @@ def test_corrupt_npy_header_never_suggests_pickle(index_copy: Path) -> None:
     assert "pickle" not in str(err.value).lower() and "rebuild" in str(err.value)
     garbage = index_copy / "arrays" / "triple_tail.npy"
     garbage.write_bytes(b"\x93NUMPY\x01\x00" + b"garbage" * 10)
-    _edit_manifest(index_copy, lambda m: m["files"].update({"arrays/triple_tail.npy": checksum.entry(
+    edit_manifest(index_copy, lambda m: m["files"].update({"arrays/triple_tail.npy": checksum.entry(
         garbage, garbage.stat().st_size)}))
     with pytest.raises(IndexFormatError) as err:
         Index.load(index_copy)
@@ -324,7 +310,7 @@ def test_corrupt_npy_header_never_suggests_pickle(index_copy: Path) -> None:
     ],
 )
 def test_hand_edited_manifest_fields_are_one_line_errors(cli, index_copy: Path, edit, needle: str) -> None:
-    _edit_manifest(index_copy, edit)
+    edit_manifest(index_copy, edit)
     with pytest.raises(IndexFormatError, match=r"rebuild|format_version") as err:
         Index.load(index_copy)
     assert needle in str(err.value)
