@@ -276,7 +276,7 @@ def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool =
     GIL): at a million passages the writes are ~2 s of every ``gearag add``.
     Its arrays that are the graph arrays themselves (the about edges and the
     triple ends, without NER mentions) are hard links to their files, not
-    written twice (~330 MB of every generation at a million passages).
+    written twice (318 MB of every generation at a million passages).
     Returns the seconds preparing took (0 without ``prepare``).
     """
     started = time.perf_counter()
