@@ -30,9 +30,10 @@ _QUOTE, _BACKSLASH, _COMMA = 0x22, 0x5C, 0x2C
 _GAP = np.frombuffer(b", \n\r\t", dtype=np.uint8)
 
 
-def string_spans(data: np.ndarray, n: int | None = None) -> np.ndarray | None:
+def string_spans(data: np.ndarray, n: int | None = None, *, compact: bool = False) -> np.ndarray | None:
     """Where each string of ``data`` (bytes of a JSON list of strings, as uint8) starts and ends: an (n, 2) int64
-    array of byte offsets, quotes included; None when ``data`` is not a flat list of strings (of ``n`` of them).
+    array of byte offsets, quotes included; None when ``data`` is not a flat list of strings (of ``n`` of them;
+    with ``compact``, not one as orjson writes it: one comma, no whitespace, between strings).
 
     The unescaped quotes of such a list are exactly its strings' two ends; a
     quote after backslashes is escaped when they are odd in number (rare:
@@ -62,6 +63,8 @@ def string_spans(data: np.ndarray, n: int | None = None) -> np.ndarray | None:
         return None
     if np.array_equal(spans[1:, 0], spans[:-1, 1] + 1) and bool(np.all(data[spans[:-1, 1]] == _COMMA)):
         return spans  # compact, as orjson writes it: one comma between strings
+    if compact:
+        return None
     lengths = spans[1:, 0] - spans[:-1, 1]
     if np.any(lengths < 1):
         return None
@@ -92,10 +95,8 @@ class JsonStrings(Sequence[str]):
         """The strings of ``raw``, a compact JSON list of strings (as orjson writes it); None when it is not one
         (the caller parses it as JSON)."""
         data = np.frombuffer(raw, dtype=np.uint8)
-        spans = string_spans(data)
-        if spans is None or (len(spans) and np.any(spans[1:, 0] != spans[:-1, 1] + 1)):
-            return None
-        return cls(data, spans)
+        spans = string_spans(data, compact=True)
+        return None if spans is None else cls(data, spans)
 
     @classmethod
     def of(cls, strings: Sequence[str]) -> JsonStrings:
@@ -183,9 +184,8 @@ class JsonStrings(Sequence[str]):
 
 def strings_at(strings: Sequence[str], ids: np.ndarray) -> list[str]:
     """``[strings[i] for i in ids]``, decoded at once when ``strings`` is :class:`JsonStrings`."""
-    if isinstance(strings, JsonStrings):
-        return strings.take(ids).strings()
-    return [strings[i] for i in np.asarray(ids).tolist()]
+    picked = taken(strings, ids)
+    return picked.strings() if isinstance(picked, JsonStrings) else list(picked)
 
 
 def taken(strings: Sequence[str], ids: np.ndarray) -> Sequence[str]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from gearag.data.jsonstrings import JsonStrings
 from gearag.text import normalise_entity
 
 
@@ -54,7 +53,8 @@ class TripleGraph:
 
     @classmethod
     def from_ids(cls, entities: Sequence[str], head: np.ndarray, tail: np.ndarray) -> TripleGraph:
-        """The graph of triples whose subject and object entity ids (-1: none) are ``head`` and ``tail``."""
+        """The graph of triples whose subject and object entity ids (-1: none) are ``head`` and ``tail``;
+        ``entities`` is kept as given (a list, or a generation's keys as JSON text, which it only writes)."""
         ids = entities
         n_triples = len(head)
         # Edges (entity, triple) from heads and tails, in triple order; a self-loop counts once. A counting
@@ -69,8 +69,7 @@ class TripleGraph:
                                 shape=(len(ids), n_triples)).tocsr()
         indptr = csr.indptr.astype(np.int64)
         trips = csr.indices
-        # A JsonStrings (a generation's keys, as text) is kept as it is: the generation only writes it.
-        return cls(ids if isinstance(ids, JsonStrings) else list(ids), head, tail, indptr, trips.astype(np.int32))
+        return cls(ids, head, tail, indptr, trips.astype(np.int32))
 
     @property
     def n_entities(self) -> int:
