@@ -326,6 +326,7 @@ class PassageGraph:
                 raise ValueError(f"a graph prepared for {prepared.settings} cannot serve {settings_of(config)}")
         self.prepared = prepared
         self.n_passages, self.n_entities = prepared.n_passages, prepared.n_entities
+        self.layout = prepared.layout  # node ids: passages then entities, or a base's and a delta's
         #: Node specificity 1/|P(e)| (HippoRAG §3.2); entities in no passage count as in one.
         self.specificity = prepared.specificity
         # Hashed, not a dict trie: ~16 bytes per entity key instead of ~0.5 KB (3 GB at a million passages).
@@ -357,7 +358,7 @@ class PassageGraph:
     ) -> np.ndarray:
         """Seed vector over the graph's nodes (:meth:`seed_items` as a dense vector)."""
         nodes, values = self.seed_items(question, base, proximal, ranked, proximal_weight)
-        size = self.n_passages + self.n_entities if self.config.passage_nodes else self.n_entities
+        size = self.layout.n_nodes if self.config.passage_nodes else self.n_entities
         s = np.zeros(size)
         s[nodes] = values
         return s
@@ -379,7 +380,11 @@ class PassageGraph:
         """
         cfg = self.config
         prox_weight = cfg.proximal_weight if proximal_weight is None else proximal_weight
-        offset = self.n_passages if cfg.passage_nodes else 0
+        layout = self.layout
+
+        def node(entity: int) -> int:
+            return layout.entity_node(entity) if cfg.passage_nodes else entity
+
         # Each node's weight is the sum of its parts in this order (as a dense vector's += would add them).
         s: dict[int, float] = {}
 
@@ -396,11 +401,12 @@ class PassageGraph:
                 about = self.prepared.about.rows(np.asarray(ents, dtype=np.int64), self.n_passages)
                 passed = cfg.question_page_weight * share * np.asarray(about.sum(axis=1)).ravel()
                 pages = sparse.csr_matrix((cfg.question_page_weight * share)[None, :]) @ about
-                for node, weight in zip(pages.indices.tolist(), pages.data.tolist(), strict=True):
-                    add(node, weight)
+                page_nodes = layout.passage_nodes(pages.indices)
+                for at, weight in zip(page_nodes.tolist(), pages.data.tolist(), strict=True):
+                    add(at, weight)
                 share = share - passed
             for e, weight in zip(ents, share.tolist(), strict=True):
-                add(offset + int(e), weight)
+                add(node(int(e)), weight)
         if proximal and prox_weight > 0:
             ends = self.prepared.triple_ends
             acc: dict[int, float] = {}
@@ -411,14 +417,15 @@ class PassageGraph:
             if acc:
                 total = sum(acc.values())
                 for e, v in acc.items():
-                    add(offset + e, prox_weight * v / total)
+                    add(node(e), prox_weight * v / total)
         if base and cfg.passage_weight > 0 and cfg.passage_nodes:
             rows = np.asarray([r for r, _ in base], dtype=np.int64)
             scores = np.asarray([sc for _, sc in base], dtype=np.float64)
             lo, hi = scores.min(), scores.max()
             norm = (scores - lo) / (hi - lo) if hi > lo else np.ones_like(scores)
-            for row, weight in zip(rows.tolist(), (cfg.passage_weight * norm).tolist(), strict=True):
-                add(row, weight)
+            nodes = layout.passage_nodes(rows)
+            for at, weight in zip(nodes.tolist(), (cfg.passage_weight * norm).tolist(), strict=True):
+                add(at, weight)
         nodes = np.asarray(sorted(k for k, v in s.items() if v != 0.0), dtype=np.int64)
         return nodes, np.asarray([s[int(n)] for n in nodes], dtype=np.float64)
 
@@ -430,7 +437,8 @@ class PassageGraph:
         else:
             p = self.operator.run(seeds, damping=cfg.damping, tol=RANK_TOL)
         if self.config.passage_nodes:
-            return p[: self.n_passages]
+            layout = self.layout
+            return p[: self.n_passages] if layout.plain_layout else p[layout.passage_nodes(np.arange(self.n_passages))]
         assert self.prepared.mentions is not None  # prepared in memory for the entity-only graph
         return np.asarray(self.prepared.mentions @ p).ravel()
 
@@ -451,8 +459,9 @@ class PassageGraph:
             if not len(nodes):
                 return []
             idx, est, _ = self.operator.run_push_sparse(nodes, values, damping=cfg.damping, eps=cfg.push_eps)
-            keep = (idx < self.n_passages) & (est > 0)
-            reached, vals = idx[keep], est[keep]  # ascending rows, as flatnonzero gives them
+            rows = self.layout.passages_of(idx)  # ascending where they are passages: a delta's come last
+            keep = (rows >= 0) & (est > 0)
+            reached, vals = rows[keep], est[keep]  # ascending rows, as flatnonzero gives them
         else:
             seeds = self.seeds(question, base, proximal, ranked, proximal_weight)
             if not seeds.any():

@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.ranges import ranges
+from gearag.graph.layered import LayeredCsr
+from gearag.graph.transition import Csr
 
 DAMPING = 0.5
 TOL = 1e-7
@@ -95,10 +96,11 @@ class PageRankOperator:
     def from_columns(cls, columns: Any, dangling: np.ndarray, dtype: type = np.float32,
                      dense_nodes: int | None = None) -> PageRankOperator:
         """An operator over a transition matrix already normalised and stored by columns: anything with
-        scipy's ``indptr``, ``indices`` and ``data`` (memory-mapped arrays are read, never copied, by push)."""
+        scipy's ``indptr``, ``indices`` and ``data`` (memory-mapped arrays are read, never copied, by push),
+        or a :class:`~gearag.graph.layered.LayeredCsr` of columns (a base generation's and a delta's)."""
         op = cls.__new__(cls)
         op._rows, op._columns, op.dtype, op.dangling = None, columns, dtype, dangling
-        op.n = len(columns.indptr) - 1
+        op.n = columns.n_rows if isinstance(columns, LayeredCsr) else len(columns.indptr) - 1
         op.dense_nodes = DENSE_WORKSPACE_NODES if dense_nodes is None else dense_nodes
         op._local = threading.local()
         return op
@@ -116,7 +118,9 @@ class PageRankOperator:
         if self._rows is None:
             c = self._columns
             assert c is not None
-            if not sparse.issparse(c):
+            if isinstance(c, LayeredCsr):  # column j is its row j: the transition is the transpose
+                c = c.to_csr(self.n).T
+            elif not sparse.issparse(c):
                 c = sparse.csc_matrix((np.asarray(c.data), np.asarray(c.indices), np.asarray(c.indptr)),
                                       shape=(self.n, self.n))
             self._rows = c.tocsr()
@@ -175,6 +179,11 @@ class PageRankOperator:
         p[nodes] = values
         return p, residual
 
+    def _column_reader(self) -> Csr | LayeredCsr:
+        """The columns as something that gathers node by node (:meth:`Csr.gather`)."""
+        c = self.columns
+        return c if isinstance(c, (Csr, LayeredCsr)) else Csr(c.indptr, c.indices, c.data)
+
     def _workspace(self) -> _Dense | _Touched:
         """Work arrays for one push: this thread's dense ones (zero between runs: a run resets what it
         touched) on a graph of at most :attr:`dense_nodes` nodes, else new ones over the nodes it touches."""
@@ -207,11 +216,10 @@ class PageRankOperator:
         s = self._seed_distribution(values, damping, size=self.n)
         if s is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
-        cols = self.columns  # out-edges of node j = column j
-        indptr = cols.indptr
+        cols = self._column_reader()  # out-edges of node j = column j
 
         def degree(nodes: np.ndarray) -> np.ndarray:  # read per node: no node-sized array is made or kept
-            return np.maximum(indptr[nodes + 1] - indptr[nodes], 1).astype(np.float64)
+            return np.maximum(cols.counts(nodes), 1).astype(np.float64)
 
         ws = self._workspace()
         reached = [seeds_at]
@@ -235,12 +243,9 @@ class PageRankOperator:
                     touched.append(seeds_at)
                 live = active[~dangling]
                 if live.size:
-                    starts = cols.indptr[live]
-                    counts = cols.indptr[live + 1] - starts
-                    idx = ranges(starts, counts)
-                    targets = cols.indices[idx]
+                    counts, targets, weights = cols.gather(live)
                     at = ws.positions(targets)
-                    np.add.at(ws.r, at, cols.data[idx] * np.repeat(push[~dangling], counts))
+                    np.add.at(ws.r, at, weights * np.repeat(push[~dangling], counts))
                     touched.append(targets)
                     reached.append(targets)
                 if not touched:

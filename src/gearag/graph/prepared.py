@@ -34,6 +34,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.data.jsonstrings import JsonStrings, strings_at
+from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.transition import Csr, relations, transition_columns
 from gearag.graph.trie import HashedNames, key_hashes
@@ -63,10 +64,11 @@ class PreparedGraph:
     n_passages: int
     n_entities: int
     settings: dict[str, Any]
-    columns: Csr  #: the column-normalised PPR transition by columns (float32): node j's out-edges
+    #: the column-normalised PPR transition by columns (float32): node j's out-edges (a base's and a delta's)
+    columns: Csr | LayeredCsr
     dangling: np.ndarray  #: bool per node: no out-edges (its walk restarts at the seeds)
     specificity: np.ndarray  #: float64 per entity: 1 / |passages mentioning it| (HippoRAG §3.2)
-    about: Csr  #: entity × passage about edges as the graph uses them
+    about: Csr | LayeredCsr  #: entity × passage about edges as the graph uses them
     triple_ends: np.ndarray  #: int32 (T, 2): each triple's subject and object entity (-1: none)
     names: HashedNames  #: the usable entity keys → entity ids
     #: Entities below this id are mentions' (triple endpoints and lexicon names); the rest only NER found.
@@ -79,6 +81,14 @@ class PreparedGraph:
     #: Set by ``build(hash_names=False)`` (``names`` then holds none): the ids whose keys go into the names,
     #: hashed by :meth:`hash_names` once the caller has written and let go of the transition.
     unhashed: np.ndarray | None = field(default=None, repr=False)
+    #: The node numbering when these arrays are a base's and a delta's (docs/delta.md); None: the build's,
+    #: passages then entities.
+    delta_layout: NodeLayout | None = None
+
+    @property
+    def layout(self) -> NodeLayout:
+        """The passage graph's node numbering (:class:`~gearag.graph.layered.NodeLayout`)."""
+        return self.delta_layout or NodeLayout.plain(self.n_passages, self.n_entities)
 
     @classmethod
     def build(cls, arrays: GraphArrays, config: PassageGraphConfig, earlier: Earlier | None = None,
@@ -149,8 +159,11 @@ class PreparedGraph:
 
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:
-        out = {f"columns_{k}.npy": v for k, v in self.columns._asdict().items()}
-        out |= {f"about_{k}.npy": v for k, v in self.about._asdict().items()}
+        columns, about = self.columns, self.about
+        if not (isinstance(columns, Csr) and isinstance(about, Csr)):
+            raise TypeError("a base's and a delta's prepared graph is not stored as one")
+        out = {f"columns_{k}.npy": v for k, v in columns._asdict().items()}
+        out |= {f"about_{k}.npy": v for k, v in about._asdict().items()}
         out |= {f"names_{k}.npy": v for k, v in self.names.arrays().items()}
         out |= {"dangling.npy": self.dangling, "specificity.npy": self.specificity, "triple_ends.npy": self.triple_ends}
         return out

@@ -21,14 +21,26 @@ class Csr(NamedTuple):
     indices: np.ndarray
     data: np.ndarray
 
+    @property
+    def n_rows(self) -> int:
+        return len(self.indptr) - 1
+
+    def counts(self, rows: np.ndarray) -> np.ndarray:
+        """Stored entries of each of ``rows`` (int64)."""
+        return (self.indptr[rows + 1] - self.indptr[rows]).astype(np.int64)
+
+    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The entries of ``rows``, row after row in the order given: (entries per row, indices, data)."""
+        starts = self.indptr[rows]
+        counts = (self.indptr[rows + 1] - starts).astype(np.int64)
+        take = ranges(starts, counts)
+        return counts, np.asarray(self.indices[take]), np.asarray(self.data[take])
+
     def rows(self, rows: np.ndarray, n_columns: int) -> sparse.csr_matrix:
         """Rows ``rows`` as a scipy matrix (what ``matrix[rows]`` gives, reading only those rows)."""
-        starts, ends = self.indptr[rows], self.indptr[rows + 1]
-        counts = (ends - starts).astype(np.int64)
-        take = ranges(starts, counts)
+        counts, indices, data = self.gather(rows)
         indptr = np.concatenate([[0], np.cumsum(counts)])
-        return sparse.csr_matrix((np.asarray(self.data[take]), np.asarray(self.indices[take]), indptr),
-                                 shape=(len(rows), n_columns))
+        return sparse.csr_matrix((data, indices, indptr), shape=(len(rows), n_columns))
 
     @classmethod
     def of(cls, m: sparse.spmatrix) -> Csr:

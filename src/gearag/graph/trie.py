@@ -287,10 +287,18 @@ class HashedNames(_NameTokens):
         pos = int(np.searchsorted(sorted_hashes, np.uint64(h)))
         return pos if pos < len(sorted_hashes) and int(sorted_hashes[pos]) == h else -1
 
+    def _has_node(self, h: int) -> bool:
+        """Whether ``h`` is the hash of a name or of a name's token prefix."""
+        return self._find(self.nodes, h) >= 0
+
+    def _id_of(self, h: int) -> int | None:
+        """The id of the name hashed ``h``, None when no name has that hash."""
+        pos = self._find(self.name_hashes, h)
+        return int(self.name_ids[pos]) if pos >= 0 else None
+
     def get(self, name: str | list[str]) -> int | None:
         toks = self._name_tokens(name)
-        pos = self._find(self.name_hashes, fnv1a(" ".join(toks).encode("utf-8", "surrogatepass"))) if toks else -1
-        return int(self.name_ids[pos]) if pos >= 0 else None
+        return self._id_of(fnv1a(" ".join(toks).encode("utf-8", "surrogatepass"))) if toks else None
 
     def scan(self, toks: list[str], require_capital: bool = False) -> Iterator[Match]:
         """Leftmost-longest, non-overlapping matches in ``toks``, exactly as :meth:`TokenTrie.scan`."""
@@ -301,10 +309,10 @@ class HashedNames(_NameTokens):
             best = None
             if not require_capital or starts_name(toks[i]):
                 j, key = i, fnv1a(folded[i])
-                while self._find(self.nodes, key) >= 0:
-                    pos = self._find(self.name_hashes, key)
-                    if pos >= 0:
-                        best = (int(self.name_ids[pos]), j + 1)
+                while self._has_node(key):
+                    found = self._id_of(key)
+                    if found is not None:
+                        best = (found, j + 1)
                     j += 1
                     if j >= n:
                         break
