@@ -28,7 +28,7 @@ from gearag.store import writer
 MODULES = (union_resolve, union_graph, union_files, generation, prepared, passage_graph, resolve)
 #: (module, function) pairs whose every call is logged.
 STEPS = [(union_graph, "union_triple_graph"), (union_resolve, "resolve_union"),
-         (passage_graph, "write_graph_arrays"), (prepared, "transition_columns"), (union_files, "_vocab"),
+         (passage_graph, "write_graph_arrays"), (prepared, "scaled_columns"), (union_files, "_vocab"),
          (resolve, "summed_csr"), (union_resolve, "_contained_about"), (union_graph, "union_ends"),
          (prepared, "write_prepared"), (union_resolve, "_endpoint_name_stats"), (generation, "write_generation"),
          (union_files, "write_union"), (union_graph, "shard_table"), (generation, "_prior_resolution")]

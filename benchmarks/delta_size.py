@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -21,8 +20,10 @@ import numpy as np
 import orjson
 
 from gearag.graph.delta import delta_of, entity_map
+from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import PassageGraph
 from gearag.store.index import Index
+from rank_pair import compare
 
 
 def _load(path: Path):  # type: ignore[no-untyped-def]
@@ -50,35 +51,24 @@ def main() -> None:
     print(f"delta_of: {time.perf_counter() - t:.1f} s")
     assert layered is not None, "declined"
     lay = layered.layout
-    cols, about = layered.columns, layered.about
     print(f"nodes {lay.n_nodes:,} (base {lay.base_passages + lay.base_entities:,}); "
           f"new passages {lay.n_passages - lay.base_passages:,}, new entities {lay.n_entities - lay.base_entities:,}")
-    print(f"columns: {len(cols.delta.indptr) - 1:,} in the delta, {len(cols.delta.indices):,} entries "
-          f"of {len(union.columns.indices):,} ({len(cols.delta.indices) / len(union.columns.indices):.2%})")
-    print(f"about rows: {len(about.delta.indptr) - 1:,} in the delta, {len(about.delta.indices):,} entries "
-          f"of {len(union.about.indices):,} ({len(about.delta.indices) / len(union.about.indices):.2%})")
+    for name, m, whole in (("columns", layered.columns, union.columns), ("about rows", layered.about, union.about)):
+        assert isinstance(m, LayeredCsr)
+        n_base = m.base.n_rows
+        listed = np.flatnonzero(m.where[:n_base] >= 0)
+        appended = listed[np.asarray(m.appends)[listed]] if m.appends is not None else listed[:0]
+        replaced = np.setdiff1d(listed, appended)
+        sizes = np.diff(m.delta.indptr)
+        in_new = int(sizes.sum() - sizes[m.where[listed]].sum())
+        print(f"{name}: {len(appended):,} appended to ({int(sizes[m.where[appended]].sum()):,} entries), "
+              f"{len(replaced):,} replaced ({int(sizes[m.where[replaced]].sum()):,} entries), "
+              f"{m.n_rows - n_base:,} new ({in_new:,} entries); the delta holds {len(m.delta.indices):,} entries, "
+              f"the union {len(whole.indices):,} ({len(m.delta.indices) / len(whole.indices):.2%})")
     print(f"names: {layered.names.delta.size:,} in the delta of {union.names.size:,}; "
           f"triples appended: {len(layered.triple_ends.tail):,}")
     questions = [q["question"] for q in json.loads(args.questions.read_text(encoding="utf-8"))][: args.n]
-    graphs = {"union": PassageGraph(union), "layered": PassageGraph(layered)}
-    times: dict[str, list[float]] = {k: [] for k in graphs}
-    rankings: dict[str, list[list[int]]] = {k: [] for k in graphs}
-    for i, q in enumerate(questions + questions[:5]):  # the first five again at the end: warm
-        order = list(graphs) if i % 2 else list(reversed(graphs))
-        for name in order:
-            t = time.perf_counter()
-            r = graphs[name].rank(q, k=10)
-            if i >= 5:
-                times[name].append(time.perf_counter() - t)
-                rankings[name].append(r)
-    pairs = list(zip(rankings["union"], rankings["layered"], strict=True))
-    print(f"rankings equal: {sum(a == b for a, b in pairs)} of {len(pairs)}")
-    for a, b in pairs:
-        if a != b:  # where they part, and whether only the order of near-equal scores differs
-            at = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
-            print(f"  differ from rank {at + 1}: union {a[at:]} layered {b[at:]} (same set: {set(a) == set(b)})")
-    for name, ts in times.items():
-        print(f"{name}: median {statistics.median(ts) * 1e3:.2f} ms, p90 {np.quantile(ts, 0.9) * 1e3:.2f} ms")
+    compare({"union": PassageGraph(union), "layered": PassageGraph(layered)}, questions)
 
 
 if __name__ == "__main__":

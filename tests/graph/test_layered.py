@@ -25,12 +25,32 @@ def test_rows_come_from_the_delta_where_it_lists_them_in_the_order_asked() -> No
     rows = np.asarray([3, 0, 1, 1, 2])
     np.testing.assert_array_equal(m.rows(rows, 3).toarray(), want[rows])
     np.testing.assert_array_equal(m.counts(rows), [1, 2, 2, 2, 1])
-    counts, indices, data = m.gather(rows)
+    counts, indices, data, sids = m.gather(rows)
+    assert sids is None
     assert counts.tolist() == [1, 2, 2, 2, 1] and indices.tolist() == [0, 0, 2, 1, 2, 1, 2, 0]
     assert data.tolist() == [7, 1, 2, 5, 6, 5, 6, 4]
     # All from one layer: the same answers.
     np.testing.assert_array_equal(m.rows(np.asarray([0, 2]), 3).toarray(), want[[0, 2]])
     np.testing.assert_array_equal(m.rows(np.asarray([3, 1]), 3).toarray(), want[[3, 1]])
+
+
+def test_a_delta_row_may_follow_the_base_row_instead_of_replacing_it() -> None:
+    base = Csr(*Csr.of(sparse.csr_matrix(np.asarray([[1, 0, 2], [0, 3, 0]], dtype=np.float32)))[:3],
+               np.asarray([4, 5, 6], dtype=np.int32))
+    delta = Csr(np.asarray([0, 2, 3]), np.asarray([1, 0, 2]), np.asarray([7, 8, 9], dtype=np.float32),
+                np.asarray([1, 2, 3], dtype=np.int32))
+    # Row 0 gains (0, 1) = 7 and (0, 0) = 8 after its own entries; row 2 is new.
+    m = LayeredCsr(base, delta, np.asarray([0, -1, 1], dtype=np.int32), np.asarray([True, False, False]))
+    rows = np.asarray([2, 0, 1, 0])
+    counts, indices, data, sids = m.gather(rows)
+    assert counts.tolist() == [1, 4, 1, 4] == m.counts(rows).tolist()
+    assert indices.tolist() == [2, 0, 2, 1, 0, 1, 0, 2, 1, 0]
+    assert data.tolist() == [9, 1, 2, 7, 8, 3, 1, 2, 7, 8]
+    assert sids is not None and sids.tolist() == [3, 4, 5, 1, 2, 6, 4, 5, 1, 2]
+    # Repeats of a target add up where the rows are used as a matrix.
+    np.testing.assert_array_equal(m.to_csr(3).toarray(), [[9, 7, 2], [0, 3, 0], [0, 0, 9]])
+    with pytest.raises(ValueError, match="only a base row"):
+        LayeredCsr(base, delta, np.asarray([0, -1, 1], dtype=np.int32), np.asarray([False, False, True]))
 
 
 def test_a_layered_matrix_is_checked_when_made() -> None:

@@ -577,7 +577,7 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
 
 
 @pytest.mark.parametrize("where", ["indexing.union_files.union_triple_graph", "indexing.union_files.resolve_union",
-                                   "graph.passage_graph.write_prepared", "graph.prepared.transition_columns"])
+                                   "graph.passage_graph.write_prepared", "graph.prepared.scaled_columns"])
 def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     """The triple graph, the prepared graph and its transition are made on threads of their own: their errors
@@ -625,8 +625,8 @@ def test_updates_make_the_transitions_blocks_at_once_and_builds_one_after_the_ot
     (its peak counts) on one. Both ways give a build's arrays (assert_same_index)."""
     from gearag.graph import prepared
 
-    threads, root, passages = _spied_build(tmp_path, monkeypatch, prepared, "transition_columns",
-                                           lambda args, kwargs: args[4] if len(args) > 4 else kwargs.get("threads", 1))
+    threads, root, passages = _spied_build(tmp_path, monkeypatch, prepared, "scaled_columns",
+                                           lambda args, kwargs: args[6] if len(args) > 6 else kwargs.get("threads", 1))
     add_documents(root, passages[8:])
     deleted = delete_documents(root, [passages[0].id])
     assert threads == [1, 2, 2]

@@ -42,6 +42,9 @@ def _equal(a: Resolution, b: Resolution) -> None:
         x, y = getattr(a, name), getattr(b, name)
         assert x.shape == y.shape and abs(x - y).sum() == 0, name
         np.testing.assert_array_equal(x.data, y.data)  # float32 weights, bit for bit
+    assert a.about_terms is not None and b.about_terms is not None  # the terms, in the same order
+    for part, values in a.about_terms._asdict().items():
+        np.testing.assert_array_equal(values, getattr(b.about_terms, part), err_msg=part)
 
 
 def test_an_add_rescans_only_what_new_names_touch_and_equals_a_resolution_of_the_union() -> None:

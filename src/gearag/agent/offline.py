@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -116,9 +117,11 @@ class Resolver:
             # without its strings (only usable keys have about edges, and every one a passage mentions is there).
             self.n_keys, self.about, names = prepared.n_mention_keys, prepared.about, prepared.names
             self._find: Callable[[str], int | None] = names.get
+            self._about_of: Callable[[int], Any] = lambda e: prepared.about_rows(np.asarray([e]))
         else:
             res = graph_arrays_for(index).resolution
             self.n_keys, self.about, self._find = res.n_mention_keys, res.about, res.key_index().get
+            self._about_of = lambda e: res.about[e]
         self._cache: dict[str, int | None] = {}
 
     def row(self, name: str) -> int | None:
@@ -132,11 +135,11 @@ class Resolver:
                 eid = None
             row = None
             if eid is not None:
-                lo, hi = self.about.indptr[eid], self.about.indptr[eid + 1]
-                if hi > lo:
-                    j = lo + int(np.argmax(self.about.data[lo:hi]))
-                    if self.about.data[j] >= self.MIN_SHARE:
-                        row = int(self.about.indices[j])
+                about = self._about_of(eid)  # one row: passages ascending, the weight of each
+                if about.nnz:
+                    j = int(np.argmax(about.data))
+                    if about.data[j] >= self.MIN_SHARE:
+                        row = int(about.indices[j])
             self._cache[name] = row
         return self._cache[name]
 

@@ -1,16 +1,19 @@
 """A prepared passage graph as a base and a delta, found by comparing two full ones (docs/delta.md, issue 14).
 
 :func:`delta_of` takes the prepared graph of a base generation and that of
-the union after an add (both as a build makes them) and returns the graph a
-reader would combine from the base's arrays and a delta's: the base's ids
-kept, new entities and passages numbered after them (:class:`NodeLayout`),
-and only the columns, about rows, names and triples that differ stored
-again. It is the reference the add's own delta computation is checked
-against, and the slow way to write a delta: it needs the union's arrays.
+the union after an add (both as a build makes them, with raw weights:
+:mod:`gearag.graph.scaled`) and returns the graph a reader combines from the
+base's arrays and a delta's: the base's ids kept, new entities and passages
+numbered after them (:class:`NodeLayout`), and per column only what differs:
+the weight a target gained, appended to the base's column, or the whole
+column where one lost weight. The scale (one per title name), normalisers,
+degrees and other per-node vectors are the union's, renumbered. It is the
+reference the add's own delta is checked against, and the slow way to
+write one: it reads both graphs whole.
 
-The union's graph and the layered one are the same graph with other node
-ids, entry for entry (tested), so a push over either gives the same
-estimates up to the order its float sums are taken in.
+The layered graph and the union's are the same graph with other ids (a
+target's weight may be split over two entries, which the push adds), so a
+push over either gives the same estimates up to the order of float sums.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ import numpy as np
 
 from gearag.graph.layered import LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.ranges import ranges
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 @dataclass(frozen=True)
@@ -52,45 +56,85 @@ def entity_map(base_keys: Sequence[str], union_keys: Sequence[str]) -> np.ndarra
     return None if len(out) and int(out.min()) < 0 else out
 
 
-def _sorted_rows(m: Csr, order: np.ndarray, relabel: np.ndarray | None) -> Csr:
-    """Rows ``order`` of ``m`` one after the other, their indices mapped through ``relabel`` and sorted."""
-    counts, indices, data = m.gather(order)
-    indices = np.asarray(indices, dtype=np.int64)
-    if relabel is not None:
-        indices = relabel[indices]
-    row = np.repeat(np.arange(len(order), dtype=np.int64), counts)
-    by = np.lexsort((indices, row))
-    indptr = np.zeros(len(order) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return Csr(indptr, indices[by].astype(np.int32), np.asarray(data)[by])
+class _Entries:
+    """Rows' entries as flat arrays: each entry's row, target, scale id and raw weight."""
 
+    def __init__(self, counts: np.ndarray, indices: np.ndarray, data: np.ndarray, sids: np.ndarray,
+                 rows: np.ndarray) -> None:
+        self.counts = counts
+        self.row = np.repeat(np.asarray(rows, dtype=np.int64), counts)
+        self.target, self.data, self.sid = indices.astype(np.int64), data, sids.astype(np.int64)
 
-def _changed(base: Csr, new: Csr) -> np.ndarray:
-    """Per row of ``base``: whether ``new``'s row of the same id (``new`` has at least as many) differs."""
-    n = len(base.indptr) - 1
-    b_counts, n_counts = np.diff(base.indptr), np.diff(new.indptr[: n + 1])
-    out = b_counts != n_counts
-    same = np.flatnonzero(~out)
-    if not len(same):
+    @classmethod
+    def of(cls, m: Csr, rows: np.ndarray, as_rows: np.ndarray, relabel: np.ndarray | None = None,
+           sid_map: np.ndarray | None = None) -> _Entries:
+        """Rows ``rows`` of ``m``, called ``as_rows``, targets through ``relabel`` and scale ids through
+        ``sid_map`` where given."""
+        counts, indices, data, sids = m.gather(np.asarray(rows, dtype=np.int64))
+        assert sids is not None
+        out = cls(counts, indices, data, sids if sid_map is None else sid_map[sids], as_rows)
+        if relabel is not None:
+            out.target = relabel[out.target]
         return out
-    b_at, n_at = ranges(base.indptr[same], b_counts[same]), ranges(new.indptr[same], n_counts[same])
-    differs = (np.asarray(base.indices)[b_at] != new.indices[n_at]) | (np.asarray(base.data)[b_at] != new.data[n_at])
-    bad = np.repeat(same, b_counts[same])[differs]
-    out[bad] = True
-    return out
+
+    def hashes(self, n_rows: int) -> np.ndarray:
+        """Per row, an order-free hash of its entries (equal multisets of entries, equal hashes)."""
+        key: np.ndarray = (self.target.astype(np.uint64) * _MIX) ^ (self.sid.astype(np.uint64) << np.uint64(40)) \
+            ^ np.asarray(self.data, dtype=np.float32).view(np.uint32).astype(np.uint64)
+        key = key ^ (key >> np.uint64(31))
+        key = key * _MIX
+        key = key ^ (key >> np.uint64(29))
+        out = np.zeros(n_rows, dtype=np.uint64)
+        np.add.at(out, self.row, key)
+        return out
 
 
-def _overlay(base: Csr, new: Csr, n_rows: int) -> LayeredCsr:
-    """``new`` (rows in the layered ids, ``n_rows`` of them) as ``base`` plus the rows that differ."""
-    n_base = len(base.indptr) - 1
-    changed = np.concatenate([_changed(base, new), np.ones(n_rows - n_base, dtype=bool)])
-    rows = np.flatnonzero(changed)
+def _layered(base: Csr, union: Csr, order: np.ndarray, relabel: np.ndarray | None, sid_map: np.ndarray) -> LayeredCsr:
+    """The union's rows ``order`` (the layered rows, in order) as ``base`` plus a delta: per base row, the
+    weight each (target, scale id) gained appended, or the whole row where one lost weight."""
+    n_base, n_rows = base.n_rows, len(order)
+    b_rows = np.arange(n_base, dtype=np.int64)
+    b_all = _Entries.of(base, b_rows, b_rows)
+    u_old = _Entries.of(union, order[:n_base], b_rows, relabel, sid_map)
+    changed = np.flatnonzero((b_all.counts != u_old.counts) | (b_all.hashes(n_base) != u_old.hashes(n_base)))
+    b = _Entries.of(base, changed, changed)
+    u = _Entries.of(union, order[changed], changed, relabel, sid_map)
+    # Per (row, target, scale id): the union's weight less the base's.
+    row = np.concatenate([b.row, u.row])
+    target = np.concatenate([b.target, u.target])
+    sid = np.concatenate([b.sid, u.sid])
+    signed = np.concatenate([-np.asarray(b.data, dtype=np.float64), np.asarray(u.data, dtype=np.float64)])
+    by = np.lexsort((sid, target, row))
+    row, target, sid, signed = row[by], target[by], sid[by], signed[by]
+    first = np.ones(len(row), dtype=bool)
+    first[1:] = (row[1:] != row[:-1]) | (target[1:] != target[:-1]) | (sid[1:] != sid[:-1])
+    group = np.cumsum(first) - 1
+    gained = np.bincount(group, weights=signed)
+    g_row, g_target, g_sid = row[first], target[first], sid[first]
+    replaced = np.unique(g_row[gained < 0])
+    appended = np.setdiff1d(changed, replaced)
+    extra = (gained > 0) & np.isin(g_row, appended)
+    # Delta rows: appended ones (their gains), replaced ones (the union's row), then the union's new rows.
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    parts.append((g_row[extra], g_target[extra], gained[extra].astype(np.float32), g_sid[extra], appended))
+    rep = _Entries.of(union, order[replaced], replaced, relabel, sid_map)
+    parts.append((rep.row, rep.target, np.asarray(rep.data), rep.sid, replaced))
+    fresh_rows = np.arange(n_base, n_rows, dtype=np.int64)
+    new = _Entries.of(union, order[n_base:], fresh_rows, relabel, sid_map)
+    parts.append((new.row, new.target, np.asarray(new.data), new.sid, fresh_rows))
+    listed = np.concatenate([p[4] for p in parts])  # the delta's rows, in delta order
     where = np.full(n_rows, -1, dtype=np.int32)
-    where[rows] = np.arange(len(rows), dtype=np.int32)
-    counts, indices, data = new.gather(rows)
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return LayeredCsr(base, Csr(indptr, indices, data), where)
+    where[listed] = np.arange(len(listed), dtype=np.int32)
+    entry_row = np.concatenate([where[p[0]] for p in parts]).astype(np.int64)
+    by = np.argsort(entry_row, kind="stable")
+    indptr = np.zeros(len(listed) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(entry_row, minlength=len(listed)), out=indptr[1:])
+    delta = Csr(indptr, np.concatenate([p[1] for p in parts])[by].astype(np.int32),
+                np.concatenate([p[2] for p in parts])[by].astype(np.float32),
+                np.concatenate([p[3] for p in parts])[by].astype(np.int32))
+    appends = np.zeros(n_rows, dtype=bool)
+    appends[appended] = True
+    return LayeredCsr(base, delta, where, appends)
 
 
 def _names(base: HashedNames, union: HashedNames, did: np.ndarray) -> HashedNames | None:
@@ -99,8 +143,9 @@ def _names(base: HashedNames, union: HashedNames, did: np.ndarray) -> HashedName
     u_hashes, u_ids = np.asarray(union.name_hashes), did[np.asarray(union.name_ids)]
     b_hashes, b_ids = np.asarray(base.name_hashes), np.asarray(base.name_ids)
     at = np.searchsorted(u_hashes, b_hashes)
-    ok = at < len(u_hashes)
-    if not ok.all() or np.any(u_hashes[at] != b_hashes) or np.any(u_ids[at] != b_ids):
+    if np.any(at >= len(u_hashes)) or np.any(u_hashes[np.minimum(at, len(u_hashes) - 1)] != b_hashes):
+        return None
+    if np.any(u_ids[at] != b_ids):
         return None
     fresh = np.ones(len(u_hashes), dtype=bool)
     fresh[at] = False
@@ -114,14 +159,15 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
 
     ``entity_of[e]``: the union id of base entity ``e``. The union's first
     ``base.n_passages`` passages must be the base's, in order, and its first
-    triples the base's. Declined (None): settings differ, a base name or
-    triple end changed, or either holds entities only NER found.
+    triples the base's. Declined (None): either is not a full generation's
+    raw graph, settings differ, a base name or triple end changed, or either
+    holds entities only NER found.
     """
     p_b, e_b, p_u, e_u = base.n_passages, base.n_entities, union.n_passages, union.n_entities
     b_cols, b_about, u_cols, u_about = base.columns, base.about, union.columns, union.about
     if not (isinstance(b_cols, Csr) and isinstance(b_about, Csr) and isinstance(u_cols, Csr)
-            and isinstance(u_about, Csr)):
-        return None  # a layered graph is not a base (a delta is always relative to a full generation)
+            and isinstance(u_about, Csr)) or base.norm is None or union.norm is None or union.scale is None:
+        return None  # a delta is relative to a full generation's raw graph
     if (base.settings != union.settings or p_u < p_b or len(entity_of) != e_b
             or base.n_mention_keys != e_b or union.n_mention_keys != e_u):
         return None
@@ -141,14 +187,22 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
     names = _names(base.names, union.names, did)
     if names is None:
         return None
+    # Scale ids are 1 + a lexicon name's entity id: renumbered with the entities.
+    sid_map = np.concatenate([[0], 1 + did[: len(union.scale) - 1]]).astype(np.int64)
+    scale = np.zeros(1 + e_u)
+    scale[sid_map] = np.asarray(union.scale)
     entity_row = np.empty(e_u, dtype=np.int64)
     entity_row[did] = np.arange(e_u)  # layered id → union id
-    columns = _overlay(b_cols, _sorted_rows(u_cols, union_node, node_of), layout.n_nodes)
-    about = _overlay(b_about, _sorted_rows(u_about, entity_row, None), e_u)
-    dangling = np.empty(layout.n_nodes, dtype=bool)
-    dangling[node_of] = np.asarray(union.dangling)
+    columns = _layered(b_cols, u_cols, union_node, node_of, sid_map)
+    about = _layered(b_about, u_about, entity_row, None, sid_map)
+    per_node = {}
+    for name in ("dangling", "norm", "degree"):
+        values = np.asarray(getattr(union, name))
+        per_node[name] = np.empty(layout.n_nodes, dtype=values.dtype)
+        per_node[name][node_of] = values
     specificity = np.empty(e_u, dtype=np.float64)
     specificity[did] = np.asarray(union.specificity)
-    return PreparedGraph(p_u, e_u, dict(union.settings), columns, dangling, specificity, about,
+    return PreparedGraph(p_u, e_u, dict(union.settings), columns, per_node["dangling"], specificity, about,
                          AppendedRows(np.asarray(base.triple_ends), mapped_ends[t_b:]),  # type: ignore[arg-type]
-                         LayeredNames(base.names, names), e_u, union.n_usable, delta_layout=layout)
+                         LayeredNames(base.names, names), e_u, union.n_usable, delta_layout=layout, scale=scale,
+                         norm=per_node["norm"], degree=per_node["degree"])

@@ -28,11 +28,18 @@ from gearag.graph.trie import HashedNames
 
 @dataclass(frozen=True)
 class LayeredCsr:
-    """Rows of ``base`` except where ``where`` (int32 per row, -1: the base's row) points into ``delta``."""
+    """Rows of ``base``, and of ``delta`` where ``where`` (int32 per row, -1: none) points into it.
+
+    A delta row *replaces* the base's row, or with ``appends`` (bool per row)
+    set for it, *follows* it: the row is then the base's entries and the
+    delta's (an add that only adds edges stores only those). Rows past the
+    base's are the delta's alone.
+    """
 
     base: Csr
     delta: Csr
     where: np.ndarray
+    appends: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n_base, n_delta = len(self.base.indptr) - 1, len(self.delta.indptr) - 1
@@ -43,53 +50,73 @@ class LayeredCsr:
             raise ValueError("a row past the base must be the delta's")
         if len(self.where) and int(np.max(self.where, initial=-1)) >= n_delta:
             raise ValueError(f"a layered matrix points past its delta's {n_delta} rows")
+        if (self.base.sids is None) != (self.delta.sids is None):
+            raise ValueError("a base and a delta with and without scale ids")
+        if self.appends is not None and (len(self.appends) != len(self.where) or np.any(self.appends[n_base:])):
+            raise ValueError("only a base row can be appended to")
 
     @property
     def n_rows(self) -> int:
         return len(self.where)
 
-    def _split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per row: its row in the delta (-1: in the base) and a mask of the delta's."""
+    @property
+    def sids(self) -> np.ndarray | None:
+        """Whether the entries have scale ids (as :attr:`Csr.sids`; the arrays are the layers')."""
+        return self.delta.sids
+
+    def _split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: its row in the delta (-1: none), and masks of the rows read from the base and the delta."""
         at = np.asarray(self.where[rows], dtype=np.int64)
-        return at, at >= 0
+        in_delta = at >= 0
+        in_base = ~in_delta
+        if self.appends is not None:
+            in_base |= np.asarray(self.appends[rows], dtype=bool)
+        return at, in_base, in_delta
 
     def counts(self, rows: np.ndarray) -> np.ndarray:
         """Stored entries of each of ``rows`` (int64)."""
         rows = np.asarray(rows, dtype=np.int64)
-        at, in_delta = self._split(rows)
-        out = np.empty(len(rows), dtype=np.int64)
-        b = rows[~in_delta]
-        out[~in_delta] = self.base.indptr[b + 1] - self.base.indptr[b]
-        d = at[in_delta]
-        out[in_delta] = self.delta.indptr[d + 1] - self.delta.indptr[d]
+        at, in_base, in_delta = self._split(rows)
+        out = np.zeros(len(rows), dtype=np.int64)
+        out[in_base] = self.base.counts(rows[in_base])
+        out[in_delta] += self.delta.counts(at[in_delta])
         return out
 
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The entries of ``rows``, row after row in the order given: (entries per row, indices, data)."""
+    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The entries of ``rows``, row after row in the order given (a row's base entries before its delta's):
+        (entries per row, indices, data, scale ids or None)."""
         rows = np.asarray(rows, dtype=np.int64)
-        at, in_delta = self._split(rows)
+        at, in_base, in_delta = self._split(rows)
         if not in_delta.any():
             return self.base.gather(rows)
-        if in_delta.all():
+        if not in_base.any():
             return self.delta.gather(at)
-        counts = self.counts(rows)
-        b_counts, b_idx, b_data = self.base.gather(rows[~in_delta])
-        d_counts, d_idx, d_data = self.delta.gather(at[in_delta])
-        # Each row's entries where the rows' order puts them: the base's and the delta's interleaved.
+        b_counts, *b_parts = self.base.gather(rows[in_base])
+        d_counts, *d_parts = self.delta.gather(at[in_delta])
+        counts = np.zeros(len(rows), dtype=np.int64)
+        counts[in_base] = b_counts
         starts = np.zeros(len(rows), dtype=np.int64)
+        d_after = counts.copy()  # a row's delta entries come after its base entries
+        counts[in_delta] += d_counts
         np.cumsum(counts[:-1], out=starts[1:])
-        b_to = ranges(starts[~in_delta], b_counts)
-        d_to = ranges(starts[in_delta], d_counts)
+        b_to = ranges(starts[in_base], b_counts)
+        d_to = ranges((starts + d_after)[in_delta], d_counts)
         total = int(counts.sum())
-        indices = np.empty(total, dtype=np.result_type(b_idx, d_idx))
-        data = np.empty(total, dtype=np.result_type(b_data, d_data))
-        indices[b_to], indices[d_to] = b_idx, d_idx
-        data[b_to], data[d_to] = b_data, d_data
-        return counts, indices, data
+        out: list[np.ndarray | None] = []
+        for b, d in zip(b_parts, d_parts, strict=True):
+            if b is None or d is None:
+                out.append(None)
+                continue
+            both = np.empty(total, dtype=np.result_type(b, d))
+            both[b_to], both[d_to] = b, d
+            out.append(both)
+        indices, data, sids = out
+        assert indices is not None and data is not None
+        return counts, indices, data, sids
 
     def rows(self, rows: np.ndarray, n_columns: int) -> sparse.csr_matrix:
-        """Rows ``rows`` as a scipy matrix (what ``matrix[rows]`` gives)."""
-        counts, indices, data = self.gather(np.asarray(rows, dtype=np.int64))
+        """Rows ``rows`` as a scipy matrix of the stored weights (what ``matrix[rows]`` gives)."""
+        counts, indices, data, _ = self.gather(np.asarray(rows, dtype=np.int64))
         indptr = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         return sparse.csr_matrix((data, indices, indptr), shape=(len(counts), n_columns))

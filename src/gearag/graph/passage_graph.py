@@ -331,7 +331,12 @@ class PassageGraph:
         self.specificity = prepared.specificity
         # Hashed, not a dict trie: ~16 bytes per entity key instead of ~0.5 KB (3 GB at a million passages).
         self.trie = prepared.names
-        self.operator = PageRankOperator.from_columns(prepared.columns, prepared.dangling, np.float32)
+        if prepared.norm is not None:  # raw weights, normalised as the push reads them
+            assert prepared.scale is not None and prepared.degree is not None
+            self.operator = PageRankOperator.from_scaled(prepared.columns, prepared.scale, prepared.norm,
+                                                         prepared.degree, prepared.dangling)
+        else:
+            self.operator = PageRankOperator.from_columns(prepared.columns, prepared.dangling, np.float32)
 
     # -- seeds ---------------------------------------------------------------
     def question_entities(self, question: str) -> list[int]:
@@ -398,7 +403,7 @@ class PassageGraph:
             if cfg.question_page_weight > 0 and cfg.passage_nodes:
                 # Each entity passes question_page_weight of its share on to the pages about it
                 # (if any), so the question's seeds still total 1 against the memory's.
-                about = self.prepared.about.rows(np.asarray(ents, dtype=np.int64), self.n_passages)
+                about = self.prepared.about_rows(np.asarray(ents, dtype=np.int64))
                 passed = cfg.question_page_weight * share * np.asarray(about.sum(axis=1)).ravel()
                 pages = sparse.csr_matrix((cfg.question_page_weight * share)[None, :]) @ about
                 page_nodes = layout.passage_nodes(pages.indices)

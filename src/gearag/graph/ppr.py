@@ -91,6 +91,10 @@ class PageRankOperator:
         self.n = adj.shape[0]
         self.dense_nodes = DENSE_WORKSPACE_NODES if dense_nodes is None else dense_nodes
         self._local = threading.local()  # per-thread push work arrays (run_push_sparse)
+        #: Set for raw columns (:meth:`from_scaled`): each scale id's factor, each node's normaliser and degree.
+        self.scale: np.ndarray | None = None
+        self.norm: np.ndarray | None = None
+        self.degree: np.ndarray | None = None
 
     @classmethod
     def from_columns(cls, columns: Any, dangling: np.ndarray, dtype: type = np.float32,
@@ -101,8 +105,18 @@ class PageRankOperator:
         op = cls.__new__(cls)
         op._rows, op._columns, op.dtype, op.dangling = None, columns, dtype, dangling
         op.n = columns.n_rows if isinstance(columns, LayeredCsr) else len(columns.indptr) - 1
+        op.scale = op.norm = op.degree = None
         op.dense_nodes = DENSE_WORKSPACE_NODES if dense_nodes is None else dense_nodes
         op._local = threading.local()
+        return op
+
+    @classmethod
+    def from_scaled(cls, columns: Csr | LayeredCsr, scale: np.ndarray, norm: np.ndarray, degree: np.ndarray,
+                    dangling: np.ndarray, dense_nodes: int | None = None) -> PageRankOperator:
+        """An operator over raw columns with scale ids (:mod:`gearag.graph.scaled`): entry ``(i, j)`` weighs
+        ``data · scale[sid] · norm[j]``, and ``degree[j]`` is node ``j``'s number of distinct targets."""
+        op = cls.from_columns(columns, dangling, np.float64, dense_nodes)
+        op.scale, op.norm, op.degree = scale, norm, degree
         return op
 
     @property
@@ -118,7 +132,13 @@ class PageRankOperator:
         if self._rows is None:
             c = self._columns
             assert c is not None
-            if isinstance(c, LayeredCsr):  # column j is its row j: the transition is the transpose
+            if self.norm is not None:  # raw weights: each one scaled and normalised, column j as row j
+                counts, indices, data, sids = self._column_reader().gather(np.arange(self.n, dtype=np.int64))
+                assert sids is not None and self.scale is not None
+                weights = data * self.scale[sids] * np.repeat(self.norm, counts)
+                indptr = np.concatenate([[0], np.cumsum(counts)])
+                c = sparse.csr_matrix((weights, indices, indptr), shape=(self.n, self.n)).T
+            elif isinstance(c, LayeredCsr):  # column j is its row j: the transition is the transpose
                 c = c.to_csr(self.n).T
             elif not sparse.issparse(c):
                 c = sparse.csc_matrix((np.asarray(c.data), np.asarray(c.indices), np.asarray(c.indptr)),
@@ -217,9 +237,11 @@ class PageRankOperator:
         if s is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
         cols = self._column_reader()  # out-edges of node j = column j
+        scale, norm, degrees = self.scale, self.norm, self.degree
 
         def degree(nodes: np.ndarray) -> np.ndarray:  # read per node: no node-sized array is made or kept
-            return np.maximum(cols.counts(nodes), 1).astype(np.float64)
+            stored = cols.counts(nodes) if degrees is None else degrees[nodes]
+            return np.maximum(stored, 1).astype(np.float64)
 
         ws = self._workspace()
         reached = [seeds_at]
@@ -243,9 +265,13 @@ class PageRankOperator:
                     touched.append(seeds_at)
                 live = active[~dangling]
                 if live.size:
-                    counts, targets, weights = cols.gather(live)
+                    counts, targets, weights, sids = cols.gather(live)
                     at = ws.positions(targets)
-                    np.add.at(ws.r, at, weights * np.repeat(push[~dangling], counts))
+                    if norm is None:
+                        np.add.at(ws.r, at, weights * np.repeat(push[~dangling], counts))
+                    else:  # raw weights: scaled, and normalised by their column
+                        assert scale is not None and sids is not None
+                        np.add.at(ws.r, at, weights * scale[sids] * np.repeat(norm[live] * push[~dangling], counts))
                     touched.append(targets)
                     reached.append(targets)
                 if not touched:

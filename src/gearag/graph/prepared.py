@@ -36,7 +36,8 @@ from scipy import sparse
 from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
-from gearag.graph.transition import Csr, relations, transition_columns
+from gearag.graph.scaled import about_terms, normalised, scaled_columns
+from gearag.graph.transition import Csr, relations
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.npy import load_npy
 
@@ -46,8 +47,11 @@ if TYPE_CHECKING:
 
 #: Where an index keeps its prepared graph, under its graph directory.
 PREPARED = "prepared"
-#: Version of the stored arrays: bump when what they hold, or the hash of the names, changes.
-PREPARED_VERSION = 1
+#: Version of the stored arrays: bump when what they hold, or the hash of the names, changes. Version 2 stores the
+#: passage-node transition raw, with scale ids and per-node normalisers (:mod:`gearag.graph.scaled`).
+PREPARED_VERSION = 2
+#: The version that stores the transition normalised: the entity-only graph's, and what gearag stored before 2.
+NORMALISED_VERSION = 1
 #: The :class:`PassageGraphConfig` fields the prepared arrays depend on; the others act per query.
 SETTINGS = ("about_weight", "backlink_weight", "synonym_weight", "ner_mentions", "passage_nodes")
 
@@ -64,11 +68,14 @@ class PreparedGraph:
     n_passages: int
     n_entities: int
     settings: dict[str, Any]
-    #: the column-normalised PPR transition by columns (float32): node j's out-edges (a base's and a delta's)
+    #: The PPR transition by columns: node j's out-edges (a base's and a delta's). Raw weights with scale ids
+    #: (:mod:`gearag.graph.scaled`) when ``norm`` is set, else normalised (float32; the entity-only graph, and
+    #: graphs an older gearag stored).
     columns: Csr | LayeredCsr
     dangling: np.ndarray  #: bool per node: no out-edges (its walk restarts at the seeds)
     specificity: np.ndarray  #: float64 per entity: 1 / |passages mentioning it| (HippoRAG §3.2)
-    about: Csr | LayeredCsr  #: entity × passage about edges as the graph uses them
+    #: entity × passage about edges as the graph uses them: raw terms with scale ids when ``scale`` is set
+    about: Csr | LayeredCsr
     triple_ends: np.ndarray  #: int32 (T, 2): each triple's subject and object entity (-1: none)
     names: HashedNames  #: the usable entity keys → entity ids
     #: Entities below this id are mentions' (triple endpoints and lexicon names); the rest only NER found.
@@ -84,6 +91,18 @@ class PreparedGraph:
     #: The node numbering when these arrays are a base's and a delta's (docs/delta.md); None: the build's,
     #: passages then entities.
     delta_layout: NodeLayout | None = None
+    #: float64 per scale id (``scale[0] = 1``, ``scale[1 + x] = 1 / total(x)``); None: weights stored normalised.
+    scale: np.ndarray | None = None
+    norm: np.ndarray | None = None  #: float64 per node: one over its column's sum (raw columns only)
+    degree: np.ndarray | None = None  #: int32 per node: its distinct out-edge targets (raw columns only)
+
+    def about_rows(self, entities: np.ndarray) -> sparse.csr_matrix:
+        """The about weights of ``entities`` (rows: entities as given, columns: passages), normalised."""
+        rows = np.asarray(entities, dtype=np.int64)
+        counts, indices, data, sids = self.about.gather(rows)
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        m = sparse.csr_matrix((np.asarray(data, dtype=np.float64), indices, indptr), shape=(len(rows), self.n_passages))
+        return normalised(m, sids, self.scale)
 
     @property
     def layout(self) -> NodeLayout:
@@ -101,7 +120,7 @@ class PreparedGraph:
         hashing every key again; the result is the same either way. Keys to hash
         (no ``earlier``, or it declined) are left to :meth:`hash_names` when
         ``hash_names`` is False. ``threads``: 2 makes the transition's two blocks at
-        once (:func:`~gearag.graph.transition.transition_columns`).
+        once (:func:`~gearag.graph.scaled.scaled_columns`).
         """
         from gearag.graph.ppr import PageRankOperator
 
@@ -122,16 +141,20 @@ class PreparedGraph:
         specificity = 1.0 / np.maximum(df, 1)  # entities in no passage count as in one
         # An entity only NER found (unused here: NER mentions off) is in no passage and about none.
         counted = (np.arange(n_entities) < res.n_names) | (df > 0)
+        only = res.n_mention_keys if res.ner_mentions is not None and not config.ner_mentions else None
+        terms, scale = about_terms(about, res.about_terms, only)
+        norm = degree = None
         # The transition (array work that releases the GIL) is made on a second thread while an add's names
         # are extended. Hashing every key instead (a build, a first add) waits for it, so that the two peaks do
         # not add up where the preparation is the peak (BENCHMARKS.md, "Adds at 1M, and a push workspace…").
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-transition") as pool:
-            transition = pool.submit(transition_columns, arrays, config, mentions, about, threads) \
+            transition = pool.submit(scaled_columns, arrays, config, mentions, about, terms, scale, threads) \
                 if config.passage_nodes else None
             extended = earlier.extend(res.keys, counted) if earlier is not None and earlier.settings == settings_of(
                 config) else None
             if transition is not None:
-                columns, dangling = transition.result()
+                scaled, dangling = transition.result()
+                columns, scale, norm, degree = scaled
             else:  # the entity-only graph: small (entities only), made the plain way
                 operator = PageRankOperator(relations(arrays, config), dtype=np.float32, columns=True)
                 columns, dangling = Csr.of(operator.columns), operator.dangling
@@ -145,8 +168,8 @@ class PreparedGraph:
             else:
                 names, n_usable, unhashed = HashedNames.from_keys([], np.zeros(0, np.int64)), None, ids
         return cls(n_passages, n_entities, settings_of(config), columns, dangling, specificity,
-                   Csr.of(about), res.triple_ends, names, res.n_mention_keys, n_usable,
-                   mentions if not config.passage_nodes else None, unhashed)
+                   terms, res.triple_ends, names, res.n_mention_keys, n_usable,
+                   mentions if not config.passage_nodes else None, unhashed, scale=scale, norm=norm, degree=degree)
 
     def hash_names(self, keys: Sequence[str]) -> None:
         """Hash the keys ``build(hash_names=False)`` left (``keys``: the resolution's, by entity id)."""
@@ -162,28 +185,37 @@ class PreparedGraph:
         columns, about = self.columns, self.about
         if not (isinstance(columns, Csr) and isinstance(about, Csr)):
             raise TypeError("a base's and a delta's prepared graph is not stored as one")
-        out = {f"columns_{k}.npy": v for k, v in columns._asdict().items()}
-        out |= {f"about_{k}.npy": v for k, v in about._asdict().items()}
+        out = {f"columns_{k}.npy": v for k, v in columns.arrays().items()}
+        out |= {f"about_{k}.npy": v for k, v in about.arrays().items()}
         out |= {f"names_{k}.npy": v for k, v in self.names.arrays().items()}
         out |= {"dangling.npy": self.dangling, "specificity.npy": self.specificity, "triple_ends.npy": self.triple_ends}
+        if self.norm is not None:
+            assert self.scale is not None and self.degree is not None
+            out |= {"scale.npy": self.scale, "norm.npy": self.norm, "degree.npy": self.degree}
         return out
 
     def meta(self) -> dict[str, Any]:
-        return {"version": PREPARED_VERSION, "n_passages": self.n_passages, "n_entities": self.n_entities,
+        return {"version": PREPARED_VERSION if self.norm is not None else NORMALISED_VERSION,
+                "n_passages": self.n_passages, "n_entities": self.n_entities,
                 "n_mention_keys": self.n_mention_keys, "usable_keys": self.n_usable, "settings": self.settings,
                 "names_hash": "fnv1a-64"}
 
     @classmethod
     def open(cls, meta: dict[str, Any], array: Callable[[str], np.ndarray]) -> PreparedGraph:
         """The stored arrays, ``array(name)`` giving each file of :meth:`files` (memory-mapped where it can)."""
+        raw = meta.get("version") == PREPARED_VERSION  # raw weights with scale ids, else normalised ones
+
         def csr(prefix: str) -> Csr:
-            return Csr(*(array(f"{prefix}_{part}.npy") for part in Csr._fields))
+            parts = Csr._fields if raw else Csr._fields[:3]
+            return Csr(*(array(f"{prefix}_{part}.npy") for part in parts))
 
         names = HashedNames.from_arrays(*(array(f"names_{k}.npy") for k in ("nodes", "name_hashes", "name_ids")))
         usable = meta.get("usable_keys")
+        scale, norm, degree = (array(f"{k}.npy") for k in ("scale", "norm", "degree")) if raw else (None,) * 3
         return cls(int(meta["n_passages"]), int(meta["n_entities"]), dict(meta["settings"]), csr("columns"),
                    array("dangling.npy"), array("specificity.npy"), csr("about"), array("triple_ends.npy"), names,
-                   int(meta["n_mention_keys"]), usable if isinstance(usable, int) else None)
+                   int(meta["n_mention_keys"]), usable if isinstance(usable, int) else None, scale=scale, norm=norm,
+                   degree=degree)
 
 
 @dataclass
@@ -301,7 +333,7 @@ def _hashed(keys: Sequence[str], ids: np.ndarray) -> HashedNames:
 
 def readable(meta: dict[str, Any]) -> bool:
     """Whether ``meta`` describes prepared arrays this gearag reads (else the caller prepares its own)."""
-    return (meta.get("version") == PREPARED_VERSION and isinstance(meta.get("settings"), dict)
+    return (meta.get("version") in (NORMALISED_VERSION, PREPARED_VERSION) and isinstance(meta.get("settings"), dict)
             and all(isinstance(meta.get(k), int) for k in ("n_passages", "n_entities", "n_mention_keys")))
 
 

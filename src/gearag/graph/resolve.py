@@ -59,6 +59,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -203,6 +204,24 @@ def build_lexicon(titles: Iterable[str], texts: Iterable[str]) -> dict[str, dict
     return lexicon
 
 
+class AboutTerms(NamedTuple):
+    """The about weights before their normalisation: entry ``i`` is the term ``raw[i] / totals[names[i]]`` of
+    entity ``rows[i]`` about passage ``cols[i]`` (``raw``: a lexicon name's tier weight ``w``, or ``share · w``
+    for a name containing it; ``names``: that lexicon name). An (entity, passage) pair's about weight is the
+    sum of its terms. Kept apart so that a title name gaining a page changes its total, not every term over
+    its pages (docs/delta.md)."""
+
+    rows: np.ndarray  #: int32 entity per term, ascending
+    cols: np.ndarray  #: int32 passage per term
+    raw: np.ndarray  #: float32 per term
+    names: np.ndarray  #: int32 lexicon name per term
+    totals: np.ndarray  #: float64 per lexicon name: its tier weights' sum
+
+    def normalised(self) -> np.ndarray:
+        """Each term's weight, ``raw / totals[name]`` in float64."""
+        return self.raw.astype(np.float64) / self.totals[self.names]
+
+
 @dataclass
 class Resolution:
     """Entities (name keys) and their links to passages, as CSR arrays.
@@ -221,6 +240,9 @@ class Resolution:
     triple_ends: np.ndarray
     #: passage → entities its NER spans name (1.0 per distinct pair); None when not computed.
     ner_mentions: sparse.csr_matrix | None = None
+    #: ``about`` as its terms before normalisation (what the prepared graph stores); None when not kept
+    #: (a resolution read back from an index's files).
+    about_terms: AboutTerms | None = None
 
     @property
     def n_mention_keys(self) -> int:
@@ -272,14 +294,17 @@ def resolve_corpus(
     # entries per triple), an array 8 bytes. Same values, so the same matrices.
     about_rows = array("q")
     about_cols = array("q")
-    about_vals = array("d")
+    about_raw = array("d")
+    about_names = array("q")
+    totals = np.zeros(n_names)
     for i, k in enumerate(keys):
         cands = lexicon[k]
-        total = sum(cands.values())
+        totals[i] = sum(cands.values())
         for row, w in cands.items():
             about_rows.append(i)
             about_cols.append(row)
-            about_vals.append(w / total)
+            about_raw.append(w)
+            about_names.append(i)
 
     # Triple endpoints → entity ids (new ids for names the lexicon lacks).
     endpoint_ids: dict[str, int] = {}
@@ -308,7 +333,8 @@ def resolve_corpus(
             for row, w in lexicon[keys[m.name]].items():
                 about_rows.append(eid)
                 about_cols.append(row)
-                about_vals.append(share * w / sum(lexicon[keys[m.name]].values()))
+                about_raw.append(share * w)
+                about_names.append(m.name)
 
     men_rows = array("q")
     men_cols = array("q")
@@ -338,11 +364,14 @@ def resolve_corpus(
                     ner_cols.append(eid)
 
     n_keys = len(keys)
-    about = summed_csr(np.asarray(about_vals, dtype=np.float32), np.asarray(about_rows, dtype=np.int64),
-                       np.asarray(about_cols, dtype=np.int64), (n_keys, n_passages))
+    terms = AboutTerms(np.asarray(about_rows, dtype=np.int32), np.asarray(about_cols, dtype=np.int32),
+                       np.asarray(about_raw, dtype=np.float32), np.asarray(about_names, dtype=np.int32), totals)
+    # Each term normalised from its float64 raw weight (share · w / total, as the terms were always made).
+    about = summed_csr((np.asarray(about_raw) / totals[terms.names]).astype(np.float32),
+                       terms.rows.astype(np.int64), terms.cols.astype(np.int64), (n_keys, n_passages))
     mentions = _incidence(men_rows, men_cols, (n_passages, n_keys))
     ner = _incidence(ner_rows, ner_cols, (n_passages, n_keys)) if ner_spans is not None else None
-    return Resolution(keys, n_names, about, mentions, ends, ner)
+    return Resolution(keys, n_names, about, mentions, ends, ner, terms)
 
 
 def ascending(values: np.ndarray) -> bool:

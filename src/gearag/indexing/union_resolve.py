@@ -53,7 +53,15 @@ from gearag.data.jsonstrings import JsonStrings
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import relation_counts
 from gearag.graph.ranges import ranges
-from gearag.graph.resolve import MIN_CONTAINED_SHARE, Resolution, _incidence, ascending, build_lexicon, summed_csr
+from gearag.graph.resolve import (
+    MIN_CONTAINED_SHARE,
+    AboutTerms,
+    Resolution,
+    _incidence,
+    ascending,
+    build_lexicon,
+    summed_csr,
+)
 from gearag.graph.trie import NameLookup, tokens
 from gearag.hashing import stable_hashes
 from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, reuse_or_compute, union_ends
@@ -338,9 +346,12 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     totals = np.bincount(lex_k, weights=lex_w, minlength=n_names)  # sums of tier weights: exact in any order
     matcher = NameLookup(names, ids, (old.longest, n_prior_names) if old is not None and old.longest is not None
                          else None)
-    about_rows: list[np.ndarray] = [np.repeat(np.arange(n_names, dtype=np.int64), np.diff(name_ptr))]
+    own = np.repeat(np.arange(n_names, dtype=np.int64), np.diff(name_ptr))
+    # The about terms (AboutTerms): each lexicon name's own pages, then those of the names containing it.
+    about_rows: list[np.ndarray] = [own]
     about_cols: list[np.ndarray] = [by_name_rows]
-    about_vals: list[np.ndarray] = [by_name_w / np.repeat(totals, np.diff(name_ptr))]
+    about_raw: list[np.ndarray] = [by_name_w]
+    about_names: list[np.ndarray] = [own]
     # -- endpoint names: where each first appears, its lexicon id, the names it contains ----------------
     name_ends = [t.name_ends for t in tables]
     items = vocab.items
@@ -364,19 +375,24 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     # Every name below is freed once used: the matrices that follow are an add's peak.
     # -- the matrices, as resolve_corpus assembles them -------------------------------------------------
     # An endpoint-only name is about the passages of the lexicon names it contains (resolve_corpus._contained).
-    contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w, totals)
-    for part, values in zip((about_rows, about_cols, about_vals), contained, strict=True):
+    contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w)
+    for part, values in zip((about_rows, about_cols, about_raw, about_names), contained, strict=True):
         part.append(values)
-    del contained, by_name_rows, by_name_w
-    about = summed_csr(np.concatenate(about_vals).astype(np.float32), np.concatenate(about_rows),
-                       np.concatenate(about_cols), (len(keys), n_passages))
-    del about_rows, about_cols, about_vals
+    del contained, by_name_rows, by_name_w, own
+    t_rows, t_cols = np.concatenate(about_rows), np.concatenate(about_cols)
+    del about_rows, about_cols
+    t_raw, t_names = np.concatenate(about_raw), np.concatenate(about_names).astype(np.int32)
+    del about_raw, about_names
+    about = summed_csr((t_raw / totals[t_names]).astype(np.float32), t_rows, t_cols, (len(keys), n_passages))
+    terms = AboutTerms(t_rows.astype(np.int32), t_cols.astype(np.int32), t_raw.astype(np.float32), t_names,
+                       totals)
+    del t_rows, t_cols, t_raw
     text_rows, text_names = _text_mentions(passages, old, touched, indices, matcher, new_from)
     mentions = _mention_matrix(owner, ends, text_rows, text_names, (n_passages, len(keys)))
     state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names), matcher.longest)
     known = prior.names if prior is not None else None
     renumbered = _renumbered(known, n_prior_names, entity) if known is not None and not removed else None
-    return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None), state, stats, renumbered,
+    return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None, terms), state, stats, renumbered,
                            relations)
 
 
@@ -507,10 +523,10 @@ def _endpoint_name_stats(name_ends: Sequence[np.ndarray], triple_keep: Sequence[
 
 
 def _contained_about(stats: NameStats, ep: np.ndarray, n_names: int, name_ptr: np.ndarray, by_name_rows: np.ndarray,
-                     by_name_w: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The about entries of the endpoint-only names ``ep`` (entity ids ``n_names + i``): for each lexicon
-    name one contains (share ``s``), each of that name's passages with weight ``s * w / total``, in the
-    order ``resolve_corpus`` appends them."""
+                     by_name_w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The about terms of the endpoint-only names ``ep`` (entity ids ``n_names + i``): for each lexicon
+    name one contains (share ``s``), each of that name's passages with raw weight ``s * w``, in the
+    order ``resolve_corpus`` appends them: (entities, passages, raw weights, the contained names)."""
     per = stats.cont_ptr[ep + 1] - stats.cont_ptr[ep]
     at = ranges(stats.cont_ptr[ep], per)
     contained = stats.cont_name[at]
@@ -518,8 +534,8 @@ def _contained_about(stats: NameStats, ep: np.ndarray, n_names: int, name_ptr: n
     pos = ranges(name_ptr[contained], spans)
     # Per (name, contained name) pair, repeated over that name's passages (repeats, not gathers: the same values).
     rows = np.repeat(np.repeat(n_names + np.arange(len(ep), dtype=np.int64), per), spans)
-    weights = np.repeat(stats.cont_share[at], spans) * by_name_w[pos] / np.repeat(totals[contained], spans)
-    return rows, by_name_rows[pos], weights
+    raw = np.repeat(stats.cont_share[at], spans) * by_name_w[pos]
+    return rows, by_name_rows[pos], raw, np.repeat(contained, spans)
 
 
 def _shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tuple[Prior, list[str], np.ndarray]:

@@ -1,0 +1,67 @@
+"""Two indexes' passage graphs side by side: PPR rankings from the questions' entities, equal or not, and time.
+
+    PYTHONPATH=src python benchmarks/rank_pair.py --a IDX_A --b IDX_B --questions Q.json [--n 200]
+
+Each index's stored prepared graph is memory-mapped (as a query process reads it). The questions are
+ranked on both, alternating which goes first; the first five are run again at the end and only those
+runs counted, so every question is timed warm. Prints how many rankings are equal, where unequal
+ones part, and each graph's median and p90 time per ranking.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gearag.graph.passage_graph import PassageGraph
+from gearag.store.index import Index
+
+
+def compare(graphs: dict[str, PassageGraph], questions: list[str]) -> None:
+    """Rank ``questions`` on each graph, alternating; print equality and times (module docstring)."""
+    times: dict[str, list[float]] = {k: [] for k in graphs}
+    rankings: dict[str, list[list[int]]] = {k: [] for k in graphs}
+    for i, q in enumerate(questions + questions[:5]):
+        order = list(graphs) if i % 2 else list(reversed(graphs))
+        for name in order:
+            t = time.perf_counter()
+            r = graphs[name].rank(q, k=10)
+            if i >= 5:
+                times[name].append(time.perf_counter() - t)
+                rankings[name].append(r)
+    a, b = list(graphs)
+    pairs = list(zip(rankings[a], rankings[b], strict=True))
+    print(f"rankings equal: {sum(x == y for x, y in pairs)} of {len(pairs)}")
+    for x, y in pairs:
+        if x != y:
+            at = next((i for i, (u, v) in enumerate(zip(x, y, strict=False)) if u != v), min(len(x), len(y)))
+            print(f"  differ from rank {at + 1}: {a} {x[at:]} {b} {y[at:]} (same set: {set(x) == set(y)})")
+    for name, ts in times.items():
+        print(f"{name}: median {statistics.median(ts) * 1e3:.2f} ms, p90 {np.quantile(ts, 0.9) * 1e3:.2f} ms")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", type=Path, required=True)
+    ap.add_argument("--b", type=Path, required=True)
+    ap.add_argument("--questions", type=Path, required=True)
+    ap.add_argument("--n", type=int, default=200)
+    args = ap.parse_args()
+    graphs = {}
+    for name, path in (("a", args.a), ("b", args.b)):
+        prepared = Index.load(path).stored_prepared_graph()
+        assert prepared is not None, f"{path}: no prepared graph"
+        graphs[name] = PassageGraph(prepared)
+        print(f"{name}: {path} (prepared {'raw' if prepared.norm is not None else 'normalised'}, "
+              f"{len(prepared.columns.indices) if hasattr(prepared.columns, 'indices') else '?'} entries)")
+    questions = [q["question"] for q in json.loads(args.questions.read_text(encoding="utf-8"))][: args.n]
+    compare(graphs, questions)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The prepared transition with raw weights (gearag.graph.scaled): read as a push reads it, the whole operator's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from scipy import sparse
+
+from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig, graph_arrays_for
+from gearag.graph.ppr import PageRankOperator
+from gearag.graph.prepared import PreparedGraph
+from gearag.graph.scaled import about_terms, scaled_columns
+from gearag.graph.transition import Csr
+
+
+def _reference(arrays, config: PassageGraphConfig):
+    """The transition as a PageRankOperator of the whole bmat adjacency makes it (normalised, float64)."""
+    res = arrays.resolution
+    mentions = res.mentions.astype(np.float64)
+    about_t = (res.about.T * config.about_weight).astype(np.float64)
+    to_passage = (mentions * config.backlink_weight + about_t).tocsr()
+    to_entity = (mentions + about_t).T.tocsr()
+    rel = arrays.relations.astype(np.float64)
+    if arrays.synonyms is not None and config.synonym_weight > 0:
+        rel = (rel + config.synonym_weight * arrays.synonyms.astype(np.float64)).tocsr()
+    p = mentions.shape[0]
+    adj = sparse.bmat([[sparse.csr_matrix((p, p)), to_passage], [to_entity, rel]], format="csr")
+    return PageRankOperator(adj, dtype=np.float64, columns=True)
+
+
+def _read(prepared: PreparedGraph) -> sparse.csr_matrix:
+    """The prepared columns as a push reads them: row j is column j, each weight scaled and normalised."""
+    op = PageRankOperator.from_scaled(prepared.columns, prepared.scale, prepared.norm, prepared.degree,
+                                      prepared.dangling)
+    return op.transition.T.tocsr()
+
+
+def test_raw_columns_read_as_the_whole_matrix_operators(wiki) -> None:
+    """Every column's weights (repeats summed), its number of distinct targets and the dangling nodes equal the
+    normalised operator's, for the default and other edge weights, with synonyms too."""
+    index, _ = wiki
+    arrays = graph_arrays_for(index)
+    assert arrays.resolution.about_terms is None  # read back from files: the terms are the normalised weights
+    n = len(arrays.resolution.keys)
+    rng = np.random.default_rng(0)
+    syn = sparse.random(n, n, density=0.01, random_state=rng, format="csr", dtype=np.float32)
+    with_synonyms = GraphArrays(arrays.resolution, arrays.relations, (syn + syn.T).tocsr())
+    for a, config in ((arrays, PassageGraphConfig()), (arrays, PassageGraphConfig(about_weight=0.0)),
+                      (arrays, PassageGraphConfig(backlink_weight=0.3, about_weight=1.7)),
+                      (arrays, PassageGraphConfig(backlink_weight=0.0)),
+                      (with_synonyms, PassageGraphConfig(synonym_weight=0.7))):
+        prepared = PreparedGraph.build(a, config)
+        reference = _reference(a, config)
+        cols = reference.columns  # by columns: its arrays read as rows are row j = column j
+        want = sparse.csr_matrix((cols.data, cols.indices, cols.indptr), shape=cols.shape)
+        got = _read(prepared)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=2e-6, atol=1e-9, err_msg=repr(config))
+        np.testing.assert_array_equal(prepared.degree, np.diff(want.indptr))
+        np.testing.assert_array_equal(prepared.dangling, reference.dangling)
+
+
+def test_terms_with_their_names_read_as_the_normalised_weights(wiki) -> None:
+    """An index's own resolution keeps its about terms (raw, one scale per title name); read through the
+    scale they are the normalised about weights, and the columns those the normalised weights give."""
+    index, _ = wiki
+    stored = graph_arrays_for(index)
+    res = stored.resolution
+    from gearag.graph.resolve import resolve_corpus
+    from gearag.text import is_named
+
+    tt = index.triples
+    fresh = resolve_corpus([p.title for p in index.passages], [p.text for p in index.passages], tt.subjects,
+                           tt.objects, np.asarray(tt.passage), is_named)
+    assert fresh.about_terms is not None and abs(fresh.about - res.about).sum() == 0
+    terms, scale = about_terms(fresh.about, fresh.about_terms)
+    assert terms.sids is not None and len(scale) == fresh.n_names + 1 and int(terms.sids.min()) >= 1
+    prepared = PreparedGraph.build(GraphArrays(fresh, stored.relations), PassageGraphConfig())
+    plain = PreparedGraph.build(stored, PassageGraphConfig())
+    np.testing.assert_allclose(prepared.about_rows(np.arange(len(res.keys))).toarray(),
+                               plain.about_rows(np.arange(len(res.keys))).toarray(), rtol=1e-6)
+    np.testing.assert_allclose(_read(prepared).toarray(), _read(plain).toarray(), rtol=2e-6, atol=1e-9)
+    np.testing.assert_array_equal(prepared.degree, plain.degree)
+
+
+def test_two_threads_fill_the_same_arrays(wiki) -> None:
+    index, _ = wiki
+    arrays = graph_arrays_for(index)
+    res = arrays.resolution
+    terms, scale = about_terms(res.about, res.about_terms)
+    config = replace(PassageGraphConfig(), backlink_weight=0.5)
+    one, d1 = scaled_columns(arrays, config, res.mentions, res.about, terms, scale, threads=1)
+    two, d2 = scaled_columns(arrays, config, res.mentions, res.about, terms, scale, threads=2)
+    for part in Csr._fields:
+        np.testing.assert_array_equal(getattr(one.columns, part), getattr(two.columns, part))
+    for a, b in ((one.norm, two.norm), (one.degree, two.degree), (d1, d2)):
+        np.testing.assert_array_equal(a, b)
