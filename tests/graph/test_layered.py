@@ -71,6 +71,7 @@ def test_node_ids_keep_the_base_and_append_the_delta() -> None:
     assert layout.entity_nodes(np.arange(4)).tolist() == [3, 4, 7, 8]
     assert [layout.entity_node(e) for e in range(4)] == [3, 4, 7, 8]
     assert layout.passages_of(np.arange(9)).tolist() == [0, 1, 2, -1, -1, 3, 4, -1, -1]
+    assert layout.entities_of(np.arange(9)).tolist() == [-1, -1, -1, 0, 1, -1, -1, 2, 3]
     plain = NodeLayout.plain(3, 2)
     assert plain.plain_layout and plain.entity_nodes(np.arange(2)).tolist() == [3, 4]
     with pytest.raises(ValueError, match="cannot grow"):

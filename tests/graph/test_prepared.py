@@ -14,10 +14,19 @@ from gearag.config import IndexConfig
 from gearag.errors import IndexFormatError
 from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig, graph_arrays_for, passage_graph_for
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
+from gearag.graph.scaled import Scaled
+from gearag.graph.transition import Csr
 from gearag.indexing import build_index
 from gearag.model import Passage
 from gearag.store.backend import open_index
 from gearag.store.index import Index
+
+
+def _mapped(prepared: PreparedGraph) -> bool:
+    """Whether the prepared transition's arrays are memory-mapped (read from the index, not made here)."""
+    columns = prepared.columns
+    data = columns.sources[0].rows.data if isinstance(columns, Scaled) else columns.data
+    return isinstance(data, np.memmap)
 
 
 def _base(index, question: str) -> list[tuple[int, float]]:
@@ -28,13 +37,14 @@ def _base(index, question: str) -> list[tuple[int, float]]:
 def test_queries_memory_map_the_stored_graph_and_rank_as_one_prepared_in_memory(wiki) -> None:
     index, questions = wiki
     stored = passage_graph_for(index)
-    assert isinstance(stored.prepared.columns.data, np.memmap)  # nothing corpus-sized built in this process
+    assert _mapped(stored.prepared)  # nothing corpus-sized built in this process
     assert isinstance(stored.trie.nodes, np.memmap)
     # Prepared here from the stored arrays, whose about weights are normalised (the index kept its terms raw):
     # other arrays, the same graph.
     fresh = PassageGraph(graph_arrays_for(index), PassageGraphConfig())
     same = ("names_nodes.npy", "names_name_hashes.npy", "names_name_ids.npy", "dangling.npy", "specificity.npy",
-            "triple_ends.npy", "degree.npy", "columns_indptr.npy", "columns_indices.npy")
+            "triple_ends.npy", "degree.npy", "about_indptr.npy", "about_indices.npy",
+            *(f"source_{src}_{part}.npy" for src in ("mentions", "backlinks", "relations") for part in Csr._fields[:3]))
     for name in same:
         np.testing.assert_array_equal(np.asarray(stored.prepared.files()[name]), fresh.prepared.files()[name],
                                       err_msg=name)
@@ -49,16 +59,19 @@ def test_queries_memory_map_the_stored_graph_and_rank_as_one_prepared_in_memory(
 
 
 def test_the_prepared_arrays_that_are_the_graph_arrays_are_stored_once(wiki) -> None:
-    """The triple ends the prepared graph keeps as they are: hard links, one checksum."""
+    """The mentions' and relations' entries and the triple ends the prepared graph keeps as they are: hard
+    links, one checksum."""
     index, _ = wiki
     files = json.loads((index.path / "manifest.json").read_text(encoding="utf-8"))["files"]
-    linked = ["triple_ends.npy"]
-    for name in linked:
-        graph, prepared = index.path / GRAPH_DIR / name, index.path / GRAPH_DIR / PREPARED / name
+    linked = {"triple_ends.npy": "triple_ends.npy"}
+    for source in ("mentions", "relations"):
+        linked |= {f"{source}_{part}.npy": f"source_{source}_{part}.npy" for part in ("indices", "data")}
+    for name, as_prepared in linked.items():
+        graph, prepared = index.path / GRAPH_DIR / name, index.path / GRAPH_DIR / PREPARED / as_prepared
         assert graph.samefile(prepared), name
-        assert files[f"{GRAPH_DIR}/{name}"] == files[f"{GRAPH_DIR}/{PREPARED}/{name}"]
+        assert files[f"{GRAPH_DIR}/{name}"] == files[f"{GRAPH_DIR}/{PREPARED}/{as_prepared}"]
     for name in ("about_indptr.npy", "dangling.npy"):  # made by the preparation (another dtype, or new)
-        assert not (index.path / GRAPH_DIR / PREPARED / name).samefile(index.path / GRAPH_DIR / linked[0])
+        assert not (index.path / GRAPH_DIR / PREPARED / name).samefile(index.path / GRAPH_DIR / "triple_ends.npy")
     Index.load(index.path, verify=True)
 
 
@@ -67,7 +80,7 @@ def test_other_settings_prepare_their_own_graph(wiki) -> None:
     for config in (PassageGraphConfig(about_weight=1.0), PassageGraphConfig(solver="power"),
                    PassageGraphConfig(passage_nodes=False)):
         graph = passage_graph_for(index, config)
-        memory_mapped = isinstance(graph.prepared.columns.data, np.memmap)
+        memory_mapped = _mapped(graph.prepared)
         assert memory_mapped == (config.solver == "power")  # power iteration reads the same stored edges
         expected = PassageGraph(graph_arrays_for(index), config)
         base = _base(index, questions[0])
@@ -83,7 +96,7 @@ def test_an_index_built_without_it_prepares_in_memory(tmp_path: Path) -> None:
     assert not (tmp_path / "index" / GRAPH_DIR / PREPARED).exists()
     assert index.stored_prepared_graph() is None
     graph = passage_graph_for(index)
-    assert not isinstance(graph.prepared.columns.data, np.memmap)
+    assert not _mapped(graph.prepared)
     assert graph.rank(questions[0]["question"], _base(index, questions[0]["question"]))
 
 
@@ -100,9 +113,9 @@ def test_a_damaged_prepared_graph_is_one_line_and_another_version_is_ignored(wik
     (directory / "prepared.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "n_mention_keys"}))
     assert load_prepared(directory) is None  # a field this gearag needs is missing: the same
     (directory / "prepared.json").write_text(json.dumps(meta))
-    damaged = bytearray((directory / "columns_data.npy").read_bytes())
+    damaged = bytearray((directory / "source_backlinks_data.npy").read_bytes())
     damaged[:6] = b"garbag"  # the same size (open's check passes), not an .npy header
-    (directory / "columns_data.npy").write_bytes(bytes(damaged))
+    (directory / "source_backlinks_data.npy").write_bytes(bytes(damaged))
     with pytest.raises(IndexFormatError, match="graph/prepared/"):
         open_index(copy).stored_prepared_graph()
 

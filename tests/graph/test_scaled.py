@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from scipy import sparse
 
 from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig, graph_arrays_for
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.scaled import about_terms, scaled_columns
-from gearag.graph.transition import Csr
+from gearag.graph.scaled import Scaled, about_terms, scaled_columns
 
 
 def _reference(arrays, config: PassageGraphConfig):
@@ -31,9 +28,8 @@ def _reference(arrays, config: PassageGraphConfig):
 
 def _read(prepared: PreparedGraph) -> sparse.csr_matrix:
     """The prepared columns as a push reads them: row j is column j, each weight scaled and normalised."""
-    op = PageRankOperator.from_scaled(prepared.columns, prepared.scale, prepared.norm, prepared.degree,
-                                      prepared.dangling)
-    return op.transition.T.tocsr()
+    assert isinstance(prepared.columns, Scaled)
+    return prepared.columns.to_csr()
 
 
 def test_raw_columns_read_as_the_whole_matrix_operators(wiki) -> None:
@@ -57,7 +53,11 @@ def test_raw_columns_read_as_the_whole_matrix_operators(wiki) -> None:
         got = _read(prepared)
         assert got.shape == want.shape
         np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=2e-6, atol=1e-9, err_msg=repr(config))
-        np.testing.assert_array_equal(prepared.degree, np.diff(want.indptr))
+        assert isinstance(prepared.columns, Scaled)
+        np.testing.assert_array_equal(prepared.columns.degree, np.diff(want.indptr))
+        # The operator over the sources: the same transition for power iteration as for push.
+        np.testing.assert_allclose(PageRankOperator.from_scaled(prepared.columns).transition.toarray(),
+                                   got.T.toarray())
         np.testing.assert_array_equal(prepared.dangling, reference.dangling)
 
 
@@ -81,18 +81,22 @@ def test_terms_with_their_names_read_as_the_normalised_weights(wiki) -> None:
     np.testing.assert_allclose(prepared.about_rows(np.arange(len(res.keys))).toarray(),
                                plain.about_rows(np.arange(len(res.keys))).toarray(), rtol=1e-6)
     np.testing.assert_allclose(_read(prepared).toarray(), _read(plain).toarray(), rtol=2e-6, atol=1e-9)
-    np.testing.assert_array_equal(prepared.degree, plain.degree)
+    assert isinstance(prepared.columns, Scaled) and isinstance(plain.columns, Scaled)
+    np.testing.assert_array_equal(prepared.columns.degree, plain.columns.degree)
 
 
-def test_two_threads_fill_the_same_arrays(wiki) -> None:
+def test_the_sources_are_the_graph_arrays_and_each_column_sums_to_one(wiki) -> None:
+    """The mentions and relations are read where the graph arrays are (no copy); the two transposes are made;
+    each column with out-edges sums to 1 as read, and the dangling ones have none."""
     index, _ = wiki
     arrays = graph_arrays_for(index)
     res = arrays.resolution
     terms, scale = about_terms(res.about, res.about_terms)
-    config = replace(PassageGraphConfig(), backlink_weight=0.5)
-    one, d1 = scaled_columns(arrays, config, res.mentions, res.about, terms, scale, threads=1)
-    two, d2 = scaled_columns(arrays, config, res.mentions, res.about, terms, scale, threads=2)
-    for part in Csr._fields:
-        np.testing.assert_array_equal(getattr(one.columns, part), getattr(two.columns, part))
-    for a, b in ((one.norm, two.norm), (one.degree, two.degree), (d1, d2)):
-        np.testing.assert_array_equal(a, b)
+    scaled = scaled_columns(arrays, PassageGraphConfig(), res.mentions, res.about, terms, scale)
+    by_name = {s.name: s for s in scaled.sources}
+    assert list(by_name) == ["mentions", "backlinks", "terms", "terms_by_passage", "relations"]
+    assert by_name["mentions"].rows.indices is res.mentions.indices
+    assert by_name["relations"].rows.data is arrays.relations.data and by_name["terms"].rows is terms
+    sums = np.asarray(scaled.to_csr().sum(axis=1)).ravel()
+    np.testing.assert_allclose(sums[~scaled.dangling], 1.0, rtol=1e-12)
+    assert (sums[scaled.dangling] == 0).all()

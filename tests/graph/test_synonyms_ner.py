@@ -115,8 +115,8 @@ def test_ner_mentions_in_the_graph_follow_the_config() -> None:
     off = PassageGraph(arrays, PassageGraphConfig(ner_mentions=False))
 
     def mentions(graph: PassageGraph, passage: int, entity: int) -> bool:  # an edge passage -> entity
-        cols = graph.prepared.columns
-        return graph.n_passages + entity in cols.indices[cols.indptr[passage] : cols.indptr[passage + 1]]
+        _, targets, _ = graph.prepared.columns.edges(np.asarray([passage]), np.ones(1))
+        return graph.n_passages + entity in targets
 
     assert mentions(on, 2, person) and not mentions(off, 2, person)
     seeds = np.zeros(on.n_passages + on.n_entities)

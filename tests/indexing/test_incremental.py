@@ -619,20 +619,6 @@ def _spied_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: object
     return calls, root, passages
 
 
-def test_updates_make_the_transitions_blocks_at_once_and_builds_one_after_the_other(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An add and a delete (wall time counts) make the prepared transition on two threads; a growable build
-    (its peak counts) on one. Both ways give a build's arrays (assert_same_index)."""
-    from gearag.graph import prepared
-
-    threads, root, passages = _spied_build(tmp_path, monkeypatch, prepared, "scaled_columns",
-                                           lambda args, kwargs: args[6] if len(args) > 6 else kwargs.get("threads", 1))
-    add_documents(root, passages[8:])
-    deleted = delete_documents(root, [passages[0].id])
-    assert threads == [1, 2, 2]
-    assert_same_index(deleted, build_index(passages[1:], tmp_path / "expected", not_growable(STUB)))
-
-
 def test_updates_count_relations_beside_the_resolution_and_builds_after_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An add and a delete make the relation counts on the generation's second thread as soon as the entity

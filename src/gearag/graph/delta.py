@@ -25,6 +25,7 @@ import numpy as np
 
 from gearag.graph.layered import LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
+from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
@@ -71,8 +72,11 @@ class _Entries:
         """Rows ``rows`` of ``m``, called ``as_rows``, targets through ``relabel`` and scale ids through
         ``sid_map`` where given."""
         counts, indices, data, sids = m.gather(np.asarray(rows, dtype=np.int64))
-        assert sids is not None
-        out = cls(counts, indices, data, sids if sid_map is None else sid_map[sids], as_rows)
+        if sids is None:  # an unscaled source: every entry scale id 0
+            sids = np.zeros(len(indices), dtype=np.int64)
+        elif sid_map is not None:
+            sids = sid_map[sids]
+        out = cls(counts, indices, data, sids, as_rows)
         if relabel is not None:
             out.target = relabel[out.target]
         return out
@@ -89,7 +93,8 @@ class _Entries:
         return out
 
 
-def _layered(base: Csr, union: Csr, order: np.ndarray, relabel: np.ndarray | None, sid_map: np.ndarray) -> LayeredCsr:
+def _layered(base: Csr, union: Csr, order: np.ndarray, relabel: np.ndarray | None,
+             sid_map: np.ndarray | None) -> LayeredCsr:
     """The union's rows ``order`` (the layered rows, in order) as ``base`` plus a delta: per base row, the
     weight each (target, scale id) gained appended, or the whole row where one lost weight."""
     n_base, n_rows = base.n_rows, len(order)
@@ -131,7 +136,7 @@ def _layered(base: Csr, union: Csr, order: np.ndarray, relabel: np.ndarray | Non
     np.cumsum(np.bincount(entry_row, minlength=len(listed)), out=indptr[1:])
     delta = Csr(indptr, np.concatenate([p[1] for p in parts])[by].astype(np.int32),
                 np.concatenate([p[2] for p in parts])[by].astype(np.float32),
-                np.concatenate([p[3] for p in parts])[by].astype(np.int32))
+                np.concatenate([p[3] for p in parts])[by].astype(np.int32) if base.sids is not None else None)
     appends = np.zeros(n_rows, dtype=bool)
     appends[appended] = True
     return LayeredCsr(base, delta, where, appends)
@@ -160,15 +165,16 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
     ``entity_of[e]``: the union id of base entity ``e``. The union's first
     ``base.n_passages`` passages must be the base's, in order, and its first
     triples the base's. Declined (None): either is not a full generation's
-    raw graph, settings differ, a base name or triple end changed, or either
-    holds entities only NER found.
+    graph kept as its sources, settings differ, a base name or triple end
+    changed, or either holds entities only NER found.
     """
     p_b, e_b, p_u, e_u = base.n_passages, base.n_entities, union.n_passages, union.n_entities
-    b_cols, b_about, u_cols, u_about = base.columns, base.about, union.columns, union.about
-    if not (isinstance(b_cols, Csr) and isinstance(b_about, Csr) and isinstance(u_cols, Csr)
-            and isinstance(u_about, Csr)) or base.norm is None or union.norm is None or union.scale is None:
-        return None  # a delta is relative to a full generation's raw graph
+    b_cols, u_cols = base.columns, union.columns
+    if not (isinstance(b_cols, Scaled) and isinstance(u_cols, Scaled) and b_cols.layout.plain_layout
+            and u_cols.layout.plain_layout):
+        return None  # a delta is relative to a full generation's graph, kept as its sources
     if (base.settings != union.settings or p_u < p_b or len(entity_of) != e_b
+            or [s.name for s in b_cols.sources] != [s.name for s in u_cols.sources]
             or base.n_mention_keys != e_b or union.n_mention_keys != e_u):
         return None
     did = np.full(e_u, -1, dtype=np.int64)  # the layered id of each union entity
@@ -177,8 +183,6 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
     did[new] = e_b + np.arange(len(new), dtype=np.int64)
     layout = NodeLayout(p_u, e_u, p_b, e_b)
     node_of = np.concatenate([layout.passage_nodes(np.arange(p_u)), layout.entity_nodes(did)])  # union → layered
-    union_node = np.empty_like(node_of)
-    union_node[node_of] = np.arange(len(node_of))
     t_b = len(base.triple_ends)
     ends = np.asarray(union.triple_ends)
     mapped_ends = np.where(ends >= 0, did[np.maximum(ends, 0)], -1).astype(np.int32)
@@ -188,21 +192,36 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
     if names is None:
         return None
     # Scale ids are 1 + a lexicon name's entity id: renumbered with the entities.
-    sid_map = np.concatenate([[0], 1 + did[: len(union.scale) - 1]]).astype(np.int64)
+    sid_map = np.concatenate([[0], 1 + did[: len(u_cols.scale) - 1]]).astype(np.int64)
     scale = np.zeros(1 + e_u)
-    scale[sid_map] = np.asarray(union.scale)
+    scale[sid_map] = np.asarray(u_cols.scale)
     entity_row = np.empty(e_u, dtype=np.int64)
     entity_row[did] = np.arange(e_u)  # layered id → union id
-    columns = _layered(b_cols, u_cols, union_node, node_of, sid_map)
-    about = _layered(b_about, u_about, entity_row, None, sid_map)
+    passages = np.arange(p_u, dtype=np.int64)
+    sources = []
+    about: LayeredCsr | None = None
+    for b_src, u_src in zip(b_cols.sources, u_cols.sources, strict=True):
+        b_rows, u_rows = b_src.rows, u_src.rows
+        if not (isinstance(b_rows, Csr) and isinstance(u_rows, Csr)):
+            return None
+        rows = _layered(b_rows, u_rows, passages if u_src.of_passages else entity_row,
+                        None if u_src.to_passages else did, sid_map if u_rows.sids is not None else None)
+        sources.append(u_src._replace(rows=rows))
+        if u_rows is union.about:
+            about = rows
+    if about is None:  # about weights off: the terms are no source, the seeds still read them
+        b_about, u_about = base.about, union.about
+        if not (isinstance(b_about, Csr) and isinstance(u_about, Csr)):
+            return None
+        about = _layered(b_about, u_about, entity_row, None, sid_map)
     per_node = {}
-    for name in ("dangling", "norm", "degree"):
-        values = np.asarray(getattr(union, name))
+    for name in ("norm", "degree"):
+        values = np.asarray(getattr(u_cols, name))
         per_node[name] = np.empty(layout.n_nodes, dtype=values.dtype)
         per_node[name][node_of] = values
+    columns = Scaled(layout, tuple(sources), scale, per_node["norm"], per_node["degree"])
     specificity = np.empty(e_u, dtype=np.float64)
     specificity[did] = np.asarray(union.specificity)
-    return PreparedGraph(p_u, e_u, dict(union.settings), columns, per_node["dangling"], specificity, about,
+    return PreparedGraph(p_u, e_u, dict(union.settings), columns, columns.dangling, specificity, about,
                          AppendedRows(np.asarray(base.triple_ends), mapped_ends[t_b:]),  # type: ignore[arg-type]
-                         LayeredNames(base.names, names), e_u, union.n_usable, delta_layout=layout, scale=scale,
-                         norm=per_node["norm"], degree=per_node["degree"])
+                         LayeredNames(base.names, names), e_u, union.n_usable, delta_layout=layout)

@@ -183,6 +183,17 @@ class NodeLayout:
         out[delta] = n[delta] - self.base_entities
         return out
 
+    def entities_of(self, nodes: np.ndarray) -> np.ndarray:
+        """The entity id of each node, -1 for passage nodes (int64)."""
+        n = np.asarray(nodes, dtype=np.int64)
+        first_delta = self.base_passages + self.base_entities
+        out = np.full(len(n), -1, dtype=np.int64)
+        base = (n >= self.base_passages) & (n < first_delta)
+        out[base] = n[base] - self.base_passages
+        delta = n >= first_delta + self.n_passages - self.base_passages
+        out[delta] = n[delta] - self.n_passages
+        return out
+
 
 class LayeredNames(HashedNames):
     """A base's hashed names and a delta's: a name is the delta's when both hold its hash (the delta's id is
@@ -205,3 +216,4 @@ class LayeredNames(HashedNames):
     def _id_of(self, h: int) -> int | None:
         found = self.delta._id_of(h)
         return found if found is not None else self.base._id_of(h)
+

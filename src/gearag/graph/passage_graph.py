@@ -54,6 +54,7 @@ from gearag.errors import ConfigError
 from gearag.graph.ppr import DAMPING, PUSH_EPS, SOLVERS, PageRankOperator
 from gearag.graph.prepared import Earlier, PreparedGraph, settings_of, write_prepared
 from gearag.graph.resolve import Resolution, resolve_corpus, stop_words
+from gearag.graph.scaled import Scaled
 from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import tokens
 from gearag.options import setting
@@ -265,24 +266,23 @@ def relation_counts(triple_ends: np.ndarray, n_entities: int) -> sparse.csr_matr
 
 
 def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True,
-                       earlier: Earlier | None = None, threads: int = 1) -> float:
+                       earlier: Earlier | None = None) -> float:
     """Store ``arrays`` under ``graph/`` of an index being written (the one hook in indexing), and with
     ``prepare`` the passage graph prepared from them for the default query settings (:mod:`gearag.graph.prepared`;
-    ``earlier``: the names of the index these arrays add to, extended instead of hashed again; ``threads``: 2
-    makes the transition's two blocks at once, for an update whose wall time counts more than its peak).
+    ``earlier``: the names of the index these arrays add to, extended instead of hashed again).
 
     The prepared graph only reads the arrays, so it is derived on a second
     thread while they are written (numpy, scipy and file writes release the
     GIL): at a million passages the writes are ~2 s of every ``gearag add``.
-    Its arrays that are the graph arrays themselves (the about edges and the
-    triple ends, without NER mentions) are hard links to their files, not
-    written twice (318 MB of every generation at a million passages).
+    Its arrays that are the graph arrays themselves (the mentions' and the
+    relations' entries, the triple ends) are hard links to their files, not
+    written twice.
     Returns the seconds preparing took (0 without ``prepare``).
     """
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-prepare") as pool:
-        pending = pool.submit(PreparedGraph.build, arrays, PassageGraphConfig(), earlier, hash_names=False,
-                              threads=threads) if prepare else None
+        pending = pool.submit(PreparedGraph.build, arrays, PassageGraphConfig(), earlier, hash_names=False) \
+            if prepare else None
         writer.write_json(f"{GRAPH_DIR}/entities.json", arrays.meta())
         written: dict[int, tuple[np.ndarray, str]] = {}
         for name, array in arrays.files().items():
@@ -331,10 +331,8 @@ class PassageGraph:
         self.specificity = prepared.specificity
         # Hashed, not a dict trie: ~16 bytes per entity key instead of ~0.5 KB (3 GB at a million passages).
         self.trie = prepared.names
-        if prepared.norm is not None:  # raw weights, normalised as the push reads them
-            assert prepared.scale is not None and prepared.degree is not None
-            self.operator = PageRankOperator.from_scaled(prepared.columns, prepared.scale, prepared.norm,
-                                                         prepared.degree, prepared.dangling)
+        if isinstance(prepared.columns, Scaled):  # its sources, normalised as a push reads them
+            self.operator = PageRankOperator.from_scaled(prepared.columns)
         else:
             self.operator = PageRankOperator.from_columns(prepared.columns, prepared.dangling, np.float32)
 

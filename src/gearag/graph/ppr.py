@@ -53,6 +53,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.graph.layered import LayeredCsr
+from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 
 DAMPING = 0.5
@@ -91,10 +92,6 @@ class PageRankOperator:
         self.n = adj.shape[0]
         self.dense_nodes = DENSE_WORKSPACE_NODES if dense_nodes is None else dense_nodes
         self._local = threading.local()  # per-thread push work arrays (run_push_sparse)
-        #: Set for raw columns (:meth:`from_scaled`): each scale id's factor, each node's normaliser and degree.
-        self.scale: np.ndarray | None = None
-        self.norm: np.ndarray | None = None
-        self.degree: np.ndarray | None = None
 
     @classmethod
     def from_columns(cls, columns: Any, dangling: np.ndarray, dtype: type = np.float32,
@@ -104,19 +101,15 @@ class PageRankOperator:
         or a :class:`~gearag.graph.layered.LayeredCsr` of columns (a base generation's and a delta's)."""
         op = cls.__new__(cls)
         op._rows, op._columns, op.dtype, op.dangling = None, columns, dtype, dangling
-        op.n = columns.n_rows if isinstance(columns, LayeredCsr) else len(columns.indptr) - 1
-        op.scale = op.norm = op.degree = None
+        op.n = columns.n_rows if isinstance(columns, (LayeredCsr, Scaled)) else len(columns.indptr) - 1
         op.dense_nodes = DENSE_WORKSPACE_NODES if dense_nodes is None else dense_nodes
         op._local = threading.local()
         return op
 
     @classmethod
-    def from_scaled(cls, columns: Csr | LayeredCsr, scale: np.ndarray, norm: np.ndarray, degree: np.ndarray,
-                    dangling: np.ndarray, dense_nodes: int | None = None) -> PageRankOperator:
-        """An operator over raw columns with scale ids (:mod:`gearag.graph.scaled`): entry ``(i, j)`` weighs
-        ``data · scale[sid] · norm[j]``, and ``degree[j]`` is node ``j``'s number of distinct targets."""
-        op = cls.from_columns(columns, dangling, np.float64, dense_nodes)
-        op.scale, op.norm, op.degree = scale, norm, degree
+    def from_scaled(cls, scaled: Scaled, dense_nodes: int | None = None) -> PageRankOperator:
+        """An operator over a transition kept as its sources, normalised as it is read (:mod:`gearag.graph.scaled`)."""
+        op = cls.from_columns(scaled, scaled.dangling, np.float64, dense_nodes)
         return op
 
     @property
@@ -132,12 +125,8 @@ class PageRankOperator:
         if self._rows is None:
             c = self._columns
             assert c is not None
-            if self.norm is not None:  # raw weights: each one scaled and normalised, column j as row j
-                counts, indices, data, sids = self._column_reader().gather(np.arange(self.n, dtype=np.int64))
-                assert sids is not None and self.scale is not None
-                weights = data * self.scale[sids] * np.repeat(self.norm, counts)
-                indptr = np.concatenate([[0], np.cumsum(counts)])
-                c = sparse.csr_matrix((weights, indices, indptr), shape=(self.n, self.n)).T
+            if isinstance(c, Scaled):  # its sources, each weight normalised: column j as row j
+                c = c.to_csr().T
             elif isinstance(c, LayeredCsr):  # column j is its row j: the transition is the transpose
                 c = c.to_csr(self.n).T
             elif not sparse.issparse(c):
@@ -199,10 +188,12 @@ class PageRankOperator:
         p[nodes] = values
         return p, residual
 
-    def _column_reader(self) -> Csr | LayeredCsr:
-        """The columns as something that gathers node by node (:meth:`Csr.gather`)."""
+    def _column_reader(self) -> Scaled | _Normalised:
+        """The columns as something that reads a node's out-edges, normalised (:meth:`Scaled.edges`)."""
         c = self.columns
-        return c if isinstance(c, (Csr, LayeredCsr)) else Csr(c.indptr, c.indices, c.data)
+        if isinstance(c, Scaled):
+            return c
+        return _Normalised(c if isinstance(c, (Csr, LayeredCsr)) else Csr(c.indptr, c.indices, c.data))
 
     def _workspace(self) -> _Dense | _Touched:
         """Work arrays for one push: this thread's dense ones (zero between runs: a run resets what it
@@ -237,11 +228,7 @@ class PageRankOperator:
         if s is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
         cols = self._column_reader()  # out-edges of node j = column j
-        scale, norm, degrees = self.scale, self.norm, self.degree
-
-        def degree(nodes: np.ndarray) -> np.ndarray:  # read per node: no node-sized array is made or kept
-            stored = cols.counts(nodes) if degrees is None else degrees[nodes]
-            return np.maximum(stored, 1).astype(np.float64)
+        degree = cols.degrees  # read per node: no node-sized array is made or kept
 
         ws = self._workspace()
         reached = [seeds_at]
@@ -265,13 +252,9 @@ class PageRankOperator:
                     touched.append(seeds_at)
                 live = active[~dangling]
                 if live.size:
-                    counts, targets, weights, sids = cols.gather(live)
+                    _, targets, weights = cols.edges(live, push[~dangling])
                     at = ws.positions(targets)
-                    if norm is None:
-                        np.add.at(ws.r, at, weights * np.repeat(push[~dangling], counts))
-                    else:  # raw weights: scaled, and normalised by their column
-                        assert scale is not None and sids is not None
-                        np.add.at(ws.r, at, weights * scale[sids] * np.repeat(norm[live] * push[~dangling], counts))
+                    np.add.at(ws.r, at, weights)
                     touched.append(targets)
                     reached.append(targets)
                 if not touched:
@@ -289,6 +272,20 @@ class PageRankOperator:
         finally:  # leave the work arrays zero for the next run, even after an error
             ws.reset(np.concatenate(reached))
         return out, estimates, left
+
+
+class _Normalised:
+    """Columns stored normalised (a :class:`Csr`, or a base's and a delta's), read as :meth:`Scaled.edges` reads."""
+
+    def __init__(self, columns: Csr | LayeredCsr) -> None:
+        self.columns = columns
+
+    def degrees(self, nodes: np.ndarray) -> np.ndarray:
+        return np.maximum(self.columns.counts(nodes), 1).astype(np.float64)
+
+    def edges(self, nodes: np.ndarray, mass: np.ndarray) -> tuple[None, np.ndarray, np.ndarray]:
+        counts, targets, weights, _ = self.columns.gather(nodes)
+        return None, targets, weights * np.repeat(mass, counts)
 
 
 class _Dense:

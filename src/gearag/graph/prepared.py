@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ from scipy import sparse
 from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
-from gearag.graph.scaled import about_terms, normalised, scaled_columns
+from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, Source, about_terms, normalised, scaled_columns
 from gearag.graph.transition import Csr, relations
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.npy import load_npy
@@ -68,13 +68,13 @@ class PreparedGraph:
     n_passages: int
     n_entities: int
     settings: dict[str, Any]
-    #: The PPR transition by columns: node j's out-edges (a base's and a delta's). Raw weights with scale ids
-    #: (:mod:`gearag.graph.scaled`) when ``norm`` is set, else normalised (float32; the entity-only graph, and
-    #: graphs an older gearag stored).
-    columns: Csr | LayeredCsr
+    #: The PPR transition by columns: node j's out-edges. The passage-node graph keeps it as its sources, read
+    #: normalised (:class:`~gearag.graph.scaled.Scaled`); the entity-only graph, and graphs an older gearag
+    #: stored, keep it normalised (float32; a base's and a delta's: :class:`LayeredCsr`).
+    columns: Csr | LayeredCsr | Scaled
     dangling: np.ndarray  #: bool per node: no out-edges (its walk restarts at the seeds)
     specificity: np.ndarray  #: float64 per entity: 1 / |passages mentioning it| (HippoRAG §3.2)
-    #: entity × passage about edges as the graph uses them: raw terms with scale ids when ``scale`` is set
+    #: entity × passage about edges as the graph uses them: raw terms with scale ids when the columns are Scaled
     about: Csr | LayeredCsr
     triple_ends: np.ndarray  #: int32 (T, 2): each triple's subject and object entity (-1: none)
     names: HashedNames  #: the usable entity keys → entity ids
@@ -91,10 +91,10 @@ class PreparedGraph:
     #: The node numbering when these arrays are a base's and a delta's (docs/delta.md); None: the build's,
     #: passages then entities.
     delta_layout: NodeLayout | None = None
-    #: float64 per scale id (``scale[0] = 1``, ``scale[1 + x] = 1 / total(x)``); None: weights stored normalised.
-    scale: np.ndarray | None = None
-    norm: np.ndarray | None = None  #: float64 per node: one over its column's sum (raw columns only)
-    degree: np.ndarray | None = None  #: int32 per node: its distinct out-edge targets (raw columns only)
+    @property
+    def scale(self) -> np.ndarray | None:
+        """The about terms' scale (:class:`~gearag.graph.scaled.Scaled`), None where ``about`` is normalised."""
+        return self.columns.scale if isinstance(self.columns, Scaled) else None
 
     def about_rows(self, entities: np.ndarray) -> sparse.csr_matrix:
         """The about weights of ``entities`` (rows: entities as given, columns: passages), normalised."""
@@ -111,7 +111,7 @@ class PreparedGraph:
 
     @classmethod
     def build(cls, arrays: GraphArrays, config: PassageGraphConfig, earlier: Earlier | None = None,
-              hash_names: bool = True, threads: int = 1) -> PreparedGraph:
+              hash_names: bool = True) -> PreparedGraph:
         """Derive the arrays from the index's graph arrays under ``config`` (the edges of
         :mod:`gearag.graph.passage_graph`'s module docstring).
 
@@ -119,8 +119,8 @@ class PreparedGraph:
         add's previous generation), whose hashed names are extended instead of
         hashing every key again; the result is the same either way. Keys to hash
         (no ``earlier``, or it declined) are left to :meth:`hash_names` when
-        ``hash_names`` is False. ``threads``: 2 makes the transition's two blocks at
-        once (:func:`~gearag.graph.scaled.scaled_columns`).
+        ``hash_names`` is False. The passage-node transition is kept as its sources
+        (:func:`~gearag.graph.scaled.scaled_columns`).
         """
         from gearag.graph.ppr import PageRankOperator
 
@@ -143,18 +143,18 @@ class PreparedGraph:
         counted = (np.arange(n_entities) < res.n_names) | (df > 0)
         only = res.n_mention_keys if res.ner_mentions is not None and not config.ner_mentions else None
         terms, scale = about_terms(about, res.about_terms, only)
-        norm = degree = None
         # The transition (array work that releases the GIL) is made on a second thread while an add's names
         # are extended. Hashing every key instead (a build, a first add) waits for it, so that the two peaks do
         # not add up where the preparation is the peak (BENCHMARKS.md, "Adds at 1M, and a push workspace…").
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-transition") as pool:
-            transition = pool.submit(scaled_columns, arrays, config, mentions, about, terms, scale, threads) \
+            transition = pool.submit(scaled_columns, arrays, config, mentions, about, terms, scale) \
                 if config.passage_nodes else None
             extended = earlier.extend(res.keys, counted) if earlier is not None and earlier.settings == settings_of(
                 config) else None
+            columns: Csr | Scaled
             if transition is not None:
-                scaled, dangling = transition.result()
-                columns, scale, norm, degree = scaled
+                columns = transition.result()
+                dangling = columns.dangling
             else:  # the entity-only graph: small (entities only), made the plain way
                 operator = PageRankOperator(relations(arrays, config), dtype=np.float32, columns=True)
                 columns, dangling = Csr.of(operator.columns), operator.dangling
@@ -169,7 +169,7 @@ class PreparedGraph:
                 names, n_usable, unhashed = HashedNames.from_keys([], np.zeros(0, np.int64)), None, ids
         return cls(n_passages, n_entities, settings_of(config), columns, dangling, specificity,
                    terms, res.triple_ends, names, res.n_mention_keys, n_usable,
-                   mentions if not config.passage_nodes else None, unhashed, scale=scale, norm=norm, degree=degree)
+                   mentions if not config.passage_nodes else None, unhashed)
 
     def hash_names(self, keys: Sequence[str]) -> None:
         """Hash the keys ``build(hash_names=False)`` left (``keys``: the resolution's, by entity id)."""
@@ -183,39 +183,61 @@ class PreparedGraph:
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:
         columns, about = self.columns, self.about
-        if not (isinstance(columns, Csr) and isinstance(about, Csr)):
+        if not isinstance(about, Csr):
             raise TypeError("a base's and a delta's prepared graph is not stored as one")
-        out = {f"columns_{k}.npy": v for k, v in columns.arrays().items()}
-        out |= {f"about_{k}.npy": v for k, v in about.arrays().items()}
+        out = {f"about_{k}.npy": v for k, v in about.arrays().items()}
+        if isinstance(columns, Scaled):
+            for src in columns.sources:
+                if src.name == ABOUT_SOURCE:  # the about terms by entity: stored once, as about_*
+                    continue
+                if not isinstance(src.rows, Csr):
+                    raise TypeError("a base's and a delta's prepared graph is not stored as one")
+                out |= {f"source_{src.name}_{k}.npy": v for k, v in src.rows.arrays().items()}
+            out |= {"scale.npy": columns.scale, "norm.npy": columns.norm, "degree.npy": columns.degree}
+        elif isinstance(columns, Csr):
+            out |= {f"columns_{k}.npy": v for k, v in columns.arrays().items()}
+        else:
+            raise TypeError("a base's and a delta's prepared graph is not stored as one")
         out |= {f"names_{k}.npy": v for k, v in self.names.arrays().items()}
         out |= {"dangling.npy": self.dangling, "specificity.npy": self.specificity, "triple_ends.npy": self.triple_ends}
-        if self.norm is not None:
-            assert self.scale is not None and self.degree is not None
-            out |= {"scale.npy": self.scale, "norm.npy": self.norm, "degree.npy": self.degree}
         return out
 
     def meta(self) -> dict[str, Any]:
-        return {"version": PREPARED_VERSION if self.norm is not None else NORMALISED_VERSION,
-                "n_passages": self.n_passages, "n_entities": self.n_entities,
-                "n_mention_keys": self.n_mention_keys, "usable_keys": self.n_usable, "settings": self.settings,
-                "names_hash": "fnv1a-64"}
+        columns = self.columns
+        out: dict[str, Any] = {"version": PREPARED_VERSION if isinstance(columns, Scaled) else NORMALISED_VERSION,
+               "n_passages": self.n_passages, "n_entities": self.n_entities,
+               "n_mention_keys": self.n_mention_keys, "usable_keys": self.n_usable, "settings": self.settings,
+               "names_hash": "fnv1a-64"}
+        if isinstance(columns, Scaled):
+            out["sources"] = [src.meta() for src in columns.sources]
+        return out
 
     @classmethod
     def open(cls, meta: dict[str, Any], array: Callable[[str], np.ndarray]) -> PreparedGraph:
         """The stored arrays, ``array(name)`` giving each file of :meth:`files` (memory-mapped where it can)."""
-        raw = meta.get("version") == PREPARED_VERSION  # raw weights with scale ids, else normalised ones
+        raw = meta.get("version") == PREPARED_VERSION  # the transition as its sources, else normalised
 
-        def csr(prefix: str) -> Csr:
-            parts = Csr._fields if raw else Csr._fields[:3]
+        def csr(prefix: str, scaled: bool = False) -> Csr:
+            parts = Csr._fields if scaled else Csr._fields[:3]
             return Csr(*(array(f"{prefix}_{part}.npy") for part in parts))
 
         names = HashedNames.from_arrays(*(array(f"names_{k}.npy") for k in ("nodes", "name_hashes", "name_ids")))
         usable = meta.get("usable_keys")
-        scale, norm, degree = (array(f"{k}.npy") for k in ("scale", "norm", "degree")) if raw else (None,) * 3
-        return cls(int(meta["n_passages"]), int(meta["n_entities"]), dict(meta["settings"]), csr("columns"),
-                   array("dangling.npy"), array("specificity.npy"), csr("about"), array("triple_ends.npy"), names,
-                   int(meta["n_mention_keys"]), usable if isinstance(usable, int) else None, scale=scale, norm=norm,
-                   degree=degree)
+        n_p, n_e = int(meta["n_passages"]), int(meta["n_entities"])
+        about = csr("about", scaled=raw)
+        columns: Csr | Scaled
+        if raw:
+            sources = tuple(Source(str(m["name"]), about if m["name"] == ABOUT_SOURCE else
+                                   csr(f"source_{m['name']}", scaled=str(m["name"]) in SCALED_SOURCES),
+                                   bool(m["of_passages"]), bool(m["to_passages"]), float(m["weight"]))
+                            for m in meta["sources"])
+            columns = Scaled(NodeLayout.plain(n_p, n_e), sources, array("scale.npy"), array("norm.npy"),
+                             array("degree.npy"))
+        else:
+            columns = csr("columns")
+        return cls(n_p, n_e, dict(meta["settings"]), columns, array("dangling.npy"), array("specificity.npy"), about,
+                   array("triple_ends.npy"), names, int(meta["n_mention_keys"]),
+                   usable if isinstance(usable, int) else None)
 
 
 @dataclass
@@ -319,11 +341,20 @@ def write_prepared(writer: IndexWriter, graph_dir: str, prepared: PreparedGraph,
         else:
             writer.write_array(f"{rel}/{name}", np.asarray(array))
     if later:
-        prepared.columns = Csr(*(np.zeros(0) for _ in Csr._fields))  # written: the transition is let go
+        prepared.columns = _let_go(prepared.columns)  # written: the transition's arrays are let go
         prepared.hash_names(keys)
         for name, array in prepared.names.arrays().items():
             writer.write_array(f"{rel}/names_{name}.npy", np.asarray(array))
     writer.write_json(f"{rel}/prepared.json", prepared.meta())
+
+
+def _let_go(columns: Csr | LayeredCsr | Scaled) -> Csr | Scaled:
+    """``columns`` without their arrays (what :meth:`PreparedGraph.meta` says of them is kept)."""
+    empty = Csr(np.zeros(1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+    if isinstance(columns, Scaled):
+        return replace(columns, sources=tuple(s._replace(rows=empty) for s in columns.sources),
+                       norm=np.zeros(0), degree=np.zeros(0, np.int32))
+    return empty
 
 
 def _hashed(keys: Sequence[str], ids: np.ndarray) -> HashedNames:
@@ -333,6 +364,8 @@ def _hashed(keys: Sequence[str], ids: np.ndarray) -> HashedNames:
 
 def readable(meta: dict[str, Any]) -> bool:
     """Whether ``meta`` describes prepared arrays this gearag reads (else the caller prepares its own)."""
+    if meta.get("version") == PREPARED_VERSION and not isinstance(meta.get("sources"), list):
+        return False
     return (meta.get("version") in (NORMALISED_VERSION, PREPARED_VERSION) and isinstance(meta.get("settings"), dict)
             and all(isinstance(meta.get(k), int) for k in ("n_passages", "n_entities", "n_mention_keys")))
 

@@ -1,70 +1,137 @@
-"""The PPR transition with raw weights, normalised when a push reads them (docs/delta.md, issue 14).
+"""The PPR transition as the graph arrays it is made of, normalised when a push reads it (docs/delta.md, issue 14).
 
 Column ``j`` of the transition is node ``j``'s out-edge weights over their
-sum (the adjacency of :func:`~gearag.graph.transition.relations` and
-:mod:`gearag.graph.passage_graph`: passage → entity ``mention + about_weight ·
-about``, entity → passage ``backlink_weight · mention + about_weight · about``,
-entity → entity the relations). Stored that way, normalised, a title name
-gaining a page changes every entry around it: its about terms are divided
-by its total, and every column holding one is divided by its sum (31% of
-the entries per add at a million passages, docs/delta.md).
+sum (:mod:`gearag.graph.passage_graph`): passage → entity ``mention +
+about_weight · about``, entity → passage ``backlink_weight · mention +
+about_weight · about``, entity → entity the relations (and synonym edges).
+Stored normalised, a title name gaining a page changes every entry around
+it: its about terms are divided by its total, and every column holding one
+by its sum (31% of the entries per add at a million passages).
 
-:class:`Scaled` stores instead each column's entries *raw*: a mention's, a
-backlink's or a relation's weight as it is, and each about term (one per
-lexicon name a name is about a page through, :class:`AboutTerms`) as
-``about_weight · share · w`` with its *scale id* ``1 + x`` (``x``: the
-lexicon name; 0: not scaled). A push reads entry ``(i, j)`` as ``raw ·
-scale[sid] · norm[j]``: ``scale[1 + x] = 1 / total(x)`` and ``norm[j]`` one
-over column ``j``'s sum. A target may appear more than once in a column (a
-mention and its about terms): the push adds its weights, as the adjacency
-sums them. ``degree[j]`` counts the distinct targets, as the push's
-threshold always has. The estimates are those of the normalised transition,
-up to the order float sums are taken in.
+:class:`Scaled` keeps the columns as their *sources* instead, each a
+sparse matrix by row with one weight (:class:`Source`): the mentions
+(passage → entity) and their transpose (the backlinks), the about terms by
+entity and by passage, the relations and the synonym edges. The mentions,
+relations and synonyms are the index's graph arrays themselves (hard links
+on disk). An about term is stored raw (``share · w``, :class:`AboutTerms`)
+with a *scale id* ``1 + x`` (``x``: the lexicon name it goes through), so a
+push reads entry ``(i, j)`` of source ``s`` as ``data · weight_s ·
+scale[sid] · norm[j]``, where ``scale[1 + x] = 1 / total(x)`` and
+``norm[j]`` is one over column ``j``'s sum. A title name gaining a page
+then changes one scale and some normalisers; the entries only gain the new
+terms (and a delta only appends them: :class:`~gearag.graph.layered.LayeredCsr`).
+A target reached through two sources (a page both mentioned and about)
+gets both weights, as the adjacency sums them; ``degree[j]`` counts the
+distinct targets, as the push's threshold always has. The estimates are
+those of the normalised transition up to the order float sums are taken in.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.ranges import ranges
+from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.resolve import AboutTerms
-from gearag.graph.transition import Csr, relations
+from gearag.graph.transition import Csr
 
 if TYPE_CHECKING:
     from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
 
 #: Entries whose float64 weights are summed at a time (a column's normaliser): bounds the transient.
 CHUNK = 1 << 23
+#: The source that is the about terms by entity (the prepared graph's ``about`` itself, stored once).
+ABOUT_SOURCE = "terms"
+#: The sources whose entries have scale ids (about terms).
+SCALED_SOURCES = (ABOUT_SOURCE, "terms_by_passage")
 
 
-class Scaled(NamedTuple):
-    """A transition by columns with raw entries (module docstring)."""
+class Source(NamedTuple):
+    """Out-edges of one kind: rows are passage rows or entity ids, targets passage rows or entity ids."""
 
-    columns: Csr  #: raw weights (float32) with their scale ids (``sids``, int32)
+    name: str
+    rows: Csr | LayeredCsr  #: scaled (an about term per entry) when it has scale ids
+    of_passages: bool  #: the rows are passages' (else entities')
+    to_passages: bool  #: the targets are passages (else entities)
+    weight: float  #: every entry's weight times this
+
+    def meta(self) -> dict[str, Any]:
+        return {"name": self.name, "of_passages": self.of_passages, "to_passages": self.to_passages,
+                "weight": self.weight}
+
+
+@dataclass
+class Scaled:
+    """A passage-node transition by columns, as its sources (module docstring)."""
+
+    layout: NodeLayout
+    sources: tuple[Source, ...]
     scale: np.ndarray  #: float64 per scale id: 1 for id 0, one over a lexicon name's total for ``1 + x``
     norm: np.ndarray  #: float64 per node: one over its column's sum, 0 for a node without out-edges
     degree: np.ndarray  #: int32 per node: distinct targets of its out-edges
 
+    @property
+    def n_rows(self) -> int:
+        return self.layout.n_nodes
 
-class Part(NamedTuple):
-    """Some entries of some rows, by row: ``indptr`` over the rows, then targets, raw weights and scale ids."""
+    @property
+    def dangling(self) -> np.ndarray:
+        return self.norm <= 0
 
-    indptr: np.ndarray
-    indices: np.ndarray
-    data: np.ndarray
-    sids: np.ndarray | None  #: None: every entry unscaled (id 0)
+    def degrees(self, nodes: np.ndarray) -> np.ndarray:
+        """Distinct out-edge targets of ``nodes``, at least 1 (float64: the push's threshold)."""
+        return np.maximum(self.degree[nodes], 1).astype(np.float64)
+
+    def edges(self, nodes: np.ndarray, mass: np.ndarray,
+              positions: bool = False) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """The out-edges of ``nodes``, each node's normalised weights times its ``mass``: (with ``positions``,
+        the position of its node in ``nodes``; target node; weight) per edge, source after source."""
+        layout = self.layout
+        nodes = np.asarray(nodes, dtype=np.int64)
+        rows = layout.passages_of(nodes)
+        of_passage = rows >= 0
+        entities = layout.entities_of(nodes) if not of_passage.all() else rows
+        factor = self.norm[nodes] * mass
+        out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        for src in self.sources:
+            sel = np.flatnonzero(of_passage if src.of_passages else ~of_passage)
+            if not len(sel):
+                continue
+            counts, idx, data, sids = src.rows.gather(rows[sel] if src.of_passages else entities[sel])
+            w = np.asarray(data, dtype=np.float64)
+            if src.weight != 1.0:
+                w = w * src.weight
+            if sids is not None:
+                w = w * self.scale[sids]
+            w *= np.repeat(factor[sel], counts)
+            if layout.plain_layout:
+                targets = idx.astype(np.int64) if src.to_passages else idx.astype(np.int64) + layout.n_passages
+            else:
+                targets = layout.passage_nodes(idx) if src.to_passages else layout.entity_nodes(idx)
+            out.append((np.repeat(sel, counts) if positions else sel[:0], targets, w))
+        if not out:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        at, targets, weights = (np.concatenate(part) for part in zip(*out, strict=True))
+        return at if positions else None, targets, weights
+
+    def to_csr(self) -> sparse.csr_matrix:
+        """The normalised transition with column ``j`` as row ``j`` (power iteration, tests): every edge once,
+        a target's weights summed."""
+        nodes = np.arange(self.n_rows, dtype=np.int64)
+        at, targets, weights = self.edges(nodes, np.ones(self.n_rows), positions=True)
+        m = sparse.csr_matrix((weights, (at, targets)), shape=(self.n_rows, self.n_rows))
+        m.sum_duplicates()
+        return m
 
 
 def scale_of(totals: np.ndarray) -> np.ndarray:
-    """The scale of each id: 1 for id 0, ``1 / totals[x]`` for ``1 + x``."""
-    out = np.empty(len(totals) + 1)
+    """The scale of each id: 1 for id 0, ``1 / totals[x]`` for ``1 + x`` (0 where a total is 0)."""
+    out = np.zeros(len(totals) + 1)
     out[0] = 1.0
     np.divide(1.0, totals, out=out[1:], where=totals > 0)
-    out[1:][totals <= 0] = 0.0
     return out
 
 
@@ -81,7 +148,9 @@ def about_terms(about: sparse.csr_matrix, terms: AboutTerms | None,
     if keep_entities is not None and len(rows) and int(rows[-1]) >= keep_entities:
         keep = rows < keep_entities
         rows, cols, raw, names = rows[keep], cols[keep], raw[keep], names[keep]
-    return Csr(_by_row(rows, n), cols, raw, (names + 1).astype(np.int32)), scale_of(terms.totals)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return Csr(indptr, cols, raw, (names + 1).astype(np.int32)), scale_of(terms.totals)
 
 
 def normalised(rows: sparse.csr_matrix, sids: np.ndarray | None, scale: np.ndarray | None) -> sparse.csr_matrix:
@@ -92,124 +161,100 @@ def normalised(rows: sparse.csr_matrix, sids: np.ndarray | None, scale: np.ndarr
     return rows
 
 
-def _by_row(rows: np.ndarray, n_rows: int) -> np.ndarray:
-    """The ``indptr`` of entries already in ascending ``rows``."""
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
-    return indptr
+def _csr(m: sparse.csr_matrix) -> Csr:
+    """``m``'s arrays as stored (int64 offsets, int32 targets, float32 weights; views where already so)."""
+    return Csr(np.asarray(m.indptr, dtype=np.int64), np.asarray(m.indices, dtype=np.int32),
+               np.asarray(m.data, dtype=np.float32))
 
 
-def _empty(n_rows: int) -> Part:
-    return Part(np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32), None)
-
-
-def _block(out: Csr, first: int, parts: list[tuple[Part, int]]) -> None:
-    """Rows ``first…`` of ``out``: each row's entries part after part, targets shifted by each part's shift."""
-    assert out.sids is not None
-    n = len(parts[0][0].indptr) - 1
-    written = np.array(out.indptr[first : first + n], dtype=np.int64)  # where each row's next entry goes
-    for part, shift in parts:
-        counts = np.diff(part.indptr)
-        at = ranges(written, counts)
-        out.indices[at] = part.indices + shift if shift else part.indices
-        out.data[at] = part.data
-        out.sids[at] = 0 if part.sids is None else part.sids
-        written += counts
-
-
-def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sparse.csr_matrix,
-                   about: sparse.csr_matrix, terms: Csr, scale: np.ndarray,
-                   threads: int = 1) -> tuple[Scaled, np.ndarray]:
-    """The passage-node graph's transition by columns, raw (:class:`Scaled`), and its dangling nodes.
-
-    ``about``: the summed about weights the graph uses (entity × passage; its
-    pattern gives the distinct targets); ``terms``, ``scale``: the same as
-    terms (:func:`about_terms`). ``threads=2`` fills the passages' and the
-    entities' columns at once.
-    """
-    p, e = mentions.shape
-    weight = config.about_weight
-    by_entity, by_passage = _empty(e), _empty(p)
-    if weight > 0:
-        raw = np.asarray(terms.data)
-        raw = (raw.astype(np.float64) * weight).astype(np.float32) if weight != 1.0 else raw
-        sids = terms.sids
-        assert sids is not None
-        by_entity = Part(np.asarray(terms.indptr, dtype=np.int64), terms.indices, raw, sids)
-        # The same terms by passage: a stable counting sort of their positions (scipy's transpose keeps repeats).
-        where = sparse.csr_matrix((np.arange(len(raw), dtype=np.int64), terms.indices, terms.indptr),
-                                  shape=(e, p)).T.tocsr()
-        pos = where.data
-        owner = np.repeat(np.arange(e, dtype=np.int32), np.diff(terms.indptr))
-        by_passage = Part(where.indptr.astype(np.int64), owner[pos], raw[pos], sids[pos])
-        del where, pos, owner
-    mention = Part(mentions.indptr.astype(np.int64), mentions.indices, mentions.data.astype(np.float32), None)
-    back = config.backlink_weight
-    backlinks = _empty(e)
-    if back > 0:
-        m_t = mentions.T.tocsr()
-        backlinks = Part(m_t.indptr.astype(np.int64), m_t.indices, (m_t.data * back).astype(np.float32), None)
-        del m_t
-    rel = relations(arrays, config).tocsr()
-    rel.sum_duplicates()
-    related = Part(rel.indptr.astype(np.int64), rel.indices, rel.data.astype(np.float32), None)
-    passage_parts: list[tuple[Part, int]] = [(mention, p), (by_passage, p)]
-    entity_parts: list[tuple[Part, int]] = [(backlinks, 0), (by_entity, 0), (related, p)]
-    counts = np.concatenate([sum(np.diff(part.indptr) for part, _ in passage_parts),
-                             sum(np.diff(part.indptr) for part, _ in entity_parts)])
-    indptr = np.zeros(p + e + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    total = int(indptr[-1])
-    out = Csr(indptr, np.empty(total, dtype=np.int32), np.empty(total, dtype=np.float32),
-              np.empty(total, dtype=np.int32))
-    if threads > 1:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-entities") as pool:
-            entities = pool.submit(_block, out, p, entity_parts)
-            _block(out, 0, passage_parts)
-            entities.result()
-    else:
-        _block(out, 0, passage_parts)
-        _block(out, p, entity_parts)
-    del passage_parts, entity_parts, mention, by_passage, by_entity, backlinks, related
-    norm = _norms(out, scale)
-    degree = _degrees(mentions, about if weight > 0 else None, back > 0, rel)
-    return Scaled(out, np.asarray(scale, dtype=np.float64), norm, degree), norm <= 0
-
-
-def _norms(columns: Csr, scale: np.ndarray) -> np.ndarray:
-    """One over each column's sum of ``raw · scale[sid]`` (float64, in entry order; 0 for an empty sum)."""
-    indptr = columns.indptr
-    assert columns.sids is not None
+def _row_sums(m: Csr, scale: np.ndarray | None = None) -> np.ndarray:
+    """Each row's sum of its weights (times their scales), float64, in chunks of about :data:`CHUNK` entries."""
+    indptr = np.asarray(m.indptr)
     n = len(indptr) - 1
     sums = np.zeros(n)
     first = 0
-    while first < n:  # rows in chunks of about CHUNK entries
-        last = int(np.searchsorted(indptr, indptr[first] + CHUNK, side="right")) - 1
-        last = min(max(last, first + 1), n)
+    while first < n:
+        last = min(max(int(np.searchsorted(indptr, indptr[first] + CHUNK, side="right")) - 1, first + 1), n)
         lo, hi = int(indptr[first]), int(indptr[last])
-        w = columns.data[lo:hi].astype(np.float64) * scale[columns.sids[lo:hi]]
-        rows = np.repeat(np.arange(first, last, dtype=np.int64), np.diff(indptr[first : last + 1]))
-        sums[first:last] = np.bincount(rows - first, weights=w, minlength=last - first)
+        w = np.asarray(m.data[lo:hi], dtype=np.float64)
+        if scale is not None and m.sids is not None:
+            w = w * scale[np.asarray(m.sids[lo:hi])]
+        counts = np.diff(indptr[first : last + 1])
+        sums[first:last] = np.bincount(np.repeat(np.arange(last - first), counts), weights=w, minlength=last - first)
         first = last
-    return np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0)
+    return sums
 
 
-def _degrees(mentions: sparse.csr_matrix, about: sparse.csr_matrix | None, backlinks: bool,
-             rel: sparse.csr_matrix) -> np.ndarray:
-    """Distinct targets per node: a passage's entities mentioned or about it, an entity's passages (by
-    backlink or about) and related entities. A pair both mentioned and about counts once."""
+def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sparse.csr_matrix,
+                   about: sparse.csr_matrix, terms: Csr, scale: np.ndarray) -> Scaled:
+    """The passage-node graph's transition as its sources (:class:`Scaled`).
+
+    ``mentions``: passage × entity, as the graph uses them; ``about``: the
+    summed about weights (entity × passage: its pattern gives the distinct
+    targets); ``terms``, ``scale``: the same as terms (:func:`about_terms`).
+    Besides the sources, only the backlinks and the terms by passage (two
+    transposes) and the per-node normalisers and degrees are made.
+    """
     p, e = mentions.shape
-    m_p = np.diff(mentions.indptr)  # per passage
-    m_e = np.bincount(mentions.indices, minlength=e) if backlinks else np.zeros(e, dtype=np.int64)
-    a_e = np.diff(about.indptr) if about is not None else np.zeros(e, dtype=np.int64)
-    a_p = np.bincount(about.indices, minlength=p) if about is not None else np.zeros(p, dtype=np.int64)
-    if about is not None and about.nnz and mentions.nnz:
-        both = mentions.multiply(about.T.tocsr()).tocsr()  # pairs mentioned and about: one target, not two
+    back, a_w, s_w = config.backlink_weight, config.about_weight, config.synonym_weight
+    m = _csr(mentions)
+    m_t = mentions.T.tocsr()
+    backlinks = _csr(m_t)
+    sources = [Source("mentions", m, True, False, 1.0)]
+    # Column sums: passages' (mentions, then about terms), entities' (backlinks, terms, relations, synonyms).
+    p_sum = _row_sums(m)
+    e_sum = np.zeros(e)
+    if back > 0:
+        sources.append(Source("backlinks", backlinks, False, True, back))
+        e_sum += back * _row_sums(backlinks)
+    if a_w > 0 and len(terms.data):
+        # The terms by passage: a stable counting sort of their positions (scipy's transpose keeps repeats).
+        where = sparse.csr_matrix((np.arange(len(terms.data), dtype=np.int32), terms.indices, terms.indptr),
+                                  shape=(e, p)).T.tocsr()
+        pos = where.data
+        owner = np.repeat(np.arange(e, dtype=np.int32), np.diff(terms.indptr))
+        assert terms.sids is not None
+        by_passage = Csr(where.indptr.astype(np.int64), owner[pos], np.asarray(terms.data)[pos], terms.sids[pos])
+        del where, pos, owner
+        sources += [Source(ABOUT_SOURCE, terms, False, True, a_w),
+                    Source(SCALED_SOURCES[1], by_passage, True, False, a_w)]
+        p_sum += a_w * _row_sums(by_passage, scale)
+        e_sum += a_w * _row_sums(terms, scale)
+    rel = arrays.relations
+    sources.append(Source("relations", _csr(rel), False, False, 1.0))
+    e_sum += _row_sums(sources[-1].rows)  # type: ignore[arg-type]
+    syn = arrays.synonyms if arrays.synonyms is not None and s_w > 0 else None
+    if syn is not None:
+        sources.append(Source("synonyms", _csr(syn), False, False, s_w))
+        e_sum += s_w * _row_sums(sources[-1].rows)  # type: ignore[arg-type]
+    sums = np.concatenate([p_sum, e_sum])
+    norm = np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0)
+    degree = _degrees(mentions, m_t, about if a_w > 0 else None, back > 0, rel, syn)
+    return Scaled(NodeLayout.plain(p, e), tuple(sources), np.asarray(scale, dtype=np.float64), norm, degree)
+
+
+def _pattern(m: sparse.csr_matrix) -> sparse.csr_matrix:
+    """``m``'s non-zero pattern (1.0 each)."""
+    out = sparse.csr_matrix((np.ones(m.nnz, dtype=np.float32), m.indices, m.indptr), shape=m.shape)
+    out.eliminate_zeros()
+    return out
+
+
+def _degrees(mentions: sparse.csr_matrix, m_t: sparse.csr_matrix, about: sparse.csr_matrix | None,
+             backlinks: bool, rel: sparse.csr_matrix, syn: sparse.csr_matrix | None) -> np.ndarray:
+    """Distinct targets per node: a passage's entities mentioned or about it; an entity's passages (by
+    backlink or about) and its related entities (by relation or synonym). A pair reached both ways counts once."""
+    p, e = mentions.shape
+    passages = np.diff(mentions.indptr).astype(np.int64)
+    entities = np.diff(m_t.indptr).astype(np.int64) if backlinks else np.zeros(e, dtype=np.int64)
+    if about is not None:
+        passages += np.bincount(about.indices, minlength=p)
+        entities += np.diff(about.indptr)
+        both = _pattern(m_t).multiply(_pattern(about)).tocsr()  # entity–passage pairs mentioned and about
         both.eliminate_zeros()
-        o_p = np.diff(both.indptr)
-        o_e = np.bincount(both.indices, minlength=e)
-    else:
-        o_p, o_e = np.zeros(p, dtype=np.int64), np.zeros(e, dtype=np.int64)
-    passages = m_p + a_p - o_p
-    entities = a_e + (m_e - o_e if backlinks else 0) + np.diff(rel.indptr)
+        passages -= np.bincount(both.indices, minlength=p)
+        if backlinks:
+            entities -= np.diff(both.indptr)
+    related = _pattern(rel) if syn is None else _pattern(_pattern(rel) + _pattern(syn))
+    entities += np.diff(related.indptr)
     return np.concatenate([passages, entities]).astype(np.int32)

@@ -171,8 +171,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             relations = resolved.relations.result() if resolved.relations is not None else None
             timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution,
                                                                                   relations=relations),
-                                                  prepare=config.resolve.prepared_graph, earlier=earlier,
-                                                  threads=2 if overlap else 1)
+                                                  prepare=config.resolve.prepared_graph, earlier=earlier)
             meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
             resolved.state.write(w)
             resolved.stats.write(w)
