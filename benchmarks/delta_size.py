@@ -22,6 +22,7 @@ import orjson
 from gearag.graph.delta import delta_of, entity_map
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import PassageGraph
+from gearag.graph.scaled import Scaled
 from gearag.store.index import Index
 from rank_pair import compare
 
@@ -53,8 +54,14 @@ def main() -> None:
     lay = layered.layout
     print(f"nodes {lay.n_nodes:,} (base {lay.base_passages + lay.base_entities:,}); "
           f"new passages {lay.n_passages - lay.base_passages:,}, new entities {lay.n_entities - lay.base_entities:,}")
-    for name, m, whole in (("columns", layered.columns, union.columns), ("about rows", layered.about, union.about)):
+    cols, u_cols = layered.columns, union.columns
+    assert isinstance(cols, Scaled) and isinstance(u_cols, Scaled)
+    total = whole_total = 0
+    for src, u_src in zip(cols.sources, u_cols.sources, strict=True):
+        name, m, whole = src.name, src.rows, u_src.rows
         assert isinstance(m, LayeredCsr)
+        total += len(m.delta.indices)
+        whole_total += len(whole.indices)
         n_base = m.base.n_rows
         listed = np.flatnonzero(m.where[:n_base] >= 0)
         appended = listed[np.asarray(m.appends)[listed]] if m.appends is not None else listed[:0]
@@ -65,6 +72,7 @@ def main() -> None:
               f"{len(replaced):,} replaced ({int(sizes[m.where[replaced]].sum()):,} entries), "
               f"{m.n_rows - n_base:,} new ({in_new:,} entries); the delta holds {len(m.delta.indices):,} entries, "
               f"the union {len(whole.indices):,} ({len(m.delta.indices) / len(whole.indices):.2%})")
+    print(f"all sources: the delta holds {total:,} entries, the union {whole_total:,} ({total / whole_total:.2%})")
     print(f"names: {layered.names.delta.size:,} in the delta of {union.names.size:,}; "
           f"triples appended: {len(layered.triple_ends.tail):,}")
     questions = [q["question"] for q in json.loads(args.questions.read_text(encoding="utf-8"))][: args.n]

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from gearag.graph.passage_graph import PassageGraph
+from gearag.graph.scaled import Scaled
 from gearag.store.index import Index
 
 
@@ -57,8 +58,9 @@ def main() -> None:
         prepared = Index.load(path).stored_prepared_graph()
         assert prepared is not None, f"{path}: no prepared graph"
         graphs[name] = PassageGraph(prepared)
-        print(f"{name}: {path} (prepared {'raw' if prepared.norm is not None else 'normalised'}, "
-              f"{len(prepared.columns.indices) if hasattr(prepared.columns, 'indices') else '?'} entries)")
+        columns = prepared.columns
+        kept = f"{len(columns.sources)} sources" if isinstance(columns, Scaled) else "normalised columns"
+        print(f"{name}: {path} (prepared: {kept})")
     questions = [q["question"] for q in json.loads(args.questions.read_text(encoding="utf-8"))][: args.n]
     compare(graphs, questions)
 

@@ -20,13 +20,14 @@ from gearag.indexing import build_index
 from gearag.model import Passage
 from gearag.store.backend import open_index
 from gearag.store.index import Index
+from gearag.store.npy import is_mapped
 
 
 def _mapped(prepared: PreparedGraph) -> bool:
     """Whether the prepared transition's arrays are memory-mapped (read from the index, not made here)."""
     columns = prepared.columns
     data = columns.sources[0].rows.data if isinstance(columns, Scaled) else columns.data
-    return isinstance(data, np.memmap)
+    return is_mapped(data)
 
 
 def _base(index, question: str) -> list[tuple[int, float]]:
@@ -38,7 +39,7 @@ def test_queries_memory_map_the_stored_graph_and_rank_as_one_prepared_in_memory(
     index, questions = wiki
     stored = passage_graph_for(index)
     assert _mapped(stored.prepared)  # nothing corpus-sized built in this process
-    assert isinstance(stored.trie.nodes, np.memmap)
+    assert is_mapped(stored.trie.nodes)
     # Prepared here from the stored arrays, whose about weights are normalised (the index kept its terms raw):
     # other arrays, the same graph.
     fresh = PassageGraph(graph_arrays_for(index), PassageGraphConfig())
@@ -134,10 +135,10 @@ def test_the_agents_resolver_reads_the_prepared_graph_as_it_reads_the_resolution
 
     index, _ = wiki
     hashed = Resolver(index)
-    assert isinstance(hashed.about.data, np.memmap)
+    assert is_mapped(hashed.about.data)
     monkeypatch.setattr(index, "stored_prepared_graph", lambda: None)
     plain = Resolver(index)
-    assert not isinstance(plain.about.data, np.memmap)
+    assert not is_mapped(plain.about.data)
     names = [p.title for p in index.passages] + list(graph_arrays_for(index).resolution.keys) + ["", "Nowhere At All"]
     assert [hashed.row(n) for n in names] == [plain.row(n) for n in names]
     assert sum(plain.row(n) is not None for n in names) > len(index.passages) // 2

@@ -24,6 +24,7 @@ from gearag.indexing import build_index
 from gearag.model import Passage
 from gearag.store.backend import backend_of, open_index
 from gearag.store.index import Index
+from gearag.store.npy import is_mapped
 
 pytest.importorskip("lancedb", reason="the lance extra is not installed")
 
@@ -208,7 +209,7 @@ def test_open_memory_maps_the_graph_files_from_a_local_copy(lance: LanceIndex, t
     parts = opened.db.open_table(FILES_TABLE).to_lance().to_table(columns=["data"]).column("data").to_pylist()
     assert max(len(p) for p in parts) <= PART_BYTES
     prepared = opened.stored_prepared_graph()
-    assert prepared is not None and isinstance(prepared.columns.sources[0].rows.data, np.memmap)
+    assert prepared is not None and is_mapped(prepared.columns.sources[0].rows.data)
     # A damaged local copy (wrong size, e.g. a crash before the rename on another filesystem) is fetched again.
     target = opened.files.directory / "arrays/triple_head.npy"
     target.write_bytes(b"x")
@@ -223,7 +224,7 @@ def test_lance_queries_rank_through_the_prepared_graph_as_embedded_does(
 
     index, questions = slice_index
     ge, gl = passage_graph_for(index), passage_graph_for(lance)
-    assert isinstance(gl.prepared.columns.sources[0].rows.indices, np.memmap)
+    assert is_mapped(gl.prepared.columns.sources[0].rows.indices)
     for question in questions:
         assert gl.question_entities(question) == ge.question_entities(question)
         assert gl.rank(question) == ge.rank(question)
@@ -560,5 +561,5 @@ def test_a_prepared_graph_of_another_version_is_prepared_in_memory_instead(
     opened = open_index(copy)
     assert opened.stored_prepared_graph() is None
     graph = passage_graph_for(opened)
-    assert not isinstance(graph.prepared.columns.sources[0].rows.data, np.memmap)
+    assert not is_mapped(graph.prepared.columns.sources[0].rows.data)
     assert graph.rank(questions[0]) == passage_graph_for(index).rank(questions[0])

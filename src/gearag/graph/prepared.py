@@ -39,7 +39,7 @@ from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, Source, about_terms, normalised, scaled_columns
 from gearag.graph.transition import Csr, relations
 from gearag.graph.trie import HashedNames, key_hashes
-from gearag.store.npy import load_npy
+from gearag.store.npy import load_npy, unwrapped
 
 if TYPE_CHECKING:
     from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
@@ -214,14 +214,18 @@ class PreparedGraph:
 
     @classmethod
     def open(cls, meta: dict[str, Any], array: Callable[[str], np.ndarray]) -> PreparedGraph:
-        """The stored arrays, ``array(name)`` giving each file of :meth:`files` (memory-mapped where it can)."""
+        """The stored arrays, ``array(name)`` giving each file of :meth:`files` (memory-mapped where it can;
+        kept as plain views of the maps: :func:`~gearag.store.npy.unwrapped`)."""
         raw = meta.get("version") == PREPARED_VERSION  # the transition as its sources, else normalised
+
+        def read(name: str) -> np.ndarray:
+            return unwrapped(array(name))
 
         def csr(prefix: str, scaled: bool = False) -> Csr:
             parts = Csr._fields if scaled else Csr._fields[:3]
-            return Csr(*(array(f"{prefix}_{part}.npy") for part in parts))
+            return Csr(*(read(f"{prefix}_{part}.npy") for part in parts))
 
-        names = HashedNames.from_arrays(*(array(f"names_{k}.npy") for k in ("nodes", "name_hashes", "name_ids")))
+        names = HashedNames.from_arrays(*(read(f"names_{k}.npy") for k in ("nodes", "name_hashes", "name_ids")))
         usable = meta.get("usable_keys")
         n_p, n_e = int(meta["n_passages"]), int(meta["n_entities"])
         about = csr("about", scaled=raw)
@@ -231,12 +235,12 @@ class PreparedGraph:
                                    csr(f"source_{m['name']}", scaled=str(m["name"]) in SCALED_SOURCES),
                                    bool(m["of_passages"]), bool(m["to_passages"]), float(m["weight"]))
                             for m in meta["sources"])
-            columns = Scaled(NodeLayout.plain(n_p, n_e), sources, array("scale.npy"), array("norm.npy"),
-                             array("degree.npy"))
+            columns = Scaled(NodeLayout.plain(n_p, n_e), sources, read("scale.npy"), read("norm.npy"),
+                             read("degree.npy"))
         else:
             columns = csr("columns")
-        return cls(n_p, n_e, dict(meta["settings"]), columns, array("dangling.npy"), array("specificity.npy"), about,
-                   array("triple_ends.npy"), names, int(meta["n_mention_keys"]),
+        return cls(n_p, n_e, dict(meta["settings"]), columns, read("dangling.npy"), read("specificity.npy"), about,
+                   read("triple_ends.npy"), names, int(meta["n_mention_keys"]),
                    usable if isinstance(usable, int) else None)
 
 
