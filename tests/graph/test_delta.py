@@ -138,3 +138,35 @@ def test_a_delta_is_declined_where_it_cannot_say_the_union(grown) -> None:
     swapped = entity_of.copy()
     swapped[[0, 1]] = swapped[[1, 0]]  # another numbering: the base's triple ends no longer hold
     assert delta_of(base, union, swapped) is None
+
+
+def test_a_base_and_a_delta_are_stored_as_the_delta_beside_the_bases_files(grown, tmp_path) -> None:
+    """Written as the base's files under ``base/`` and the delta's beside them, the graph reads back (memory-
+    mapped) as the one in memory: the same arrays, the same rankings."""
+    import json
+
+    from gearag.graph.layered_files import BASE_DIR
+    from gearag.graph.prepared import load_prepared
+    from gearag.store.npy import is_mapped
+
+    base, union, entity_of, questions = grown
+    layered = delta_of(base, union, entity_of)
+    assert layered is not None
+    directory = tmp_path / "prepared"
+    (directory / BASE_DIR).mkdir(parents=True)
+    for name, array in base.files().items():
+        np.save(directory / BASE_DIR / name, np.asarray(array))
+    files = layered.files()
+    assert not any(name in files for name in ("source_mentions_indices.npy", "about_data.npy"))  # the base's
+    for name, array in files.items():
+        np.save(directory / name, np.asarray(array))
+    (directory / "prepared.json").write_text(json.dumps(layered.meta()))
+    opened = load_prepared(directory)
+    assert opened is not None and opened.layout == layered.layout and opened.meta() == layered.meta()
+    assert isinstance(opened.columns, Scaled) and is_mapped(opened.columns.sources[0].rows.delta.indices)
+    for name, array in files.items():
+        np.testing.assert_array_equal(np.asarray(opened.files()[name]), np.asarray(array), err_msg=name)
+    assert opened.names.size == layered.names.size
+    pl, po = PassageGraph(layered), PassageGraph(opened)
+    for q in questions:
+        assert po.rank(q, k=10) == pl.rank(q, k=10)

@@ -90,3 +90,13 @@ def test_layered_names_scan_as_one_set_of_names_would() -> None:
     assert [m.name for m in layered.scan(text)] == [3, 0, 1, 5, 4]
     assert layered.get("Paris") == 5 and layered.get("York") == 1 and layered.get("Rome") is None
     assert layered.size == both.size == 5
+
+
+def test_appended_rows_read_from_whichever_layer_holds_each() -> None:
+    from gearag.graph.layered import AppendedRows
+
+    ends = AppendedRows(np.asarray([[0, 1], [2, -1]], dtype=np.int32), np.asarray([[3, 0]], dtype=np.int32))
+    assert len(ends) == 3 and ends.shape == (3, 2)
+    assert ends[1].tolist() == [2, -1] and ends[2].tolist() == [3, 0]
+    assert ends[np.asarray([2, 0, 2])].tolist() == [[3, 0], [0, 1], [3, 0]]
+    np.testing.assert_array_equal(ends.whole(), [[0, 1], [2, -1], [3, 0]])

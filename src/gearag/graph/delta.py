@@ -19,35 +19,16 @@ push over either gives the same estimates up to the order of float sums.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from gearag.graph.layered import LayeredCsr, LayeredNames, NodeLayout
+from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-
-
-@dataclass(frozen=True)
-class AppendedRows:
-    """A base array's rows followed by a delta's (each triple's entity ends: an add appends triples)."""
-
-    base: np.ndarray
-    tail: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.base) + len(self.tail)
-
-    def __getitem__(self, row: int) -> np.ndarray:
-        n = len(self.base)
-        return self.base[row] if row < n else self.tail[row - n]
-
-    def whole(self) -> np.ndarray:
-        return np.concatenate([np.asarray(self.base), np.asarray(self.tail)])
 
 
 def entity_map(base_keys: Sequence[str], union_keys: Sequence[str]) -> np.ndarray | None:
@@ -223,5 +204,6 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
     specificity = np.empty(e_u, dtype=np.float64)
     specificity[did] = np.asarray(union.specificity)
     return PreparedGraph(p_u, e_u, dict(union.settings), columns, columns.dangling, specificity, about,
-                         AppendedRows(np.asarray(base.triple_ends), mapped_ends[t_b:]),  # type: ignore[arg-type]
-                         LayeredNames(base.names, names), e_u, union.n_usable, delta_layout=layout)
+                         AppendedRows(np.asarray(base.triple_ends), mapped_ends[t_b:]),
+                         LayeredNames(base.names, names), e_u, union.n_usable, delta_layout=layout,
+                         base_meta=base.meta())

@@ -127,6 +127,36 @@ class LayeredCsr:
 
 
 @dataclass(frozen=True)
+class AppendedRows:
+    """A base array's rows followed by a delta's (each triple's entity ends: an add appends triples)."""
+
+    base: np.ndarray
+    tail: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.base) + len(self.tail)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self), *self.base.shape[1:])
+
+    def __getitem__(self, rows: int | np.ndarray) -> np.ndarray:
+        """Row ``rows`` (an int) or rows (an array of ints), from whichever layer holds each."""
+        n = len(self.base)
+        if isinstance(rows, (int, np.integer)):
+            return self.base[rows] if rows < n else self.tail[rows - n]
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((len(rows), *self.base.shape[1:]), dtype=self.base.dtype)
+        low = rows < n
+        out[low] = self.base[rows[low]]
+        out[~low] = self.tail[rows[~low] - n]
+        return out
+
+    def whole(self) -> np.ndarray:
+        return np.concatenate([np.asarray(self.base), np.asarray(self.tail)])
+
+
+@dataclass(frozen=True)
 class NodeLayout:
     """Node ids of the passage graph: base passages, base entities, delta passages, delta entities.
 

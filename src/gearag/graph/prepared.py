@@ -34,7 +34,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.data.jsonstrings import JsonStrings, strings_at
-from gearag.graph.layered import LayeredCsr, NodeLayout
+from gearag.graph.layered import AppendedRows, LayeredCsr, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, Source, about_terms, normalised, scaled_columns
 from gearag.graph.transition import Csr, relations
@@ -76,7 +76,7 @@ class PreparedGraph:
     specificity: np.ndarray  #: float64 per entity: 1 / |passages mentioning it| (HippoRAG §3.2)
     #: entity × passage about edges as the graph uses them: raw terms with scale ids when the columns are Scaled
     about: Csr | LayeredCsr
-    triple_ends: np.ndarray  #: int32 (T, 2): each triple's subject and object entity (-1: none)
+    triple_ends: np.ndarray | AppendedRows  #: int32 (T, 2): each triple's subject and object entity (-1: none)
     names: HashedNames  #: the usable entity keys → entity ids
     #: Entities below this id are mentions' (triple endpoints and lexicon names); the rest only NER found.
     n_mention_keys: int
@@ -91,6 +91,9 @@ class PreparedGraph:
     #: The node numbering when these arrays are a base's and a delta's (docs/delta.md); None: the build's,
     #: passages then entities.
     delta_layout: NodeLayout | None = None
+    #: With ``delta_layout``: what the base's own ``prepared.json`` says (its files are under ``base/``).
+    base_meta: dict[str, Any] | None = field(default=None, repr=False)
+
     @property
     def scale(self) -> np.ndarray | None:
         """The about terms' scale (:class:`~gearag.graph.scaled.Scaled`), None where ``about`` is normalised."""
@@ -182,6 +185,10 @@ class PreparedGraph:
 
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:
+        if self.delta_layout is not None:  # a base's and a delta's: the delta's files (the base's are its own)
+            from gearag.graph.layered_files import layered_files
+
+            return layered_files(self)
         columns, about = self.columns, self.about
         if not isinstance(about, Csr):
             raise TypeError("a base's and a delta's prepared graph is not stored as one")
@@ -199,7 +206,9 @@ class PreparedGraph:
         else:
             raise TypeError("a base's and a delta's prepared graph is not stored as one")
         out |= {f"names_{k}.npy": v for k, v in self.names.arrays().items()}
-        out |= {"dangling.npy": self.dangling, "specificity.npy": self.specificity, "triple_ends.npy": self.triple_ends}
+        ends = self.triple_ends
+        assert isinstance(ends, np.ndarray)  # a plain graph's: one array
+        out |= {"dangling.npy": self.dangling, "specificity.npy": self.specificity, "triple_ends.npy": ends}
         return out
 
     def meta(self) -> dict[str, Any]:
@@ -210,6 +219,10 @@ class PreparedGraph:
                "names_hash": "fnv1a-64"}
         if isinstance(columns, Scaled):
             out["sources"] = [src.meta() for src in columns.sources]
+        if self.delta_layout is not None:
+            lay = self.delta_layout
+            out["delta"] = {"base_passages": lay.base_passages, "base_entities": lay.base_entities,
+                            "base": self.base_meta}
         return out
 
     @classmethod
@@ -220,6 +233,11 @@ class PreparedGraph:
 
         def read(name: str) -> np.ndarray:
             return unwrapped(array(name))
+
+        if isinstance(meta.get("delta"), dict):  # a base's and a delta's
+            from gearag.graph.layered_files import open_layered
+
+            return open_layered(cls, meta, read)
 
         def csr(prefix: str, scaled: bool = False) -> Csr:
             parts = Csr._fields if scaled else Csr._fields[:3]
