@@ -31,7 +31,11 @@ def grown(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("delta")
     build_index(passages[:120], root / "base", STUB)
     shutil.copytree(root / "base", root / "union")
-    union = add_documents(root / "union", passages[120:])
+    # Pages that share names with the base's (a title's base name gains pages): the scale of those names moves,
+    # and so does every term over their pages.
+    namesakes = [Passage(f"n{i}", f"{p.title} (film)", f"{p.title} is a film. {p.text[:200]}")
+                 for i, p in enumerate(passages[:120:12])]
+    union = add_documents(root / "union", passages[120:] + namesakes)
     base = Index.load(root / "base")
     entity_of = entity_map(list(graph_arrays_for(base).resolution.keys), list(graph_arrays_for(union).resolution.keys))
     assert entity_of is not None
@@ -87,7 +91,7 @@ def test_the_layered_graph_is_the_union_graph_with_other_ids(grown) -> None:
         l_rows = passages if src.of_passages else did
         _same_rows(u_src.rows, u_rows, src.rows, l_rows, None if src.to_passages else did, sid_of)
     np.testing.assert_array_equal(cols.scale[sid_of], u_cols.scale)
-    np.testing.assert_array_equal(cols.norm[node_of], u_cols.norm)
+    np.testing.assert_array_equal(cols.sums[node_of], u_cols.sums)
     np.testing.assert_array_equal(cols.degree[node_of], u_cols.degree)
     np.testing.assert_array_equal(layered.dangling[node_of], union.dangling)
     # As a push reads it: the same normalised transition, node for node.
@@ -170,3 +174,21 @@ def test_a_base_and_a_delta_are_stored_as_the_delta_beside_the_bases_files(grown
     pl, po = PassageGraph(layered), PassageGraph(opened)
     for q in questions:
         assert po.rank(q, k=10) == pl.rank(q, k=10)
+
+
+def test_column_sums_move_with_the_delta_and_the_new_scales(grown) -> None:
+    """The union's column sums, from the base's: the base terms whose title names gained pages moved by their new
+    scale, the delta's entries added; no column the delta left alone is summed again."""
+    from gearag.graph.scaled import TermsByName, updated_sums
+
+    base, union, entity_of, _ = grown
+    layered = delta_of(base, union, entity_of)
+    assert layered is not None
+    cols, b_cols = layered.columns, base.columns
+    terms = next(s.rows for s in b_cols.sources if s.name == "terms")
+    by_name = TermsByName.of(terms, len(b_cols.scale))
+    assert len(by_name.raw) == len(terms.data)
+    changed = np.flatnonzero(b_cols.scale != cols.scale[: len(b_cols.scale)])
+    assert len(changed)  # title names gained pages: their scale moved
+    got = updated_sums(b_cols, cols, by_name)
+    np.testing.assert_allclose(got, cols.sums, rtol=1e-12, atol=1e-12)

@@ -6,7 +6,7 @@ the union after an add (both as a build makes them, with raw weights:
 base's arrays and a delta's: the base's ids kept, new entities and passages
 numbered after them (:class:`NodeLayout`), and per column only what differs:
 the weight a target gained, appended to the base's column, or the whole
-column where one lost weight. The scale (one per title name), normalisers,
+column where one lost weight. The scale (one per title name), column sums,
 degrees and other per-node vectors are the union's, renumbered. It is the
 reference the add's own delta is checked against, and the slow way to
 write one: it reads both graphs whole.
@@ -196,11 +196,11 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
             return None
         about = _layered(b_about, u_about, entity_row, None, sid_map)
     per_node = {}
-    for name in ("norm", "degree"):
+    for name in ("sums", "degree"):
         values = np.asarray(getattr(u_cols, name))
         per_node[name] = np.empty(layout.n_nodes, dtype=values.dtype)
         per_node[name][node_of] = values
-    columns = Scaled(layout, tuple(sources), scale, per_node["norm"], per_node["degree"])
+    columns = Scaled(layout, tuple(sources), scale, per_node["sums"], per_node["degree"])
     specificity = np.empty(e_u, dtype=np.float64)
     specificity[did] = np.asarray(union.specificity)
     return PreparedGraph(p_u, e_u, dict(union.settings), columns, columns.dangling, specificity, about,

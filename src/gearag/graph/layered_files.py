@@ -8,7 +8,7 @@ delta's rows (``delta_<source>_*.npy``), which row each layered row reads
 there (``where_<source>.npy``, -1: the base's alone) and whether it follows
 the base's row or replaces it (``appends_<source>.npy``); the names the
 delta adds; the triples' ends it appends; and the per-node and per-entity
-vectors (normalisers, degrees, dangling nodes, specificity, the scale),
+vectors (column sums, degrees, dangling nodes, specificity, the scale),
 which are small and written whole.
 """
 
@@ -54,7 +54,7 @@ def layered_files(g: PreparedGraph) -> dict[str, np.ndarray]:
             out |= _rows_files(src.name, src.rows)
     out |= _rows_files("about", about)
     out |= {f"names_{k}.npy": v for k, v in names.delta.arrays().items()}
-    out |= {"scale.npy": columns.scale, "norm.npy": columns.norm, "degree.npy": columns.degree,
+    out |= {"scale.npy": columns.scale, "sums.npy": columns.sums, "degree.npy": columns.degree,
             "dangling.npy": g.dangling, "specificity.npy": g.specificity, "triple_ends_tail.npy": ends.tail}
     return out
 
@@ -81,7 +81,7 @@ def open_layered(cls: type[PreparedGraph], meta: dict[str, Any], read: Callable[
     for src in b_cols.sources:
         assert isinstance(src.rows, Csr)
         sources.append(src._replace(rows=about if src.name == ABOUT_SOURCE else layered(src.name, src.rows)))
-    columns = Scaled(layout, tuple(sources), read("scale.npy"), read("norm.npy"), read("degree.npy"))
+    columns = Scaled(layout, tuple(sources), read("scale.npy"), read("sums.npy"), read("degree.npy"))
     names = LayeredNames(base.names, HashedNames.from_arrays(*(read(f"names_{k}.npy") for k in _NAMES)))
     usable = meta.get("usable_keys")
     return cls(n_p, n_e, dict(meta["settings"]), columns, read("dangling.npy"), read("specificity.npy"), about,

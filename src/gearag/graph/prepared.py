@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 #: Where an index keeps its prepared graph, under its graph directory.
 PREPARED = "prepared"
 #: Version of the stored arrays: bump when what they hold, or the hash of the names, changes. Version 2 stores the
-#: passage-node transition raw, with scale ids and per-node normalisers (:mod:`gearag.graph.scaled`).
+#: passage-node transition raw, with scale ids and per-node column sums (:mod:`gearag.graph.scaled`).
 PREPARED_VERSION = 2
 #: The version that stores the transition normalised: the entity-only graph's, and what gearag stored before 2.
 NORMALISED_VERSION = 1
@@ -200,7 +200,7 @@ class PreparedGraph:
                 if not isinstance(src.rows, Csr):
                     raise TypeError("a base's and a delta's prepared graph is not stored as one")
                 out |= {f"source_{src.name}_{k}.npy": v for k, v in src.rows.arrays().items()}
-            out |= {"scale.npy": columns.scale, "norm.npy": columns.norm, "degree.npy": columns.degree}
+            out |= {"scale.npy": columns.scale, "sums.npy": columns.sums, "degree.npy": columns.degree}
         elif isinstance(columns, Csr):
             out |= {f"columns_{k}.npy": v for k, v in columns.arrays().items()}
         else:
@@ -253,7 +253,7 @@ class PreparedGraph:
                                    csr(f"source_{m['name']}", scaled=str(m["name"]) in SCALED_SOURCES),
                                    bool(m["of_passages"]), bool(m["to_passages"]), float(m["weight"]))
                             for m in meta["sources"])
-            columns = Scaled(NodeLayout.plain(n_p, n_e), sources, read("scale.npy"), read("norm.npy"),
+            columns = Scaled(NodeLayout.plain(n_p, n_e), sources, read("scale.npy"), read("sums.npy"),
                              read("degree.npy"))
         else:
             columns = csr("columns")
@@ -375,7 +375,7 @@ def _let_go(columns: Csr | LayeredCsr | Scaled) -> Csr | Scaled:
     empty = Csr(np.zeros(1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
     if isinstance(columns, Scaled):
         return replace(columns, sources=tuple(s._replace(rows=empty) for s in columns.sources),
-                       norm=np.zeros(0), degree=np.zeros(0, np.int32))
+                       sums=np.zeros(0), degree=np.zeros(0, np.int32))
     return empty
 
 

@@ -16,9 +16,9 @@ relations and synonyms are the index's graph arrays themselves (hard links
 on disk). An about term is stored raw (``share · w``, :class:`AboutTerms`)
 with a *scale id* ``1 + x`` (``x``: the lexicon name it goes through), so a
 push reads entry ``(i, j)`` of source ``s`` as ``data · weight_s ·
-scale[sid] · norm[j]``, where ``scale[1 + x] = 1 / total(x)`` and
-``norm[j]`` is one over column ``j``'s sum. A title name gaining a page
-then changes one scale and some normalisers; the entries only gain the new
+scale[sid] / sums[j]``, where ``scale[1 + x] = 1 / total(x)`` and
+``sums[j]`` is column ``j``'s sum. A title name gaining a page
+then changes one scale and some column sums; the entries only gain the new
 terms (and a delta only appends them: :class:`~gearag.graph.layered.LayeredCsr`).
 A target reached through two sources (a page both mentioned and about)
 gets both weights, as the adjacency sums them; ``degree[j]`` counts the
@@ -41,7 +41,7 @@ from gearag.graph.transition import Csr
 if TYPE_CHECKING:
     from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
 
-#: Entries whose float64 weights are summed at a time (a column's normaliser): bounds the transient.
+#: Entries whose float64 weights are summed at a time (a column's sum): bounds the transient.
 CHUNK = 1 << 23
 #: The source that is the about terms by entity (the prepared graph's ``about`` itself, stored once).
 ABOUT_SOURCE = "terms"
@@ -70,7 +70,9 @@ class Scaled:
     layout: NodeLayout
     sources: tuple[Source, ...]
     scale: np.ndarray  #: float64 per scale id: 1 for id 0, one over a lexicon name's total for ``1 + x``
-    norm: np.ndarray  #: float64 per node: one over its column's sum, 0 for a node without out-edges
+    #: float64 per node: its column's sum, ``Σ data · weight · scale[sid]`` over its out-edges (0: none). Kept as a
+    #: sum, not its inverse, so that an add can add to it (docs/delta.md).
+    sums: np.ndarray
     degree: np.ndarray  #: int32 per node: distinct targets of its out-edges
 
     @property
@@ -79,7 +81,7 @@ class Scaled:
 
     @property
     def dangling(self) -> np.ndarray:
-        return self.norm <= 0
+        return self.sums <= 0
 
     def degrees(self, nodes: np.ndarray) -> np.ndarray:
         """Distinct out-edge targets of ``nodes``, at least 1 (float64: the push's threshold)."""
@@ -94,7 +96,8 @@ class Scaled:
         rows = layout.passages_of(nodes)
         of_passage = rows >= 0
         entities = layout.entities_of(nodes) if not of_passage.all() else rows
-        factor = self.norm[nodes] * mass
+        with np.errstate(divide="ignore", invalid="ignore"):  # a node without out-edges has none to weigh
+            factor = mass / self.sums[nodes]
         out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for src in self.sources:
             sel = np.flatnonzero(of_passage if src.of_passages else ~of_passage)
@@ -193,7 +196,7 @@ def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sp
     summed about weights (entity × passage: its pattern gives the distinct
     targets); ``terms``, ``scale``: the same as terms (:func:`about_terms`).
     Besides the sources, only the backlinks and the terms by passage (two
-    transposes) and the per-node normalisers and degrees are made.
+    transposes) and the per-node column sums and degrees are made.
     """
     p, e = mentions.shape
     back, a_w, s_w = config.backlink_weight, config.about_weight, config.synonym_weight
@@ -227,10 +230,9 @@ def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sp
     if syn is not None:
         sources.append(Source("synonyms", _csr(syn), False, False, s_w))
         e_sum += s_w * _row_sums(sources[-1].rows)  # type: ignore[arg-type]
-    sums = np.concatenate([p_sum, e_sum])
-    norm = np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0)
     degree = _degrees(mentions, m_t, about if a_w > 0 else None, back > 0, rel, syn)
-    return Scaled(NodeLayout.plain(p, e), tuple(sources), np.asarray(scale, dtype=np.float64), norm, degree)
+    return Scaled(NodeLayout.plain(p, e), tuple(sources), np.asarray(scale, dtype=np.float64),
+                  np.concatenate([p_sum, e_sum]), degree)
 
 
 def _pattern(m: sparse.csr_matrix) -> sparse.csr_matrix:
@@ -258,3 +260,69 @@ def _degrees(mentions: sparse.csr_matrix, m_t: sparse.csr_matrix, about: sparse.
     related = _pattern(rel) if syn is None else _pattern(_pattern(rel) + _pattern(syn))
     entities += np.diff(related.indptr)
     return np.concatenate([passages, entities]).astype(np.int32)
+
+
+class TermsByName(NamedTuple):
+    """The about terms by the scale id they are read with (``1 +`` the title name they go through): for each id,
+    its terms' entity, passage and raw weight. What an add reads to move the column sums a new scale changes."""
+
+    indptr: np.ndarray  #: int64 per scale id + 1
+    entities: np.ndarray  #: int32 per term
+    passages: np.ndarray  #: int32 per term
+    raw: np.ndarray  #: float32 per term
+
+    @classmethod
+    def of(cls, terms: Csr, n_scales: int) -> TermsByName:
+        """``terms`` (by entity, with scale ids) regrouped by scale id: a stable counting sort of positions."""
+        assert terms.sids is not None
+        n = len(terms.indptr) - 1
+        at = sparse.csr_matrix((np.arange(len(terms.data), dtype=np.int64), np.asarray(terms.sids), terms.indptr),
+                               shape=(n, n_scales)).T.tocsr()
+        pos = at.data
+        owner = np.repeat(np.arange(n, dtype=np.int32), np.diff(terms.indptr))
+        return cls(at.indptr.astype(np.int64), owner[pos], np.asarray(terms.indices, dtype=np.int32)[pos],
+                   np.asarray(terms.data, dtype=np.float32)[pos])
+
+
+def _row_weights(rows: Csr, ids: np.ndarray, weight: float, scale: np.ndarray) -> np.ndarray:
+    """Each of rows ``ids``'s sum of ``data · weight · scale[sid]``."""
+    counts, _, data, sids = rows.gather(ids)
+    w = np.asarray(data, dtype=np.float64) * weight
+    if sids is not None:
+        w = w * scale[sids]
+    return np.bincount(np.repeat(np.arange(len(ids)), counts), weights=w, minlength=len(ids))
+
+
+def updated_sums(base: Scaled, layered: Scaled, by_name: TermsByName) -> np.ndarray:
+    """The column sums of ``layered`` (a base's and a delta's) from the base's sums, without summing any column
+    the delta left alone: each base term read with a scale that changed moves its two columns by ``raw ·
+    weight · (new - old)``; a row the delta replaced gives back the base row's weight and adds its own; new and
+    appended entries add theirs. ``by_name``: the base's terms by scale id."""
+    layout = layered.layout
+    out = np.zeros(layout.n_nodes)
+    n_base = layout.base_passages + layout.base_entities
+    out[:n_base] = base.sums  # base nodes keep their ids
+    old, new = np.asarray(base.scale), np.asarray(layered.scale)
+    changed = np.flatnonzero(old != new[: len(old)])
+    terms = [s for s in layered.sources if s.name == ABOUT_SOURCE]
+    if len(changed) and terms:
+        spans = by_name.indptr[changed + 1] - by_name.indptr[changed]
+        at = np.repeat(by_name.indptr[changed], spans) + (np.arange(int(spans.sum())) -
+                                                          np.repeat(np.cumsum(spans) - spans, spans))
+        moved = by_name.raw[at].astype(np.float64) * terms[0].weight * np.repeat(new[changed] - old[changed], spans)
+        np.add.at(out, layout.entity_nodes(by_name.entities[at]), moved)
+        np.add.at(out, layout.passage_nodes(by_name.passages[at]), moved)
+    for src in layered.sources:
+        rows = src.rows
+        if not isinstance(rows, LayeredCsr):
+            raise TypeError(f"source {src.name} is not a base's and a delta's")
+        listed = np.flatnonzero(np.asarray(rows.where) >= 0)
+        nodes = layout.passage_nodes(listed) if src.of_passages else layout.entity_nodes(listed)
+        in_base = listed < rows.base.n_rows
+        appends = np.asarray(rows.appends)[listed] if rows.appends is not None else np.zeros(len(listed), bool)
+        replaced = in_base & ~appends
+        if replaced.any():  # the base row's weight, at the new scale (the terms above moved it there)
+            np.subtract.at(out, nodes[replaced], _row_weights(rows.base, listed[replaced], src.weight, new))
+        delta_rows = np.asarray(rows.where)[listed].astype(np.int64)
+        np.add.at(out, nodes, _row_weights(rows.delta, delta_rows, src.weight, new))
+    return out
