@@ -192,3 +192,34 @@ def test_column_sums_move_with_the_delta_and_the_new_scales(grown) -> None:
     assert len(changed)  # title names gained pages: their scale moved
     got = updated_sums(b_cols, cols, by_name)
     np.testing.assert_allclose(got, cols.sums, rtol=1e-12, atol=1e-12)
+
+
+def test_applying_the_resolutions_delta_gives_the_union_graphs_delta(grown) -> None:
+    """From what the add changed in the resolution (mentions, about terms, relations, scales, triples, names),
+    the prepared graph's delta is made without reading what the add left alone: the same sources' weights,
+    column sums, degrees, specificity and rankings as the union's graph."""
+    from gearag.graph.delta import resolution_delta_of
+    from gearag.graph.delta_apply import apply_delta
+    from gearag.graph.scaled import TermsByName
+
+    base, union, entity_of, questions = grown
+    expected = delta_of(base, union, entity_of)
+    changes = resolution_delta_of(base, union, entity_of)
+    assert expected is not None and changes is not None
+    terms = next(s.rows for s in base.columns.sources if s.name == "terms")
+    got = apply_delta(base, changes, TermsByName.of(terms, len(base.columns.scale)))
+    assert got is not None and got.layout == expected.layout
+    cols, want = got.columns, expected.columns
+    rows = np.arange(got.layout.n_passages), np.arange(got.layout.n_entities)
+    for src, w_src in zip(cols.sources, want.sources, strict=True):
+        assert src.name == w_src.name and src.weight == w_src.weight
+        which = rows[0] if src.of_passages else rows[1]
+        _same_rows(w_src.rows, which, src.rows, which, None, None)
+    np.testing.assert_allclose(cols.sums, want.sums, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(cols.degree, want.degree)
+    np.testing.assert_array_equal(got.specificity, expected.specificity)
+    np.testing.assert_array_equal(got.dangling, expected.dangling)
+    assert got.names.size == expected.names.size
+    pg, pe = PassageGraph(got), PassageGraph(expected)
+    for q in questions:
+        assert pg.rank(q, k=10) == pe.rank(q, k=10)

@@ -19,12 +19,14 @@ push over either gives the same estimates up to the order of float sums.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
+from gearag.graph.delta_apply import ResolutionDelta
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.scaled import Scaled
+from gearag.graph.scaled import ABOUT_SOURCE, Scaled, Source
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
@@ -74,8 +76,8 @@ class _Entries:
         return out
 
 
-def _layered(base: Csr, union: Csr, order: np.ndarray, relabel: np.ndarray | None,
-             sid_map: np.ndarray | None) -> LayeredCsr:
+def layered_rows(base: Csr, union: Csr, order: np.ndarray, relabel: np.ndarray | None,
+                 sid_map: np.ndarray | None) -> LayeredCsr:
     """The union's rows ``order`` (the layered rows, in order) as ``base`` plus a delta: per base row, the
     weight each (target, scale id) gained appended, or the whole row where one lost weight."""
     n_base, n_rows = base.n_rows, len(order)
@@ -140,15 +142,21 @@ def _names(base: HashedNames, union: HashedNames, did: np.ndarray) -> HashedName
     return HashedNames.from_arrays(new_nodes, u_hashes[fresh], u_ids[fresh])
 
 
-def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -> PreparedGraph | None:
-    """The union's prepared graph as ``base`` plus a delta (module docstring); None where a delta cannot say it.
+class _Renumbering(NamedTuple):
+    """How a union's ids become a base's and a delta's (base ids kept, the union's others after them)."""
 
-    ``entity_of[e]``: the union id of base entity ``e``. The union's first
-    ``base.n_passages`` passages must be the base's, in order, and its first
-    triples the base's. Declined (None): either is not a full generation's
-    graph kept as its sources, settings differ, a base name or triple end
-    changed, or either holds entities only NER found.
-    """
+    did: np.ndarray  #: the layered id of each union entity
+    entity_row: np.ndarray  #: the union id of each layered entity
+    layout: NodeLayout
+    node_of: np.ndarray  #: the layered node of each union node
+    sid_map: np.ndarray  #: the layered scale id of each union scale id
+    scale: np.ndarray  #: the union's scale, by layered scale id
+    ends_tail: np.ndarray  #: the union's appended triples' ends, layered
+    names: HashedNames  #: the union's names the base lacks, layered
+
+
+def _renumbering(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -> _Renumbering | None:
+    """The renumbering of ``union`` onto ``base`` (None where a delta cannot say the union: see :func:`delta_of`)."""
     p_b, e_b, p_u, e_u = base.n_passages, base.n_entities, union.n_passages, union.n_entities
     b_cols, u_cols = base.columns, union.columns
     if not (isinstance(b_cols, Scaled) and isinstance(u_cols, Scaled) and b_cols.layout.plain_layout
@@ -158,12 +166,12 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
             or [s.name for s in b_cols.sources] != [s.name for s in u_cols.sources]
             or base.n_mention_keys != e_b or union.n_mention_keys != e_u):
         return None
-    did = np.full(e_u, -1, dtype=np.int64)  # the layered id of each union entity
+    did = np.full(e_u, -1, dtype=np.int64)
     did[entity_of] = np.arange(e_b, dtype=np.int64)
     new = np.flatnonzero(did < 0)
     did[new] = e_b + np.arange(len(new), dtype=np.int64)
     layout = NodeLayout(p_u, e_u, p_b, e_b)
-    node_of = np.concatenate([layout.passage_nodes(np.arange(p_u)), layout.entity_nodes(did)])  # union → layered
+    node_of = np.concatenate([layout.passage_nodes(np.arange(p_u)), layout.entity_nodes(did)])
     t_b = len(base.triple_ends)
     ends = np.asarray(union.triple_ends)
     mapped_ends = np.where(ends >= 0, did[np.maximum(ends, 0)], -1).astype(np.int32)
@@ -177,33 +185,77 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
     scale = np.zeros(1 + e_u)
     scale[sid_map] = np.asarray(u_cols.scale)
     entity_row = np.empty(e_u, dtype=np.int64)
-    entity_row[did] = np.arange(e_u)  # layered id → union id
-    passages = np.arange(p_u, dtype=np.int64)
+    entity_row[did] = np.arange(e_u)
+    return _Renumbering(did, entity_row, layout, node_of, sid_map, scale, mapped_ends[t_b:], names)
+
+
+def _source_rows(b_rows: Csr | LayeredCsr, u_src: Source, r: _Renumbering) -> LayeredCsr | None:
+    """The union's source ``u_src`` as the base's rows ``b_rows`` plus a delta, in the layered ids."""
+    u_rows = u_src.rows
+    if not (isinstance(b_rows, Csr) and isinstance(u_rows, Csr)):
+        return None
+    order = np.arange(r.layout.n_passages, dtype=np.int64) if u_src.of_passages else r.entity_row
+    return layered_rows(b_rows, u_rows, order, None if u_src.to_passages else r.did,
+                        r.sid_map if u_rows.sids is not None else None)
+
+
+def resolution_delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -> ResolutionDelta | None:
+    """What the add from ``base`` to ``union`` changed in the resolution (the resolve half's reference): the
+    mentions, about terms and relations as the base's plus a delta, the new scale, triples and names."""
+    r = _renumbering(base, union, entity_of)
+    if r is None:
+        return None
+    assert isinstance(base.columns, Scaled) and isinstance(union.columns, Scaled)
+    b_src = {s.name: s for s in base.columns.sources}
+    u_src = {s.name: s for s in union.columns.sources}
+    if not {"mentions", ABOUT_SOURCE, "relations"} <= set(u_src):
+        return None
+    parts = [_source_rows(b_src[name].rows, u_src[name], r) for name in ("mentions", ABOUT_SOURCE, "relations")]
+    if any(p is None for p in parts):
+        return None
+    mentions, terms, relations = parts
+    assert mentions is not None and terms is not None and relations is not None
+    return ResolutionDelta(r.layout, mentions, terms, relations, r.scale, r.ends_tail, r.names, union.n_usable)
+
+
+def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -> PreparedGraph | None:
+    """The union's prepared graph as ``base`` plus a delta (module docstring); None where a delta cannot say it.
+
+    ``entity_of[e]``: the union id of base entity ``e``. The union's first
+    ``base.n_passages`` passages must be the base's, in order, and its first
+    triples the base's. Declined (None): either is not a full generation's
+    graph kept as its sources, settings differ, a base name or triple end
+    changed, or either holds entities only NER found.
+    """
+    r = _renumbering(base, union, entity_of)
+    if r is None:
+        return None
+    b_cols, u_cols = base.columns, union.columns
+    assert isinstance(b_cols, Scaled) and isinstance(u_cols, Scaled)
+    layout, did, e_u = r.layout, r.did, union.n_entities
     sources = []
     about: LayeredCsr | None = None
     for b_src, u_src in zip(b_cols.sources, u_cols.sources, strict=True):
-        b_rows, u_rows = b_src.rows, u_src.rows
-        if not (isinstance(b_rows, Csr) and isinstance(u_rows, Csr)):
+        rows = _source_rows(b_src.rows, u_src, r)
+        if rows is None:
             return None
-        rows = _layered(b_rows, u_rows, passages if u_src.of_passages else entity_row,
-                        None if u_src.to_passages else did, sid_map if u_rows.sids is not None else None)
         sources.append(u_src._replace(rows=rows))
-        if u_rows is union.about:
+        if u_src.rows is union.about:
             about = rows
     if about is None:  # about weights off: the terms are no source, the seeds still read them
         b_about, u_about = base.about, union.about
         if not (isinstance(b_about, Csr) and isinstance(u_about, Csr)):
             return None
-        about = _layered(b_about, u_about, entity_row, None, sid_map)
+        about = layered_rows(b_about, u_about, r.entity_row, None, r.sid_map)
     per_node = {}
     for name in ("sums", "degree"):
         values = np.asarray(getattr(u_cols, name))
         per_node[name] = np.empty(layout.n_nodes, dtype=values.dtype)
-        per_node[name][node_of] = values
-    columns = Scaled(layout, tuple(sources), scale, per_node["sums"], per_node["degree"])
+        per_node[name][r.node_of] = values
+    columns = Scaled(layout, tuple(sources), r.scale, per_node["sums"], per_node["degree"])
     specificity = np.empty(e_u, dtype=np.float64)
     specificity[did] = np.asarray(union.specificity)
-    return PreparedGraph(p_u, e_u, dict(union.settings), columns, columns.dangling, specificity, about,
-                         AppendedRows(np.asarray(base.triple_ends), mapped_ends[t_b:]),
-                         LayeredNames(base.names, names), e_u, union.n_usable, delta_layout=layout,
+    return PreparedGraph(layout.n_passages, e_u, dict(union.settings), columns, columns.dangling, specificity,
+                         about, AppendedRows(np.asarray(base.triple_ends), r.ends_tail),
+                         LayeredNames(base.names, r.names), e_u, union.n_usable, delta_layout=layout,
                          base_meta=base.meta())

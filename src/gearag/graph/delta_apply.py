@@ -1,0 +1,183 @@
+"""From what an add changed in the resolution to the prepared graph's delta (docs/delta.md, step 4; issue 14).
+
+An add that writes a delta resolves only what it changed (the *resolve*
+half of the writer): in the appending numbering, the rows of the mention,
+about-term and relation matrices it added to or replaced, the new scale of
+every title name, the appended triples' ends and the names new to the
+index (:class:`ResolutionDelta`). :func:`apply_delta` turns that into the
+prepared graph's delta (the *apply* half): the three matrices are sources
+of the transition as they are; their transposes (the backlinks, the terms
+by passage) gain the same entries the other way, and a row that lost one
+is replaced; the column sums move with the new scales and the new entries
+(:func:`~gearag.graph.scaled.updated_sums`); the degrees and the
+specificity are counted again for the rows touched only. Nothing the add
+left alone is read, so the work is the delta's size.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
+from gearag.graph.prepared import PreparedGraph
+from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, TermsByName, updated_sums
+from gearag.graph.transition import Csr
+from gearag.graph.trie import HashedNames
+
+
+class ResolutionDelta(NamedTuple):
+    """What an add changed in the resolution, in the appending numbering (module docstring)."""
+
+    layout: NodeLayout  #: the base's passages and entities, and all of them after the add
+    mentions: LayeredCsr  #: passage × entity, 1.0 a pair, over the base's mentions source
+    terms: LayeredCsr  #: entity × passage about terms (raw, scale ids), over the base's terms
+    relations: LayeredCsr  #: entity × entity triple counts, over the base's relations
+    scale: np.ndarray  #: float64 per scale id (``1 +`` a lexicon name's entity id), after the add
+    ends_tail: np.ndarray  #: int32 (T_new, 2): the appended triples' entity ends
+    names: HashedNames  #: the usable, counted keys the base's names do not hold (ids: the entities')
+    n_usable: int | None  #: how many names the union has in all
+
+
+class _Changes(NamedTuple):
+    """Entries a layered matrix gained and lost against its base: row, target, weight, scale id."""
+
+    row: np.ndarray
+    target: np.ndarray
+    data: np.ndarray
+    sid: np.ndarray
+    gained: np.ndarray  #: bool per entry: gained (else lost)
+
+
+def _entries(m: Csr, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``rows`` of ``m`` flat: (row, target, float64 weight, scale id) per entry."""
+    counts, idx, data, sids = m.gather(np.asarray(rows, dtype=np.int64))
+    sid = np.zeros(len(idx), dtype=np.int64) if sids is None else np.asarray(sids, dtype=np.int64)
+    return (np.repeat(np.asarray(rows, dtype=np.int64), counts), np.asarray(idx, dtype=np.int64),
+            np.asarray(data, dtype=np.float64), sid)
+
+
+def _changes(m: LayeredCsr) -> _Changes:
+    """What ``m``'s delta changed: appended and new rows gain their delta entries; a replaced row gains and
+    loses the difference, per (target, scale id), between its delta row and its base row."""
+    where = np.asarray(m.where)
+    listed = np.flatnonzero(where >= 0)
+    appends = np.asarray(m.appends)[listed] if m.appends is not None else np.zeros(len(listed), dtype=bool)
+    replaced = listed[(listed < m.base.n_rows) & ~appends]
+    kept = listed[~np.isin(listed, replaced)]
+    _, t, d, s = _entries(m.delta, where[kept])
+    parts = [(np.repeat(kept, m.delta.counts(where[kept])), t, d, s)]  # delta rows named as the layered rows
+    if len(replaced):
+        br, bt, bd, bs = _entries(m.base, replaced)
+        _, dt, dd, ds = _entries(m.delta, where[replaced])
+        dr = np.repeat(replaced, m.delta.counts(where[replaced]))
+        row, target, sid = np.concatenate([br, dr]), np.concatenate([bt, dt]), np.concatenate([bs, ds])
+        signed = np.concatenate([-bd, dd])
+        by = np.lexsort((sid, target, row))
+        row, target, sid, signed = row[by], target[by], sid[by], signed[by]
+        first = np.ones(len(row), dtype=bool)
+        first[1:] = (row[1:] != row[:-1]) | (target[1:] != target[:-1]) | (sid[1:] != sid[:-1])
+        net = np.bincount(np.cumsum(first) - 1, weights=signed)
+        moved = net != 0
+        parts.append((row[first][moved], target[first][moved], net[moved], sid[first][moved]))
+    row, target, data, sid = (np.concatenate(p) for p in zip(*parts, strict=True))
+    return _Changes(row, target, np.abs(data), sid, data > 0)
+
+
+def _transposed(base_t: Csr, changes: _Changes, n_rows: int, scaled: bool) -> LayeredCsr:
+    """The transpose of a layered matrix whose changes are ``changes``, over the base's transpose ``base_t``:
+    a row gains what the other way gained (appended), and a row that lost an entry is replaced."""
+    n_base = base_t.n_rows
+    row, target = changes.target, changes.row  # transposed
+    lost_rows = np.unique(row[~changes.gained])
+    replaced = lost_rows[lost_rows < n_base]
+    gained = changes.gained & ~np.isin(row, replaced)
+    g_row, g_target, g_data, g_sid = row[gained], target[gained], changes.data[gained], changes.sid[gained]
+    parts = [(g_row, g_target, g_data, g_sid)]
+    if len(replaced):  # the base row, with the changes' weights added and taken away, per (target, scale id)
+        br, bt, bd, bs = _entries(base_t, replaced)
+        mine = np.isin(row, replaced)
+        signs = np.where(changes.gained[mine], 1.0, -1.0)
+        r2, t2, s2 = np.concatenate([br, row[mine]]), np.concatenate([bt, target[mine]]), \
+            np.concatenate([bs, changes.sid[mine]])
+        w2 = np.concatenate([bd, signs * changes.data[mine]])
+        by = np.lexsort((s2, t2, r2))
+        r2, t2, s2, w2 = r2[by], t2[by], s2[by], w2[by]
+        first = np.ones(len(r2), dtype=bool)
+        first[1:] = (r2[1:] != r2[:-1]) | (t2[1:] != t2[:-1]) | (s2[1:] != s2[:-1])
+        net = np.bincount(np.cumsum(first) - 1, weights=w2)
+        keep = net > 0
+        parts.append((r2[first][keep], t2[first][keep], net[keep], s2[first][keep]))
+    row, target, data, sid = (np.concatenate(p) for p in zip(*parts, strict=True))
+    listed = np.union1d(np.union1d(np.unique(g_row), replaced), np.arange(n_base, n_rows))  # new rows: each listed
+    where = np.full(n_rows, -1, dtype=np.int32)
+    where[listed] = np.arange(len(listed), dtype=np.int32)
+    by = np.argsort(where[row], kind="stable")
+    indptr = np.zeros(len(listed) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(where[row], minlength=len(listed)), out=indptr[1:])
+    delta = Csr(indptr, target[by].astype(np.int32), data[by].astype(np.float32),
+                sid[by].astype(np.int32) if scaled else None)
+    appends = np.zeros(n_rows, dtype=bool)
+    appends[listed[(listed < n_base) & ~np.isin(listed, replaced)]] = True
+    return LayeredCsr(base_t, delta, where, appends)
+
+
+def _degrees(columns: Scaled, nodes: np.ndarray) -> np.ndarray:
+    """Distinct out-edge targets of ``nodes`` (a target reached through two sources counts once)."""
+    if not len(nodes):
+        return np.zeros(0, dtype=np.int32)
+    at, targets, _ = columns.edges(nodes, np.ones(len(nodes)), positions=True)
+    assert at is not None
+    pairs = np.unique(at * columns.layout.n_nodes + targets)
+    return np.bincount(pairs // columns.layout.n_nodes, minlength=len(nodes)).astype(np.int32)
+
+
+def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName) -> PreparedGraph | None:
+    """The prepared graph after the add ``d`` describes, as ``base`` (a full generation's, kept as its sources)
+    plus a delta; None where this cannot say it (another base, NER mentions, synonym edges, no backlinks).
+    ``by_name``: the base's about terms by scale id."""
+    cols = base.columns
+    if not isinstance(cols, Scaled) or not cols.layout.plain_layout:
+        return None
+    by_source = {s.name: s for s in cols.sources}
+    if set(by_source) != {"mentions", "backlinks", *SCALED_SOURCES, "relations"}:
+        return None  # synonym edges, no about weight or no backlinks: not yet kept as deltas
+    layout = d.layout
+    mentions, terms, relations = d.mentions, d.terms, d.relations
+    if not (mentions.base is by_source["mentions"].rows and terms.base is by_source[ABOUT_SOURCE].rows
+            and relations.base is by_source["relations"].rows):
+        return None
+    backlinks_t, passage_terms_t = by_source["backlinks"].rows, by_source[SCALED_SOURCES[1]].rows
+    assert isinstance(backlinks_t, Csr) and isinstance(passage_terms_t, Csr)
+    rows = {"mentions": mentions, ABOUT_SOURCE: terms, "relations": relations,
+            "backlinks": _transposed(backlinks_t, _changes(mentions), layout.n_entities, scaled=False),
+            SCALED_SOURCES[1]: _transposed(passage_terms_t, _changes(terms), layout.n_passages, scaled=True)}
+    sources = tuple(s._replace(rows=rows[s.name]) for s in cols.sources)
+    n_nodes = layout.n_nodes
+    n_base = layout.base_passages + layout.base_entities
+    layered = Scaled(layout, sources, np.asarray(d.scale, dtype=np.float64), np.zeros(n_nodes),
+                     np.zeros(n_nodes, dtype=np.int32))
+    layered.sums = updated_sums(cols, layered, by_name)
+    # Degrees: the base's, counted again where any source's row changed (and for new nodes).
+    touched = [np.arange(n_base, n_nodes, dtype=np.int64)]
+    for src in sources:
+        assert isinstance(src.rows, LayeredCsr)
+        listed = np.flatnonzero(np.asarray(src.rows.where) >= 0)
+        touched.append(layout.passage_nodes(listed) if src.of_passages else layout.entity_nodes(listed))
+    nodes = np.unique(np.concatenate(touched))
+    degree = np.zeros(n_nodes, dtype=np.int32)
+    degree[:n_base] = cols.degree
+    degree[nodes] = _degrees(layered, nodes)
+    layered.degree = degree
+    # Specificity: one over the passages mentioning an entity, counted again where its backlinks changed.
+    specificity = np.ones(layout.n_entities)
+    specificity[: layout.base_entities] = base.specificity
+    back = rows["backlinks"]
+    changed = np.flatnonzero(np.asarray(back.where) >= 0)
+    specificity[changed] = 1.0 / np.maximum(back.counts(changed), 1)
+    about = rows[ABOUT_SOURCE]
+    return PreparedGraph(layout.n_passages, layout.n_entities, dict(base.settings), layered, layered.dangling,
+                         specificity, about, AppendedRows(np.asarray(base.triple_ends), d.ends_tail),
+                         LayeredNames(base.names, d.names), layout.n_entities, d.n_usable, delta_layout=layout,
+                         base_meta=base.meta())
