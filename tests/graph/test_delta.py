@@ -13,6 +13,7 @@ from gearag.graph.delta import AppendedRows, delta_of, entity_map
 from gearag.graph.layered import LayeredCsr, LayeredNames
 from gearag.graph.passage_graph import PassageGraph, graph_arrays_for
 from gearag.graph.scaled import Scaled
+from gearag.graph.transition import Csr
 from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents
 from gearag.model import Passage
@@ -223,3 +224,19 @@ def test_applying_the_resolutions_delta_gives_the_union_graphs_delta(grown) -> N
     pg, pe = PassageGraph(got), PassageGraph(expected)
     for q in questions:
         assert pg.rank(q, k=10) == pe.rank(q, k=10)
+
+
+def test_membership_in_sorted_rows_is_found_by_bisection() -> None:
+    from scipy import sparse
+
+    from gearag.graph.delta_apply import in_sorted_rows
+
+    rng = np.random.default_rng(5)
+    dense = (rng.random((30, 40)) < 0.2).astype(np.float32)
+    dense[4] = 0.0  # an empty row
+    m = Csr.of(sparse.csr_matrix(dense))
+    rows = rng.integers(0, 33, 500)  # rows past the matrix's hold nothing
+    values = rng.integers(0, 40, 500)
+    want = np.asarray([r < 30 and dense[r, v] > 0 for r, v in zip(rows.tolist(), values.tolist(), strict=True)])
+    np.testing.assert_array_equal(in_sorted_rows(m, rows, values), want)
+    assert not in_sorted_rows(m, np.zeros(0, np.int64), np.zeros(0, np.int64)).size

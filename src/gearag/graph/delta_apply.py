@@ -124,13 +124,97 @@ def _transposed(base_t: Csr, changes: _Changes, n_rows: int, scaled: bool) -> La
 
 
 def _degrees(columns: Scaled, nodes: np.ndarray) -> np.ndarray:
-    """Distinct out-edge targets of ``nodes`` (a target reached through two sources counts once)."""
+    """Distinct out-edge targets of ``nodes``, counted from their whole rows (a target reached through two
+    sources counts once): for the few nodes whose rows were replaced."""
     if not len(nodes):
         return np.zeros(0, dtype=np.int32)
     at, targets, _ = columns.edges(nodes, np.ones(len(nodes)), positions=True)
     assert at is not None
     pairs = np.unique(at * columns.layout.n_nodes + targets)
     return np.bincount(pairs // columns.layout.n_nodes, minlength=len(nodes)).astype(np.int32)
+
+
+def in_sorted_rows(m: Csr, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Whether ``values[i]`` is in row ``rows[i]`` of ``m``, whose rows are sorted: a bisection of every row at
+    once, reading ~log2(row length) entries per value."""
+    rows = np.asarray(rows, dtype=np.int64)
+    values = np.asarray(values, dtype=np.int64)
+    n_base = m.n_rows
+    inside = rows < n_base  # rows past the base's hold nothing of it
+    lo = np.zeros(len(rows), dtype=np.int64)
+    hi = np.zeros(len(rows), dtype=np.int64)
+    lo[inside] = np.asarray(m.indptr)[rows[inside]]
+    hi[inside] = np.asarray(m.indptr)[rows[inside] + 1]
+    end = hi.copy()
+    indices = m.indices
+    while True:
+        active = np.flatnonzero(lo < hi)
+        if not len(active):
+            break
+        mid = (lo[active] + hi[active]) // 2
+        right = np.asarray(indices[mid], dtype=np.int64) < values[active]
+        lo[active[right]] = mid[right] + 1
+        hi[active[~right]] = mid[~right]
+    found = lo < end
+    found[found] = np.asarray(indices[lo[found]], dtype=np.int64) == values[found]
+    return found
+
+
+def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
+    """The layered graph's degrees from the base's: each node's delta entries add the targets its base rows
+    (any source) did not reach; a node with a replaced row, or a new node, is counted whole."""
+    layout = layered.layout
+    n_base = layout.base_passages + layout.base_entities
+    b = {s.name: s.rows for s in base.sources}
+    degree = np.zeros(layout.n_nodes, dtype=np.int32)
+    degree[:n_base] = base.degree
+    recount = [np.arange(n_base, layout.n_nodes, dtype=np.int64)]
+    pair_nodes, pair_targets = [], []
+    for src in layered.sources:
+        rows = src.rows
+        assert isinstance(rows, LayeredCsr)
+        where = np.asarray(rows.where)
+        listed = np.flatnonzero(where[: rows.base.n_rows] >= 0)  # base rows the delta touched
+        appends = np.asarray(rows.appends)[listed] if rows.appends is not None else np.zeros(len(listed), bool)
+        node_of = layout.passage_nodes if src.of_passages else layout.entity_nodes
+        recount.append(node_of(listed[~appends]))
+        grown = listed[appends]
+        counts, targets, _, _ = rows.delta.gather(where[grown])
+        pair_nodes.append(np.repeat(grown, counts))
+        pair_targets.append((np.asarray(targets, dtype=np.int64), src.of_passages, src.to_passages))
+    whole = np.unique(np.concatenate(recount))
+    # Pairs (passage, entity) in either direction were in the base when the mentions or the terms by passage
+    # (both by passage, sorted) had them; (entity, entity) when the relations had them.
+    found_nodes, found_keys = [], []
+    for owners, (targets, of_passages, to_passages) in zip(pair_nodes, pair_targets, strict=True):
+        if of_passages:  # passage → entity
+            passages, entities = owners, targets
+        elif to_passages:  # entity → passage
+            passages, entities = targets, owners
+        else:  # entity → entity
+            old = ~in_sorted_rows(_csr(b["relations"]), owners, targets)
+            found_nodes.append(layout.entity_nodes(owners[old]))
+            found_keys.append(layout.entity_nodes(targets[old]))
+            continue
+        old = ~(in_sorted_rows(_csr(b["mentions"]), passages, entities)
+                | in_sorted_rows(_csr(b[SCALED_SOURCES[1]]), passages, entities))
+        if of_passages:
+            found_nodes.append(layout.passage_nodes(passages[old]))
+            found_keys.append(layout.entity_nodes(entities[old]))
+        else:
+            found_nodes.append(layout.entity_nodes(entities[old]))
+            found_keys.append(layout.passage_nodes(passages[old]))
+    nodes, keys = np.concatenate(found_nodes), np.concatenate(found_keys)
+    keep = ~np.isin(nodes, whole)
+    pairs = np.unique(nodes[keep] * layout.n_nodes + keys[keep])  # a target two sources gained counts once
+    np.add.at(degree, pairs // layout.n_nodes, 1)
+    degree[whole] = _degrees(layered, whole)
+    return degree
+
+
+def _csr(rows: Csr | LayeredCsr) -> Csr:
+    assert isinstance(rows, Csr)
+    return rows
 
 
 def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName) -> PreparedGraph | None:
@@ -155,21 +239,10 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName) -
             SCALED_SOURCES[1]: _transposed(passage_terms_t, _changes(terms), layout.n_passages, scaled=True)}
     sources = tuple(s._replace(rows=rows[s.name]) for s in cols.sources)
     n_nodes = layout.n_nodes
-    n_base = layout.base_passages + layout.base_entities
     layered = Scaled(layout, sources, np.asarray(d.scale, dtype=np.float64), np.zeros(n_nodes),
                      np.zeros(n_nodes, dtype=np.int32))
     layered.sums = updated_sums(cols, layered, by_name)
-    # Degrees: the base's, counted again where any source's row changed (and for new nodes).
-    touched = [np.arange(n_base, n_nodes, dtype=np.int64)]
-    for src in sources:
-        assert isinstance(src.rows, LayeredCsr)
-        listed = np.flatnonzero(np.asarray(src.rows.where) >= 0)
-        touched.append(layout.passage_nodes(listed) if src.of_passages else layout.entity_nodes(listed))
-    nodes = np.unique(np.concatenate(touched))
-    degree = np.zeros(n_nodes, dtype=np.int32)
-    degree[:n_base] = cols.degree
-    degree[nodes] = _degrees(layered, nodes)
-    layered.degree = degree
+    layered.degree = _new_degrees(cols, layered)
     # Specificity: one over the passages mentioning an entity, counted again where its backlinks changed.
     specificity = np.ones(layout.n_entities)
     specificity[: layout.base_entities] = base.specificity
