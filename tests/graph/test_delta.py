@@ -23,9 +23,9 @@ STUB = IndexConfig.of(extractor="stub")
 
 
 @pytest.fixture(scope="module")
-def grown(tmp_path_factory: pytest.TempPathFactory):
-    """The prepared graph of a 120-passage build, of that build plus 60 passages added, the entity map, and
-    the questions."""
+def built(tmp_path_factory: pytest.TempPathFactory):
+    """A 120-passage build, that build with ~90 passages added (some of them pages whose names the base's
+    titles already have), and the questions."""
     use_stub_extractor(StubExtractor())
     rows, questions = wiki_slice(170, 12)
     passages = [Passage(f"w{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
@@ -37,12 +37,18 @@ def grown(tmp_path_factory: pytest.TempPathFactory):
     namesakes = [Passage(f"n{i}", f"{p.title} (film)", f"{p.title} is a film. {p.text[:200]}")
                  for i, p in enumerate(passages[:120:12])]
     union = add_documents(root / "union", passages[120:] + namesakes)
-    base = Index.load(root / "base")
+    return Index.load(root / "base"), union, [q["question"] for q in questions]
+
+
+@pytest.fixture(scope="module")
+def grown(built):
+    """The prepared graphs of the base and the union, the union id of each base entity, and the questions."""
+    base, union, questions = built
     entity_of = entity_map(list(graph_arrays_for(base).resolution.keys), list(graph_arrays_for(union).resolution.keys))
     assert entity_of is not None
     b, u = base.stored_prepared_graph(), union.stored_prepared_graph()
     assert b is not None and u is not None
-    return b, u, entity_of, [q["question"] for q in questions]
+    return b, u, entity_of, questions
 
 
 def _weights(counts, indices, data, sids, relabel=None, sid_map=None) -> list[dict]:
@@ -240,3 +246,35 @@ def test_membership_in_sorted_rows_is_found_by_bisection() -> None:
     want = np.asarray([r < 30 and dense[r, v] > 0 for r, v in zip(rows.tolist(), values.tolist(), strict=True)])
     np.testing.assert_array_equal(in_sorted_rows(m, rows, values), want)
     assert not in_sorted_rows(m, np.zeros(0, np.int64), np.zeros(0, np.int64)).size
+
+
+def test_the_triple_graph_as_a_base_and_a_delta_has_the_unions_neighbours(built, tmp_path) -> None:
+    """Beam search's graph: the base's entities and triples kept, the union's other entities and triples after
+    them, each entity's new triples appended; every triple has the union's neighbours. Where the add moved the
+    hub cut (an entity's triples unlinked), no delta says the union."""
+    from gearag.graph.delta import triple_graph_delta
+    from gearag.store.graph import LayeredTripleGraph
+
+    base, hubbed, _ = built
+    assert triple_graph_delta(base.graph, hubbed.graph) is None  # "it" became a hub: its triples unlinked
+    shutil.copytree(base.path, tmp_path / "union")
+    rows, _ = wiki_slice(150, 0)
+    union = add_documents(tmp_path / "union", [Passage(f"w{i}", r["title"], r["text"])
+                                               for i, r in enumerate(rows) if i >= 120])
+    b, u = base.graph, union.graph
+    layered = triple_graph_delta(b, u)
+    assert isinstance(layered, LayeredTripleGraph)
+    assert layered.n_entities == u.n_entities and len(layered.head) == len(u.head)
+    assert list(layered.entities[: b.n_entities]) == list(b.entities)
+    assert sorted(layered.entities) == sorted(u.entities)
+    ids = {k: i for i, k in enumerate(layered.entities)}
+    did = np.asarray([ids[k] for k in u.entities] + [-1])  # union id → layered id (-1: none)
+    np.testing.assert_array_equal(layered.head[np.arange(len(u.head))], did[u.head])
+    for t in range(len(u.head)):
+        np.testing.assert_array_equal(layered.neighbours(t), u.neighbours(t))  # triple ids are not renumbered
+    for e in range(u.n_entities):
+        assert layered.degree(int(did[e])) == u.degree(e)
+        np.testing.assert_array_equal(layered.entity_triples(int(did[e])), u.entity_triples(e))
+    rows = layered.postings
+    grew = np.flatnonzero(np.asarray(rows.where[: b.n_entities]) >= 0)
+    assert len(grew) and np.asarray(rows.appends)[grew].all()  # base entities only gained triples

@@ -29,6 +29,7 @@ from gearag.graph.prepared import PreparedGraph
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, Source
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
+from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
@@ -259,3 +260,30 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
                          about, AppendedRows(np.asarray(base.triple_ends), r.ends_tail),
                          LayeredNames(base.names, r.names), e_u, union.n_usable, delta_layout=layout,
                          base_meta=base.meta())
+
+
+def triple_graph_delta(base: TripleGraph, union: TripleGraph) -> LayeredTripleGraph | None:
+    """The union's triple graph (GEAR's beam search) as ``base``'s plus a delta: the base's entity ids kept (by
+    key), the union's other entities after them, each entity's new triples appended to its row. None where
+    the union changed a base triple's ends (the hub cut moved: a full generation decides)."""
+    ids = {k: i for i, k in enumerate(union.entities)}
+    entity_of = np.fromiter((ids.get(k, -1) for k in base.entities), dtype=np.int64, count=len(base.entities))
+    if len(entity_of) and int(entity_of.min()) < 0:
+        return None
+    n_b, n_u = base.n_entities, union.n_entities
+    did = np.full(n_u + 1, -1, dtype=np.int64)  # the last slot maps -1 (no entity) to itself
+    did[entity_of] = np.arange(n_b, dtype=np.int64)
+    new = np.flatnonzero(did[:n_u] < 0)
+    did[new] = n_b + np.arange(len(new), dtype=np.int64)
+    t_b = len(base.head)
+    head, tail = did[np.asarray(union.head)].astype(np.int32), did[np.asarray(union.tail)].astype(np.int32)
+    if len(head) < t_b or not (np.array_equal(head[:t_b], base.head) and np.array_equal(tail[:t_b], base.tail)):
+        return None
+    entity_row = np.empty(n_u, dtype=np.int64)
+    entity_row[did[:n_u]] = np.arange(n_u)
+    b_post = Csr(np.asarray(base.indptr), np.asarray(base.indices), np.ones(len(base.indices), np.float32))
+    u_post = Csr(np.asarray(union.indptr), np.asarray(union.indices), np.ones(len(union.indices), np.float32))
+    postings = layered_rows(b_post, u_post, entity_row, None, None)  # triple ids: appended, not renumbered
+    keys = [union.entities[int(u)] for u in entity_row[n_b:].tolist()]
+    return LayeredTripleGraph(AppendedStrings(base.entities, keys), AppendedRows(np.asarray(base.head), head[t_b:]),
+                              AppendedRows(np.asarray(base.tail), tail[t_b:]), postings)

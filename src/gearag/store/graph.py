@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -18,8 +19,27 @@ from scipy import sparse
 from gearag.text import normalise_entity
 
 
+class _Neighbours:
+    """A triple's neighbours through its ends' rows (what beam search reads)."""
+
+    head: Any
+    tail: Any
+
+    def entity_triples(self, entity: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def neighbours(self, triple: int) -> np.ndarray:
+        """Triples sharing a head or tail entity with ``triple`` (itself excluded), sorted."""
+        h, t = int(self.head[triple]), int(self.tail[triple])
+        parts = [self.entity_triples(h)]
+        if t != h:
+            parts.append(self.entity_triples(t))
+        out = np.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
+        return out[out != triple]
+
+
 @dataclass(frozen=True)
-class TripleGraph:
+class TripleGraph(_Neighbours):
     """Entity ids per triple and the entity → triples adjacency."""
 
     entities: Sequence[str]  #: normalised entity names, indexed by entity id
@@ -84,11 +104,43 @@ class TripleGraph:
     def degree(self, entity: int) -> int:
         return 0 if entity < 0 else int(self.indptr[entity + 1] - self.indptr[entity])
 
-    def neighbours(self, triple: int) -> np.ndarray:
-        """Triples sharing a head or tail entity with ``triple`` (itself excluded), sorted."""
-        h, t = int(self.head[triple]), int(self.tail[triple])
-        parts = [self.entity_triples(h)]
-        if t != h:
-            parts.append(self.entity_triples(t))
-        out = np.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
-        return out[out != triple]
+
+class AppendedStrings(Sequence[str]):
+    """A base's strings followed by a delta's (the triple graph's entity keys: an add appends entities)."""
+
+    def __init__(self, base: Sequence[str], tail: Sequence[str]) -> None:
+        self.base, self.tail = base, tail
+
+    def __len__(self) -> int:
+        return len(self.base) + len(self.tail)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self.base)
+        return self.base[i] if i < n else self.tail[i - n]
+
+
+@dataclass(frozen=True)
+class LayeredTripleGraph(_Neighbours):
+    """A :class:`TripleGraph` as a base's and a delta's (docs/delta.md): triples and entities appended, each
+    entity's triples the base's followed by the delta's (:class:`~gearag.graph.layered.LayeredCsr`)."""
+
+    entities: Sequence[str]
+    head: Any  #: int32 per triple (:class:`~gearag.graph.layered.AppendedRows`)
+    tail: Any
+    postings: Any  #: entity → triple ids (:class:`~gearag.graph.layered.LayeredCsr`)
+
+    @property
+    def n_entities(self) -> int:
+        return len(self.entities)
+
+    def entity_triples(self, entity: int) -> np.ndarray:
+        """Triple ids in which ``entity`` is subject or object (ascending: a delta appends later triples)."""
+        if entity < 0:
+            return np.zeros(0, dtype=np.int32)
+        _, triples, _, _ = self.postings.gather(np.asarray([entity]))
+        return np.asarray(triples)
+
+    def degree(self, entity: int) -> int:
+        return 0 if entity < 0 else int(self.postings.counts(np.asarray([entity]))[0])
