@@ -46,13 +46,21 @@ def compare(graphs: dict[str, PassageGraph], questions: list[str]) -> None:
         print(f"{name}: median {statistics.median(ts) * 1e3:.2f} ms, p90 {np.quantile(ts, 0.9) * 1e3:.2f} ms")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--a", type=Path, required=True)
-    ap.add_argument("--b", type=Path, required=True)
-    ap.add_argument("--questions", type=Path, required=True)
+def pair_args(doc: str, first: str, second: str) -> argparse.Namespace:
+    """The command line of a script that reads two indexes (``--first``, ``--second``) and ``--questions``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    for name in (first, second, "questions"):
+        ap.add_argument(f"--{name}", type=Path, required=True)
     ap.add_argument("--n", type=int, default=200)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def questions_of(args: argparse.Namespace) -> list[str]:
+    return [q["question"] for q in json.loads(args.questions.read_text(encoding="utf-8"))][: args.n]
+
+
+def main() -> None:
+    args = pair_args(__doc__, "a", "b")
     graphs = {}
     for name, path in (("a", args.a), ("b", args.b)):
         prepared = Index.load(path).stored_prepared_graph()
@@ -61,8 +69,7 @@ def main() -> None:
         columns = prepared.columns
         kept = f"{len(columns.sources)} sources" if isinstance(columns, Scaled) else "normalised columns"
         print(f"{name}: {path} (prepared: {kept})")
-    questions = [q["question"] for q in json.loads(args.questions.read_text(encoding="utf-8"))][: args.n]
-    compare(graphs, questions)
+    compare(graphs, questions_of(args))
 
 
 if __name__ == "__main__":
