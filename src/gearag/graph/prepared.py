@@ -3,7 +3,8 @@
 A :class:`~gearag.graph.passage_graph.PassageGraph` answers a query from a
 few arrays derived from the index's graph arrays (:class:`GraphArrays`) and
 the settings that shape its edges: the PPR transition matrix by columns (a
-node's out-edges, what forward push reads), the dangling nodes, each
+node's out-edges, what forward push reads; kept as the arrays it is made
+of and normalised as it is read, :mod:`gearag.graph.scaled`), the dangling nodes, each
 entity's specificity, the about edges the question's entities seed their
 pages through, each triple's entity ends and the entity names as sorted
 stable hashes (:class:`~gearag.graph.trie.HashedNames`). Deriving them in
@@ -17,8 +18,10 @@ and the names it looks up, so a process keeps what its queries touched, in
 the page cache, instead of the whole graph on its heap. A query whose
 settings differ from the stored ones (:data:`SETTINGS`, which include the
 entity-only graph) prepares its own in memory, exactly as before; power
-iteration reads the stored columns and keeps a copy by rows. Both ways give
-the same arrays (tested), so rankings are identical.
+iteration reads the stored columns and keeps a copy by rows. Prepared here
+from the stored graph arrays (whose about weights are normalised, not kept
+as terms), the arrays differ and the graph is the same (tested): rankings
+agree up to the order float sums are taken in.
 """
 
 from __future__ import annotations

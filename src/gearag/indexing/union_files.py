@@ -114,9 +114,8 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     this union only appends shards to it or only deletes rows of its shards.
     None of them: everything is computed from the shards (a plain build, a
     first add after an index whose state was not kept). ``overlap``: the
-    triple graph is made on a second thread beside the resolution, and the
-    prepared transition's two blocks at once (an add or a delete, whose wall
-    time counts); False makes them one after the other (a build, whose peak
+    triple graph is made on a second thread beside the resolution (an add or
+    a delete, whose wall time counts); False makes them one after the other (a build, whose peak
     memory counts: the two peaks no longer add up; at 100k, 17–18% less for
     the stage and 4–9% more time, BENCHMARKS.md "Growable builds: the graph
     stage's two steps one after the other").
