@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gearag.graph.delta_apply import ResolutionDelta
+from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, Source
@@ -89,17 +89,9 @@ def layered_rows(base: Csr, union: Csr, order: np.ndarray, relabel: np.ndarray |
     b = _Entries.of(base, changed, changed)
     u = _Entries.of(union, order[changed], changed, relabel, sid_map)
     # Per (row, target, scale id): the union's weight less the base's.
-    row = np.concatenate([b.row, u.row])
-    target = np.concatenate([b.target, u.target])
-    sid = np.concatenate([b.sid, u.sid])
-    signed = np.concatenate([-np.asarray(b.data, dtype=np.float64), np.asarray(u.data, dtype=np.float64)])
-    by = np.lexsort((sid, target, row))
-    row, target, sid, signed = row[by], target[by], sid[by], signed[by]
-    first = np.ones(len(row), dtype=bool)
-    first[1:] = (row[1:] != row[:-1]) | (target[1:] != target[:-1]) | (sid[1:] != sid[:-1])
-    group = np.cumsum(first) - 1
-    gained = np.bincount(group, weights=signed)
-    g_row, g_target, g_sid = row[first], target[first], sid[first]
+    g_row, g_target, g_sid, gained = net_weights(
+        np.concatenate([b.row, u.row]), np.concatenate([b.target, u.target]), np.concatenate([b.sid, u.sid]),
+        np.concatenate([-np.asarray(b.data, dtype=np.float64), np.asarray(u.data, dtype=np.float64)]))
     replaced = np.unique(g_row[gained < 0])
     appended = np.setdiff1d(changed, replaced)
     extra = (gained > 0) & np.isin(g_row, appended)
@@ -111,19 +103,8 @@ def layered_rows(base: Csr, union: Csr, order: np.ndarray, relabel: np.ndarray |
     fresh_rows = np.arange(n_base, n_rows, dtype=np.int64)
     new = _Entries.of(union, order[n_base:], fresh_rows, relabel, sid_map)
     parts.append((new.row, new.target, np.asarray(new.data), new.sid, fresh_rows))
-    listed = np.concatenate([p[4] for p in parts])  # the delta's rows, in delta order
-    where = np.full(n_rows, -1, dtype=np.int32)
-    where[listed] = np.arange(len(listed), dtype=np.int32)
-    entry_row = np.concatenate([where[p[0]] for p in parts]).astype(np.int64)
-    by = np.argsort(entry_row, kind="stable")
-    indptr = np.zeros(len(listed) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(entry_row, minlength=len(listed)), out=indptr[1:])
-    delta = Csr(indptr, np.concatenate([p[1] for p in parts])[by].astype(np.int32),
-                np.concatenate([p[2] for p in parts])[by].astype(np.float32),
-                np.concatenate([p[3] for p in parts])[by].astype(np.int32) if base.sids is not None else None)
-    appends = np.zeros(n_rows, dtype=bool)
-    appends[appended] = True
-    return LayeredCsr(base, delta, where, appends)
+    row, target, data, sid, listed = (np.concatenate(p) for p in zip(*parts, strict=True))
+    return LayeredCsr.from_entries(base, n_rows, listed, appended, row, target, data, sid)
 
 
 def _names(base: HashedNames, union: HashedNames, did: np.ndarray) -> HashedNames | None:

@@ -58,6 +58,16 @@ def _entries(m: Csr, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
             np.asarray(data, dtype=np.float64), sid)
 
 
+def net_weights(row: np.ndarray, target: np.ndarray, sid: np.ndarray,
+                signed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Entries summed per (row, target, scale id): each key once, in that order, with its total weight."""
+    by = np.lexsort((sid, target, row))
+    row, target, sid, signed = row[by], target[by], sid[by], signed[by]
+    first = np.ones(len(row), dtype=bool)
+    first[1:] = (row[1:] != row[:-1]) | (target[1:] != target[:-1]) | (sid[1:] != sid[:-1])
+    return row[first], target[first], sid[first], np.bincount(np.cumsum(first) - 1, weights=signed)
+
+
 def _changes(m: LayeredCsr) -> _Changes:
     """What ``m``'s delta changed: appended and new rows gain their delta entries; a replaced row gains and
     loses the difference, per (target, scale id), between its delta row and its base row."""
@@ -72,15 +82,10 @@ def _changes(m: LayeredCsr) -> _Changes:
         br, bt, bd, bs = _entries(m.base, replaced)
         _, dt, dd, ds = _entries(m.delta, where[replaced])
         dr = np.repeat(replaced, m.delta.counts(where[replaced]))
-        row, target, sid = np.concatenate([br, dr]), np.concatenate([bt, dt]), np.concatenate([bs, ds])
-        signed = np.concatenate([-bd, dd])
-        by = np.lexsort((sid, target, row))
-        row, target, sid, signed = row[by], target[by], sid[by], signed[by]
-        first = np.ones(len(row), dtype=bool)
-        first[1:] = (row[1:] != row[:-1]) | (target[1:] != target[:-1]) | (sid[1:] != sid[:-1])
-        net = np.bincount(np.cumsum(first) - 1, weights=signed)
+        row, target, sid, net = net_weights(np.concatenate([br, dr]), np.concatenate([bt, dt]),
+                                            np.concatenate([bs, ds]), np.concatenate([-bd, dd]))
         moved = net != 0
-        parts.append((row[first][moved], target[first][moved], net[moved], sid[first][moved]))
+        parts.append((row[moved], target[moved], net[moved], sid[moved]))
     row, target, data, sid = (np.concatenate(p) for p in zip(*parts, strict=True))
     return _Changes(row, target, np.abs(data), sid, data > 0)
 
@@ -99,28 +104,15 @@ def _transposed(base_t: Csr, changes: _Changes, n_rows: int, scaled: bool) -> La
         br, bt, bd, bs = _entries(base_t, replaced)
         mine = np.isin(row, replaced)
         signs = np.where(changes.gained[mine], 1.0, -1.0)
-        r2, t2, s2 = np.concatenate([br, row[mine]]), np.concatenate([bt, target[mine]]), \
-            np.concatenate([bs, changes.sid[mine]])
-        w2 = np.concatenate([bd, signs * changes.data[mine]])
-        by = np.lexsort((s2, t2, r2))
-        r2, t2, s2, w2 = r2[by], t2[by], s2[by], w2[by]
-        first = np.ones(len(r2), dtype=bool)
-        first[1:] = (r2[1:] != r2[:-1]) | (t2[1:] != t2[:-1]) | (s2[1:] != s2[:-1])
-        net = np.bincount(np.cumsum(first) - 1, weights=w2)
+        r2, t2, s2, net = net_weights(np.concatenate([br, row[mine]]), np.concatenate([bt, target[mine]]),
+                                      np.concatenate([bs, changes.sid[mine]]),
+                                      np.concatenate([bd, signs * changes.data[mine]]))
         keep = net > 0
-        parts.append((r2[first][keep], t2[first][keep], net[keep], s2[first][keep]))
+        parts.append((r2[keep], t2[keep], net[keep], s2[keep]))
     row, target, data, sid = (np.concatenate(p) for p in zip(*parts, strict=True))
     listed = np.union1d(np.union1d(np.unique(g_row), replaced), np.arange(n_base, n_rows))  # new rows: each listed
-    where = np.full(n_rows, -1, dtype=np.int32)
-    where[listed] = np.arange(len(listed), dtype=np.int32)
-    by = np.argsort(where[row], kind="stable")
-    indptr = np.zeros(len(listed) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(where[row], minlength=len(listed)), out=indptr[1:])
-    delta = Csr(indptr, target[by].astype(np.int32), data[by].astype(np.float32),
-                sid[by].astype(np.int32) if scaled else None)
-    appends = np.zeros(n_rows, dtype=bool)
-    appends[listed[(listed < n_base) & ~np.isin(listed, replaced)]] = True
-    return LayeredCsr(base_t, delta, where, appends)
+    appended = listed[(listed < n_base) & ~np.isin(listed, replaced)]
+    return LayeredCsr.from_entries(base_t, n_rows, listed, appended, row, target, data, sid)
 
 
 def _degrees(columns: Scaled, nodes: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.graph.ranges import ranges
-from gearag.graph.transition import Csr
+from gearag.graph.transition import Csr, rows_matrix
 from gearag.graph.trie import HashedNames
 
 
@@ -54,6 +54,24 @@ class LayeredCsr:
             raise ValueError("a base and a delta with and without scale ids")
         if self.appends is not None and (len(self.appends) != len(self.where) or np.any(self.appends[n_base:])):
             raise ValueError("only a base row can be appended to")
+
+    @classmethod
+    def from_entries(cls, base: Csr, n_rows: int, listed: np.ndarray, appended: np.ndarray, row: np.ndarray,
+                     target: np.ndarray, data: np.ndarray, sid: np.ndarray) -> LayeredCsr:
+        """``base`` with delta rows ``listed`` (in delta order; ``appended``: those that follow the base's row,
+        the others replace it or are new), made of the entries (``row``: a layered row, each in ``listed``;
+        ``target``; ``data``; ``sid``, kept only where ``base`` has scale ids), each row's in the order given."""
+        where = np.full(n_rows, -1, dtype=np.int32)
+        where[listed] = np.arange(len(listed), dtype=np.int32)
+        entry_row = where[row].astype(np.int64)
+        by = np.argsort(entry_row, kind="stable")
+        indptr = np.zeros(len(listed) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(entry_row, minlength=len(listed)), out=indptr[1:])
+        delta = Csr(indptr, target[by].astype(np.int32), data[by].astype(np.float32),
+                    sid[by].astype(np.int32) if base.sids is not None else None)
+        appends = np.zeros(n_rows, dtype=bool)
+        appends[appended] = True
+        return cls(base, delta, where, appends)
 
     @property
     def n_rows(self) -> int:
@@ -117,9 +135,7 @@ class LayeredCsr:
     def rows(self, rows: np.ndarray, n_columns: int) -> sparse.csr_matrix:
         """Rows ``rows`` as a scipy matrix of the stored weights (what ``matrix[rows]`` gives)."""
         counts, indices, data, _ = self.gather(np.asarray(rows, dtype=np.int64))
-        indptr = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        return sparse.csr_matrix((data, indices, indptr), shape=(len(counts), n_columns))
+        return rows_matrix(counts, indices, data, n_columns)
 
     def to_csr(self, n_columns: int) -> sparse.csr_matrix:
         """The whole matrix in memory (power iteration, an export): every row gathered once."""

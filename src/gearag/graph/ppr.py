@@ -109,8 +109,7 @@ class PageRankOperator:
     @classmethod
     def from_scaled(cls, scaled: Scaled, dense_nodes: int | None = None) -> PageRankOperator:
         """An operator over a transition kept as its sources, normalised as it is read (:mod:`gearag.graph.scaled`)."""
-        op = cls.from_columns(scaled, scaled.dangling, np.float64, dense_nodes)
-        return op
+        return cls.from_columns(scaled, scaled.dangling, np.float64, dense_nodes)
 
     @property
     def columns(self) -> Any:

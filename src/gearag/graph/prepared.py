@@ -40,7 +40,7 @@ from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.graph.layered import AppendedRows, LayeredCsr, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, Source, about_terms, normalised, scaled_columns
-from gearag.graph.transition import Csr, relations
+from gearag.graph.transition import Csr, relations, rows_matrix
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.npy import load_npy, unwrapped
 
@@ -106,9 +106,8 @@ class PreparedGraph:
         """The about weights of ``entities`` (rows: entities as given, columns: passages), normalised."""
         rows = np.asarray(entities, dtype=np.int64)
         counts, indices, data, sids = self.about.gather(rows)
-        indptr = np.concatenate([[0], np.cumsum(counts)])
-        m = sparse.csr_matrix((np.asarray(data, dtype=np.float64), indices, indptr), shape=(len(rows), self.n_passages))
-        return normalised(m, sids, self.scale)
+        return normalised(rows_matrix(counts, indices, np.asarray(data, dtype=np.float64), self.n_passages), sids,
+                          self.scale)
 
     @property
     def layout(self) -> NodeLayout:

@@ -35,6 +35,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.graph.layered import LayeredCsr, NodeLayout
+from gearag.graph.ranges import ranges
 from gearag.graph.resolve import AboutTerms
 from gearag.graph.transition import Csr
 
@@ -130,6 +131,18 @@ class Scaled:
         return m
 
 
+def regrouped(m: Csr, keys: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``m``'s entries grouped by ``keys`` (one per entry, below ``n_keys``), stably: the groups' ``indptr``,
+    each entry's position in ``m`` and its row there. A counting sort of the positions (scipy's transpose,
+    which keeps repeated keys), not a sort of the entries."""
+    n = len(m.indptr) - 1
+    positions = np.arange(len(keys), dtype=np.int32 if len(keys) < 2**31 else np.int64)  # half the bytes, mostly
+    at = sparse.csr_matrix((positions, np.asarray(keys), m.indptr),
+                           shape=(n, n_keys)).T.tocsr()
+    owner = np.repeat(np.arange(n, dtype=np.int32), np.diff(m.indptr))
+    return at.indptr.astype(np.int64), at.data, owner[at.data]
+
+
 def scale_of(totals: np.ndarray) -> np.ndarray:
     """The scale of each id: 1 for id 0, ``1 / totals[x]`` for ``1 + x`` (0 where a total is 0)."""
     out = np.zeros(len(totals) + 1)
@@ -211,14 +224,10 @@ def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sp
         sources.append(Source("backlinks", backlinks, False, True, back))
         e_sum += back * _row_sums(backlinks)
     if a_w > 0 and len(terms.data):
-        # The terms by passage: a stable counting sort of their positions (scipy's transpose keeps repeats).
-        where = sparse.csr_matrix((np.arange(len(terms.data), dtype=np.int32), terms.indices, terms.indptr),
-                                  shape=(e, p)).T.tocsr()
-        pos = where.data
-        owner = np.repeat(np.arange(e, dtype=np.int32), np.diff(terms.indptr))
         assert terms.sids is not None
-        by_passage = Csr(where.indptr.astype(np.int64), owner[pos], np.asarray(terms.data)[pos], terms.sids[pos])
-        del where, pos, owner
+        indptr, pos, owner = regrouped(terms, terms.indices, p)  # the terms by passage
+        by_passage = Csr(indptr, owner, np.asarray(terms.data)[pos], terms.sids[pos])
+        del pos, owner
         sources += [Source(ABOUT_SOURCE, terms, False, True, a_w),
                     Source(SCALED_SOURCES[1], by_passage, True, False, a_w)]
         p_sum += a_w * _row_sums(by_passage, scale)
@@ -275,12 +284,8 @@ class TermsByName(NamedTuple):
     def of(cls, terms: Csr, n_scales: int) -> TermsByName:
         """``terms`` (by entity, with scale ids) regrouped by scale id: a stable counting sort of positions."""
         assert terms.sids is not None
-        n = len(terms.indptr) - 1
-        at = sparse.csr_matrix((np.arange(len(terms.data), dtype=np.int64), np.asarray(terms.sids), terms.indptr),
-                               shape=(n, n_scales)).T.tocsr()
-        pos = at.data
-        owner = np.repeat(np.arange(n, dtype=np.int32), np.diff(terms.indptr))
-        return cls(at.indptr.astype(np.int64), owner[pos], np.asarray(terms.indices, dtype=np.int32)[pos],
+        indptr, pos, owner = regrouped(terms, terms.sids, n_scales)
+        return cls(indptr, owner, np.asarray(terms.indices, dtype=np.int32)[pos],
                    np.asarray(terms.data, dtype=np.float32)[pos])
 
 
@@ -307,8 +312,7 @@ def updated_sums(base: Scaled, layered: Scaled, by_name: TermsByName) -> np.ndar
     terms = [s for s in layered.sources if s.name == ABOUT_SOURCE]
     if len(changed) and terms:
         spans = by_name.indptr[changed + 1] - by_name.indptr[changed]
-        at = np.repeat(by_name.indptr[changed], spans) + (np.arange(int(spans.sum())) -
-                                                          np.repeat(np.cumsum(spans) - spans, spans))
+        at = ranges(by_name.indptr[changed], spans)
         moved = by_name.raw[at].astype(np.float64) * terms[0].weight * np.repeat(new[changed] - old[changed], spans)
         np.add.at(out, layout.entity_nodes(by_name.entities[at]), moved)
         np.add.at(out, layout.passage_nodes(by_name.passages[at]), moved)

@@ -47,12 +47,18 @@ class Csr(NamedTuple):
         """Rows ``rows`` as a scipy matrix of the stored weights (what ``matrix[rows]`` gives, reading only those
         rows; repeated entries, where there are some, are summed by what the caller does with it)."""
         counts, indices, data, _ = self.gather(rows)
-        indptr = np.concatenate([[0], np.cumsum(counts)])
-        return sparse.csr_matrix((data, indices, indptr), shape=(len(rows), n_columns))
+        return rows_matrix(counts, indices, data, n_columns)
 
     @classmethod
     def of(cls, m: sparse.spmatrix) -> Csr:
         return cls(m.indptr, m.indices, m.data)
+
+
+def rows_matrix(counts: np.ndarray, indices: np.ndarray, data: np.ndarray, n_columns: int) -> sparse.csr_matrix:
+    """Gathered rows (``counts`` entries each, then their ``indices`` and ``data``) as a scipy matrix."""
+    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return sparse.csr_matrix((data, indices, indptr), shape=(len(counts), n_columns))
 
 
 def relations(arrays: GraphArrays, config: PassageGraphConfig) -> sparse.csr_matrix:
