@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from gearag.graph.resolve import Resolution, resolve_corpus
+from gearag.indexing.token_index import TokenIndex
 from gearag.indexing.union_graph import EndpointTable, Removal
-from gearag.indexing.union_resolve import Prior, TokenIndex, resolve_union
+from gearag.indexing.union_resolve import Prior, resolve_union
 from gearag.indexing.union_vocab import UnionVocab
 from gearag.model import Passage
 from gearag.text import is_named

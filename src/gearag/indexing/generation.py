@@ -33,7 +33,9 @@ import numpy as np
 
 from gearag.config import IndexConfig
 from gearag.errors import GearagError
+from gearag.graph.delta_apply import ResolutionDelta
 from gearag.graph.passage_graph import GRAPH_DIR
+from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
 from gearag.indexing import union_files
 from gearag.indexing.bm25 import write_tokens
 from gearag.indexing.embed import EmbedStage
@@ -121,6 +123,25 @@ def write_generation(
                   "tables": union_files.TABLES_VERSION, "union": union_files.UNION_VERSION, "build_seconds": timings,
                   **meta})
     return name, manifest_identity(out), counts
+
+
+def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
+                     before: Path, base: PreparedGraph | None = None) -> ResolutionDelta | None:
+    """What adding the shards after those of generation ``before`` changed in its resolution
+    (:func:`~gearag.indexing.union_files.union_delta`), with the per-shard tables it reads written into ``w``;
+    None where a delta cannot say it (not an add onto ``before``, no state kept, no prepared graph kept as its
+    sources). ``base``: ``before``'s prepared graph, when the caller has it open (the delta's rows are over its
+    arrays, which :func:`~gearag.graph.delta_apply.apply_delta` checks)."""
+    u = union_of([r.name for r in refs], shards, tombstones)
+    done = read_manifest(before)
+    prior = _prior_resolution(_reusable(before), done, refs, shards, tombstones, u)
+    base = base if base is not None else load_prepared(before / GRAPH_DIR / PREPARED)
+    if prior is None or prior.removal is not None or base is None:
+        return None
+    columns = [ShardColumns(ref.name, s.triples.subjects, s.triples.objects, Mapped(s.passages, attrgetter("text")),
+                            u.union_rows(PASSAGES, i)) for i, (ref, s) in enumerate(zip(refs, shards, strict=True))]
+    return union_files.union_delta(w, columns, UnionRows(u.passages, u.triple_keep, np.asarray(u.triples.passage)),
+                                   before, done, prior, base)
 
 
 def _reusable(previous: Path) -> Path | None:

@@ -23,17 +23,12 @@ from typing import Any
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.graph.delta_apply import ResolutionDelta
 from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
-from gearag.graph.prepared import PREPARED, earlier_names
+from gearag.graph.prepared import PREPARED, PreparedGraph, earlier_names
+from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex, shard_name_index, shard_token_index
 from gearag.indexing.union_graph import ENDPOINTS_DIR, EndpointTable, KeyStats, shard_table, union_triple_graph
-from gearag.indexing.union_resolve import (
-    RESOLVE_DIR,
-    NameStats,
-    Prior,
-    resolve_union,
-    shard_name_index,
-    shard_token_index,
-)
+from gearag.indexing.union_resolve import NameStats, Prior, resolve_union
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.model import Passage
 from gearag.store.writer import IndexWriter
@@ -155,15 +150,9 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     try:
         if config.resolve.entity_graph:
             resolve_started = time.perf_counter()
-            names, n_names = _vocab(kept, done_shards, "names", names_of, tables, w)
-            if prior is not None and kept is not None:
-                prior.names = NameStats.read(kept, n_names)
-            # Every shard's name and token index is kept for the next add; this one reads the prior's shards'.
-            name_indices = [shard_name_index(before, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
-            p = prior.shards if prior is not None else 0
-            indices = [(shard_token_index(before, s.name, s.texts, w), s.union_rows) for s in shards]
+            names, indices, name_indices = _resolution_inputs(w, shards, tables, before, done_shards, kept, prior)
             resolved = resolve_union(union.passages, tables, union.triple_keep, union.owner, names, prior,
-                                     indices[:p], name_indices[:p], background=pool)
+                                     indices, name_indices, background=pool)
             earlier = None
             if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
                 earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
@@ -181,6 +170,39 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     if pending is not None:
         n_entities = pending.result()
     return n_entities, timings, meta
+
+
+def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], tables: list[EndpointTable],
+                       before: Path | None, done_shards: list[str], kept: Path | None,
+                       prior: Prior | None) -> tuple[UnionVocab, list[tuple[TokenIndex, np.ndarray]], list[TokenIndex]]:
+    """What :func:`resolve_union` (or :func:`resolve_delta`) reads besides the shards: the union's vocabulary of
+    endpoint names (written; ``prior.names`` read from ``kept`` when there is one) and, for the prior's shards,
+    their token indices of texts and of names. Every shard's indices are kept for the next add (written here)."""
+    names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables, w)
+    if prior is not None and kept is not None:
+        prior.names = NameStats.read(kept, n_names)
+    name_indices = [shard_name_index(before, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
+    p = prior.shards if prior is not None else 0
+    indices = [(shard_token_index(before, s.name, s.texts, w), s.union_rows) for s in shards]
+    return names, indices[:p], name_indices[:p]
+
+
+def union_delta(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows, before: Path, done: dict[str, Any],
+                prior: Prior, base: PreparedGraph) -> ResolutionDelta | None:
+    """What the add of the shards after ``prior.shards`` changed in the resolution of ``before`` (a generation
+    whose prepared graph is ``base``), by :func:`~gearag.indexing.delta_resolve.resolve_delta`; the per-shard
+    tables and indices it reads are written into ``w`` as :func:`write_union` writes them. None: a delta
+    cannot say it."""
+    from gearag.indexing.delta_resolve import resolve_delta
+
+    tables = [shard_table(before, s.name, s.subjects, s.objects, w) for s in shards]
+    kept = before if done.get("union") == UNION_VERSION else None
+    if kept is None:
+        return None
+    names, indices, name_indices = _resolution_inputs(w, shards, tables, before, done.get("shards") or [], kept,
+                                                      prior)
+    return resolve_delta(union.passages, tables, union.triple_keep, union.owner, names, prior, base, indices,
+                         name_indices)
 
 
 def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],

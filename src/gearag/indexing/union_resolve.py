@@ -38,10 +38,10 @@ name "new". The result is the :class:`~gearag.graph.resolve.Resolution`
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from itertools import repeat, tee
+from itertools import tee
 from pathlib import Path
 from typing import NamedTuple
 
@@ -63,99 +63,16 @@ from gearag.graph.resolve import (
     summed_csr,
 )
 from gearag.graph.trie import NameLookup, tokens
-from gearag.hashing import stable_hashes
-from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, reuse_or_compute, union_ends
+from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex
+from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, union_ends
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.model import Passage
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter
 
-RESOLVE_DIR = "resolve"
 STATE_FILES = ("names.json", "lex_names.npy", "lex_rows.npy", "lex_weights.npy", "text_rows.npy", "text_names.npy")
-INDEX_FILES = ("hashes.npy", "indptr.npy", "rows.npy")
 #: The lexicon names' first tokens → most tokens in a name starting with each (:class:`ResolveState`).
 LONGEST = "longest.json"
-
-
-class TokenIndex:
-    """A shard's case-folded text tokens (as the trie scans them) → the passage rows holding them.
-
-    Tokens are kept as their sorted :func:`~gearag.hashing.stable_hashes`
-    (no strings to parse or dict to build when a generation reads it back): two
-    tokens sharing a hash only make :meth:`holding` return more rows, which
-    are scanned again to no effect, never fewer.
-    """
-
-    def __init__(self, hashes: np.ndarray, indptr: np.ndarray, rows: np.ndarray) -> None:
-        self.hashes, self.indptr, self.rows = hashes, indptr, rows
-
-    @classmethod
-    def compute(cls, texts: Sequence[str], split: Callable[[str], list[str]] = tokens) -> TokenIndex:
-        """The index of ``texts`` cut into tokens by ``split`` (default: as the trie scans running text)."""
-        ids: dict[str, int] = {}
-        tok_ids, row_ids = array("q"), array("q")  # flat: two arrays per text cost ~1.5 GB over 6.7M names
-        for row, text in enumerate(texts):
-            found = {ids.setdefault(t.casefold(), len(ids)) for t in split(text)}
-            tok_ids.extend(found)
-            row_ids.extend(repeat(row, len(found)))
-        hashes = stable_hashes(ids)
-        by_hash = np.argsort(hashes, kind="stable")
-        rank = np.empty(len(ids), dtype=np.int64)
-        rank[by_hash] = np.arange(len(ids))
-        toks = rank[np.frombuffer(tok_ids, dtype=np.int64)] if len(tok_ids) else np.zeros(0, np.int64)
-        rows = np.frombuffer(row_ids, dtype=np.int64) if len(row_ids) else np.zeros(0, np.int64)
-        order = np.lexsort((rows, toks))
-        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(toks, minlength=len(ids)), out=indptr[1:])
-        return cls(hashes[by_hash], indptr, rows[order].astype(np.int32))
-
-    def holding(self, words: list[str]) -> np.ndarray:
-        """Rows whose text has every one of ``words`` (case-folded tokens); perhaps a few more (shared hashes)."""
-        found = None
-        for h in stable_hashes(w.casefold() for w in words).tolist():
-            lo, hi = np.searchsorted(self.hashes, h, side="left"), np.searchsorted(self.hashes, h, side="right")
-            if lo == hi:
-                return np.zeros(0, np.int32)
-            rows = np.unique(self.rows[int(self.indptr[lo]) : int(self.indptr[hi])]) if hi - lo > 1 else \
-                self.rows[int(self.indptr[lo]) : int(self.indptr[hi])]
-            found = rows if found is None else np.intersect1d(found, rows, assume_unique=True)
-            if not len(found):
-                break
-        return found if found is not None else np.zeros(0, np.int32)
-
-    def holding_any(self, names: Sequence[str]) -> np.ndarray:
-        """Rows holding every token of at least one of ``names`` (name keys), each once or more."""
-        parts = [self.holding(name.split(" ")) for name in names]
-        return np.concatenate(parts) if parts else np.zeros(0, np.int32)
-
-    def write(self, w: IndexWriter, rel: str) -> None:
-        for name, values in zip(INDEX_FILES, (self.hashes, self.indptr, self.rows), strict=True):
-            w.write_array(f"{rel}/{name}", values)
-
-    @classmethod
-    def read(cls, directory: Path, n_rows: int) -> TokenIndex | None:
-        try:
-            hashes, indptr, rows = (np.asarray(load_array(directory, name)) for name in INDEX_FILES)
-        except (OSError, ValueError, GearagError):
-            return None
-        if (len(indptr) != len(hashes) + 1 or int(indptr[-1]) != len(rows)
-                or (len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= n_rows))):
-            return None
-        return cls(hashes, indptr, rows)
-
-
-def shard_token_index(previous: Path | None, shard: str, texts: Sequence[str], w: IndexWriter) -> TokenIndex:
-    """Shard ``shard``'s token index in the generation being written: hard-linked from ``previous``, else computed."""
-    return reuse_or_compute(previous, f"{RESOLVE_DIR}/{shard}", INDEX_FILES, lambda d: TokenIndex.read(d, len(texts)),
-                            lambda: TokenIndex.compute(texts), TokenIndex.write, w)
-
-
-def shard_name_index(previous: Path | None, shard: str, table: EndpointTable, w: IndexWriter) -> TokenIndex:
-    """The token index of shard ``shard``'s endpoint names (name keys: tokens joined by spaces), as above; a
-    reused one does not read the table's names."""
-    return reuse_or_compute(previous, f"{UNION_DIR}/name_tokens/{shard}", INDEX_FILES,
-                            lambda d: TokenIndex.read(d, table.id_bound("names")),
-                            lambda: TokenIndex.compute(table.names, lambda k: k.split(" ")), TokenIndex.write, w)
 
 
 class ResolveState:
@@ -278,6 +195,39 @@ class Prior:
     removal: Removal | None = None  #: set when the union lost rows the prior resolved (its rows are renumbered)
 
 
+class GrownLexicon(NamedTuple):
+    """The lexicon after an add (:func:`grown_lexicon`)."""
+
+    names: list[str]  #: every lexicon name, in id order (the prior's first)
+    ids: dict[str, int]  #: name → id
+    n_prior: int  #: how many names the prior had
+    added: tuple[np.ndarray, np.ndarray, np.ndarray]  #: the new passages' entries: name id, union row, tier weight
+
+
+def grown_lexicon(passages: Sequence[Passage], old: ResolveState | None, new_from: int) -> GrownLexicon:
+    """``old``'s lexicon with the entries of the passages from ``new_from`` on (:func:`build_lexicon` over them):
+    names new to it get the next ids, in insertion order, as a build of the union numbers them."""
+    names = list(old.names) if old else []
+    ids = dict(zip(names, range(len(names)), strict=True))
+    n_prior = len(names)
+    # Read once, as the lexicon is built, not listed: the first add after a conversion has every passage "new".
+    for_titles, for_texts = tee(passages[i] for i in range(new_from, len(passages)))
+    added = build_lexicon((p.title for p in for_titles), (p.text for p in for_texts))
+    keys_new, rows_new, weights_new = array("q"), array("q"), array("d")
+    for key, cands in added.items():
+        i = ids.get(key)
+        if i is None:
+            i = ids[key] = len(names)
+            names.append(key)
+        for row, weight in cands.items():
+            keys_new.append(i)
+            rows_new.append(row + new_from)
+            weights_new.append(weight)
+    return GrownLexicon(names, ids, n_prior, (np.asarray(keys_new, dtype=np.int32),
+                                              np.asarray(rows_new, dtype=np.int64),
+                                              np.asarray(weights_new, dtype=np.float64)))
+
+
 class UnionResolution(NamedTuple):
     """What :func:`resolve_union` gives."""
 
@@ -314,29 +264,10 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     new_from = prior.new_from if prior is not None else 0
     old = prior.state if prior is not None else None
     # -- the lexicon: the prior's entries, then the new passages' ------------------------------
-    names = list(old.names) if old else []
-    ids = dict(zip(names, range(len(names)), strict=True))
-    n_prior_names = len(names)
-    lk = [old.lex[0]] if old else []
-    lr = [old.lex[1]] if old else []
-    lw = [old.lex[2]] if old else []
-    # Read once, as the lexicon is built, not listed: the first add after a conversion has every passage "new".
-    for_titles, for_texts = tee(passages[i] for i in range(new_from, n_passages))
-    added = build_lexicon((p.title for p in for_titles), (p.text for p in for_texts))
-    keys_new, rows_new, weights_new = [], [], []
-    for key, cands in added.items():
-        i = ids.get(key)
-        if i is None:
-            i = ids[key] = len(names)
-            names.append(key)
-        for row, weight in cands.items():
-            keys_new.append(i)
-            rows_new.append(row + new_from)
-            weights_new.append(weight)
-    lk.append(np.asarray(keys_new, dtype=np.int32))
-    lr.append(np.asarray(rows_new, dtype=np.int64))
-    lw.append(np.asarray(weights_new, dtype=np.float64))
-    lex_k, lex_r, lex_w = np.concatenate(lk), np.concatenate(lr), np.concatenate(lw)
+    lexicon = grown_lexicon(passages, old, new_from)
+    names, ids, n_prior_names = lexicon.names, lexicon.ids, lexicon.n_prior
+    lex_k, lex_r, lex_w = (np.concatenate([o, a]) for o, a in zip(old.lex, lexicon.added, strict=True)) if old \
+        else lexicon.added
     n_names = len(names)
     # Per name: its passages in insertion (= row) order, and their total weight.
     order = np.argsort(lex_k, kind="stable")
@@ -356,8 +287,8 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     name_ends = [t.name_ends for t in tables]
     items = vocab.items
     touched = names[n_prior_names:] + vanished  # lexicon names new or gone: what they occur in may change
-    stats = _endpoint_name_stats(name_ends, triple_keep, vocab, prior, name_indices, names, ids, n_prior_names,
-                                 matcher, touched, lost)
+    stats, _ = endpoint_name_stats(name_ends, triple_keep, vocab, prior, name_indices, names, ids, n_prior_names,
+                                   matcher, touched, lost)
     live = stats.first >= 0
     # -- entity ids: the lexicon's, then endpoint-only names in first-appearance order ---------------
     ep = np.flatnonzero(live & (stats.lex < 0))
@@ -475,13 +406,14 @@ def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.
     return np.concatenate([np.arange(n_prior_names, dtype=np.int64), moved])
 
 
-def _endpoint_name_stats(name_ends: Sequence[np.ndarray], triple_keep: Sequence[np.ndarray], vocab: UnionVocab,
-                         prior: Prior | None, name_indices: Sequence[TokenIndex], names: list[str],
-                         ids: dict[str, int], n_prior_names: int, matcher: NameLookup, touched: list[str],
-                         lost: np.ndarray) -> NameStats:
+def endpoint_name_stats(name_ends: Sequence[np.ndarray], triple_keep: Sequence[np.ndarray], vocab: UnionVocab,
+                        prior: Prior | None, name_indices: Sequence[TokenIndex], names: list[str],
+                        ids: dict[str, int], n_prior_names: int, matcher: NameLookup, touched: list[str],
+                        lost: np.ndarray) -> tuple[NameStats, np.ndarray]:
     """The union's :class:`NameStats`: the prior's (when it has them) with the later shards' triples
     counted, new lexicon names given their ids, and the names a new or deleted (``touched``) lexicon name may
-    occur in scanned again; ``lost``: names whose first appearance a delete removed (found again here)."""
+    occur in scanned again; ``lost``: names whose first appearance a delete removed (found again here). With
+    the names whose containment rows were scanned (again)."""
     known = prior.names if prior is not None else None
     counted = prior.shards if prior is not None and known is not None else 0
     items = vocab.items
@@ -519,7 +451,7 @@ def _endpoint_name_stats(name_ends: Sequence[np.ndarray], triple_keep: Sequence[
         sizes.append(size)
     stats.rescanned(todo, np.frombuffer(sizes, dtype=np.int64), np.frombuffer(found_names, dtype=np.int64),
                     np.frombuffer(found_shares, dtype=np.float64))
-    return stats
+    return stats, todo
 
 
 def _contained_about(stats: NameStats, ep: np.ndarray, n_names: int, name_ptr: np.ndarray, by_name_rows: np.ndarray,

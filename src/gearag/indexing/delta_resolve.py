@@ -1,0 +1,359 @@
+"""The resolve half of an add that writes a delta: what the add changed in the resolution (docs/delta.md, issue 14).
+
+:func:`resolve_delta` gives the :class:`~gearag.graph.delta_apply.ResolutionDelta`
+of an add onto a *base* (a full generation kept as its sources) without
+resolving the union: in the appending numbering (the base's entity ids
+kept; new lexicon names, then new endpoint-only names by first appearance,
+after them), only the rows the add changes are made, source by source:
+
+* *entities*: the lexicon grows as :func:`~gearag.indexing.union_resolve.grown_lexicon`
+  says and the endpoint names' statistics as
+  :func:`~gearag.indexing.union_resolve.endpoint_name_stats` says (the names a
+  new lexicon name may occur in are scanned again). An endpoint-only name of
+  the base that gained a page keeps its id and becomes a lexicon name;
+* *mentions* (passage rows): the new passages' triple ends and text matches;
+  a base passage holding every token of a new lexicon name is scanned again
+  and its row gains the new matches, or is replaced where one was lost
+  (leftmost-longest: a longer new name can hide a shorter one);
+* *about terms* (entity rows, raw weights with scale ids ``1 +`` a lexicon
+  name's entity id): a lexicon name's new pages; for every endpoint-only name
+  containing a lexicon name that gained pages, a term over each new page;
+  a new endpoint-only name's terms over every page of each name it contains;
+  a base name whose contained names changed, or that became a lexicon name,
+  replaces its row;
+* *relations*: each new triple's pair both ways, a count of 1 each (a base
+  pair counted again is appended: the push adds repeated entries);
+* the *scale* of every lexicon name that gained pages (one over its new
+  total), the new triples' ends and the names new to the index.
+
+The reference is :func:`gearag.graph.delta.resolution_delta_of`, which
+compares the base's and the union's full prepared graphs (tested equal, row
+by row). What still reads union-size arrays here (once each, vectorised):
+the base's endpoint-only names ordered by first appearance, and the
+containment rows searched for the lexicon names that gained pages.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from gearag.graph.delta_apply import ResolutionDelta, net_weights
+from gearag.graph.layered import LayeredCsr, NodeLayout
+from gearag.graph.prepared import PreparedGraph, _present, _usable
+from gearag.graph.ranges import ranges
+from gearag.graph.resolve import ascending
+from gearag.graph.scaled import ABOUT_SOURCE, Scaled
+from gearag.graph.transition import Csr
+from gearag.graph.trie import HashedNames, NameLookup, key_hashes, tokens
+from gearag.indexing.token_index import TokenIndex
+from gearag.indexing.union_graph import EndpointTable, union_ends
+from gearag.indexing.union_resolve import NameStats, Prior, endpoint_name_stats, grown_lexicon
+from gearag.indexing.union_vocab import UnionVocab
+from gearag.model import Passage
+
+
+class _Entries:
+    """Entries of a delta being made, as flat lists of arrays: layered row, target, raw weight, scale id."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, row: np.ndarray, target: np.ndarray, data: np.ndarray, sid: np.ndarray | int = 0) -> None:
+        row = np.asarray(row, dtype=np.int64)
+        sids = np.broadcast_to(np.asarray(sid, dtype=np.int64), row.shape)
+        self.parts.append((row, np.asarray(target, dtype=np.int64), np.asarray(data, dtype=np.float64), sids))
+
+    def layered(self, base: Csr, n_rows: int, replaced: np.ndarray) -> LayeredCsr:
+        """The base's rows plus these entries (summed per row, target and scale id): rows ``replaced`` replace
+        the base's, the other base rows are appended to, rows past the base's are new."""
+        if self.parts:
+            row, target, data, sid = (np.concatenate(p) for p in zip(*self.parts, strict=True))
+        else:
+            row = target = sid = np.zeros(0, dtype=np.int64)
+            data = np.zeros(0)
+        row, target, sid, data = net_weights(row, target, sid, data)
+        listed = np.union1d(np.union1d(row, np.asarray(replaced, dtype=np.int64)),
+                            np.arange(base.n_rows, n_rows, dtype=np.int64))  # every new row, empty or not
+        appended = listed[(listed < base.n_rows) & ~np.isin(listed, replaced)]
+        return LayeredCsr.from_entries(base, n_rows, listed, appended, row, target, data, sid)
+
+
+def _base_entities(stats: NameStats, n_names: int) -> np.ndarray:
+    """The base's entity id of each of its endpoint names (-1: not live): a lexicon name's own, an endpoint-only
+    name's ``n_names +`` its rank by first appearance (as :func:`resolve_union` numbers them)."""
+    live = stats.first >= 0
+    out = np.full(len(stats.lex), -1, dtype=np.int64)
+    named = live & (stats.lex >= 0)
+    out[named] = stats.lex[named]
+    ep = np.flatnonzero(live & (stats.lex < 0))
+    ep = ep[np.argsort(stats.first[ep], kind="stable")]
+    out[ep] = n_names + np.arange(len(ep), dtype=np.int64)
+    return out
+
+
+def _own_pages(terms: Csr, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each base lexicon name's own pages (its terms read with its own scale id): (position in ``entities``,
+    passage, tier weight)."""
+    counts, idx, data, sids = terms.gather(np.asarray(entities, dtype=np.int64))
+    at = np.repeat(np.arange(len(entities), dtype=np.int64), counts)
+    assert sids is not None
+    own = np.asarray(sids, dtype=np.int64) == 1 + np.asarray(entities, dtype=np.int64)[at]
+    return at[own], np.asarray(idx, dtype=np.int64)[own], np.asarray(data, dtype=np.float64)[own]
+
+
+class _Pages:
+    """Every page of some lexicon names after the add (the base's and the new), grouped by name."""
+
+    def __init__(self, names: np.ndarray, n_prior: int, terms: Csr | None,
+                 added: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        """``terms``: the base's about terms (None: the new pages only)."""
+        self.names = np.unique(np.asarray(names, dtype=np.int64))
+        old = self.names[self.names < n_prior] if terms is not None else self.names[:0]
+        at, rows, weights = _own_pages(terms, old) if terms is not None else (old, old, old.astype(np.float64))
+        pos_old = np.searchsorted(self.names, old)[at]  # a base lexicon name's entity id is its lexicon id
+        k, r, w = added
+        mine = np.isin(k, self.names)
+        pos = np.concatenate([pos_old, np.searchsorted(self.names, k[mine].astype(np.int64))])
+        by = np.argsort(pos, kind="stable")
+        self.rows = np.concatenate([rows, r[mine]])[by]
+        self.weights = np.concatenate([weights, w[mine]])[by]
+        self.ptr = np.zeros(len(self.names) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pos, minlength=len(self.names)), out=self.ptr[1:])
+
+    def terms(self, owners: np.ndarray, contained: np.ndarray,
+              shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For each (owner, contained name, share): a term over each page of that name: (owner, passage,
+        ``share · w``, the contained name)."""
+        at = np.searchsorted(self.names, contained)
+        spans = self.ptr[at + 1] - self.ptr[at]
+        pos = ranges(self.ptr[at], spans)
+        raw = (np.repeat(np.asarray(shares, dtype=np.float64), spans) * self.weights[pos]).astype(np.float32)
+        return np.repeat(owners, spans), self.rows[pos], raw.astype(np.float64), np.repeat(contained, spans)
+
+
+def _cont_rows(stats: NameStats, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Containment rows ``rows`` of ``stats`` flat: (row, contained lexicon name, share)."""
+    ptr = stats.cont_ptr
+    spans = ptr[rows + 1] - ptr[rows]
+    at = ranges(ptr[rows], spans)
+    return np.repeat(rows, spans), np.asarray(stats.cont_name)[at], np.asarray(stats.cont_share)[at]
+
+
+def _same_cont(a: NameStats, b: NameStats, rows: np.ndarray) -> np.ndarray:
+    """Whether each of ``rows`` holds the same contained names and shares in ``a`` and ``b``."""
+    same = (a.cont_ptr[rows + 1] - a.cont_ptr[rows]) == (b.cont_ptr[rows + 1] - b.cont_ptr[rows])
+    check = rows[same]
+    ra, na, sa = _cont_rows(a, check)
+    _, nb, sb = _cont_rows(b, check)
+    differs = np.unique(ra[(na != nb) | (sa != sb)])
+    same[np.flatnonzero(same)[np.isin(check, differs)]] = False
+    return same
+
+
+class _Numbering(NamedTuple):
+    """The appending numbering of an add's entities (module docstring)."""
+
+    lex_entity: np.ndarray  #: the entity id of each lexicon name
+    entity: np.ndarray  #: the entity id of each endpoint name (-1: not live), and -1 last (read for -1)
+    base_entity: np.ndarray  #: the base's entity id of each of the base's endpoint names
+    fresh: np.ndarray  #: per lexicon name new to the lexicon: a new entity (else a base endpoint-only name's)
+    new_ep: np.ndarray  #: the new endpoint-only names, in the order of their ids
+    layout: NodeLayout
+
+
+def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names: list[str], n_prior: int,
+               e_base: int, n_passages: int, new_from: int) -> _Numbering | None:
+    """Base entities keep their ids; new lexicon names come next in lexicon order (a base endpoint-only name
+    that gained a page keeps its id), then new endpoint-only names by first appearance. None: ``base_stats``
+    do not number ``e_base`` entities."""
+    n_known = len(base_stats.lex)
+    base_entity = _base_entities(base_stats, n_prior)
+    if n_prior + int(np.count_nonzero(base_entity >= n_prior)) != e_base:
+        return None
+    lex_entity = np.arange(len(names), dtype=np.int64)
+    held = vocab.find(names[n_prior:])
+    was = np.full(len(held), -1, dtype=np.int64)
+    known = (held >= 0) & (held < n_known)
+    was[known] = base_entity[held[known]]
+    fresh = was < 0
+    lex_entity[n_prior:] = was
+    lex_entity[n_prior + np.flatnonzero(fresh)] = e_base + np.arange(int(fresh.sum()), dtype=np.int64)
+    live = stats.first >= 0
+    entity = np.full(len(vocab.items) + 1, -1, dtype=np.int64)
+    entity[:n_known] = base_entity
+    named = np.flatnonzero(live & (stats.lex >= 0))
+    entity[named] = lex_entity[stats.lex[named]]
+    new_ep = np.flatnonzero(live & (stats.lex < 0) & (entity[:-1] < 0))
+    new_ep = new_ep[np.argsort(stats.first[new_ep], kind="stable")]
+    e_new = e_base + int(fresh.sum())
+    entity[new_ep] = e_new + np.arange(len(new_ep), dtype=np.int64)
+    return _Numbering(lex_entity, entity, base_entity, fresh, new_ep,
+                      NodeLayout(n_passages, e_new + len(new_ep), new_from, e_base))
+
+
+def resolve_delta(passages: Sequence[Passage], tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
+                  owner: np.ndarray, vocab: UnionVocab, prior: Prior, base: PreparedGraph,
+                  indices: Sequence[tuple[TokenIndex, np.ndarray]] = (),
+                  name_indices: Sequence[TokenIndex] = ()) -> ResolutionDelta | None:
+    """What the add of the passages after ``prior.new_from`` (and of the shards after ``prior.shards``) changed
+    in the resolution, over ``base`` (the prior's prepared graph); the arguments are :func:`resolve_union`'s.
+
+    None where a delta cannot say it (a full generation decides): no prior endpoint-name statistics, a
+    delete, a base that is not a full generation's graph kept as its sources, or a new name whose hash
+    another name has.
+    """
+    cols, base_ends = base.columns, base.triple_ends
+    if (prior.names is None or prior.removal is not None or not isinstance(cols, Scaled)
+            or not cols.layout.plain_layout or base.n_passages != prior.new_from or base.n_usable is None
+            or not isinstance(base_ends, np.ndarray)):
+        return None
+    src = {s.name: s.rows for s in cols.sources}
+    b_mentions, b_terms, b_relations = src.get("mentions"), src.get(ABOUT_SOURCE), src.get("relations")
+    if not (isinstance(b_mentions, Csr) and isinstance(b_terms, Csr) and isinstance(b_relations, Csr)):
+        return None
+    old = prior.state
+    lexicon = grown_lexicon(passages, old, prior.new_from)
+    names, n_prior = lexicon.names, lexicon.n_prior
+    matcher = NameLookup(names, lexicon.ids, (old.longest, n_prior) if old.longest is not None else None)
+    touched = names[n_prior:]  # names new to the lexicon: what they occur in is scanned again
+    name_ends = [t.name_ends for t in tables]
+    stats, rescanned = endpoint_name_stats(name_ends, triple_keep, vocab, prior, name_indices, names, lexicon.ids,
+                                           n_prior, matcher, touched, np.zeros(0, dtype=np.int64))
+    ids = _numbering(stats, prior.names, vocab, names, n_prior, base.n_entities, len(passages), prior.new_from)
+    if ids is None:
+        return None
+    layout = ids.layout
+    # The new triples' ends, and their relations both ways.
+    p = prior.shards
+    ends_tail = union_ends(vocab.remaps[p:], name_ends[p:], triple_keep[p:], through=ids.entity.astype(np.int32))
+    rel = _Entries()
+    pair = (ends_tail[:, 0] >= 0) & (ends_tail[:, 1] >= 0) & (ends_tail[:, 0] != ends_tail[:, 1])
+    h, t = ends_tail[pair, 0].astype(np.int64), ends_tail[pair, 1].astype(np.int64)
+    rel.add(np.concatenate([h, t]), np.concatenate([t, h]), np.ones(2 * len(h)))
+    relations = rel.layered(b_relations, layout.n_entities, np.zeros(0, dtype=np.int64))
+    mentions = _mentions(passages, owner, len(base_ends), ends_tail, b_mentions, base_ends, indices, touched,
+                         matcher, ids.lex_entity, layout)
+    terms, scale = _terms(ids, stats, prior.names, rescanned, lexicon.added, n_prior, b_terms, cols.scale)
+    new_names = _new_names(base, names, vocab, ids, n_prior)
+    if new_names is None:
+        return None
+    return ResolutionDelta(layout, mentions, terms, relations, scale, ends_tail.astype(np.int32), new_names[0],
+                           base.n_usable + new_names[1])
+
+
+def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: np.ndarray,
+           added: tuple[np.ndarray, np.ndarray, np.ndarray], n_prior: int, b_terms: Csr,
+           base_scale: np.ndarray) -> tuple[LayeredCsr, np.ndarray]:
+    """The about-term rows the add changed, and the scale after it (module docstring)."""
+    lex_entity, entity = ids.lex_entity, ids.entity
+    k, r, w = added
+    k = k.astype(np.int64)
+    gained = np.unique(k)
+    terms = _Entries()
+    ent_k = lex_entity[k]
+    terms.add(ent_k, r, w, 1 + ent_k)  # every lexicon name's new pages
+    # Totals: the base's own pages' weights (tier weights: exact sums) and the new ones.
+    old_gained = gained[gained < n_prior]
+    at, _, own_w = _own_pages(b_terms, old_gained)
+    totals = np.bincount(np.searchsorted(gained, old_gained)[at], weights=own_w, minlength=len(gained))
+    totals += np.bincount(np.searchsorted(gained, k), weights=w, minlength=len(gained))
+    scale = np.zeros(1 + ids.layout.n_entities)
+    scale[: len(base_scale)] = base_scale
+    scale[1 + lex_entity[gained]] = 1.0 / totals
+    # Endpoint-only names: new ones, and base ones whose containment changed, get whole rows; the others gain a
+    # term over each new page of a name they contain.
+    n_known = len(base_stats.lex)
+    base_ep = np.flatnonzero((stats.first[:n_known] >= 0) & (stats.lex[:n_known] < 0) & (ids.base_entity >= n_prior))
+    scanned = rescanned[rescanned < n_known]
+    scanned = scanned[np.isin(scanned, base_ep)]
+    changed = scanned[~_same_cont(base_stats, stats, scanned)]
+    w_rows, w_names, w_shares = _cont_rows(stats, np.concatenate([changed, ids.new_ep]).astype(np.int64))
+    o, pas, raw, via = _Pages(w_names, n_prior, b_terms, added).terms(entity[w_rows], w_names.astype(np.int64),
+                                                                     w_shares)
+    terms.add(o, pas, raw, 1 + lex_entity[via])
+    hit = np.flatnonzero(np.isin(np.asarray(stats.cont_name), old_gained))  # the one union-size search
+    h_rows = np.searchsorted(stats.cont_ptr, hit, side="right") - 1
+    grows = np.isin(h_rows, base_ep) & ~np.isin(h_rows, changed)
+    hit, h_rows = hit[grows], h_rows[grows]
+    h_names = np.asarray(stats.cont_name)[hit].astype(np.int64)
+    o, pas, raw, via = _Pages(h_names, n_prior, None, added).terms(entity[h_rows], h_names,
+                                                                  np.asarray(stats.cont_share)[hit])
+    terms.add(o, pas, raw, 1 + lex_entity[via])
+    kind_changed = lex_entity[n_prior + np.flatnonzero(~ids.fresh)]  # base endpoint-only names, lexicon names now
+    replaced = np.concatenate([entity[changed], kind_changed]).astype(np.int64)
+    return terms.layered(b_terms, ids.layout.n_entities, replaced), scale
+
+
+def _mentions(passages: Sequence[Passage], owner: np.ndarray, t_base: int, ends_tail: np.ndarray,
+              b_mentions: Csr, base_ends: np.ndarray, indices: Sequence[tuple[TokenIndex, np.ndarray]],
+              touched: list[str], matcher: NameLookup, lex_entity: np.ndarray, layout: NodeLayout) -> LayeredCsr:
+    """The mention rows the add changed: the new passages' (triple ends and text matches); a base passage
+    holding every token of a ``touched`` name, scanned again, gains its new matches, or is replaced where its
+    row lost one (a base row is its triple ends and its text matches)."""
+    new_from, n = layout.base_passages, layout.n_entities  # pairs below are ``passage * n + entity``
+    owner = np.asarray(owner, dtype=np.int64)
+    flat = np.asarray(ends_tail, dtype=np.int64).ravel()
+    linked = flat >= 0
+    pairs = [np.repeat(owner[t_base:], 2)[linked] * n + flat[linked]]
+    again: set[int] = set()
+    if touched:
+        for index, at in indices:
+            hit = at[index.holding_any(touched)]
+            again.update(hit[(hit >= 0) & (hit < new_from)].tolist())
+    s_rows, s_names = array("q"), array("q")
+    if matcher.size:
+        for row in [*range(new_from, layout.n_passages), *sorted(again)]:
+            for m in matcher.scan(tokens(passages[row].text), require_capital=True):
+                s_rows.append(row)
+                s_names.append(m.name)
+    found = np.frombuffer(s_rows, dtype=np.int64) * n + lex_entity[np.frombuffer(s_names, dtype=np.int64)]
+    pairs.append(found[found >= new_from * n])
+    replaced = np.zeros(0, dtype=np.int64)
+    if again:
+        rows = np.asarray(sorted(again), dtype=np.int64)
+        # Each scanned base row as it is now: its triples' ends and its new text matches.
+        base_owner = owner[:t_base]
+        if ascending(base_owner):  # as extraction writes them: the rows' triples found by bisection
+            lo, hi = np.searchsorted(base_owner, rows), np.searchsorted(base_owner, rows, side="right")
+            tri = ranges(lo, hi - lo)
+        else:
+            tri = np.flatnonzero(np.isin(base_owner, rows))
+        ends = np.asarray(base_ends, dtype=np.int64)[tri].ravel()
+        now = np.unique(np.concatenate([(base_owner[tri].repeat(2) * n + ends)[ends >= 0],
+                                        found[found < new_from * n]]))
+        counts, idx, _, _ = b_mentions.gather(rows)
+        before = np.unique(np.repeat(rows, counts) * n + np.asarray(idx, dtype=np.int64))
+        replaced = np.unique(np.setdiff1d(before, now) // n)  # a row that lost a pair is replaced whole
+        whole = np.isin(now // n, replaced)
+        pairs += [now[whole], np.setdiff1d(now[~whole], before)]  # the others gain what they did not have
+    unique = np.unique(np.concatenate(pairs))  # a pair once: an incidence
+    out = _Entries()
+    out.add(unique // n, unique % n, np.ones(len(unique)))
+    return out.layered(b_mentions, layout.n_passages, replaced)
+
+
+def _new_names(base: PreparedGraph, names: list[str], vocab: UnionVocab, ids: _Numbering,
+               n_prior: int) -> tuple[HashedNames, int] | None:
+    """The usable keys of the new entities, hashed as :meth:`HashedNames.from_keys` would (the prefixes the
+    base's names lack, the keys' hashes sorted), with how many there are; None where a new key's hash is
+    another's (the full build's rule decides)."""
+    fresh = n_prior + np.flatnonzero(ids.fresh)
+    keys = [names[i] for i in fresh.tolist()] + [vocab.items[j] for j in ids.new_ep.tolist()]
+    entities = np.concatenate([ids.lex_entity[fresh], ids.entity[ids.new_ep]])
+    usable = _usable(keys)
+    entities = entities[usable]
+    hashes, prefixes = key_hashes([k for k, u in zip(keys, usable.tolist(), strict=True) if u])
+    order = np.argsort(hashes, kind="stable")
+    hashes, entities = hashes[order], entities[order]
+    old = base.names
+    old_hashes = np.asarray(old.name_hashes)
+    if np.any(hashes[1:] == hashes[:-1]) or np.any(_present(old_hashes, hashes, np.searchsorted(old_hashes, hashes))):
+        return None
+    extra = np.unique(np.concatenate([hashes, prefixes]))
+    old_nodes = np.asarray(old.nodes)
+    nodes = extra[~_present(old_nodes, extra, np.searchsorted(old_nodes, extra))]
+    return HashedNames.from_arrays(nodes, hashes, entities), len(entities)

@@ -1,0 +1,164 @@
+"""The resolve half of an add that writes a delta equals the brute-force delta of two full resolutions (issue 14)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gearag.graph.delta import entity_map, resolution_delta_of
+from gearag.graph.delta_apply import ResolutionDelta, apply_delta
+from gearag.graph.layered import LayeredCsr
+from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
+from gearag.graph.prepared import PreparedGraph
+from gearag.graph.scaled import TermsByName
+from gearag.indexing.delta_resolve import resolve_delta
+from gearag.indexing.token_index import TokenIndex
+from gearag.indexing.union_graph import EndpointTable
+from gearag.indexing.union_resolve import Prior, resolve_union
+from gearag.indexing.union_vocab import UnionVocab
+from gearag.model import Passage
+
+BASE = [
+    Passage("b0", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990 with Zed."),
+    Passage("b1", "Gamma Ray (album)", "Gamma Ray is an album by Zed Alpha, recorded in Beta."),
+    Passage("b2", "Delta", "Delta was founded near Gamma Ray and Omega Point by Zed."),
+    Passage("b3", "Zed", "Zed is a letter, and Zed Beta a town near Delta."),
+]
+ADDED = [
+    Passage("a0", "Zed Alpha", "Zed Alpha is a band from Beta."),  # a base endpoint name becomes a title
+    Passage("a1", "Beta (film)", "Beta is a 2001 film set in Delta."),  # a second page for a base title name
+    Passage("a2", "Omega Point", "Omega Point is a cape."),  # named in a base text only, in no triple
+    Passage("a3", "Zed (film)", "Zed is a film about Gamma Ray and the Kappa Club."),  # a contained name gains a page
+]
+BASE_TRIPLES = [("Beta", "Zed Alpha Band", 0), ("Delta", "Omega Point Lighthouse", 2), ("Gamma Ray", "Zed Alpha", 1),
+                ("Zed Beta", "Delta", 3), ("Zed Quartet", "Beta", 0)]
+ADDED_TRIPLES = [("Zed Alpha", "Beta", 0), ("Beta", "Delta", 1), ("Kappa Club", "Zed", 3),
+                 ("Zed Quartet", "Gamma Ray", 3), ("Omega Point", "Delta", 2)]
+
+
+def _resolve(passages, tables, keeps, owner, vocab, prior=None, indices=(), name_indices=()):
+    out = resolve_union(passages, tables, keeps, owner, vocab, prior, indices, name_indices)
+    prepared = PreparedGraph.build(GraphArrays.from_resolution(out.resolution), PassageGraphConfig())
+    return out, prepared
+
+
+def _weights(m, rows) -> list[dict]:
+    counts, idx, data, sids = m.gather(np.asarray(rows, dtype=np.int64))
+    sids = np.zeros(len(idx), np.int64) if sids is None else sids
+    out, at = [], 0
+    for c in counts.tolist():
+        row: dict = {}
+        for t, d, s in zip(idx[at : at + c].tolist(), data[at : at + c].tolist(), sids[at : at + c].tolist(),
+                           strict=True):
+            row[(t, s)] = row.get((t, s), 0.0) + d
+        out.append(row)
+        at += c
+    return out
+
+
+def assert_same_delta(got: ResolutionDelta, want: ResolutionDelta) -> None:
+    """Equal row by row (each row's weight per target and scale id), scales, triple ends and names."""
+    assert got.layout == want.layout
+    for name in ("mentions", "terms", "relations"):
+        g, w = getattr(got, name), getattr(want, name)
+        assert isinstance(g, LayeredCsr) and g.n_rows == w.n_rows, name
+        for part in ("indptr", "indices", "data"):  # the same base (perhaps its files mapped twice)
+            np.testing.assert_array_equal(np.asarray(getattr(g.base, part)), np.asarray(getattr(w.base, part)))
+        # Rows neither delta lists read the same base row in both: the others are compared.
+        rows = np.flatnonzero((np.asarray(g.where) >= 0) | (np.asarray(w.where) >= 0))
+        for r, a, b in zip(rows.tolist(), _weights(g, rows), _weights(w, rows), strict=True):
+            assert a.keys() == b.keys() and all(abs(a[k] - b[k]) <= 1e-6 * abs(b[k]) for k in b), (name, r, a, b)
+    np.testing.assert_array_equal(got.scale, want.scale)
+    np.testing.assert_array_equal(got.ends_tail, want.ends_tail)
+    assert got.n_usable == want.n_usable
+    for part in ("nodes", "name_hashes", "name_ids"):
+        np.testing.assert_array_equal(np.asarray(getattr(got.names, part)), np.asarray(getattr(want.names, part)),
+                                      err_msg=part)
+
+
+def _tables(triples):
+    s, o, owner = (list(x) for x in zip(*triples, strict=True))
+    return EndpointTable.compute(s, o), np.ones(len(s), bool), owner
+
+
+@pytest.fixture(scope="module")
+def small():
+    t0, keep0, w0 = _tables(BASE_TRIPLES)
+    t1, keep1, w1 = _tables(ADDED_TRIPLES)
+    w1 = [w + len(BASE) for w in w1]
+    base, base_p = _resolve(BASE, [t0], [keep0], np.asarray(w0), UnionVocab.extend(None, [t0.names]))
+    union = BASE + ADDED
+    owner = np.asarray(w0 + w1)
+    union_r, union_p = _resolve(union, [t0, t1], [keep0, keep1], owner, UnionVocab.extend(None, [t0.names, t1.names]))
+    index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
+    names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
+    prior = Prior(base.state, len(BASE), 1, base.stats)
+    got = resolve_delta(union, [t0, t1], [keep0, keep1], owner, UnionVocab.extend(None, [t0.names, t1.names]), prior,
+                        base_p, [index], [names])
+    entity_of = entity_map(list(base.resolution.keys), list(union_r.resolution.keys))
+    want = resolution_delta_of(base_p, union_p, entity_of)
+    return got, want, base_p, union_p, entity_of
+
+
+def test_an_adds_resolution_delta_is_the_brute_force_ones(small) -> None:
+    """A base endpoint name that gained a page, a base title name with a second page, a name contained in
+    endpoint names gaining a page, a base text naming a new title: each row as the union's."""
+    got, want, base_p, _, _ = small
+    assert got is not None and want is not None
+    assert_same_delta(got, want)
+    listed = np.asarray(got.terms.where)[: base_p.n_entities] >= 0
+    assert listed.any() and (~np.asarray(got.terms.appends)[: base_p.n_entities][listed]).any()  # some replaced
+    assert (np.asarray(got.mentions.where)[: base_p.n_passages] >= 0).any()  # a base text scanned again
+
+
+def test_the_applied_delta_ranks_as_the_union(small) -> None:
+    got, want, base_p, union_p, _ = small
+    terms = next(s.rows for s in base_p.columns.sources if s.name == "terms")
+    by_name = TermsByName.of(terms, len(base_p.columns.scale))
+    layered, expected = apply_delta(base_p, got, by_name), apply_delta(base_p, want, by_name)
+    assert layered is not None and expected is not None
+    np.testing.assert_allclose(layered.columns.sums, expected.columns.sums, rtol=1e-12)
+    np.testing.assert_array_equal(layered.columns.degree, expected.columns.degree)
+    pl, pu = PassageGraph(layered), PassageGraph(union_p)
+    for q in ("Which band from Beta recorded Gamma Ray?", "What cape is near Delta?", "Where was Zed filmed?"):
+        assert pl.rank(q, k=5) == pu.rank(q, k=5), q
+
+
+def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path) -> None:
+    """On a real slice: a sharded index's generation as the base, an add of 2Wiki pages and of second pages for
+    base titles; the add's resolution delta, from the base's kept state, is the union generation's."""
+    import shutil
+
+    from conftest import StubExtractor, use_stub_extractor, wiki_slice
+    from gearag.config import IndexConfig
+    from gearag.graph.passage_graph import graph_arrays_for
+    from gearag.indexing import build_index
+    from gearag.indexing.generation import generation_delta
+    from gearag.indexing.incremental import _load_state, add_documents
+    from gearag.store.index import Index, read_manifest
+    from gearag.store.shards import GENERATIONS_DIR
+    from gearag.store.writer import IndexWriter
+
+    use_stub_extractor(StubExtractor())
+    rows, _ = wiki_slice(200, 12)
+    passages = [Passage(f"w{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
+    build_index(passages[:100], tmp_path / "base", IndexConfig.of(extractor="stub"))
+    base = add_documents(tmp_path / "base", passages[100:130])  # a generation, with the state an add extends
+    shutil.copytree(tmp_path / "base", tmp_path / "union")
+    namesakes = [Passage(f"n{i}", f"{p.title} (film)", f"{p.title} is a film. {p.text[:200]}")
+                 for i, p in enumerate(passages[:130:9])]
+    union = add_documents(tmp_path / "union", passages[130:] + namesakes)
+    state = _load_state(tmp_path / "union", read_manifest(tmp_path / "union"))
+    generation = _load_state(tmp_path / "base", read_manifest(tmp_path / "base")).generation
+    before = tmp_path / "base" / GENERATIONS_DIR / generation
+    with IndexWriter(tmp_path / "scratch") as w:
+        got = generation_delta(w, state.refs, state.shards, state.tombstones, before)
+    b, u = Index.load(tmp_path / "base").stored_prepared_graph(), union.stored_prepared_graph()
+    entity_of = entity_map(list(graph_arrays_for(base).resolution.keys), list(graph_arrays_for(union).resolution.keys))
+    want = resolution_delta_of(b, u, entity_of)
+    assert got is not None and want is not None
+    assert_same_delta(got, want)
+    layout, terms = got.layout, got.terms
+    touched = np.asarray(terms.where)[: layout.base_entities] >= 0
+    appended = np.asarray(terms.appends)[: layout.base_entities][touched]
+    assert layout.n_entities > layout.base_entities and appended.sum() > 10 and (~appended).any()
