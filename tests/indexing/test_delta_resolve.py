@@ -126,7 +126,8 @@ def test_the_applied_delta_ranks_as_the_union(small) -> None:
 
 def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path) -> None:
     """On a real slice: a sharded index's generation as the base, an add of 2Wiki pages and of second pages for
-    base titles; the add's resolution delta, from the base's kept state, is the union generation's."""
+    base titles, then another add; the resolution delta from the base's kept state is the union generation's
+    after each (after two adds, the cumulative delta: both shards resolved as new against the base)."""
     import shutil
 
     from conftest import StubExtractor, use_stub_extractor, wiki_slice
@@ -147,18 +148,22 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path) ->
     shutil.copytree(tmp_path / "base", tmp_path / "union")
     namesakes = [Passage(f"n{i}", f"{p.title} (film)", f"{p.title} is a film. {p.text[:200]}")
                  for i, p in enumerate(passages[:130:9])]
-    union = add_documents(tmp_path / "union", passages[130:] + namesakes)
-    state = _load_state(tmp_path / "union", read_manifest(tmp_path / "union"))
     generation = _load_state(tmp_path / "base", read_manifest(tmp_path / "base")).generation
     before = tmp_path / "base" / GENERATIONS_DIR / generation
-    with IndexWriter(tmp_path / "scratch") as w:
-        got = generation_delta(w, state.refs, state.shards, state.tombstones, before)
-    b, u = Index.load(tmp_path / "base").stored_prepared_graph(), union.stored_prepared_graph()
-    entity_of = entity_map(list(graph_arrays_for(base).resolution.keys), list(graph_arrays_for(union).resolution.keys))
-    want = resolution_delta_of(b, u, entity_of)
-    assert got is not None and want is not None
-    assert_same_delta(got, want)
-    layout, terms = got.layout, got.terms
-    touched = np.asarray(terms.where)[: layout.base_entities] >= 0
-    appended = np.asarray(terms.appends)[: layout.base_entities][touched]
-    assert layout.n_entities > layout.base_entities and appended.sum() > 10 and (~appended).any()
+    b = Index.load(tmp_path / "base").stored_prepared_graph()
+    base_keys = list(graph_arrays_for(base).resolution.keys)
+    # One add, then a second: the delta of both from the base (cumulative, computed again from the base's state).
+    for n_add, added in enumerate((passages[130:170] + namesakes, passages[170:])):
+        union = add_documents(tmp_path / "union", added)
+        state = _load_state(tmp_path / "union", read_manifest(tmp_path / "union"))
+        assert len(state.refs) == 3 + n_add
+        with IndexWriter(tmp_path / f"scratch{n_add}") as w:
+            got = generation_delta(w, state.refs, state.shards, state.tombstones, before)
+        entity_of = entity_map(base_keys, list(graph_arrays_for(union).resolution.keys))
+        want = resolution_delta_of(b, union.stored_prepared_graph(), entity_of)
+        assert got is not None and want is not None
+        assert_same_delta(got, want)
+        layout, terms = got.layout, got.terms
+        touched = np.asarray(terms.where)[: layout.base_entities] >= 0
+        appended = np.asarray(terms.appends)[: layout.base_entities][touched]
+        assert layout.n_entities > layout.base_entities and appended.sum() > 10 and (~appended).any()
