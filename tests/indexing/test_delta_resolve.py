@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gearag.graph.delta import entity_map, resolution_delta_of
+from gearag.graph.delta import entity_map, resolution_delta_of, triple_graph_delta
 from gearag.graph.delta_apply import ResolutionDelta, apply_delta
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
@@ -76,6 +76,24 @@ def assert_same_delta(got: ResolutionDelta, want: ResolutionDelta) -> None:
                                       err_msg=part)
 
 
+def assert_same_triples(got, want) -> None:
+    """Two triple graphs as a base's plus a delta: the same entity keys, triple ends and postings (or neither:
+    the add moved the hub cut)."""
+    assert (got is None) == (want is None)
+    if got is None:
+        return
+    assert list(got.entities) == list(want.entities)
+    for part in ("head", "tail"):
+        np.testing.assert_array_equal(getattr(got, part).whole(), getattr(want, part).whole(), err_msg=part)
+    g, w = got.postings, want.postings
+    assert g.n_rows == w.n_rows
+    rows = np.flatnonzero((np.asarray(g.where) >= 0) | (np.asarray(w.where) >= 0))
+    gc, gi, _, _ = g.gather(rows)
+    wc, wi, _, _ = w.gather(rows)
+    np.testing.assert_array_equal(gc, wc)
+    np.testing.assert_array_equal(gi, wi)
+
+
 def _tables(triples):
     s, o, owner = (list(x) for x in zip(*triples, strict=True))
     return EndpointTable.compute(s, o), np.ones(len(s), bool), owner
@@ -124,11 +142,13 @@ def test_the_applied_delta_ranks_as_the_union(small) -> None:
         assert pl.rank(q, k=5) == pu.rank(q, k=5), q
 
 
-def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path) -> None:
+@pytest.mark.parametrize("hub_share", [0.005, 1.0])  # at this size the first cut moves (no triple graph delta)
+def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hub_share: float) -> None:
     """On a real slice: a sharded index's generation as the base, an add of 2Wiki pages and of second pages for
     base titles, then another add; the resolution delta from the base's kept state is the union generation's
     after each (after two adds, the cumulative delta: both shards resolved as new against the base)."""
     import shutil
+    from dataclasses import replace
 
     from conftest import StubExtractor, use_stub_extractor, wiki_slice
     from gearag.config import IndexConfig
@@ -143,7 +163,9 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path) ->
     use_stub_extractor(StubExtractor())
     rows, _ = wiki_slice(200, 12)
     passages = [Passage(f"w{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
-    build_index(passages[:100], tmp_path / "base", IndexConfig.of(extractor="stub"))
+    config = IndexConfig.of(extractor="stub")
+    build_index(passages[:100], tmp_path / "base", replace(config, graph=replace(config.graph,
+                                                                               max_entity_share=hub_share)))
     base = add_documents(tmp_path / "base", passages[100:130])  # a generation, with the state an add extends
     shutil.copytree(tmp_path / "base", tmp_path / "union")
     namesakes = [Passage(f"n{i}", f"{p.title} (film)", f"{p.title} is a film. {p.text[:200]}")
@@ -158,11 +180,16 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path) ->
         state = _load_state(tmp_path / "union", read_manifest(tmp_path / "union"))
         assert len(state.refs) == 3 + n_add
         with IndexWriter(tmp_path / f"scratch{n_add}") as w:
-            got = generation_delta(w, state.refs, state.shards, state.tombstones, before)
+            delta = generation_delta(w, state.refs, state.shards, state.tombstones, state.config, before)
+        assert delta is not None
+        got, triples = delta
         entity_of = entity_map(base_keys, list(graph_arrays_for(union).resolution.keys))
         want = resolution_delta_of(b, union.stored_prepared_graph(), entity_of)
         assert got is not None and want is not None
         assert_same_delta(got, want)
+        expected = triple_graph_delta(base.graph, union.graph)
+        assert (expected is None) == (hub_share < 1.0)  # "it" became a hub: its base triples unlinked
+        assert_same_triples(triples, expected)
         layout, terms = got.layout, got.terms
         touched = np.asarray(terms.where)[: layout.base_entities] >= 0
         appended = np.asarray(terms.appends)[: layout.base_entities][touched]

@@ -33,7 +33,6 @@ import numpy as np
 
 from gearag.config import IndexConfig
 from gearag.errors import GearagError
-from gearag.graph.delta_apply import ResolutionDelta
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
 from gearag.indexing import union_files
@@ -42,7 +41,7 @@ from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
 from gearag.indexing.stage import Build, Stage
-from gearag.indexing.union_files import ShardColumns, UnionRows, write_union
+from gearag.indexing.union_files import ShardColumns, UnionDelta, UnionRows, write_union
 from gearag.indexing.union_graph import Removal
 from gearag.indexing.union_resolve import (
     Prior,
@@ -59,6 +58,7 @@ from gearag.store.shards import (
     ShardRef,
     Union,
     check_generation,
+    read_triple_graph,
     union_of,
 )
 from gearag.store.writer import IndexWriter
@@ -126,12 +126,12 @@ def write_generation(
 
 
 def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
-                     before: Path, base: PreparedGraph | None = None) -> ResolutionDelta | None:
-    """What adding the shards after those of generation ``before`` changed in its resolution
-    (:func:`~gearag.indexing.union_files.union_delta`), with the per-shard tables it reads written into ``w``;
-    None where a delta cannot say it (not an add onto ``before``, no state kept, no prepared graph kept as its
-    sources). ``base``: ``before``'s prepared graph, when the caller has it open (the delta's rows are over its
-    arrays, which :func:`~gearag.graph.delta_apply.apply_delta` checks)."""
+                     config: IndexConfig, before: Path, base: PreparedGraph | None = None) -> UnionDelta | None:
+    """What adding the shards after those of generation ``before`` changed in it, as deltas over it
+    (:func:`~gearag.indexing.union_files.union_delta`), with the per-shard tables they read written into
+    ``w``; None where not an add onto ``before`` or it kept no state or prepared graph. ``base``: ``before``'s
+    prepared graph, when the caller has it open (the delta's rows are over its arrays, which
+    :func:`~gearag.graph.delta_apply.apply_delta` checks)."""
     u = union_of([r.name for r in refs], shards, tombstones)
     done = read_manifest(before)
     prior = _prior_resolution(_reusable(before), done, refs, shards, tombstones, u)
@@ -140,8 +140,10 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
         return None
     columns = [ShardColumns(ref.name, s.triples.subjects, s.triples.objects, Mapped(s.passages, attrgetter("text")),
                             u.union_rows(PASSAGES, i)) for i, (ref, s) in enumerate(zip(refs, shards, strict=True))]
-    return union_files.union_delta(w, columns, UnionRows(u.passages, u.triple_keep, np.asarray(u.triples.passage)),
-                                   before, done, prior, base)
+    graph = read_triple_graph(before, done.get("counts", {}).get("entities"))
+    return union_files.union_delta(w, config, columns, UnionRows(u.passages, u.triple_keep,
+                                                                 np.asarray(u.triples.passage)),
+                                   before, done, prior, base, graph)
 
 
 def _reusable(previous: Path) -> Path | None:

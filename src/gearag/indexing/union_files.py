@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from gearag.indexing.union_graph import ENDPOINTS_DIR, EndpointTable, KeyStats, 
 from gearag.indexing.union_resolve import NameStats, Prior, resolve_union
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.model import Passage
+from gearag.store.graph import LayeredTripleGraph, TripleGraph
 from gearag.store.writer import IndexWriter
 
 #: Version of the per-shard tables and resolution state a generation keeps for the next add: bump it when
@@ -187,22 +188,35 @@ def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], tables: l
     return names, indices[:p], name_indices[:p]
 
 
-def union_delta(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows, before: Path, done: dict[str, Any],
-                prior: Prior, base: PreparedGraph) -> ResolutionDelta | None:
-    """What the add of the shards after ``prior.shards`` changed in the resolution of ``before`` (a generation
-    whose prepared graph is ``base``), by :func:`~gearag.indexing.delta_resolve.resolve_delta`; the per-shard
-    tables and indices it reads are written into ``w`` as :func:`write_union` writes them. None: a delta
-    cannot say it."""
+class UnionDelta(NamedTuple):
+    """What an add changed in a generation, as deltas over it (None: a delta cannot say it)."""
+
+    resolution: ResolutionDelta | None  #: of the entity resolution (:mod:`gearag.indexing.delta_resolve`)
+    triples: LayeredTripleGraph | None  #: the triple graph, as the base's plus a delta
+
+
+def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
+                before: Path, done: dict[str, Any], prior: Prior, base: PreparedGraph,
+                base_graph: TripleGraph) -> UnionDelta:
+    """What the add of the shards after ``prior.shards`` changed in generation ``before`` (``done``: its
+    manifest; ``base``, ``base_graph``: its prepared graph and triple graph): the resolution's delta
+    (:func:`~gearag.indexing.delta_resolve.resolve_delta`) and the triple graph's
+    (:func:`~gearag.indexing.delta_triples.triples_delta`), from the state it kept. The per-shard tables and
+    indices they read are written into ``w`` as :func:`write_union` writes them."""
     from gearag.indexing.delta_resolve import resolve_delta
+    from gearag.indexing.delta_triples import triples_delta
 
     tables = [shard_table(before, s.name, s.subjects, s.objects, w) for s in shards]
-    kept = before if done.get("union") == UNION_VERSION else None
-    if kept is None:
-        return None
-    names, indices, name_indices = _resolution_inputs(w, shards, tables, before, done.get("shards") or [], kept,
-                                                      prior)
-    return resolve_delta(union.passages, tables, union.triple_keep, union.owner, names, prior, base, indices,
-                         name_indices)
+    if done.get("union") != UNION_VERSION:
+        return UnionDelta(None, None)
+    done_shards = done.get("shards") or []
+    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], tables, w)
+    key_prior = KeyStats.read(before, n_keys)
+    triples = triples_delta(config.graph, tables, union.triple_keep, union.owner, len(union.passages), keys,
+                            key_prior, prior.shards, base_graph, prior.new_from) if key_prior is not None else None
+    names, indices, name_indices = _resolution_inputs(w, shards, tables, before, done_shards, before, prior)
+    return UnionDelta(resolve_delta(union.passages, tables, union.triple_keep, union.owner, names, prior, base,
+                                    indices, name_indices), triples)
 
 
 def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],

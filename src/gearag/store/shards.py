@@ -353,6 +353,18 @@ def load_shards(path: Path, refs: list[ShardRef], *, verify: bool = False) -> li
     return shards
 
 
+def read_triple_graph(gpath: Path, n_entities: int | None) -> TripleGraph:
+    """The triple graph a generation stores (its entity keys and arrays, memory-mapped; ``n_entities``: the count
+    its manifest gives, which the keys must have)."""
+    return TripleGraph(
+        entities=read_entities(gpath, n_entities),
+        head=np.asarray(load_array(gpath, "arrays/triple_head.npy")),
+        tail=np.asarray(load_array(gpath, "arrays/triple_tail.npy")),
+        indptr=np.asarray(load_array(gpath, "arrays/entity_indptr.npy")),
+        indices=load_array(gpath, "arrays/entity_indices.npy"),
+    )
+
+
 def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
                  loaded: list[Index] | None = None, union: Union | None = None) -> Index:
     """The :class:`Index` of a sharded index: the union of its shards with its generation's global data.
@@ -373,14 +385,7 @@ def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
         tombstones = read_tombstones(gpath, {r.name: len(s.passages) for r, s in zip(refs, shards, strict=True)})
         u = union if union is not None and union.matches(refs, shards, tombstones) else union_of(
             [r.name for r in refs], shards, tombstones)
-        entities = read_entities(gpath, manifest.get("counts", {}).get("entities"))
-        graph = TripleGraph(
-            entities=entities,
-            head=np.asarray(load_array(gpath, "arrays/triple_head.npy")),
-            tail=np.asarray(load_array(gpath, "arrays/triple_tail.npy")),
-            indptr=np.asarray(load_array(gpath, "arrays/entity_indptr.npy")),
-            indices=load_array(gpath, "arrays/entity_indices.npy"),
-        )
+        graph = read_triple_graph(gpath, manifest.get("counts", {}).get("entities"))
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise IndexFormatError(f"{path}: cannot read index ({exc}); rebuild it") from None
     n_p, n_t, n_e = len(u.passages), len(u.triples), len(graph.entities)

@@ -1,0 +1,121 @@
+"""The triple graph of an add as its base's plus a delta, from the base's kept key statistics (docs/delta.md).
+
+:func:`triples_delta` gives what :func:`gearag.graph.delta.triple_graph_delta`
+finds by comparing two full triple graphs (GEAR's beam search, §4.2), from
+the add's own triples: the base's entity ids kept, new keys numbered after
+them in the union's first-appearance order, the new triples appended, each
+entity's new triples appended to its postings. It counts the new triples'
+passages per key into the base's :class:`~gearag.indexing.union_graph.KeyStats`
+as :func:`~gearag.indexing.union_graph.union_triple_graph` does; where that
+moves the hub cut over the base's keys (a key crossing ``max_entity_share``
+of the passages either way, which relinks or unlinks base triples) or flips
+the "few capitalised endpoints" fallback, no delta can say the union and
+None is returned: a full generation decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from gearag.config import GraphConfig
+from gearag.data.jsonstrings import taken
+from gearag.graph.layered import AppendedRows, LayeredCsr
+from gearag.graph.transition import Csr
+from gearag.indexing.union_graph import SAMPLE, EndpointTable, KeyStats, first_seen, passages_per_key, union_ends
+from gearag.indexing.union_vocab import UnionVocab
+from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph
+
+
+def _named_all(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray]) -> bool:
+    """``linkable_for``'s choice over the union's first :data:`SAMPLE` subjects and objects (read from the leading
+    shards only)."""
+    if config.link_entities == "all":
+        return True
+    parts, have = [], 0
+    for table, keep in zip(tables, triple_keep, strict=True):
+        if have >= SAMPLE:
+            break
+        parts.append(table.named[keep][: SAMPLE - have])
+        have += len(parts[-1])
+    named = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=bool)
+    sample = np.concatenate([named[:, 0], named[:, 1]])
+    return bool(len(sample) and int(sample.sum()) < 0.05 * len(sample))
+
+
+def _hubs(config: GraphConfig, passages: np.ndarray, n_passages: int) -> np.ndarray:
+    """Keys whose passage count puts them past the hub cut (none when the cut is off)."""
+    if config.max_entity_share >= 1.0:
+        return np.zeros(len(passages), dtype=bool)
+    return passages > max(20, config.max_entity_share * n_passages)
+
+
+def _entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int) -> np.ndarray:
+    """Keys that are entities, in ``TripleGraph.build``'s order: by first appearance as a subject, then as an
+    object (positions over ``n_triples`` live triples)."""
+    seen = (first >= 0).any(axis=1) & ~hub
+    where = np.where(first[:, 0] >= 0, first[:, 0], n_triples + first[:, 1])
+    order = np.flatnonzero(seen)
+    return order[np.argsort(where[order], kind="stable")]
+
+
+def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
+                  owner: np.ndarray, n_passages: int, vocab: UnionVocab, prior: KeyStats, counted: int,
+                  base: TripleGraph, base_passages: int) -> LayeredTripleGraph | None:
+    """The union's triple graph as ``base``'s plus a delta (module docstring): ``prior`` are the base's key
+    statistics over its ``counted`` shards, ``base_passages`` its passage count; the rest are
+    :func:`~gearag.indexing.union_graph.union_triple_graph`'s arguments. None: a full generation decides."""
+    named_all = _named_all(config, tables, triple_keep)
+    if named_all != prior.named_all:
+        return None
+    n_keys, n_known = len(vocab.items), len(prior.passages)
+    t_base = len(base.head)
+    new = union_ends(vocab.remaps[counted:], [t.ends for t in tables[counted:]], triple_keep[counted:])
+    if sum(int(np.count_nonzero(k)) for k in triple_keep[:counted]) != t_base:
+        return None  # the statistics are not those of this base's triples
+    named_parts = [t.named[k] for t, k in zip(tables[counted:], triple_keep[counted:], strict=True)]
+    named = np.concatenate(named_parts) if named_parts else np.zeros((0, 2), dtype=bool)
+    if named_all:
+        named = np.ones_like(named)
+    ok = named & (new >= 0)
+    passages = np.zeros(n_keys, dtype=np.int64)
+    passages[:n_known] = prior.passages
+    passages += passages_per_key(new, np.asarray(owner)[t_base:], ok, n_keys)
+    hub_before = _hubs(config, np.asarray(prior.passages), base_passages)
+    hub = _hubs(config, passages, n_passages)
+    if np.any(hub[:n_known] != hub_before):
+        return None  # the cut moved over the base's keys: its triples would link otherwise
+    first = np.full((n_keys, 2), -1, dtype=np.int64)
+    first[:n_known] = prior.first
+    base_order = _entity_order(first, hub, t_base)
+    if len(base_order) != base.n_entities:
+        return None
+    positions = np.arange(t_base, t_base + len(new), dtype=np.int64)
+    for side in (0, 1):
+        first_seen(first[:, side], new[:, side][ok[:, side]], positions[ok[:, side]])
+    entity = np.full(n_keys + 1, -1, dtype=np.int64)  # per key, the last: -1 for -1
+    entity[base_order] = np.arange(len(base_order), dtype=np.int64)
+    order = _entity_order(first, hub, t_base + len(new))
+    fresh = order[entity[order] < 0]  # new entities, in the union's order
+    entity[fresh] = base.n_entities + np.arange(len(fresh), dtype=np.int64)
+    linkable = ok & ~hub[np.maximum(new, 0)]
+    ids = entity[np.where(linkable, new, n_keys)].astype(np.int32)
+    # Postings: each new triple under its ends (a self-loop once), appended to the base's rows.
+    n_entities = base.n_entities + len(fresh)
+    ends = ids.astype(np.int64)
+    keep = ends >= 0
+    keep[:, 1] &= ends[:, 1] != ends[:, 0]
+    rows = ends[keep]
+    triples = np.broadcast_to(positions[:, None], ends.shape)[keep]
+    by = np.lexsort((triples, rows))
+    rows, triples = rows[by], triples[by]
+    listed = np.union1d(rows, np.arange(base.n_entities, n_entities, dtype=np.int64))
+    appended = listed[listed < base.n_entities]
+    one = np.ones(1, dtype=np.float32)
+    b_post = Csr(np.asarray(base.indptr), base.indices, np.broadcast_to(one, np.shape(base.indices)))
+    postings = LayeredCsr.from_entries(b_post, n_entities, listed, appended, rows, triples,
+                                       np.ones(len(rows), dtype=np.float32), np.zeros(len(rows), dtype=np.int64))
+    return LayeredTripleGraph(AppendedStrings(base.entities, taken(vocab.items, fresh)),
+                              AppendedRows(np.asarray(base.head), ids[:, 0]),
+                              AppendedRows(np.asarray(base.tail), ids[:, 1]), postings)
