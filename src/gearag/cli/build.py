@@ -227,6 +227,10 @@ def add(
         min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
+    delta: Annotated[bool, typer.Option(
+        "--delta", help="Experimental: write the add as a delta over the last full generation (docs/delta.md) "
+                        "instead of rewriting the union's graph arrays; where it cannot, a full one is "
+                        "written.")] = False,
     options: dict | None = None,
 ) -> None:
     """Add documents to an index as a new shard, without re-extracting or re-embedding what it holds.
@@ -253,7 +257,7 @@ def add(
     started = time.perf_counter()
     with _steps(manifest, "shard", "generation") as on_step:
         built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url,
-                              llm_model=llm_model, on_step=on_step)
+                              llm_model=llm_model, on_step=on_step, delta=delta)
     _print_update("added", built, started)
 
 

@@ -262,9 +262,8 @@ def triple_graph_delta(base: TripleGraph, union: TripleGraph) -> LayeredTripleGr
         return None
     entity_row = np.empty(n_u, dtype=np.int64)
     entity_row[did[:n_u]] = np.arange(n_u)
-    b_post = Csr(np.asarray(base.indptr), np.asarray(base.indices), np.ones(len(base.indices), np.float32))
-    u_post = Csr(np.asarray(union.indptr), np.asarray(union.indices), np.ones(len(union.indices), np.float32))
-    postings = layered_rows(b_post, u_post, entity_row, None, None)  # triple ids: appended, not renumbered
+    # Triple ids: appended, not renumbered.
+    postings = layered_rows(base.postings_csr(), union.postings_csr(), entity_row, None, None)
     keys = [union.entities[int(u)] for u in entity_row[n_b:].tolist()]
     return LayeredTripleGraph(AppendedStrings(base.entities, keys), AppendedRows(np.asarray(base.head), head[t_b:]),
                               AppendedRows(np.asarray(base.tail), tail[t_b:]), postings)

@@ -22,7 +22,6 @@ import numpy as np
 from gearag.config import GraphConfig
 from gearag.data.jsonstrings import taken
 from gearag.graph.layered import AppendedRows, LayeredCsr
-from gearag.graph.transition import Csr
 from gearag.indexing.union_graph import SAMPLE, EndpointTable, KeyStats, first_seen, passages_per_key, union_ends
 from gearag.indexing.union_vocab import UnionVocab
 from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph
@@ -37,7 +36,11 @@ def _named_all(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep
     for table, keep in zip(tables, triple_keep, strict=True):
         if have >= SAMPLE:
             break
-        parts.append(table.named[keep][: SAMPLE - have])
+        # The live rows among the first ones: a shard's leading rows hold its first live ones (no whole-shard mask).
+        n = min(len(keep), SAMPLE - have)
+        while int(np.count_nonzero(keep[:n])) < SAMPLE - have and n < len(keep):
+            n = min(len(keep), 2 * n)
+        parts.append(table.named[:n][keep[:n]][: SAMPLE - have])
         have += len(parts[-1])
     named = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=bool)
     sample = np.concatenate([named[:, 0], named[:, 1]])
@@ -96,8 +99,11 @@ def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_k
         first_seen(first[:, side], new[:, side][ok[:, side]], positions[ok[:, side]])
     entity = np.full(n_keys + 1, -1, dtype=np.int64)  # per key, the last: -1 for -1
     entity[base_order] = np.arange(len(base_order), dtype=np.int64)
-    order = _entity_order(first, hub, t_base + len(new))
-    fresh = order[entity[order] < 0]  # new entities, in the union's order
+    # New entities: keys of the new triples that are not the base's, in the union's order (only their places).
+    ends_keys = np.unique(new[ok])
+    fresh = ends_keys[(entity[ends_keys] < 0) & ~hub[ends_keys]]
+    where = np.where(first[fresh, 0] >= 0, first[fresh, 0], t_base + len(new) + first[fresh, 1])
+    fresh = fresh[np.argsort(where, kind="stable")]
     entity[fresh] = base.n_entities + np.arange(len(fresh), dtype=np.int64)
     linkable = ok & ~hub[np.maximum(new, 0)]
     ids = entity[np.where(linkable, new, n_keys)].astype(np.int32)
@@ -112,9 +118,7 @@ def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_k
     rows, triples = rows[by], triples[by]
     listed = np.union1d(rows, np.arange(base.n_entities, n_entities, dtype=np.int64))
     appended = listed[listed < base.n_entities]
-    one = np.ones(1, dtype=np.float32)
-    b_post = Csr(np.asarray(base.indptr), base.indices, np.broadcast_to(one, np.shape(base.indices)))
-    postings = LayeredCsr.from_entries(b_post, n_entities, listed, appended, rows, triples,
+    postings = LayeredCsr.from_entries(base.postings_csr(), n_entities, listed, appended, rows, triples,
                                        np.ones(len(rows), dtype=np.float32), np.zeros(len(rows), dtype=np.int64))
     return LayeredTripleGraph(AppendedStrings(base.entities, taken(vocab.items, fresh)),
                               AppendedRows(np.asarray(base.head), ids[:, 0]),

@@ -51,6 +51,7 @@ from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.rows import Mapped
 from gearag.store.shards import (
+    DELTA_BASE,
     GENERATION_FILES,
     GENERATIONS_DIR,
     SHARDED_COLLECTIONS,
@@ -58,6 +59,7 @@ from gearag.store.shards import (
     ShardRef,
     Union,
     check_generation,
+    is_delta,
     read_triple_graph,
     union_of,
 )
@@ -110,7 +112,8 @@ def write_generation(
     u = union or union_of([r.name for r in refs], shards, tombstones)
     with IndexWriter(out, overwrite=out.exists()) as w:
         owner = np.asarray(u.triples.passage)
-        before = _reusable(root / GENERATIONS_DIR / previous) if previous else None
+        # A delta generation's state is its base's: the shards since the base are resolved as new.
+        before = _reusable(delta_base(root / GENERATIONS_DIR / previous)) if previous else None
         done = read_manifest(before) if before is not None else {}  # the previous generation's manifest
         prior = _prior_resolution(before, done, refs, shards, tombstones, u)
         columns = [ShardColumns(ref.name, s.triples.subjects, s.triples.objects, Mapped(s.passages, attrgetter("text")),
@@ -144,6 +147,16 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
     return union_files.union_delta(w, config, columns, UnionRows(u.passages, u.triple_keep,
                                                                  np.asarray(u.triples.passage)),
                                    before, done, prior, base, graph)
+
+
+def delta_base(generation: Path) -> Path:
+    """The full generation whose state ``generation`` keeps: itself, or a delta generation's base
+    (:mod:`gearag.indexing.delta_generation`)."""
+    try:
+        gman = read_manifest(generation)
+    except GearagError:
+        return generation
+    return generation / DELTA_BASE if is_delta(gman) else generation
 
 
 def _reusable(previous: Path) -> Path | None:

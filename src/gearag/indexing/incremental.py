@@ -40,6 +40,7 @@ from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
 from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import TOKEN_FILES, write_postings, write_token_ids, write_tokens
+from gearag.indexing.delta_generation import write_delta_generation
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
 from gearag.indexing.pipeline import build_index
 from gearag.indexing.union_files import cannot_grow, is_state_file, kept_state
@@ -357,13 +358,15 @@ class _Locked:
 
 def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dict[str, Any] | None = None,
                   on_step: Step | None = None, llm_base_url: str | None = None,
-                  llm_model: str | None = None) -> Index:
+                  llm_model: str | None = None, delta: bool = False) -> Index:
     """Add ``passages`` to the index at ``root`` as a new shard; returns the updated index.
 
     ``options`` (CLI config options) must agree with the stored config. A
     passage id already in the index is an error, raised before any work.
     ``llm_base_url``/``llm_model`` reach an LLM extractor (default: the
-    environment, as for ``gearag index``).
+    environment, as for ``gearag index``). ``delta`` (experimental): the
+    generation is written as a delta over the last full one where it can be
+    (:mod:`gearag.indexing.delta_generation`), else in full.
     """
     root = Path(root)
     if not passages:
@@ -402,8 +405,10 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         shards = [*state.shards, shard]
         started = time.perf_counter()
         u = union_of([r.name for r in refs], shards, state.tombstones)
-        gname, gsha, counts = write_generation(root, refs, shards, state.tombstones, state.config, state.generation,
-                                               union=u)
+        written = write_delta_generation(root, refs, shards, state.tombstones, state.config, state.generation,
+                                         u) if delta else None
+        gname, gsha, counts = written or write_generation(root, refs, shards, state.tombstones, state.config,
+                                                          state.generation, union=u)
         seconds["generation"] = round(time.perf_counter() - started, 3)
         if on_step:
             on_step("generation", seconds["generation"])

@@ -174,12 +174,13 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
 
 
 def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], tables: list[EndpointTable],
-                       before: Path | None, done_shards: list[str], kept: Path | None,
-                       prior: Prior | None) -> tuple[UnionVocab, list[tuple[TokenIndex, np.ndarray]], list[TokenIndex]]:
+                       before: Path | None, done_shards: list[str], kept: Path | None, prior: Prior | None,
+                       write_vocab: bool = True) -> tuple[UnionVocab, list[tuple[TokenIndex, np.ndarray]],
+                                                          list[TokenIndex]]:
     """What :func:`resolve_union` (or :func:`resolve_delta`) reads besides the shards: the union's vocabulary of
     endpoint names (written; ``prior.names`` read from ``kept`` when there is one) and, for the prior's shards,
     their token indices of texts and of names. Every shard's indices are kept for the next add (written here)."""
-    names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables, w)
+    names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables, w if write_vocab else None)
     if prior is not None and kept is not None:
         prior.names = NameStats.read(kept, n_names)
     name_indices = [shard_name_index(before, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
@@ -210,20 +211,21 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     if done.get("union") != UNION_VERSION:
         return UnionDelta(None, None)
     done_shards = done.get("shards") or []
-    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], tables, w)
+    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], tables, None)
     key_prior = KeyStats.read(before, n_keys)
     triples = triples_delta(config.graph, tables, union.triple_keep, union.owner, len(union.passages), keys,
                             key_prior, prior.shards, base_graph, prior.new_from) if key_prior is not None else None
-    names, indices, name_indices = _resolution_inputs(w, shards, tables, before, done_shards, before, prior)
+    names, indices, name_indices = _resolution_inputs(w, shards, tables, before, done_shards, before, prior,
+                                                      write_vocab=False)
     return UnionDelta(resolve_delta(union.passages, tables, union.triple_keep, union.owner, names, prior, base,
                                     indices, name_indices), triples)
 
 
 def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
-           tables: list[EndpointTable], w: IndexWriter) -> tuple[UnionVocab, int]:
+           tables: list[EndpointTable], w: IndexWriter | None) -> tuple[UnionVocab, int]:
     """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s (a
-    generation of ``previous_shards``) for the leading shards both list, and written; with how many strings
-    it took from ``previous`` (0: none).
+    generation of ``previous_shards``) for the leading shards both list, and written into ``w`` (None: not
+    written; a delta generation keeps its base's); with how many strings it took from ``previous`` (0: none).
 
     The tables' own strings are read only for the shards after those.
     """
@@ -233,5 +235,6 @@ def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards:
         prior = UnionVocab.read(previous, what, shards[:p], [t.id_bound(what) for t in tables[:p]]) if p else None
     start = len(prior.remaps) if prior is not None else 0
     vocab = UnionVocab.extend(prior, [getattr(t, what) for t in tables[start:]])
-    vocab.write(w, what, shards, previous, p if prior is not None else 0)
+    if w is not None:
+        vocab.write(w, what, shards, previous, p if prior is not None else 0)
     return vocab, len(prior.items) if prior is not None else 0

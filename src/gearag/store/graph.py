@@ -104,6 +104,16 @@ class TripleGraph(_Neighbours):
     def degree(self, entity: int) -> int:
         return 0 if entity < 0 else int(self.indptr[entity + 1] - self.indptr[entity])
 
+    def postings_csr(self) -> Any:
+        """The entity → triples rows as a :class:`~gearag.graph.transition.Csr` (every weight 1, not stored)."""
+        return _postings(np.asarray(self.indptr), self.indices)
+
+
+def _postings(indptr: np.ndarray, indices: np.ndarray) -> Any:
+    from gearag.graph.transition import Csr
+
+    return Csr(indptr, indices, np.broadcast_to(np.ones(1, dtype=np.float32), np.shape(indices)))
+
 
 class AppendedStrings(Sequence[str]):
     """A base's strings followed by a delta's (the triple graph's entity keys: an add appends entities)."""
@@ -144,3 +154,34 @@ class LayeredTripleGraph(_Neighbours):
 
     def degree(self, entity: int) -> int:
         return 0 if entity < 0 else int(self.postings.counts(np.asarray([entity]))[0])
+
+
+#: Where a delta generation keeps its triple graph's delta (the base's arrays are the base generation's).
+DELTA_DIR = "delta"
+
+
+def layered_graph_files(g: LayeredTripleGraph) -> dict[str, Any]:
+    """The files of ``g`` that are its delta's, under :data:`DELTA_DIR` (the appended triples' ends, the new
+    entities' keys, the postings' delta rows and where each entity reads them)."""
+    entities, postings = g.entities, g.postings
+    if not isinstance(entities, AppendedStrings):
+        raise TypeError("the entities are not a base's and a delta's")
+    out: dict[str, Any] = {f"{DELTA_DIR}/triple_head.npy": g.head.tail, f"{DELTA_DIR}/triple_tail.npy": g.tail.tail,
+                           f"{DELTA_DIR}/entities.json": entities.tail,
+                           f"{DELTA_DIR}/postings_where.npy": np.asarray(postings.where, dtype=np.int32),
+                           f"{DELTA_DIR}/postings_appends.npy": np.asarray(postings.appends, dtype=bool)}
+    for name in ("indptr", "indices"):
+        out[f"{DELTA_DIR}/postings_{name}.npy"] = getattr(postings.delta, name)
+    return out
+
+
+def open_layered_graph(base: TripleGraph, read: Callable[[str], Any]) -> LayeredTripleGraph:
+    """The triple graph ``base`` plus the delta ``read(rel)`` gives (:func:`layered_graph_files`' files)."""
+    from gearag.graph.layered import AppendedRows, LayeredCsr
+
+    indptr, indices = (read(f"{DELTA_DIR}/postings_{k}.npy") for k in ("indptr", "indices"))
+    postings = LayeredCsr(base.postings_csr(), _postings(indptr, indices), read(f"{DELTA_DIR}/postings_where.npy"),
+                          read(f"{DELTA_DIR}/postings_appends.npy"))
+    return LayeredTripleGraph(AppendedStrings(base.entities, read(f"{DELTA_DIR}/entities.json")),
+                              AppendedRows(np.asarray(base.head), read(f"{DELTA_DIR}/triple_head.npy")),
+                              AppendedRows(np.asarray(base.tail), read(f"{DELTA_DIR}/triple_tail.npy")), postings)

@@ -51,7 +51,7 @@ from gearag.model import Fact, Passage, Triple
 from gearag.store import checksum
 from gearag.store.checksum import file_digest
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
-from gearag.store.graph import TripleGraph
+from gearag.store.graph import LayeredTripleGraph, TripleGraph
 from gearag.store.lease import lease_name, take
 from gearag.store.rows import Column, JsonList, JsonlRows, Mapped, offsets_rel, rows_at
 
@@ -352,7 +352,7 @@ class Index:
     manifest: dict[str, Any]
     passages: Sequence[Passage]
     triples: TripleTable
-    graph: TripleGraph
+    graph: TripleGraph | LayeredTripleGraph  #: a delta generation's is a base's and a delta's
     passage_triple_indptr: np.ndarray
     collections: dict[str, Collection]
     #: SHA-256 of the manifest: which build of ``path`` this is (run files record it to resume safely).

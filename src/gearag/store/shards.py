@@ -59,7 +59,7 @@ from gearag.model import Passage
 from gearag.retrieve.bm25_postings import POSTINGS_FILES, PostingsBM25, read_postings
 from gearag.store.checkpoint import passage_hash, text_key
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, load_array
-from gearag.store.graph import TripleGraph
+from gearag.store.graph import DELTA_DIR, LayeredTripleGraph, TripleGraph, open_layered_graph
 from gearag.store.index import (
     MANIFEST,
     Index,
@@ -156,6 +156,21 @@ def _check_identity(path: Path, rel: str, expected: str) -> None:
                                "rebuild the index")
 
 
+#: A generation manifest's key that makes it a delta generation (:mod:`gearag.indexing.delta_generation`):
+#: ``{"base": DELTA_BASE, "shards": [...]}``, the base generation's files linked under ``DELTA_BASE/``.
+DELTA = "delta"
+DELTA_BASE = "base"
+#: The files of a delta generation's triple graph besides its base's.
+DELTA_GRAPH_FILES = (f"{DELTA_DIR}/triple_head.npy", f"{DELTA_DIR}/triple_tail.npy", f"{DELTA_DIR}/entities.json",
+                     f"{DELTA_DIR}/postings_where.npy", f"{DELTA_DIR}/postings_appends.npy",
+                     f"{DELTA_DIR}/postings_indptr.npy", f"{DELTA_DIR}/postings_indices.npy")
+
+
+def is_delta(gman: dict[str, Any]) -> bool:
+    """Whether a generation's manifest is a delta generation's."""
+    return isinstance(gman.get(DELTA), dict)
+
+
 def check_generation(path: Path, name: str, sha: str, *, checksums: bool) -> dict[str, Any]:
     """Verify generation ``name`` of the sharded index at ``path``; returns its manifest."""
     rel = f"{GENERATIONS_DIR}/{name}"
@@ -163,7 +178,9 @@ def check_generation(path: Path, name: str, sha: str, *, checksums: bool) -> dic
     gman = read_manifest(gpath)
     _check_identity(path, rel, sha)
     listed = gman.get("files") or {}
-    for f in GENERATION_FILES:
+    required = GENERATION_FILES if not is_delta(gman) else (
+        TOMBSTONES, *(f"{DELTA_BASE}/{f}" for f in GENERATION_FILES), *DELTA_GRAPH_FILES)
+    for f in required:
         if f not in listed:
             raise IndexFormatError(f"{gpath}: the manifest does not list {f}; rebuild the index")
     verify_listed(gpath, listed, checksums=checksums)
@@ -353,6 +370,16 @@ def load_shards(path: Path, refs: list[ShardRef], *, verify: bool = False) -> li
     return shards
 
 
+def _delta_file(gpath: Path, rel: str) -> Any:
+    """A delta generation's file: JSON strings read, arrays memory-mapped."""
+    if rel.endswith(".json"):
+        strings = load_json(gpath / rel)
+        if not isinstance(strings, list):
+            raise IndexFormatError(f"{gpath / rel}: not a list (corrupt); rebuild the index")
+        return strings
+    return load_array(gpath, rel)
+
+
 def read_triple_graph(gpath: Path, n_entities: int | None) -> TripleGraph:
     """The triple graph a generation stores (its entity keys and arrays, memory-mapped; ``n_entities``: the count
     its manifest gives, which the keys must have)."""
@@ -385,17 +412,28 @@ def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
         tombstones = read_tombstones(gpath, {r.name: len(s.passages) for r, s in zip(refs, shards, strict=True)})
         u = union if union is not None and union.matches(refs, shards, tombstones) else union_of(
             [r.name for r in refs], shards, tombstones)
-        graph = read_triple_graph(gpath, manifest.get("counts", {}).get("entities"))
+        graph: TripleGraph | LayeredTripleGraph
+        if is_delta(gman):
+            base_path = gpath / DELTA_BASE
+            graph = open_layered_graph(read_triple_graph(base_path, read_manifest(base_path)["counts"]["entities"]),
+                                       lambda rel: _delta_file(gpath, rel))
+        else:
+            graph = read_triple_graph(gpath, manifest.get("counts", {}).get("entities"))
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise IndexFormatError(f"{path}: cannot read index ({exc}); rebuild it") from None
     n_p, n_t, n_e = len(u.passages), len(u.triples), len(graph.entities)
     counts = manifest.get("counts", {})
     if counts.get("passages") != n_p or counts.get("triples") != n_t or counts.get("entities") != n_e:
         raise IndexFormatError(f"{path}: contents do not match the manifest counts; rebuild the index")
-    _check_ids(gpath, "arrays/triple_head.npy", graph.head, n_t, -1, n_e)
-    _check_ids(gpath, "arrays/triple_tail.npy", graph.tail, n_t, -1, n_e)
-    _check_ids(gpath, "arrays/entity_indices.npy", graph.indices, None, 0, n_t)
-    _check_indptr(gpath, "arrays/entity_indptr.npy", graph.indptr, n_e, len(graph.indices))
+    if isinstance(graph, TripleGraph):
+        _check_ids(gpath, "arrays/triple_head.npy", graph.head, n_t, -1, n_e)
+        _check_ids(gpath, "arrays/triple_tail.npy", graph.tail, n_t, -1, n_e)
+        _check_ids(gpath, "arrays/entity_indices.npy", graph.indices, None, 0, n_t)
+        _check_indptr(gpath, "arrays/entity_indptr.npy", graph.indptr, n_e, len(graph.indices))
+    else:  # the delta's arrays (the base's were checked when it was the current generation, and are its files)
+        _check_ids(gpath, DELTA_GRAPH_FILES[0], graph.head.tail, len(graph.head.tail), -1, n_e)
+        _check_ids(gpath, DELTA_GRAPH_FILES[1], graph.tail.tail, len(graph.tail.tail), -1, n_e)
+        _check_ids(gpath, DELTA_GRAPH_FILES[6], graph.postings.delta.indices, None, 0, n_t)
     bm25 = IndexConfig.from_dict(manifest.get("config", {})).bm25
     listed = gman.get("files") or {}
     collections = {}

@@ -44,6 +44,7 @@ import numpy as np
 from gearag.errors import BusyError, ConfigError, IndexFormatError
 from gearag.options import setting
 from gearag.store.collection import PASSAGES, TRIPLES, Collection
+from gearag.store.graph import TripleGraph
 from gearag.store.index import FIXED_FILES, Index
 from gearag.store.lance.exclusive import LEASE_TABLE, ExportLease
 from gearag.store.lance.files import FILES_TABLE, file_batches
@@ -194,8 +195,17 @@ def _batches(index: Index, coll: Collection, batch: int, pa: Any, first: int = 0
     return schema, gen()
 
 
-def _entities(index: Index, batch: int, pa: Any) -> tuple[Any, Iterator[Any]]:
+def _triple_graph(index: Index) -> TripleGraph:
+    """The index's triple graph, whole: a delta generation's (a base's and a delta's) is not exported yet."""
     g = index.graph
+    if not isinstance(g, TripleGraph):
+        raise ConfigError(f"{index.path}: its last add was written as a delta (gearag add --delta); run "
+                          "gearag compact on it before exporting it to Lance")
+    return g
+
+
+def _entities(index: Index, batch: int, pa: Any) -> tuple[Any, Iterator[Any]]:
+    g = _triple_graph(index)
     schema = pa.schema([pa.field("row", pa.int64()), pa.field("name", pa.string()),
                         pa.field("triples", pa.list_(pa.int32()))])
 
@@ -220,7 +230,7 @@ def index_arrays(index: Index) -> dict[str, np.ndarray]:
     A sharded index (gearag.store.shards) has no ``arrays/`` of its own: its graph arrays live in its
     generation and its triple → passage arrays are built from the shards at load.
     """
-    g = index.graph
+    g = _triple_graph(index)
     arrays = {"arrays/triple_head.npy": g.head, "arrays/triple_tail.npy": g.tail,
               "arrays/entity_indptr.npy": g.indptr, "arrays/entity_indices.npy": g.indices,
               "arrays/triple_passage.npy": index.triples.passage,
@@ -306,6 +316,7 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
     import_lancedb()
     index = Index.open(index_dir)  # leased: a gearag add meanwhile keeps the generation being exported
     try:
+        _triple_graph(index)  # refused before any work
         if loc.remote:  # object stores have no flock: a lease with a heartbeat instead
             try:
                 db = connect(loc)

@@ -1,0 +1,116 @@
+"""An add written as a *delta generation*: the last full generation linked as its base, the add's delta beside it.
+
+docs/delta.md, step 5 (issue 14). :func:`write_delta_generation` is what
+``gearag add --delta`` does instead of
+:func:`~gearag.indexing.generation.write_generation`: it resolves what the
+shards added since the base changed (:func:`~gearag.indexing.generation.generation_delta`:
+the resolution's and the triple graph's deltas, from the state the base
+kept), applies it to the base's prepared graph
+(:func:`~gearag.graph.delta_apply.apply_delta`) and writes only the delta:
+
+* ``base/``: every file of the base generation, hard-linked (its manifest
+  too), so the generation stands alone and the next add finds the base's
+  state there;
+* ``graph/prepared/``: the layered prepared graph
+  (:mod:`gearag.graph.layered_files`; the base's files under ``base/``);
+* ``delta/``: the triple graph's delta (:func:`~gearag.store.graph.layered_graph_files`);
+* the new shards' endpoint tables and token indices, as a full generation
+  keeps them.
+
+Deltas are cumulative without a merge: every add resolves all the shards
+since the base against the base's state, so a reader combines exactly two
+layers and the work grows with what was added since the base, not with the
+index. Where no delta can say the union (a hub cut or capitalisation
+fallback that moves, a hash shared by two names, a base kept another way)
+it returns None and the caller writes a full generation, which becomes the
+next base. A delete and ``compact`` always write full generations.
+
+Not stored in a delta generation: the resolution's graph arrays
+(``graph/about_*``, ``mentions_*``, …). Readers that need them (passage-graph
+settings other than the prepared ones, the Lance export) build them from the
+passages and triples, as for an index that never stored them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gearag.config import IndexConfig
+from gearag.errors import GearagError
+from gearag.graph.delta_apply import apply_delta
+from gearag.graph.layered_files import BASE_DIR
+from gearag.graph.passage_graph import GRAPH_DIR
+from gearag.graph.prepared import PREPARED, load_prepared
+from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
+from gearag.graph.transition import Csr
+from gearag.indexing import union_files
+from gearag.indexing.generation import delta_base, generation_delta, generation_name
+from gearag.store.graph import layered_graph_files
+from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
+from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union, check_generation
+from gearag.store.writer import IndexWriter
+
+
+def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
+                           config: IndexConfig, previous: str, union: Union) -> tuple[str, str, dict[str, int]] | None:
+    """The generation of ``shards`` as the base of generation ``previous`` plus a delta (module docstring); its
+    name, manifest hash and counts. None: no delta can say it (the caller writes a full generation)."""
+    name = f"{generation_name(refs, tombstones)}-{DELTA}"
+    out = root / GENERATIONS_DIR / name
+    if (out / MANIFEST).exists():  # written by an interrupted run
+        try:
+            sha = manifest_identity(out)
+            check_generation(root, name, sha, checksums=False)
+            done = read_manifest(out)
+            if done.get("shards") == [r.name for r in refs]:
+                return name, sha, dict(done["counts"])
+        except (GearagError, OSError, ValueError, KeyError, TypeError):
+            pass
+    base_dir = delta_base(root / GENERATIONS_DIR / previous)
+    base = load_prepared(base_dir / GRAPH_DIR / PREPARED)
+    if base is None:
+        return None
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    with IndexWriter(out, overwrite=out.exists()) as w:
+        found = generation_delta(w, refs, shards, tombstones, config, base_dir, base)
+        if found is None or found.resolution is None or found.triples is None:
+            return None  # not committed: the writer removes what it wrote
+        timings["resolve"] = round(time.perf_counter() - started, 3)
+        cols = base.columns
+        terms = next((s.rows for s in cols.sources if s.name == ABOUT_SOURCE), None) if isinstance(cols, Scaled) \
+            else None
+        if not isinstance(cols, Scaled) or not isinstance(terms, Csr):
+            return None
+        layered = apply_delta(base, found.resolution, TermsByName.of(terms, len(cols.scale)))
+        if layered is None:
+            return None
+        timings["apply"] = round(time.perf_counter() - started - timings["resolve"], 3)
+        base_manifest = read_manifest(base_dir)
+        for rel in sorted(base_manifest.get("files") or {}):
+            w.link(f"{DELTA_BASE}/{rel}", base_dir / rel, base_dir)
+        w.link(f"{DELTA_BASE}/{MANIFEST}", base_dir / MANIFEST, base_dir)
+        prepared = f"{GRAPH_DIR}/{PREPARED}"
+        for f in sorted((base_dir / prepared).iterdir()):
+            w.link(f"{prepared}/{BASE_DIR}/{f.name}", f, base_dir)
+        for file, values in layered.files().items():
+            w.write_array(f"{prepared}/{file}", values)
+        w.write_json(f"{prepared}/prepared.json", layered.meta())
+        for rel, values in layered_graph_files(found.triples).items():
+            if rel.endswith(".json"):
+                w.write_json(rel, values)
+            else:
+                w.write_array(rel, values)
+        w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
+        counts = {"passages": len(union.passages), "triples": len(union.triples),
+                  "entities": found.triples.n_entities}
+        timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
+        meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
+                                DELTA: {"base": DELTA_BASE, "shards": base_manifest.get("shards")},
+                                "tables": union_files.TABLES_VERSION, "build_seconds": timings}
+        w.commit(meta)
+    return name, manifest_identity(out), counts
