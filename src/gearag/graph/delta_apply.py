@@ -38,6 +38,9 @@ class ResolutionDelta(NamedTuple):
     ends_tail: np.ndarray  #: int32 (T_new, 2): the appended triples' entity ends
     names: HashedNames  #: the usable, counted keys the base's names do not hold (ids: the entities')
     n_usable: int | None  #: how many names the union has in all
+    #: The base's terms read with each scale the add changed (the others' empty), when the resolve half found
+    #: them: what :func:`apply_delta` reads of :class:`TermsByName` (None: it must be given the base's whole).
+    by_name: TermsByName | None = None
 
 
 class _Changes(NamedTuple):
@@ -209,10 +212,13 @@ def _csr(rows: Csr | LayeredCsr) -> Csr:
     return rows
 
 
-def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName) -> PreparedGraph | None:
+def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | None = None) -> PreparedGraph | None:
     """The prepared graph after the add ``d`` describes, as ``base`` (a full generation's, kept as its sources)
     plus a delta; None where this cannot say it (another base, NER mentions, synonym edges, no backlinks).
-    ``by_name``: the base's about terms by scale id."""
+    ``by_name``: the base's about terms by scale id (default: ``d.by_name``)."""
+    by_name = by_name if by_name is not None else d.by_name
+    if by_name is None:
+        raise ValueError("apply_delta needs the base's terms by scale id")
     cols = base.columns
     if not isinstance(cols, Scaled) or not cols.layout.plain_layout:
         return None

@@ -45,8 +45,6 @@ from gearag.graph.delta_apply import apply_delta
 from gearag.graph.layered_files import BASE_DIR
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, load_prepared
-from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
-from gearag.graph.transition import Csr
 from gearag.indexing import union_files
 from gearag.indexing.generation import delta_base, generation_delta, generation_name
 from gearag.store.graph import layered_graph_files
@@ -77,16 +75,11 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with IndexWriter(out, overwrite=out.exists()) as w:
-        found = generation_delta(w, refs, shards, tombstones, config, base_dir, base)
+        found = generation_delta(w, refs, shards, tombstones, config, base_dir, base, union)
         if found is None or found.resolution is None or found.triples is None:
             return None  # not committed: the writer removes what it wrote
         timings["resolve"] = round(time.perf_counter() - started, 3)
-        cols = base.columns
-        terms = next((s.rows for s in cols.sources if s.name == ABOUT_SOURCE), None) if isinstance(cols, Scaled) \
-            else None
-        if not isinstance(cols, Scaled) or not isinstance(terms, Csr):
-            return None
-        layered = apply_delta(base, found.resolution, TermsByName.of(terms, len(cols.scale)))
+        layered = apply_delta(base, found.resolution)  # the terms by scale it reads: the resolve half's
         if layered is None:
             return None
         timings["apply"] = round(time.perf_counter() - started - timings["resolve"], 3)

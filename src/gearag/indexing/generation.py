@@ -129,13 +129,14 @@ def write_generation(
 
 
 def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
-                     config: IndexConfig, before: Path, base: PreparedGraph | None = None) -> UnionDelta | None:
+                     config: IndexConfig, before: Path, base: PreparedGraph | None = None,
+                     union: Union | None = None) -> UnionDelta | None:
     """What adding the shards after those of generation ``before`` changed in it, as deltas over it
     (:func:`~gearag.indexing.union_files.union_delta`), with the per-shard tables they read written into
     ``w``; None where not an add onto ``before`` or it kept no state or prepared graph. ``base``: ``before``'s
     prepared graph, when the caller has it open (the delta's rows are over its arrays, which
-    :func:`~gearag.graph.delta_apply.apply_delta` checks)."""
-    u = union_of([r.name for r in refs], shards, tombstones)
+    :func:`~gearag.graph.delta_apply.apply_delta` checks); ``union``: the shards' union, when the caller has it."""
+    u = union or union_of([r.name for r in refs], shards, tombstones)
     done = read_manifest(before)
     prior = _prior_resolution(_reusable(before), done, refs, shards, tombstones, u)
     base = base if base is not None else load_prepared(before / GRAPH_DIR / PREPARED)
