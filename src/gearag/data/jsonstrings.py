@@ -182,6 +182,38 @@ class JsonStrings(Sequence[str]):
         return cls(data, np.concatenate(spans) if spans else np.zeros((0, 2), dtype=np.int64))
 
 
+class ChainedStrings(Sequence[str]):
+    """Lists of strings one after the other, each read where it is: no copy of their text (a delta's add reads a
+    vocabulary of millions of strings for the few it looks up)."""
+
+    def __init__(self, parts: Sequence[Sequence[str]]) -> None:
+        self.parts = list(parts)
+        self.bounds = np.cumsum([0, *(len(p) for p in self.parts)]).astype(np.int64)
+
+    def __len__(self) -> int:
+        return int(self.bounds[-1])
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        part = int(np.searchsorted(self.bounds, i, side="right")) - 1
+        return self.parts[part][i - int(self.bounds[part])]
+
+    def plus(self, more: Sequence[str]) -> ChainedStrings:
+        """These strings, then ``more``."""
+        return ChainedStrings([*self.parts, more])
+
+
 def strings_at(strings: Sequence[str], ids: np.ndarray) -> list[str]:
     """``[strings[i] for i in ids]``, decoded at once when ``strings`` is :class:`JsonStrings`."""
     picked = taken(strings, ids)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from gearag.data.jsonio import parse_json
-from gearag.data.jsonstrings import JsonStrings
+from gearag.data.jsonstrings import ChainedStrings, JsonStrings
 from gearag.errors import GearagError
 from gearag.hashing import stable_hashes
 from gearag.store.collection import load_array
@@ -89,8 +89,13 @@ class UnionVocab:
         new, new_ids = new[order], n_prior + order.astype(np.int64)
         at = np.searchsorted(prior.hashes, new, side="right")
         hashes, hash_ids = np.insert(prior.hashes, at, new), np.insert(prior.hash_ids, at, new_ids)
-        items = JsonStrings.concat([prior.items, list(fresh)]) if isinstance(prior.items, JsonStrings) \
-            else [*prior.items, *fresh]
+        items: Sequence[str]
+        if isinstance(prior.items, ChainedStrings):
+            items = prior.items.plus(list(fresh))
+        elif isinstance(prior.items, JsonStrings):
+            items = JsonStrings.concat([prior.items, list(fresh)])
+        else:
+            items = [*prior.items, *fresh]
         return cls(items, remaps, hashes, hash_ids)
 
     def bounds(self) -> list[int]:
@@ -117,10 +122,13 @@ class UnionVocab:
         w.write_array(f"{UNION_DIR}/{what}_hash_ids.npy", self.hash_ids)
 
     @classmethod
-    def read(cls, directory: Path, what: str, shards: Sequence[str], sizes: Sequence[int]) -> UnionVocab | None:
+    def read(cls, directory: Path, what: str, shards: Sequence[str], sizes: Sequence[int],
+             chained: bool = False) -> UnionVocab | None:
         """The vocabulary of leading shards ``shards`` stored in ``directory``; None when absent or inconsistent.
 
-        ``sizes``: per shard, how many table ids its map must cover.
+        ``sizes``: per shard, how many table ids its map must cover. ``chained``: the shards' strings are kept
+        where they were read (:class:`ChainedStrings`), not joined into one text (for a reader that looks a
+        few up and writes none).
         """
         parts: list[Sequence[str]] = []
         remaps = []
@@ -141,7 +149,7 @@ class UnionVocab:
                 remaps.append(remap)
         except (OSError, ValueError, GearagError):
             return None
-        items = JsonStrings.concat(parts)
+        items = ChainedStrings(parts) if chained else JsonStrings.concat(parts)
         try:  # the sorted hashes, when stored for exactly these strings (else recomputed)
             hashes = np.asarray(load_array(directory, f"{UNION_DIR}/{what}_hashes.npy"))
             hash_ids = np.asarray(load_array(directory, f"{UNION_DIR}/{what}_hash_ids.npy"))
