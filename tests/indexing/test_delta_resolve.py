@@ -195,3 +195,11 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hu
         touched = np.asarray(terms.where)[: layout.base_entities] >= 0
         appended = np.asarray(terms.appends)[: layout.base_entities][touched]
         assert layout.n_entities > layout.base_entities and appended.sum() > 10 and (~appended).any()
+    # A base an older gearag wrote keeps no entity ids of its names and keys: they are ordered again, the same.
+    for kept in ("union/name_entity.npy", "union/key_entity.npy"):
+        (before / kept).unlink()
+    with IndexWriter(tmp_path / "scratch-old") as w:
+        again = generation_delta(w, state.refs, state.shards, state.tombstones, state.config, before)
+    assert again is not None and again.resolution is not None
+    assert_same_delta(again.resolution, want)
+    assert_same_triples(again.triples, expected)

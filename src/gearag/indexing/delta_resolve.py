@@ -171,9 +171,14 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
     that gained a page keeps its id), then new endpoint-only names by first appearance. None: ``base_stats``
     do not number ``e_base`` entities."""
     n_known = len(base_stats.lex)
-    base_entity = _base_entities(base_stats, n_prior)
-    if n_prior + int(np.count_nonzero(base_entity >= n_prior)) != e_base:
-        return None
+    if base_stats.entity is not None:  # kept by the base
+        base_entity = np.asarray(base_stats.entity, dtype=np.int64)
+        if int(base_entity.max(initial=n_prior - 1)) + 1 != e_base:
+            return None
+    else:
+        base_entity = _base_entities(base_stats, n_prior)
+        if n_prior + int(np.count_nonzero(base_entity >= n_prior)) != e_base:
+            return None
     lex_entity = np.arange(len(names), dtype=np.int64)
     held = vocab.find(names[n_prior:])
     was = np.full(len(held), -1, dtype=np.int64)

@@ -91,14 +91,19 @@ def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_k
         return None  # the cut moved over the base's keys: its triples would link otherwise
     first = np.full((n_keys, 2), -1, dtype=np.int64)
     first[:n_known] = prior.first
-    base_order = _entity_order(first, hub, t_base)
-    if len(base_order) != base.n_entities:
-        return None
+    entity = np.full(n_keys + 1, -1, dtype=np.int64)  # per key, the last: -1 for -1
+    if prior.entity is not None:  # kept by the base: its keys need not be ordered again
+        entity[:n_known] = prior.entity
+        if int(prior.entity.max(initial=-1)) + 1 != base.n_entities:
+            return None
+    else:
+        base_order = _entity_order(first, hub, t_base)
+        if len(base_order) != base.n_entities:
+            return None
+        entity[base_order] = np.arange(len(base_order), dtype=np.int64)
     positions = np.arange(t_base, t_base + len(new), dtype=np.int64)
     for side in (0, 1):
         first_seen(first[:, side], new[:, side][ok[:, side]], positions[ok[:, side]])
-    entity = np.full(n_keys + 1, -1, dtype=np.int64)  # per key, the last: -1 for -1
-    entity[base_order] = np.arange(len(base_order), dtype=np.int64)
     # New entities: keys of the new triples that are not the base's, in the union's order (only their places).
     ends_keys = np.unique(new[ok])
     fresh = ends_keys[(entity[ends_keys] < 0) & ~hub[ends_keys]]

@@ -62,21 +62,34 @@ class TokenIndex:
 
     def holding(self, words: list[str]) -> np.ndarray:
         """Rows whose text has every one of ``words`` (case-folded tokens); perhaps a few more (shared hashes)."""
-        found = None
-        for h in stable_hashes(w.casefold() for w in words).tolist():
-            lo, hi = np.searchsorted(self.hashes, h, side="left"), np.searchsorted(self.hashes, h, side="right")
-            if lo == hi:
-                return np.zeros(0, np.int32)
-            rows = np.unique(self.rows[int(self.indptr[lo]) : int(self.indptr[hi])]) if hi - lo > 1 else \
-                self.rows[int(self.indptr[lo]) : int(self.indptr[hi])]
-            found = rows if found is None else np.intersect1d(found, rows, assume_unique=True)
-            if not len(found):
-                break
-        return found if found is not None else np.zeros(0, np.int32)
+        return self.holding_any([" ".join(words)])
 
     def holding_any(self, names: Sequence[str]) -> np.ndarray:
-        """Rows holding every token of at least one of ``names`` (name keys), each once or more."""
-        parts = [self.holding(name.split(" ")) for name in names]
+        """Rows holding every token of at least one of ``names`` (name keys), each once or more: every token
+        looked up at once, then each name's rows intersected."""
+        words = [name.split(" ") for name in names]
+        flat = [w.casefold() for ws in words for w in ws]
+        if not flat:
+            return np.zeros(0, np.int32)
+        hashes = stable_hashes(flat)
+        lo = np.searchsorted(self.hashes, hashes, side="left").tolist()
+        hi = np.searchsorted(self.hashes, hashes, side="right").tolist()
+        indptr = self.indptr
+        parts, at = [], 0
+        for ws in words:
+            spans = list(zip(lo[at : at + len(ws)], hi[at : at + len(ws)], strict=True))
+            at += len(ws)
+            if any(a == b for a, b in spans):
+                continue  # a token no row has
+            found = None
+            for a, b in spans:
+                rows = self.rows[int(indptr[a]) : int(indptr[b])]
+                rows = np.unique(rows) if b - a > 1 else rows
+                found = rows if found is None else np.intersect1d(found, rows, assume_unique=True)
+                if not len(found):
+                    break
+            if found is not None and len(found):
+                parts.append(found)
         return np.concatenate(parts) if parts else np.zeros(0, np.int32)
 
     def write(self, w: IndexWriter, rel: str) -> None:

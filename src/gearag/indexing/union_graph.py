@@ -50,6 +50,8 @@ T = TypeVar("T")
 
 ENDPOINTS_DIR = "endpoints"
 TABLE_FILES = ("keys.json", "ends.npy", "named.npy", "names.json", "name_ends.npy")
+#: Each union key's entity id in the triple graph (:class:`KeyStats`).
+KEY_ENTITY = "key_entity.npy"
 log = logging.getLogger(__name__)
 
 #: linkable_for's sample for the "few capitalised endpoints" fallback: this many subjects and objects.
@@ -200,15 +202,21 @@ class KeyStats:
     new shards' triples alone, which start after every counted one.
     """
 
-    def __init__(self, first: np.ndarray, passages: np.ndarray, named_all: bool) -> None:
+    def __init__(self, first: np.ndarray, passages: np.ndarray, named_all: bool,
+                 entity: np.ndarray | None = None) -> None:
         self.first = first  #: int64 (K, 2)
         self.passages = passages  #: int64 (K,)
         self.named_all = named_all  #: whether every endpoint counted as a name (linkable_for's fallback)
+        #: int32 (K,): each key's entity id in the triple graph (-1: none), when known: what a delta's add reads
+        #: instead of ordering every key again (docs/delta.md)
+        self.entity = entity
 
     def write(self, w: IndexWriter) -> None:
         w.write_array(f"{UNION_DIR}/key_first.npy", self.first)
         w.write_array(f"{UNION_DIR}/key_passages.npy", self.passages)
         w.write_json(f"{UNION_DIR}/key_meta.json", {"named_all": self.named_all})
+        if self.entity is not None:
+            w.write_array(f"{UNION_DIR}/{KEY_ENTITY}", self.entity)
 
     def without(self, removal: Removal, gone_ends: np.ndarray, gone_named: np.ndarray) -> tuple[KeyStats, np.ndarray]:
         """These statistics without the triples ``removal`` deleted (``gone_ends``, ``gone_named``: their union
@@ -234,7 +242,12 @@ class KeyStats:
             return None
         if first.shape != (n_keys, 2) or passages.shape != (n_keys,) or not isinstance(meta, dict):
             return None
-        return cls(first, passages, bool(meta.get("named_all")))
+        try:  # optional: an older generation has none
+            entity: np.ndarray | None = np.asarray(load_array(directory, f"{UNION_DIR}/{KEY_ENTITY}"))
+        except (OSError, ValueError, GearagError):
+            entity = None
+        return cls(first, passages, bool(meta.get("named_all")),
+                   entity if entity is not None and entity.shape == (n_keys,) else None)
 
 
 def union_ends(remaps: Sequence[np.ndarray], local: Sequence[np.ndarray], keep: Sequence[np.ndarray],
@@ -327,5 +340,6 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
     entity = np.full(n_keys + 1, -1, dtype=np.int64)
     entity[order] = np.arange(len(order))
     ids = entity[np.where(linkable, ends, n_keys)].astype(np.int32)
+    stats.entity = entity[:-1].astype(np.int32)
     # The keys in entity order: gathered as JSON text from a stored vocabulary (entities.json is written as it is).
     return TripleGraph.from_ids(taken(vocab.items, order), ids[:, 0], ids[:, 1]), stats

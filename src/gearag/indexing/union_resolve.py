@@ -130,9 +130,12 @@ class NameStats:
     FILES = ("first", "lex", "scanned", "cont_ptr", "cont_name", "cont_share")
 
     def __init__(self, first: np.ndarray, lex: np.ndarray, scanned: np.ndarray, cont_ptr: np.ndarray,
-                 cont_name: np.ndarray, cont_share: np.ndarray) -> None:
+                 cont_name: np.ndarray, cont_share: np.ndarray, entity: np.ndarray | None = None) -> None:
         self.first, self.lex, self.scanned = first, lex, scanned
         self.cont_ptr, self.cont_name, self.cont_share = cont_ptr, cont_name, cont_share
+        #: int32 per name: its entity id in the resolution (-1: none), when known: what a delta's add reads
+        #: instead of ordering every endpoint-only name again (docs/delta.md)
+        self.entity = entity
 
     @classmethod
     def grown(cls, prior: NameStats | None, n: int) -> NameStats:
@@ -153,22 +156,32 @@ class NameStats:
         """Replace the containment rows ``rows`` (ascending) by what was found: ``sizes[i]`` entries per row,
         flat (``found_names``, ``found_shares``) in row order."""
         n = len(self.lex)
-        counts = np.diff(self.cont_ptr)
+        rows = np.asarray(rows, dtype=np.int64)
+        old_ptr = self.cont_ptr
+        counts = np.diff(old_ptr)
+        new_counts = counts.copy()
+        new_counts[rows] = np.asarray(sizes, dtype=np.int64)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(new_counts, out=ptr[1:])
+        # Each kept entry moves by its row's shift; the rows scanned again get what was found: no sort.
         owner = np.repeat(np.arange(n, dtype=np.int64), counts)
         drop = np.zeros(n, dtype=bool)
         drop[rows] = True
-        kept = ~drop[owner]
-        owner = np.concatenate([owner[kept], np.repeat(rows.astype(np.int64), np.asarray(sizes, dtype=np.int64))])
-        names = np.concatenate([self.cont_name[kept], np.asarray(found_names, dtype=np.int64)])
-        shares = np.concatenate([self.cont_share[kept], np.asarray(found_shares, dtype=np.float64)])
-        order = np.argsort(owner, kind="stable")
-        self.cont_name, self.cont_share = names[order], shares[order]
-        np.cumsum(np.bincount(owner, minlength=n), out=self.cont_ptr[1:])
+        kept = np.flatnonzero(~drop[owner])
+        at = kept + (ptr[:-1] - old_ptr[:-1])[owner[kept]]
+        fresh = ranges(ptr[rows], new_counts[rows])
+        names = np.empty(int(ptr[-1]), dtype=np.int64)
+        shares = np.empty(int(ptr[-1]), dtype=np.float64)
+        names[at], shares[at] = np.asarray(self.cont_name)[kept], np.asarray(self.cont_share)[kept]
+        names[fresh], shares[fresh] = found_names, found_shares
+        self.cont_name, self.cont_share, self.cont_ptr = names, shares, ptr
         self.scanned[rows] = True
 
     def write(self, w: IndexWriter) -> None:
         for name in self.FILES:
             w.write_array(f"{UNION_DIR}/name_{name}.npy", getattr(self, name))
+        if self.entity is not None:
+            w.write_array(f"{UNION_DIR}/name_entity.npy", self.entity)
 
     @classmethod
     def read(cls, directory: Path, n_names: int) -> NameStats | None:
@@ -180,7 +193,12 @@ class NameStats:
         if (any(len(a) != n_names for a in (first, lex, scanned)) or len(ptr) != n_names + 1
                 or int(ptr[-1]) != len(name) or len(name) != len(share)):
             return None
-        return cls(*arrays)
+        try:  # optional: an older generation has none
+            entity: np.ndarray | None = np.asarray(load_array(directory, f"{UNION_DIR}/name_entity.npy"))
+        except (OSError, ValueError, GearagError):
+            entity = None
+        return cls(first, lex, scanned, ptr, name, share,
+                   entity=entity if entity is not None and len(entity) == n_names else None)
 
 
 @dataclass
@@ -297,6 +315,7 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     named_live = live & (stats.lex >= 0)
     entity[:-1][named_live] = stats.lex[named_live]
     entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
+    stats.entity = entity[:-1].astype(np.int32)
     # The endpoint-only names as text when the vocabulary is (graph/entities.json is then written as it is).
     keys: Sequence[str] = JsonStrings.concat([names, items.take(ep)]) if isinstance(items, JsonStrings) \
         else names + [items[k] for k in ep.tolist()]
