@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from conftest import StubExtractor, use_stub_extractor, wiki_slice
 from gearag.api import Gearag
+from gearag.cli import main
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError
 from gearag.indexing import build_index
@@ -54,9 +56,15 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
     build_index(passages[:100], tmp_path / "full", config)
     add_documents(tmp_path / "full", passages[100:130])  # a sharded index: its generation is the base
     shutil.copytree(tmp_path / "full", tmp_path / "delta")
-    for batch in (passages[130:170] + namesakes, passages[170:]):
+    for n, batch in enumerate((passages[130:170] + namesakes, passages[170:])):
         add_documents(tmp_path / "full", batch)
-        add_documents(tmp_path / "delta", batch, delta=True)
+        if n:
+            add_documents(tmp_path / "delta", batch, delta=True)
+        else:  # from the command line
+            corpus_file = tmp_path / "batch.jsonl"
+            corpus_file.write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n"
+                                           for p in batch), encoding="utf-8")
+            assert main(["add", str(tmp_path / "delta"), str(corpus_file), "--delta"]) == 0
         gen = _generation(tmp_path / "delta")
         assert isinstance(gen.get(DELTA), dict) and len(gen["delta"]["shards"]) == 2  # over the same base
         assert not isinstance(_generation(tmp_path / "full").get(DELTA), dict)
