@@ -93,3 +93,27 @@ def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: P
     add_documents(tmp_path / "delta", passages[130:] + namesakes, delta=True)  # "it" becomes a hub here
     assert not isinstance(_generation(tmp_path / "delta").get(DELTA), dict)
     _same_results(tmp_path / "delta", tmp_path / "full", questions)
+
+
+def test_a_crash_in_a_delta_add_leaves_the_index_and_the_add_resumes(tmp_path: Path, corpus, monkeypatch) -> None:
+    import gearag.indexing.delta_generation as delta_generation
+    from gearag.store.index import manifest_identity
+
+    passages = corpus[0]
+    config = IndexConfig.of(extractor="stub")
+    build_index(passages[:60], tmp_path / "idx", replace(config, graph=replace(config.graph, max_entity_share=1.0)))
+    add_documents(tmp_path / "idx", passages[60:80])
+    before = manifest_identity(tmp_path / "idx")
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed while applying the delta")
+
+    monkeypatch.setattr(delta_generation, "apply_delta", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        add_documents(tmp_path / "idx", passages[80:100], delta=True)
+    assert manifest_identity(tmp_path / "idx") == before  # the previous index, untouched
+    Index.load(tmp_path / "idx", verify=True)
+    monkeypatch.undo()
+    add_documents(tmp_path / "idx", passages[80:100], delta=True)  # the shard built before the crash is reused
+    assert isinstance(_generation(tmp_path / "idx").get(DELTA), dict)
+    assert len(list((tmp_path / "idx" / GENERATIONS_DIR).iterdir())) == 1  # the half-written one is gone

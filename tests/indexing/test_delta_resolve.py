@@ -99,13 +99,14 @@ def _tables(triples):
     return EndpointTable.compute(s, o), np.ones(len(s), bool), owner
 
 
-@pytest.fixture(scope="module")
-def small():
+def _small(added: list[Passage], added_triples: list[tuple[str, str, int]]):
+    """The resolve half's delta of adding ``added`` to BASE, the brute-force one, both prepared graphs and the
+    entity map."""
     t0, keep0, w0 = _tables(BASE_TRIPLES)
-    t1, keep1, w1 = _tables(ADDED_TRIPLES)
+    t1, keep1, w1 = _tables(added_triples)
     w1 = [w + len(BASE) for w in w1]
     base, base_p = _resolve(BASE, [t0], [keep0], np.asarray(w0), UnionVocab.extend(None, [t0.names]))
-    union = BASE + ADDED
+    union = BASE + added
     owner = np.asarray(w0 + w1)
     union_r, union_p = _resolve(union, [t0, t1], [keep0, keep1], owner, UnionVocab.extend(None, [t0.names, t1.names]))
     index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
@@ -116,6 +117,20 @@ def small():
     entity_of = entity_map(list(base.resolution.keys), list(union_r.resolution.keys))
     want = resolution_delta_of(base_p, union_p, entity_of)
     return got, want, base_p, union_p, entity_of
+
+
+@pytest.fixture(scope="module")
+def small():
+    return _small(ADDED, ADDED_TRIPLES)
+
+
+def test_an_add_of_new_names_only_is_the_brute_force_delta() -> None:
+    """No base name gains a page, no base text names a new title: only new rows and appended relations."""
+    got, want, _, _, _ = _small([Passage("c0", "Sigma Field", "Sigma Field is a stadium near Rho."),
+                                 Passage("c1", "Rho", "Rho is a village.")],
+                                [("Sigma Field", "Rho", 0), ("Rho", "Beta", 1)])
+    assert got is not None and want is not None
+    assert_same_delta(got, want)
 
 
 def test_an_adds_resolution_delta_is_the_brute_force_ones(small) -> None:

@@ -40,16 +40,15 @@ from typing import Any
 import numpy as np
 
 from gearag.config import IndexConfig
-from gearag.errors import GearagError
 from gearag.graph.delta_apply import apply_delta
 from gearag.graph.layered_files import BASE_DIR
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, load_prepared
 from gearag.indexing import union_files
-from gearag.indexing.generation import delta_base, generation_delta, generation_name
+from gearag.indexing.generation import delta_base, finished_generation, generation_delta, generation_name
 from gearag.store.graph import layered_graph_files
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
-from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union, check_generation
+from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union
 from gearag.store.writer import IndexWriter
 
 
@@ -59,15 +58,9 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
     name, manifest hash and counts. None: no delta can say it (the caller writes a full generation)."""
     name = f"{generation_name(refs, tombstones)}-{DELTA}"
     out = root / GENERATIONS_DIR / name
-    if (out / MANIFEST).exists():  # written by an interrupted run
-        try:
-            sha = manifest_identity(out)
-            check_generation(root, name, sha, checksums=False)
-            done = read_manifest(out)
-            if done.get("shards") == [r.name for r in refs]:
-                return name, sha, dict(done["counts"])
-        except (GearagError, OSError, ValueError, KeyError, TypeError):
-            pass
+    found = finished_generation(root, name, refs)  # written by an interrupted run
+    if found is not None:
+        return found
     base_dir = delta_base(root / GENERATIONS_DIR / previous)
     base = load_prepared(base_dir / GRAPH_DIR / PREPARED)
     if base is None:
@@ -75,11 +68,11 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with IndexWriter(out, overwrite=out.exists()) as w:
-        found = generation_delta(w, refs, shards, tombstones, config, base_dir, base, union)
-        if found is None or found.resolution is None or found.triples is None:
+        delta = generation_delta(w, refs, shards, tombstones, config, base_dir, base, union)
+        if delta is None or delta.resolution is None or delta.triples is None:
             return None  # not committed: the writer removes what it wrote
         timings["resolve"] = round(time.perf_counter() - started, 3)
-        layered = apply_delta(base, found.resolution)  # the terms by scale it reads: the resolve half's
+        layered = apply_delta(base, delta.resolution)  # the terms by scale it reads: the resolve half's
         if layered is None:
             return None
         timings["apply"] = round(time.perf_counter() - started - timings["resolve"], 3)
@@ -93,14 +86,14 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
         for file, values in layered.files().items():
             w.write_array(f"{prepared}/{file}", values)
         w.write_json(f"{prepared}/prepared.json", layered.meta())
-        for rel, values in layered_graph_files(found.triples).items():
+        for rel, values in layered_graph_files(delta.triples).items():
             if rel.endswith(".json"):
                 w.write_json(rel, values)
             else:
                 w.write_array(rel, values)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(union.passages), "triples": len(union.triples),
-                  "entities": found.triples.n_entities}
+                  "entities": delta.triples.n_entities}
         timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
         meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
                                 DELTA: {"base": DELTA_BASE, "shards": base_manifest.get("shards")},

@@ -289,8 +289,8 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     # Totals: the base's own pages' weights (tier weights: exact sums) and the new ones.
     old_gained = gained[gained < n_prior]
     at, _, own_w = _own_pages(b_terms, old_gained)
-    totals = np.bincount(np.searchsorted(gained, old_gained)[at], weights=own_w, minlength=len(gained))
-    totals += np.bincount(np.searchsorted(gained, k), weights=w, minlength=len(gained))
+    totals = np.bincount(np.searchsorted(gained, old_gained)[at], weights=own_w, minlength=len(gained)) \
+        + np.bincount(np.searchsorted(gained, k), weights=w, minlength=len(gained))  # float64 even when empty
     scale = np.zeros(1 + ids.layout.n_entities)
     scale[: len(base_scale)] = base_scale
     scale[1 + lex_entity[gained]] = 1.0 / totals

@@ -88,6 +88,23 @@ def generation_name(refs: list[ShardRef], tombstones: dict[str, np.ndarray]) -> 
     return f"g-{digest.hexdigest()}"
 
 
+def finished_generation(root: Path, name: str, refs: list[ShardRef]) -> tuple[str, str, dict[str, int]] | None:
+    """Generation ``name`` of ``refs``, when an interrupted run wrote it whole (its name, manifest hash and
+    counts); None: absent, damaged or of other shards (written again)."""
+    out = root / GENERATIONS_DIR / name
+    if not (out / MANIFEST).exists():
+        return None
+    try:
+        sha = manifest_identity(out)
+        check_generation(root, name, sha, checksums=False)
+        done = read_manifest(out)
+        if done.get("shards") == [r.name for r in refs]:
+            return name, sha, dict(done["counts"])
+    except (GearagError, OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
 def write_generation(
     root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray], config: IndexConfig,
     previous: str | None = None, union: Union | None = None,
@@ -100,15 +117,9 @@ def write_generation(
     """
     name = generation_name(refs, tombstones)
     out = root / GENERATIONS_DIR / name
-    if (out / MANIFEST).exists():
-        try:
-            sha = manifest_identity(out)
-            check_generation(root, name, sha, checksums=False)
-            done = read_manifest(out)
-            if done.get("shards") == [r.name for r in refs]:
-                return name, sha, dict(done["counts"])
-        except (GearagError, OSError, ValueError, KeyError, TypeError):
-            pass  # damaged or for other shards: rebuilt below
+    found = finished_generation(root, name, refs)
+    if found is not None:
+        return found
     u = union or union_of([r.name for r in refs], shards, tombstones)
     with IndexWriter(out, overwrite=out.exists()) as w:
         owner = np.asarray(u.triples.passage)
