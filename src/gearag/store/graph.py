@@ -9,7 +9,7 @@ A triple's neighbours are then the union of its head's and tail's rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,7 +128,14 @@ class AppendedStrings(Sequence[str]):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         n = len(self.base)
+        if i < 0:
+            i += len(self)
         return self.base[i] if i < n else self.tail[i - n]
+
+    def __iter__(self) -> Iterator[str]:
+        """Each layer's strings in one pass (a stored list is read once, not string by string)."""
+        yield from self.base
+        yield from self.tail
 
 
 @dataclass(frozen=True)
