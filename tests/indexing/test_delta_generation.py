@@ -16,6 +16,7 @@ from gearag.config import IndexConfig
 from gearag.errors import ConfigError
 from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, compact, delete_documents
+from gearag.indexing.union_graph import EndpointTable
 from gearag.model import Passage
 from gearag.store.index import Index, read_manifest
 from gearag.store.shards import DELTA, GENERATIONS_DIR, generation_ref
@@ -49,7 +50,8 @@ def corpus():
     return passages, namesakes, [q["question"] for q in questions]
 
 
-def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_path: Path, corpus) -> None:
+def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_path: Path, corpus,
+                                                                            monkeypatch) -> None:
     passages, namesakes, questions = corpus
     config = IndexConfig.of(extractor="stub")
     config = replace(config, graph=replace(config.graph, max_entity_share=1.0))  # no hub cut to move at this size
@@ -58,8 +60,17 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
     shutil.copytree(tmp_path / "full", tmp_path / "delta")
     for n, batch in enumerate((passages[130:170] + namesakes, passages[170:])):
         add_documents(tmp_path / "full", batch)
-        if n:
+        if n:  # the shards since the base are resolved again, but their tables are the previous delta's
+            computed: list[int] = []
+
+            def counted(*args, _seen=computed, _compute=EndpointTable.compute, **kwargs):
+                _seen.append(1)
+                return _compute(*args, **kwargs)
+
+            monkeypatch.setattr(EndpointTable, "compute", counted)
             add_documents(tmp_path / "delta", batch, delta=True)
+            monkeypatch.undo()
+            assert len(computed) == 1  # the new shard's table only
         else:  # from the command line
             corpus_file = tmp_path / "batch.jsonl"
             corpus_file.write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n"

@@ -61,14 +61,15 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
     found = finished_generation(root, name, refs)  # written by an interrupted run
     if found is not None:
         return found
-    base_dir = delta_base(root / GENERATIONS_DIR / previous)
+    previous_dir = root / GENERATIONS_DIR / previous
+    base_dir = delta_base(previous_dir)
     base = load_prepared(base_dir / GRAPH_DIR / PREPARED)
     if base is None:
         return None
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with IndexWriter(out, overwrite=out.exists()) as w:
-        delta = generation_delta(w, refs, shards, tombstones, config, base_dir, base, union)
+        delta = generation_delta(w, refs, shards, tombstones, config, base_dir, base, union, previous_dir)
         if delta is None or delta.resolution is None or delta.triples is None:
             return None  # not committed: the writer removes what it wrote
         timings["resolve"] = round(time.perf_counter() - started, 3)

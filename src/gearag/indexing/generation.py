@@ -130,7 +130,9 @@ def write_generation(
         columns = [ShardColumns(ref.name, s.triples.subjects, s.triples.objects, Mapped(s.passages, attrgetter("text")),
                                 u.union_rows(PASSAGES, i)) for i, (ref, s) in enumerate(zip(refs, shards, strict=True))]
         n_entities, timings, meta = write_union(w, config, columns, UnionRows(u.passages, u.triple_keep, owner),
-                                                before, done, prior)
+                                                before, done, prior,
+                                                tables_from=_reusable(root / GENERATIONS_DIR / previous)
+                                                if previous else None)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(u.triples), "entities": n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
@@ -141,12 +143,14 @@ def write_generation(
 
 def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
                      config: IndexConfig, before: Path, base: PreparedGraph | None = None,
-                     union: Union | None = None) -> UnionDelta | None:
+                     union: Union | None = None, previous: Path | None = None) -> UnionDelta | None:
     """What adding the shards after those of generation ``before`` changed in it, as deltas over it
     (:func:`~gearag.indexing.union_files.union_delta`), with the per-shard tables they read written into
     ``w``; None where not an add onto ``before`` or it kept no state or prepared graph. ``base``: ``before``'s
     prepared graph, when the caller has it open (the delta's rows are over its arrays, which
-    :func:`~gearag.graph.delta_apply.apply_delta` checks); ``union``: the shards' union, when the caller has it."""
+    :func:`~gearag.graph.delta_apply.apply_delta` checks); ``union``: the shards' union, when the caller has it;
+    ``previous``: the generation the add follows (a delta one over ``before``), whose per-shard tables are
+    hard-linked (default ``before``)."""
     u = union or union_of([r.name for r in refs], shards, tombstones)
     done = read_manifest(before)
     prior = _prior_resolution(_reusable(before), done, refs, shards, tombstones, u)
@@ -158,7 +162,8 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
     graph = read_triple_graph(before, done.get("counts", {}).get("entities"))
     return union_files.union_delta(w, config, columns, UnionRows(u.passages, u.triple_keep,
                                                                  np.asarray(u.triples.passage)),
-                                   before, done, prior, base, graph)
+                                   before, done, prior, base, graph,
+                                   _reusable(previous) if previous is not None else None)
 
 
 def delta_base(generation: Path) -> Path:

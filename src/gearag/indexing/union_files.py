@@ -102,7 +102,8 @@ class UnionRows:
 
 def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
                 before: Path | None = None, done: dict[str, Any] | None = None,
-                prior: Prior | None = None, overlap: bool = True) -> tuple[int, dict[str, float], dict[str, Any]]:
+                prior: Prior | None = None, overlap: bool = True,
+                tables_from: Path | None = None) -> tuple[int, dict[str, float], dict[str, Any]]:
     """Write the union's triple graph, resolution and state into ``w``; its entity count, timings and notes.
 
     ``before``: a generation whose per-shard tables are hard-linked for the
@@ -114,14 +115,17 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     a delete, whose wall time counts); False makes them one after the other (a build, whose peak
     memory counts: the two peaks no longer add up; at 100k, 17–18% less for
     the stage and 4–9% more time, BENCHMARKS.md "Growable builds: the graph
-    stage's two steps one after the other").
+    stage's two steps one after the other"). ``tables_from``: where the per-shard tables and indices are
+    hard-linked from (default ``before``; after a delta generation, that generation: it has the tables of
+    the shards since its base).
     """
     done = done or {}
     timings: dict[str, float] = {}
     meta: dict[str, Any] = {}
     started = time.perf_counter()
     names_of = [s.name for s in shards]
-    tables = [shard_table(before, s.name, s.subjects, s.objects, w) for s in shards]
+    tables_from = tables_from or before  # the previous generation: a delta one has the tables since its base
+    tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
     kept = before if before is not None and done.get("union") == UNION_VERSION else None
     done_shards = done.get("shards") or []
     n_passages = len(union.passages)
@@ -151,7 +155,8 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     try:
         if config.resolve.entity_graph:
             resolve_started = time.perf_counter()
-            names, indices, name_indices = _resolution_inputs(w, shards, tables, before, done_shards, kept, prior)
+            names, indices, name_indices = _resolution_inputs(w, shards, tables, tables_from, done_shards, kept,
+                                                              prior)
             resolved = resolve_union(union.passages, tables, union.triple_keep, union.owner, names, prior,
                                      indices, name_indices, background=pool)
             earlier = None
@@ -198,16 +203,19 @@ class UnionDelta(NamedTuple):
 
 def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
                 before: Path, done: dict[str, Any], prior: Prior, base: PreparedGraph,
-                base_graph: TripleGraph) -> UnionDelta:
+                base_graph: TripleGraph, tables_from: Path | None = None) -> UnionDelta:
     """What the add of the shards after ``prior.shards`` changed in generation ``before`` (``done``: its
     manifest; ``base``, ``base_graph``: its prepared graph and triple graph): the resolution's delta
     (:func:`~gearag.indexing.delta_resolve.resolve_delta`) and the triple graph's
     (:func:`~gearag.indexing.delta_triples.triples_delta`), from the state it kept. The per-shard tables and
-    indices they read are written into ``w`` as :func:`write_union` writes them."""
+    indices they read are written into ``w`` as :func:`write_union` writes them, hard-linked from
+    ``tables_from`` (default ``before``: the previous generation, a delta one keeps the tables of the shards
+    since its base) where it has them."""
     from gearag.indexing.delta_resolve import resolve_delta
     from gearag.indexing.delta_triples import triples_delta
 
-    tables = [shard_table(before, s.name, s.subjects, s.objects, w) for s in shards]
+    tables_from = tables_from or before
+    tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
     if done.get("union") != UNION_VERSION:
         return UnionDelta(None, None)
     done_shards = done.get("shards") or []
@@ -215,7 +223,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     key_prior = KeyStats.read(before, n_keys)
     triples = triples_delta(config.graph, tables, union.triple_keep, union.owner, len(union.passages), keys,
                             key_prior, prior.shards, base_graph, prior.new_from) if key_prior is not None else None
-    names, indices, name_indices = _resolution_inputs(w, shards, tables, before, done_shards, before, prior,
+    names, indices, name_indices = _resolution_inputs(w, shards, tables, tables_from, done_shards, before, prior,
                                                       write_vocab=False)
     return UnionDelta(resolve_delta(union.passages, tables, union.triple_keep, union.owner, names, prior, base,
                                     indices, name_indices), triples)
