@@ -51,7 +51,7 @@ def corpus():
 
 
 def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_path: Path, corpus,
-                                                                            monkeypatch) -> None:
+                                                                            monkeypatch, capsys) -> None:
     passages, namesakes, questions = corpus
     config = IndexConfig.of(extractor="stub")
     config = replace(config, graph=replace(config.graph, max_entity_share=1.0))  # no hub cut to move at this size
@@ -76,6 +76,10 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
             corpus_file.write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n"
                                            for p in batch), encoding="utf-8")
             assert main(["add", str(tmp_path / "delta"), str(corpus_file), "--delta"]) == 0
+            capsys.readouterr()
+            assert main(["info", str(tmp_path / "delta")]) == 0
+            info = json.loads(capsys.readouterr().out)
+            assert info["generation"]["kind"] == "delta" and info["generation"]["shards_since_base"] == 1
         gen = _generation(tmp_path / "delta")
         assert isinstance(gen.get(DELTA), dict) and len(gen["delta"]["shards"]) == 2  # over the same base
         assert not isinstance(_generation(tmp_path / "full").get(DELTA), dict)

@@ -132,6 +132,25 @@ def index(
         err.print(f"  pool {name}: {pool['nodes']:,} nodes ({parts})")
 
 
+def _generation_summary(root: Path, manifest: dict) -> dict[str, object] | None:
+    """A sharded index's current generation: full, or a delta over how many of its shards (``gearag add
+    --delta``); None where it cannot be read (``info`` reported the files already)."""
+    from gearag.errors import GearagError
+    from gearag.store.index import read_manifest
+    from gearag.store.shards import DELTA, GENERATIONS_DIR, generation_ref
+
+    try:
+        name, _ = generation_ref(root, manifest)
+        gman = read_manifest(root / GENERATIONS_DIR / name)
+    except (GearagError, OSError, ValueError, KeyError, TypeError):  # a Lance export lists no generation dir
+        return None
+    delta = gman.get(DELTA)
+    if not isinstance(delta, dict):
+        return {"name": name, "kind": "full"}
+    base_shards = delta.get("shards") or []
+    return {"name": name, "kind": "delta", "shards_since_base": len(gman.get("shards") or []) - len(base_shards)}
+
+
 @app.command()
 @with_config_options(_lance_specs())
 def info(
@@ -150,6 +169,7 @@ def info(
     if isinstance(manifest.get("shards"), list):  # grown by add/delete/compact: its shards and its last change
         summary["shards"] = len(manifest["shards"])
         summary["last_update"] = manifest.get("last_update")
+        summary["generation"] = _generation_summary(Path(index_dir), manifest)
     else:
         summary["build_seconds"] = manifest.get("build_seconds")
     summary["backend"] = backend_of(index_dir)
