@@ -82,19 +82,6 @@ class _Entries:
         return LayeredCsr.from_entries(base, n_rows, listed, appended, row, target, data, sid)
 
 
-def _base_entities(stats: NameStats, n_names: int) -> np.ndarray:
-    """The base's entity id of each of its endpoint names (-1: not live): a lexicon name's own, an endpoint-only
-    name's ``n_names +`` its rank by first appearance (as :func:`resolve_union` numbers them)."""
-    live = stats.first >= 0
-    out = np.full(len(stats.lex), -1, dtype=np.int64)
-    named = live & (stats.lex >= 0)
-    out[named] = stats.lex[named]
-    ep = np.flatnonzero(live & (stats.lex < 0))
-    ep = ep[np.argsort(stats.first[ep], kind="stable")]
-    out[ep] = n_names + np.arange(len(ep), dtype=np.int64)
-    return out
-
-
 def _own_pages(terms: Csr, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each base lexicon name's own pages (its terms read with its own scale id): (position in ``entities``,
     passage, tier weight)."""
@@ -176,7 +163,7 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
         if int(base_entity.max(initial=n_prior - 1)) + 1 != e_base:
             return None
     else:
-        base_entity = _base_entities(base_stats, n_prior)
+        base_entity = base_stats.entities(n_prior)[0][:-1]  # ordered again
         if n_prior + int(np.count_nonzero(base_entity >= n_prior)) != e_base:
             return None
     lex_entity = np.arange(len(names), dtype=np.int64)

@@ -22,45 +22,18 @@ import numpy as np
 from gearag.config import GraphConfig
 from gearag.data.jsonstrings import taken
 from gearag.graph.layered import AppendedRows, LayeredCsr
-from gearag.indexing.union_graph import SAMPLE, EndpointTable, KeyStats, first_seen, passages_per_key, union_ends
+from gearag.indexing.union_graph import (
+    EndpointTable,
+    KeyStats,
+    entity_order,
+    first_seen,
+    hub_keys,
+    links_all,
+    passages_per_key,
+    union_ends,
+)
 from gearag.indexing.union_vocab import UnionVocab
 from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph
-
-
-def _named_all(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray]) -> bool:
-    """``linkable_for``'s choice over the union's first :data:`SAMPLE` subjects and objects (read from the leading
-    shards only)."""
-    if config.link_entities == "all":
-        return True
-    parts, have = [], 0
-    for table, keep in zip(tables, triple_keep, strict=True):
-        if have >= SAMPLE:
-            break
-        # The live rows among the first ones: a shard's leading rows hold its first live ones (no whole-shard mask).
-        n = min(len(keep), SAMPLE - have)
-        while int(np.count_nonzero(keep[:n])) < SAMPLE - have and n < len(keep):
-            n = min(len(keep), 2 * n)
-        parts.append(table.named[:n][keep[:n]][: SAMPLE - have])
-        have += len(parts[-1])
-    named = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=bool)
-    sample = np.concatenate([named[:, 0], named[:, 1]])
-    return bool(len(sample) and int(sample.sum()) < 0.05 * len(sample))
-
-
-def _hubs(config: GraphConfig, passages: np.ndarray, n_passages: int) -> np.ndarray:
-    """Keys whose passage count puts them past the hub cut (none when the cut is off)."""
-    if config.max_entity_share >= 1.0:
-        return np.zeros(len(passages), dtype=bool)
-    return passages > max(20, config.max_entity_share * n_passages)
-
-
-def _entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int) -> np.ndarray:
-    """Keys that are entities, in ``TripleGraph.build``'s order: by first appearance as a subject, then as an
-    object (positions over ``n_triples`` live triples)."""
-    seen = (first >= 0).any(axis=1) & ~hub
-    where = np.where(first[:, 0] >= 0, first[:, 0], n_triples + first[:, 1])
-    order = np.flatnonzero(seen)
-    return order[np.argsort(where[order], kind="stable")]
 
 
 def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
@@ -69,7 +42,7 @@ def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_k
     """The union's triple graph as ``base``'s plus a delta (module docstring): ``prior`` are the base's key
     statistics over its ``counted`` shards, ``base_passages`` its passage count; the rest are
     :func:`~gearag.indexing.union_graph.union_triple_graph`'s arguments. None: a full generation decides."""
-    named_all = _named_all(config, tables, triple_keep)
+    named_all = links_all(config, tables, triple_keep)
     if named_all != prior.named_all:
         return None
     n_keys, n_known = len(vocab.items), len(prior.passages)
@@ -85,8 +58,8 @@ def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_k
     passages = np.zeros(n_keys, dtype=np.int64)
     passages[:n_known] = prior.passages
     passages += passages_per_key(new, np.asarray(owner)[t_base:], ok, n_keys)
-    hub_before = _hubs(config, np.asarray(prior.passages), base_passages)
-    hub = _hubs(config, passages, n_passages)
+    hub_before = hub_keys(config, np.asarray(prior.passages), base_passages)
+    hub = hub_keys(config, passages, n_passages)
     if np.any(hub[:n_known] != hub_before):
         return None  # the cut moved over the base's keys: its triples would link otherwise
     first = np.full((n_keys, 2), -1, dtype=np.int64)
@@ -97,7 +70,7 @@ def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_k
         if int(prior.entity.max(initial=-1)) + 1 != base.n_entities:
             return None
     else:
-        base_order = _entity_order(first, hub, t_base)
+        base_order = entity_order(first, hub, t_base)
         if len(base_order) != base.n_entities:
             return None
         entity[base_order] = np.arange(len(base_order), dtype=np.int64)

@@ -282,6 +282,43 @@ def first_seen(first: np.ndarray, ids: np.ndarray, positions: np.ndarray) -> Non
     first[uniq[unset]] = positions[at[unset]]
 
 
+def links_all(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray]) -> bool:
+    """Whether every endpoint links: ``link_entities=all``, or ``linkable_for``'s fallback when fewer than 5% of
+    the union's first :data:`SAMPLE` live subjects and objects are names (read from the leading shards only)."""
+    if config.link_entities == "all":
+        return True
+    parts, have = [], 0
+    for table, keep in zip(tables, triple_keep, strict=True):
+        if have >= SAMPLE:
+            break
+        # The live rows among the first ones: a shard's leading rows hold its first live ones (no whole-shard mask).
+        n = min(len(keep), SAMPLE - have)
+        while int(np.count_nonzero(keep[:n])) < SAMPLE - have and n < len(keep):
+            n = min(len(keep), 2 * n)
+        parts.append(table.named[:n][keep[:n]][: SAMPLE - have])
+        have += len(parts[-1])
+    named = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=bool)
+    sample = np.concatenate([named[:, 0], named[:, 1]])
+    return bool(len(sample) and int(sample.sum()) < 0.05 * len(sample))
+
+
+def hub_keys(config: GraphConfig, passages: np.ndarray, n_passages: int) -> np.ndarray:
+    """Keys in more than ``max_entity_share`` of the passages (and 20): hubs, which link nothing (none when the
+    cut is off)."""
+    if config.max_entity_share >= 1.0:
+        return np.zeros(len(passages), dtype=bool)
+    return passages > max(20, config.max_entity_share * n_passages)
+
+
+def entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int) -> np.ndarray:
+    """The keys that are entities, in ``TripleGraph.build``'s order: by first appearance over every subject,
+    then every object (``first``: (K, 2) live-triple positions, -1: never; ``n_triples`` live triples)."""
+    seen = (first >= 0).any(axis=1) & ~hub
+    where = np.where(first[:, 0] >= 0, first[:, 0], n_triples + first[:, 1])
+    order = np.flatnonzero(seen)
+    return order[np.argsort(where[order], kind="stable")]
+
+
 def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
                        owner: np.ndarray, n_passages: int, vocab: UnionVocab, prior: KeyStats | None = None,
                        counted: int = 0, removal: Removal | None = None) -> tuple[TripleGraph, KeyStats]:
@@ -297,12 +334,9 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
     named_parts = [t.named[k] for t, k in zip(tables, triple_keep, strict=True)]
     named = np.concatenate(named_parts) if named_parts else np.zeros((0, 2), bool)
     n_keys = len(vocab.items)
-    named_all = config.link_entities == "all"
-    if not named_all:
-        sample = np.concatenate([named[:SAMPLE, 0], named[:SAMPLE, 1]])
-        named_all = bool(len(sample) and int(sample.sum()) < 0.05 * len(sample))  # linkable_for's fallback
-        if named_all:
-            log.warning("few capitalised triple endpoints: linking every endpoint (link_entities=all)")
+    named_all = links_all(config, tables, triple_keep)
+    if named_all and config.link_entities != "all":
+        log.warning("few capitalised triple endpoints: linking every endpoint (link_entities=all)")
     if named_all:
         named = np.ones_like(named)
     if prior is None or prior.named_all != named_all:
@@ -327,16 +361,9 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
             first_seen(stats.first[:, side], ends[at, side], at)
     # The new triples' passages are not in any counted shard: their pairs add to the counts.
     stats.passages += passages_per_key(ends[start:], owner[start:], ok, n_keys)
-    linkable = named & (ends >= 0)
-    hub = np.zeros(n_keys, dtype=bool)
-    if config.max_entity_share < 1.0:
-        hub = stats.passages > max(20, config.max_entity_share * n_passages)
-        linkable &= ~hub[np.maximum(ends, 0)]
-    # Entity ids in first-appearance order over every subject, then every object (TripleGraph.build).
-    seen = ((stats.first >= 0).any(axis=1)) & ~hub
-    where = np.where(stats.first[:, 0] >= 0, stats.first[:, 0], len(ends) + stats.first[:, 1])
-    order = np.flatnonzero(seen)
-    order = order[np.argsort(where[order], kind="stable")]
+    hub = hub_keys(config, stats.passages, n_passages)
+    linkable = named & (ends >= 0) & ~hub[np.maximum(ends, 0)]
+    order = entity_order(stats.first, hub, len(ends))
     entity = np.full(n_keys + 1, -1, dtype=np.int64)
     entity[order] = np.arange(len(order))
     ids = entity[np.where(linkable, ends, n_keys)].astype(np.int32)

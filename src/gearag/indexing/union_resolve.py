@@ -177,6 +177,19 @@ class NameStats:
         self.cont_name, self.cont_share, self.cont_ptr = names, shares, ptr
         self.scanned[rows] = True
 
+    def entities(self, n_names: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each name's entity id in a resolution of ``n_names`` lexicon names (its lexicon id, or for an
+        endpoint-only name ``n_names +`` its rank by first appearance; -1: not live), with -1 appended (read
+        for -1); and the endpoint-only names in that order."""
+        live = self.first >= 0
+        ep = np.flatnonzero(live & (self.lex < 0))
+        ep = ep[np.argsort(self.first[ep], kind="stable")]
+        entity = np.full(len(self.lex) + 1, -1, dtype=np.int64)
+        named = live & (self.lex >= 0)
+        entity[:-1][named] = self.lex[named]
+        entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
+        return entity, ep
+
     def write(self, w: IndexWriter) -> None:
         for name in self.FILES:
             w.write_array(f"{UNION_DIR}/name_{name}.npy", getattr(self, name))
@@ -307,14 +320,8 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     touched = names[n_prior_names:] + vanished  # lexicon names new or gone: what they occur in may change
     stats, _ = endpoint_name_stats(name_ends, triple_keep, vocab, prior, name_indices, names, ids, n_prior_names,
                                    matcher, touched, lost)
-    live = stats.first >= 0
     # -- entity ids: the lexicon's, then endpoint-only names in first-appearance order ---------------
-    ep = np.flatnonzero(live & (stats.lex < 0))
-    ep = ep[np.argsort(stats.first[ep], kind="stable")]
-    entity = np.full(len(items) + 1, -1, dtype=np.int64)
-    named_live = live & (stats.lex >= 0)
-    entity[:-1][named_live] = stats.lex[named_live]
-    entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
+    entity, ep = stats.entities(n_names)
     stats.entity = entity[:-1].astype(np.int32)
     # The endpoint-only names as text when the vocabulary is (graph/entities.json is then written as it is).
     keys: Sequence[str] = JsonStrings.concat([names, items.take(ep)]) if isinstance(items, JsonStrings) \
@@ -417,8 +424,7 @@ def _mention_matrix(owner: np.ndarray, ends: np.ndarray, text_rows: np.ndarray, 
 def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.ndarray | None:
     """Where each entity of the prior's resolution is now (its keys: the prior's lexicon names, then its
     endpoint-only names by first appearance); None if one is gone (not an append)."""
-    ep = np.flatnonzero((known.first >= 0) & (known.lex < 0))
-    ep = ep[np.argsort(known.first[ep], kind="stable")]
+    _, ep = known.entities(n_prior_names)
     moved = entity[ep]
     if np.any(moved < 0):
         return None
