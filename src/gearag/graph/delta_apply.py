@@ -113,9 +113,7 @@ def _transposed(base_t: Csr, changes: _Changes, n_rows: int, scaled: bool) -> La
         keep = net > 0
         parts.append((r2[keep], t2[keep], net[keep], s2[keep]))
     row, target, data, sid = (np.concatenate(p) for p in zip(*parts, strict=True))
-    listed = np.union1d(np.union1d(np.unique(g_row), replaced), np.arange(n_base, n_rows))  # new rows: each listed
-    appended = listed[(listed < n_base) & ~np.isin(listed, replaced)]
-    return LayeredCsr.from_entries(base_t, n_rows, listed, appended, row, target, data, sid)
+    return LayeredCsr.over(base_t, n_rows, replaced, row, target, data, sid)
 
 
 def _degrees(columns: Scaled, nodes: np.ndarray) -> np.ndarray:

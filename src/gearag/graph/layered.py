@@ -73,6 +73,16 @@ class LayeredCsr:
         appends[appended] = True
         return cls(base, delta, where, appends)
 
+    @classmethod
+    def over(cls, base: Csr, n_rows: int, replaced: np.ndarray, row: np.ndarray, target: np.ndarray,
+             data: np.ndarray, sid: np.ndarray) -> LayeredCsr:
+        """``base`` with the entries given (by layered row) appended to its rows, except rows ``replaced``,
+        whose base row they replace; every row past the base's is the delta's (empty where no entry names it)."""
+        replaced = np.asarray(replaced, dtype=np.int64)
+        listed = np.union1d(np.union1d(row, replaced), np.arange(base.n_rows, n_rows, dtype=np.int64))
+        appended = listed[(listed < base.n_rows) & ~np.isin(listed, replaced)]
+        return cls.from_entries(base, n_rows, listed, appended, row, target, data, sid)
+
     @property
     def n_rows(self) -> int:
         return len(self.where)

@@ -76,10 +76,7 @@ class _Entries:
             row = target = sid = np.zeros(0, dtype=np.int64)
             data = np.zeros(0)
         row, target, sid, data = net_weights(row, target, sid, data)
-        listed = np.union1d(np.union1d(row, np.asarray(replaced, dtype=np.int64)),
-                            np.arange(base.n_rows, n_rows, dtype=np.int64))  # every new row, empty or not
-        appended = listed[(listed < base.n_rows) & ~np.isin(listed, replaced)]
-        return LayeredCsr.from_entries(base, n_rows, listed, appended, row, target, data, sid)
+        return LayeredCsr.over(base, n_rows, replaced, row, target, data, sid)
 
 
 def _own_pages(terms: Csr, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -94,10 +94,8 @@ def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_k
     triples = np.broadcast_to(positions[:, None], ends.shape)[keep]
     by = np.lexsort((triples, rows))
     rows, triples = rows[by], triples[by]
-    listed = np.union1d(rows, np.arange(base.n_entities, n_entities, dtype=np.int64))
-    appended = listed[listed < base.n_entities]
-    postings = LayeredCsr.from_entries(base.postings_csr(), n_entities, listed, appended, rows, triples,
-                                       np.ones(len(rows), dtype=np.float32), np.zeros(len(rows), dtype=np.int64))
+    postings = LayeredCsr.over(base.postings_csr(), n_entities, np.zeros(0, dtype=np.int64), rows, triples,
+                               np.ones(len(rows), dtype=np.float32), np.zeros(len(rows), dtype=np.int64))
     return LayeredTripleGraph(AppendedStrings(base.entities, taken(vocab.items, fresh)),
                               AppendedRows(np.asarray(base.head), ids[:, 0]),
                               AppendedRows(np.asarray(base.tail), ids[:, 1]), postings)
