@@ -35,7 +35,6 @@ containment rows searched for the lexicon names that gained pages.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -48,10 +47,17 @@ from gearag.graph.ranges import ranges
 from gearag.graph.resolve import ascending
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
 from gearag.graph.transition import Csr
-from gearag.graph.trie import HashedNames, NameLookup, key_hashes, tokens
+from gearag.graph.trie import HashedNames, NameLookup, key_hashes
 from gearag.indexing.token_index import TokenIndex
 from gearag.indexing.union_graph import EndpointTable, union_ends
-from gearag.indexing.union_resolve import NameStats, Prior, endpoint_name_stats, grown_lexicon
+from gearag.indexing.union_resolve import (
+    NameStats,
+    Prior,
+    endpoint_name_stats,
+    grown_lexicon,
+    rows_holding,
+    text_matches,
+)
 from gearag.indexing.union_vocab import UnionVocab
 from gearag.model import Passage
 
@@ -313,18 +319,9 @@ def _mentions(passages: Sequence[Passage], owner: np.ndarray, t_base: int, ends_
     flat = np.asarray(ends_tail, dtype=np.int64).ravel()
     linked = flat >= 0
     pairs = [np.repeat(owner[t_base:], 2)[linked] * n + flat[linked]]
-    again: set[int] = set()
-    if touched:
-        for index, at in indices:
-            hit = at[index.holding_any(touched)]
-            again.update(hit[(hit >= 0) & (hit < new_from)].tolist())
-    s_rows, s_names = array("q"), array("q")
-    if matcher.size:
-        for row in [*range(new_from, layout.n_passages), *sorted(again)]:
-            for m in matcher.scan(tokens(passages[row].text), require_capital=True):
-                s_rows.append(row)
-                s_names.append(m.name)
-    found = np.frombuffer(s_rows, dtype=np.int64) * n + lex_entity[np.frombuffer(s_names, dtype=np.int64)]
+    again = {r for r in rows_holding(indices, touched) if r < new_from} if touched else set()
+    s_rows, s_names = text_matches(passages, [*range(new_from, layout.n_passages), *sorted(again)], matcher)
+    found = s_rows * n + lex_entity[s_names]
     pairs.append(found[found >= new_from * n])
     replaced = np.zeros(0, dtype=np.int64)
     if again:

@@ -353,6 +353,29 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
                            relations)
 
 
+def rows_holding(indices: Sequence[tuple[TokenIndex, np.ndarray]], touched: list[str]) -> set[int]:
+    """The union rows (per shard: its token index and shard row → union row map, -1: deleted) whose text holds
+    every token of one of the ``touched`` names: where a new or vanished lexicon name may match."""
+    found: set[int] = set()
+    for index, rows in indices:
+        hit = rows[index.holding_any(touched)]
+        found.update(hit[hit >= 0].tolist())
+    return found
+
+
+def text_matches(passages: Sequence[Passage], rows: Sequence[int], matcher: NameLookup) -> tuple[np.ndarray,
+                                                                                                  np.ndarray]:
+    """The lexicon names ``matcher`` finds, written as names, in the texts of passages ``rows`` (in that order):
+    (passage row, lexicon id) per match, int64."""
+    found_rows, found_names = array("q"), array("q")
+    if matcher.size:
+        for row in rows:
+            for m in matcher.scan(tokens(passages[row].text), require_capital=True):
+                found_rows.append(row)
+                found_names.append(m.name)
+    return np.frombuffer(found_rows, dtype=np.int64), np.frombuffer(found_names, dtype=np.int64)
+
+
 def _text_mentions(passages: Sequence[Passage], old: ResolveState | None, touched: list[str],
                    indices: Sequence[tuple[TokenIndex, np.ndarray]], matcher: NameLookup,
                    new_from: int) -> tuple[np.ndarray, np.ndarray]:
@@ -360,23 +383,16 @@ def _text_mentions(passages: Sequence[Passage], old: ResolveState | None, touche
     those of the passages scanned again (the new ones and those holding every token of a touched name)."""
     rescan: set[int] = set(range(new_from, len(passages)))
     if old is not None and touched:
-        for index, rows in indices:
-            hit = rows[index.holding_any(touched)]
-            rescan.update(hit[hit >= 0].tolist())
+        rescan |= rows_holding(indices, touched)
     t_rows: list[np.ndarray] = []
     t_names: list[np.ndarray] = []
     if old is not None:
         kept = ~np.isin(old.text[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
         t_rows.append(old.text[0][kept])
         t_names.append(old.text[1][kept])
-    scanned_rows, scanned_names = array("q"), array("q")
-    if matcher.size:
-        for row in sorted(rescan):
-            for m in matcher.scan(tokens(passages[row].text), require_capital=True):
-                scanned_rows.append(row)
-                scanned_names.append(m.name)
-    t_rows.append(np.frombuffer(scanned_rows, dtype=np.int64))
-    t_names.append(np.frombuffer(scanned_names, dtype=np.int64))
+    scanned_rows, scanned_names = text_matches(passages, sorted(rescan), matcher)
+    t_rows.append(scanned_rows)
+    t_names.append(scanned_names)
     if len(t_rows) == 1:
         return t_rows[0].astype(np.int64), t_names[0].astype(np.int32)
     # Kept in row order (the rows scanned again are merged in; an older gearag's state is sorted once), so the
