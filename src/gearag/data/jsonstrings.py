@@ -209,6 +209,11 @@ class ChainedStrings(Sequence[str]):
         part = int(np.searchsorted(self.bounds, i, side="right")) - 1
         return self.parts[part][i - int(self.bounds[part])]
 
+    def __iter__(self) -> Iterator[str]:
+        """Each part's strings in one pass (a stored list is read once, not string by string)."""
+        for part in self.parts:
+            yield from part
+
     def plus(self, more: Sequence[str]) -> ChainedStrings:
         """These strings, then ``more``."""
         return ChainedStrings([*self.parts, more])

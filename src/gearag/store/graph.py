@@ -9,13 +9,14 @@ A triple's neighbours are then the union of its head's and tail's rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import sparse
 
+from gearag.data.jsonstrings import ChainedStrings
 from gearag.text import normalise_entity
 
 
@@ -115,27 +116,19 @@ def _postings(indptr: np.ndarray, indices: np.ndarray) -> Any:
     return Csr(indptr, indices, np.broadcast_to(np.ones(1, dtype=np.float32), np.shape(indices)))
 
 
-class AppendedStrings(Sequence[str]):
+class AppendedStrings(ChainedStrings):
     """A base's strings followed by a delta's (the triple graph's entity keys: an add appends entities)."""
 
     def __init__(self, base: Sequence[str], tail: Sequence[str]) -> None:
-        self.base, self.tail = base, tail
+        super().__init__([base, tail])
 
-    def __len__(self) -> int:
-        return len(self.base) + len(self.tail)
+    @property
+    def base(self) -> Sequence[str]:
+        return self.parts[0]
 
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self.base)
-        if i < 0:
-            i += len(self)
-        return self.base[i] if i < n else self.tail[i - n]
-
-    def __iter__(self) -> Iterator[str]:
-        """Each layer's strings in one pass (a stored list is read once, not string by string)."""
-        yield from self.base
-        yield from self.tail
+    @property
+    def tail(self) -> Sequence[str]:
+        return self.parts[1]
 
 
 @dataclass(frozen=True)
