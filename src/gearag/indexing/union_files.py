@@ -179,18 +179,19 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
 
 
 def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], tables: list[EndpointTable],
-                       before: Path | None, done_shards: list[str], kept: Path | None, prior: Prior | None,
+                       tables_from: Path | None, done_shards: list[str], kept: Path | None, prior: Prior | None,
                        write_vocab: bool = True) -> tuple[UnionVocab, list[tuple[TokenIndex, np.ndarray]],
                                                           list[TokenIndex]]:
     """What :func:`resolve_union` (or :func:`resolve_delta`) reads besides the shards: the union's vocabulary of
     endpoint names (written; ``prior.names`` read from ``kept`` when there is one) and, for the prior's shards,
-    their token indices of texts and of names. Every shard's indices are kept for the next add (written here)."""
+    their token indices of texts and of names. Every shard's indices are kept for the next add (written here,
+    hard-linked from ``tables_from`` where it has them)."""
     names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables, w if write_vocab else None)
     if prior is not None and kept is not None:
         prior.names = NameStats.read(kept, n_names)
-    name_indices = [shard_name_index(before, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
+    name_indices = [shard_name_index(tables_from, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
     p = prior.shards if prior is not None else 0
-    indices = [(shard_token_index(before, s.name, s.texts, w), s.union_rows) for s in shards]
+    indices = [(shard_token_index(tables_from, s.name, s.texts, w), s.union_rows) for s in shards]
     return names, indices[:p], name_indices[:p]
 
 
