@@ -8,7 +8,7 @@ import pytest
 
 from gearag.data import jsonstrings
 from gearag.data.jsonio import dump_json
-from gearag.data.jsonstrings import JsonStrings, string_spans, strings_at, taken
+from gearag.data.jsonstrings import ChainedStrings, JsonStrings, string_spans, strings_at, taken
 
 #: Strings whose JSON text has escaped quotes, trailing backslashes, commas, brackets and non-ASCII text.
 ODD = ["plain", "", 'say "hi"', "ends in \\", '\\"', "a,b", "[x]", "tab\there", "new\nline", "é ü 日本",
@@ -42,6 +42,15 @@ def test_slices_gathers_and_joins_give_the_lists_text(monkeypatch: pytest.Monkey
     assert strings_at(text, ids) == picked == strings_at(ODD, ids)
     assert taken(text, ids) == picked and isinstance(taken(text, ids), JsonStrings)
     assert taken(ODD, ids) == picked and isinstance(taken(ODD, ids), list)
+
+
+def test_chained_strings_are_gathered_part_by_part_in_the_order_asked() -> None:
+    parts = [JsonStrings.of(ODD[:5]), list(ODD[5:9]), [], JsonStrings.of(ODD[9:])]
+    chained = ChainedStrings(parts)
+    ids = np.array([12, 0, 5, 4, 12, 9, 8, len(ODD) - 1], dtype=np.int64)
+    assert chained.at(ids) == [ODD[i] for i in ids] == strings_at(chained, ids)
+    assert chained.at(np.zeros(0, dtype=np.int64)) == []
+    assert list(chained) == list(ODD) and chained[3:7] == ODD[3:7]
 
 
 def test_it_is_written_as_its_text_wherever_it_is_in_a_value() -> None:

@@ -1,4 +1,5 @@
-"""``gearag add --delta``: an add written as a delta over the last full generation ranks as a full add (issue 14)."""
+"""``gearag add``: an add written as a delta over the last full generation ranks as a full add, and the bound
+decides when an add writes a full generation instead (issue 14, docs/delta.md)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from conftest import StubExtractor, use_stub_extractor, wiki_slice
 from gearag.api import Gearag
 from gearag.cli import main
 from gearag.config import IndexConfig
-from gearag.errors import ConfigError
 from gearag.indexing import build_index
+from gearag.indexing.delta_generation import DeltaConfig
 from gearag.indexing.incremental import add_documents, compact, delete_documents
 from gearag.indexing.union_graph import EndpointTable
 from gearag.model import Passage
@@ -22,6 +23,7 @@ from gearag.store.index import Index, read_manifest
 from gearag.store.shards import DELTA, GENERATIONS_DIR, generation_ref
 
 METHODS = ("syncge", "gear", "hipporag")
+DELTA_ADD, FULL_ADD = DeltaConfig(write="delta"), DeltaConfig(write="full")
 
 
 def _generation(root: Path) -> dict:
@@ -56,10 +58,10 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
     config = IndexConfig.of(extractor="stub")
     config = replace(config, graph=replace(config.graph, max_entity_share=1.0))  # no hub cut to move at this size
     build_index(passages[:100], tmp_path / "full", config)
-    add_documents(tmp_path / "full", passages[100:130])  # a sharded index: its generation is the base
+    add_documents(tmp_path / "full", passages[100:130], delta=FULL_ADD)  # a sharded index: its generation is the base
     shutil.copytree(tmp_path / "full", tmp_path / "delta")
     for n, batch in enumerate((passages[130:170] + namesakes, passages[170:])):
-        add_documents(tmp_path / "full", batch)
+        add_documents(tmp_path / "full", batch, delta=FULL_ADD)
         if n:  # the shards since the base are resolved again, but their tables are the previous delta's
             computed: list[int] = []
 
@@ -68,14 +70,14 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
                 return _compute(*args, **kwargs)
 
             monkeypatch.setattr(EndpointTable, "compute", counted)
-            add_documents(tmp_path / "delta", batch, delta=True)
+            add_documents(tmp_path / "delta", batch, delta=DELTA_ADD)
             monkeypatch.undo()
             assert len(computed) == 1  # the new shard's table only
         else:  # from the command line
             corpus_file = tmp_path / "batch.jsonl"
             corpus_file.write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n"
                                            for p in batch), encoding="utf-8")
-            assert main(["add", str(tmp_path / "delta"), str(corpus_file), "--delta"]) == 0
+            assert main(["add", str(tmp_path / "delta"), str(corpus_file), "--generation", "delta"]) == 0
             capsys.readouterr()
             assert main(["info", str(tmp_path / "delta")]) == 0
             info = json.loads(capsys.readouterr().out)
@@ -85,10 +87,6 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
         assert not isinstance(_generation(tmp_path / "full").get(DELTA), dict)
         Index.load(tmp_path / "delta", verify=True)  # every file listed and checksummed
         _same_results(tmp_path / "delta", tmp_path / "full", questions)
-    with pytest.raises(ConfigError, match="compact"):
-        from gearag.store.lance.export import export_index
-
-        export_index(tmp_path / "delta", tmp_path / "lance")
     # A delete (and a compact) writes a full generation, from the base's state and the shards since.
     ids = [p.id for p in passages[100:110]] + [namesakes[0].id]
     for root in ("full", "delta"):
@@ -99,13 +97,44 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
     _same_results(tmp_path / "delta", tmp_path / "full", questions)
 
 
+def test_auto_writes_deltas_within_the_bound_and_a_full_generation_past_it(tmp_path: Path, corpus,
+                                                                          capsys) -> None:
+    passages, _, questions = corpus
+    config = IndexConfig.of(extractor="stub")
+    config = replace(config, graph=replace(config.graph, max_entity_share=1.0))
+    for root in ("auto", "full"):
+        build_index(passages[:100], tmp_path / root, config)
+        add_documents(tmp_path / root, passages[100:120], delta=FULL_ADD)  # the base: 120 passages
+    policy = DeltaConfig(max_share=0.25)  # deltas while at most 30 passages were added since the base
+    kinds = []
+    for batch in (passages[120:135], passages[135:150], passages[150:160], passages[160:175]):
+        add_documents(tmp_path / "auto", batch, delta=policy)
+        add_documents(tmp_path / "full", batch, delta=FULL_ADD)
+        gen = _generation(tmp_path / "auto")
+        kinds.append((gen[DELTA]["shards"], len(gen["shards"])) if isinstance(gen.get(DELTA), dict) else "full")
+    # 15 and 30 passages since the base; 40 is past the bound: a full generation of 160, the next base.
+    assert kinds == [(kinds[0][0], 3), (kinds[0][0], 4), "full", (_generation(tmp_path / "full")["shards"][:5], 6)]
+    _same_results(tmp_path / "auto", tmp_path / "full", questions)
+    # From the command line: a bad policy is refused before any work; --delta-share 0 always writes in full.
+    corpus_file = tmp_path / "batch.jsonl"
+    corpus_file.write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n"
+                                   for p in passages[175:180]), encoding="utf-8")
+    before = read_manifest(tmp_path / "auto")
+    assert main(["add", str(tmp_path / "auto"), str(corpus_file), "--generation", "sometimes"]) == 2
+    assert "--generation" in capsys.readouterr().err
+    assert read_manifest(tmp_path / "auto") == before
+    assert main(["add", str(tmp_path / "auto"), str(corpus_file), "--delta-share", "0"]) == 0
+    assert "its generation is a full one" in " ".join(capsys.readouterr().err.split())
+    assert not isinstance(_generation(tmp_path / "auto").get(DELTA), dict)
+
+
 def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: Path, corpus) -> None:
     passages, namesakes, questions = corpus
     build_index(passages[:100], tmp_path / "full", IndexConfig.of(extractor="stub"))
-    add_documents(tmp_path / "full", passages[100:130])
+    add_documents(tmp_path / "full", passages[100:130], delta=FULL_ADD)
     shutil.copytree(tmp_path / "full", tmp_path / "delta")
-    add_documents(tmp_path / "full", passages[130:] + namesakes)
-    add_documents(tmp_path / "delta", passages[130:] + namesakes, delta=True)  # "it" becomes a hub here
+    add_documents(tmp_path / "full", passages[130:] + namesakes, delta=FULL_ADD)
+    add_documents(tmp_path / "delta", passages[130:] + namesakes, delta=DELTA_ADD)  # "it" becomes a hub here
     assert not isinstance(_generation(tmp_path / "delta").get(DELTA), dict)
     _same_results(tmp_path / "delta", tmp_path / "full", questions)
 
@@ -117,7 +146,7 @@ def test_a_crash_in_a_delta_add_leaves_the_index_and_the_add_resumes(tmp_path: P
     passages = corpus[0]
     config = IndexConfig.of(extractor="stub")
     build_index(passages[:60], tmp_path / "idx", replace(config, graph=replace(config.graph, max_entity_share=1.0)))
-    add_documents(tmp_path / "idx", passages[60:80])
+    add_documents(tmp_path / "idx", passages[60:80], delta=FULL_ADD)
     before = manifest_identity(tmp_path / "idx")
 
     def crash(*args, **kwargs):
@@ -125,10 +154,10 @@ def test_a_crash_in_a_delta_add_leaves_the_index_and_the_add_resumes(tmp_path: P
 
     monkeypatch.setattr(delta_generation, "apply_delta", crash)
     with pytest.raises(RuntimeError, match="killed"):
-        add_documents(tmp_path / "idx", passages[80:100], delta=True)
+        add_documents(tmp_path / "idx", passages[80:100], delta=DELTA_ADD)
     assert manifest_identity(tmp_path / "idx") == before  # the previous index, untouched
     Index.load(tmp_path / "idx", verify=True)
     monkeypatch.undo()
-    add_documents(tmp_path / "idx", passages[80:100], delta=True)  # the shard built before the crash is reused
+    add_documents(tmp_path / "idx", passages[80:100], delta=DELTA_ADD)  # the shard of the crashed add is reused
     assert isinstance(_generation(tmp_path / "idx").get(DELTA), dict)
     assert len(list((tmp_path / "idx" / GENERATIONS_DIR).iterdir())) == 1  # the half-written one is gone

@@ -17,9 +17,12 @@ from gearag.api import Gearag
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError
 from gearag.indexing import build_index
+from gearag.indexing.delta_generation import DeltaConfig
 from gearag.indexing.incremental import add_documents, delete_documents
 from gearag.model import Passage
 from gearag.store.backend import open_index
+from gearag.store.index import read_manifest
+from gearag.store.shards import GENERATIONS_DIR, generation_ref, is_delta
 
 pytest.importorskip("lancedb", reason="the lance extra is not installed")
 
@@ -88,6 +91,25 @@ def test_an_update_appends_the_added_rows_and_ranks_as_a_fresh_export(
     a, b = Gearag(updated), Gearag(fresh)
     for method in METHODS:
         assert _ranked(a, questions, method) == _ranked(b, questions, method), method
+
+
+def test_an_add_written_as_a_delta_exports_as_a_full_one(work: Path, corpus: tuple[list[Passage], list[str]]) -> None:
+    """A delta generation (docs/delta.md) is exported whole: updated and fresh, it ranks as the same add
+    written in full."""
+    passages, questions = corpus
+    shutil.copytree(work / "index", work / "full")
+    add_documents(work / "index", passages[24:], delta=DeltaConfig(write="delta"))
+    add_documents(work / "full", passages[24:], delta=DeltaConfig(write="full"))
+    assert is_delta(read_manifest(work / "index" / GENERATIONS_DIR / generation_ref(
+        work / "index", read_manifest(work / "index"))[0]))
+    export_index(work / "index", work / "store", UPDATE)
+    export_index(work / "index", work / "fresh")
+    export_index(work / "full", work / "fresh-full")
+    want = Gearag.open(work / "fresh-full")
+    for got in (Gearag.open(work / "store"), Gearag.open(work / "fresh")):
+        assert isinstance(got.index, LanceIndex)
+        for method in METHODS:
+            assert _ranked(got, questions, method) == _ranked(want, questions, method), method
 
 
 def test_an_updates_rows_are_delta_indexes_until_there_are_too_many(

@@ -13,6 +13,7 @@ import typer
 from gearag.cli.common import (
     LLMBaseUrlOpt,
     LLMModelOpt,
+    _delta_specs,
     _export_specs,
     _index_specs,
     _lance_specs,
@@ -133,8 +134,8 @@ def index(
 
 
 def _generation_summary(root: Path, manifest: dict) -> dict[str, object] | None:
-    """A sharded index's current generation: full, or a delta over how many of its shards (``gearag add
-    --delta``); None where it cannot be read (``info`` reported the files already)."""
+    """A sharded index's current generation: full, or a delta over how many of its shards (``gearag add``,
+    docs/delta.md); None where it cannot be read (``info`` reported the files already)."""
     from gearag.errors import GearagError
     from gearag.store.index import read_manifest
     from gearag.store.shards import DELTA, GENERATIONS_DIR, generation_ref
@@ -231,13 +232,17 @@ def _print_update(what: str, built: object, started: float) -> None:
 
     counts = built.manifest["counts"]  # type: ignore[attr-defined]
     shards = len(built.manifest.get("shards", [None]))  # type: ignore[attr-defined]
+    gen = _generation_summary(built.path, built.manifest)  # type: ignore[attr-defined]
+    kind = "" if gen is None else (
+        f"; its generation is a delta over the last full one ({gen['shards_since_base']} shard(s) since it)"
+        if gen["kind"] == "delta" else "; its generation is a full one")
     err.print(f"{what}: {safe(built.path)} now has {counts['passages']:,} passages, "  # type: ignore[attr-defined]
-              f"{counts['triples']:,} triples, {counts['entities']:,} entities in {shards} shard(s) "
+              f"{counts['triples']:,} triples, {counts['entities']:,} entities in {shards} shard(s){kind} "
               f"({time.perf_counter() - started:.1f} s)")
 
 
 @app.command()
-@with_config_options(_stored_specs())
+@with_config_options(_stored_specs(), delta=_delta_specs())
 def add(
     index_dir: Annotated[Path, typer.Argument(help="Index directory to add to (a plain index is converted).")],
     corpus: Annotated[Path, typer.Argument(help="Documents to add, in any corpus format `gearag index` reads; "
@@ -247,22 +252,23 @@ def add(
         min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
-    delta: Annotated[bool, typer.Option(
-        "--delta", help="Experimental: write the add as a delta over the last full generation (docs/delta.md) "
-                        "instead of rewriting the union's graph arrays; where it cannot, a full one is "
-                        "written.")] = False,
     options: dict | None = None,
+    delta: dict | None = None,
 ) -> None:
     """Add documents to an index as a new shard, without re-extracting or re-embedding what it holds.
 
-    The documents use the index's stored settings (an option that differs is an error). Rerun the
-    same command after an interruption to resume.
+    The documents use the index's stored settings (an option that differs is an error). The new
+    generation is written as a delta over the last full one while the passages added since it are
+    few (docs/delta.md), else in full. Rerun the same command after an interruption to resume.
     """
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
     from gearag.display import safe
+    from gearag.indexing.delta_generation import DeltaConfig
     from gearag.indexing.incremental import add_documents, check_index_dir, check_options, next_auto_id
+    from gearag.options import build_config
 
+    policy = build_config(DeltaConfig, delta, what="gearag add")
     manifest = check_index_dir(index_dir)
     # Options that conflict with the stored settings fail before the documents are read.
     check_options(index_dir, IndexConfig.from_dict(manifest.get("config", {})), options)
@@ -277,7 +283,7 @@ def add(
     started = time.perf_counter()
     with _steps(manifest, "shard", "generation") as on_step:
         built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url,
-                              llm_model=llm_model, on_step=on_step, delta=delta)
+                              llm_model=llm_model, on_step=on_step, delta=policy)
     _print_update("added", built, started)
 
 

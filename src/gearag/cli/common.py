@@ -164,6 +164,13 @@ def _export_specs() -> dict[str, OptionSpec]:
     return option_specs(ExportConfig)
 
 
+def _delta_specs() -> dict[str, OptionSpec]:
+    """The options of ``add`` that say when its generation is written as a delta (``DeltaConfig``)."""
+    from gearag.indexing.delta_generation import DeltaConfig
+
+    return option_specs(DeltaConfig)
+
+
 def _stored_specs() -> dict[str, OptionSpec]:
     """The index options of ``add``: the index's stored settings are their defaults, so no other is shown."""
     import dataclasses

@@ -218,9 +218,23 @@ class ChainedStrings(Sequence[str]):
         """These strings, then ``more``."""
         return ChainedStrings([*self.parts, more])
 
+    def at(self, ids: np.ndarray) -> list[str]:
+        """``[self[i] for i in ids]``: each part's strings gathered at once (:func:`strings_at`), not located
+        one by one."""
+        ids = np.asarray(ids, dtype=np.int64)
+        part = np.searchsorted(self.bounds, ids, side="right") - 1
+        out: list[str] = [""] * len(ids)
+        for p in np.unique(part).tolist():
+            mine = np.flatnonzero(part == p)
+            for i, text in zip(mine.tolist(), strings_at(self.parts[p], ids[mine] - self.bounds[p]), strict=True):
+                out[i] = text
+        return out
+
 
 def strings_at(strings: Sequence[str], ids: np.ndarray) -> list[str]:
     """``[strings[i] for i in ids]``, decoded at once when ``strings`` is :class:`JsonStrings`."""
+    if isinstance(strings, ChainedStrings):
+        return strings.at(ids)
     picked = taken(strings, ids)
     return picked.strings() if isinstance(picked, JsonStrings) else list(picked)
 

@@ -1,8 +1,9 @@
 """An add written as a *delta generation*: the last full generation linked as its base, the add's delta beside it.
 
-docs/delta.md, step 5 (issue 14). :func:`write_delta_generation` is what
-``gearag add --delta`` does instead of
-:func:`~gearag.indexing.generation.write_generation`: it resolves what the
+docs/delta.md (issue 14). :func:`write_delta_generation` is what ``gearag add``
+does instead of :func:`~gearag.indexing.generation.write_generation` while the
+passages added since the last full generation are within a bound
+(:class:`DeltaConfig`, :func:`wants_delta`): it resolves what the
 shards added since the base changed (:func:`~gearag.indexing.generation.generation_delta`:
 the resolution's and the triple graph's deltas, from the state the base
 kept), applies it to the base's prepared graph
@@ -34,22 +35,64 @@ passages and triples, as for an index that never stored them.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.errors import GearagError
 from gearag.graph.delta_apply import apply_delta
 from gearag.graph.layered_files import BASE_DIR
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, load_prepared
 from gearag.indexing import union_files
 from gearag.indexing.generation import delta_base, finished_generation, generation_delta, generation_name
+from gearag.options import setting
 from gearag.store.graph import layered_graph_files
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union
 from gearag.store.writer import IndexWriter
+
+#: How ``gearag add`` writes its generation (:attr:`DeltaConfig.write`).
+WRITE_MODES = ("auto", "delta", "full")
+
+
+@dataclass(frozen=True)
+class DeltaConfig:
+    """When an add is written as a delta generation and when in full (docs/delta.md, "The bound").
+
+    A delta add resolves every shard added since the base again (a reader then combines exactly two
+    layers), so its cost grows with the passages added since the base, while a full generation's is
+    the same whatever was added. ``auto`` writes a delta while the passages added since the base
+    (this add's included) are at most ``max_share`` of the base's, else a full generation, which
+    becomes the next base. The choice depends only on passage counts, so the same adds give the same
+    generations on any machine.
+    """
+
+    write: str = setting("auto", "How the add's generation is written: auto (a delta over the last full generation "
+                                 "while the passages added since it are at most --delta-share of it, else in full), "
+                                 "delta (wherever a delta can say it) or full (always in full)", name="generation",
+                         choices=WRITE_MODES)
+    #: 1% at 1M passages: ten adds of 1,000 passages between full generations (BENCHMARKS.md, "The bound").
+    max_share: float = setting(0.01, "auto writes a delta while the passages added since the last full "
+                                     "generation are at most this share of its passages", name="delta_share",
+                               min=0.0)
+
+
+def wants_delta(config: DeltaConfig, root: Path, previous: str, n_passages: int) -> bool:
+    """Whether an add that leaves ``n_passages`` passages (the union's) after generation ``previous`` of the
+    index at ``root`` is written as a delta: by ``config`` (:class:`DeltaConfig`; ``auto`` compares the
+    passages since the last full generation with its passages)."""
+    if config.write != "auto":
+        return config.write == "delta"
+    try:
+        base = read_manifest(delta_base(root / GENERATIONS_DIR / previous))
+        n_base = int((base.get("counts") or {})["passages"])
+    except (GearagError, KeyError, TypeError, ValueError):
+        return False  # no readable base: the add writes one
+    return n_passages - n_base <= config.max_share * n_base
 
 
 def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],

@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gearag.data.jsonstrings import strings_at
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph, _present, _usable
@@ -353,7 +354,7 @@ def _new_names(base: PreparedGraph, names: list[str], vocab: UnionVocab, ids: _N
     base's names lack, the keys' hashes sorted), with how many there are; None where a new key's hash is
     another's (the full build's rule decides)."""
     fresh = n_prior + np.flatnonzero(ids.fresh)
-    keys = [names[i] for i in fresh.tolist()] + [vocab.items[j] for j in ids.new_ep.tolist()]
+    keys = [names[i] for i in fresh.tolist()] + strings_at(vocab.items, ids.new_ep)
     entities = np.concatenate([ids.lex_entity[fresh], ids.entity[ids.new_ep]])
     usable = _usable(keys)
     entities = entities[usable]

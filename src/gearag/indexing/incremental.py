@@ -40,7 +40,7 @@ from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
 from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import TOKEN_FILES, write_postings, write_token_ids, write_tokens
-from gearag.indexing.delta_generation import write_delta_generation
+from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
 from gearag.indexing.pipeline import build_index
 from gearag.indexing.union_files import cannot_grow, is_state_file, kept_state
@@ -358,15 +358,16 @@ class _Locked:
 
 def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dict[str, Any] | None = None,
                   on_step: Step | None = None, llm_base_url: str | None = None,
-                  llm_model: str | None = None, delta: bool = False) -> Index:
+                  llm_model: str | None = None, delta: DeltaConfig | None = None) -> Index:
     """Add ``passages`` to the index at ``root`` as a new shard; returns the updated index.
 
     ``options`` (CLI config options) must agree with the stored config. A
     passage id already in the index is an error, raised before any work.
     ``llm_base_url``/``llm_model`` reach an LLM extractor (default: the
-    environment, as for ``gearag index``). ``delta`` (experimental): the
-    generation is written as a delta over the last full one where it can be
-    (:mod:`gearag.indexing.delta_generation`), else in full.
+    environment, as for ``gearag index``). ``delta``: when the generation is
+    written as a delta over the last full one (default :class:`DeltaConfig`:
+    while the passages added since it are within a bound; where no delta can
+    say the union, in full; :mod:`gearag.indexing.delta_generation`).
     """
     root = Path(root)
     if not passages:
@@ -405,8 +406,9 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         shards = [*state.shards, shard]
         started = time.perf_counter()
         u = union_of([r.name for r in refs], shards, state.tombstones)
+        as_delta = wants_delta(delta or DeltaConfig(), root, state.generation, len(u.passages))
         written = write_delta_generation(root, refs, shards, state.tombstones, state.config, state.generation,
-                                         u) if delta else None
+                                         u) if as_delta else None
         gname, gsha, counts = written or write_generation(root, refs, shards, state.tombstones, state.config,
                                                           state.generation, union=u)
         seconds["generation"] = round(time.perf_counter() - started, 3)

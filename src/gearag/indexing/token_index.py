@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 
@@ -26,6 +27,21 @@ from gearag.store.writer import IndexWriter
 #: Where a generation keeps the per-shard token indices of texts (``resolve/<shard>/``).
 RESOLVE_DIR = "resolve"
 INDEX_FILES = ("hashes.npy", "indptr.npy", "rows.npy")
+
+
+@dataclass(frozen=True)
+class TokenQuery:
+    """Name keys cut into case-folded tokens and hashed, to look up in many :class:`TokenIndex` es."""
+
+    starts: np.ndarray  #: int64 per name + 1: where its tokens' hashes start (every name has one or more)
+    hashes: np.ndarray  #: the tokens' :func:`~gearag.hashing.stable_hashes`, name after name
+
+    @classmethod
+    def of(cls, names: Sequence[str]) -> TokenQuery:
+        words = [name.split(" ") for name in names]
+        starts = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum([len(ws) for ws in words], out=starts[1:])
+        return cls(starts, stable_hashes([w.casefold() for ws in words for w in ws]))
 
 
 class TokenIndex:
@@ -64,25 +80,23 @@ class TokenIndex:
         """Rows whose text has every one of ``words`` (case-folded tokens); perhaps a few more (shared hashes)."""
         return self.holding_any([" ".join(words)])
 
-    def holding_any(self, names: Sequence[str]) -> np.ndarray:
-        """Rows holding every token of at least one of ``names`` (name keys), each once or more: every token
-        looked up at once, then each name's rows intersected."""
-        words = [name.split(" ") for name in names]
-        flat = [w.casefold() for ws in words for w in ws]
-        if not flat:
+    def holding_any(self, names: Sequence[str] | TokenQuery) -> np.ndarray:
+        """Rows holding every token of at least one of ``names`` (name keys, or a :class:`TokenQuery` of them,
+        hashed once for many indices), each once or more: every token looked up at once, then the rows of
+        each name whose tokens all occur intersected."""
+        query = names if isinstance(names, TokenQuery) else TokenQuery.of(names)
+        if not len(query.hashes):
             return np.zeros(0, np.int32)
-        hashes = stable_hashes(flat)
-        lo = np.searchsorted(self.hashes, hashes, side="left").tolist()
-        hi = np.searchsorted(self.hashes, hashes, side="right").tolist()
+        lo = np.searchsorted(self.hashes, query.hashes, side="left")
+        hi = np.searchsorted(self.hashes, query.hashes, side="right")
+        # Names with a token no row has are passed over at once (most names, in most indices).
+        held = np.minimum.reduceat((hi > lo).astype(np.int8), query.starts[:-1]) > 0
         indptr = self.indptr
-        parts, at = [], 0
-        for ws in words:
-            spans = list(zip(lo[at : at + len(ws)], hi[at : at + len(ws)], strict=True))
-            at += len(ws)
-            if any(a == b for a, b in spans):
-                continue  # a token no row has
+        parts = []
+        for name in np.flatnonzero(held).tolist():
             found = None
-            for a, b in spans:
+            for a, b in zip(lo[query.starts[name] : query.starts[name + 1]].tolist(),
+                            hi[query.starts[name] : query.starts[name + 1]].tolist(), strict=True):
                 rows = self.rows[int(indptr[a]) : int(indptr[b])]
                 rows = np.unique(rows) if b - a > 1 else rows
                 found = rows if found is None else np.intersect1d(found, rows, assume_unique=True)

@@ -49,7 +49,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.data.jsonio import load_json
-from gearag.data.jsonstrings import JsonStrings
+from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import relation_counts
 from gearag.graph.ranges import ranges
@@ -63,7 +63,7 @@ from gearag.graph.resolve import (
     summed_csr,
 )
 from gearag.graph.trie import NameLookup, tokens
-from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex
+from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
 from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, union_ends
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.model import Passage
@@ -357,8 +357,9 @@ def rows_holding(indices: Sequence[tuple[TokenIndex, np.ndarray]], touched: list
     """The union rows (per shard: its token index and shard row → union row map, -1: deleted) whose text holds
     every token of one of the ``touched`` names: where a new or vanished lexicon name may match."""
     found: set[int] = set()
+    query = TokenQuery.of(touched)
     for index, rows in indices:
-        hit = rows[index.holding_any(touched)]
+        hit = rows[index.holding_any(query)]
         found.update(hit[hit >= 0].tolist())
     return found
 
@@ -474,14 +475,15 @@ def endpoint_name_stats(name_ends: Sequence[np.ndarray], triple_keep: Sequence[n
         stats.lex[held[held >= 0]] = np.flatnonzero(held >= 0) + n_prior_names
         # Old names holding every token of a new (or deleted) lexicon name may contain it now: scanned again.
         if touched:
+            query = TokenQuery.of(touched)
             for index, remap in zip(name_indices, vocab.remaps[:counted], strict=True):
-                stats.scanned[remap[index.holding_any(touched)]] = False
-    stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in items[n_known:]), dtype=np.int64,
-                                      count=len(items) - n_known)
+                stats.scanned[remap[index.holding_any(query)]] = False
+    stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in strings_at(items, np.arange(n_known, len(items)))),
+                                      dtype=np.int64, count=len(items) - n_known)
     todo = np.flatnonzero((stats.first >= 0) & (stats.lex < 0) & ~stats.scanned)
     sizes, found_names, found_shares = array("q"), array("q"), array("d")  # flat: no object per name
-    for j in todo.tolist():
-        toks = items[j].split(" ")
+    for name in strings_at(items, todo):
+        toks = name.split(" ")
         size = 0
         for m in matcher.scan(toks):
             share = (m.end - m.start) / len(toks)

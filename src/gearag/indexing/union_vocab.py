@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from gearag.data.jsonio import parse_json
-from gearag.data.jsonstrings import ChainedStrings, JsonStrings
+from gearag.data.jsonstrings import ChainedStrings, JsonStrings, strings_at
 from gearag.errors import GearagError
 from gearag.hashing import stable_hashes
 from gearag.store.collection import load_array
@@ -56,9 +56,19 @@ class UnionVocab:
         at = np.searchsorted(self.hashes, hashes)
         out = np.full(len(strings), -1, dtype=np.int64)
         n = len(self.hashes)
-        for i, (s, h, pos) in enumerate(zip(strings, hashes.tolist(), at.tolist(), strict=True)):
+        hit = np.flatnonzero(at < n)
+        hit = hit[self.hashes[at[hit]] == hashes[hit]]
+        # The first string of each hash, compared at once; a string that is not it (a hash two strings share)
+        # is looked for among the others of its hash.
+        first = self.hash_ids[at[hit]]
+        stored = strings_at(self.items, first)
+        for i, s, found, pos in zip(hit.tolist(), stored, first.tolist(), at[hit].tolist(), strict=True):
+            if strings[i] == s:
+                out[i] = found
+                continue
+            h, pos = int(hashes[i]), pos + 1
             while pos < n and int(self.hashes[pos]) == h:
-                if self.items[int(self.hash_ids[pos])] == s:
+                if self.items[int(self.hash_ids[pos])] == strings[i]:
                     out[i] = int(self.hash_ids[pos])
                     break
                 pos += 1

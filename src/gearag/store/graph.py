@@ -155,6 +155,15 @@ class LayeredTripleGraph(_Neighbours):
     def degree(self, entity: int) -> int:
         return 0 if entity < 0 else int(self.postings.counts(np.asarray([entity]))[0])
 
+    def whole(self) -> TripleGraph:
+        """The same graph as one :class:`TripleGraph` (for a writer of whole arrays: the Lance export)."""
+        counts, triples, _, _ = self.postings.gather(np.arange(self.n_entities, dtype=np.int64))
+        indptr = np.zeros(self.n_entities + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return TripleGraph(self.entities, np.asarray(self.head.whole(), dtype=np.int32),
+                           np.asarray(self.tail.whole(), dtype=np.int32), indptr,
+                           np.asarray(triples, dtype=np.int32))
+
 
 #: Where a delta generation keeps its triple graph's delta (the base's arrays are the base generation's).
 DELTA_DIR = "delta"

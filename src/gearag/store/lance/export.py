@@ -196,12 +196,9 @@ def _batches(index: Index, coll: Collection, batch: int, pa: Any, first: int = 0
 
 
 def _triple_graph(index: Index) -> TripleGraph:
-    """The index's triple graph, whole: a delta generation's (a base's and a delta's) is not exported yet."""
+    """The index's triple graph, whole: a delta generation's (a base's and a delta's, docs/delta.md) joined."""
     g = index.graph
-    if not isinstance(g, TripleGraph):
-        raise ConfigError(f"{index.path}: its last add was written as a delta (gearag add --delta); run "
-                          "gearag compact on it before exporting it to Lance")
-    return g
+    return g if isinstance(g, TripleGraph) else g.whole()
 
 
 def _entities(index: Index, batch: int, pa: Any) -> tuple[Any, Iterator[Any]]:
@@ -264,6 +261,7 @@ def _graph_dir(index: Index) -> Path:
 
 def _files(index: Index) -> tuple[list[tuple[str, Path | np.ndarray]], dict[str, Any]]:
     """What the ``files`` table holds (name, stored file or array) and the prepared graph's meta."""
+    from gearag.graph.layered_files import BASE_DIR
     from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, graph_arrays_for
     from gearag.graph.prepared import PREPARED, PreparedGraph
 
@@ -273,7 +271,10 @@ def _files(index: Index) -> tuple[list[tuple[str, Path | np.ndarray]], dict[str,
     stored = index.stored_prepared_graph()
     if stored is not None and stored.serves(config):  # copied file by file, part by part
         directory = _graph_dir(index) / PREPARED
-        return sources + [(f"graph/{PREPARED}/{name}", directory / name) for name in stored.files()], stored.meta()
+        names = list(stored.files())
+        if (directory / BASE_DIR).is_dir():  # a delta generation's: its base's arrays too (docs/delta.md)
+            names += [f"{BASE_DIR}/{f.name}" for f in sorted((directory / BASE_DIR).glob("*.npy"))]
+        return sources + [(f"graph/{PREPARED}/{name}", directory / name) for name in names], stored.meta()
     prepared: PreparedGraph = PassageGraph(graph_arrays_for(index), config).prepared
     return sources + [(f"graph/{PREPARED}/{name}", a) for name, a in prepared.files().items()], prepared.meta()
 
@@ -316,7 +317,6 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
     import_lancedb()
     index = Index.open(index_dir)  # leased: a gearag add meanwhile keeps the generation being exported
     try:
-        _triple_graph(index)  # refused before any work
         if loc.remote:  # object stores have no flock: a lease with a heartbeat instead
             try:
                 db = connect(loc)
