@@ -233,16 +233,17 @@ class ChainedStrings(Sequence[str]):
 
 def strings_at(strings: Sequence[str], ids: np.ndarray) -> list[str]:
     """``[strings[i] for i in ids]``, decoded at once when ``strings`` is :class:`JsonStrings`."""
-    if isinstance(strings, ChainedStrings):
-        return strings.at(ids)
     picked = taken(strings, ids)
     return picked.strings() if isinstance(picked, JsonStrings) else list(picked)
 
 
 def taken(strings: Sequence[str], ids: np.ndarray) -> Sequence[str]:
-    """The strings at ``ids``: gathered as text when ``strings`` is :class:`JsonStrings`, else a list."""
+    """The strings at ``ids``: gathered as text when ``strings`` is :class:`JsonStrings`, else a list (of a
+    :class:`ChainedStrings`, gathered part by part)."""
     if isinstance(strings, JsonStrings):
         return strings.take(ids)
+    if isinstance(strings, ChainedStrings):
+        return strings.at(ids)
     return [strings[i] for i in np.asarray(ids).tolist()]
 
 
