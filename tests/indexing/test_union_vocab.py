@@ -35,11 +35,39 @@ def test_extending_a_stored_prefix_equals_the_vocabulary_of_every_shard(tmp_path
     # The next generation hard-links the leading shards' files; only the new shard's are written.
     _write(tmp_path / "g2", grown, ["s0", "s1", "s2"], tmp_path / "g1", 2)
     assert os.path.samefile(tmp_path / "g2/union/keys/s0.json", tmp_path / "g1/union/keys/s0.json")
+    assert os.path.samefile(tmp_path / "g2/union/keys/s0.spans.npy", tmp_path / "g1/union/keys/s0.spans.npy")
     again = UnionVocab.read(tmp_path / "g2", "keys", ["s0", "s1", "s2"], [3, 2, 4])
     assert again is not None and again.items == full.items
     # A prefix reads as the vocabulary of those shards alone.
     head = UnionVocab.read(tmp_path / "g2", "keys", ["s0"], [3])
     assert head is not None and head.items == ["b", "a", "c"]
+
+
+def test_stored_spans_are_read_instead_of_a_scan_and_written_where_a_generation_lacked_them(
+        tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    odd = [["plain", 'say "hi"', "ends in \\", "é ü 日本"], ['\\"', "a,b"]]
+    _write(tmp_path / "g1", UnionVocab.extend(None, odd), ["s0", "s1"])
+    for shard in ("s0", "s1"):
+        (tmp_path / f"g1/union/keys/{shard}.spans.npy").unlink()  # as a generation written before spans were kept
+    scanned = UnionVocab.read(tmp_path / "g1", "keys", ["s0", "s1"], [4, 2], chained=True)
+    assert scanned is not None and list(scanned.items) == odd[0] + odd[1]
+    _write(tmp_path / "g2", scanned, ["s0", "s1"], tmp_path / "g1", 2)  # the next generation stores them
+    assert (tmp_path / "g2/union/keys/s0.spans.npy").is_file()
+    from gearag.data import jsonstrings
+
+    def no_scan(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("scanned")
+
+    monkeypatch.setattr(jsonstrings, "string_spans", no_scan)
+    for chained in (True, False):
+        read = UnionVocab.read(tmp_path / "g2", "keys", ["s0", "s1"], [4, 2], chained=chained)
+        assert read is not None and list(read.items) == odd[0] + odd[1]
+        assert read.find(["a,b", "say \"hi\"", "nope"]).tolist() == [5, 1, -1]
+    monkeypatch.undo()
+    # Spans that do not fit the text (another writer's) are not trusted: the text is scanned.
+    (tmp_path / "g2/union/keys/s1.json").write_text(r'["\\\"",  "a,b"]', encoding="utf-8")
+    again = UnionVocab.read(tmp_path / "g2", "keys", ["s0", "s1"], [4, 2])
+    assert again is not None and list(again.items) == odd[0] + odd[1]
 
 
 def test_a_vocabulary_another_writer_spaced_out_is_parsed(tmp_path: Path) -> None:
