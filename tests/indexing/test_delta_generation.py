@@ -103,8 +103,7 @@ def test_auto_writes_deltas_within_the_bound_and_a_full_generation_past_it(tmp_p
     config = IndexConfig.of(extractor="stub")
     config = replace(config, graph=replace(config.graph, max_entity_share=1.0))
     for root in ("auto", "full"):
-        build_index(passages[:100], tmp_path / root, config)
-        add_documents(tmp_path / root, passages[100:120], delta=FULL_ADD)  # the base: 120 passages
+        build_index(passages[:120], tmp_path / root, config)  # a plain index: its first add converts it
     policy = DeltaConfig(max_share=0.25)  # deltas while at most 30 passages were added since the base
     kinds = []
     for batch in (passages[120:135], passages[135:150], passages[150:160], passages[160:175]):
@@ -112,8 +111,10 @@ def test_auto_writes_deltas_within_the_bound_and_a_full_generation_past_it(tmp_p
         add_documents(tmp_path / "full", batch, delta=FULL_ADD)
         gen = _generation(tmp_path / "auto")
         kinds.append((gen[DELTA]["shards"], len(gen["shards"])) if isinstance(gen.get(DELTA), dict) else "full")
-    # 15 and 30 passages since the base; 40 is past the bound: a full generation of 160, the next base.
-    assert kinds == [(kinds[0][0], 3), (kinds[0][0], 4), "full", (_generation(tmp_path / "full")["shards"][:5], 6)]
+    # 15 passages: a delta over the converted index's generation; 30 too; 40 is past the bound: a full
+    # generation of 160 passages, the next base; then a delta over it.
+    first = _generation(tmp_path / "full")["shards"]
+    assert kinds == [(first[:1], 2), (first[:1], 3), "full", (first[:4], 5)]
     _same_results(tmp_path / "auto", tmp_path / "full", questions)
     # From the command line: a bad policy is refused before any work; --delta-share 0 always writes in full.
     corpus_file = tmp_path / "batch.jsonl"
