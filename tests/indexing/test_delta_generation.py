@@ -14,6 +14,7 @@ from conftest import StubExtractor, use_stub_extractor, wiki_slice
 from gearag.api import Gearag
 from gearag.cli import main
 from gearag.config import IndexConfig
+from gearag.errors import ConfigError
 from gearag.indexing import build_index
 from gearag.indexing.delta_generation import DeltaConfig
 from gearag.indexing.incremental import add_documents, compact, delete_documents
@@ -127,6 +128,10 @@ def test_auto_writes_deltas_within_the_bound_and_a_full_generation_past_it(tmp_p
     assert main(["add", str(tmp_path / "auto"), str(corpus_file), "--delta-share", "0"]) == 0
     assert "its generation is a full one" in " ".join(capsys.readouterr().err.split())
     assert not isinstance(_generation(tmp_path / "auto").get(DELTA), dict)
+    with pytest.raises(ConfigError, match="--generation"):
+        DeltaConfig(write="sometimes")
+    with pytest.raises(ConfigError, match="--delta-share"):
+        DeltaConfig(max_share=-0.1)
 
 
 def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: Path, corpus) -> None:

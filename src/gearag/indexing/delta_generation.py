@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from gearag.config import IndexConfig
-from gearag.errors import GearagError
+from gearag.errors import ConfigError, GearagError
 from gearag.graph.delta_apply import apply_delta
 from gearag.graph.layered_files import BASE_DIR
 from gearag.graph.passage_graph import GRAPH_DIR
@@ -79,6 +79,12 @@ class DeltaConfig:
     max_share: float = setting(0.01, "auto writes a delta while the passages added since the last full "
                                      "generation are at most this share of its passages", name="delta_share",
                                min=0.0)
+
+    def __post_init__(self) -> None:
+        if self.write not in WRITE_MODES:
+            raise ConfigError(f"--generation: unknown value {self.write!r} (choose from {', '.join(WRITE_MODES)})")
+        if not self.max_share >= 0:
+            raise ConfigError(f"--delta-share must be at least 0, got {self.max_share}")
 
 
 def wants_delta(config: DeltaConfig, root: Path, previous: str, n_passages: int) -> bool:
