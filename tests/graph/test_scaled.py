@@ -100,3 +100,35 @@ def test_the_sources_are_the_graph_arrays_and_each_column_sums_to_one(wiki) -> N
     sums = np.asarray(scaled.to_csr().sum(axis=1)).ravel()
     np.testing.assert_allclose(sums[~scaled.dangling], 1.0, rtol=1e-12)
     assert (sums[scaled.dangling] == 0).all()
+
+
+def test_other_edge_weights_are_served_by_the_stored_sources_with_their_sums_made_again(wiki, monkeypatch) -> None:
+    """A stored graph weighed otherwise (each weight > 0) reads as the graph prepared anew under those weights;
+    weights that remove edges (0) are prepared anew, as before."""
+    from gearag.graph import passage_graph
+    from gearag.graph.passage_graph import passage_graph_for
+
+    index, questions = wiki
+    stored = index.stored_prepared_graph()
+    assert stored is not None and stored.serves(PassageGraphConfig())
+    for config in (PassageGraphConfig(about_weight=1.5), PassageGraphConfig(backlink_weight=0.3, about_weight=3.0)):
+        fresh = PreparedGraph.build(graph_arrays_for(index), config)
+        again = stored.reweighted(config)
+        assert again is not None and again.serves(config)
+        np.testing.assert_allclose(_read(again).toarray(), _read(fresh).toarray(), rtol=2e-6, atol=1e-9)
+        np.testing.assert_array_equal(again.dangling, fresh.dangling)
+    assert stored.reweighted(PassageGraphConfig(about_weight=0.0)) is None
+    assert stored.reweighted(PassageGraphConfig(passage_nodes=False)) is None
+    assert stored.reweighted(PassageGraphConfig()) is None  # served as stored
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the graph arrays were built")
+
+    monkeypatch.setattr(passage_graph, "graph_arrays_for", no_build)
+    config = PassageGraphConfig(backlink_weight=0.5)
+    graph = passage_graph_for(index, config)
+    assert graph.prepared.settings["backlink_weight"] == 0.5
+    monkeypatch.undo()
+    reference = passage_graph.PassageGraph(graph_arrays_for(index), config)
+    ranked = [graph.rank(q, k=10) for q in questions]
+    assert any(ranked) and ranked == [reference.rank(q, k=10) for q in questions]

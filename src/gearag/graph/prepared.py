@@ -39,7 +39,16 @@ from scipy import sparse
 from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.graph.layered import AppendedRows, LayeredCsr, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
-from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, Source, about_terms, normalised, scaled_columns
+from gearag.graph.scaled import (
+    ABOUT_SOURCE,
+    SCALED_SOURCES,
+    Scaled,
+    Source,
+    about_terms,
+    normalised,
+    reweighted,
+    scaled_columns,
+)
 from gearag.graph.transition import Csr, relations, rows_matrix
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.npy import load_npy, unwrapped
@@ -57,6 +66,9 @@ PREPARED_VERSION = 2
 NORMALISED_VERSION = 1
 #: The :class:`PassageGraphConfig` fields the prepared arrays depend on; the others act per query.
 SETTINGS = ("about_weight", "backlink_weight", "synonym_weight", "ner_mentions", "passage_nodes")
+#: Those of :data:`SETTINGS` that only weigh edges (a stored graph kept as its sources serves any values > 0 of
+#: them: :meth:`PreparedGraph.reweighted`).
+WEIGHTS = ("about_weight", "backlink_weight", "synonym_weight")
 
 
 def settings_of(config: PassageGraphConfig) -> dict[str, Any]:
@@ -184,6 +196,19 @@ class PreparedGraph:
     def serves(self, config: PassageGraphConfig) -> bool:
         """Whether these arrays are the ones ``config`` would prepare."""
         return self.settings == settings_of(config)
+
+    def reweighted(self, config: PassageGraphConfig) -> PreparedGraph | None:
+        """These arrays as ``config`` would prepare them where it differs from their settings only in the weights
+        of edges they hold (each weight still > 0): the transition kept as its sources takes the new weights and
+        makes its column sums again (seconds at 1M, where preparing the graph anew takes minutes, and a delta
+        generation's, which stores no graph arrays, builds them first: 371 s). None: not so (other edges)."""
+        want = settings_of(config)
+        if not isinstance(self.columns, Scaled) or want == self.settings:
+            return None
+        if any(want[k] != self.settings.get(k) for k in want if k not in WEIGHTS) or any(
+                (want[k] > 0) != (self.settings.get(k, 0) > 0) for k in WEIGHTS):
+            return None
+        return replace(self, settings=want, columns=reweighted(self.columns, {k: want[k] for k in WEIGHTS}))
 
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:

@@ -183,6 +183,49 @@ def _csr(m: sparse.csr_matrix) -> Csr:
                np.asarray(m.data, dtype=np.float32))
 
 
+#: The query-time setting (:class:`~gearag.graph.passage_graph.PassageGraphConfig`) that weighs each source whose
+#: weight is one; the others weigh 1.
+WEIGHT_SETTINGS = {"backlinks": "backlink_weight", ABOUT_SOURCE: "about_weight", SCALED_SOURCES[1]: "about_weight",
+                   "synonyms": "synonym_weight"}
+
+
+def reweighted(columns: Scaled, weights: dict[str, float]) -> Scaled:
+    """``columns`` with its sources weighed by ``weights`` (by setting name, :data:`WEIGHT_SETTINGS`; each > 0, so
+    every edge stays and no degree moves) and its column sums made again, in the order
+    :func:`scaled_columns` adds them: one pass over the entries (seconds at 1M) instead of a graph built."""
+    sources = tuple(src._replace(weight=float(weights[WEIGHT_SETTINGS[src.name]]))
+                    if src.name in WEIGHT_SETTINGS else src for src in columns.sources)
+    if any(src.weight <= 0 for src in sources):
+        raise ValueError("a source weighed 0 is no longer an edge: the graph must be prepared again")
+    layout = columns.layout
+    sums = np.zeros(layout.n_nodes)
+    for src in sources:  # the passages' (mentions, terms by passage), then the entities', as scaled_columns adds
+        if src.of_passages:
+            rows = _source_row_sums(src.rows, columns.scale)
+            sums[layout.passage_nodes(np.arange(len(rows), dtype=np.int64))] += src.weight * rows
+    for src in sources:
+        if not src.of_passages:
+            rows = _source_row_sums(src.rows, columns.scale)
+            sums[layout.entity_nodes(np.arange(len(rows), dtype=np.int64))] += src.weight * rows
+    return Scaled(layout, sources, columns.scale, sums, columns.degree)
+
+
+def _source_row_sums(rows: Csr | LayeredCsr, scale: np.ndarray) -> np.ndarray:
+    """Each row's sum of its weights times their scales: a base's and a delta's rows as a push reads them (a
+    delta row appended to its base row, or replacing it)."""
+    if isinstance(rows, Csr):
+        return _row_sums(rows, scale)
+    out = np.zeros(rows.n_rows)
+    n_base = rows.base.n_rows
+    out[:n_base] = _row_sums(rows.base, scale)
+    where = np.asarray(rows.where)
+    listed = np.flatnonzero(where >= 0)
+    delta = _row_sums(rows.delta, scale)[where[listed]]
+    appends = np.asarray(rows.appends)[listed] if rows.appends is not None else np.zeros(len(listed), dtype=bool)
+    out[listed] = np.where(appends, out[listed] + delta, delta)
+    return out
+
+
 def _row_sums(m: Csr, scale: np.ndarray | None = None) -> np.ndarray:
     """Each row's sum of its weights (times their scales), float64, in chunks of about :data:`CHUNK` entries."""
     indptr = np.asarray(m.indptr)
