@@ -28,8 +28,9 @@ next base. A delete and ``compact`` always write full generations.
 
 Not stored in a delta generation: the resolution's graph arrays
 (``graph/about_*``, ``mentions_*``, …). Readers that need them (passage-graph
-settings other than the prepared ones, the Lance export) build them from the
-passages and triples, as for an index that never stored them.
+settings that change which edges exist; other weights are served by the stored
+sources, :meth:`~gearag.graph.prepared.PreparedGraph.reweighted`) build them
+from the passages and triples, as for an index that never stored them.
 """
 
 from __future__ import annotations
