@@ -112,8 +112,10 @@ def _small(added: list[Passage], added_triples: list[tuple[str, str, int]]):
     index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
     names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
     prior = Prior(base.state, len(BASE), 1, base.stats)
-    got = resolve_delta(union, [t0, t1], [keep0, keep1], owner, UnionVocab.extend(None, [t0.names, t1.names]), prior,
-                        base_p, [index], [names])
+    resolved = resolve_delta(union, [t0, t1], [keep0, keep1], owner, UnionVocab.extend(None, [t0.names, t1.names]),
+                             prior, base_p, [index], [names])
+    assert resolved is not None
+    got = resolved[0]
     entity_of = entity_map(list(base.resolution.keys), list(union_r.resolution.keys))
     want = resolution_delta_of(base_p, union_p, entity_of)
     return got, want, base_p, union_p, entity_of
@@ -169,7 +171,9 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hu
     from conftest import StubExtractor, use_stub_extractor, wiki_slice
     from gearag.config import IndexConfig
     from gearag.graph.passage_graph import graph_arrays_for
-    from gearag.indexing import build_index
+    from gearag.indexing import build_index, union_files
+    from gearag.indexing.delta_generation import DeltaConfig
+    from gearag.indexing.delta_scan import TextScan
     from gearag.indexing.generation import generation_delta
     from gearag.indexing.incremental import _load_state, add_documents
     from gearag.store.index import Index, read_manifest
@@ -182,7 +186,8 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hu
     config = IndexConfig.of(extractor="stub")
     build_index(passages[:100], tmp_path / "base", replace(config, graph=replace(config.graph,
                                                                                max_entity_share=hub_share)))
-    base = add_documents(tmp_path / "base", passages[100:130])  # a generation, with the state an add extends
+    full = DeltaConfig(write="full")  # the union's generations: full ones, the brute force's reference
+    base = add_documents(tmp_path / "base", passages[100:130], delta=full)  # with the state an add extends
     shutil.copytree(tmp_path / "base", tmp_path / "union")
     namesakes = [Passage(f"n{i}", f"{p.title} (film)", f"{p.title} is a film. {p.text[:200]}")
                  for i, p in enumerate(passages[:130:9])]
@@ -192,12 +197,15 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hu
     base_keys = list(graph_arrays_for(base).resolution.keys)
     # One add, then a second: the delta of both from the base (cumulative, computed again from the base's state).
     for n_add, added in enumerate((passages[130:170] + namesakes, passages[170:])):
-        union = add_documents(tmp_path / "union", added)
+        union = add_documents(tmp_path / "union", added, delta=full)
         state = _load_state(tmp_path / "union", read_manifest(tmp_path / "union"))
         assert len(state.refs) == 3 + n_add
+        # The second add through the first's text scan (a delta generation keeps it for the next delta add).
         with IndexWriter(tmp_path / f"scratch{n_add}") as w:
-            delta = generation_delta(w, state.refs, state.shards, state.tombstones, state.config, before)
-        assert delta is not None
+            delta = generation_delta(w, state.refs, state.shards, state.tombstones, state.config, before,
+                                     previous=tmp_path / "scratch0" if n_add else None)
+            w.commit({"kind": "generation", "tables": union_files.TABLES_VERSION})
+        assert delta is not None and TextScan.read(tmp_path / f"scratch{n_add}") is not None
         got, triples = delta
         entity_of = entity_map(base_keys, list(graph_arrays_for(union).resolution.keys))
         want = resolution_delta_of(b, union.stored_prepared_graph(), entity_of)

@@ -49,6 +49,7 @@ from gearag.graph.resolve import ascending
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames, NameLookup, key_hashes
+from gearag.indexing.delta_scan import TextScan, scan_texts
 from gearag.indexing.token_index import TokenIndex
 from gearag.indexing.union_graph import EndpointTable, union_ends
 from gearag.indexing.union_resolve import (
@@ -56,8 +57,6 @@ from gearag.indexing.union_resolve import (
     Prior,
     endpoint_name_stats,
     grown_lexicon,
-    rows_holding,
-    text_matches,
 )
 from gearag.indexing.union_vocab import UnionVocab
 from gearag.model import Passage
@@ -194,9 +193,13 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
 def resolve_delta(passages: Sequence[Passage], tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
                   owner: np.ndarray, vocab: UnionVocab, prior: Prior, base: PreparedGraph,
                   indices: Sequence[tuple[TokenIndex, np.ndarray]] = (),
-                  name_indices: Sequence[TokenIndex] = ()) -> ResolutionDelta | None:
+                  name_indices: Sequence[TokenIndex] = (),
+                  previous_scan: TextScan | None = None) -> tuple[ResolutionDelta, TextScan] | None:
     """What the add of the passages after ``prior.new_from`` (and of the shards after ``prior.shards``) changed
-    in the resolution, over ``base`` (the prior's prepared graph); the arguments are :func:`resolve_union`'s.
+    in the resolution, over ``base`` (the prior's prepared graph), with the text scan it made (kept for the
+    next delta add: :mod:`gearag.indexing.delta_scan`); the arguments are :func:`resolve_union`'s, but
+    ``indices`` are every shard's (the base's and those since: a previous delta add's ``previous_scan`` is
+    updated where a name gained since it occurs).
 
     None where a delta cannot say it (a full generation decides): no prior endpoint-name statistics, a
     delete, a base that is not a full generation's graph kept as its sources, or a new name whose hash
@@ -231,8 +234,8 @@ def resolve_delta(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     h, t = ends_tail[pair, 0].astype(np.int64), ends_tail[pair, 1].astype(np.int64)
     rel.add(np.concatenate([h, t]), np.concatenate([t, h]), np.ones(2 * len(h)))
     relations = rel.layered(b_relations, layout.n_entities, np.zeros(0, dtype=np.int64))
-    mentions = _mentions(passages, owner, len(base_ends), ends_tail, b_mentions, base_ends, indices, touched,
-                         matcher, ids.lex_entity, layout)
+    scan = scan_texts(passages, prior.new_from, indices, names, n_prior, matcher, previous_scan)
+    mentions = _mentions(owner, len(base_ends), ends_tail, b_mentions, base_ends, scan, ids.lex_entity, layout)
     terms, scale = _terms(ids, stats, prior.names, rescanned, lexicon.added, n_prior, b_terms, cols.scale)
     new_names = _new_names(base, names, vocab, ids, n_prior)
     if new_names is None:
@@ -240,7 +243,7 @@ def resolve_delta(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     moved = np.flatnonzero(scale[: len(cols.scale)] != cols.scale) - 1  # lexicon names whose scale the add moved
     by_name = _base_terms_by_name(b_terms, prior.names, ids.base_entity, moved, len(cols.scale))
     return ResolutionDelta(layout, mentions, terms, relations, scale, ends_tail.astype(np.int32), new_names[0],
-                           base.n_usable + new_names[1], by_name)
+                           base.n_usable + new_names[1], by_name), scan
 
 
 def _base_terms_by_name(b_terms: Csr, base_stats: NameStats, base_entity: np.ndarray, moved: np.ndarray,
@@ -309,24 +312,21 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     return terms.layered(b_terms, ids.layout.n_entities, replaced), scale
 
 
-def _mentions(passages: Sequence[Passage], owner: np.ndarray, t_base: int, ends_tail: np.ndarray,
-              b_mentions: Csr, base_ends: np.ndarray, indices: Sequence[tuple[TokenIndex, np.ndarray]],
-              touched: list[str], matcher: NameLookup, lex_entity: np.ndarray, layout: NodeLayout) -> LayeredCsr:
+def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions: Csr, base_ends: np.ndarray,
+              scan: TextScan, lex_entity: np.ndarray, layout: NodeLayout) -> LayeredCsr:
     """The mention rows the add changed: the new passages' (triple ends and text matches); a base passage
-    holding every token of a ``touched`` name, scanned again, gains its new matches, or is replaced where its
-    row lost one (a base row is its triple ends and its text matches)."""
+    holding every token of a name new since the base (``scan.again``), scanned again, gains its new matches,
+    or is replaced where its row lost one (a base row is its triple ends and its text matches)."""
     new_from, n = layout.base_passages, layout.n_entities  # pairs below are ``passage * n + entity``
     owner = np.asarray(owner, dtype=np.int64)
     flat = np.asarray(ends_tail, dtype=np.int64).ravel()
     linked = flat >= 0
     pairs = [np.repeat(owner[t_base:], 2)[linked] * n + flat[linked]]
-    again = {r for r in rows_holding(indices, touched) if r < new_from} if touched else set()
-    s_rows, s_names = text_matches(passages, [*range(new_from, layout.n_passages), *sorted(again)], matcher)
-    found = s_rows * n + lex_entity[s_names]
+    found = scan.match_rows * n + lex_entity[scan.match_names]
     pairs.append(found[found >= new_from * n])
     replaced = np.zeros(0, dtype=np.int64)
-    if again:
-        rows = np.asarray(sorted(again), dtype=np.int64)
+    if len(scan.again):
+        rows = scan.again
         # Each scanned base row as it is now: its triples' ends and its new text matches.
         base_owner = owner[:t_base]
         if ascending(base_owner):  # as extraction writes them: the rows' triples found by bisection

@@ -158,7 +158,8 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             names, indices, name_indices = _resolution_inputs(w, shards, tables, tables_from, done_shards, kept,
                                                               prior)
             resolved = resolve_union(union.passages, tables, union.triple_keep, union.owner, names, prior,
-                                     indices, name_indices, background=pool)
+                                     indices[: prior.shards if prior is not None else 0], name_indices,
+                                     background=pool)
             earlier = None
             if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
                 earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
@@ -183,16 +184,17 @@ def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], tables: l
                        write_vocab: bool = True) -> tuple[UnionVocab, list[tuple[TokenIndex, np.ndarray]],
                                                           list[TokenIndex]]:
     """What :func:`resolve_union` (or :func:`resolve_delta`) reads besides the shards: the union's vocabulary of
-    endpoint names (written; ``prior.names`` read from ``kept`` when there is one) and, for the prior's shards,
-    their token indices of texts and of names. Every shard's indices are kept for the next add (written here,
-    hard-linked from ``tables_from`` where it has them)."""
+    endpoint names (written; ``prior.names`` read from ``kept`` when there is one), every shard's token index
+    of texts (a union resolution reads the prior's shards') and, for the prior's shards, their token indices of
+    names. Every shard's indices are kept for the next add (written here, hard-linked from ``tables_from``
+    where it has them)."""
     names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables, w if write_vocab else None)
     if prior is not None and kept is not None:
         prior.names = NameStats.read(kept, n_names)
     name_indices = [shard_name_index(tables_from, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
     p = prior.shards if prior is not None else 0
     indices = [(shard_token_index(tables_from, s.name, s.texts, w), s.union_rows) for s in shards]
-    return names, indices[:p], name_indices[:p]
+    return names, indices, name_indices[:p]
 
 
 class UnionDelta(NamedTuple):
@@ -213,6 +215,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     ``tables_from`` (default ``before``: the previous generation, a delta one keeps the tables of the shards
     since its base) where it has them."""
     from gearag.indexing.delta_resolve import resolve_delta
+    from gearag.indexing.delta_scan import TextScan
     from gearag.indexing.delta_triples import triples_delta
 
     tables_from = tables_from or before
@@ -226,8 +229,13 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
                             key_prior, prior.shards, base_graph, prior.new_from) if key_prior is not None else None
     names, indices, name_indices = _resolution_inputs(w, shards, tables, tables_from, done_shards, before, prior,
                                                       write_vocab=False)
-    return UnionDelta(resolve_delta(union.passages, tables, union.triple_keep, union.owner, names, prior, base,
-                                    indices, name_indices), triples)
+    # The text scan of the last delta add over the same base (tables_from: the previous generation), if it was one.
+    resolved = resolve_delta(union.passages, tables, union.triple_keep, union.owner, names, prior, base, indices,
+                             name_indices, TextScan.read(tables_from) if tables_from != before else None)
+    if resolved is None:
+        return UnionDelta(None, triples)
+    resolved[1].write(w)
+    return UnionDelta(resolved[0], triples)
 
 
 def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],

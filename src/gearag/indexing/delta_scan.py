@@ -1,0 +1,98 @@
+"""The text matches of a delta add, kept for the next delta add over the same base (docs/delta.md, step 7).
+
+A delta add resolves every shard since its base again (:mod:`gearag.indexing.delta_resolve`), and its
+largest part that grows with them is the text scan: every passage since the base, and every base
+passage holding all the tokens of a lexicon name new since the base, is scanned for lexicon names
+(leftmost-longest). The next delta add over the same base knows all of that already except what its
+own names change: the lexicon only gains names (ids in first-appearance order over the passages since
+the base, so the previous lexicon is a prefix of the next), and a text's matches can change only where
+it holds every token of a gained name (the rule full generations follow, :func:`~gearag.indexing.
+union_resolve.rows_holding`). So a delta generation keeps its scan (:class:`TextScan`), and the next
+delta add scans its own passages and the rows holding a name gained since, keeping the other rows'
+matches. Tested equal to scanning everything again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from gearag.errors import GearagError
+from gearag.graph.trie import NameLookup
+from gearag.indexing.token_index import TokenIndex
+from gearag.indexing.union_resolve import rows_holding, text_matches
+from gearag.model import Passage
+from gearag.store.collection import load_array
+from gearag.store.writer import IndexWriter
+
+#: Where a delta generation keeps its :class:`TextScan`.
+SCAN_DIR = "resolve/delta_scan"
+_FILES = ("again.npy", "match_rows.npy", "match_names.npy")
+
+
+class TextScan(NamedTuple):
+    """The text matches a delta add found over its base (module docstring)."""
+
+    base_names: int  #: lexicon names the base had
+    names: int  #: lexicon names the scan matched (the base's, then those new since it)
+    passages: int  #: passage rows then (the base's, then those since it: every one of those scanned)
+    again: np.ndarray  #: int64, ascending: the base rows scanned again (holding a name new since the base)
+    match_rows: np.ndarray  #: int64 per match: its row (a base row in ``again``, or a row since the base)
+    match_names: np.ndarray  #: int64 per match: the lexicon name matched
+
+    def write(self, w: IndexWriter) -> None:
+        for name, values in zip(_FILES, (self.again, self.match_rows, self.match_names), strict=True):
+            w.write_array(f"{SCAN_DIR}/{name}", values)
+        w.write_json(f"{SCAN_DIR}/scan.json", {"base_names": self.base_names, "names": self.names,
+                                               "passages": self.passages})
+
+    @classmethod
+    def read(cls, directory: Path | None) -> TextScan | None:
+        """The scan a delta generation at ``directory`` kept; None when it kept none or it does not hold."""
+        if directory is None or not (directory / SCAN_DIR / "scan.json").is_file():
+            return None
+        try:
+            from gearag.data.jsonio import load_json
+
+            meta = load_json(directory / SCAN_DIR / "scan.json")
+            again, rows, found = (np.asarray(load_array(directory, f"{SCAN_DIR}/{f}"), dtype=np.int64)
+                                  for f in _FILES)
+            base_names, names, passages = (int(meta[k]) for k in ("base_names", "names", "passages"))
+        except (OSError, ValueError, KeyError, TypeError, GearagError):
+            return None
+        if again.ndim != 1 or rows.ndim != 1 or rows.shape != found.shape:
+            return None
+        return cls(base_names, names, passages, again, rows, found)
+
+
+def scan_texts(passages: Sequence[Passage], new_from: int, indices: Sequence[tuple[TokenIndex, np.ndarray]],
+               names: Sequence[str], n_base_names: int, matcher: NameLookup,
+               previous: TextScan | None = None) -> TextScan:
+    """The text matches of every passage since the base (rows ``new_from`` on) and of the base rows holding
+    every token of a lexicon name new since it (``names[n_base_names:]``), found with ``matcher``; through
+    ``previous`` (the last delta add's over the same base) where it holds: only the rows since it and the rows
+    holding a name gained since it are scanned. ``indices``: every shard's token index and row map."""
+    n = len(passages)
+    if previous is not None and not (previous.base_names == n_base_names and n_base_names <= previous.names
+                                     <= len(names) and new_from <= previous.passages <= n):
+        previous = None
+    if previous is None:
+        touched = list(names[n_base_names:])
+        again = np.asarray(sorted(r for r in rows_holding(indices, touched) if r < new_from) if touched else [],
+                           dtype=np.int64)
+        rows, kept_rows, kept_names = np.concatenate([np.arange(new_from, n, dtype=np.int64), again]), None, None
+    else:
+        gained = list(names[previous.names:])
+        hold = np.asarray(sorted(rows_holding(indices, gained)) if gained else [], dtype=np.int64)
+        hold = hold[hold < previous.passages]  # rows the previous scan read, that a gained name may occur in
+        again = np.union1d(previous.again, hold[hold < new_from])
+        rows = np.union1d(hold, np.arange(previous.passages, n, dtype=np.int64))
+        keep = ~np.isin(previous.match_rows, hold)
+        kept_rows, kept_names = previous.match_rows[keep], previous.match_names[keep]
+    found_rows, found_names = text_matches(passages, rows.tolist(), matcher)
+    if kept_rows is not None and kept_names is not None:
+        found_rows, found_names = np.concatenate([kept_rows, found_rows]), np.concatenate([kept_names, found_names])
+    return TextScan(n_base_names, len(names), n, again, found_rows.astype(np.int64), found_names.astype(np.int64))
