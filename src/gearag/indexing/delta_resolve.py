@@ -215,7 +215,10 @@ def resolve_delta(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     if not (isinstance(b_mentions, Csr) and isinstance(b_terms, Csr) and isinstance(b_relations, Csr)):
         return None
     old = prior.state
-    lexicon = grown_lexicon(passages, old, prior.new_from)
+    since = previous_scan.lexicon(len(old.names), prior.new_from, len(passages)) if previous_scan else None
+    lexicon = grown_lexicon(passages, old, prior.new_from, since)
+    if len(lexicon.ids) != len(lexicon.names):  # a kept lexicon that repeats a base name: not this base's
+        lexicon, previous_scan = grown_lexicon(passages, old, prior.new_from), None
     names, n_prior = lexicon.names, lexicon.n_prior
     matcher = NameLookup(names, lexicon.ids, (old.longest, n_prior) if old.longest is not None else None)
     touched = names[n_prior:]  # names new to the lexicon: what they occur in is scanned again
@@ -234,7 +237,7 @@ def resolve_delta(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     h, t = ends_tail[pair, 0].astype(np.int64), ends_tail[pair, 1].astype(np.int64)
     rel.add(np.concatenate([h, t]), np.concatenate([t, h]), np.ones(2 * len(h)))
     relations = rel.layered(b_relations, layout.n_entities, np.zeros(0, dtype=np.int64))
-    scan = scan_texts(passages, prior.new_from, indices, names, n_prior, matcher, previous_scan)
+    scan = scan_texts(passages, prior.new_from, indices, lexicon, matcher, previous_scan)
     mentions = _mentions(owner, len(base_ends), ends_tail, b_mentions, base_ends, scan, ids.lex_entity, layout)
     terms, scale = _terms(ids, stats, prior.names, rescanned, lexicon.added, n_prior, b_terms, cols.scale)
     new_names = _new_names(base, names, vocab, ids, n_prior)

@@ -1,4 +1,4 @@
-"""The text matches of a delta add, kept for the next delta add over the same base (docs/delta.md, step 7).
+"""The text matches and lexicon of a delta add, kept for the next delta add over the same base (docs/delta.md).
 
 A delta add resolves every shard since its base again (:mod:`gearag.indexing.delta_resolve`), and its
 largest part that grows with them is the text scan: every passage since the base, and every base
@@ -9,7 +9,9 @@ the base, so the previous lexicon is a prefix of the next), and a text's matches
 it holds every token of a gained name (the rule full generations follow, :func:`~gearag.indexing.
 union_resolve.rows_holding`). So a delta generation keeps its scan (:class:`TextScan`), and the next
 delta add scans its own passages and the rows holding a name gained since, keeping the other rows'
-matches. Tested equal to scanning everything again.
+matches. Likewise the lexicon: the entries of the passages since the base are kept, and the next delta
+add reads only its own passages' titles and openings (:func:`~gearag.indexing.union_resolve.grown_lexicon`).
+Tested equal to scanning everything again.
 """
 
 from __future__ import annotations
@@ -23,18 +25,19 @@ import numpy as np
 from gearag.errors import GearagError
 from gearag.graph.trie import NameLookup
 from gearag.indexing.token_index import TokenIndex
-from gearag.indexing.union_resolve import rows_holding, text_matches
+from gearag.indexing.union_resolve import GrownLexicon, LexiconSince, rows_holding, text_matches
 from gearag.model import Passage
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter
 
 #: Where a delta generation keeps its :class:`TextScan`.
 SCAN_DIR = "resolve/delta_scan"
-_FILES = ("again.npy", "match_rows.npy", "match_names.npy")
+_FILES = ("again.npy", "match_rows.npy", "match_names.npy", "lexicon_names.npy", "lexicon_rows.npy",
+          "lexicon_weights.npy")
 
 
 class TextScan(NamedTuple):
-    """The text matches a delta add found over its base (module docstring)."""
+    """The text matches a delta add found over its base, and the lexicon it grew (module docstring)."""
 
     base_names: int  #: lexicon names the base had
     names: int  #: lexicon names the scan matched (the base's, then those new since it)
@@ -42,10 +45,21 @@ class TextScan(NamedTuple):
     again: np.ndarray  #: int64, ascending: the base rows scanned again (holding a name new since the base)
     match_rows: np.ndarray  #: int64 per match: its row (a base row in ``again``, or a row since the base)
     match_names: np.ndarray  #: int64 per match: the lexicon name matched
+    new_names: list[str]  #: the lexicon names new since the base (``names - base_names`` of them)
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray]  #: the lexicon entries of the passages since the base
+
+    def lexicon(self, base_names: int, new_from: int, n_passages: int) -> LexiconSince | None:
+        """The lexicon since the base (for :func:`~gearag.indexing.union_resolve.grown_lexicon`), if it is of a
+        base of ``base_names`` names whose passages end at ``new_from``, and of no more than ``n_passages``."""
+        ok = (self.base_names == base_names and new_from <= self.passages <= n_passages
+              and len(self.new_names) == self.names - self.base_names)
+        return LexiconSince(self.new_names, self.entries, self.passages) if ok else None
 
     def write(self, w: IndexWriter) -> None:
-        for name, values in zip(_FILES, (self.again, self.match_rows, self.match_names), strict=True):
+        arrays = (self.again, self.match_rows, self.match_names, *self.entries)
+        for name, values in zip(_FILES, arrays, strict=True):
             w.write_array(f"{SCAN_DIR}/{name}", values)
+        w.write_json(f"{SCAN_DIR}/new_names.json", self.new_names)
         w.write_json(f"{SCAN_DIR}/scan.json", {"base_names": self.base_names, "names": self.names,
                                                "passages": self.passages})
 
@@ -58,23 +72,27 @@ class TextScan(NamedTuple):
             from gearag.data.jsonio import load_json
 
             meta = load_json(directory / SCAN_DIR / "scan.json")
-            again, rows, found = (np.asarray(load_array(directory, f"{SCAN_DIR}/{f}"), dtype=np.int64)
-                                  for f in _FILES)
+            again, rows, found, keys, key_rows, weights = (np.asarray(load_array(directory, f"{SCAN_DIR}/{f}"))
+                                                           for f in _FILES)
+            new_names = load_json(directory / SCAN_DIR / "new_names.json")
             base_names, names, passages = (int(meta[k]) for k in ("base_names", "names", "passages"))
         except (OSError, ValueError, KeyError, TypeError, GearagError):
             return None
-        if again.ndim != 1 or rows.ndim != 1 or rows.shape != found.shape:
+        if (again.ndim != 1 or rows.ndim != 1 or rows.shape != found.shape or keys.ndim != 1
+                or keys.shape != key_rows.shape or keys.shape != weights.shape or not isinstance(new_names, list)):
             return None
-        return cls(base_names, names, passages, again, rows, found)
+        return cls(base_names, names, passages, again.astype(np.int64), rows.astype(np.int64), found.astype(np.int64),
+                   new_names, (keys.astype(np.int32), key_rows.astype(np.int64), weights.astype(np.float64)))
 
 
 def scan_texts(passages: Sequence[Passage], new_from: int, indices: Sequence[tuple[TokenIndex, np.ndarray]],
-               names: Sequence[str], n_base_names: int, matcher: NameLookup,
-               previous: TextScan | None = None) -> TextScan:
+               lexicon: GrownLexicon, matcher: NameLookup, previous: TextScan | None = None) -> TextScan:
     """The text matches of every passage since the base (rows ``new_from`` on) and of the base rows holding
-    every token of a lexicon name new since it (``names[n_base_names:]``), found with ``matcher``; through
-    ``previous`` (the last delta add's over the same base) where it holds: only the rows since it and the rows
-    holding a name gained since it are scanned. ``indices``: every shard's token index and row map."""
+    every token of a lexicon name new since it (``lexicon``: grown over the passages since the base), found
+    with ``matcher``; through ``previous`` (the last delta add's over the same base) where it holds: only the
+    rows since it and the rows holding a name gained since it are scanned. ``indices``: every shard's token
+    index and row map."""
+    names, n_base_names = lexicon.names, lexicon.n_prior
     n = len(passages)
     if previous is not None and not (previous.base_names == n_base_names and n_base_names <= previous.names
                                      <= len(names) and new_from <= previous.passages <= n):
@@ -95,4 +113,5 @@ def scan_texts(passages: Sequence[Passage], new_from: int, indices: Sequence[tup
     found_rows, found_names = text_matches(passages, rows.tolist(), matcher)
     if kept_rows is not None and kept_names is not None:
         found_rows, found_names = np.concatenate([kept_rows, found_rows]), np.concatenate([kept_names, found_names])
-    return TextScan(n_base_names, len(names), n, again, found_rows.astype(np.int64), found_names.astype(np.int64))
+    return TextScan(n_base_names, len(names), n, again, found_rows.astype(np.int64), found_names.astype(np.int64),
+                    names[n_base_names:], lexicon.added)

@@ -235,14 +235,29 @@ class GrownLexicon(NamedTuple):
     added: tuple[np.ndarray, np.ndarray, np.ndarray]  #: the new passages' entries: name id, union row, tier weight
 
 
-def grown_lexicon(passages: Sequence[Passage], old: ResolveState | None, new_from: int) -> GrownLexicon:
+class LexiconSince(NamedTuple):
+    """What :func:`grown_lexicon` found over the passages from its ``new_from`` up to ``passages``."""
+
+    names: list[str]  #: the names new to the old lexicon, in id order
+    added: tuple[np.ndarray, np.ndarray, np.ndarray]  #: :attr:`GrownLexicon.added`
+    passages: int  #: rows read (every passage before this row)
+
+
+def grown_lexicon(passages: Sequence[Passage], old: ResolveState | None, new_from: int,
+                  since: LexiconSince | None = None) -> GrownLexicon:
     """``old``'s lexicon with the entries of the passages from ``new_from`` on (:func:`build_lexicon` over them):
-    names new to it get the next ids, in insertion order, as a build of the union numbers them."""
+    names new to it get the next ids, in insertion order, as a build of the union numbers them. ``since``: what
+    an earlier call over fewer passages found: only the passages after those are read (the lexicon grows
+    passage by passage, so those passages' names come first, in the same order)."""
     names = list(old.names) if old else []
-    ids = dict(zip(names, range(len(names)), strict=True))
     n_prior = len(names)
+    start, kept = new_from, None
+    if since is not None:
+        names += since.names
+        start, kept = since.passages, since.added
+    ids = dict(zip(names, range(len(names)), strict=True))  # the caller's ``since`` repeats none of ``old``'s
     # Read once, as the lexicon is built, not listed: the first add after a conversion has every passage "new".
-    for_titles, for_texts = tee(passages[i] for i in range(new_from, len(passages)))
+    for_titles, for_texts = tee(passages[i] for i in range(start, len(passages)))
     added = build_lexicon((p.title for p in for_titles), (p.text for p in for_texts))
     keys_new, rows_new, weights_new = array("q"), array("q"), array("d")
     for key, cands in added.items():
@@ -252,11 +267,14 @@ def grown_lexicon(passages: Sequence[Passage], old: ResolveState | None, new_fro
             names.append(key)
         for row, weight in cands.items():
             keys_new.append(i)
-            rows_new.append(row + new_from)
+            rows_new.append(row + start)
             weights_new.append(weight)
-    return GrownLexicon(names, ids, n_prior, (np.asarray(keys_new, dtype=np.int32),
-                                              np.asarray(rows_new, dtype=np.int64),
-                                              np.asarray(weights_new, dtype=np.float64)))
+    entries = (np.asarray(keys_new, dtype=np.int32), np.asarray(rows_new, dtype=np.int64),
+               np.asarray(weights_new, dtype=np.float64))
+    if kept is not None:
+        entries = (np.concatenate([kept[0].astype(np.int32), entries[0]]), np.concatenate([kept[1], entries[1]]),
+                   np.concatenate([kept[2], entries[2]]))
+    return GrownLexicon(names, ids, n_prior, entries)
 
 
 class UnionResolution(NamedTuple):
