@@ -20,6 +20,7 @@ from typing import overload
 import numpy as np
 import orjson
 
+from gearag import setops
 from gearag.graph.ranges import ranges
 
 #: Bytes scanned for quotes at a time (a bound on the scan's temporaries).
@@ -69,7 +70,7 @@ def string_spans(data: np.ndarray, n: int | None = None, *, compact: bool = Fals
     if np.any(lengths < 1):
         return None
     gap = data[ranges(spans[:-1, 1], lengths)]
-    if not np.isin(gap, _GAP).all() or np.any(
+    if not setops.isin(gap, _GAP).all() or np.any(
             np.add.reduceat((gap == _COMMA).astype(np.int64), np.cumsum(lengths) - lengths) != 1):
         return None
     return spans
@@ -224,7 +225,7 @@ class ChainedStrings(Sequence[str]):
         ids = np.asarray(ids, dtype=np.int64)
         part = np.searchsorted(self.bounds, ids, side="right") - 1
         out: list[str] = [""] * len(ids)
-        for p in np.unique(part).tolist():
+        for p in setops.unique(part).tolist():
             mine = np.flatnonzero(part == p)
             for i, text in zip(mine.tolist(), strings_at(self.parts[p], ids[mine] - self.bounds[p]), strict=True):
                 out[i] = text

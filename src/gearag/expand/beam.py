@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gearag import setops
 from gearag.options import setting
 
 SCOPES = ("all", "cross-passage")
@@ -106,9 +107,9 @@ def diverse_beam_search(
         for beam in beams:
             nbrs = np.asarray(neighbours(beam.path[-1]), dtype=np.int64)
             if nbrs.size:
-                nbrs = nbrs[~np.isin(nbrs, visited)]
+                nbrs = nbrs[~setops.isin(nbrs, visited)]
             if cross and owner is not None and nbrs.size:
-                nbrs = nbrs[~np.isin(owner[nbrs], owner[list(beam.path)])]
+                nbrs = nbrs[~setops.isin(owner[nbrs], owner[list(beam.path)])]
             if nbrs.size == 0:
                 continue
             scores = beam.score + scorer.extend(beam.path, nbrs)

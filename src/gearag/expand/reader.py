@@ -24,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from gearag import setops
 from gearag.agent.words import DEFAULT_WORDS, WordLists
 from gearag.model import Fact
 from gearag.question_analysis import analyse, matches_type
@@ -104,7 +105,7 @@ class OfflineReader:
         answer_type = analyse(question, self.words).answer_type
         # Read in one go per column (one take each on a Lance index, not one per candidate).
         objects = rows_at(self.index.triples.objects, ids)
-        ends = np.unique(np.concatenate([heads, tails]))
+        ends = setops.unique(np.concatenate([heads, tails]))
         ends = ends[ends >= 0]
         name = dict(zip(ends.tolist(), rows_at(graph.entities, ends), strict=True))
         # Useful facts: the far end is a bridge (a named entity) or a value of the asked type.

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gearag import setops
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
@@ -92,9 +93,9 @@ def layered_rows(base: Csr, union: Csr, order: np.ndarray, relabel: np.ndarray |
     g_row, g_target, g_sid, gained = net_weights(
         np.concatenate([b.row, u.row]), np.concatenate([b.target, u.target]), np.concatenate([b.sid, u.sid]),
         np.concatenate([-np.asarray(b.data, dtype=np.float64), np.asarray(u.data, dtype=np.float64)]))
-    replaced = np.unique(g_row[gained < 0])
-    appended = np.setdiff1d(changed, replaced)
-    extra = (gained > 0) & np.isin(g_row, appended)
+    replaced = setops.unique(g_row[gained < 0])
+    appended = setops.setdiff(changed, replaced)
+    extra = (gained > 0) & setops.isin(g_row, appended)
     # Delta rows: appended ones (their gains), replaced ones (the union's row), then the union's new rows.
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     parts.append((g_row[extra], g_target[extra], gained[extra].astype(np.float32), g_sid[extra], appended))
@@ -120,7 +121,7 @@ def _names(base: HashedNames, union: HashedNames, did: np.ndarray) -> HashedName
     fresh = np.ones(len(u_hashes), dtype=bool)
     fresh[at] = False
     nodes = np.asarray(union.nodes)
-    new_nodes = nodes[~np.isin(nodes, np.asarray(base.nodes))]
+    new_nodes = nodes[~setops.isin(nodes, np.asarray(base.nodes))]
     return HashedNames.from_arrays(new_nodes, u_hashes[fresh], u_ids[fresh])
 
 

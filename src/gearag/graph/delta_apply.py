@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gearag import setops
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
 from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, TermsByName, updated_sums
@@ -78,7 +79,7 @@ def _changes(m: LayeredCsr) -> _Changes:
     listed = np.flatnonzero(where >= 0)
     appends = np.asarray(m.appends)[listed] if m.appends is not None else np.zeros(len(listed), dtype=bool)
     replaced = listed[(listed < m.base.n_rows) & ~appends]
-    kept = listed[~np.isin(listed, replaced)]
+    kept = listed[~setops.isin(listed, replaced)]
     _, t, d, s = _entries(m.delta, where[kept])
     parts = [(np.repeat(kept, m.delta.counts(where[kept])), t, d, s)]  # delta rows named as the layered rows
     if len(replaced):
@@ -98,14 +99,14 @@ def _transposed(base_t: Csr, changes: _Changes, n_rows: int, scaled: bool) -> La
     a row gains what the other way gained (appended), and a row that lost an entry is replaced."""
     n_base = base_t.n_rows
     row, target = changes.target, changes.row  # transposed
-    lost_rows = np.unique(row[~changes.gained])
+    lost_rows = setops.unique(row[~changes.gained])
     replaced = lost_rows[lost_rows < n_base]
-    gained = changes.gained & ~np.isin(row, replaced)
+    gained = changes.gained & ~setops.isin(row, replaced)
     g_row, g_target, g_data, g_sid = row[gained], target[gained], changes.data[gained], changes.sid[gained]
     parts = [(g_row, g_target, g_data, g_sid)]
     if len(replaced):  # the base row, with the changes' weights added and taken away, per (target, scale id)
         br, bt, bd, bs = _entries(base_t, replaced)
-        mine = np.isin(row, replaced)
+        mine = setops.isin(row, replaced)
         signs = np.where(changes.gained[mine], 1.0, -1.0)
         r2, t2, s2, net = net_weights(np.concatenate([br, row[mine]]), np.concatenate([bt, target[mine]]),
                                       np.concatenate([bs, changes.sid[mine]]),
@@ -123,7 +124,7 @@ def _degrees(columns: Scaled, nodes: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int32)
     at, targets, _ = columns.edges(nodes, np.ones(len(nodes)), positions=True)
     assert at is not None
-    pairs = np.unique(at * columns.layout.n_nodes + targets)
+    pairs = setops.unique(at * columns.layout.n_nodes + targets)
     return np.bincount(pairs // columns.layout.n_nodes, minlength=len(nodes)).astype(np.int32)
 
 
@@ -175,7 +176,7 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
         counts, targets, _, _ = rows.delta.gather(where[grown])
         pair_nodes.append(np.repeat(grown, counts))
         pair_targets.append((np.asarray(targets, dtype=np.int64), src.of_passages, src.to_passages))
-    whole = np.unique(np.concatenate(recount))
+    whole = setops.unique(np.concatenate(recount))
     # Pairs (passage, entity) in either direction were in the base when the mentions or the terms by passage
     # (both by passage, sorted) had them; (entity, entity) when the relations had them.
     found_nodes, found_keys = [], []
@@ -198,8 +199,8 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
             found_nodes.append(layout.entity_nodes(entities[old]))
             found_keys.append(layout.passage_nodes(passages[old]))
     nodes, keys = np.concatenate(found_nodes), np.concatenate(found_keys)
-    keep = ~np.isin(nodes, whole)
-    pairs = np.unique(nodes[keep] * layout.n_nodes + keys[keep])  # a target two sources gained counts once
+    keep = ~setops.isin(nodes, whole)
+    pairs = setops.unique(nodes[keep] * layout.n_nodes + keys[keep])  # a target two sources gained counts once
     np.add.at(degree, pairs // layout.n_nodes, 1)
     degree[whole] = _degrees(layered, whole)
     return degree

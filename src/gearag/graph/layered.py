@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from gearag import setops
 from gearag.graph.ranges import ranges
 from gearag.graph.transition import Csr, rows_matrix
 from gearag.graph.trie import HashedNames
@@ -79,8 +80,8 @@ class LayeredCsr:
         """``base`` with the entries given (by layered row) appended to its rows, except rows ``replaced``,
         whose base row they replace; every row past the base's is the delta's (empty where no entry names it)."""
         replaced = np.asarray(replaced, dtype=np.int64)
-        listed = np.union1d(np.union1d(row, replaced), np.arange(base.n_rows, n_rows, dtype=np.int64))
-        appended = listed[(listed < base.n_rows) & ~np.isin(listed, replaced)]
+        listed = setops.union(setops.union(row, replaced), np.arange(base.n_rows, n_rows, dtype=np.int64))
+        appended = listed[(listed < base.n_rows) & ~setops.isin(listed, replaced)]
         return cls.from_entries(base, n_rows, listed, appended, row, target, data, sid)
 
     @property
@@ -263,7 +264,7 @@ class LayeredNames(HashedNames):
     @property
     def size(self) -> int:
         """Names in either layer (a name in both counts once)."""
-        shared = np.isin(np.asarray(self.delta.name_hashes), np.asarray(self.base.name_hashes)).sum()
+        shared = setops.isin(np.asarray(self.delta.name_hashes), np.asarray(self.base.name_hashes)).sum()
         return self.base.size + self.delta.size - int(shared)
 
     def _has_node(self, h: int) -> bool:

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from gearag import setops
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
@@ -260,13 +261,13 @@ class PageRankOperator:
                     break
                 candidates = np.concatenate(touched)  # threshold first: most touched nodes stay below it
                 at = ws.positions(candidates)  # each one reached already: nothing moves from here on
-                active = np.unique(candidates[ws.r[at] > eps * degree(candidates)])
-            out = np.unique(np.concatenate(pushed)) if pushed else np.zeros(0, dtype=np.int64)
+                active = setops.unique(candidates[ws.r[at] > eps * degree(candidates)])
+            out = setops.unique(np.concatenate(pushed)) if pushed else np.zeros(0, dtype=np.int64)
             at = ws.positions(out)
             estimates = ws.p[at].copy()
             left = float("nan")
             if residual:
-                at = ws.positions(np.unique(np.concatenate(reached)))
+                at = ws.positions(setops.unique(np.concatenate(reached)))
                 left = float(ws.r[at].sum())
         finally:  # leave the work arrays zero for the next run, even after an error
             ws.reset(np.concatenate(reached))
@@ -316,7 +317,7 @@ class _Touched:
         known[known] = self.nodes[at[known]] == nodes[known]
         if known.all():
             return at
-        new = np.unique(nodes[~known])
+        new = setops.unique(nodes[~known])
         where = np.searchsorted(self.nodes, new)
         self.nodes = np.insert(self.nodes, where, new)
         self.p, self.r = np.insert(self.p, where, 0.0), np.insert(self.r, where, 0.0)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import sparse
 
+from gearag import setops
 from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.graph.layered import AppendedRows, LayeredCsr, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
@@ -333,7 +334,7 @@ class Earlier:
             return None  # two keys share a hash: the full build's rule (the last key wins) decides
         name_hashes, name_ids = np.insert(old_hashes, at, hashes), np.insert(old_ids, at, ids)
         old_nodes = np.asarray(old.nodes)
-        extra = np.unique(np.concatenate([hashes, prefixes]))
+        extra = setops.unique(np.concatenate([hashes, prefixes]))
         where = np.searchsorted(old_nodes, extra)
         new = ~_present(old_nodes, extra, where)
         nodes = np.insert(old_nodes, where[new], extra[new])

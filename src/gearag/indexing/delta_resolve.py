@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gearag import setops
 from gearag.data.jsonstrings import strings_at
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.layered import LayeredCsr, NodeLayout
@@ -101,12 +102,12 @@ class _Pages:
     def __init__(self, names: np.ndarray, n_prior: int, terms: Csr | None,
                  added: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         """``terms``: the base's about terms (None: the new pages only)."""
-        self.names = np.unique(np.asarray(names, dtype=np.int64))
+        self.names = setops.unique(np.asarray(names, dtype=np.int64))
         old = self.names[self.names < n_prior] if terms is not None else self.names[:0]
         at, rows, weights = _own_pages(terms, old) if terms is not None else (old, old, old.astype(np.float64))
         pos_old = np.searchsorted(self.names, old)[at]  # a base lexicon name's entity id is its lexicon id
         k, r, w = added
-        mine = np.isin(k, self.names)
+        mine = setops.isin(k, self.names)
         pos = np.concatenate([pos_old, np.searchsorted(self.names, k[mine].astype(np.int64))])
         by = np.argsort(pos, kind="stable")
         self.rows = np.concatenate([rows, r[mine]])[by]
@@ -139,8 +140,8 @@ def _same_cont(a: NameStats, b: NameStats, rows: np.ndarray) -> np.ndarray:
     check = rows[same]
     ra, na, sa = _cont_rows(a, check)
     _, nb, sb = _cont_rows(b, check)
-    differs = np.unique(ra[(na != nb) | (sa != sb)])
-    same[np.flatnonzero(same)[np.isin(check, differs)]] = False
+    differs = setops.unique(ra[(na != nb) | (sa != sb)])
+    same[np.flatnonzero(same)[setops.isin(check, differs)]] = False
     return same
 
 
@@ -254,9 +255,9 @@ def _base_terms_by_name(b_terms: Csr, base_stats: NameStats, base_entity: np.nda
     """The base's terms read with the scales of lexicon names ``moved`` (``1 + x``), as :class:`TermsByName`
     with the other scale ids empty: each name's own terms and those of the base's endpoint names containing
     it (its containment rows searched for them), without regrouping every term (~1 s at a million passages)."""
-    hit = np.flatnonzero(np.isin(np.asarray(base_stats.cont_name), moved))
+    hit = np.flatnonzero(setops.isin(np.asarray(base_stats.cont_name), moved))
     containing = base_entity[np.searchsorted(base_stats.cont_ptr, hit, side="right") - 1]
-    owners = np.unique(np.concatenate([moved, containing[containing >= 0]]))
+    owners = setops.unique(np.concatenate([moved, containing[containing >= 0]]))
     counts, idx, data, sids = b_terms.gather(owners)
     assert sids is not None
     sid = np.asarray(sids, dtype=np.int64)
@@ -279,7 +280,7 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     lex_entity, entity = ids.lex_entity, ids.entity
     k, r, w = added
     k = k.astype(np.int64)
-    gained = np.unique(k)
+    gained = setops.unique(k)
     terms = _Entries()
     ent_k = lex_entity[k]
     terms.add(ent_k, r, w, 1 + ent_k)  # every lexicon name's new pages
@@ -296,15 +297,15 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     n_known = len(base_stats.lex)
     base_ep = np.flatnonzero((stats.first[:n_known] >= 0) & (stats.lex[:n_known] < 0) & (ids.base_entity >= n_prior))
     scanned = rescanned[rescanned < n_known]
-    scanned = scanned[np.isin(scanned, base_ep)]
+    scanned = scanned[setops.isin(scanned, base_ep)]
     changed = scanned[~_same_cont(base_stats, stats, scanned)]
     w_rows, w_names, w_shares = _cont_rows(stats, np.concatenate([changed, ids.new_ep]).astype(np.int64))
     o, pas, raw, via = _Pages(w_names, n_prior, b_terms, added).terms(entity[w_rows], w_names.astype(np.int64),
                                                                      w_shares)
     terms.add(o, pas, raw, 1 + lex_entity[via])
-    hit = np.flatnonzero(np.isin(np.asarray(stats.cont_name), old_gained))  # the one union-size search
+    hit = np.flatnonzero(setops.isin(np.asarray(stats.cont_name), old_gained))  # the one union-size search
     h_rows = np.searchsorted(stats.cont_ptr, hit, side="right") - 1
-    grows = np.isin(h_rows, base_ep) & ~np.isin(h_rows, changed)
+    grows = setops.isin(h_rows, base_ep) & ~setops.isin(h_rows, changed)
     hit, h_rows = hit[grows], h_rows[grows]
     h_names = np.asarray(stats.cont_name)[hit].astype(np.int64)
     o, pas, raw, via = _Pages(h_names, n_prior, None, added).terms(entity[h_rows], h_names,
@@ -336,16 +337,16 @@ def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions:
             lo, hi = np.searchsorted(base_owner, rows), np.searchsorted(base_owner, rows, side="right")
             tri = ranges(lo, hi - lo)
         else:
-            tri = np.flatnonzero(np.isin(base_owner, rows))
+            tri = np.flatnonzero(setops.isin(base_owner, rows))
         ends = np.asarray(base_ends, dtype=np.int64)[tri].ravel()
-        now = np.unique(np.concatenate([(base_owner[tri].repeat(2) * n + ends)[ends >= 0],
+        now = setops.unique(np.concatenate([(base_owner[tri].repeat(2) * n + ends)[ends >= 0],
                                         found[found < new_from * n]]))
         counts, idx, _, _ = b_mentions.gather(rows)
-        before = np.unique(np.repeat(rows, counts) * n + np.asarray(idx, dtype=np.int64))
-        replaced = np.unique(np.setdiff1d(before, now) // n)  # a row that lost a pair is replaced whole
-        whole = np.isin(now // n, replaced)
-        pairs += [now[whole], np.setdiff1d(now[~whole], before)]  # the others gain what they did not have
-    unique = np.unique(np.concatenate(pairs))  # a pair once: an incidence
+        before = setops.unique(np.repeat(rows, counts) * n + np.asarray(idx, dtype=np.int64))
+        replaced = setops.unique(setops.setdiff(before, now) // n)  # a row that lost a pair is replaced whole
+        whole = setops.isin(now // n, replaced)
+        pairs += [now[whole], setops.setdiff(now[~whole], before)]  # the others gain what they did not have
+    unique = setops.unique(np.concatenate(pairs))  # a pair once: an incidence
     out = _Entries()
     out.add(unique // n, unique % n, np.ones(len(unique)))
     return out.layered(b_mentions, layout.n_passages, replaced)
@@ -368,7 +369,7 @@ def _new_names(base: PreparedGraph, names: list[str], vocab: UnionVocab, ids: _N
     old_hashes = np.asarray(old.name_hashes)
     if np.any(hashes[1:] == hashes[:-1]) or np.any(_present(old_hashes, hashes, np.searchsorted(old_hashes, hashes))):
         return None
-    extra = np.unique(np.concatenate([hashes, prefixes]))
+    extra = setops.unique(np.concatenate([hashes, prefixes]))
     old_nodes = np.asarray(old.nodes)
     nodes = extra[~_present(old_nodes, extra, np.searchsorted(old_nodes, extra))]
     return HashedNames.from_arrays(nodes, hashes, entities), len(entities)

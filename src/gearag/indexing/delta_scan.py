@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gearag import setops
 from gearag.errors import GearagError
 from gearag.graph.trie import NameLookup
 from gearag.indexing.token_index import TokenIndex
@@ -106,9 +107,9 @@ def scan_texts(passages: Sequence[Passage], new_from: int, indices: Sequence[tup
         gained = list(names[previous.names:])
         hold = np.asarray(sorted(rows_holding(indices, gained)) if gained else [], dtype=np.int64)
         hold = hold[hold < previous.passages]  # rows the previous scan read, that a gained name may occur in
-        again = np.union1d(previous.again, hold[hold < new_from])
-        rows = np.union1d(hold, np.arange(previous.passages, n, dtype=np.int64))
-        keep = ~np.isin(previous.match_rows, hold)
+        again = setops.union(previous.again, hold[hold < new_from])
+        rows = setops.union(hold, np.arange(previous.passages, n, dtype=np.int64))
+        keep = ~setops.isin(previous.match_rows, hold)
         kept_rows, kept_names = previous.match_rows[keep], previous.match_names[keep]
     found_rows, found_names = text_matches(passages, rows.tolist(), matcher)
     if kept_rows is not None and kept_names is not None:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gearag import setops
 from gearag.config import GraphConfig
 from gearag.data.jsonstrings import taken
 from gearag.graph.layered import AppendedRows, LayeredCsr
@@ -78,7 +79,7 @@ def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_k
     for side in (0, 1):
         first_seen(first[:, side], new[:, side][ok[:, side]], positions[ok[:, side]])
     # New entities: keys of the new triples that are not the base's, in the union's order (only their places).
-    ends_keys = np.unique(new[ok])
+    ends_keys = setops.unique(new[ok])
     fresh = ends_keys[(entity[ends_keys] < 0) & ~hub[ends_keys]]
     where = np.where(first[fresh, 0] >= 0, first[fresh, 0], t_base + len(new) + first[fresh, 1])
     fresh = fresh[np.argsort(where, kind="stable")]

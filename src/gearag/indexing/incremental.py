@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from gearag import setops
 from gearag.config import IndexConfig
 from gearag.data.jsonio import load_json
 from gearag.errors import ConfigError, DataError, IndexFormatError
@@ -486,7 +487,7 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
         tombstones = dict(state.tombstones)
         for ref, rows in zip(state.refs, located, strict=True):
             if rows:
-                tombstones[ref.name] = np.union1d(tombstones.get(ref.name, np.zeros(0, np.int64)),
+                tombstones[ref.name] = setops.union(tombstones.get(ref.name, np.zeros(0, np.int64)),
                                                   sorted(rows.values()))
         started = time.perf_counter()
         gname, gsha, counts = write_generation(root, state.refs, state.shards, tombstones, state.config,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gearag import setops
 from gearag.errors import GearagError
 from gearag.graph.trie import tokens
 from gearag.hashing import stable_hashes
@@ -98,7 +99,7 @@ class TokenIndex:
             for a, b in zip(lo[query.starts[name] : query.starts[name + 1]].tolist(),
                             hi[query.starts[name] : query.starts[name + 1]].tolist(), strict=True):
                 rows = self.rows[int(indptr[a]) : int(indptr[b])]
-                rows = np.unique(rows) if b - a > 1 else rows
+                rows = setops.unique(rows) if b - a > 1 else rows
                 found = rows if found is None else np.intersect1d(found, rows, assume_unique=True)
                 if not len(found):
                     break

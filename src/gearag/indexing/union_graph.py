@@ -33,6 +33,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from gearag import setops
 from gearag.config import GraphConfig
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import taken
@@ -271,7 +272,7 @@ def passages_per_key(ends: np.ndarray, owner: np.ndarray, ok: np.ndarray, n_keys
     triple; ``owner``: each triple's passage)."""
     owner = np.asarray(owner, dtype=np.int64)
     bound = int(owner.max()) + 1 if len(owner) else 1
-    pairs = np.unique(ends[ok].astype(np.int64) * bound + np.repeat(owner[:, None], 2, axis=1)[ok])
+    pairs = setops.unique(ends[ok].astype(np.int64) * bound + np.repeat(owner[:, None], 2, axis=1)[ok])
     return np.bincount(pairs // bound, minlength=n_keys)
 
 

@@ -48,6 +48,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from gearag import setops
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.errors import GearagError
@@ -406,7 +407,7 @@ def _text_mentions(passages: Sequence[Passage], old: ResolveState | None, touche
     t_rows: list[np.ndarray] = []
     t_names: list[np.ndarray] = []
     if old is not None:
-        kept = ~np.isin(old.text[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
+        kept = ~setops.isin(old.text[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
         t_rows.append(old.text[0][kept])
         t_names.append(old.text[1][kept])
     scanned_rows, scanned_names = text_matches(passages, sorted(rescan), matcher)
@@ -485,7 +486,7 @@ def endpoint_name_stats(name_ends: Sequence[np.ndarray], triple_keep: Sequence[n
     first_seen(stats.first, seq[valid], np.arange(2 * start, 2 * start + len(seq), dtype=np.int64)[valid])
     if len(lost):
         flat = union_ends(vocab.remaps, name_ends, triple_keep).ravel()
-        at = np.flatnonzero(np.isin(flat, lost))
+        at = np.flatnonzero(setops.isin(flat, lost))
         first_seen(stats.first, flat[at], at)
     n_known = len(known.lex) if known is not None else 0
     if n_known:
@@ -558,8 +559,8 @@ def _shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tupl
     alive = first < big
     moved = alive & (removal.rows[np.minimum(first_before, len(removal.rows) - 1)] < 0)
     rank = np.arange(n_old, dtype=np.int64)  # within a passage untouched by the delete: the old order
-    at_rows = np.unique(first[moved])
-    holders = np.flatnonzero(alive & np.isin(first, at_rows))
+    at_rows = setops.unique(first[moved])
+    holders = np.flatnonzero(alive & setops.isin(first, at_rows))
     placed: dict[int, dict[str, int]] = {}
     for row in at_rows.tolist():  # a passage that is now the first of a moved name: its names' order
         p = passages[row]
@@ -594,7 +595,7 @@ def _shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tupl
         scanned[named[lex[named] < 0]] = False  # was a lexicon name, is an endpoint-only name now
         cont_name = new_id[stats.cont_name]
         counts = np.diff(stats.cont_ptr)
-        stale = np.unique(np.repeat(np.arange(len(counts), dtype=np.int64), counts)[cont_name < 0])
+        stale = setops.unique(np.repeat(np.arange(len(counts), dtype=np.int64), counts)[cont_name < 0])
         stats = NameStats(first_at, lex, scanned, stats.cont_ptr.copy(), cont_name, np.asarray(stats.cont_share))
         empty = np.zeros(0, dtype=np.int64)
         stats.rescanned(stale, np.zeros(len(stale), np.int64), empty, empty.astype(np.float64))  # emptied, then

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gearag import setops
 from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
 from gearag.retrieve.bm25_matrix import index_flat
@@ -129,7 +130,7 @@ def bm25_from_token_ids(vocab: Sequence[str], docs: Sequence[np.ndarray], k1: fl
     if not docs:
         return build_bm25([""], k1, b)
     flat = np.concatenate([np.asarray(d, dtype=np.int64) for d in docs]) if docs else np.zeros(0, np.int64)
-    used = np.unique(flat)
+    used = setops.unique(flat)
     if not len(used):
         return build_bm25([""] * len(docs), k1, b)
     remap = np.full(len(vocab), -1, dtype=np.int64)

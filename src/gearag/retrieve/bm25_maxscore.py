@@ -25,6 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
+from gearag import setops
 from gearag.retrieve.base import top_k
 
 #: One term's postings in one part (shard): (part, first posting, end).
@@ -139,7 +140,7 @@ def pruned_top_k(postings: Postings, terms: Sequence[Term], k: int,
             if not rest[s] * (1 + MARGIN) < kth * (1 - MARGIN):
                 continue
         else:  # every term read: the candidates are every row that scores
-            candidates = np.unique(np.concatenate([r for r, _ in read.values()]))
+            candidates = setops.unique(np.concatenate([r for r, _ in read.values()]))
         exact = _scores(postings, terms, candidates, read)
         return [(int(candidates[h.idx]), h.score) for h in top_k(exact, k, keep_zero=False)]
     return None  # unreachable: the last round reads every term

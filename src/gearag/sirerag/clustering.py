@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gearag import setops
+
 log = logging.getLogger(__name__)
 
 
@@ -252,7 +254,7 @@ def candidate_ks(max_k: int, grid: int) -> list[int]:
     """The coarse BIC grid: about ``grid`` geometrically spaced values in ``1 … max_k``."""
     if max_k <= grid:
         return list(range(1, max_k + 1))
-    values = np.unique(np.round(np.geomspace(1, max_k, num=grid)).astype(int))
+    values = setops.unique(np.round(np.geomspace(1, max_k, num=grid)).astype(int))
     return [int(v) for v in values]
 
 

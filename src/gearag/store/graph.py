@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from gearag import setops
 from gearag.data.jsonstrings import ChainedStrings
 from gearag.text import normalise_entity
 
@@ -35,7 +36,7 @@ class _Neighbours:
         parts = [self.entity_triples(h)]
         if t != h:
             parts.append(self.entity_triples(t))
-        out = np.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
+        out = setops.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
         return out[out != triple]
 
 

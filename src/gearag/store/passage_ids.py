@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gearag import setops
 from gearag.hashing import stable_hashes
 from gearag.model import Passage
 from gearag.store.collection import load_array
@@ -45,7 +46,7 @@ def find_rows(path: Path, listed: Iterable[str], ids: Iterable[str], dead: np.nd
         if passages is None:
             passages = JsonlRows(path / "passages.jsonl", passage_of_record,
                                  stored_offsets(path, listed, "passages.jsonl"))
-        rows = np.flatnonzero(np.isin(load_array(path, ID_HASHES), stable_hashes(wanted)))
+        rows = np.flatnonzero(setops.isin(load_array(path, ID_HASHES), stable_hashes(wanted)))
         candidates = ((r, passages[r].id) for r in rows.tolist())
     else:  # written before the hashes were kept: every id read
         candidates = enumerate(stored_passage_ids(path / "passages.jsonl"))

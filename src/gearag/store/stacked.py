@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from gearag import setops
+
 
 class LiveParts:
     """The live rows of several parts numbered in order: a union row ↔ (part, stored row in that part).
@@ -42,7 +44,7 @@ class LiveParts:
         """The part of each union row (int64, in range) and its stored row there."""
         part = np.searchsorted(self.offsets, rows, side="right") - 1
         stored = rows - self.offsets[part]
-        for j in np.unique(part):
+        for j in setops.unique(part):
             live = self.live[int(j)]
             if live is not None:
                 sel = part == j
@@ -95,7 +97,7 @@ class StackedRows:
         """Rows ``rows`` (union row numbers, int64) in that order, gathered from their parts."""
         out = np.empty((len(rows), *self.shape[1:]), dtype=self.dtype)
         part, stored = self.live_parts.locate(rows)
-        for j in np.unique(part):
+        for j in setops.unique(part):
             sel = part == j
             out[sel] = self.parts[int(j)][stored[sel]]
         return out

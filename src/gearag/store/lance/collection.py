@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from gearag import setops
 from gearag.errors import ConfigError, GearagError
 from gearag.model import Hit
 from gearag.options import setting
@@ -327,7 +328,7 @@ class LanceCollection(Collection):
         out = np.zeros(len(rows), dtype=np.float32)
         if len(rows) == 0:
             return out
-        unique = np.unique(rows)
+        unique = setops.unique(rows)
         found, scores = self._fts(query, len(unique), unique)
         score = dict(zip(found.tolist(), scores.tolist(), strict=True))
         return np.asarray([score.get(int(r), 0.0) for r in rows], dtype=np.float32)
