@@ -199,14 +199,10 @@ def reweighted(columns: Scaled, weights: dict[str, float]) -> Scaled:
         raise ValueError("a source weighed 0 is no longer an edge: the graph must be prepared again")
     layout = columns.layout
     sums = np.zeros(layout.n_nodes)
-    for src in sources:  # the passages' (mentions, terms by passage), then the entities', as scaled_columns adds
-        if src.of_passages:
-            rows = _source_row_sums(src.rows, columns.scale)
-            sums[layout.passage_nodes(np.arange(len(rows), dtype=np.int64))] += src.weight * rows
-    for src in sources:
-        if not src.of_passages:
-            rows = _source_row_sums(src.rows, columns.scale)
-            sums[layout.entity_nodes(np.arange(len(rows), dtype=np.int64))] += src.weight * rows
+    for src in sources:  # a node's sources in their order, as scaled_columns adds them (passages' and entities' apart)
+        rows = np.arange(src.rows.n_rows, dtype=np.int64)
+        nodes = layout.passage_nodes(rows) if src.of_passages else layout.entity_nodes(rows)
+        sums[nodes] += src.weight * _source_row_sums(src.rows, columns.scale)
     return Scaled(layout, sources, columns.scale, sums, columns.degree)
 
 
