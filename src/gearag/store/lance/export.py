@@ -196,9 +196,10 @@ def _batches(index: Index, coll: Collection, batch: int, pa: Any, first: int = 0
 
 
 def _triple_graph(index: Index) -> TripleGraph:
-    """The index's triple graph, whole: a delta generation's (a base's and a delta's, docs/delta.md) joined."""
+    """The index's triple graph, whole: a delta generation's (a base's and a delta's, docs/delta.md) joined, once
+    for the entities table and the arrays table both."""
     g = index.graph
-    return g if isinstance(g, TripleGraph) else g.whole()
+    return g if isinstance(g, TripleGraph) else index.cached("triple_graph_whole", g.whole)
 
 
 def _entities(index: Index, batch: int, pa: Any) -> tuple[Any, Iterator[Any]]:
