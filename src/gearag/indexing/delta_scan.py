@@ -7,7 +7,7 @@ passage holding all the tokens of a lexicon name new since the base, is scanned 
 own names change: the lexicon only gains names (ids in first-appearance order over the passages since
 the base, so the previous lexicon is a prefix of the next), and a text's matches can change only where
 it holds every token of a gained name (the rule full generations follow, :func:`~gearag.indexing.
-union_resolve.rows_holding`). So a delta generation keeps its scan (:class:`TextScan`), and the next
+text_mentions.rows_holding`). So a delta generation keeps its scan (:class:`TextScan`), and the next
 delta add scans its own passages and the rows holding a name gained since, keeping the other rows'
 matches. Likewise the lexicon: the entries of the passages since the base are kept, and the next delta
 add reads only its own passages' titles and openings (:func:`~gearag.indexing.union_resolve.grown_lexicon`).
@@ -25,8 +25,9 @@ import numpy as np
 from gearag import setops
 from gearag.errors import GearagError
 from gearag.graph.trie import NameLookup
+from gearag.indexing.text_mentions import rows_holding, text_matches
 from gearag.indexing.token_index import TokenIndex
-from gearag.indexing.union_resolve import GrownLexicon, LexiconSince, rows_holding, text_matches
+from gearag.indexing.union_resolve import GrownLexicon, LexiconSince
 from gearag.model import Passage
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter

@@ -11,7 +11,8 @@ corpus in a few known ways only, which this module uses:
 * a passage's *text mentions* (the token trie's leftmost-longest scan) change
   only when a name new to the lexicon occurs in it: only passages that hold
   every token of some new name are scanned again (each shard keeps a
-  token → passages index, ``resolve/<shard>/``), with the new passages;
+  token → passages index, ``resolve/<shard>/``), with the new passages
+  (:mod:`gearag.indexing.text_mentions`);
 * the *endpoint* names come from the shards' endpoint tables
   (:mod:`gearag.indexing.union_graph`) through the union's vocabulary of
   names (:mod:`gearag.indexing.union_vocab`). Per name, :class:`NameStats`
@@ -58,12 +59,11 @@ from gearag.graph.resolve import (
     MIN_CONTAINED_SHARE,
     AboutTerms,
     Resolution,
-    _incidence,
-    ascending,
     build_lexicon,
     summed_csr,
 )
-from gearag.graph.trie import NameLookup, tokens
+from gearag.graph.trie import NameLookup
+from gearag.indexing.text_mentions import mention_matrix, text_mentions
 from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
 from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, union_ends
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
@@ -363,98 +363,14 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     terms = AboutTerms(t_rows.astype(np.int32), t_cols.astype(np.int32), t_raw.astype(np.float32), t_names,
                        totals)
     del t_rows, t_cols, t_raw
-    text_rows, text_names = _text_mentions(passages, old, touched, indices, matcher, new_from)
-    mentions = _mention_matrix(owner, ends, text_rows, text_names, (n_passages, len(keys)))
+    text_rows, text_names = text_mentions(passages, old.text if old is not None else None, touched, indices, matcher,
+                                          new_from)
+    mentions = mention_matrix(owner, ends, text_rows, text_names, (n_passages, len(keys)))
     state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names), matcher.longest)
     known = prior.names if prior is not None else None
     renumbered = _renumbered(known, n_prior_names, entity) if known is not None and not removed else None
     return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None, terms), state, stats, renumbered,
                            relations)
-
-
-def rows_holding(indices: Sequence[tuple[TokenIndex, np.ndarray]], touched: list[str]) -> set[int]:
-    """The union rows (per shard: its token index and shard row → union row map, -1: deleted) whose text holds
-    every token of one of the ``touched`` names: where a new or vanished lexicon name may match."""
-    found: set[int] = set()
-    query = TokenQuery.of(touched)
-    for index, rows in indices:
-        hit = rows[index.holding_any(query)]
-        found.update(hit[hit >= 0].tolist())
-    return found
-
-
-def text_matches(passages: Sequence[Passage], rows: Sequence[int], matcher: NameLookup) -> tuple[np.ndarray,
-                                                                                                  np.ndarray]:
-    """The lexicon names ``matcher`` finds, written as names, in the texts of passages ``rows`` (in that order):
-    (passage row, lexicon id) per match, int64."""
-    found_rows, found_names = array("q"), array("q")
-    if matcher.size:
-        for row in rows:
-            for m in matcher.scan(tokens(passages[row].text), require_capital=True):
-                found_rows.append(row)
-                found_names.append(m.name)
-    return np.frombuffer(found_rows, dtype=np.int64), np.frombuffer(found_names, dtype=np.int64)
-
-
-def _text_mentions(passages: Sequence[Passage], old: ResolveState | None, touched: list[str],
-                   indices: Sequence[tuple[TokenIndex, np.ndarray]], matcher: NameLookup,
-                   new_from: int) -> tuple[np.ndarray, np.ndarray]:
-    """The union's text mentions (passage row, lexicon id): ``old``'s where no ``touched`` name can occur, and
-    those of the passages scanned again (the new ones and those holding every token of a touched name)."""
-    rescan: set[int] = set(range(new_from, len(passages)))
-    if old is not None and touched:
-        rescan |= rows_holding(indices, touched)
-    t_rows: list[np.ndarray] = []
-    t_names: list[np.ndarray] = []
-    if old is not None:
-        kept = ~setops.isin(old.text[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
-        t_rows.append(old.text[0][kept])
-        t_names.append(old.text[1][kept])
-    scanned_rows, scanned_names = text_matches(passages, sorted(rescan), matcher)
-    t_rows.append(scanned_rows)
-    t_names.append(scanned_names)
-    if len(t_rows) == 1:
-        return t_rows[0].astype(np.int64), t_names[0].astype(np.int32)
-    # Kept in row order (the rows scanned again are merged in; an older gearag's state is sorted once), so the
-    # mention matrix need not sort them.
-    rows, names = _merged(t_rows[0], t_names[0], t_rows[1], t_names[1])
-    return rows.astype(np.int64), names.astype(np.int32)
-
-
-def _merged(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray,
-            b_cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two lists of (row, column) entries as one in row order, the second's after the first's in a row: merged
-    when both lists are in row order, else sorted stably."""
-    if not (ascending(a_rows) and ascending(b_rows)):
-        rows, cols = np.concatenate([a_rows, b_rows]), np.concatenate([a_cols, b_cols])
-        order = np.argsort(rows, kind="stable")
-        return rows[order], cols[order]
-    at = np.searchsorted(a_rows, b_rows, side="right") + np.arange(len(b_rows))
-    from_b = np.zeros(len(a_rows) + len(b_rows), dtype=bool)
-    from_b[at] = True
-    rows = np.empty(len(from_b), dtype=np.result_type(a_rows, b_rows))
-    cols = np.empty(len(from_b), dtype=np.result_type(a_cols, b_cols))
-    rows[at], cols[at] = b_rows, b_cols
-    rows[~from_b], cols[~from_b] = a_rows, a_cols
-    return rows, cols
-
-
-def _mention_matrix(owner: np.ndarray, ends: np.ndarray, text_rows: np.ndarray, text_names: np.ndarray,
-                    shape: tuple[int, int]) -> sparse.csr_matrix:
-    """The passage × entity incidence of the triple ends (in their triples' passages) and the text mentions,
-    as ``resolve_corpus`` assembles it: the two incidences, each made from entries in passage order (the
-    triples are, by passage; the text mentions are kept so: :func:`summed_csr` skips scipy's sort), summed
-    by scipy's merge of canonical rows and set to 1. The same arrays as one incidence of both lists merged
-    entry by entry, in half the time at a million passages (3.0–4.2 s against 1.4–1.5 s); the per-end
-    temporaries are freed before the sum."""
-    flat = ends.ravel()
-    linked = flat >= 0
-    of_ends = _incidence(np.repeat(np.asarray(owner, dtype=np.int64), 2)[linked], flat[linked].astype(np.int64),
-                         shape)
-    del flat, linked
-    mentions = (of_ends + _incidence(text_rows, text_names.astype(np.int64), shape)).tocsr()
-    mentions.data[:] = 1.0  # 2 where a triple end and a text mention name the same entity
-    return mentions
 
 
 def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.ndarray | None:
