@@ -102,33 +102,55 @@ def test_the_sources_are_the_graph_arrays_and_each_column_sums_to_one(wiki) -> N
     assert (sums[scaled.dangling] == 0).all()
 
 
-def test_other_edge_weights_are_served_by_the_stored_sources_with_their_sums_made_again(wiki, monkeypatch) -> None:
-    """A stored graph weighed otherwise (each weight > 0) reads as the graph prepared anew under those weights;
-    weights that remove edges (0) are prepared anew, as before."""
+def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -> None:
+    """A stored graph weighed otherwise reads as the graph prepared anew under those weights: a weight of 0 drops
+    its sources (the degrees counted again), and the entity-only graph joins the relations and mentions sources.
+    The NER setting is no change to an index without NER mentions; a source left out cannot come back."""
+    from dataclasses import replace
+
     from gearag.graph import passage_graph
     from gearag.graph.passage_graph import passage_graph_for
 
     index, questions = wiki
     stored = index.stored_prepared_graph()
-    assert stored is not None and stored.serves(PassageGraphConfig())
-    for config in (PassageGraphConfig(about_weight=1.5), PassageGraphConfig(backlink_weight=0.3, about_weight=3.0)):
+    assert stored is not None and stored.serves(PassageGraphConfig()) and stored.holds_ner is False
+    for config in (PassageGraphConfig(about_weight=1.5), PassageGraphConfig(backlink_weight=0.3, about_weight=3.0),
+                   PassageGraphConfig(about_weight=0.0), PassageGraphConfig(backlink_weight=0.0),
+                   PassageGraphConfig(about_weight=0.0, backlink_weight=0.0, synonym_weight=0.0)):
         fresh = PreparedGraph.build(graph_arrays_for(index), config)
-        again = stored.reweighted(config)
-        assert again is not None and again.serves(config)
+        again = stored.derived(config)
+        assert again is not None and again.serves(config), config
         np.testing.assert_allclose(_read(again).toarray(), _read(fresh).toarray(), rtol=2e-6, atol=1e-9)
         np.testing.assert_array_equal(again.dangling, fresh.dangling)
-    assert stored.reweighted(PassageGraphConfig(about_weight=0.0)) is None
-    assert stored.reweighted(PassageGraphConfig(passage_nodes=False)) is None
-    assert stored.reweighted(PassageGraphConfig()) is None  # served as stored
+        assert isinstance(again.columns, Scaled) and isinstance(fresh.columns, Scaled)
+        np.testing.assert_array_equal(again.columns.degree, fresh.columns.degree)
+        assert [s.name for s in again.columns.sources] == [s.name for s in fresh.columns.sources]
+    entity_only = PassageGraphConfig(passage_nodes=False)
+    fresh = PreparedGraph.build(graph_arrays_for(index), entity_only)
+    again = stored.derived(entity_only)
+    assert again is not None and again.serves(entity_only)
+    for name in ("indptr", "indices"):
+        np.testing.assert_array_equal(getattr(again.columns, name), getattr(fresh.columns, name))
+    np.testing.assert_allclose(np.asarray(again.columns.data), np.asarray(fresh.columns.data), rtol=1e-6)
+    np.testing.assert_array_equal(again.dangling, fresh.dangling)
+    assert again.mentions is not None and fresh.mentions is not None
+    assert abs(again.mentions - fresh.mentions).sum() == 0
+    assert stored.serves(PassageGraphConfig(ner_mentions=False))  # no NER mentions held: the same arrays
+    assert replace(stored, holds_ner=None).derived(PassageGraphConfig(ner_mentions=False)) is None  # not known
+    dropped = stored.derived(PassageGraphConfig(about_weight=0.0))
+    assert dropped is not None and dropped.derived(PassageGraphConfig()) is None  # the about terms are gone
+    assert stored.derived(PassageGraphConfig()) is None  # served as stored
 
     def no_build(*args, **kwargs):
         raise AssertionError("the graph arrays were built")
 
+    configs = (PassageGraphConfig(backlink_weight=0.5), PassageGraphConfig(about_weight=0.0),
+               PassageGraphConfig(passage_nodes=False))
     monkeypatch.setattr(passage_graph, "graph_arrays_for", no_build)
-    config = PassageGraphConfig(backlink_weight=0.5)
-    graph = passage_graph_for(index, config)
-    assert graph.prepared.settings["backlink_weight"] == 0.5
+    graphs = [passage_graph_for(index, config) for config in configs]
     monkeypatch.undo()
-    reference = passage_graph.PassageGraph(graph_arrays_for(index), config)
-    ranked = [graph.rank(q, k=10) for q in questions]
-    assert any(ranked) and ranked == [reference.rank(q, k=10) for q in questions]
+    for config, graph in zip(configs, graphs, strict=True):
+        assert graph.prepared.serves(config) and graph.arrays is None
+        reference = passage_graph.PassageGraph(graph_arrays_for(index), config)
+        ranked = [graph.rank(q, k=10) for q in questions]
+        assert any(ranked) and ranked == [reference.rank(q, k=10) for q in questions], config

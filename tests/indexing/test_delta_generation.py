@@ -88,17 +88,19 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
         assert not isinstance(_generation(tmp_path / "full").get(DELTA), dict)
         Index.load(tmp_path / "delta", verify=True)  # every file listed and checksummed
         _same_results(tmp_path / "delta", tmp_path / "full", questions)
-    # Other edge weights: the delta's stored sources weighed otherwise, as the full add's graph prepared anew.
+    # Other settings: the delta's stored sources weighed or joined otherwise, as the full add's graph prepared
+    # anew (a weight of 0 drops edges; the entity-only graph; NER mentions off, of which there are none).
     from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, graph_arrays_for, passage_graph_for
 
-    other = PassageGraphConfig(about_weight=1.5, backlink_weight=0.5)
     delta_index, full_index = Index.load(tmp_path / "delta"), Index.load(tmp_path / "full")
-    reweighed = passage_graph_for(delta_index, other)
-    assert delta_index.stored_graph_arrays() is None and reweighed.arrays is None  # nothing built
-    fresh = PassageGraph(graph_arrays_for(full_index), other)
-    for q in questions:
-        assert [delta_index.passages[r].id for r in reweighed.rank(q, k=10)] == \
-            [full_index.passages[r].id for r in fresh.rank(q, k=10)], q
+    for other in (PassageGraphConfig(about_weight=1.5, backlink_weight=0.5), PassageGraphConfig(about_weight=0.0),
+                  PassageGraphConfig(backlink_weight=0.0, ner_mentions=False), PassageGraphConfig(passage_nodes=False)):
+        derived = passage_graph_for(delta_index, other)
+        assert delta_index.stored_graph_arrays() is None and derived.arrays is None  # nothing built
+        fresh = PassageGraph(graph_arrays_for(full_index), other)
+        for q in questions:
+            assert [delta_index.passages[r].id for r in derived.rank(q, k=10)] == \
+                [full_index.passages[r].id for r in fresh.rank(q, k=10)], (other, q)
     # A delete (and a compact) writes a full generation, from the base's state and the shards since.
     ids = [p.id for p in passages[100:110]] + [namesakes[0].id]
     for root in ("full", "delta"):

@@ -241,7 +241,7 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
     return PreparedGraph(layout.n_passages, e_u, dict(union.settings), columns, columns.dangling, specificity,
                          about, AppendedRows(np.asarray(base.triple_ends), r.ends_tail),
                          LayeredNames(base.names, r.names), e_u, union.n_usable, delta_layout=layout,
-                         base_meta=base.meta())
+                         base_meta=base.meta(), holds_ner=base.holds_ner)
 
 
 def triple_graph_delta(base: TripleGraph, union: TripleGraph) -> LayeredTripleGraph | None:

@@ -250,4 +250,4 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | 
     return PreparedGraph(layout.n_passages, layout.n_entities, dict(base.settings), layered, layered.dangling,
                          specificity, about, AppendedRows(np.asarray(base.triple_ends), d.ends_tail),
                          LayeredNames(base.names, d.names), layout.n_entities, d.n_usable, delta_layout=layout,
-                         base_meta=base.meta())
+                         base_meta=base.meta(), holds_ner=base.holds_ner)

@@ -87,4 +87,4 @@ def open_layered(cls: type[PreparedGraph], meta: dict[str, Any], read: Callable[
     return cls(n_p, n_e, dict(meta["settings"]), columns, read("dangling.npy"), read("specificity.npy"), about,
                AppendedRows(np.asarray(base.triple_ends), read("triple_ends_tail.npy")), names,
                int(meta["n_mention_keys"]), usable if isinstance(usable, int) else None, delta_layout=layout,
-               base_meta=dict(delta["base"]))
+               base_meta=dict(delta["base"]), holds_ner=base.holds_ner)

@@ -485,9 +485,9 @@ def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) ->
         stored = index.stored_prepared_graph()  # memory-mapped: nothing corpus-sized is built per process
         if stored is not None and stored.serves(config):
             return PassageGraph(stored, config)
-        other_weights = stored.reweighted(config) if stored is not None else None
-        if other_weights is not None:  # the stored edges, weighed otherwise: only the column sums made again
-            return PassageGraph(other_weights, config)
+        derived = stored.derived(config) if stored is not None else None
+        if derived is not None:  # the stored sources, weighed or joined otherwise: no graph built from the corpus
+            return PassageGraph(derived, config)
         return PassageGraph(graph_arrays_for(index), config)
 
     return index.cached(f"passage_graph:{config!r}", build)

@@ -17,8 +17,11 @@ Prepared at index time for the default settings and stored under
 and the names it looks up, so a process keeps what its queries touched, in
 the page cache, instead of the whole graph on its heap. A query whose
 settings differ from the stored ones (:data:`SETTINGS`, which include the
-entity-only graph) prepares its own in memory, exactly as before; power
-iteration reads the stored columns and keeps a copy by rows. Prepared here
+entity-only graph) derives its graph from the stored one's sources
+(:meth:`PreparedGraph.derived`: other weights, a weight of 0, the entity-only
+graph; seconds at 1M), and prepares its own in memory only where that cannot
+be done (a graph stored normalised, a source it left out); power iteration
+reads the stored columns and keeps a copy by rows. Prepared here
 from the stored graph arrays (whose about weights are normalised, not kept
 as terms), the arrays differ and the graph is the same (tested): rankings
 agree up to the order float sums are taken in.
@@ -67,8 +70,8 @@ PREPARED_VERSION = 2
 NORMALISED_VERSION = 1
 #: The :class:`PassageGraphConfig` fields the prepared arrays depend on; the others act per query.
 SETTINGS = ("about_weight", "backlink_weight", "synonym_weight", "ner_mentions", "passage_nodes")
-#: Those of :data:`SETTINGS` that only weigh edges (a stored graph kept as its sources serves any values > 0 of
-#: them: :meth:`PreparedGraph.reweighted`).
+#: Those of :data:`SETTINGS` that weigh edges (a stored graph kept as its sources serves other values of them, 0
+#: dropping the edges, if it holds them: :meth:`PreparedGraph.derived`).
 WEIGHTS = ("about_weight", "backlink_weight", "synonym_weight")
 
 
@@ -109,6 +112,9 @@ class PreparedGraph:
     delta_layout: NodeLayout | None = None
     #: With ``delta_layout``: what the base's own ``prepared.json`` says (its files are under ``base/``).
     base_meta: dict[str, Any] | None = field(default=None, repr=False)
+    #: Whether the index's resolution holds NER mentions (None: not recorded, an older gearag's stored graph).
+    #: Without them the ``ner_mentions`` setting changes nothing.
+    holds_ner: bool | None = None
 
     @property
     def scale(self) -> np.ndarray | None:
@@ -187,7 +193,8 @@ class PreparedGraph:
                 names, n_usable, unhashed = HashedNames.from_keys([], np.zeros(0, np.int64)), None, ids
         return cls(n_passages, n_entities, settings_of(config), columns, dangling, specificity,
                    terms, res.triple_ends, names, res.n_mention_keys, n_usable,
-                   mentions if not config.passage_nodes else None, unhashed)
+                   mentions if not config.passage_nodes else None, unhashed,
+                   holds_ner=res.ner_mentions is not None)
 
     def hash_names(self, keys: Sequence[str]) -> None:
         """Hash the keys ``build(hash_names=False)`` left (``keys``: the resolution's, by entity id)."""
@@ -196,20 +203,43 @@ class PreparedGraph:
 
     def serves(self, config: PassageGraphConfig) -> bool:
         """Whether these arrays are the ones ``config`` would prepare."""
-        return self.settings == settings_of(config)
+        return self._effective(self.settings) == self._effective(settings_of(config))
 
-    def reweighted(self, config: PassageGraphConfig) -> PreparedGraph | None:
-        """These arrays as ``config`` would prepare them where it differs from their settings only in the weights
-        of edges they hold (each weight still > 0): the transition kept as its sources takes the new weights and
-        makes its column sums again (seconds at 1M, where preparing the graph anew takes minutes, and a delta
-        generation's, which stores no graph arrays, builds them first: 371 s). None: not so (other edges)."""
-        want = settings_of(config)
-        if not isinstance(self.columns, Scaled) or want == self.settings:
+    def derived(self, config: PassageGraphConfig) -> PreparedGraph | None:
+        """These arrays as ``config`` would prepare them, derived from their sources without the index's graph
+        arrays (a delta generation stores none: building them took 371 s and 9.3 GB at 1M); None where they
+        cannot be (not kept as sources, a source ``config`` wants that was left out, other NER mentions).
+
+        - Other edge weights: the sources take them and the column sums are made again; a weight of 0 drops
+          its sources and the degrees are counted again (:func:`~gearag.graph.scaled.reweighted`).
+        - ``passage_nodes=False`` (HippoRAG 1's entity-only graph): its transition is the relations (and
+          synonym edges) source, its passage scores read the mentions source.
+        - ``ner_mentions`` does not matter to a graph that holds none (every growable index).
+        """
+        if not isinstance(self.columns, Scaled) or self.serves(config):
             return None
-        if any(want[k] != self.settings.get(k) for k in want if k not in WEIGHTS) or any(
-                (want[k] > 0) != (self.settings.get(k, 0) > 0) for k in WEIGHTS):
+        want, held = settings_of(config), self._effective(self.settings)
+        if want["ner_mentions"] != held.get("ner_mentions") and self.holds_ner is not False:
             return None
-        return replace(self, settings=want, columns=reweighted(self.columns, {k: want[k] for k in WEIGHTS}))
+        if any(want[k] > 0 and held.get(k, 0) <= 0 for k in WEIGHTS) or not held.get("passage_nodes", True):
+            return None  # a source left out at preparation (or no passage nodes) cannot be brought back
+        if want["passage_nodes"]:
+            columns = reweighted(self.columns, {k: want[k] for k in WEIGHTS})
+            return replace(self, settings=want, columns=columns, dangling=columns.dangling)
+        by_name = {src.name: src for src in self.columns.sources}
+        rel = _joined(by_name["relations"], self.n_entities)
+        synonyms = by_name.get("synonyms")
+        if synonyms is not None and want["synonym_weight"] > 0:
+            rel = (rel + want["synonym_weight"] * _joined(synonyms, self.n_entities)).tocsr()
+        from gearag.graph.ppr import PageRankOperator
+
+        operator = PageRankOperator(rel, dtype=np.float32, columns=True)
+        return replace(self, settings=want, columns=Csr.of(operator.columns), dangling=operator.dangling,
+                       mentions=_joined(by_name["mentions"], self.n_entities))
+
+    def _effective(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """``settings`` with ``ner_mentions`` as if asked when the graph holds none (it changes nothing)."""
+        return settings if self.holds_ner is not False else {**settings, "ner_mentions": True}
 
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:
@@ -245,6 +275,8 @@ class PreparedGraph:
                "n_passages": self.n_passages, "n_entities": self.n_entities,
                "n_mention_keys": self.n_mention_keys, "usable_keys": self.n_usable, "settings": self.settings,
                "names_hash": "fnv1a-64"}
+        if self.holds_ner is not None:
+            out["holds_ner"] = self.holds_ner
         if isinstance(columns, Scaled):
             out["sources"] = [src.meta() for src in columns.sources]
         if self.delta_layout is not None:
@@ -287,7 +319,7 @@ class PreparedGraph:
             columns = csr("columns")
         return cls(n_p, n_e, dict(meta["settings"]), columns, read("dangling.npy"), read("specificity.npy"), about,
                    read("triple_ends.npy"), names, int(meta["n_mention_keys"]),
-                   usable if isinstance(usable, int) else None)
+                   usable if isinstance(usable, int) else None, holds_ner=held_ner(meta))
 
 
 @dataclass
@@ -340,6 +372,23 @@ class Earlier:
         nodes = np.insert(old_nodes, where[new], extra[new])
         self.extended = True
         return HashedNames.from_arrays(nodes, name_hashes, name_ids), old.size + len(ids)
+
+
+def held_ner(meta: dict[str, Any]) -> bool | None:
+    """What a ``prepared.json`` says of NER mentions held (None: not said)."""
+    held = meta.get("holds_ner")
+    return held if isinstance(held, bool) else None
+
+
+def _joined(src: Source, n_targets: int) -> sparse.csr_matrix:
+    """Every row of ``src`` as a push reads it (a base's row and its delta's joined), as one float64 matrix."""
+    n = src.rows.n_rows
+    counts, indices, data, _ = src.rows.gather(np.arange(n, dtype=np.int64))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    m = sparse.csr_matrix((np.asarray(data, dtype=np.float64), np.asarray(indices), indptr), shape=(n, n_targets))
+    m.sum_duplicates()
+    return m
 
 
 def _present(sorted_values: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from scipy import sparse
 
+from gearag import setops
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.ranges import ranges
 from gearag.graph.resolve import AboutTerms
@@ -190,20 +191,48 @@ WEIGHT_SETTINGS = {"backlinks": "backlink_weight", ABOUT_SOURCE: "about_weight",
 
 
 def reweighted(columns: Scaled, weights: dict[str, float]) -> Scaled:
-    """``columns`` with its sources weighed by ``weights`` (by setting name, :data:`WEIGHT_SETTINGS`; each > 0, so
-    every edge stays and no degree moves) and its column sums made again, in the order
-    :func:`scaled_columns` adds them: one pass over the entries (seconds at 1M) instead of a graph built."""
+    """``columns`` with its sources weighed by ``weights`` (by setting name, :data:`WEIGHT_SETTINGS`) and its
+    column sums made again, in the order :func:`scaled_columns` adds them: one pass over the entries (seconds
+    at 1M) instead of a graph built. A weight of 0 drops its sources, as :func:`scaled_columns` leaves them
+    out: the degrees are then counted again over the sources kept (:func:`source_degrees`)."""
     sources = tuple(src._replace(weight=float(weights[WEIGHT_SETTINGS[src.name]]))
                     if src.name in WEIGHT_SETTINGS else src for src in columns.sources)
-    if any(src.weight <= 0 for src in sources):
-        raise ValueError("a source weighed 0 is no longer an edge: the graph must be prepared again")
+    kept = tuple(src for src in sources if src.weight > 0)
     layout = columns.layout
     sums = np.zeros(layout.n_nodes)
-    for src in sources:  # a node's sources in their order, as scaled_columns adds them (passages' and entities' apart)
+    for src in kept:  # a node's sources in their order, as scaled_columns adds them (passages' and entities' apart)
         rows = np.arange(src.rows.n_rows, dtype=np.int64)
         nodes = layout.passage_nodes(rows) if src.of_passages else layout.entity_nodes(rows)
         sums[nodes] += src.weight * _source_row_sums(src.rows, columns.scale)
-    return Scaled(layout, sources, columns.scale, sums, columns.degree)
+    degree = columns.degree if len(kept) == len(sources) else source_degrees(layout, kept)
+    return Scaled(layout, kept, columns.scale, sums, degree)
+
+
+#: Rows whose targets :func:`source_degrees` counts at a time (bounds its transient).
+DEGREE_ROWS = 1 << 17
+
+
+def source_degrees(layout: NodeLayout, sources: tuple[Source, ...]) -> np.ndarray:
+    """Distinct targets per node over ``sources`` as a push reads them (a target reached by two sources, or split
+    over a base row and its delta, counts once): ``degree`` as :func:`scaled_columns` counts it, from any sources,
+    a base's and a delta's included."""
+    out = np.zeros(layout.n_nodes, dtype=np.int32)
+    n_nodes = np.int64(layout.n_nodes)
+    for of_passages, n_rows in ((True, layout.n_passages), (False, layout.n_entities)):
+        side = [src for src in sources if src.of_passages == of_passages]
+        for first in range(0, n_rows if side else 0, DEGREE_ROWS):
+            rows = np.arange(first, min(first + DEGREE_ROWS, n_rows), dtype=np.int64)
+            keys = []
+            for src in side:
+                held = rows[rows < src.rows.n_rows]
+                counts, idx, _, _ = src.rows.gather(held)
+                targets = layout.passage_nodes(idx) if src.to_passages else layout.entity_nodes(idx)
+                keys.append(np.repeat(held - first, counts) * n_nodes + np.asarray(targets, dtype=np.int64))
+            distinct = setops.unique(np.concatenate(keys))
+            counts = np.bincount(distinct // n_nodes, minlength=len(rows))
+            nodes = layout.passage_nodes(rows) if of_passages else layout.entity_nodes(rows)
+            out[nodes] = counts
+    return out
 
 
 def _source_row_sums(rows: Csr | LayeredCsr, scale: np.ndarray) -> np.ndarray:

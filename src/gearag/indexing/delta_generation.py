@@ -27,10 +27,12 @@ it returns None and the caller writes a full generation, which becomes the
 next base. A delete and ``compact`` always write full generations.
 
 Not stored in a delta generation: the resolution's graph arrays
-(``graph/about_*``, ``mentions_*``, …). Readers that need them (passage-graph
-settings that change which edges exist; other weights are served by the stored
-sources, :meth:`~gearag.graph.prepared.PreparedGraph.reweighted`) build them
-from the passages and triples, as for an index that never stored them.
+(``graph/about_*``, ``mentions_*``, …). Passage-graph settings other than the
+stored ones are derived from the stored graph's sources instead
+(:meth:`~gearag.graph.prepared.PreparedGraph.derived`: other weights, a weight
+of 0, the entity-only graph); a setting they cannot give (an edge weight the
+stored graph left out at 0) builds the arrays from the passages and triples,
+as for an index that never stored them.
 """
 
 from __future__ import annotations
