@@ -141,10 +141,24 @@ def test_auto_writes_deltas_within_the_bound_and_a_full_generation_past_it(tmp_p
     assert main(["add", str(tmp_path / "auto"), str(corpus_file), "--delta-share", "0"]) == 0
     assert "its generation is a full one" in " ".join(capsys.readouterr().err.split())
     assert not isinstance(_generation(tmp_path / "auto").get(DELTA), dict)
+    # The shards since the base are bounded too: many small adds stop paying for every shard at the bound.
+    kinds = []
+    for start in (180, 182, 184):
+        add_documents(tmp_path / "auto", passages[start : start + 2], delta=DeltaConfig(max_share=1.0, max_shards=2))
+        gen = _generation(tmp_path / "auto")
+        kinds.append(len(gen[DELTA]["shards"]) if isinstance(gen.get(DELTA), dict) else "full")
+    base_shards = len(first) + 1  # the four adds above, then the command line's full generation
+    assert kinds == [base_shards, base_shards, "full"]
+    before = read_manifest(tmp_path / "auto")
+    assert main(["add", str(tmp_path / "auto"), str(corpus_file), "--delta-shards", "0"]) == 2
+    assert "--delta-shards" in capsys.readouterr().err
+    assert read_manifest(tmp_path / "auto") == before
     with pytest.raises(ConfigError, match="--generation"):
         DeltaConfig(write="sometimes")
     with pytest.raises(ConfigError, match="--delta-share"):
         DeltaConfig(max_share=-0.1)
+    with pytest.raises(ConfigError, match="--delta-shards"):
+        DeltaConfig(max_shards=0)
 
 
 def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: Path, corpus) -> None:

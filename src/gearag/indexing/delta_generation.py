@@ -69,9 +69,9 @@ class DeltaConfig:
     A delta add resolves every shard added since the base again (a reader then combines exactly two
     layers), so its cost grows with the passages added since the base, while a full generation's is
     the same whatever was added. ``auto`` writes a delta while the passages added since the base
-    (this add's included) are at most ``max_share`` of the base's, else a full generation, which
-    becomes the next base. The choice depends only on passage counts, so the same adds give the same
-    generations on any machine.
+    (this add's included) are at most ``max_share`` of the base's and the shards added since it at
+    most ``max_shards``, else a full generation, which becomes the next base. The choice depends only
+    on passage and shard counts, so the same adds give the same generations on any machine.
     """
 
     write: str = setting("auto", "How the add's generation is written: auto (a delta over the last full generation "
@@ -82,26 +82,33 @@ class DeltaConfig:
     max_share: float = setting(0.01, "auto writes a delta while the passages added since the last full "
                                      "generation are at most this share of its passages", name="delta_share",
                                min=0.0)
+    #: Adds of 10 passages onto 1M: each shard since the base costs a delta add ~0.023 s (7.0 s at one), a full
+    #: generation 22 s, so the mean add over a cycle is least near 32 (7.80 s; 8.04 s at 16, 7.83 s at 48;
+    #: BENCHMARKS.md, "A bound on the shards since the base"). Adds of 1,000 passages meet the share bound first.
+    max_shards: int = setting(32, "auto writes a delta while at most this many shards were added since the last "
+                                  "full generation (this add's included)", name="delta_shards", min=1)
 
     def __post_init__(self) -> None:
         if self.write not in WRITE_MODES:
             raise ConfigError(f"--generation: unknown value {self.write!r} (choose from {', '.join(WRITE_MODES)})")
         if not self.max_share >= 0:
             raise ConfigError(f"--delta-share must be at least 0, got {self.max_share}")
+        if isinstance(self.max_shards, bool) or not isinstance(self.max_shards, int) or self.max_shards < 1:
+            raise ConfigError(f"--delta-shards must be a whole number of at least 1, got {self.max_shards!r}")
 
 
-def wants_delta(config: DeltaConfig, root: Path, previous: str, n_passages: int) -> bool:
-    """Whether an add that leaves ``n_passages`` passages (the union's) after generation ``previous`` of the
-    index at ``root`` is written as a delta: by ``config`` (:class:`DeltaConfig`; ``auto`` compares the
-    passages since the last full generation with its passages)."""
+def wants_delta(config: DeltaConfig, root: Path, previous: str, n_passages: int, n_shards: int) -> bool:
+    """Whether an add that leaves ``n_passages`` passages and ``n_shards`` shards (the union's) after generation
+    ``previous`` of the index at ``root`` is written as a delta: by ``config`` (:class:`DeltaConfig`; ``auto``
+    compares the passages and shards since the last full generation with its own)."""
     if config.write != "auto":
         return config.write == "delta"
     try:
         base = read_manifest(delta_base(root / GENERATIONS_DIR / previous))
-        n_base = int((base.get("counts") or {})["passages"])
+        n_base, base_shards = int((base.get("counts") or {})["passages"]), len(base["shards"])
     except (GearagError, KeyError, TypeError, ValueError):
         return False  # no readable base: the add writes one
-    return n_passages - n_base <= config.max_share * n_base
+    return n_passages - n_base <= config.max_share * n_base and n_shards - base_shards <= config.max_shards
 
 
 def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],

@@ -407,7 +407,7 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         shards = [*state.shards, shard]
         started = time.perf_counter()
         u = union_of([r.name for r in refs], shards, state.tombstones)
-        as_delta = wants_delta(delta or DeltaConfig(), root, state.generation, len(u.passages))
+        as_delta = wants_delta(delta or DeltaConfig(), root, state.generation, len(u.passages), len(refs))
         written = write_delta_generation(root, refs, shards, state.tombstones, state.config, state.generation,
                                          u) if as_delta else None
         gname, gsha, counts = written or write_generation(root, refs, shards, state.tombstones, state.config,
