@@ -36,3 +36,19 @@ def test_token_ids_number_bm25s_s_tokens() -> None:
     assert np.concatenate([lengths, more_lengths]).tolist() == [len(doc) for doc in expected]
     assert [names[i] for i in flat.tolist()] == [t for doc in expected for t in doc]
     assert token_ids([], terms)[0].size == 0 and token_ids(["", "the"], terms)[1].tolist() == [0, 0]
+
+
+def test_the_stop_words_are_bm25s_own_read_without_importing_bm25s() -> None:
+    """bm25s's English list, read from its module alone: the package (numba and more) is not imported."""
+    import subprocess
+    import sys
+
+    from bm25s.stopwords import STOPWORDS_EN
+
+    from gearag.retrieve.tokenizer import stop_words
+
+    assert stop_words() == frozenset(STOPWORDS_EN)
+    code = ("import sys; from gearag.retrieve.tokenizer import stop_words; "
+            "assert 'a' in stop_words(); print('bm25s' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
