@@ -8,7 +8,7 @@ from scipy import sparse
 from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig, graph_arrays_for
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.scaled import Scaled, about_terms, scaled_columns
+from gearag.graph.scaled import Scaled, about_terms, scaled_columns, source_degrees
 
 
 def _reference(arrays, config: PassageGraphConfig):
@@ -125,6 +125,9 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
         assert isinstance(again.columns, Scaled) and isinstance(fresh.columns, Scaled)
         np.testing.assert_array_equal(again.columns.degree, fresh.columns.degree)
         assert [s.name for s in again.columns.sources] == [s.name for s in fresh.columns.sources]
+    assert isinstance(stored.columns, Scaled)  # every source counted again: the degrees the build stored
+    np.testing.assert_array_equal(source_degrees(stored.columns.layout, stored.columns.sources),
+                                  stored.columns.degree)
     entity_only = PassageGraphConfig(passage_nodes=False)
     fresh = PreparedGraph.build(graph_arrays_for(index), entity_only)
     again = stored.derived(entity_only)

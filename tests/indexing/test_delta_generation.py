@@ -8,6 +8,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import StubExtractor, use_stub_extractor, wiki_slice
@@ -91,8 +92,12 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
     # Other settings: the delta's stored sources weighed or joined otherwise, as the full add's graph prepared
     # anew (a weight of 0 drops edges; the entity-only graph; NER mentions off, of which there are none).
     from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, graph_arrays_for, passage_graph_for
+    from gearag.graph.scaled import Scaled, source_degrees
 
     delta_index, full_index = Index.load(tmp_path / "delta"), Index.load(tmp_path / "full")
+    layered = delta_index.stored_prepared_graph().columns  # a base's rows and a delta's, counted as a push reads them
+    assert isinstance(layered, Scaled) and not layered.layout.plain_layout
+    np.testing.assert_array_equal(source_degrees(layered.layout, layered.sources), layered.degree)
     for other in (PassageGraphConfig(about_weight=1.5, backlink_weight=0.5), PassageGraphConfig(about_weight=0.0),
                   PassageGraphConfig(backlink_weight=0.0, ner_mentions=False), PassageGraphConfig(passage_nodes=False)):
         derived = passage_graph_for(delta_index, other)

@@ -60,7 +60,7 @@ def stop_words() -> frozenset[str]:
         try:
             spec.loader.exec_module(module)
             words = getattr(module, "STOPWORDS_EN", None)
-        except OSError:
+        except (OSError, SyntaxError, ImportError):  # not the module bm25s ships: the plain import below
             words = None
     if words is None:  # laid out otherwise: the plain import
         from bm25s.stopwords import STOPWORDS_EN
