@@ -14,6 +14,7 @@ generation's files are byte for byte those a list would give.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator, Sequence
 from typing import overload
 
@@ -92,7 +93,7 @@ class JsonStrings(Sequence[str]):
         self.data, self.spans = data, spans  #: uint8 text; (n, 2) int64 start and end of each string
 
     @classmethod
-    def parse(cls, raw: bytes) -> JsonStrings | None:
+    def parse(cls, raw: bytes | mmap.mmap) -> JsonStrings | None:
         """The strings of ``raw``, a compact JSON list of strings (as orjson writes it); None when it is not one
         (the caller parses it as JSON)."""
         data = np.frombuffer(raw, dtype=np.uint8)

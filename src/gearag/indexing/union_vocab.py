@@ -14,6 +14,7 @@ hard-links the earlier shards' files instead of rewriting every string.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from gearag.data.jsonstrings import ChainedStrings, JsonStrings, strings_at
 from gearag.errors import GearagError
 from gearag.hashing import stable_hashes
 from gearag.store.collection import load_array
+from gearag.store.rows import map_bytes
 from gearag.store.writer import IndexWriter
 
 #: Beside each shard's strings (``union/<what>/<shard>.json``): where each is in that file, an (n, 2) int64
@@ -163,7 +165,8 @@ class UnionVocab:
             for shard, size in zip(shards, sizes, strict=True):
                 remap = np.asarray(load_array(directory, f"{UNION_DIR}/{what}/{shard}.npy"))
                 rel = f"{UNION_DIR}/{what}/{shard}"
-                raw = (directory / f"{rel}.json").read_bytes()
+                # Mapped, not read: the vocabularies' text (~600 MB at 1M) stays file pages, not the add's own memory.
+                raw = map_bytes(directory / f"{rel}.json")
                 first: Sequence[str] | None = _stored_text(directory, rel, raw)
                 scanned.append(None)
                 if first is None:  # no spans stored: the text scanned for them (kept as text, decoded where read)
@@ -171,7 +174,7 @@ class UnionVocab:
                     if first is not None:
                         scanned[-1] = first.spans
                 if first is None:  # not as orjson writes it: parsed
-                    parsed = parse_json(raw)
+                    parsed = parse_json(bytes(raw))
                     first = parsed if isinstance(parsed, list) and all(isinstance(x, str) for x in parsed) else None
                 if (first is None or remap.ndim != 1 or len(remap) < size
                         or (len(remap) and (int(remap.min()) < 0 or int(remap.max()) >= n + len(first)))):
@@ -199,7 +202,7 @@ def _file_spans(text: JsonStrings) -> np.ndarray:
     return np.asarray(text.spans) - int(text.spans[0, 0]) + 1  # after the "["
 
 
-def _stored_text(directory: Path, rel: str, raw: bytes) -> JsonStrings | None:
+def _stored_text(directory: Path, rel: str, raw: bytes | mmap.mmap) -> JsonStrings | None:
     """The strings of ``raw`` (the file ``rel``.json) where their spans are stored beside it (:data:`SPANS`), so
     the text need not be scanned for its quotes (~1.2 s for a 1M index's vocabularies); None when absent or
     not this file's."""
@@ -213,7 +216,7 @@ def _stored_text(directory: Path, rel: str, raw: bytes) -> JsonStrings | None:
     if spans.ndim != 2 or spans.shape[1] != 2 or spans.dtype != np.int64:
         return None
     if not len(spans):
-        return JsonStrings(data, spans) if raw.strip() == b"[]" else None
+        return JsonStrings(data, spans) if bytes(raw).strip() == b"[]" else None
     # Every span inside the text, in order, from a quote to a quote (~0.1 s for 14M strings: a damaged or
     # stale file is parsed instead of misread).
     if int(spans[0, 0]) < 1 or int(spans[-1, 1]) > len(data) - 1 or np.any(spans[:, 1] <= spans[:, 0]) \

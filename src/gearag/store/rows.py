@@ -15,6 +15,7 @@ sequence with equal items, and safe to share between threads.
 from __future__ import annotations
 
 import mmap
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
@@ -33,6 +34,13 @@ T = TypeVar("T")
 SCAN_BYTES = 1 << 26
 #: Decoded rows a :class:`JsonlRows` keeps (per file; ~200 bytes a triple, ~1 KB a passage).
 CACHE_ROWS = 1 << 16
+
+
+def map_bytes(path: Path) -> mmap.mmap | bytes:
+    """The bytes of the file ``path``, memory-mapped read-only (``b""`` for an empty file, which cannot be
+    mapped): pages the kernel reads and may drop again, not the process's own memory."""
+    with Path(path).open("rb") as fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(fh.fileno()).st_size else b""
 
 
 def offsets_rel(rel: str) -> str:
@@ -115,7 +123,7 @@ class JsonList(_Rows, Sequence[str]):
         self.path, self.n = Path(path), n
         self._items: list[str] | None = None
         self._spans: np.ndarray | None = None  #: (n, 2) start and end byte of each name, once scanned
-        self._map: mmap.mmap | None = None
+        self._map: mmap.mmap | bytes | None = None
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -159,9 +167,8 @@ class JsonList(_Rows, Sequence[str]):
 
     def _scan(self) -> np.ndarray:
         try:
-            with self.path.open("rb") as fh:
-                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):
+            self._map = map_bytes(self.path)
+        except OSError:
             return np.zeros((0, 2), dtype=np.int64)
         spans = string_spans(np.frombuffer(self._map, dtype=np.uint8), self.n) if self.n else None
         return spans if spans is not None else np.zeros((0, 2), dtype=np.int64)
@@ -197,9 +204,7 @@ class JsonlRows(_Rows, Sequence[T], Generic[T]):
 
     def _buffer(self) -> mmap.mmap | bytes:
         if self._map is None:
-            with self.path.open("rb") as fh:
-                size = self.path.stat().st_size
-                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            self._map = map_bytes(self.path)
         return self._map
 
     def __len__(self) -> int:
