@@ -126,7 +126,7 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
         np.testing.assert_array_equal(again.columns.degree, fresh.columns.degree)
         assert [s.name for s in again.columns.sources] == [s.name for s in fresh.columns.sources]
     assert isinstance(stored.columns, Scaled)  # every source counted again: the degrees the build stored
-    np.testing.assert_array_equal(source_degrees(stored.columns.layout, stored.columns.sources),
+    np.testing.assert_array_equal(source_degrees(stored.columns),
                                   stored.columns.degree)
     entity_only = PassageGraphConfig(passage_nodes=False)
     fresh = PreparedGraph.build(graph_arrays_for(index), entity_only)

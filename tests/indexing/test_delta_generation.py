@@ -97,7 +97,7 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
     delta_index, full_index = Index.load(tmp_path / "delta"), Index.load(tmp_path / "full")
     layered = delta_index.stored_prepared_graph().columns  # a base's rows and a delta's, counted as a push reads them
     assert isinstance(layered, Scaled) and not layered.layout.plain_layout
-    np.testing.assert_array_equal(source_degrees(layered.layout, layered.sources), layered.degree)
+    np.testing.assert_array_equal(source_degrees(layered), layered.degree)
     for other in (PassageGraphConfig(about_weight=1.5, backlink_weight=0.5), PassageGraphConfig(about_weight=0.0),
                   PassageGraphConfig(backlink_weight=0.0, ner_mentions=False), PassageGraphConfig(passage_nodes=False)):
         derived = passage_graph_for(delta_index, other)

@@ -117,17 +117,6 @@ def _transposed(base_t: Csr, changes: _Changes, n_rows: int, scaled: bool) -> La
     return LayeredCsr.over(base_t, n_rows, replaced, row, target, data, sid)
 
 
-def _degrees(columns: Scaled, nodes: np.ndarray) -> np.ndarray:
-    """Distinct out-edge targets of ``nodes``, counted from their whole rows (a target reached through two
-    sources counts once): for the few nodes whose rows were replaced."""
-    if not len(nodes):
-        return np.zeros(0, dtype=np.int32)
-    at, targets, _ = columns.edges(nodes, np.ones(len(nodes)), positions=True)
-    assert at is not None
-    pairs = setops.unique(at * columns.layout.n_nodes + targets)
-    return np.bincount(pairs // columns.layout.n_nodes, minlength=len(nodes)).astype(np.int32)
-
-
 def in_sorted_rows(m: Csr, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Whether ``values[i]`` is in row ``rows[i]`` of ``m``, whose rows are sorted: a bisection of every row at
     once, reading ~log2(row length) entries per value."""
@@ -202,7 +191,7 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
     keep = ~setops.isin(nodes, whole)
     pairs = setops.unique(nodes[keep] * layout.n_nodes + keys[keep])  # a target two sources gained counts once
     np.add.at(degree, pairs // layout.n_nodes, 1)
-    degree[whole] = _degrees(layered, whole)
+    degree[whole] = layered.distinct_targets(whole)  # the few nodes whose rows were replaced, and new ones
     return degree
 
 

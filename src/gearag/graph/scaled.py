@@ -28,6 +28,7 @@ those of the normalised transition up to the order float sums are taken in.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -93,34 +94,52 @@ class Scaled:
               positions: bool = False) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """The out-edges of ``nodes``, each node's normalised weights times its ``mass``: (with ``positions``,
         the position of its node in ``nodes``; target node; weight) per edge, source after source."""
-        layout = self.layout
         nodes = np.asarray(nodes, dtype=np.int64)
-        rows = layout.passages_of(nodes)
-        of_passage = rows >= 0
-        entities = layout.entities_of(nodes) if not of_passage.all() else rows
         with np.errstate(divide="ignore", invalid="ignore"):  # a node without out-edges has none to weigh
             factor = mass / self.sums[nodes]
         out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        for src in self.sources:
-            sel = np.flatnonzero(of_passage if src.of_passages else ~of_passage)
-            if not len(sel):
-                continue
-            counts, idx, data, sids = src.rows.gather(rows[sel] if src.of_passages else entities[sel])
+        for src, sel, counts, targets, data, sids in self._gathered(nodes):
             w = np.asarray(data, dtype=np.float64)
             if src.weight != 1.0:
                 w = w * src.weight
             if sids is not None:
                 w = w * self.scale[sids]
             w *= np.repeat(factor[sel], counts)
-            if layout.plain_layout:
-                targets = idx.astype(np.int64) if src.to_passages else idx.astype(np.int64) + layout.n_passages
-            else:
-                targets = layout.passage_nodes(idx) if src.to_passages else layout.entity_nodes(idx)
             out.append((np.repeat(sel, counts) if positions else sel[:0], targets, w))
         if not out:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         at, targets, weights = (np.concatenate(part) for part in zip(*out, strict=True))
         return at if positions else None, targets, weights
+
+    def distinct_targets(self, nodes: np.ndarray) -> np.ndarray:
+        """Distinct out-edge targets of ``nodes`` (int32), counted from their whole rows as a push reads them (a
+        target reached through two sources, or split over a base row and its delta, counts once)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        n = self.layout.n_nodes
+        pairs = [np.repeat(sel, counts) * n + targets for _, sel, counts, targets, _, _ in self._gathered(nodes)]
+        if not pairs:
+            return np.zeros(len(nodes), dtype=np.int32)
+        distinct = setops.unique(np.concatenate(pairs))
+        return np.bincount(distinct // n, minlength=len(nodes)).astype(np.int32)
+
+    def _gathered(self, nodes: np.ndarray) -> Iterator[tuple[Source, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                              np.ndarray | None]]:
+        """Per source holding rows of some of ``nodes`` (int64): the source, those nodes' positions in ``nodes``,
+        their entries each, and the entries' targets (as nodes), raw weights and scale ids (or None)."""
+        layout = self.layout
+        rows = layout.passages_of(nodes)
+        of_passage = rows >= 0
+        entities = layout.entities_of(nodes) if not of_passage.all() else rows
+        for src in self.sources:
+            sel = np.flatnonzero(of_passage if src.of_passages else ~of_passage)
+            if not len(sel):
+                continue
+            counts, idx, data, sids = src.rows.gather(rows[sel] if src.of_passages else entities[sel])
+            if layout.plain_layout:
+                targets = idx.astype(np.int64) if src.to_passages else idx.astype(np.int64) + layout.n_passages
+            else:
+                targets = layout.passage_nodes(idx) if src.to_passages else layout.entity_nodes(idx)
+            yield src, sel, counts, targets, data, sids
 
     def to_csr(self) -> sparse.csr_matrix:
         """The normalised transition with column ``j`` as row ``j`` (power iteration, tests): every edge once,
@@ -204,34 +223,24 @@ def reweighted(columns: Scaled, weights: dict[str, float]) -> Scaled:
         rows = np.arange(src.rows.n_rows, dtype=np.int64)
         nodes = layout.passage_nodes(rows) if src.of_passages else layout.entity_nodes(rows)
         sums[nodes] += src.weight * _source_row_sums(src.rows, columns.scale)
-    degree = columns.degree if len(kept) == len(sources) else source_degrees(layout, kept)
-    return Scaled(layout, kept, columns.scale, sums, degree)
+    out = Scaled(layout, kept, columns.scale, sums, columns.degree)
+    if len(kept) != len(sources):
+        out.degree = source_degrees(out)
+    return out
 
 
-#: Rows whose targets :func:`source_degrees` counts at a time (bounds its transient).
-DEGREE_ROWS = 1 << 17
+#: Nodes whose targets :func:`source_degrees` counts at a time (bounds its transient).
+DEGREE_NODES = 1 << 17
 
 
-def source_degrees(layout: NodeLayout, sources: tuple[Source, ...]) -> np.ndarray:
-    """Distinct targets per node over ``sources`` as a push reads them (a target reached by two sources, or split
-    over a base row and its delta, counts once): ``degree`` as :func:`scaled_columns` counts it, from any sources,
-    a base's and a delta's included."""
-    out = np.zeros(layout.n_nodes, dtype=np.int32)
-    n_nodes = np.int64(layout.n_nodes)
-    for of_passages, n_rows in ((True, layout.n_passages), (False, layout.n_entities)):
-        side = [src for src in sources if src.of_passages == of_passages]
-        for first in range(0, n_rows if side else 0, DEGREE_ROWS):
-            rows = np.arange(first, min(first + DEGREE_ROWS, n_rows), dtype=np.int64)
-            keys = []
-            for src in side:
-                held = rows[rows < src.rows.n_rows]
-                counts, idx, _, _ = src.rows.gather(held)
-                targets = layout.passage_nodes(idx) if src.to_passages else layout.entity_nodes(idx)
-                keys.append(np.repeat(held - first, counts) * n_nodes + np.asarray(targets, dtype=np.int64))
-            distinct = setops.unique(np.concatenate(keys))
-            counts = np.bincount(distinct // n_nodes, minlength=len(rows))
-            nodes = layout.passage_nodes(rows) if of_passages else layout.entity_nodes(rows)
-            out[nodes] = counts
+def source_degrees(columns: Scaled) -> np.ndarray:
+    """Every node's :meth:`Scaled.distinct_targets`, in blocks of :data:`DEGREE_NODES` nodes: ``degree`` as
+    :func:`scaled_columns` counts it, from any sources (a base's and a delta's included)."""
+    n = columns.layout.n_nodes
+    out = np.zeros(n, dtype=np.int32)
+    for first in range(0, n, DEGREE_NODES):
+        out[first : first + DEGREE_NODES] = columns.distinct_targets(
+            np.arange(first, min(first + DEGREE_NODES, n), dtype=np.int64))
     return out
 
 
