@@ -53,7 +53,7 @@ from gearag.graph.scaled import (
     reweighted,
     scaled_columns,
 )
-from gearag.graph.transition import Csr, relations, rows_matrix
+from gearag.graph.transition import Csr, relations, rows_matrix, weighted_relations
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.npy import load_npy, unwrapped
 
@@ -227,10 +227,10 @@ class PreparedGraph:
             columns = reweighted(self.columns, {k: want[k] for k in WEIGHTS})
             return replace(self, settings=want, columns=columns, dangling=columns.dangling)
         by_name = {src.name: src for src in self.columns.sources}
-        rel = _joined(by_name["relations"], self.n_entities)
         synonyms = by_name.get("synonyms")
-        if synonyms is not None and want["synonym_weight"] > 0:
-            rel = (rel + want["synonym_weight"] * _joined(synonyms, self.n_entities)).tocsr()
+        rel = weighted_relations(_joined(by_name["relations"], self.n_entities),
+                                 _joined(synonyms, self.n_entities) if synonyms is not None else None,
+                                 want["synonym_weight"])
         from gearag.graph.ppr import PageRankOperator
 
         operator = PageRankOperator(rel, dtype=np.float32, columns=True)
@@ -382,11 +382,8 @@ def held_ner(meta: dict[str, Any]) -> bool | None:
 
 def _joined(src: Source, n_targets: int) -> sparse.csr_matrix:
     """Every row of ``src`` as a push reads it (a base's row and its delta's joined), as one float64 matrix."""
-    n = src.rows.n_rows
-    counts, indices, data, _ = src.rows.gather(np.arange(n, dtype=np.int64))
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    m = sparse.csr_matrix((np.asarray(data, dtype=np.float64), np.asarray(indices), indptr), shape=(n, n_targets))
+    counts, indices, data, _ = src.rows.gather(np.arange(src.rows.n_rows, dtype=np.int64))
+    m = rows_matrix(counts, np.asarray(indices), np.asarray(data, dtype=np.float64), n_targets)
     m.sum_duplicates()
     return m
 

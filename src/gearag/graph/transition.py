@@ -63,7 +63,13 @@ def rows_matrix(counts: np.ndarray, indices: np.ndarray, data: np.ndarray, n_col
 
 def relations(arrays: GraphArrays, config: PassageGraphConfig) -> sparse.csr_matrix:
     """Entity–entity edge weights: triple counts, plus the synonym edges times their weight."""
-    rel = arrays.relations.astype(np.float64)
-    if arrays.synonyms is not None and config.synonym_weight > 0:
-        rel = (rel + config.synonym_weight * arrays.synonyms.astype(np.float64)).tocsr()
+    return weighted_relations(arrays.relations, arrays.synonyms, config.synonym_weight)
+
+
+def weighted_relations(counts: sparse.spmatrix, synonyms: sparse.spmatrix | None,
+                       synonym_weight: float) -> sparse.csr_matrix:
+    """:func:`relations` of the relation counts and the synonym edges (None: none) themselves (float64)."""
+    rel = counts.astype(np.float64)
+    if synonyms is not None and synonym_weight > 0:
+        rel = (rel + synonym_weight * synonyms.astype(np.float64)).tocsr()
     return rel
