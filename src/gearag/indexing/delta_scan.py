@@ -25,7 +25,7 @@ import numpy as np
 from gearag import setops
 from gearag.errors import GearagError
 from gearag.graph.trie import NameLookup
-from gearag.indexing.text_mentions import rows_holding, text_matches
+from gearag.indexing.text_mentions import rows_holding, scanned_again
 from gearag.indexing.token_index import TokenIndex
 from gearag.indexing.union_resolve import GrownLexicon, LexiconSince
 from gearag.model import Passage
@@ -99,21 +99,17 @@ def scan_texts(passages: Sequence[Passage], new_from: int, indices: Sequence[tup
     if previous is not None and not (previous.base_names == n_base_names and n_base_names <= previous.names
                                      <= len(names) and new_from <= previous.passages <= n):
         previous = None
+    old: tuple[np.ndarray, np.ndarray] | None
     if previous is None:
         touched = list(names[n_base_names:])
-        again = np.asarray(sorted(r for r in rows_holding(indices, touched) if r < new_from) if touched else [],
-                           dtype=np.int64)
-        rows, kept_rows, kept_names = np.concatenate([np.arange(new_from, n, dtype=np.int64), again]), None, None
-    else:
+        holding = {r for r in rows_holding(indices, touched) if r < new_from} if touched else set()
+        again = np.asarray(sorted(holding), dtype=np.int64)
+        old, rescan = None, holding | set(range(new_from, n))
+    else:  # the rows the previous scan read that a name gained since may occur in, and the rows since it
         gained = list(names[previous.names:])
-        hold = np.asarray(sorted(rows_holding(indices, gained)) if gained else [], dtype=np.int64)
-        hold = hold[hold < previous.passages]  # rows the previous scan read, that a gained name may occur in
-        again = setops.union(previous.again, hold[hold < new_from])
-        rows = setops.union(hold, np.arange(previous.passages, n, dtype=np.int64))
-        keep = ~setops.isin(previous.match_rows, hold)
-        kept_rows, kept_names = previous.match_rows[keep], previous.match_names[keep]
-    found_rows, found_names = text_matches(passages, rows.tolist(), matcher)
-    if kept_rows is not None and kept_names is not None:
-        found_rows, found_names = np.concatenate([kept_rows, found_rows]), np.concatenate([kept_names, found_names])
+        holding = {r for r in rows_holding(indices, gained) if r < previous.passages} if gained else set()
+        again = setops.union(previous.again, np.asarray([r for r in holding if r < new_from], dtype=np.int64))
+        old, rescan = (previous.match_rows, previous.match_names), holding | set(range(previous.passages, n))
+    found_rows, found_names = scanned_again(passages, old, rescan, matcher)
     return TextScan(n_base_names, len(names), n, again, found_rows.astype(np.int64), found_names.astype(np.int64),
                     names[n_base_names:], lexicon.added)

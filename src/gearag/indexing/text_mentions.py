@@ -58,21 +58,20 @@ def text_mentions(passages: Sequence[Passage], old: tuple[np.ndarray, np.ndarray
     rescan: set[int] = set(range(new_from, len(passages)))
     if old is not None and touched:
         rescan |= rows_holding(indices, touched)
-    t_rows: list[np.ndarray] = []
-    t_names: list[np.ndarray] = []
-    if old is not None:
-        kept = ~setops.isin(old[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
-        t_rows.append(old[0][kept])
-        t_names.append(old[1][kept])
-    scanned_rows, scanned_names = text_matches(passages, sorted(rescan), matcher)
-    t_rows.append(scanned_rows)
-    t_names.append(scanned_names)
-    if len(t_rows) == 1:
-        return t_rows[0].astype(np.int64), t_names[0].astype(np.int32)
-    # Kept in row order (the rows scanned again are merged in; an older gearag's state is sorted once), so the
-    # mention matrix need not sort them.
-    rows, names = _merged(t_rows[0], t_names[0], t_rows[1], t_names[1])
+    rows, names = scanned_again(passages, old, rescan, matcher)
     return rows.astype(np.int64), names.astype(np.int32)
+
+
+def scanned_again(passages: Sequence[Passage], old: tuple[np.ndarray, np.ndarray] | None, rescan: set[int],
+                  matcher: NameLookup) -> tuple[np.ndarray, np.ndarray]:
+    """``old``'s text mentions (rows and names; None: none) outside the rows ``rescan``, and those rows' found
+    again with ``matcher``: (passage row, lexicon id) per mention, in row order (the rows scanned again are
+    merged in; an older gearag's state is sorted once), so the mention matrix need not sort them."""
+    scanned = text_matches(passages, sorted(rescan), matcher)
+    if old is None:
+        return scanned
+    kept = ~setops.isin(old[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
+    return _merged(old[0][kept], old[1][kept], *scanned)
 
 
 def _merged(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray,
