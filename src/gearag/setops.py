@@ -49,10 +49,15 @@ def isin(values: Any, among: Any) -> np.ndarray:
         return np.isin(values, among, kind="table")  # one pass, no sort: faster still where the range is small
     keys = unique(among)
     flat = values.ravel()
-    at = np.searchsorted(keys, flat)
-    found = at < len(keys)
-    found[found] = keys[at[found]] == flat[found]
-    return found.reshape(values.shape)
+    return present(keys, flat, np.searchsorted(keys, flat)).reshape(values.shape)
+
+
+def present(sorted_values: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Which ``values`` are in ``sorted_values`` (``at``: their ``searchsorted`` positions there, which a caller
+    inserting the others has made already)."""
+    if not len(sorted_values):
+        return np.zeros(len(values), dtype=bool)
+    return (at < len(sorted_values)) & (sorted_values[np.minimum(at, len(sorted_values) - 1)] == values)
 
 
 def setdiff(a: Any, b: Any) -> np.ndarray:

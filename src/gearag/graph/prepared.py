@@ -362,13 +362,13 @@ class Earlier:
         hashes, ids = hashes[order], ids[order]
         old_hashes = np.asarray(old.name_hashes)
         at = np.searchsorted(old_hashes, hashes)
-        if np.any(hashes[1:] == hashes[:-1]) or np.any(_present(old_hashes, hashes, at)):
+        if np.any(hashes[1:] == hashes[:-1]) or np.any(setops.present(old_hashes, hashes, at)):
             return None  # two keys share a hash: the full build's rule (the last key wins) decides
         name_hashes, name_ids = np.insert(old_hashes, at, hashes), np.insert(old_ids, at, ids)
         old_nodes = np.asarray(old.nodes)
         extra = setops.unique(np.concatenate([hashes, prefixes]))
         where = np.searchsorted(old_nodes, extra)
-        new = ~_present(old_nodes, extra, where)
+        new = ~setops.present(old_nodes, extra, where)
         nodes = np.insert(old_nodes, where[new], extra[new])
         self.extended = True
         return HashedNames.from_arrays(nodes, name_hashes, name_ids), old.size + len(ids)
@@ -386,13 +386,6 @@ def _joined(src: Source, n_targets: int) -> sparse.csr_matrix:
     m = rows_matrix(counts, np.asarray(indices), np.asarray(data, dtype=np.float64), n_targets)
     m.sum_duplicates()
     return m
-
-
-def _present(sorted_values: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Which ``values`` are in ``sorted_values`` (``at``: their ``searchsorted`` positions)."""
-    if not len(sorted_values):
-        return np.zeros(len(values), dtype=bool)
-    return (at < len(sorted_values)) & (sorted_values[np.minimum(at, len(sorted_values) - 1)] == values)
 
 
 def earlier_names(directory: Path, renumbered: np.ndarray) -> Earlier | None:

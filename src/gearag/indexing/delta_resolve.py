@@ -44,7 +44,7 @@ from gearag import setops
 from gearag.data.jsonstrings import strings_at
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.layered import LayeredCsr, NodeLayout
-from gearag.graph.prepared import PreparedGraph, _present, _usable
+from gearag.graph.prepared import PreparedGraph, _usable
 from gearag.graph.ranges import ranges
 from gearag.graph.resolve import ascending
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
@@ -367,9 +367,10 @@ def _new_names(base: PreparedGraph, names: list[str], vocab: UnionVocab, ids: _N
     hashes, entities = hashes[order], entities[order]
     old = base.names
     old_hashes = np.asarray(old.name_hashes)
-    if np.any(hashes[1:] == hashes[:-1]) or np.any(_present(old_hashes, hashes, np.searchsorted(old_hashes, hashes))):
+    if np.any(hashes[1:] == hashes[:-1]) or np.any(
+            setops.present(old_hashes, hashes, np.searchsorted(old_hashes, hashes))):
         return None
     extra = setops.unique(np.concatenate([hashes, prefixes]))
     old_nodes = np.asarray(old.nodes)
-    nodes = extra[~_present(old_nodes, extra, np.searchsorted(old_nodes, extra))]
+    nodes = extra[~setops.present(old_nodes, extra, np.searchsorted(old_nodes, extra))]
     return HashedNames.from_arrays(nodes, hashes, entities), len(entities)
