@@ -131,7 +131,7 @@ def test_evaluate_run_hand_computed() -> None:
     assert d["EM"] == 50.0 and d["F1"] == pytest.approx(83.33)
     assert d["skipped_no_gold"] == 1
     assert [e["id"] for e in d["per_question"]] == ["q1", "q2", "q3"]
-    assert d["per_question"][0]["R@2"] == 0.5 and "R@2" not in d["per_question"][2]
+    assert d["per_question"][0]["R@2"] == 0.5 and d["per_question"][2]["R@2"] is None
     assert report.row() == {"R@1": "0.0", "R@2": "25.0", "R@4": "100.0", "AR@1": "0.0", "AR@2": "0.0",
                             "AR@4": "0.0", "EM": "50.0", "F1": "83.3"}
 
@@ -142,6 +142,54 @@ def test_evaluate_run_without_answers_has_no_em() -> None:
     assert report.recall == {2: 1.0}
     assert report.em is None and report.f1 is None
     assert "EM" not in report.to_dict() and "EM" not in report.row()
+
+
+def test_questions_without_gold_are_left_out_of_recall_not_scored_zero() -> None:
+    rows = [_row("q1", ["A", "B"]), _row("q2", ["X"]), _row("q3", ["A"])]
+    report = evaluate_run(QUESTIONS, rows, ks=(2,))
+    assert report.recall == {2: 0.5}  # (1 + 0) / 2: q3 is not a third question scoring 0
+    assert report.n_recall_questions == 2 and report.skipped_no_gold == 1
+    d = report.to_dict()
+    assert d["recall_questions"] == 2 and d["skipped_no_gold"] == 1
+    assert [e["R@2"] for e in d["per_question"]] == [1.0, 0.0, None]
+
+
+def test_a_run_whose_questions_have_no_gold_has_recall_na() -> None:
+    only = [Question("q3", "?"), Question("q4", "?", answer="Oslo")]
+    report = evaluate_run(only, [_row("q3", ["A"]), _row("q4", ["Oslo"])], ks=(2, 5))
+    assert report.recall == {2: None, 5: None}
+    assert report.row()["R@2"] == "n/a" and report.row()["R@5"] == "n/a"
+    d = json.loads(json.dumps(report.to_dict()))
+    assert d["recall"] == {"R@2": None, "R@5": None} and d["recall_questions"] == 0 and d["skipped_no_gold"] == 2
+    assert all(e["R@2"] is None for e in d["per_question"])
+    assert d["answer_recall"] == {"AR@2": 100.0, "AR@5": 100.0}
+    assert d["per_question"][0]["AR@2"] is None  # q3 has no answer: left out of AR, not a miss
+
+
+def test_answers_to_questions_without_a_gold_answer_are_left_out_of_em_f1() -> None:
+    rows = [_row("q1", ["A"], answer="Paris"), _row("q2", ["C"], answer="Rome"), _row("q3", ["A"], answer="x")]
+    report = evaluate_run(QUESTIONS, rows, ks=(2,))
+    assert report.em == pytest.approx(0.5) and report.n_em_questions == 2 and report.skipped_no_answer == 1
+    d = report.to_dict()
+    assert d["em_questions"] == 2 and d["skipped_no_gold_answer"] == 1
+    assert d["per_question"][2]["EM"] is None and d["per_question"][2]["F1"] is None
+    only = evaluate_run([Question("q3", "?")], [_row("q3", ["A"], answer="x")], ks=(2,))
+    assert only.em is None and only.f1 is None
+    assert only.row()["EM"] == "n/a" and only.row()["F1"] == "n/a"
+    assert only.to_dict()["EM"] is None and only.to_dict()["skipped_no_gold_answer"] == 1
+
+
+def test_eval_prints_na_and_the_count_left_out(cli, tmp_path: Path) -> None:
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text('{"id": "q1", "question": "Who?"}\n{"id": "q2", "question": "What?"}\n', encoding="utf-8")
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps(_row(q, ["A"])) + "\n" for q in ("q1", "q2")), encoding="utf-8")
+    result = cli("eval", qfile, run, "--json", tmp_path / "report.json")
+    assert result.code == 0, result.stderr
+    assert "n/a" in result.stdout and "0.0" not in result.stdout
+    assert "2 question(s) have no gold passages" in result.stderr
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert report["recall"]["R@5"] is None and report["per_question"][0]["R@5"] is None
 
 
 def test_evaluate_run_missing_question_is_an_error() -> None:
@@ -239,7 +287,7 @@ def test_answer_recall_whole_words_aliases_and_yes_no_skipped() -> None:
     d = report.to_dict()
     assert d["answer_recall"] == {"AR@1": pytest.approx(33.33), "AR@2": 100.0}
     assert d["answer_recall_skipped_yes_no"] == 1
-    assert d["per_question"][0]["AR@1"] == 0.0 and "AR@1" not in d["per_question"][2]
+    assert d["per_question"][0]["AR@1"] == 0.0 and d["per_question"][2]["AR@1"] is None  # yes/no: n/a
 
 
 def test_pool_rows_passage_recall_via_sources() -> None:

@@ -14,6 +14,13 @@
 * EM and F1 with the SQuAD answer normalisation (lower-case, strip
   punctuation, articles and extra whitespace), maximised over the gold answer
   and its aliases (Trivedi et al., 2023).
+
+A question a metric cannot score — recall without gold passages, EM/F1
+without a gold answer (or without the run's answer), answer recall without a
+usable answer — is left out of that metric's mean and counted, never scored
+0: a 0 would pull the mean down for a question nobody can answer right. Its
+per-question value is ``None`` (``null`` in JSON, ``n/a`` in tables), and a
+mean over no question at all is ``None`` too.
 """
 
 from __future__ import annotations
@@ -118,17 +125,33 @@ def covered_passages(
     return out
 
 
+def _pct(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(100 * value, digits)
+
+
+def _cell(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
 @dataclass
 class EvalReport:
-    """Mean metrics over questions, plus per-question values."""
+    """Mean metrics over the questions each can score, plus per-question values (None: not scored)."""
 
     ks: tuple[int, ...]
     n_questions: int
-    recall: dict[int, float]
+    #: Mean recall@k over the questions with gold passages; None when no question has any.
+    recall: dict[int, float | None]
+    #: Mean EM and F1 over the rows with an answer whose question has a gold answer (None: no such row).
     em: float | None = None
     f1: float | None = None
     per_question: list[dict[str, Any]] = field(default_factory=list)
+    #: Questions left out of recall because they have no gold passages.
     skipped_no_gold: int = 0
+    #: Whether the run gives answers (then EM/F1 are reported, ``n/a`` if none could be scored).
+    answered: bool = False
+    #: Rows scored for EM/F1, and rows with an answer left out because their question has no gold answer.
+    n_em_questions: int = 0
+    skipped_no_answer: int = 0
     #: Answer recall@k over :attr:`n_answer_questions` (None when no question has a usable answer).
     answer_recall: dict[int, float] | None = None
     n_answer_questions: int = 0
@@ -137,10 +160,16 @@ class EvalReport:
     #: Whether some rows are pool nodes (passage recall is then via their sources).
     pool_rows: bool = False
 
+    @property
+    def n_recall_questions(self) -> int:
+        return self.n_questions - self.skipped_no_gold
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "n_questions": self.n_questions,
-            "recall": {f"R@{k}": round(100 * v, 2) for k, v in self.recall.items()},
+            "recall": {f"R@{k}": _pct(v) for k, v in self.recall.items()},
+            "recall_questions": self.n_recall_questions,
+            "skipped_no_gold": self.skipped_no_gold,
         }
         if self.answer_recall is not None:
             out["answer_recall"] = {f"AR@{k}": round(100 * v, 2) for k, v in self.answer_recall.items()}
@@ -148,22 +177,20 @@ class EvalReport:
             out["answer_recall_skipped_yes_no"] = self.skipped_yes_no
         if self.pool_rows:
             out["passage_recall"] = "via sources"
-        if self.em is not None:
-            out["EM"] = round(100 * self.em, 2)
-            out["F1"] = round(100 * (self.f1 or 0.0), 2)
-        if self.skipped_no_gold:
-            out["skipped_no_gold"] = self.skipped_no_gold
+        if self.answered:
+            out["EM"], out["F1"] = _pct(self.em), _pct(self.f1)
+            out["em_questions"] = self.n_em_questions
+            out["skipped_no_gold_answer"] = self.skipped_no_answer
         out["per_question"] = self.per_question
         return out
 
     def row(self) -> dict[str, str]:
         """Formatted percentages for a results table."""
-        cells = {f"R@{k}": f"{100 * v:.1f}" for k, v in self.recall.items()}
-        for k, v in (self.answer_recall or {}).items():
-            cells[f"AR@{k}"] = f"{100 * v:.1f}"
-        if self.em is not None:
-            cells["EM"] = f"{100 * self.em:.1f}"
-            cells["F1"] = f"{100 * (self.f1 or 0.0):.1f}"
+        cells = {f"R@{k}": _cell(v) for k, v in self.recall.items()}
+        for k, a in (self.answer_recall or {}).items():
+            cells[f"AR@{k}"] = _cell(a)
+        if self.answered:
+            cells["EM"], cells["F1"] = _cell(self.em), _cell(self.f1)
         return cells
 
 
@@ -181,7 +208,8 @@ def evaluate_run(
 
     Every run row must name a known question; questions missing from the run
     are an error (a partial run would silently inflate or deflate means).
-    Questions without gold passages are skipped for recall and counted.
+    Questions a metric cannot score are left out of its mean and counted,
+    with ``None`` per question (see the module docstring).
     """
     by_id = {q.id: q for q in questions}
     seen = set()
@@ -200,6 +228,8 @@ def evaluate_run(
     n_answers = 0
     per_question = []
     skipped = 0
+    answered = any(row.get("answer") is not None for row in rows)
+    no_gold_answer = 0
     ar_sums = {k: 0.0 for k in ks}
     n_ar = yes_no = 0
     pool_rows = False
@@ -217,6 +247,7 @@ def evaluate_run(
                 entry[f"R@{k}"] = r
         else:
             skipped += 1
+            entry.update({f"R@{k}": None for k in ks})
         keys = answer_keys(q)
         if keys:
             n_ar += 1
@@ -235,8 +266,15 @@ def evaluate_run(
             em_sum += em
             f1_sum += f1
             entry.update(EM=em, F1=f1)
+        elif answered:
+            no_gold_answer += row.get("answer") is not None
+            entry.update(EM=None, F1=None)
         per_question.append(entry)
-    recall = {k: (sums[k] / n_recall if n_recall else 0.0) for k in ks}
+    if n_ar:  # answer recall is reported: the questions it left out say so
+        for entry in per_question:
+            for k in ks:
+                entry.setdefault(f"AR@{k}", None)
+    recall: dict[int, float | None] = {k: (sums[k] / n_recall if n_recall else None) for k in ks}
     return EvalReport(
         ks=tuple(ks),
         n_questions=len(rows),
@@ -245,6 +283,9 @@ def evaluate_run(
         f1=f1_sum / n_answers if n_answers else None,
         per_question=per_question,
         skipped_no_gold=skipped,
+        answered=answered,
+        n_em_questions=n_answers,
+        skipped_no_answer=no_gold_answer,
         answer_recall={k: ar_sums[k] / n_ar for k in ks} if n_ar else None,
         n_answer_questions=n_ar,
         skipped_yes_no=yes_no,

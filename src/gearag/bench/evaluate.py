@@ -70,7 +70,7 @@ def evaluate_row(app: Gearag, row: Row, questions: Sequence[Question]) -> dict[s
     report = evaluate_run(qs, run_rows, KS)
     out: dict[str, Any] = {
         "label": row.label, "method": row.method, "options": row.options, "ablation": row.ablation,
-        "recall": {str(k): round(100 * v, 1) for k, v in report.recall.items()},
+        "recall": {str(k): None if v is None else round(100 * v, 1) for k, v in report.recall.items()},
         "median_ms": round(1000 * statistics.median(latencies), 2) if latencies else 0.0,
         "n": len(qs),
     }
@@ -81,6 +81,6 @@ def evaluate_row(app: Gearag, row: Row, questions: Sequence[Question]) -> dict[s
         by_id = {p.id: (p.title, p.text) for p in app.index.passages}
         out["by_iteration"] = recall_by_iteration(qs, run_rows, by_id)
         out["tokens_by_iteration"] = tokens_per_step(run_rows)
-    if report.em is not None:
-        out["EM"], out["F1"] = round(100 * report.em, 1), round(100 * (report.f1 or 0), 1)
+    if report.em is not None and report.f1 is not None:
+        out["EM"], out["F1"] = round(100 * report.em, 1), round(100 * report.f1, 1)
     return out

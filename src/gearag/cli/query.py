@@ -140,7 +140,12 @@ def eval_(
     table.add_row(*cells.values())
     out.print(table)
     if report.skipped_no_gold:
-        err.print(f"{report.skipped_no_gold} question(s) have no gold passages and were left out of recall")
+        err.print(f"{report.skipped_no_gold} question(s) have no gold passages and were left out of recall"
+                  + (f" (R@k over {report.n_recall_questions})" if report.n_recall_questions else
+                     ": recall is n/a"))
+    if report.skipped_no_answer:
+        err.print(f"{report.skipped_no_answer} answered question(s) have no gold answer and were left out of EM/F1"
+                  + (f" (over {report.n_em_questions})" if report.n_em_questions else ": EM/F1 are n/a"))
     if report.answer_recall is not None:
         err.print(f"AR@k: answer recall over {report.n_answer_questions} question(s) (the normalised answer or an"
                   f" alias in the top-k texts); {report.skipped_yes_no} yes/no question(s) left out")
