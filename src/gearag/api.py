@@ -52,9 +52,9 @@ class Gearag:
             config = method_config(name, options)
         elif options:
             raise TypeError("pass either a config or options, not both")
-        return self.index.cached(
-            f"method:{name}:{config!r}", lambda: make_method(self.index, name, config, llm_roles=self.llm_roles)
-        )
+        return self.index.cached(f"method:{name}", lambda: make_method(self.index, name, config,
+                                                                       llm_roles=self.llm_roles),
+                                 variant=repr(config))
 
     def retrieve(self, question: str, method: str = "bm25", top_k: int = 10, **options: Any) -> Result:
         """The top ``top_k`` passages for ``question`` (with the method's trace and answer, if any)."""

@@ -10,6 +10,11 @@ fusion step); one value sets them all.
 :func:`build_config` turns user options (CLI flags, JSON bodies, keyword
 arguments) into a config, rejecting unknown or non-applicable names and
 bad values with a one-line :class:`~gearag.errors.ConfigError`.
+:func:`check_request` is the service's allow-list: a request to ``gearag serve``
+may set only the options whose field is marked ``request=`` (question-time
+ranking options, each within its request bound); everything else — the engine,
+an endpoint, a model, a file, anything that shapes what is built or cached —
+is the operator's (``gearag serve`` flags), and unmarked is operator-only.
 :func:`option_specs` lists the options of a config class for the CLI;
 :func:`changed_options` names those a config sets away from their defaults.
 """
@@ -33,6 +38,25 @@ if TYPE_CHECKING:
 C = TypeVar("C", bound="DataclassInstance")
 
 
+@dataclass(frozen=True)
+class Request:
+    """The marker of an option a service request may set: any valid value up to ``max`` (None: no bound
+    beyond the option's own). Options without it are set by the operator only (:func:`check_request`)."""
+
+    #: The largest value a request may ask for: options that scale a request's work (beam width, steps,
+    #: depths) are bounded so that no request can take the server's time or memory.
+    max: float | None = None
+
+
+#: A question-time ranking option a request may set to any valid value (weights, switches, choices).
+QUESTION = Request()
+
+
+def upto(bound: float) -> Request:
+    """A question-time option that scales a request's work: a request may set it up to ``bound``."""
+    return Request(max=bound)
+
+
 def option(
     help: str,
     *,
@@ -40,13 +64,17 @@ def option(
     min: float | None = None,
     choices: tuple[str, ...] | str | None = None,
     positive: bool = False,
+    request: Request | None = None,
 ) -> dict[str, Any]:
     """Metadata for a config field (``field(default=..., metadata=option(...))``).
 
     ``choices`` is a tuple of allowed strings, or a registry kind (``"retriever"``,
     ``"engine"``) whose names are allowed. ``positive`` requires a value > 0.
+    ``request`` (:data:`QUESTION` or :func:`upto`) lets a request to the service set the option; without it
+    only the operator can (a file, an endpoint, an engine, what the index's graphs are built from).
     """
-    return {"gearag": {"help": help, "name": name, "min": min, "choices": choices, "positive": positive}}
+    return {"gearag": {"help": help, "name": name, "min": min, "choices": choices, "positive": positive,
+                       "request": request}}
 
 
 def setting(default: Any, help: str, **kwargs: Any) -> Any:
@@ -69,6 +97,8 @@ class OptionSpec:
     choices: tuple[str, ...] | str | None
     positive: bool
     optional: bool
+    #: Whether (and how far) a service request may set it; None: the operator only.
+    request: Request | None = None
 
     @property
     def flag(self) -> str:
@@ -125,7 +155,7 @@ def option_specs(cls: type) -> dict[str, OptionSpec]:
             continue
         typ, optional = _base_type(hint)
         out[name] = OptionSpec(name, typ, default, meta["help"], meta["min"], meta["choices"], meta["positive"],
-                               optional)
+                               optional, meta.get("request"))
     return out
 
 
@@ -201,6 +231,34 @@ def build_config(cls: type[C], options: Mapping[str, Any] | None = None, *, what
                           f"{', '.join(s.flag for s in specs.values()) or 'none'})")
     values = {name: _coerce(specs[name], value) for name, value in given.items()}
     return _instantiate(cls, values, base)
+
+
+class RequestOptionError(ConfigError):
+    """An option a request may not set, or not to that value (the service answers 400 naming the key)."""
+
+
+def check_request(cls: type, options: Mapping[str, Any], *, what: str = "", key: str = "options") -> None:
+    """Refuse, before any work, a request's ``options`` for config ``cls`` that name an option the operator
+    sets (no :class:`Request` marker), an unknown one, or a value over its request bound.
+
+    Errors name the request key (``options.llm_base_url``), not a CLI flag.
+    """
+    specs = option_specs(cls)
+    target = f" for {what}" if what else ""
+    for name, value in options.items():
+        spec = specs.get(name)
+        if spec is None:
+            known = ", ".join(n for n, s in specs.items() if s.request is not None) or "none"
+            raise RequestOptionError(f"{key}.{name}: unknown option{target} (a request may set: {known})")
+        if spec.request is None:
+            raise RequestOptionError(f"{key}.{name}: set by the server operator, not by a request")
+        try:
+            value = _coerce(spec, value)
+        except ConfigError as exc:  # the same checks as the CLI's, named as the request names the option
+            raise RequestOptionError(str(exc).replace(spec.flag, f"{key}.{name}", 1)) from None
+        bound = spec.request.max
+        if bound is not None and value is not None and value > bound:
+            raise RequestOptionError(f"{key}.{name}: {value!r} is over the service's limit of {bound:g}")
 
 
 def _instantiate(cls: type[C], values: Mapping[str, Any], base: Any = None) -> C:

@@ -145,7 +145,7 @@ def test_an_index_is_warmed_before_it_is_served(tmp_path: Path, monkeypatch: pyt
     root = _index(tmp_path)
     warmed: list[tuple[int, list[str], int]] = []  # (passages of the index warmed, methods, passages served then)
 
-    def spy(gearag: Gearag, names: list[str]) -> None:
+    def spy(gearag: Gearag, names: list[str], config_of: object = None) -> None:
         served = live.get() if live is not None else gearag
         warmed.append((len(gearag.index.passages), list(names), len(served.index.passages)))
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gearag.engine import EngineConfig
 from gearag.expand.config import ExpansionConfig
-from gearag.options import setting
+from gearag.options import QUESTION, setting, upto
 
 #: How the agent ranks its output: PPR over the passage-aware graph, or Eq. 9 as printed.
 FINAL_MODES = ("ppr", "rrf")
@@ -21,7 +21,8 @@ class AgentEngineConfig(EngineConfig):
     #: title, names meet when they resolve to the same page, "A or B" questions
     #: follow both branches, and the loop continues on a repeated rewrite while
     #: the memory still grows. Off: the model-free roles as first built.
-    chain_agent: bool = setting(True, "Offline agent: finish chains through entity resolution (--no-chain-agent: off).")
+    chain_agent: bool = setting(True, "Offline agent: finish chains through entity resolution (--no-chain-agent: off).",
+                                request=QUESTION)
     #: A JSON file replacing any of the offline engine's English word lists
     #: (:class:`gearag.agent.words.WordLists`: place nouns, relation words, type,
     #: comparison, date and person words); unset = the built-in lists.
@@ -34,9 +35,10 @@ class AgentConfig:
     """The multi-step agent: SyncGE per step, gist memory, reasoning, rewriting, passageLink."""
 
     #: Maximum iterations (paper: 4 for MuSiQue, 2 for 2Wiki and HotpotQA).
-    max_steps: int = setting(4, "Agent: maximum iterations (GEAR: 4 MuSiQue, 2 2Wiki/HotpotQA).", min=1)
+    max_steps: int = setting(4, "Agent: maximum iterations (GEAR: 4 MuSiQue, 2 2Wiki/HotpotQA).", min=1,
+                             request=upto(10))
     #: Base passages retrieved per step before reading (paper: 10, as IRCoT).
-    chunks: int = setting(10, "Agent: base passages read per step (GEAR: 10).", min=1)
+    chunks: int = setting(10, "Agent: base passages read per step (GEAR: 10).", min=1, request=upto(100))
     #: Passages each gist triple is linked to by passageLink (Eq. 8, 10; the
     #: paper leaves k open). Each gist triple's list counts as much as a whole
     #: step's list in Eq. 9, so deeper lists let weakly linked passages crowd
@@ -44,7 +46,7 @@ class AgentConfig:
     #: benchmark sets (BENCHMARKS.md). Only Eq. 9 reads these lists: with the
     #: ``ppr`` output ranking (``final``) no gist triple is linked.
     link_k: int = setting(1, "Agent: passages per gist triple in passageLink (Eq. 8; read by Eq. 9 only: --final rrf, "
-                             "or ppr without the passage graph).", min=1)
+                             "or ppr without the passage graph).", min=1, request=upto(20))
     #: The output ranking: ``rrf`` is Eq. 9 as printed (passageLink of every
     #: gist triple fused with every step's passages); ``ppr`` ranks by
     #: Personalized PageRank over the passage-aware graph seeded with the
@@ -53,7 +55,7 @@ class AgentConfig:
     #: its filtered facts (BENCHMARKS.md: +2.6 R@5 on 2Wiki). ``ppr`` needs the
     #: expansion's ``graph`` to be ``ppr`` or ``both`` (else Eq. 9 is used).
     final: str = setting("ppr", "Agent output ranking: ppr (passage graph) | rrf (Eq. 9 as printed).",
-                         choices=FINAL_MODES)
+                         choices=FINAL_MODES, request=QUESTION)
     #: Seed weight of the gist memory in the ``ppr`` output ranking, relative to
     #: the question's own entities (total 1). 1.0 is the in-step weight
     #: (``proximal_weight``) and was the first default; at 1.0 the memory —
@@ -65,7 +67,8 @@ class AgentConfig:
     #: weight in 0.3–0.6 raised mean R@2 by 2.5–2.8 and mean R@5 by 0.3–0.7;
     #: 0.5 is that plateau's middle (BENCHMARKS.md, er_dev section).
     memory_weight: float = setting(0.5, "Agent: seed weight of the gist memory in the PPR output ranking, "
-                                        "relative to the question's entities (1.0: as in each step).", min=0.0)
+                                        "relative to the question's entities (1.0: as in each step).", min=0.0,
+                                   request=QUESTION)
     #: Seed the ``ppr`` output ranking also with the facts the reasoner's answer
     #: rests on beyond the gist memory (``Reasoning.facts``: a comparison's two
     #: branches read from the options' pages), with the memory. Off: the memory alone
@@ -73,11 +76,11 @@ class AgentConfig:
     #: branches could rank a page the question's entities merely mention above a
     #: page on its own evidence path.
     seed_evidence: bool = setting(True, "Agent: seed the PPR output ranking with the answer's evidence facts too "
-                                        "(--no-seed-evidence: the gist memory alone).")
+                                        "(--no-seed-evidence: the gist memory alone).", request=QUESTION)
     #: Graph expansion inside each step (base retriever, PPR or beams, tripleLink, RRF).
     expansion: ExpansionConfig = setting(ExpansionConfig, "")
     engine: AgentEngineConfig = setting(AgentEngineConfig, "")
     #: Also produce a short answer from the top passages (Table 3's QA setup).
-    answer: bool = setting(True, "Agent: also answer from the top passages (--no-answer skips it).")
+    answer: bool = setting(True, "Agent: also answer from the top passages (--no-answer skips it).", request=QUESTION)
     #: Passages the answerer reads (the paper's QA setup uses the top 5, Table 3).
-    qa_passages: int = setting(5, "Agent: passages the answerer reads (GEAR Table 3: 5).", min=1)
+    qa_passages: int = setting(5, "Agent: passages the answerer reads (GEAR Table 3: 5).", min=1, request=upto(50))

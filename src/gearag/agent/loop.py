@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gearag import deadline as call_deadline
 from gearag.agent.config import AgentConfig
 from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
@@ -137,6 +138,7 @@ class GearAgent:
         final: list[tuple[int, float]] = []
         first_base: list[Hit] = []
         for n in range(1, self.config.max_steps + 1):
+            call_deadline.check()  # a service request past its limit stops here (gearag.deadline)
             started = time.perf_counter()
             before = _tokens(self.engine.ledger)
             rows, found = self.step_passages(query, question, memory, first_base if n == 1 else None)

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from gearag import deadline as call_deadline
 from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig, HippoRAGIRCoTConfig, IRCoTConfig
 from gearag.baselines.hipporag_method import HippoRAG, HippoRAG2
 from gearag.baselines.llm import baseline_roles
@@ -118,6 +119,7 @@ class IRCoTLoop:
         query = question
         ranked: list[Hit] = []
         for n in range(1, self.config.max_steps + 1):
+            call_deadline.check()  # a service request past its limit stops here (gearag.deadline)
             t0 = time.perf_counter()
             before = self.meter.snapshot()
             hits, retrieval = self.retrieve(query, self.config.per_step)

@@ -254,17 +254,26 @@ def _serve_specs() -> dict[str, OptionSpec]:
     return option_specs(ServerSettings)
 
 
+def _operator_specs() -> dict[str, OptionSpec]:
+    from gearag.server.requests import operator_specs
+
+    return operator_specs()
+
+
 @app.command()
-@with_config_options(_serve_specs())
+@with_config_options(_serve_specs(), methods=_operator_specs())
 def serve(
     index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     options: dict | None = None,
+    methods: dict | None = None,
 ) -> None:
     """Serve an index over HTTP: the /v1 API, an OpenAI-compatible chat endpoint and a browser page at /.
 
-    Binds 127.0.0.1 by default. Set GEARAG_API_KEY to require a key (needed for any other address).
+    Binds 127.0.0.1 by default. Set GEARAG_API_KEY to require a key (needed for any other address). The method
+    options here (engine, LLM endpoint and model, word lists, graph weights) are the operator's: they apply to
+    every request, and a request may not set them.
     """
     from gearag.server.launch import serve as run_server
     from gearag.server.settings import ServerSettings
 
-    run_server(index_dir, ServerSettings.from_env(**(options or {})))
+    run_server(index_dir, ServerSettings.from_env(methods, **(options or {})))

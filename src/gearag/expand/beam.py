@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gearag import setops
-from gearag.options import setting
+from gearag.options import QUESTION, setting, upto
 
 SCOPES = ("all", "cross-passage")
 
@@ -39,15 +39,16 @@ class BeamConfig:
     """Beam search settings; defaults are GEAR's (App. B.2)."""
 
     #: Beam width ``b``.
-    width: int = setting(10, "Beam width b (GEAR: 10).", name="beam_width", min=1)
+    width: int = setting(10, "Beam width b (GEAR: 10).", name="beam_width", min=1, request=upto(50))
     #: Maximum path length ``l`` in triples.
-    length: int = setting(2, "Maximum path length l in triples (GEAR: 2).", name="beam_length", min=1)
+    length: int = setting(2, "Maximum path length l in triples (GEAR: 2).", name="beam_length", min=1, request=upto(4))
     #: Candidate neighbours considered per beam and step.
-    neighbours: int = setting(100, "Neighbours considered per beam and step (GEAR: 100).", min=1)
+    neighbours: int = setting(100, "Neighbours considered per beam and step (GEAR: 100).", min=1, request=upto(1000))
     #: Diversity hyper-parameter ``γ``; ``None`` means ``2 × width`` (the paper's setting).
-    gamma: float | None = setting(None, "Diversity γ (default 2 × beam width).", positive=True)
+    gamma: float | None = setting(None, "Diversity γ (default 2 × beam width).", positive=True, request=QUESTION)
     #: Apply the per-beam rank weight ``exp(-min(n, γ)/γ)``; off = standard beam search.
-    diversity: bool = setting(True, "Diverse beam search; --no-diversity is standard beam search (Table 4).")
+    diversity: bool = setting(True, "Diverse beam search; --no-diversity is standard beam search (Table 4).",
+                              request=QUESTION)
     #: Which neighbours may extend a path: ``all`` (Algorithm 1 as printed:
     #: any triple sharing an entity) or ``cross-passage`` (only triples from
     #: passages not yet on the path). Most neighbours of a triple are its own
@@ -55,7 +56,7 @@ class BeamConfig:
     #: well but can never reach a new passage, so ``cross-passage`` (our
     #: default, measured in BENCHMARKS.md) spends every step on a hop.
     scope: str = setting("cross-passage", "Beam neighbours: cross-passage | all (Algorithm 1 as printed).",
-                         choices=SCOPES)
+                         choices=SCOPES, request=QUESTION)
 
     @property
     def effective_gamma(self) -> float:

@@ -57,7 +57,7 @@ from gearag.graph.resolve import Resolution, resolve_corpus, stop_words
 from gearag.graph.scaled import Scaled
 from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import tokens
-from gearag.options import setting
+from gearag.options import QUESTION, setting, upto
 from gearag.store.npy import load_npy
 from gearag.text import is_named
 
@@ -87,19 +87,19 @@ class PassageGraphConfig:
 
     #: PPR damping (probability of following an edge); HippoRAG's 0.5.
     damping: float = setting(DAMPING, "PPR damping over the passage graph (HippoRAG: 0.5).", name="ppr_damping",
-                             positive=True)
+                             positive=True, request=upto(0.95))
     #: Seed weight of the base passages (× min-max score). HippoRAG 2 uses 0.05
     #: and reports 0.01–0.1 alike on MuSiQue; we take the low end of that
     #: range, 0.01, because our entity seeds come from exact name matches
     #: (not an embedding's fact scores) and deserve the larger share.
     #: Measured on the first half of 2Wiki only (R@5 88.2 at 0.01, 82.7 at 0.05).
     passage_weight: float = setting(PASSAGE_WEIGHT, "PPR seed weight of the base passages (HippoRAG 2: 0.01-0.1).",
-                                    min=0.0)
+                                    min=0.0, request=QUESTION)
     #: Total seed weight of the proximal triples' endpoints relative to the
     #: question's entities (total 1): the reader's facts are as good a hint as
     #: the question itself.
     proximal_weight: float = setting(1.0, "PPR seed weight of the proximal triples relative to the question's "
-                                          "entities.", min=0.0)
+                                          "entities.", min=0.0, request=QUESTION)
     #: Multiplier of the about (entity ↔ page) edges; 0 = resolution off (ablation).
     #: An entity's own page is a stronger neighbour than a page that merely
     #: mentions it (weight 1). 2 was chosen on the first half of 2Wiki only
@@ -135,7 +135,7 @@ class PassageGraphConfig:
     #: seeds entity nodes only). 0.5 was chosen on the first halves of the three
     #: dev sets only; the second halves were held out (BENCHMARKS.md, "Question-page seeds").
     question_page_weight: float = setting(0.5, "Share of a question entity's PPR seed passed to the pages about it "
-                                               "(0: entity nodes only; at most 1).", min=0.0)
+                                               "(0: entity nodes only; at most 1).", min=0.0, request=QUESTION)
     #: PPR solver (:mod:`gearag.graph.ppr`): ``push`` (forward push, Andersen et al.
     #: 2006: a query costs its seeds' neighbourhood, not the graph) or ``power``
     #: (power iteration over the whole graph to ``RANK_TOL``, the solver HippoRAG's
@@ -490,4 +490,4 @@ def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) ->
             return PassageGraph(derived, config)
         return PassageGraph(graph_arrays_for(index), config)
 
-    return index.cached(f"passage_graph:{config!r}", build)
+    return index.cached("passage_graph", build, variant=repr(config))

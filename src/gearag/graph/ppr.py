@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from gearag import deadline as call_deadline
 from gearag import setops
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.scaled import Scaled
@@ -162,6 +163,7 @@ class PageRankOperator:
         p = s.copy()
         has_dangling = bool(self.dangling.any())
         for _ in range(max_iter):
+            call_deadline.check()
             nxt = self.transition @ p
             if has_dangling:
                 nxt += p[self.dangling].sum() * s
@@ -238,6 +240,7 @@ class PageRankOperator:
             ws.r[at] = s
             active = seeds_at[ws.r[at] > eps * degree(seeds_at)]
             while active.size:
+                call_deadline.check()  # a service request past its limit stops here (gearag.deadline)
                 pushed.append(active)
                 at = ws.positions(active)
                 mass = ws.r[at]

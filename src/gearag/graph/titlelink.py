@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from gearag.graph.trie import TokenTrie, tokens
 from gearag.model import Hit
-from gearag.options import setting
+from gearag.options import QUESTION, setting, upto
 from gearag.results import Result
 from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import RRF_K, rrf
@@ -36,11 +36,11 @@ class TitleLinkConfig:
     """The title-mention baseline's settings (issue 9's definition)."""
 
     #: BM25 passages retrieved.
-    depth: int = setting(10, "Titlelink: BM25 passages retrieved.", name="titlelink_depth", min=1)
+    depth: int = setting(10, "Titlelink: BM25 passages retrieved.", name="titlelink_depth", min=1, request=upto(100))
     #: Top passages whose text is scanned for titles.
     sources: int = setting(5, "Titlelink: top passages scanned for other passages' titles.", name="titlelink_sources",
-                           min=1)
-    rrf_k: int = setting(RRF_K, "RRF constant for every fusion step.", min=1)
+                           min=1, request=upto(50))
+    rrf_k: int = setting(RRF_K, "RRF constant for every fusion step.", min=1, request=QUESTION)
 
 
 class TitleMentions:

@@ -40,6 +40,7 @@ from typing import Any, Self, cast
 import httpx
 
 from gearag import __version__
+from gearag import deadline as call_deadline
 from gearag.errors import LLMError
 from gearag.llm.base import (
     Completion,
@@ -220,17 +221,21 @@ class LLMClient:
         started = time.perf_counter()
         attempt = bad_bodies = 0
         while True:
+            call_deadline.check()  # a service request past its limit makes no further call
             with self._slots:
                 outcome = self._attempt(client, body)
             if isinstance(outcome, _Reply):
                 return self._finish(outcome, body, key, role, question_id, started, attempt)
             bad_bodies += outcome.status == 200
-            time.sleep(self._retry_delay(outcome, attempt, role, question_id, started, bad_bodies))
+            call_deadline.check()  # cut at the service request's deadline: that is the request's time-out
+            time.sleep(min(self._retry_delay(outcome, attempt, role, question_id, started, bad_bodies),
+                           call_deadline.remaining()))
             attempt += 1
 
     def _attempt(self, client: httpx.Client, body: dict[str, Any]) -> _Reply | _Failure:
-        """One request under the deadline: a watchdog shuts the socket down when it passes."""
-        deadline = time.monotonic() + self.config.timeout
+        """One request under the deadline (cut to what a service request has left): a watchdog shuts the socket
+        down when it passes."""
+        deadline = time.monotonic() + min(self.config.timeout, call_deadline.remaining())
         watchdog = _Watchdog(deadline)
 
         def trace(event: str, info: Mapping[str, Any]) -> None:

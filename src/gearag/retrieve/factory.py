@@ -23,5 +23,5 @@ def make_retriever(
     config = config or RetrieverConfig()
     entry = REGISTRY.entry("retriever", method)
     coll = index.collection(collection)
-    key = f"retriever:{entry.name}:{coll.name}:{config}"
-    return index.cached(key, lambda: entry.load()(index, coll.name, config))
+    return index.cached(f"retriever:{entry.name}:{coll.name}", lambda: entry.load()(index, coll.name, config),
+                        variant=repr(config))

@@ -104,4 +104,4 @@ def base_retriever(index: Index, method: str, config: RetrieverConfig) -> Retrie
         return SourcePassages(index, make_retriever(index, method, collection, config),
                               make_retriever(index, method, PASSAGES, config), collection)
 
-    return index.cached(f"pool-passages:{method}:{collection}:{config}", build)
+    return index.cached(f"pool-passages:{method}:{collection}", build, variant=repr(config))

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from gearag.agent.config import AgentEngineConfig
 from gearag.model import Hit, Passage
-from gearag.options import setting
+from gearag.options import QUESTION, setting, upto
 from gearag.retrieve.config import RetrieverConfig
 from gearag.store.collection import PASSAGES
 from gearag.trace import QATrace
@@ -48,10 +48,11 @@ class BaseMethodConfig:
     retrieval: RetrieverConfig = setting(RetrieverConfig, "")
     #: Off for the base methods (they retrieve); on, they answer as in SiReRAG §5.
     answer: bool = setting(False, "Also answer from the top results (gear and the agents: on; bm25/dense/hybrid:"
-                                  " off, and on they follow SiReRAG §5's QA protocol).")
+                                  " off, and on they follow SiReRAG §5's QA protocol).", request=QUESTION)
     #: SiReRAG §5 reads the top 20 candidates (GEAR's agent reads 5 passages, Table 3).
     qa_passages: int = setting(SIRERAG_QA_CANDIDATES, "Results the answerer reads (gear: 5 passages, GEAR Table 3;"
-                                                      " bm25/dense/hybrid: 20 pool nodes, SiReRAG §5).", min=1)
+                                                      " bm25/dense/hybrid: 20 pool nodes, SiReRAG §5).", min=1,
+                               request=upto(50))
     engine: AgentEngineConfig = setting(AgentEngineConfig, "")
 
 

@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from gearag.api import Gearag
-from gearag.server import errors
+from gearag.server import docs, errors
 from gearag.server.auth import AuthMiddleware
 from gearag.server.limits import BodyLimitMiddleware
 from gearag.server.live import LiveGearag, warm_methods
@@ -26,8 +26,14 @@ STATIC = Path(__file__).parent / "static"
 
 DESCRIPTION = """Multi-hop retrieval over one gearag index: BM25/dense/hybrid, graph expansion and the GEAR agent.
 
-Every endpoint but `/health` and the page at `/` needs the API key when `GEARAG_API_KEY` is set
-(`Authorization: Bearer KEY` or `X-API-Key: KEY`). Errors are `{"error": {"message", "type"}}`.
+**Authorising.** When the server was started with `GEARAG_API_KEY` set, every endpoint but `/health`, the
+page at `/` and these docs needs that key: send `Authorization: Bearer KEY` or `X-API-Key: KEY`. Here,
+press **Authorize** and enter the key once; the calls made from this page then carry it.
+
+**What a request may set.** The method and its question-time options (`GET /v1/index` lists them),
+each within the server's limits. The engine, the LLM endpoint, model and key, files, and the options that
+shape the index's graphs are the operator's (`gearag serve` flags): a request naming one gets a 400.
+Errors are `{"error": {"message", "type"}}`.
 """
 
 
@@ -38,8 +44,8 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None,
     from gearag.server import openai_compat, routes
 
     settings = settings or ServerSettings()
-    live = _live(gearag, settings, announce)
     runner = Runner(settings)
+    live = _live(gearag, settings, announce, runner)
     metrics = Metrics()
     metrics.in_flight.set_function(lambda: runner.active)
     metrics.follow(live)
@@ -52,7 +58,9 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None,
         live.close()  # no more looks for an update
         runner.shutdown()  # uvicorn has drained in-flight requests; let any stray calls finish too
 
-    app = FastAPI(title="gearag", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(title="gearag", version=__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
+    docs.install(app)
     app.state.live = live
     app.state.runner = runner
     app.state.settings = settings
@@ -77,7 +85,7 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None,
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     # Middleware: the last added runs first. Metrics see everything (401/413 included).
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, timeout=settings.header_timeout)
     app.add_middleware(AuthMiddleware, api_key=settings.api_key)
     if settings.cors:
         from fastapi.middleware.cors import CORSMiddleware
@@ -90,12 +98,14 @@ def create_app(gearag: Gearag, settings: ServerSettings | None = None,
     return app
 
 
-def _live(gearag: Gearag, settings: ServerSettings, announce: Callable[[str], None] | None) -> LiveGearag:
+def _live(gearag: Gearag, settings: ServerSettings, announce: Callable[[str], None] | None,
+          runner: Runner) -> LiveGearag:
     from gearag.store.backend import backend_of
 
     index = gearag.index
     methods = settings.warm
-    warm = (lambda opened: warm_methods(opened, methods)) if methods else None
+    # Warmed with the config requests get (the operator's options): the methods a request uses are the ones loaded.
+    warm = (lambda opened: warm_methods(opened, methods, lambda name: runner.config(name, {}))) if methods else None
     if backend_of(index.location) == "lance":  # a new export commits a new version of its meta table
         from gearag.store.lance.versions import meta_version
 

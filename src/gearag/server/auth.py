@@ -1,4 +1,5 @@
-"""The API key: ``Authorization: Bearer KEY`` or ``X-API-Key: KEY`` on every endpoint but ``/health`` and the page."""
+"""The API key: ``Authorization: Bearer KEY`` or ``X-API-Key: KEY`` on every endpoint but ``/health``, the page and
+the API docs."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from fastapi import Request
 from gearag.server.errors import APIError
 
 #: Paths reachable without a key: the health check, the page and its static files (the page's
-#: API calls still need the key), and the OpenAPI page.
-PUBLIC_PATHS = ("/health", "/", "/favicon.ico")
-PUBLIC_PREFIXES = ("/static/",)
+#: API calls still need the key), and the API docs with their schema and files (they describe the API and say
+#: how to send the key; nothing of the index).
+PUBLIC_PATHS = ("/health", "/", "/favicon.ico", "/docs", "/openapi.json")
+PUBLIC_PREFIXES = ("/static/", "/docs-assets/")
 
 
 def presented_key(request: Request) -> str | None:

@@ -15,9 +15,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from gearag.deadline import StoppedError
 from gearag.errors import GearagError, LLMError
 
 log = logging.getLogger("gearag.server")
+
+#: What a client is told when the operator's LLM endpoint fails: the endpoint, its address and the
+#: connection error stay in the server log (they would let a client map the operator's network).
+UPSTREAM_FAILED = "the LLM endpoint failed; the server log says why"
 
 _TYPES = {401: "authentication_error", 503: "overloaded_error", 504: "timeout_error"}
 
@@ -48,6 +53,24 @@ def error_response(status: int, message: str, type: str | None = None,
     return JSONResponse(error_body(message, type or error_type(status)), status_code=status, headers=headers)
 
 
+def client_error(exc: BaseException, timeout: float | None = None) -> tuple[int, str, str]:
+    """(status, message, type) a client is told for ``exc`` raised by a method call: the library's one-line
+    messages for what the request caused (400), nothing of the operator's endpoint for an LLM failure (502,
+    logged here in full), 504 for a call stopped at its deadline, and a bare 500 for anything else (logged)."""
+    if isinstance(exc, APIError):
+        return exc.status, exc.message, exc.type
+    if isinstance(exc, StoppedError):
+        limit = f" ({timeout:g} s)" if timeout is not None else ""
+        return 504, f"the request took longer than the server's time limit{limit}", error_type(504)
+    if isinstance(exc, LLMError):
+        log.error("LLM endpoint failed: %s", exc)
+        return 502, UPSTREAM_FAILED, "upstream_error"
+    if isinstance(exc, GearagError):
+        return 400, str(exc), error_type(400)
+    log.error("method call failed", exc_info=exc)
+    return 500, "internal server error (see the server log)", error_type(500)
+
+
 def _validation_message(exc: RequestValidationError) -> str:
     """One line naming the first bad field: ``body.top_k: Input should be less than or equal to 100``."""
     parts = []
@@ -67,14 +90,13 @@ def install(app: FastAPI) -> None:
     async def _api(request: Request, exc: APIError) -> JSONResponse:
         return error_response(exc.status, exc.message, exc.type, exc.headers)
 
-    @app.exception_handler(LLMError)
-    async def _llm(request: Request, exc: LLMError) -> JSONResponse:
-        return error_response(502, f"the LLM endpoint failed: {exc}", "upstream_error")
-
     @app.exception_handler(GearagError)
-    async def _gearag(request: Request, exc: GearagError) -> JSONResponse:
-        # Bad options, unknown methods: the library's one-line messages are meant for users.
-        return error_response(400, str(exc))
+    @app.exception_handler(StoppedError)
+    async def _gearag(request: Request, exc: Exception) -> JSONResponse:
+        # Bad options, unknown methods: the library's one-line messages are meant for users; an LLM failure is
+        # told without the endpoint's details; a call stopped at its deadline is a 504.
+        status, message, type_ = client_error(exc, request.app.state.settings.request_timeout)
+        return error_response(status, message, type_)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

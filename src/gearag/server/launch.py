@@ -24,6 +24,7 @@ def serve(index_dir: str | Path, settings: ServerSettings) -> None:
         import uvicorn
 
         from gearag.server.app import create_app
+        from gearag.server.protocol import protocol_class
     except ImportError as exc:  # pragma: no cover - fastapi and uvicorn are core dependencies
         raise ConfigError(f"gearag serve needs fastapi and uvicorn ({exc}); reinstall gearag") from None
     from gearag.api import Gearag
@@ -41,6 +42,7 @@ def serve(index_dir: str | Path, settings: ServerSettings) -> None:
     signal.signal(signal.SIGTERM, _stopped)
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
+        http=protocol_class(settings.header_timeout),  # a client slower than that with its headers is cut off
         # After SIGTERM/Ctrl-C: stop accepting, let in-flight requests finish, but not forever.
         timeout_graceful_shutdown=int(settings.request_timeout) + 5,
     )

@@ -1,22 +1,26 @@
-"""Request limits enforced before a route runs: the body size (413) — see :mod:`.runner` for time and concurrency."""
+"""Request limits enforced before a route runs: the body's size (413) and the time it may take to arrive (408) —
+see :mod:`.protocol` for the headers' deadline and :mod:`.runner` for a call's time and concurrency."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from gearag.server.errors import error_response
 
 
 class BodyLimitMiddleware:
-    """Reject bodies over ``max_bytes`` with 413: by ``Content-Length`` at once, else while reading.
+    """Reject bodies over ``max_bytes`` with 413: by ``Content-Length`` at once, else while reading; and bodies
+    not received whole within ``timeout`` seconds with 408 (a client that trickles its body holds no slot).
 
     The body (small by construction) is read here and replayed to the app, so
     a chunked upload cannot slip past the limit.
     """
 
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    def __init__(self, app: Any, max_bytes: int, timeout: float = 10.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -36,8 +40,16 @@ class BodyLimitMiddleware:
         chunks: list[bytes] = []
         size = 0
         more = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
         while more:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                slow = error_response(408, f"request body not received within {self.timeout:g} s",
+                                      headers={"Connection": "close"})
+                await slow(scope, receive, send)
+                return
             if message["type"] == "http.disconnect":
                 return
             chunk = message.get("body", b"")

@@ -57,14 +57,14 @@ RETRY_MAX_SECONDS = 300.0
 WARM_QUESTION = "Who directed the film that won the award in the city where its author was born?"
 
 
-def warm_methods(gearag: Gearag, names: Sequence[str]) -> None:
-    """Run each method of ``names`` once, with its defaults, so that what it loads on its first call (the entity
-    names, the prepared graph, the BM25 postings, the embedder) is loaded before a request asks; a method that
-    fails is logged and skipped (the warm-up only saves time)."""
+def warm_methods(gearag: Gearag, names: Sequence[str], config_of: Callable[[str], Any] | None = None) -> None:
+    """Run each method of ``names`` once, with its config (``config_of(name)``; default: its defaults), so that
+    what it loads on its first call (the entity names, the prepared graph, the BM25 postings, the embedder) is
+    loaded before a request asks; a method that fails is logged and skipped (the warm-up only saves time)."""
     for name in names:
         started = time.perf_counter()
         try:
-            gearag.method(name)(WARM_QUESTION, 10)
+            gearag.method(name, config_of(name) if config_of is not None else None)(WARM_QUESTION, 10)
         except Exception:  # never stops the reload thread or the start: a request would report it
             log.warning("warming method %s failed; its first request loads what it reads", name, exc_info=True)
         else:

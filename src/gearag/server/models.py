@@ -65,7 +65,9 @@ class StreamEvent(BaseModel):
 class MethodInfo(BaseModel):
     name: str
     help: str
-    options: dict[str, dict[str, Any]] = Field(description="Option name → {type, default, help}.")
+    options: dict[str, dict[str, Any]] = Field(description="The options a request may set: name → {type, default, "
+                                                           "help, max (the largest value a request may ask; null: "
+                                                           "no bound)}.")
 
 
 class ServedInfo(BaseModel):
@@ -83,7 +85,7 @@ class ServedInfo(BaseModel):
 class IndexInfo(BaseModel):
     """The index's manifest summary."""
 
-    path: str
+    path: str = Field(description="The index's name (the last part of its location).")
     counts: dict[str, int]
     extractor: str | None
     embedder: str | None

@@ -20,13 +20,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
-from gearag.errors import GearagError
 from gearag.registry import REGISTRY
 from gearag.results import Result
-from gearag.server.errors import APIError, error_body, error_type
+from gearag.server.errors import APIError, client_error, error_body
 from gearag.server.models import ChatRequest
 from gearag.server.routes import ERRORS, app_state, check_question, check_top_k
-from gearag.server.runner import StoppedError
 
 router = APIRouter()
 
@@ -115,10 +113,9 @@ async def chat_completions(request: Request, body: ChatRequest) -> Any:
             for start in range(0, len(content), CHUNK):
                 yield _chunk(cid, body.model, created, {"content": content[start:start + CHUNK]})
             yield _chunk(cid, body.model, created, {}, "stop")
-        except APIError as exc:
-            yield f"data: {json.dumps(error_body(exc.message, exc.type))}\n\n".encode()
-        except (GearagError, StoppedError) as exc:
-            yield f"data: {json.dumps(error_body(str(exc), error_type(400)))}\n\n".encode()
+        except Exception as exc:  # the stream has started: the error is its last event, with no upstream details
+            _, message, type_ = client_error(exc, settings.request_timeout)
+            yield f"data: {json.dumps(error_body(message, type_))}\n\n".encode()
         yield b"data: [DONE]\n\n"
 
     return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})

@@ -8,16 +8,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from gearag.api import Gearag
-from gearag.errors import GearagError
 from gearag.options import option_specs
 from gearag.registry import REGISTRY
 from gearag.results import Result
 from gearag.server import graph as graphs
-from gearag.server.errors import APIError, error_body, error_type
+from gearag.server.errors import APIError, client_error, error_body
 from gearag.server.models import (
     AskRequest,
     EntitySearch,
@@ -31,7 +30,7 @@ from gearag.server.models import (
     RetrieveResponse,
     StreamEvent,
 )
-from gearag.server.runner import Runner, StoppedError
+from gearag.server.runner import Runner
 from gearag.server.settings import ServerSettings
 from gearag.trace import AgentTrace, ExpansionTrace, QATrace
 from gearag.version import __version__
@@ -51,6 +50,11 @@ def app_state(request: Request) -> tuple[Gearag, Runner, ServerSettings]:
     """The index to answer from (:mod:`gearag.server.live`), the runner and the settings of the request's app."""
     state = request.app.state
     return state.live.get(), state.runner, state.settings
+
+
+def index_name(location: str) -> str:
+    """The index's name as clients see it: the last part of its location, not the operator's file path."""
+    return location.rstrip("/").rsplit("/", 1)[-1] or location
 
 
 def check_question(question: str, settings: ServerSettings) -> str:
@@ -106,6 +110,12 @@ def health() -> dict[str, Any]:
     return {"status": "ok", "version": __version__}
 
 
+@router.head("/health", include_in_schema=False)
+def health_head() -> Response:
+    """``HEAD /health`` for probes that send HEAD (load balancers, ``curl -I``): 200, no body."""
+    return Response(status_code=200)
+
+
 @router.get("/v1/index", response_model=IndexInfo, responses=ERRORS, tags=["index"])
 def index_info(request: Request) -> dict[str, Any]:
     """The index's manifest summary (counts, extractor, embedder, build date), the methods with their options, and
@@ -118,10 +128,11 @@ def index_info(request: Request) -> dict[str, Any]:
         entry = REGISTRY.entry("method", name)
         cls = entry.config_class()
         specs = option_specs(cls) if cls is not None else {}
-        methods.append(MethodInfo(name=name, help=entry.help, options={
-            k: {"type": s.type.__name__, "default": s.default, "help": s.help} for k, s in specs.items()}))
+        methods.append(MethodInfo(name=name, help=entry.help, options={  # what a request may set, and how far
+            k: {"type": s.type.__name__, "default": s.default, "help": s.help, "max": s.request.max}
+            for k, s in specs.items() if s.request is not None}))
     return {
-        "path": gearag.index.location, "counts": manifest.get("counts", {}),
+        "path": index_name(gearag.index.location), "counts": manifest.get("counts", {}),
         "extractor": config.get("extract", {}).get("extractor"), "embedder": config.get("embed", {}).get("embedder"),
         "created": manifest.get("created"), "format_version": manifest.get("format_version"),
         "gearag_version": manifest.get("gearag_version"), "methods": methods,
@@ -171,17 +182,9 @@ async def ask_stream(request: Request, body: AskRequest) -> StreamingResponse:
                     out = await run_in_threadpool(respond, gearag, value, question, body.method,
                                                   time.perf_counter() - started)
                     yield _line({"event": "result", "result": out})
-        except APIError as exc:
-            yield _line({"event": "error", **error_body(exc.message, exc.type)})
-        except (GearagError, StoppedError) as exc:
-            yield _line({"event": "error", **error_body(str(exc), error_type(400 if isinstance(exc, GearagError)
-                                                                             else 504))})
-        except Exception:
-            import logging
-
-            logging.getLogger("gearag.server").exception("stream failed")
-            yield _line({"event": "error", **error_body("internal server error (see the server log)",
-                                                        "server_error")})
+        except Exception as exc:  # the stream has started: an error is its last event, with no upstream details
+            _, message, type_ = client_error(exc, settings.request_timeout)
+            yield _line({"event": "error", **error_body(message, type_)})
 
     return StreamingResponse(lines(), media_type="application/x-ndjson",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

@@ -4,10 +4,12 @@ The index and the methods are shared by every request (see :mod:`gearag.api`);
 each call runs in one of ``settings.workers`` threads. At most
 ``settings.max_concurrency`` calls are admitted (running or queued); the next
 one gets 503 at once instead of waiting. A call past ``request_timeout`` gets
-504; a Python thread cannot be killed, so the call keeps its slot until it
-returns, and an agent is told to stop at its next step (its ``on_step`` hook
-raises :class:`StoppedError`), which bounds the work a timed-out or abandoned
-request can still do.
+504 and its slot is freed as soon as the work notices: the work runs under a
+:class:`~gearag.deadline.Deadline` that every agent step, PPR iteration and LLM
+attempt checks (an LLM request's own deadline is cut to the time left), so a
+timed-out or abandoned call stops within one step of its limit. What one call
+may ask for is bounded by the request options' limits
+(:mod:`gearag.server.requests`).
 """
 
 from __future__ import annotations
@@ -21,24 +23,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from gearag.api import Gearag
-from gearag.methods import method_config
+from gearag.deadline import Deadline, StoppedError, check, running_under
 from gearag.results import Result
-from gearag.server.errors import APIError
+from gearag.server.errors import APIError, client_error
+from gearag.server.requests import request_config
 from gearag.server.settings import ServerSettings
 from gearag.trace import StepTrace
 
-
-class StoppedError(Exception):
-    """Raised inside a method call whose request timed out or whose client went away."""
+__all__ = ["Call", "Runner", "StoppedError"]
 
 
 @dataclass
 class Call:
-    """One admitted method call: its future, its stop flag and the steps it reported so far."""
+    """One admitted method call: its future, its deadline (with the stop flag) and the steps it reported so far."""
 
     future: asyncio.Future[Result]
-    stop: threading.Event
+    deadline: Deadline
     steps: asyncio.Queue[dict[str, Any]]
+
+    @property
+    def stop(self) -> threading.Event:
+        return self.deadline.stop
 
 
 def _accepts_on_step(method: object) -> bool:
@@ -59,8 +64,10 @@ class Runner:
         self.active = 0
 
     def config(self, method: str, options: dict[str, Any]) -> Any:
-        """The method's typed config; unknown methods and bad options raise ConfigError (→ 400) before any work."""
-        return method_config(method, options)
+        """The method's typed config for a request: the request's options (question-time ones only, within their
+        bounds) over the operator's; unknown methods, options a request may not set and bad values raise
+        ConfigError (→ 400 naming the key) before any work."""
+        return request_config(method, options, self.settings.method_options)
 
     def submit(self, gearag: Gearag, method: str, config: Any, question: str, top_k: int, *,
                stream: bool = False) -> Call:
@@ -72,21 +79,22 @@ class Runner:
         with self._lock:
             self.active += 1
         loop = asyncio.get_running_loop()
-        stop = threading.Event()
+        # The deadline starts at admission, as the 504 does: queued time counts.
+        deadline = Deadline.after(self.settings.request_timeout)
         steps: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
         def on_step(step: StepTrace) -> None:
-            if stop.is_set():
-                raise StoppedError("request timed out or was abandoned")
             if stream:
                 loop.call_soon_threadsafe(steps.put_nowait, step.to_dict())
 
         def work() -> Result:
             try:
-                m = gearag.method(method, config)
-                if _accepts_on_step(m):
-                    return m(question, top_k, on_step=on_step)  # type: ignore[call-arg]
-                return m(question, top_k)
+                with running_under(deadline):
+                    check()  # a call that waited in the queue past its limit does not start
+                    m = gearag.method(method, config)
+                    if _accepts_on_step(m):
+                        return m(question, top_k, on_step=on_step)  # type: ignore[call-arg]
+                    return m(question, top_k)
             finally:
                 with self._lock:
                     self.active -= 1
@@ -95,17 +103,18 @@ class Runner:
         future = loop.run_in_executor(self.executor, work)
         # A call that outlives its request still finishes; retrieve its outcome so nothing is logged as lost.
         future.add_done_callback(lambda f: f.cancelled() or f.exception())
-        return Call(future, stop, steps)
+        return Call(future, deadline, steps)
 
     def _timeout(self, call: Call) -> APIError:
         call.stop.set()
-        return APIError(504, f"the request took longer than {self.settings.request_timeout:g} s")
+        status, message, type_ = client_error(StoppedError(), self.settings.request_timeout)
+        return APIError(status, message, type_)
 
     async def result(self, call: Call) -> Result:
         """Wait for ``call`` within the time limit."""
         try:
             return await asyncio.wait_for(asyncio.shield(call.future), self.settings.request_timeout)
-        except TimeoutError:
+        except (TimeoutError, StoppedError):  # the wait, or the work itself at its deadline
             raise self._timeout(call) from None
         except asyncio.CancelledError:
             call.stop.set()
@@ -132,7 +141,11 @@ class Runner:
                 if call.future in done:
                     while not call.steps.empty():  # steps are queued before the result is set
                         yield "step", call.steps.get_nowait()
-                    yield "result", call.future.result()
+                    try:
+                        outcome = call.future.result()
+                    except StoppedError:
+                        raise self._timeout(call) from None
+                    yield "result", outcome
                     return
                 raise self._timeout(call)
         finally:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gearag.errors import ConfigError
 from gearag.options import setting
@@ -55,8 +57,15 @@ class ServerSettings:
                                                     "pays their first-call loads ('': none).")
     #: How a Lance index is opened (its options are ``--lance-*``; an index directory takes none).
     lance: LanceSearchConfig = field(default_factory=LanceSearchConfig)
-    #: Required on every endpoint but /health and the page itself when set; read from $GEARAG_API_KEY.
+    #: Required on every endpoint but /health, the page and the API docs when set; read from $GEARAG_API_KEY.
     api_key: str | None = None
+    #: The operator's method options (``gearag serve --engine openai --llm-model M --word-lists F ...``): every
+    #: option a request may not set (:func:`gearag.options.check_request`), applied to every method that takes
+    #: it. Requests set question-time options only.
+    method_options: Mapping[str, Any] = field(default_factory=dict)
+    #: Seconds a client may take to send a request's headers, and then its body; slower ones are disconnected.
+    header_timeout: float = setting(10.0, "Serve: seconds a client may take to send its request headers, and "
+                                          "then its body, before it is disconnected.", positive=True)
 
     def __post_init__(self) -> None:
         if self.api_key is not None and not self.api_key.strip():
@@ -71,14 +80,18 @@ class ServerSettings:
                 raise ConfigError(f"--warm-methods: unknown method {name!r} (choose from {', '.join(known)})")
 
     @classmethod
-    def from_env(cls, **options: object) -> ServerSettings:
-        """Settings from CLI options plus the API key from :data:`API_KEY_ENV`."""
+    def from_env(cls, method_options: Mapping[str, Any] | None = None, **options: object) -> ServerSettings:
+        """Settings from CLI options plus the API key from :data:`API_KEY_ENV`; ``method_options`` are the
+        operator's method options (checked here, before the index is opened)."""
         from dataclasses import replace
 
         from gearag.options import build_config
+        from gearag.server.requests import check_operator_options
 
         settings = build_config(cls, options, what="gearag serve")
-        return replace(settings, api_key=os.environ.get(API_KEY_ENV) or None)
+        given = dict(method_options or {})
+        check_operator_options(given)
+        return replace(settings, api_key=os.environ.get(API_KEY_ENV) or None, method_options=given)
 
     @property
     def warm(self) -> list[str]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -339,6 +340,10 @@ class TripleTable:
         return [f"{s} {p} {o}" for s, p, o in zip(self.subjects, self.predicates, self.objects, strict=True)]
 
 
+#: Variants of one cached object (per query-time config) an index keeps (:meth:`Index.cached`).
+VARIANTS = 16
+
+
 @dataclass
 class Index:
     """A loaded index: passages ``C``, triples ``T``, the triple graph and every named collection.
@@ -418,12 +423,26 @@ class Index:
                 f"{self.path}: no collection {name!r} in this index (it has {', '.join(self.collections)})"
             ) from None
 
-    def cached(self, key: str, build: Callable[[], Any]) -> Any:
-        """``build()`` once per index and key; thread-safe (re-entrant, so builders may nest)."""
+    def cached(self, key: str, build: Callable[[], Any], *, variant: str | None = None) -> Any:
+        """``build()`` once per index and key; thread-safe (re-entrant, so builders may nest).
+
+        ``variant`` (a config's repr) keeps the last :data:`VARIANTS` variants of ``key`` only, least recently
+        used first out: objects built per query-time config (a method, a retriever, a passage graph over the
+        stored arrays) must not grow without bound when a service's clients send many option sets.
+        """
         with self._lock:
-            if key not in self._cache:
-                self._cache[key] = build()
-            return self._cache[key]
+            if variant is None:
+                if key not in self._cache:
+                    self._cache[key] = build()
+                return self._cache[key]
+            family: OrderedDict[str, Any] = self._cache.setdefault(key, OrderedDict())
+            if variant in family:
+                family.move_to_end(variant)
+                return family[variant]
+            value = family[variant] = build()
+            while len(family) > VARIANTS:
+                family.popitem(last=False)
+            return value
 
     def passage_rows(self) -> dict[str, int]:
         """Each passage id's row: read once per index, on first use (every passage: 3.7 s at a million)."""
