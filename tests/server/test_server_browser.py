@@ -119,3 +119,14 @@ def test_page_escapes_data_from_the_index(browser: Any, served: Served) -> None:
     assert browser.title == "gearag"
     assert browser.find_elements(By.CSS_SELECTOR, "#steps img") == []
     assert hostile in browser.find_element(By.ID, "steps").text
+
+
+def test_docs_render_offline_and_offer_to_authorise(browser: Any, served: Served) -> None:
+    """/docs draws Swagger UI from gearag's own files (the machine has no internet) with an Authorize button."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(served.base_url + "/docs")
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock"), 30)
+    assert browser.find_elements(By.CSS_SELECTOR, "button.authorize")
+    paths = {e.text for e in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+    assert {"/v1/retrieve", "/v1/ask"} <= paths
