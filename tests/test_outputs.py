@@ -11,7 +11,7 @@ import pytest
 
 from conftest import assert_clean_error, write_jsonl
 from gearag.errors import OutputError
-from gearag.outputs import atomic_write, check_output_dir, check_output_file, replace_file
+from gearag.outputs import RECORD, OutputFolder, atomic_write, check_output_dir, check_output_file, replace_file
 from gearag.store.index import Index
 
 
@@ -158,3 +158,114 @@ def test_demo_reruns_in_its_own_directory(cli, tmp_path: Path) -> None:
     assert again.code == 0, again.stderr
     assert "bm25" in again.stdout and "R@5" in again.stdout
     assert_clean_error(cli("demo", "--dir", tmp_path / "demo" / "corpus.jsonl"), "is a file")
+
+
+# --------------------------------------------------------------------------- a folder of gearag-written files
+
+NAMES = ("results.md", "results.json")
+
+
+def test_a_folder_refuses_a_file_of_its_names_that_gearag_did_not_write(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.md").write_text("my own notes\n", encoding="utf-8")
+    (out / "notes.txt").write_text("other names are never touched\n", encoding="utf-8")
+    with pytest.raises(OutputError, match=r"holds results\.md, which gearag did not write.*move it away"):
+        OutputFolder.claim(out, NAMES)
+    assert (out / "results.md").read_text(encoding="utf-8") == "my own notes\n"
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "results.md"]  # nothing created
+
+
+def test_a_folder_gearag_wrote_can_be_written_again_until_a_file_is_changed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    folder = OutputFolder.claim(out, NAMES)
+    assert not out.exists()  # claiming creates nothing
+    folder.write_text("results.md", "first\n")
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    again = OutputFolder.claim(out, NAMES)  # a rerun into its own folder
+    again.write_text("results.md", "second\n")
+    again.write_text("results.json", "{}")
+    OutputFolder.claim(out, NAMES)
+    assert (out / "results.md").read_text(encoding="utf-8") == "second\n"
+    assert sorted(p.name for p in out.iterdir()) == [RECORD, "notes.txt", "results.json", "results.md"]
+    (out / "results.json").write_text('{"edited": "by the user"}', encoding="utf-8")
+    with pytest.raises(OutputError, match=r"results\.json, which gearag did not write there \(or which was changed"):
+        OutputFolder.claim(out, NAMES)
+    with pytest.raises(OutputError, match="not replaced"):  # checked again at the write itself
+        again.write_text("results.json", "{}")
+    assert json.loads((out / "results.json").read_text(encoding="utf-8")) == {"edited": "by the user"}
+
+
+def test_a_folder_refuses_symlinks_fifos_and_folders_under_its_names(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.md"
+    mine.write_text("mine\n", encoding="utf-8")
+    out = tmp_path / "out"
+    OutputFolder.claim(out, NAMES).write_text("results.md", "gearag's\n")
+    (out / "results.md").unlink()
+    (out / "results.md").symlink_to(mine)
+    with pytest.raises(OutputError, match=r"results\.md is a symbolic link"):
+        OutputFolder.claim(out, NAMES)
+    (out / "results.md").unlink()
+    os.mkfifo(out / "results.md")
+    with pytest.raises(OutputError, match=r"results\.md is a FIFO"):
+        OutputFolder.claim(out, NAMES)
+    (out / "results.md").unlink()
+    (out / "results.md").mkdir()
+    with pytest.raises(OutputError, match=r"results\.md is a directory"):
+        OutputFolder.claim(out, NAMES)
+    assert mine.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_a_folder_through_a_symlink_is_the_folder_it_names(tmp_path: Path) -> None:
+    users = tmp_path / "users-folder"
+    users.mkdir()
+    (users / "results.json").write_text("[1, 2]", encoding="utf-8")
+    link = tmp_path / "out"
+    link.symlink_to(users)
+    with pytest.raises(OutputError, match=r"results\.json, which gearag did not write"):
+        OutputFolder.claim(link, NAMES)
+    assert (users / "results.json").read_text(encoding="utf-8") == "[1, 2]"
+
+
+@pytest.mark.parametrize("where", ["file", "fifo", "/dev/stdout", "/dev/null"])
+def test_a_folder_is_not_a_file_or_a_device(tmp_path: Path, where: str) -> None:
+    path = {"file": tmp_path / "a-file", "fifo": tmp_path / "pipe"}.get(where, Path(where))
+    if where == "file":
+        path.write_text("data\n", encoding="utf-8")
+    elif where == "fifo":
+        os.mkfifo(path)
+    with pytest.raises(OutputError, match=r"is a file, not a directory|is a FIFO|special file"):
+        OutputFolder.claim(path, NAMES)
+    if where == "file":
+        assert path.read_text(encoding="utf-8") == "data\n"
+
+
+def test_a_folder_refuses_to_write_over_an_input(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    OutputFolder.claim(out, NAMES).write_text("results.json", "[]")
+    # Even gearag's own earlier output, once it is an input of this command, is not replaced.
+    with pytest.raises(OutputError, match="input file of this command"):
+        OutputFolder.claim(out, NAMES, inputs=[tmp_path / "q.json", out / "results.json"])
+
+
+def test_an_interrupted_write_leaves_a_folder_the_next_run_accepts(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    OutputFolder.claim(out, NAMES).write_text("results.md", "old\n")
+    real = OutputFolder._write_record
+    calls: list[int] = []
+
+    def dies_after_the_rename(self: OutputFolder, record: dict) -> None:
+        calls.append(1)
+        if len(calls) == 2:  # the record's second write comes after the rename
+            raise KeyboardInterrupt
+        real(self, record)
+
+    monkeypatch.setattr(OutputFolder, "_write_record", dies_after_the_rename)
+    with pytest.raises(KeyboardInterrupt):
+        OutputFolder.claim(out, NAMES).write_text("results.md", "new\n")
+    monkeypatch.undo()
+    assert (out / "results.md").read_text(encoding="utf-8") == "new\n"
+    OutputFolder.claim(out, NAMES).write_text("results.md", "newer\n")  # the rerun is not refused
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+

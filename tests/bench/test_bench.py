@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_clean_error, run_gearag, write_wiki_slice
+from conftest import assert_clean_error, run_gearag, write_jsonl, write_wiki_slice
+from gearag.bench import report
 from gearag.bench.datasets import pick_datasets, shared_datasets
 from gearag.bench.grid import grid, select
-from gearag.errors import ConfigError
+from gearag.errors import ConfigError, OutputError
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -51,6 +52,8 @@ def test_bench_end_to_end_writes_the_table_the_numbers_and_both_figures(
                        "--methods", "bm25", "--no-ablations", timeout=300)
     assert again.code == 0, again.stderr
     assert json.loads((out / "results.json").read_text())["runs"][0]["index"]["reused"] is True
+    assert set(json.loads((out / ".gearag-written.json").read_text())["files"]) == {
+        "results.md", "results.json", "recall_by_iteration.png", "tokens_by_iteration.png"}
 
 
 def test_bench_rejects_unknown_names(tmp_path: Path) -> None:
@@ -71,3 +74,73 @@ def test_grid_follows_table_two_and_the_datasets_step_budgets() -> None:
     stepped = {r.label: r.options.get("max_steps") for r in rows if r.method in ("gear", "ircot", "hipporag-ircot")}
     assert set(stepped.values()) == {4}
     assert {r.options.get("max_steps") for r in grid(sets["2wiki"], "wordllama") if r.method == "ircot"} == {2}
+
+
+@pytest.fixture
+def small_set(tmp_path: Path) -> tuple[Path, Path]:
+    corpus = write_jsonl(tmp_path / "small_corpus.jsonl", [{"title": "A", "text": "Alpha beta."},
+                                                          {"title": "B", "text": "Beta gamma."}])
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "question": "Alpha?", "gold": ["A"]}])
+    return corpus, questions
+
+
+def _bench(cli, small_set: tuple[Path, Path], *argv: object):
+    corpus, questions = small_set
+    return cli("bench", "--corpus", corpus, "--questions", questions, "--methods", "bm25", "--no-ablations", *argv)
+
+
+def test_bench_out_refuses_a_folder_holding_results_gearag_did_not_write(cli, small_set: tuple[Path, Path],
+                                                                         tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "results.md").write_text("my results\n", encoding="utf-8")
+    assert_clean_error(_bench(cli, small_set, "--out", out), "results.md", "did not write", "another --out")
+    assert (out / "results.md").read_text(encoding="utf-8") == "my results\n"
+    assert sorted(p.name for p in out.iterdir()) == ["results.md"]  # refused before any index was built
+    link = tmp_path / "link"
+    link.symlink_to(out)
+    assert_clean_error(_bench(cli, small_set, "--out", link), "results.md", "did not write")
+    (out / "results.md").unlink()
+    (tmp_path / "figure.png").write_bytes(PNG)
+    (out / "tokens_by_iteration.png").symlink_to(tmp_path / "figure.png")
+    assert_clean_error(_bench(cli, small_set, "--out", out), "tokens_by_iteration.png is a symbolic link")
+    (out / "tokens_by_iteration.png").unlink()
+    (out / "results.json").symlink_to(small_set[0])  # writing there would replace the corpus
+    assert_clean_error(_bench(cli, small_set, "--out", out), "results.json", "input file")
+    assert (tmp_path / "figure.png").read_bytes() == PNG and small_set[0].read_text().startswith("{")
+
+
+@pytest.mark.parametrize("where", ["corpus", "file", "/dev/stdout"])
+def test_bench_out_that_is_not_a_folder_is_refused_before_work(cli, small_set: tuple[Path, Path], tmp_path: Path,
+                                                               where: str) -> None:
+    target = {"corpus": small_set[0], "file": tmp_path / "a-file"}.get(where, Path(where))
+    if where == "file":
+        target.write_text("x\n", encoding="utf-8")
+    before = target.read_bytes() if target.is_file() else None
+    assert_clean_error(_bench(cli, small_set, "--out", target), "--out", "is a file" if before else "special file")
+    if before is not None:
+        assert target.read_bytes() == before
+
+
+def test_bench_index_dir_is_checked_before_work(cli, small_set: tuple[Path, Path], tmp_path: Path) -> None:
+    assert_clean_error(_bench(cli, small_set, "--out", tmp_path / "o", "--index-dir", small_set[1]),
+                       "--index-dir", "is a file")
+    indices = tmp_path / "indices"
+    (indices / "small-spacy-wordllama").mkdir(parents=True)  # the folder this run's index would be
+    (indices / "small-spacy-wordllama" / "thesis.tex").write_text("mine\n", encoding="utf-8")
+    assert_clean_error(_bench(cli, small_set, "--out", tmp_path / "o", "--index-dir", indices),
+                       "--index-dir", "small-spacy-wordllama", "move it away")
+    assert (indices / "small-spacy-wordllama" / "thesis.tex").read_text(encoding="utf-8") == "mine\n"
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_report_is_written_into_a_folder_it_may_write_again(tmp_path: Path) -> None:
+    results = {"command": "gearag bench", "machine": "m", "date": "d", "limit": None, "runs": []}
+    out = tmp_path / "out"
+    written = report.write(results, report.claim(out))
+    assert sorted(p.name for p in written) == sorted(report.FILES)
+    assert (out / report.RECALL_FIGURE).read_bytes()[:8] == PNG
+    report.write(results, report.claim(out))  # a rerun into its own folder
+    (out / report.RESULTS_MD).write_text("edited\n", encoding="utf-8")
+    with pytest.raises(OutputError, match=r"results\.md"):
+        report.claim(out)

@@ -187,3 +187,19 @@ def test_bad_inputs_are_one_line_errors(source: tuple[Path, Path], tmp_path: Pat
         synthesise(corpus, qfile, foreign, 10)
     r = cli("synth", corpus, qfile, "--passages", 0, "--out", tmp_path / "o3")
     assert r.code == 2 and "Traceback" not in r.stderr
+
+
+def test_synth_never_replaces_a_corpus_it_did_not_write(source: tuple[Path, Path], tmp_path: Path, cli) -> None:
+    corpus, qfile = source
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "corpus.jsonl").write_text('{"title": "My", "text": "own corpus"}\n', encoding="utf-8")
+    assert_clean_error(cli("synth", corpus, qfile, "--passages", 100, "--out", mine), "corpus.jsonl",
+                       "did not write")
+    # The source corpus itself, under the name synth writes.
+    assert_clean_error(cli("synth", mine / "corpus.jsonl", qfile, "--passages", 100, "--out", mine),
+                       "input file")
+    assert (mine / "corpus.jsonl").read_text(encoding="utf-8") == '{"title": "My", "text": "own corpus"}\n'
+    out = tmp_path / "made"
+    assert cli("synth", corpus, qfile, "--passages", 100, "--out", out).code == 0
+    assert cli("synth", corpus, qfile, "--passages", 120, "--out", out, "--overwrite").code == 0  # its own files

@@ -9,18 +9,34 @@
   methods (GEAR Figure 2);
 * ``tokens_by_iteration.png`` — mean tokens per iteration (GEAR Figure 4);
   with offline engines it says so: no model, no tokens.
+
+All four go through an :class:`~gearag.outputs.OutputFolder`: ``--out`` may
+be a folder of the user's own, and a file of one of these names there that
+gearag did not write is refused before the run starts, never replaced.
 """
 
 from __future__ import annotations
 
+import io
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from gearag.bench.evaluate import KS
+from gearag.outputs import OutputFolder
 
+RESULTS_JSON = "results.json"
+RESULTS_MD = "results.md"
 RECALL_FIGURE = "recall_by_iteration.png"
 TOKENS_FIGURE = "tokens_by_iteration.png"
+#: Every file the bench writes into ``--out`` (its indices go to their own folders).
+FILES = (RESULTS_JSON, RESULTS_MD, RECALL_FIGURE, TOKENS_FIGURE)
+
+
+def claim(out_dir: Path, inputs: Iterable[Path | None] = ()) -> OutputFolder:
+    """``out_dir`` as the bench's output folder, checked before any work (see :class:`OutputFolder`)."""
+    return OutputFolder.claim(out_dir, FILES, what="--out", inputs=inputs)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -106,8 +122,14 @@ def _stepped(results: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def plot(results: dict[str, Any], out_dir: Path) -> list[Path]:
-    """Both figures; returns their paths."""
+def _png(fig: Any) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    return buffer.getvalue()
+
+
+def plot(results: dict[str, Any]) -> dict[str, bytes]:
+    """Both figures as PNG bytes, by file name (written by :func:`write`, never straight to a path)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,7 +137,7 @@ def plot(results: dict[str, Any], out_dir: Path) -> list[Path]:
     from matplotlib.ticker import MaxNLocator
 
     stepped = _stepped(results)
-    paths = []
+    figures = {}
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, r in stepped:
         curve = r["by_iteration"]["curve"]
@@ -130,8 +152,7 @@ def plot(results: dict[str, Any], out_dir: Path) -> list[Path]:
     if stepped:
         ax.legend(fontsize=7)
     fig.tight_layout()
-    paths.append(out_dir / RECALL_FIGURE)
-    fig.savefig(paths[-1], dpi=120)
+    figures[RECALL_FIGURE] = _png(fig)
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -152,15 +173,13 @@ def plot(results: dict[str, Any], out_dir: Path) -> list[Path]:
     ax.set_title("Tokens per iteration (GEAR Fig. 4)")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    paths.append(out_dir / TOKENS_FIGURE)
-    fig.savefig(paths[-1], dpi=120)
+    figures[TOKENS_FIGURE] = _png(fig)
     plt.close(fig)
-    return paths
+    return figures
 
 
-def write(results: dict[str, Any], out_dir: Path) -> list[Path]:
-    """``results.json``, ``results.md`` and both figures into ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    (out_dir / "results.md").write_text(render(results), encoding="utf-8")
-    return [out_dir / "results.json", out_dir / "results.md", *plot(results, out_dir)]
+def write(results: dict[str, Any], folder: OutputFolder) -> list[Path]:
+    """``results.json``, ``results.md`` and both figures into ``folder``, each atomically."""
+    written = [folder.write_text(RESULTS_JSON, json.dumps(results, indent=2)),
+               folder.write_text(RESULTS_MD, render(results))]
+    return written + [folder.write_bytes(name, data) for name, data in plot(results).items()]

@@ -12,8 +12,8 @@ from typing import Any
 
 from gearag.api import Gearag
 from gearag.bench import report
-from gearag.bench.build import build, extractor_spec
-from gearag.bench.datasets import pick_datasets
+from gearag.bench.build import build, check_index_dirs, extractor_spec, index_tag
+from gearag.bench.datasets import Dataset, pick_datasets
 from gearag.bench.evaluate import evaluate_row
 from gearag.bench.grid import Row, grid, select
 from gearag.bench.memory import peak_mb, reset_peak
@@ -59,10 +59,37 @@ def _with_engine(rows: list[Row], config: BenchConfig) -> list[Row]:
     return out
 
 
+#: One index of the run and the rows measured on it.
+Plan = list[tuple[Dataset, str, str, list[Row]]]
+
+
+def _plan(datasets: list[Dataset], config: BenchConfig, log: Callable[[str], None]) -> Plan:
+    plan: Plan = []
+    for ds in datasets:
+        for extractor in config.extractors.split(","):
+            if extractor_spec(ds, extractor) is None:
+                log(f"{ds.name}: no OpenIE triples shipped; skipping extractor {extractor}")
+                continue
+            for embedder in config.embedders.split(","):
+                rows = _with_engine(select(grid(ds, embedder, ablations=config.ablations), config.methods), config)
+                if rows:
+                    plan.append((ds, extractor, embedder, rows))
+    return plan
+
+
 def run_bench(config: BenchConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Build or reuse the indices, run the rows, write the report into ``config.out``; returns the results."""
+    """Build or reuse the indices, run the rows, write the report into ``config.out``; returns the results.
+
+    Every output — the report's files in ``config.out`` and each index folder — is checked before the first
+    build: a file gearag did not write is refused then, not after an hour of work.
+    """
     datasets = pick_datasets(config.datasets, config.corpus, config.questions, config.max_steps)
+    inputs = [p for ds in datasets for p in (ds.corpus, ds.questions, ds.openie)]
+    folder = report.claim(config.out, inputs=inputs)
     index_dir = config.index_dir or config.out / "indices"
+    plan = _plan(datasets, config, log)
+    check_index_dirs(index_dir, [index_tag(ds, ex, em) for ds, ex, em, _ in plan], force=config.force,
+                     what="--index-dir" if config.index_dir else "--out")
     results: dict[str, Any] = {
         "command": config.command,
         "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}",
@@ -70,33 +97,28 @@ def run_bench(config: BenchConfig, log: Callable[[str], None] = print) -> dict[s
         "limit": config.limit,
         "runs": [],
     }
-    for ds in datasets:
+    for ds, extractor, embedder, rows in plan:
         questions = load_questions(ds.questions)[: config.limit]
-        for extractor in config.extractors.split(","):
-            if extractor_spec(ds, extractor) is None:
-                log(f"{ds.name}: no OpenIE triples shipped; skipping extractor {extractor}")
-                continue
-            for embedder in config.embedders.split(","):
-                rows = _with_engine(select(grid(ds, embedder, ablations=config.ablations), config.methods), config)
-                if not rows:
-                    continue
-                log(f"{ds.name} · {extractor} · {embedder}: {len(questions)} questions, {len(rows)} rows")
-                built = build(ds, extractor, embedder, index_dir, force=config.force)
-                log(f"  index {built['tag']}: " + ("reused" if built.get("reused") else
-                    f"built in {built.get('seconds', 0):.1f} s, peak {built.get('peak_rss_mb', 0):.0f} MB"))
-                reset_peak()
-                app = Gearag.open(built["path"])
-                measured = []
-                for row in rows:
-                    r = evaluate_row(app, row, questions)
-                    rec = r["recall"]
-                    log(f"  {row.label:<44} " + " ".join(f"R@{k} {v:5.1f}" for k, v in rec.items())
-                        + f"  {r['median_ms']:9.2f} ms/q")
-                    measured.append(r)
-                results["runs"].append({"dataset": ds.name, "extractor": extractor, "embedder": embedder,
-                                        "max_steps": ds.max_steps, "index": built, "rows": measured,
-                                        "query_peak_rss_mb": peak_mb()})
-                report.write(results, config.out)  # after every index, so a long run leaves partial results
-    written = report.write(results, config.out)
+        log(f"{ds.name} · {extractor} · {embedder}: {len(questions)} questions, {len(rows)} rows")
+        built = build(ds, extractor, embedder, index_dir, force=config.force)
+        log(f"  index {built['tag']}: " + ("reused" if built.get("reused") else
+            f"built in {built.get('seconds', 0):.1f} s, peak {built.get('peak_rss_mb', 0):.0f} MB"))
+        reset_peak()
+        app = Gearag.open(built["path"])
+        measured = []
+        for row in rows:
+            r = evaluate_row(app, row, questions)
+            log(f"  {row.label:<44} " + " ".join(f"R@{k} {_pct(v)}" for k, v in r["recall"].items())
+                + f"  {r['median_ms']:9.2f} ms/q")
+            measured.append(r)
+        results["runs"].append({"dataset": ds.name, "extractor": extractor, "embedder": embedder,
+                                "max_steps": ds.max_steps, "index": built, "rows": measured,
+                                "query_peak_rss_mb": peak_mb()})
+        report.write(results, folder)  # after every index, so a long run leaves partial results
+    written = report.write(results, folder)
     log("wrote " + ", ".join(str(p) for p in written))
     return results
+
+
+def _pct(value: float | None) -> str:
+    return "  n/a" if value is None else f"{value:5.1f}"

@@ -54,7 +54,7 @@ from gearag.data.corpus import load_corpus
 from gearag.data.questions import GoldMatcher, load_questions
 from gearag.errors import DataError, OutputError
 from gearag.model import Passage, Question
-from gearag.outputs import atomic_write, check_output_dir, write_text_atomic
+from gearag.outputs import RECORD, OutputFolder
 
 FORMAT = "gearag-synth"
 FORMAT_VERSION = 1
@@ -200,17 +200,20 @@ def read_source_triples(source: Path, passages: Sequence[Passage]) -> list[list[
             for facts in OpenIEExtractor(source).extract(passages)]
 
 
-def _check_out_dir(out: Path, overwrite: bool) -> None:
-    check_output_dir(out)
+def _check_out_dir(out: Path, overwrite: bool, inputs: Sequence[str | Path | None]) -> OutputFolder:
+    """The output folder, before any work: holding only what synth writes, each file of those written by gearag
+    there (:class:`~gearag.outputs.OutputFolder`: not the user's own ``corpus.jsonl``), none of them an input."""
+    folder = OutputFolder.claim(out, OUTPUTS, inputs=inputs)
     if not out.exists():
-        return
+        return folder
     present = [p.name for p in out.iterdir()]
-    ours = [n for n in present if n in OUTPUTS or any(n.startswith(f".{o}.") for o in OUTPUTS)]
+    ours = [n for n in present if n in (*OUTPUTS, RECORD) or any(n.startswith(f".{o}.") for o in OUTPUTS)]
     if len(ours) < len(present):
         foreign = sorted(set(present) - set(ours))[0]
         raise OutputError(f"--out {out}: holds {foreign!r}, which gearag synth did not write; choose a new directory")
     if MANIFEST in present and not overwrite:
         raise OutputError(f"--out {out}: a synthetic corpus exists there (pass --overwrite to replace it)")
+    return folder
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,7 @@ def synthesise(
         raise DataError(f"--passages must be at least 1, got {passages}")
     if first_copy < 0:
         raise DataError(f"--first-copy must be at least 0, got {first_copy}")
-    _check_out_dir(out, overwrite)
+    folder = _check_out_dir(out, overwrite, (corpus, questions, triples))
     src = load_corpus(corpus, max_passage_chars=None)
     if triples is not None and not Path(triples).exists():
         raise DataError(f"--triples {triples}: no such index directory or OpenIE file")
@@ -293,8 +296,8 @@ def synthesise(
     out.mkdir(parents=True, exist_ok=True)
     for stale in (MANIFEST, TRIPLES):  # a crash below must not leave the old manifest vouching for new files
         (out / stale).unlink(missing_ok=True)
-    with atomic_write(out / CORPUS) as fc, atomic_write(out / QUESTIONS) as fq, \
-            (atomic_write(out / TRIPLES) if src_triples is not None else contextlib.nullcontext()) as ft:
+    with folder.open(CORPUS) as fc, folder.open(QUESTIONS) as fq, \
+            (folder.open(TRIPLES) if src_triples is not None else contextlib.nullcontext()) as ft:
         fq.write("[")
         if ft is not None:
             ft.write('{"docs": [')
@@ -342,5 +345,5 @@ def synthesise(
         "files": {"corpus": CORPUS, "questions": QUESTIONS,
                   **({"triples": TRIPLES} if src_triples is not None else {})},
     }
-    write_text_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    folder.write_text(MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return SynthResult(out, manifest)
