@@ -79,6 +79,18 @@ CASES = {
         (["synth", "{corpus}", "{bad_questions}", "--passages", "5", "--out", "{dir}/new-index"],
          "bad-q.jsonl: line 2"),
     ],
+    "bench": [
+        (["bench", "--corpus", "{corpus}", "--questions", "{questions}", "--out", "{unwritable}"], "a-file"),
+        (["bench", "--corpus", "{missing}", "--questions", "{questions}", "--out", "{dir}/new-index"],
+         "missing.jsonl"),
+        (["bench", "--corpus", "{corpus}", "--questions", "{bad_questions}", "--out", "{dir}/new-index",
+          "--methods", "bm25"], "bad-q.jsonl: line 2"),
+    ],
+    "export": [
+        (["export", "{index}", "{unwritable}"], "a-file"),
+        (["export", "{missing}", "{dir}/new-index"], "missing.jsonl"),
+        (["export", "{broken_index}", "{dir}/new-index"], "'files' is malformed"),
+    ],
     "demo": [
         (["demo", "--dir", "{unwritable}"], "a-file"),
         (None, None),  # the demo reads no input

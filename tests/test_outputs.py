@@ -269,3 +269,14 @@ def test_an_interrupted_write_leaves_a_folder_the_next_run_accepts(tmp_path: Pat
     OutputFolder.claim(out, NAMES).write_text("results.md", "newer\n")  # the rerun is not refused
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
+
+def test_export_location_is_checked_before_the_index_is_opened(cli, tiny_index: Index, tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("data\n", encoding="utf-8")
+    os.mkfifo(tmp_path / "pipe")
+    missing = tmp_path / "no-index"  # were the index opened first, its error would come first
+    assert_clean_error(cli("export", missing, "/dev/stdout"), "export location", "special file")
+    assert_clean_error(cli("export", missing, a_file), "export location", "is a file")
+    assert_clean_error(cli("export", missing, tmp_path / "pipe"), "export location", "is a FIFO")
+    assert_clean_error(cli("export", tiny_index.path, tiny_index.path / "lance"), "inside the index")
+    assert a_file.read_text(encoding="utf-8") == "data\n" and not (tiny_index.path / "lance").exists()

@@ -179,6 +179,25 @@ def info(
     _print_json(summary)
 
 
+def check_export_location(index_dir: Path, uri: str) -> None:
+    """A local export location is checked like every output, before the index is opened: not a file, a device,
+    a FIFO or under /dev (an export writes a directory of tables), not unwritable, not the index or inside it.
+    What is already in the directory is the export's own check (only gearag's Lance tables are replaced)."""
+    from gearag.errors import OutputError
+    from gearag.outputs import OutputFolder
+    from gearag.store.lance.storage import parse_location
+
+    location = parse_location(uri)
+    if location.remote:
+        return
+    path = Path(location.uri)
+    OutputFolder.claim(path, (), what="export location")
+    source = index_dir.resolve()
+    if path.resolve() == source or source in path.resolve().parents:
+        raise OutputError(f"export location {uri}: is inside the index being exported ({index_dir}); "
+                          "choose a location outside it")
+
+
 @app.command()
 @with_config_options(_export_specs())
 def export(
@@ -193,6 +212,7 @@ def export(
     from gearag.store.lance.export import ExportConfig, export_index
 
     config = build_config(ExportConfig, options, what="gearag export")
+    check_export_location(index_dir, uri)
     started = time.perf_counter()
     summary = export_index(index_dir, uri, config,  # each step with the seconds since the start
                            progress=lambda msg: err.print(f"{time.perf_counter() - started:8.1f} s  {msg}"))
