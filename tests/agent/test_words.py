@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import REPO, assert_clean_error
 from gearag.agent.offline import asked_noun
 from gearag.agent.words import DEFAULT_WORDS, WordLists, word_lists_for
 from gearag.errors import ConfigError
@@ -86,3 +90,33 @@ def test_the_readers_question_analysis_uses_the_custom_lists(tiny_index, tmp_pat
     monkeypatch.setattr(reader_module, "analyse", lambda q, words: seen.append(words) or real(q, words))
     engine.reader.read("Where was the band formed?", [0, 1], [])
     assert seen and all(w.latest_words == ("most recent",) for w in seen)  # type: ignore[attr-defined]
+
+
+def test_a_word_lists_file_that_is_not_utf8_json_is_one_line_naming_it(tmp_path: Path, cli, tiny_index) -> None:
+    binary = tmp_path / "words.bin"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe" * 10)
+    with pytest.raises(ConfigError, match=r"words\.bin: word lists are not UTF-8 text \(byte 0 "):
+        WordLists.from_file(binary)
+    assert_clean_error(cli("ask", tiny_index.path, "Who played for Davidson?", "--method", "gear",
+                           "--word-lists", binary), "words.bin", "not UTF-8")
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "device", "too large"])
+def test_word_lists_must_be_a_small_regular_file_checked_before_reading(tmp_path: Path, kind: str) -> None:
+    """A FIFO would block the read (an open without O_NONBLOCK too), /dev/zero never ends: refused unread.
+
+    Run in a child process: a regression hangs there, and the timeout fails the test instead of the run."""
+    path = {"directory": tmp_path, "fifo": tmp_path / "words.fifo", "device": Path("/dev/zero"),
+            "too large": tmp_path / "big.json"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    if kind == "too large":
+        path.write_text(json.dumps({"name_nouns": ["county"] * 500_000}))  # ~5 MB
+    script = ("import sys\nfrom gearag.agent.words import WordLists\nfrom gearag.errors import ConfigError\n"
+              "try:\n    WordLists.from_file(sys.argv[1])\nexcept ConfigError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 0, done.stderr
+    expected = {"directory": "this is a directory", "fifo": "not a regular file", "device": "not a regular file",
+                "too large": "over 4 MB"}[kind]
+    assert done.stdout.startswith(f"{path}: word lists") and expected in done.stdout, done.stdout

@@ -22,6 +22,8 @@ Keys are the field names below; a key left out keeps its default. Lists of
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
@@ -128,15 +130,45 @@ class WordLists:
 
     @classmethod
     def from_file(cls, path: str | Path) -> WordLists:
-        """Defaults with the lists of the JSON file ``path`` replaced."""
+        """Defaults with the lists of the JSON file ``path`` replaced (a regular file of at most
+        :data:`MAX_WORD_LISTS_BYTES`, UTF-8 JSON; anything else is a one-line ConfigError naming it)."""
         p = Path(path)
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
+            data = json.loads(_read_small_file(p).decode("utf-8"))
         except OSError as exc:
             raise ConfigError(f"{p}: cannot read word lists ({exc.strerror or exc})") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{p}: word lists are not UTF-8 text (byte {exc.start:,} is not UTF-8)") from None
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{p}: not JSON (line {exc.lineno}: {exc.msg})") from None
         return cls.from_dict(data, str(p))
+
+
+#: The largest word-lists file read: the built-in lists are about 3 KB as JSON.
+MAX_WORD_LISTS_BYTES = 4 << 20
+
+
+def _read_small_file(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most :data:`MAX_WORD_LISTS_BYTES`.
+
+    Checked on the open file, before reading: a FIFO would block the read (and, opened without
+    ``O_NONBLOCK``, the open) until a writer came, ``/dev/zero`` never ends, and a directory cannot be read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, FIFO or socket)"
+            raise ConfigError(f"{path}: word lists must be a JSON file; this is {kind}")
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        data = fh.read(MAX_WORD_LISTS_BYTES + 1)
+    if len(data) > MAX_WORD_LISTS_BYTES:
+        raise ConfigError(f"{path}: word lists file is over {MAX_WORD_LISTS_BYTES >> 20} MB; refusing to read it")
+    return data
 
 
 #: The built-in lists.
