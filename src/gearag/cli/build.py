@@ -285,7 +285,7 @@ def add(
     from gearag.data import load_corpus
     from gearag.display import safe
     from gearag.indexing.delta_generation import DeltaConfig
-    from gearag.indexing.incremental import add_documents, check_index_dir, check_options, next_auto_id
+    from gearag.indexing.incremental import add_documents, check_index_dir, check_options, held_ids, next_auto_id
     from gearag.options import build_config
 
     policy = build_config(DeltaConfig, delta, what="gearag add")
@@ -296,9 +296,10 @@ def add(
     def warn(message: str) -> None:
         err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)
 
-    # Documents without an id continue the index's p<n> numbering instead of starting again at p0.
+    # Documents without an id continue the index's p<n> numbering instead of starting again at p0, with ids
+    # no passage of the index has.
     passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn,
-                           id_start=next_auto_id(index_dir))
+                           id_start=next_auto_id(index_dir), taken=lambda ids: held_ids(index_dir, ids))
     err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     started = time.perf_counter()
     with _steps(manifest, "shard", "generation") as on_step:
@@ -313,7 +314,8 @@ def delete(
     ids_file: Annotated[Path, typer.Argument(help="Passage ids to delete, one per line.")],
 ) -> None:
     """Delete passages (and their triples) by id; unknown ids are an error and nothing is deleted."""
-    from gearag.indexing.incremental import check_index_dir, delete_documents, read_ids
+    from gearag.data.ids import read_ids
+    from gearag.indexing.incremental import check_index_dir, delete_documents
 
     manifest = check_index_dir(index_dir)
     ids = read_ids(ids_file)

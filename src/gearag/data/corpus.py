@@ -8,8 +8,10 @@ Accepted shapes (auto-detected):
 * a ``{title: [sentences]}`` or ``{title: text}`` dict (HotpotQA's corpus).
 
 Passages without an ``id`` get ``p<row>`` (``p<id_start + row>``: ``gearag add`` continues an
-index's numbering, :func:`gearag.indexing.incremental.next_auto_id`). Duplicate ids, records with no
-text, non-string sentences and an empty corpus are errors that name the
+index's numbering, :func:`gearag.indexing.incremental.next_auto_id`), or where another id is that, a
+free ``p<n>`` (:func:`gearag.data.ids.number_missing`). Every id must be one ``gearag delete`` and
+the HTTP API can name (:func:`gearag.data.ids.check_id`). Duplicate ids, ids that break that rule,
+records with no text, non-string sentences and an empty corpus are errors that name the
 record.
 
 A passage longer than ``max_passage_chars`` (default
@@ -24,10 +26,11 @@ embedding; gold references by title still match every chunk.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from gearag.data.ids import check_id, number_missing
 from gearag.data.jsonio import read_json_or_jsonl
 from gearag.errors import DataError
 from gearag.model import Passage
@@ -65,17 +68,27 @@ def split_long_passages(
     passages: list[Passage], limit: int, on_warning: Callable[[str], None] | None = None, where: str = ""
 ) -> list[Passage]:
     """Split every passage longer than ``limit`` characters into chunks ``<id>#1``, ``<id>#2``, ..."""
+    return _split(passages, limit, on_warning, where)[0]
+
+
+def _split(passages: list[Passage], limit: int, on_warning: Callable[[str], None] | None,
+           where: str) -> tuple[list[Passage], list[int]]:
+    """:func:`split_long_passages`, with the row of ``passages`` each passage comes from."""
     out: list[Passage] = []
+    rows: list[int] = []
     for row, p in enumerate(passages):
         if len(p.text) <= limit:
             out.append(p)
+            rows.append(row)
             continue
         chunks = split_text(p.text, limit)
         message = (f"{where}record {row} (id {p.id!r}, {len(p.text):,} characters) is longer than "
                    f"{limit:,} characters; split into {len(chunks)} passages {p.id}#1..#{len(chunks)}")
         (on_warning or log.warning)(message)
-        out.extend(Passage(f"{p.id}#{n}", p.title, chunk) for n, chunk in enumerate(chunks, 1))
-    return out
+        out.extend(Passage(check_id(f"{p.id}#{n}", f"{where}record {row}"), p.title, chunk)
+                   for n, chunk in enumerate(chunks, 1))
+        rows.extend([row] * len(chunks))
+    return out, rows
 
 
 def join_sentences(sentences: list[str]) -> str:
@@ -88,7 +101,8 @@ def join_sentences(sentences: list[str]) -> str:
     return out.strip()
 
 
-def _record_to_passage(rec: Any, row: int, path: Path, id_start: int = 0) -> Passage:
+def _record_fields(rec: Any, row: int, path: Path) -> tuple[str | None, str, str]:
+    """A record's own id (None if it has none), title and text."""
     where = f"{path}: record {row}"
     if not isinstance(rec, dict):
         raise DataError(f"{where}: expected an object with 'title' and 'text', got {type(rec).__name__}")
@@ -107,21 +121,22 @@ def _record_to_passage(rec: Any, row: int, path: Path, id_start: int = 0) -> Pas
     if not text.strip() and not title.strip():
         raise DataError(f"{where}: passage has neither title nor text")
     pid = rec.get("id", rec.get("_id", rec.get("idx")))
-    pid = f"p{id_start + row}" if pid is None else str(pid)
-    return Passage(id=pid, title=title.strip(), text=text.strip())
+    return (None if pid is None else check_id(str(pid), where)), title.strip(), text.strip()
 
 
 def passages_from_records(
     records: Any, path: Path, *, max_passage_chars: int | None = MAX_PASSAGE_CHARS,
     on_warning: Callable[[str], None] | None = None, id_start: int = 0,
+    taken: Callable[[list[str]], Collection[str]] | None = None,
 ) -> list[Passage]:
     """Turn parsed JSON (list of records, or title→sentences dict) into passages (``id_start``: the number of the
-    first ``p<n>`` id given to a record without one)."""
+    first ``p<n>`` id given to a record without one; ``taken``: which of a list of ids are in use elsewhere, so
+    not given to one: :func:`gearag.data.ids.number_missing`)."""
     if isinstance(records, dict):
         if "docs" in records or "data" in records or "corpus" in records:
             inner = records.get("docs") or records.get("data") or records.get("corpus")
             return passages_from_records(inner, path, max_passage_chars=max_passage_chars, on_warning=on_warning,
-                                         id_start=id_start)
+                                         id_start=id_start, taken=taken)
         records = [
             {"title": title,
              "text": body if not isinstance(body, list) else _sentences(body, f"{path}: record {row} ({title!r})")}
@@ -129,13 +144,16 @@ def passages_from_records(
         ]
     if not isinstance(records, list):
         raise DataError(f"{path}: expected a list of passages or a {{title: text}} dict")
-    passages = [_record_to_passage(rec, row, path, id_start) for row, rec in enumerate(records)]
-    if not passages:
+    fields = [_record_fields(rec, row, path) for row, rec in enumerate(records)]
+    if not fields:
         raise DataError(f"{path}: corpus is empty")
+    ids = number_missing([pid for pid, _, _ in fields], id_start, taken)
+    passages = [Passage(pid, title, text) for pid, (_, title, text) in zip(ids, fields, strict=True)]
+    rows = list(range(len(passages)))
     if max_passage_chars is not None:
-        passages = split_long_passages(passages, max_passage_chars, on_warning, where=f"{path}: ")
+        passages, rows = _split(passages, max_passage_chars, on_warning, where=f"{path}: ")
     seen: dict[str, int] = {}
-    for row, p in enumerate(passages):
+    for row, p in zip(rows, passages, strict=True):
         if p.id in seen:
             raise DataError(f"{path}: record {row}: duplicate id {p.id!r} (first at record {seen[p.id]})")
         seen[p.id] = row
@@ -145,9 +163,10 @@ def passages_from_records(
 def load_corpus(
     path: str | Path, *, max_passage_chars: int | None = MAX_PASSAGE_CHARS,
     on_warning: Callable[[str], None] | None = None, id_start: int = 0,
+    taken: Callable[[list[str]], Collection[str]] | None = None,
 ) -> list[Passage]:
-    """Load a corpus file into passages, in file order (overlong passages split; ids without one numbered from
-    ``id_start``: see the module docstring)."""
+    """Load a corpus file into passages, in file order (overlong passages split; records without an id numbered
+    from ``id_start`` with ids neither another record nor ``taken`` uses: see the module docstring)."""
     path = Path(path)
     return passages_from_records(read_json_or_jsonl(path), path, max_passage_chars=max_passage_chars,
-                                 on_warning=on_warning, id_start=id_start)
+                                 on_warning=on_warning, id_start=id_start, taken=taken)

@@ -36,6 +36,7 @@ import numpy as np
 
 from gearag import setops
 from gearag.config import IndexConfig
+from gearag.data.ids import numbered_after, read_ids
 from gearag.data.jsonio import load_json
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
@@ -326,10 +327,11 @@ def _open(root: Path, what: str, on_step: Step | None) -> _State:
 
 
 def _commit(state: _State, refs: list[ShardRef], shards: list[Index], gen: tuple[str, str], counts: dict[str, int],
-            seconds: dict[str, float], op: str, union: Union | None = None, added: int = 0) -> Index:
-    """Write the root manifest listing ``refs`` and generation ``gen`` (``added``: passages an add stored, past
-    which later adds number the documents that have no id)."""
-    auto_id = _auto_id_start(state.manifest, lambda: sum(len(s.passages) for s in state.shards)) + added
+            seconds: dict[str, float], op: str, union: Union | None = None, added: Sequence[Passage] = ()) -> Index:
+    """Write the root manifest listing ``refs`` and generation ``gen`` (``added``: the passages an add stored,
+    past which, and past every ``p<n>`` among them, later adds number the documents that have no id)."""
+    start = _auto_id_start(state.manifest, lambda: sum(len(s.passages) for s in state.shards))
+    auto_id = max(start + len(added), numbered_after(p.id for p in added))
     manifest = _root_manifest(state.config, refs, shards, gen, counts, seconds, op, auto_id)
     if state.manifest.get(RETAINED):  # a converted index's plain files, still leased by a reader
         manifest[RETAINED] = state.manifest[RETAINED]
@@ -415,7 +417,7 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         seconds["generation"] = round(time.perf_counter() - started, 3)
         if on_step:
             on_step("generation", seconds["generation"])
-        return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add", union=u, added=len(passages))
+        return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add", union=u, added=passages)
 
 
 def _located(root: Path, manifest: dict[str, Any], state: _State | None, ids: Sequence[str]) -> list[dict[str, int]]:
@@ -425,6 +427,14 @@ def _located(root: Path, manifest: dict[str, Any], state: _State | None, ids: Se
         return [find_rows(root, manifest.get("files") or {}, ids)]
     return [find_rows(root / ref.rel, shard.manifest.get("files") or {}, ids, state.tombstones.get(ref.name),
                       shard.passages) for ref, shard in zip(state.refs, state.shards, strict=True)]
+
+
+def held_ids(root: str | Path, ids: list[str]) -> set[str]:
+    """Those of ``ids`` that passages of the index at ``root`` have (the ids ``gearag add`` must not give)."""
+    root = Path(root)
+    manifest = read_manifest(root)
+    state = _load_state(root, manifest) if is_sharded(manifest) else None
+    return {pid for rows in _located(root, manifest, state, ids) for pid in rows}
 
 
 def _check_new_ids(root: Path, manifest: dict[str, Any], state: _State | None, passages: Sequence[Passage]) -> None:
@@ -449,21 +459,6 @@ def _finished_shard(shard_dir: Path, passages: Sequence[Passage]) -> Index | Non
     except IndexFormatError:
         return None
     return shard if shard.passages == list(passages) else None
-
-
-def read_ids(path: str | Path) -> list[str]:
-    """Passage ids to delete: one per line (blank lines ignored)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read ({exc})") from None
-    ids = [line.strip() for line in text.splitlines() if line.strip()]
-    if not ids:
-        raise DataError(f"{path}: no passage ids (expected one per line)")
-    return ids
 
 
 def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | None = None) -> Index:
@@ -565,4 +560,4 @@ def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path],
               "collections": collections})
 
 
-__all__ = ["add_documents", "check_index_dir", "compact", "delete_documents", "next_auto_id", "read_ids"]
+__all__ = ["add_documents", "check_index_dir", "compact", "delete_documents", "held_ids", "next_auto_id", "read_ids"]
