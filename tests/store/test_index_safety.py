@@ -204,6 +204,65 @@ def test_writer_holds_the_lock_until_closed(tmp_path: Path) -> None:
     assert not work_dir_for(out).exists()
 
 
+def test_the_lock_belongs_to_the_index_not_to_the_name_it_is_reached_by(tmp_path: Path, cli,
+                                                                        index_copy: Path) -> None:
+    """Issue 38: a symlink to the index, or to a folder on its path, and the real path take one lock.
+
+    Locked by the name it was given, ``add LINK`` and ``add TARGET`` both ran, and the second commit dropped
+    the first one's shard."""
+    from gearag.indexing.incremental import add_documents
+    from gearag.model import Passage
+    from gearag.store.writer import check_unlocked
+
+    (tmp_path / "link").symlink_to(index_copy)
+    (tmp_path / "folder-link").symlink_to(tmp_path)
+    names = [index_copy, tmp_path / "link", tmp_path / "folder-link" / index_copy.name]
+    corpus = write_jsonl(tmp_path / "more.jsonl", [{"id": "new-1", "title": "Paris", "text": "Paris is in France."}])
+    before = read_manifest(index_copy)
+    for held in names:
+        lock = IndexLock(held)
+        lock.acquire()
+        try:
+            for other in names:
+                assert lock_path(other) == lock.path == tmp_path / ".copy.lock"
+                with pytest.raises(BusyError, match=f"pid {os.getpid()}"):
+                    check_unlocked(other)
+                with pytest.raises(BusyError, match=f"pid {os.getpid()}"):
+                    IndexLock(other).acquire()  # the lock itself, not only the early probe
+                with pytest.raises(BusyError):
+                    IndexWriter(other, overwrite=True)
+                with pytest.raises(BusyError):
+                    add_documents(other, [Passage("new-1", "Paris", "Paris is in France.")])
+                assert_clean_error(cli("add", other, corpus), "another gearag build is writing this index")
+        finally:
+            lock.release()
+    assert read_manifest(index_copy) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_overwrite_of_a_busy_index_says_it_is_busy_not_that_it_holds_foreign_files(tmp_path: Path, cli,
+                                                                                   index_copy: Path) -> None:
+    """While an add runs, its work files are inside the index: ``index --overwrite`` must report the running
+    add, not ask the user to move its live files away."""
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"title": "A", "text": "Alpha."}])
+    work = index_copy / "shards" / ".s-0123456789abcdef.work"
+    lock = IndexLock(index_copy)
+    lock.acquire()
+    try:
+        work.mkdir(parents=True)
+        (work / "extract-stub.jsonl").write_text("", encoding="utf-8")
+        line = assert_clean_error(cli("index", corpus, "--out", index_copy, "--overwrite", "--extractor", "stub"),
+                                  "another gearag build is writing this index", f"pid {os.getpid()}")
+        assert "did not write" not in line
+        with pytest.raises(BusyError, match=f"pid {os.getpid()}"):  # the writer too: its lock before the check
+            IndexWriter(index_copy, overwrite=True)
+    finally:
+        lock.release()
+    assert (work / "extract-stub.jsonl").exists()
+    assert_clean_error(cli("index", corpus, "--out", index_copy, "--overwrite", "--extractor", "stub"),
+                       "holds files the index did not write", "shards/")  # unlocked, the files are foreign
+
+
 # --------------------------------------------------------------------------- item 4: verification
 
 

@@ -76,11 +76,14 @@ def index(
         raise ConfigError("--engine, --sirerag-ablations, --sirerag-cross-tree, --sirerag-pool-aggregates and"
                           " --sirerag-aggregate-text apply only with --sirerag (or --raptor)")
     check_output_dir(out_dir)
+    # Another build of it: fail before the corpus is read, and before looking inside (its work files are not
+    # files the user put there).
+    check_unlocked(out_dir)
     if overwrite:
         check_replaceable(out_dir)
     elif out_dir.exists():
         raise IndexFormatError(f"{out_dir}: already exists (pass --overwrite to replace it)")
-    check_unlocked(out_dir)  # another build of it: fail before the corpus is read
+
     def warn(message: str) -> None:
         err.print(f"[yellow]warning:[/] {safe(message)}", soft_wrap=True)
 
@@ -247,7 +250,8 @@ def _steps(manifest: dict, *planned: str) -> Iterator[Callable[[str, float], Non
         yield done
 
 
-def _print_update(what: str, built: object, started: float) -> None:
+def _print_update(what: str, shown: Path, built: object, started: float) -> None:
+    """The summary of an update of the index the user named ``shown`` (through a symlink: the link's name)."""
     from gearag.display import safe
 
     counts = built.manifest["counts"]  # type: ignore[attr-defined]
@@ -256,7 +260,7 @@ def _print_update(what: str, built: object, started: float) -> None:
     kind = "" if gen is None else (
         f"; its generation is a delta over the last full one ({gen['shards_since_base']} shard(s) since it)"
         if gen["kind"] == "delta" else "; its generation is a full one")
-    err.print(f"{what}: {safe(built.path)} now has {counts['passages']:,} passages, "  # type: ignore[attr-defined]
+    err.print(f"{what}: {safe(shown)} now has {counts['passages']:,} passages, "
               f"{counts['triples']:,} triples, {counts['entities']:,} entities in {shards} shard(s){kind} "
               f"({time.perf_counter() - started:.1f} s)")
 
@@ -305,7 +309,7 @@ def add(
     with _steps(manifest, "shard", "generation") as on_step:
         built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url,
                               llm_model=llm_model, on_step=on_step, delta=policy)
-    _print_update("added", built, started)
+    _print_update("added", index_dir, built, started)
 
 
 @app.command()
@@ -322,7 +326,7 @@ def delete(
     started = time.perf_counter()
     with _steps(manifest, "generation") as on_step:
         built = delete_documents(index_dir, ids, on_step=on_step)
-    _print_update(f"deleted {len(set(ids)):,} passage(s)", built, started)
+    _print_update(f"deleted {len(set(ids)):,} passage(s)", index_dir, built, started)
 
 
 @app.command()
@@ -335,7 +339,7 @@ def compact(index_dir: Annotated[Path, typer.Argument(help="Index directory.")])
     started = time.perf_counter()
     with _steps(manifest, "compact") as on_step:
         built = compact_index(index_dir, on_step=on_step)
-    _print_update("compacted", built, started)
+    _print_update("compacted", index_dir, built, started)
 
 
 @app.command()

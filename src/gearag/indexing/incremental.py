@@ -1,7 +1,9 @@
 """Growing an index: ``add`` documents, ``delete`` them by id, ``compact`` the shards (issue 14).
 
-Every operation holds the index lock (:class:`~gearag.store.writer.IndexLock`,
-the one ``gearag index`` takes) and ends with one atomic step: the root
+Every operation resolves the index's path (symlinks: the target is updated,
+the link kept; :func:`~gearag.store.writer.index_location`), holds the index
+lock (:class:`~gearag.store.writer.IndexLock`, the one ``gearag index``
+takes) and ends with one atomic step: the root
 manifest is written to a temporary file and renamed over ``manifest.json``.
 What it writes before that — a new shard, a new generation — lives in
 directories the current manifest does not list, so a crash leaves the
@@ -89,6 +91,7 @@ from gearag.store.writer import (
     _fsync_dir,
     check_unlocked,
     foreign_entries,
+    index_location,
     swap_directory,
 )
 from gearag.version import __version__
@@ -122,9 +125,8 @@ def check_index_dir(root: Path) -> dict[str, Any]:
     if backend_of(root) == "lance":
         raise ConfigError(f"{root}: a Lance export is read-only; update the index directory it was exported from "
                           "(gearag add/delete/compact), then gearag export it again")
-    manifest = read_manifest(Path(root))
-    check_unlocked(Path(root))
-    return manifest
+    check_unlocked(Path(root))  # first: a running update's work files are not what the manifest check is about
+    return read_manifest(index_location(root))
 
 
 def _refuse_unextendable(root: Path, manifest: dict[str, Any], what: str) -> None:
@@ -178,7 +180,7 @@ def next_auto_id(root: str | Path) -> int:
     kept, the rows its shards hold), so adding a second id-less file does not clash
     with the first. An id a user gave that happens to match is still an error.
     """
-    root = Path(root)
+    root = index_location(root)
     manifest = read_manifest(root)
     if not is_sharded(manifest):
         return _auto_id_start(manifest, lambda: int((manifest.get("counts") or {}).get("passages") or 0))
@@ -344,12 +346,14 @@ def _commit(state: _State, refs: list[ShardRef], shards: list[Index], gen: tuple
 
 
 class _Locked:
-    """The index lock of ``root`` for one operation, with leftovers of killed conversions removed."""
+    """The index lock of ``root`` (symlinks resolved) for one operation, with leftovers of killed conversions
+    removed."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        read_manifest(root)  # a non-index directory fails here, before the lock
-        self.lock = IndexLock(root)
+        self.root = index_location(root)
+        check_unlocked(self.root)  # busy before anything else: mid-update, the directory may be mid-swap
+        read_manifest(self.root)  # a non-index directory fails here, before the lock
+        self.lock = IndexLock(self.root)
 
     def __enter__(self) -> None:
         self.lock.acquire()
@@ -372,7 +376,7 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
     while the passages added since it are within a bound; where no delta can
     say the union, in full; :mod:`gearag.indexing.delta_generation`).
     """
-    root = Path(root)
+    root = index_location(root)
     if not passages:
         raise DataError("cannot add an empty corpus")
     with _Locked(root):
@@ -431,7 +435,7 @@ def _located(root: Path, manifest: dict[str, Any], state: _State | None, ids: Se
 
 def held_ids(root: str | Path, ids: list[str]) -> set[str]:
     """Those of ``ids`` that passages of the index at ``root`` have (the ids ``gearag add`` must not give)."""
-    root = Path(root)
+    root = index_location(root)
     manifest = read_manifest(root)
     state = _load_state(root, manifest) if is_sharded(manifest) else None
     return {pid for rows in _located(root, manifest, state, ids) for pid in rows}
@@ -463,7 +467,7 @@ def _finished_shard(shard_dir: Path, passages: Sequence[Passage]) -> Index | Non
 
 def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | None = None) -> Index:
     """Delete the passages with ``ids`` (and their triples); unknown ids are an error, nothing is written."""
-    root = Path(root)
+    root = index_location(root)
     with _Locked(root):
         manifest = read_manifest(root)
         _refuse_unextendable(root, manifest, "delete")
@@ -498,7 +502,7 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
 
     With nothing to merge, only what earlier updates kept for readers that have since let go is removed.
     """
-    root = Path(root)
+    root = index_location(root)
     with _Locked(root):
         manifest = read_manifest(root)
         if not is_sharded(manifest):

@@ -30,7 +30,7 @@ from gearag.indexing.stage import Build, Stage
 from gearag.indexing.trees import TreesStage
 from gearag.model import Passage
 from gearag.store.index import Index, read_manifest
-from gearag.store.writer import IndexWriter
+from gearag.store.writer import IndexWriter, index_location
 
 DEFAULT_STAGES: tuple[Stage, ...] = (
     ExtractStage(), GraphStage(), ResolveStage(), TreesStage(), BM25Stage(), EmbedStage()
@@ -92,7 +92,7 @@ def write_index(
 ) -> dict[str, Any]:
     """Build an index of ``passages`` at ``out`` (as :func:`build_index`) and return its manifest, not loading it."""
     config = config or IndexConfig()
-    out = Path(out)
+    out = index_location(out)  # through a symlink: the target is built (its work directory beside it), the link kept
     if not passages:
         raise DataError("cannot index an empty corpus")
     # Fails fast, before the expensive work: bad --out, a directory --overwrite must not

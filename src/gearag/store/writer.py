@@ -5,7 +5,11 @@ writes the manifest last and renames the directory into place, so a crash
 never leaves a loadable half-index. While it builds it holds an OS lock
 (``flock``) on ``.NAME.lock`` beside the index (:class:`IndexLock`), so a
 second build of the same directory fails at once, and clean-up of leftovers
-only ever happens under that lock. ``overwrite`` replaces only a directory
+only ever happens under that lock. The lock belongs to the directory, not to
+the name it was reached by: every writer first resolves symlinks in its path
+(:func:`index_location`), so ``gearag add LINK`` and ``gearag add TARGET``
+take one lock, and the directory is replaced where it is (the link stays a
+link). ``overwrite`` replaces only a directory
 that is a gearag index by its manifest and holds nothing the index did not
 write (:func:`check_replaceable`). Reading and verifying an index is
 :mod:`gearag.store.index`.
@@ -60,9 +64,23 @@ def swap_directory(tmp: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def index_location(out: str | Path) -> Path:
+    """Where the index directory ``out`` really is: every symlink in its path resolved.
+
+    Each writer resolves its index's path once, on entry, and then locks, builds
+    beside and renames only that path. Locking ``.NAME.lock`` beside the name it
+    was given let ``gearag add LINK`` and ``gearag add TARGET`` hold two locks on
+    one index, and the second commit dropped the first's shard; renaming over a
+    symlink failed (``IsADirectoryError``) and left ``.NAME.old-*`` behind.
+    """
+    return Path(os.path.realpath(out))
+
+
 def lock_path(out: Path) -> Path:
-    """The lock file of index directory ``out``: ``.NAME.lock`` beside it, present while a build runs."""
-    return out.parent / f".{out.name}.lock"
+    """The lock file of index directory ``out``: ``.NAME.lock`` beside where it really is (symlinks resolved),
+    present while a build runs."""
+    real = index_location(out)
+    return real.parent / f".{real.name}.lock"
 
 
 class IndexLock:
@@ -78,7 +96,7 @@ class IndexLock:
 
     def __init__(self, out: Path) -> None:
         self.path = lock_path(out)
-        self.out = out
+        self.out = Path(out)  # as given: the name a busy error shows
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -120,7 +138,8 @@ def check_unlocked(out: Path) -> None:
     fails before reading its inputs (a million-passage corpus takes minutes), not when it takes the lock.
 
     Only a check: the lock itself is taken later and is what excludes a second writer. The probe holds a
-    shared lock for an instant; a build starting in that instant is told the index is busy.
+    shared lock for an instant; a build starting in that instant is told the index is busy. Call it before
+    looking into ``out``: a running build's work files there are not the user's.
     """
     try:
         fd = os.open(lock_path(Path(out)), os.O_RDONLY)
@@ -223,21 +242,22 @@ class IndexWriter:
     """
 
     def __init__(self, out: Path, *, overwrite: bool = False) -> None:
-        self.out = check_output_dir(Path(out))
-        if self.out.exists() and not overwrite:
-            if self.out.is_dir():
-                raise IndexFormatError(f"{self.out}: already exists (pass --overwrite to replace it)")
-            raise OutputError(f"--out {self.out}: is a file, not a directory")
-        check_replaceable(self.out)  # fail fast, before the lock and the work
+        self.out = index_location(check_output_dir(Path(out)))  # a symlink's target is built, the link kept
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self._listed: dict[Path, dict[str, Any]] = {}  # manifests' file listings of the indices linked from
         self._linked: dict[str, tuple[int, dict[str, Any]]] = {}  # rel → (inode, listed size and checksums)
         self._sealing: dict[str, Future[tuple[tuple[int, int, int], dict[str, Any]] | None]] = {}
         self._sealer: ThreadPoolExecutor | None = None
         self._sealer_lock = threading.Lock()
+        # The lock first, then the checks (before the work): what another build writes is not the user's.
         self.lock = IndexLock(self.out)
         self.lock.acquire()
         try:
+            if self.out.exists() and not overwrite:
+                if self.out.is_dir():
+                    raise IndexFormatError(f"{self.out}: already exists (pass --overwrite to replace it)")
+                raise OutputError(f"--out {self.out}: is a file, not a directory")
+            check_replaceable(self.out)
             self._remove_stale()
             self.tmp = Path(tempfile.mkdtemp(dir=self.out.parent, prefix=f".{self.out.name}.tmp-"))
         except BaseException:
