@@ -102,17 +102,20 @@ def index(
             err.print(f"extraction and embedding on Ray ({safe(executor.config.address)}, "
                       f"{executor.workers()} workers)")
         # The manifest only: loading the index back is not needed.
-        manifest = write_index(
-            passages,
-            out_dir,
-            config,
-            extractor=ex,
-            llm_roles=roles,
-            overwrite=overwrite,
-            resume=resume,
-            on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
-            executor=executor,
-        )
+        unchanged = "the index there is unchanged" if out_dir.exists() else "no index was written"
+        with _when_full(out_dir, unchanged, "rerun the same command: it resumes where this one stopped"
+                        if resume else "rerun it without --no-resume to resume where this one stopped"):
+            manifest = write_index(
+                passages,
+                out_dir,
+                config,
+                extractor=ex,
+                llm_roles=roles,
+                overwrite=overwrite,
+                resume=resume,
+                on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
+                executor=executor,
+            )
     finally:
         if executor is not None:
             executor.close()
@@ -250,6 +253,27 @@ def _steps(manifest: dict, *planned: str) -> Iterator[Callable[[str, float], Non
         yield done
 
 
+@contextmanager
+def _when_full(target: Path, unchanged: str, rerun: str) -> Iterator[None]:
+    """A write inside a build or update that finds no room (a full disk, a quota, ``ulimit -f``) as one line
+    saying what is left (``unchanged``: every build and update commits by one rename at its end) and what a
+    rerun does (``rerun``)."""
+    from gearag.errors import OutputError
+    from gearag.store.writer import storage_full
+
+    try:
+        yield
+    except OSError as exc:
+        if not storage_full(exc):
+            raise
+        reason = exc.strerror or "a write was cut short (no space left?)"
+        raise OutputError(f"{target}: {reason}; {unchanged}; free some space, then {rerun}") from None
+
+
+_UPDATE_UNCHANGED = "the index is unchanged"
+_UPDATE_RERUN = "rerun the same command"
+
+
 def _print_update(what: str, shown: Path, built: object, started: float) -> None:
     """The summary of an update of the index the user named ``shown`` (through a symlink: the link's name)."""
     from gearag.display import safe
@@ -306,7 +330,9 @@ def add(
                            id_start=next_auto_id(index_dir), taken=lambda ids: held_ids(index_dir, ids))
     err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     started = time.perf_counter()
-    with _steps(manifest, "shard", "generation") as on_step:
+    # What an add finished (extraction checkpoint, embeddings, the shard) stays beside the index for a rerun.
+    with _when_full(index_dir, _UPDATE_UNCHANGED, f"{_UPDATE_RERUN}: it resumes where this one stopped"), \
+            _steps(manifest, "shard", "generation") as on_step:
         built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url,
                               llm_model=llm_model, on_step=on_step, delta=policy)
     _print_update("added", index_dir, built, started)
@@ -324,7 +350,7 @@ def delete(
     manifest = check_index_dir(index_dir)
     ids = read_ids(ids_file)
     started = time.perf_counter()
-    with _steps(manifest, "generation") as on_step:
+    with _when_full(index_dir, _UPDATE_UNCHANGED, _UPDATE_RERUN), _steps(manifest, "generation") as on_step:
         built = delete_documents(index_dir, ids, on_step=on_step)
     _print_update(f"deleted {len(set(ids)):,} passage(s)", index_dir, built, started)
 
@@ -337,7 +363,7 @@ def compact(index_dir: Annotated[Path, typer.Argument(help="Index directory.")])
 
     manifest = check_index_dir(index_dir)
     started = time.perf_counter()
-    with _steps(manifest, "compact") as on_step:
+    with _when_full(index_dir, _UPDATE_UNCHANGED, _UPDATE_RERUN), _steps(manifest, "compact") as on_step:
         built = compact_index(index_dir, on_step=on_step)
     _print_update("compacted", index_dir, built, started)
 

@@ -232,6 +232,16 @@ def main(argv: list[str] | None = None) -> int:
 
         err.print(f"[red]error:[/] {safe(exc, one_line=True)}", highlight=False, soft_wrap=True)
         return 2
+    except OSError as exc:  # a write with no room left that no command turned into a GearagError itself
+        from gearag.display import safe
+        from gearag.store.writer import storage_full
+
+        if not storage_full(exc):
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.print(f"[red]error:[/] {safe(f'{where}{exc.strerror or exc}; free some space and rerun', one_line=True)}",
+                  highlight=False, soft_wrap=True)
+        return 2
     except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted; rerun the same command to resume")
         return 130

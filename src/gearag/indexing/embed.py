@@ -32,7 +32,7 @@ from gearag.embed import Embedder, make_embedder
 from gearag.indexing.executor import BatchExecutor, LocalExecutor, embed_chunk, embed_texts
 from gearag.indexing.stage import Build
 from gearag.progress import track
-from gearag.store.npy import load_npy, write_blocks
+from gearag.store.npy import load_npy, save_npy, write_blocks
 
 
 def _texts_key(embedder: str, texts: Sequence[str]) -> str:
@@ -98,7 +98,7 @@ def embed_to_file(
     write_blocks(tmp, (n, dim), np.float32, chunks())
     if weights is not None:
         wtmp = weights_path.with_name(weights_path.name + ".tmp.npy")
-        np.save(wtmp, weights, allow_pickle=False)
+        save_npy(wtmp, weights)  # a full disk is an OSError with its errno
         os.replace(wtmp, weights_path)
     os.replace(tmp, vec_path)
     return vec_path, weights_path if weights is not None else None, dim

@@ -2,7 +2,10 @@
 
 Large arrays (a million passages' triple vectors are ~17 GB) are written in
 blocks with ``pwrite`` after a header made by ``np.lib.format.open_memmap``,
-so only one block is ever in memory and nothing stays mapped.
+so only one block is ever in memory and nothing stays mapped. A whole array
+is written the same way (:func:`save_npy`): numpy's own writer reports a full
+disk as "N requested and M written", an ``OSError`` without its errno, which
+no caller can tell from any other failure.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def _npy_writer(path: Path, shape: tuple[int, ...], dtype: np.dtype | type = np.
     return offset, path.open("r+b")
 
 
-def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+def _pwrite_all(fd: int, data: bytes | memoryview, offset: int) -> None:
     """``os.pwrite`` until every byte is written (one call may write fewer)."""
     view = memoryview(data)
     done = 0
@@ -75,3 +78,15 @@ def write_blocks(path: Path, shape: tuple[int, ...], dtype: np.dtype | type, blo
             raise ValueError(f"{path}: blocks held {done} bytes, the array {expected}")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def save_npy(path: Path, array: np.ndarray) -> None:
+    """``np.save(path, array)``'s bytes (no pickles), written with ``pwrite`` from the array's own memory: a full
+    disk is an ``OSError`` with its errno (``ENOSPC``, ``EDQUOT``, ``EFBIG``), not numpy's errno-less one."""
+    array = np.ascontiguousarray(array)
+    if array.size == 0 or array.dtype.hasobject:  # nothing to map (or refused, as np.save refuses it)
+        np.save(path, array, allow_pickle=False)
+        return
+    offset, fh = _npy_writer(path, array.shape, array.dtype)
+    with fh:
+        _pwrite_all(fh.fileno(), array.reshape(-1).view(np.uint8).data, offset)

@@ -489,11 +489,19 @@ def _collection(path: Path, grel: str, refs: list[ShardRef], u: Union, name: str
 
 
 def write_manifest_atomic(path: Path, manifest: dict[str, Any]) -> None:
-    """Replace ``path/manifest.json`` atomically: write a temporary file, fsync, rename, fsync the directory."""
+    """Replace ``path/manifest.json`` atomically: write a temporary file, fsync, rename, fsync the directory.
+
+    A write that fails (a full disk) removes its temporary file: the index is as it was, and
+    ``--overwrite`` does not find a file the index did not list in it.
+    """
     tmp = path / f".{MANIFEST}.tmp-{os.getpid()}"
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(manifest, fh, indent=2, ensure_ascii=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path / MANIFEST)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            json.dump(manifest, fh, indent=2, ensure_ascii=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path / MANIFEST)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     _fsync_dir(path)

@@ -17,9 +17,11 @@ write (:func:`check_replaceable`). Reading and verifying an index is
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -39,6 +41,7 @@ from gearag.outputs import check_output_dir
 from gearag.store import checksum
 from gearag.store.index import FORMAT, FORMAT_VERSION, MANIFEST, SHARDED, read_manifest
 from gearag.store.lease import LEASES_DIR
+from gearag.store.npy import save_npy
 from gearag.store.rows import offsets_rel
 from gearag.version import __version__
 
@@ -62,6 +65,18 @@ def swap_directory(tmp: Path, out: Path) -> None:
     _fsync_dir(out.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+#: The errors of a write that found no room: a full disk, a quota, a file-size limit (``ulimit -f``).
+STORAGE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def storage_full(exc: OSError) -> bool:
+    """Whether ``exc`` is a write that found no room (:data:`STORAGE_FULL`, or numpy's short write, which
+    carries no errno: "N requested and M written")."""
+    if exc.errno is None and not exc.filename:
+        return re.fullmatch(r"\d+ requested and \d+ written", str(exc)) is not None
+    return exc.errno in STORAGE_FULL
 
 
 def index_location(out: str | Path) -> Path:
@@ -322,7 +337,7 @@ class IndexWriter:
         self._seal_later(rel)
 
     def write_array(self, rel: str, array: np.ndarray) -> None:
-        np.save(self.path(rel), np.ascontiguousarray(array), allow_pickle=False)
+        save_npy(self.path(rel), array)
         self._seal_later(rel)
 
     def _seal_later(self, rel: str) -> None:
@@ -337,7 +352,9 @@ class IndexWriter:
         future = self._sealing.get(rel)
         try:
             done = future.result() if future is not None else None
-        except OSError:
+        except OSError as exc:
+            if exc.errno in STORAGE_FULL:  # its fsync found no room: a second fsync may not say so again
+                raise
             return None
         if done is None or done[0] != (stat.st_ino, stat.st_size, stat.st_mtime_ns):
             return None
