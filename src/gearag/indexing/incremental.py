@@ -178,7 +178,8 @@ def next_auto_id(root: str | Path) -> int:
     records ``p0, p1, …``; an add continues after every number an earlier build or
     add could have used (:data:`NEXT_AUTO_ID`, or for an index written before it was
     kept, the rows its shards hold), so adding a second id-less file does not clash
-    with the first. An id a user gave that happens to match is still an error.
+    with the first. A number an id the user gave already holds (in the corpus, or
+    in the index: :func:`held_ids`) is skipped (:func:`gearag.data.ids.number_missing`).
     """
     root = index_location(root)
     manifest = read_manifest(root)
