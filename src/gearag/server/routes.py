@@ -190,7 +190,7 @@ async def ask_stream(request: Request, body: AskRequest) -> StreamingResponse:
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
-@router.get("/v1/passages/{passage_id}", response_model=PassageDetail, responses=ERRORS, tags=["index"])
+@router.get("/v1/passages/{passage_id:path}", response_model=PassageDetail, responses=ERRORS, tags=["index"])
 def passage(request: Request, passage_id: str) -> dict[str, Any]:
     """One passage by id, with the triples extracted from it."""
     gearag, _, _ = app_state(request)
