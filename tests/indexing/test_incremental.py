@@ -240,7 +240,8 @@ def test_converting_an_older_plain_index_stores_its_row_offsets_and_id_hashes(tm
     listed = read_manifest(first)["files"]
     assert {ID_HASHES, offsets_rel("passages.jsonl"), offsets_rel("triples.jsonl")} <= set(listed)
     with pytest.raises(DataError, match="already in the index"):
-        add_documents(root, [passages[3]])  # found through the converted shard's id hashes
+        # found through the converted shard's id hashes (its own content would be skipped as already there)
+        add_documents(root, [Passage(passages[3].id, "Other", "Other content.")])
     grown = add_documents(root, passages[20:])
     assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
 
@@ -396,7 +397,8 @@ def test_errors_are_one_line_and_write_nothing(tmp_path: Path, cli) -> None:
     before = manifest_identity(root)
     rows = [{"id": p.id, "title": p.title, "text": p.text} for p in passages]
 
-    dup = write_jsonl(tmp_path / "dup.jsonl", rows[9:12])
+    # w9 with other content: an id clash (w9 with its own content would be skipped as already there).
+    dup = write_jsonl(tmp_path / "dup.jsonl", [{**rows[9], "text": "Other content."}, *rows[10:12]])
     assert_clean_error(cli("add", root, dup), "w9", "already in the index")
     conflicting = write_jsonl(tmp_path / "ok.jsonl", rows[10:12])
     assert_clean_error(cli("add", root, conflicting, "--embedder", "minilm"), "--embedder", "conflicts")

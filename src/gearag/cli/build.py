@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +27,9 @@ from gearag.cli.common import (
 )
 from gearag.data.corpus import MAX_PASSAGE_CHARS
 from gearag.errors import ConfigError, IndexFormatError
+
+if TYPE_CHECKING:
+    from gearag.indexing.duplicates import NewDocuments
 
 
 @app.command()
@@ -294,10 +297,13 @@ def _print_update(what: str, shown: Path, built: object, started: float) -> None
 def add(
     index_dir: Annotated[Path, typer.Argument(help="Index directory to add to (a plain index is converted).")],
     corpus: Annotated[Path, typer.Argument(help="Documents to add, in any corpus format `gearag index` reads; "
-                                           "their ids must not be in the index (those without one get the "
-                                           "next free p<n>).")],
+                                           "an id the index holds for other content is an error (those "
+                                           "without one get the next free p<n>).")],
     max_passage_chars: Annotated[int, typer.Option(
         min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
+    keep_duplicates: Annotated[bool, typer.Option(
+        "--keep-duplicates", help="Add documents whose title and text the index (or an earlier document of "
+                                  "CORPUS) already has, instead of skipping them.")] = False,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
     options: dict | None = None,
@@ -305,9 +311,12 @@ def add(
 ) -> None:
     """Add documents to an index as a new shard, without re-extracting or re-embedding what it holds.
 
-    The documents use the index's stored settings (an option that differs is an error). The new
-    generation is written as a delta over the last full one while the passages added since it are
-    few (docs/delta.md), else in full. Rerun the same command after an interruption to resume.
+    A document the index already has (same title and text) is skipped with a count, and so is one that
+    repeats an earlier document of CORPUS (--keep-duplicates adds them): rerunning an add that ran is a
+    no-op that says so. The documents use the index's stored settings (an option that differs is an
+    error). The new generation is written as a delta over the last full one while the passages added
+    since it are few (docs/delta.md), else in full. Rerun the same command after an interruption to
+    resume.
     """
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
@@ -330,12 +339,41 @@ def add(
                            id_start=next_auto_id(index_dir), taken=lambda ids: held_ids(index_dir, ids))
     err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     started = time.perf_counter()
+    adding: list[NewDocuments] = []
+
+    def on_new(new: NewDocuments) -> None:
+        adding.append(new)
+        line = _skipped_line(new, corpus, index_dir)
+        if line:
+            err.print(safe(line), highlight=False, soft_wrap=True)
+
     # What an add finished (extraction checkpoint, embeddings, the shard) stays beside the index for a rerun.
     with _when_full(index_dir, _UPDATE_UNCHANGED, f"{_UPDATE_RERUN}: it resumes where this one stopped"), \
             _steps(manifest, "shard", "generation") as on_step:
         built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url,
-                              llm_model=llm_model, on_step=on_step, delta=policy)
+                              llm_model=llm_model, on_step=on_step, delta=policy,
+                              keep_duplicates=keep_duplicates, on_new=on_new)
+    if adding and not adding[0].passages:
+        return  # nothing was added: the line above said so
     _print_update("added", index_dir, built, started)
+
+
+def _skipped_line(new: NewDocuments, corpus: Path, index_dir: Path) -> str | None:
+    """What an add skips, in one line (None: it skips nothing); with nothing left, that the add is a no-op."""
+    if not new.skipped:
+        return None
+    if not new.passages:
+        return f"nothing to add: all {new.total:,} passages of {corpus} are already in {index_dir}"
+    parts = []
+    if new.in_index:
+        pid, held = new.in_index[0]
+        example = f" ({pid!r} is {held!r})" if pid != held else ""
+        parts.append(f"{len(new.in_index):,} already in {index_dir}{example}")
+    if new.repeated:
+        pid, first = new.repeated[0]
+        parts.append(f"{len(new.repeated):,} repeating an earlier one of {corpus} ({pid!r} repeats {first!r})")
+    return (f"skipping {new.skipped:,} of {new.total:,} passages with the same title and text: {'; '.join(parts)}"
+            " (--keep-duplicates adds them)")
 
 
 @app.command()

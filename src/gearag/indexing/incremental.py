@@ -45,6 +45,7 @@ from gearag.extract import make_extractor
 from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import TOKEN_FILES, write_postings, write_token_ids, write_tokens
 from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
+from gearag.indexing.duplicates import NewDocuments, new_documents
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
 from gearag.indexing.pipeline import build_index
 from gearag.indexing.union_files import cannot_grow, is_state_file, kept_state
@@ -66,6 +67,7 @@ from gearag.store.index import (
 )
 from gearag.store.lease import PLAIN, claimed
 from gearag.store.npy import load_npy, write_blocks
+from gearag.store.passage_contents import CONTENT_HASHES, Content, content_hashes, find_contents
 from gearag.store.passage_ids import ID_HASHES, find_rows, write_passages
 from gearag.store.rows import JsonlRows, line_offsets, offsets_rel
 from gearag.store.shards import (
@@ -262,6 +264,8 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
                     w.write_array(offsets_rel(rel), scanned)
             if ID_HASHES not in listed:
                 w.write_array(ID_HASHES, stable_hashes(stored_passage_ids(root / "passages.jsonl")))
+            if CONTENT_HASHES not in listed:
+                w.write_array(CONTENT_HASHES, content_hashes(plain.passages))
             # The two collections' postings at once (array work that releases the GIL; ~2.5 s each at 1M).
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gearag-postings") as pool:
                 for done in [pool.submit(_shard_tokens, w, root, listed, coll, texts)
@@ -366,11 +370,17 @@ class _Locked:
 
 def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dict[str, Any] | None = None,
                   on_step: Step | None = None, llm_base_url: str | None = None,
-                  llm_model: str | None = None, delta: DeltaConfig | None = None) -> Index:
+                  llm_model: str | None = None, delta: DeltaConfig | None = None, keep_duplicates: bool = False,
+                  on_new: Callable[[NewDocuments], None] | None = None) -> Index:
     """Add ``passages`` to the index at ``root`` as a new shard; returns the updated index.
 
-    ``options`` (CLI config options) must agree with the stored config. A
-    passage id already in the index is an error, raised before any work.
+    A document the index already holds (same title and text), or that repeats
+    an earlier one, is skipped unless ``keep_duplicates``
+    (:mod:`gearag.indexing.duplicates`); ``on_new`` is told what is added and
+    what skipped, before any work. With nothing left to add the index is not
+    touched (and returned as it is). ``options`` (CLI config options) must
+    agree with the stored config. A passage id already in the index for
+    other content is an error, raised before any work.
     ``llm_base_url``/``llm_model`` reach an LLM extractor (default: the
     environment, as for ``gearag index``). ``delta``: when the generation is
     written as a delta over the last full one (default :class:`DeltaConfig`:
@@ -385,6 +395,13 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         _refuse_unextendable(root, manifest, "add")
         check_options(root, IndexConfig.from_dict(manifest.get("config", {})), options)
         loaded = _load_state(root, manifest) if is_sharded(manifest) else None
+        new = new_documents(passages, lambda wanted: _held_contents(root, manifest, loaded, wanted),
+                            keep_duplicates=keep_duplicates)
+        if on_new is not None:
+            on_new(new)
+        if not new.passages:
+            return Index.load(root)  # every document is there already: a no-op
+        passages = new.passages
         _check_new_ids(root, manifest, loaded, passages)
         state = loaded or _open(root, "add", on_step)
         seconds: dict[str, float] = {}
@@ -425,13 +442,29 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         return _commit(state, refs, shards, (gname, gsha), counts, seconds, "add", union=u, added=passages)
 
 
+def _parts(root: Path, manifest: dict[str, Any], state: _State | None) -> list[tuple[Any, ...]]:
+    """Per shard (a plain index: itself) its directory, listed files, deleted rows and loaded rows (if loaded)."""
+    if state is None:
+        return [(root, manifest.get("files") or {}, None, None)]
+    return [(root / ref.rel, shard.manifest.get("files") or {}, state.tombstones.get(ref.name), shard.passages)
+            for ref, shard in zip(state.refs, state.shards, strict=True)]
+
+
 def _located(root: Path, manifest: dict[str, Any], state: _State | None, ids: Sequence[str]) -> list[dict[str, int]]:
     """Per shard (a plain index: itself), the live row of each of ``ids`` it holds (``state``: the loaded
     shards; None: a plain index); each shard's stored id hashes are compared, not every id read."""
-    if state is None:
-        return [find_rows(root, manifest.get("files") or {}, ids)]
-    return [find_rows(root / ref.rel, shard.manifest.get("files") or {}, ids, state.tombstones.get(ref.name),
-                      shard.passages) for ref, shard in zip(state.refs, state.shards, strict=True)]
+    return [find_rows(path, listed, ids, dead, rows) for path, listed, dead, rows in _parts(root, manifest, state)]
+
+
+def _held_contents(root: Path, manifest: dict[str, Any], state: _State | None,
+                   wanted: Sequence[Passage]) -> dict[Content, str]:
+    """The id of a live passage holding each content (title, text) of ``wanted`` the index holds; each shard's
+    stored content hashes are compared, not every text read."""
+    held: dict[Content, str] = {}
+    for path, listed, dead, rows in _parts(root, manifest, state):
+        for content, pid in find_contents(path, listed, wanted, dead, rows).items():
+            held.setdefault(content, pid)
+    return held
 
 
 def held_ids(root: str | Path, ids: list[str]) -> set[str]:

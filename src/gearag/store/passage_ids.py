@@ -24,6 +24,7 @@ from gearag.hashing import stable_hashes
 from gearag.model import Passage
 from gearag.store.collection import load_array
 from gearag.store.index import passage_of_record, stored_offsets, stored_passage_ids
+from gearag.store.passage_contents import CONTENT_HASHES, content_hash
 from gearag.store.rows import JsonlRows
 
 if TYPE_CHECKING:
@@ -54,16 +55,20 @@ def find_rows(path: Path, listed: Iterable[str], ids: Iterable[str], dead: np.nd
 
 
 def write_passages(writer: IndexWriter, passages: Iterable[Passage]) -> None:
-    """``passages.jsonl`` with its row offsets and the ids' hashes (:data:`ID_HASHES`), as every index has them."""
+    """``passages.jsonl`` with its row offsets, the ids' hashes (:data:`ID_HASHES`) and the contents' hashes
+    (:data:`~gearag.store.passage_contents.CONTENT_HASHES`), as every index has them."""
     ids: list[str] = []
+    contents: list[int] = []
 
     def records() -> Iterator[dict[str, str]]:
         for p in passages:
             ids.append(p.id)
+            contents.append(content_hash(p.title, p.text))
             yield {"id": p.id, "title": p.title, "text": p.text}
 
     writer.write_jsonl("passages.jsonl", records(), offsets=True)
     writer.write_array(ID_HASHES, stable_hashes(ids))
+    writer.write_array(CONTENT_HASHES, np.asarray(contents, dtype=np.int64))
 
 
 __all__ = ["ID_HASHES", "find_rows", "write_passages"]
