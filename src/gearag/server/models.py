@@ -167,7 +167,8 @@ class ChatMessage(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """OpenAI's chat-completions request; gearag answers the last user message. Unused fields are accepted."""
+    """OpenAI's chat-completions request; gearag answers the last user message (a follow-up with the earlier user
+    messages before it: gearag.server.conversation). Unused fields are accepted."""
 
     model_config = ConfigDict(extra="allow")
 

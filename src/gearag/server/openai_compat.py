@@ -1,12 +1,14 @@
 """``POST /v1/chat/completions``: an index as an OpenAI-compatible "model".
 
 The model name picks the method (``gearag-gear``, ``gearag-syncge``, or a bare
-method name; default ``gearag-gear``). The last user message is the question;
-the reply is the method's answer (when it writes one) followed by the cited
-passages as ``[n] Title``. ``stream: true`` sends server-sent events in
-OpenAI's chunk format ending with ``data: [DONE]``. Extra fields of the
-request (temperature, ...) are accepted and ignored; the response carries a
-``gearag`` extension (passage ids and scores, the trace).
+method name; default ``gearag-gear``). The last user message is the question,
+with the earlier user messages before it when it is a follow-up ("Where was
+he born?"; :mod:`gearag.server.conversation` gives the rule). The reply is the
+method's answer (when it writes one) followed by the cited passages as
+``[n] Title``. ``stream: true`` sends server-sent events in OpenAI's chunk
+format ending with ``data: [DONE]``. Extra fields of the request
+(temperature, ...) are accepted and ignored; the response carries a
+``gearag`` extension (passage ids and scores, the trace, the question retrieved).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from fastapi.responses import StreamingResponse
 
 from gearag.registry import REGISTRY
 from gearag.results import Result
+from gearag.server.conversation import message_text, retrieval_question
 from gearag.server.errors import APIError, client_error, error_body
 from gearag.server.models import ChatRequest
 from gearag.server.routes import ERRORS, app_state, check_question, check_top_k
+from gearag.server.settings import ServerSettings
 
 router = APIRouter()
 
@@ -43,14 +47,21 @@ def method_of(model: str) -> str:
     return name
 
 
-def last_user_message(body: ChatRequest) -> str:
-    for message in reversed(body.messages):
-        if message.role == "user":
-            content = message.content
-            if isinstance(content, list):  # content parts: keep the text ones
-                content = " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
-            return content or ""
-    raise APIError(422, "messages: no user message to answer")
+def user_messages(body: ChatRequest) -> list[str]:
+    """The texts of the user messages, in order (a 422 if there are none); other roles are left out."""
+    texts = [message_text(m.content) for m in body.messages if m.role == "user"]
+    if not texts:
+        raise APIError(422, "messages: no user message to answer")
+    return texts
+
+
+def chat_question(body: ChatRequest, settings: ServerSettings) -> str:
+    """The question a chat request retrieves with: its last user message, checked as every question is, with
+    the earlier user messages before it when it is a follow-up (:func:`gearag.server.conversation.retrieval_question`,
+    within ``max_question_chars``)."""
+    texts = user_messages(body)
+    check_question(texts[-1], settings)  # the message itself: empty or too long is the client's 422
+    return check_question(retrieval_question(texts, settings.max_question_chars), settings)
 
 
 def compose(result: Result, gearag: Any, method: str) -> tuple[str, list[dict[str, Any]]]:
@@ -73,13 +84,14 @@ def compose(result: Result, gearag: Any, method: str) -> tuple[str, list[dict[st
     return "\n".join(lines), cited
 
 
-def _completion(model: str, content: str, cited: list[dict[str, Any]], trace: dict[str, Any] | None) -> dict[str, Any]:
+def _completion(model: str, content: str, cited: list[dict[str, Any]], trace: dict[str, Any] | None,
+                question: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion", "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-        "gearag": {"citations": cited, "trace": trace},
+        "gearag": {"citations": cited, "trace": trace, "question": question},
     }
 
 
@@ -91,17 +103,18 @@ def _chunk(cid: str, model: str, created: int, delta: dict[str, Any], finish: st
 
 @router.post("/v1/chat/completions", responses=ERRORS, tags=["openai"])
 async def chat_completions(request: Request, body: ChatRequest) -> Any:
-    """OpenAI chat completions: answers the last user message with gearag and cites the passages."""
+    """OpenAI chat completions: answers the last user message with gearag and cites the passages; a follow-up
+    ("Where was he born?") is retrieved with the earlier user messages before it (``gearag.question``)."""
     gearag, runner, settings = app_state(request)
     method = method_of(body.model)
-    question = check_question(last_user_message(body), settings)
+    question = chat_question(body, settings)
     top_k = check_top_k(body.top_k or DEFAULT_TOP_K, settings)
     config = runner.config(method, {})
     call = runner.submit(gearag, method, config, question, top_k)
     if not body.stream:
         result = await runner.result(call)
         content, cited = compose(result, gearag, method)
-        return _completion(body.model, content, cited, result.trace.to_dict() if result.trace else None)
+        return _completion(body.model, content, cited, result.trace.to_dict() if result.trace else None, question)
 
     cid, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(time.time())
 
