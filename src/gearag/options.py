@@ -21,6 +21,7 @@ is the operator's (``gearag serve`` flags), and unmarked is operator-only.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import math
 import types
@@ -99,6 +100,11 @@ class OptionSpec:
     optional: bool
     #: Whether (and how far) a service request may set it; None: the operator only.
     request: Request | None = None
+    #: The config dataclass that declares the field (``--help`` groups options by it: :mod:`gearag.cli.help`).
+    owner: builtins.type | None = None
+    #: The default as ``--help`` states it where it is not one value (None: ``default`` says it), e.g. a
+    #: default that differs by method, or "the index's own" for ``gearag add``.
+    shown_default: str | None = None
 
     @property
     def flag(self) -> str:
@@ -129,6 +135,8 @@ def _walk(
 ) -> Iterator[tuple[tuple[str, ...], dataclasses.Field[Any], Any, Any]]:
     """Leaf fields of a config tree: (path of field names, field, type hint, default value).
 
+    :func:`_owners` gives the dataclass that declares each leaf.
+
     Defaults are read from ``instance`` (the parent's default), so a method
     whose config defaults a nested setting differently (NaiveGE's beams)
     shows and uses its own default.
@@ -146,7 +154,8 @@ def _walk(
 def option_specs(cls: type) -> dict[str, OptionSpec]:
     """The options of config class ``cls`` (flattened, first occurrence of each name wins)."""
     out: dict[str, OptionSpec] = {}
-    for _path, f, hint, default in _walk(cls, cls()):
+    owners = _owners(cls)
+    for path, f, hint, default in _walk(cls, cls()):
         meta = f.metadata.get("gearag")
         if meta is None:
             continue  # internal field, not a user option
@@ -155,7 +164,18 @@ def option_specs(cls: type) -> dict[str, OptionSpec]:
             continue
         typ, optional = _base_type(hint)
         out[name] = OptionSpec(name, typ, default, meta["help"], meta["min"], meta["choices"], meta["positive"],
-                               optional, meta.get("request"))
+                               optional, meta.get("request"), owners[path[:-1]])
+    return out
+
+
+def _owners(cls: type, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], type]:
+    """The dataclass at each path of field names of config tree ``cls`` (``()``: ``cls`` itself)."""
+    out: dict[tuple[str, ...], type] = {prefix: cls}
+    hints = _hints(cls)
+    for f in fields(cls):
+        hint = hints[f.name]
+        if isinstance(hint, type) and is_dataclass(hint):
+            out.update(_owners(hint, (*prefix, f.name)))
     return out
 
 

@@ -20,6 +20,7 @@ from gearag.cli.common import (
     _print_json,
     _ray_specs,
     _stored_specs,
+    _unlisted_by_add,
     app,
     err,
     lance_settings,
@@ -48,7 +49,8 @@ def index(
     ray: Annotated[str | None, typer.Option(
         "--ray", metavar="[ADDRESS]",
         help="Run extraction and embedding as Ray Data batches (extra `ray`): no ADDRESS starts a local "
-             "Ray instance, `auto` or `ray://HOST:PORT` joins a cluster.")] = None,
+             "Ray instance, `auto` or `ray://HOST:PORT` joins a cluster (default: no Ray, all in this "
+             "process).")] = None,
     options: dict | None = None,
 ) -> None:
     """Index a corpus into passages, triples, a triple graph, BM25 and dense indices (and SiReRAG pools)."""
@@ -293,7 +295,7 @@ def _print_update(what: str, shown: Path, built: object, started: float) -> None
 
 
 @app.command()
-@with_config_options(_stored_specs(), delta=_delta_specs())
+@with_config_options(_stored_specs(), hidden=_unlisted_by_add(), delta=_delta_specs())
 def add(
     index_dir: Annotated[Path, typer.Argument(help="Index directory to add to (a plain index is converted).")],
     corpus: Annotated[Path, typer.Argument(help="Documents to add, in any corpus format `gearag index` reads; "

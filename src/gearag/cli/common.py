@@ -9,20 +9,32 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
+from gearag.cli.help import HelpCommand
 from gearag.errors import ConfigError, GearagError
 from gearag.options import OptionSpec, option_specs
 
 if TYPE_CHECKING:
     from gearag.store.lance.collection import LanceSearchConfig
 
-app = typer.Typer(
+
+
+class _App(typer.Typer):
+    """The app: its commands print their help with :class:`~gearag.cli.help.HelpCommand` unless one says otherwise."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", HelpCommand)
+        return super().command(*args, **kwargs)
+
+
+app = _App(
     add_completion=False,
     no_args_is_help=True,
     help="Multi-hop retrieval: index a corpus, retrieve with BM25/dense/hybrid, graph expansion and the GEAR agent.",
@@ -60,25 +72,51 @@ LLMBaseUrlOpt = Annotated[str | None, typer.Option(help="OpenAI-compatible endpo
 LLMModelOpt = Annotated[str | None, typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
 
 
-def _typer_option(spec: OptionSpec) -> tuple[object, object]:
-    """A typer annotation for a config option; its default is None (= the config's default)."""
-    default = spec.default
-    value = str(default).lower() if isinstance(default, bool) else default
-    shown = "" if default in (None, "") else f" \\[default: {value}]"
+def shown_default(spec: OptionSpec) -> str | None:
+    """The default ``--help`` states for a config option: its ``shown_default`` text; a switch's flag that is on
+    (``--diversity``, ``--no-sirerag``); its value (``empty`` for ""); for None, nothing where the help says
+    what None means (its text holds "default"), else ``none``."""
+    if spec.shown_default is not None:
+        return spec.shown_default
+    if spec.type is bool and isinstance(spec.default, bool):
+        return spec.flag if spec.default else f"--no-{spec.flag[2:]}"
+    if spec.default is None:
+        return None if "default" in spec.help.lower() else "none"
+    return "empty" if spec.default == "" else str(spec.default)
+
+
+def panel_label(owner: type | None) -> str | None:
+    """The panel of the options a config dataclass declares: its name without ``Config``/``Settings``, in words
+    (``PassageGraphConfig`` → "Passage graph", ``BM25Config`` → "BM25")."""
+    if owner is None:
+        return None
+    name = re.sub(r"(Config|Settings)$", "", owner.__name__) or owner.__name__
+    words = re.findall(r"[A-Z0-9]+(?![a-z])|[A-Z][a-z0-9]*|[a-z0-9]+", name)
+    return " ".join([words[0], *(w if w.isupper() else w.lower() for w in words[1:])]) if words else name
+
+
+def _typer_option(spec: OptionSpec, panel: str | None = None, hidden: bool = False) -> tuple[object, object]:
+    """A typer annotation for a config option; its default is None (= the config's default), which its help
+    states (:func:`shown_default`)."""
     allowed = spec.allowed()
     choices = f" ({' | '.join(allowed)})" if allowed and not spec.help.count("|") else ""
     flags = (f"{spec.flag}/--no-{spec.flag[2:]}",) if spec.type is bool else (spec.flag,)
-    annotation = Annotated[spec.type | None, typer.Option(*flags, help=spec.help + choices + shown, show_default=False)]  # type: ignore[name-defined]
-    return annotation, None
+    option = typer.Option(*flags, help=spec.help + choices, show_default=shown_default(spec) or False,
+                          rich_help_panel=panel, hidden=hidden)
+    return Annotated[spec.type | None, option], None
 
 
 def with_config_options(
-    specs: dict[str, OptionSpec], **groups: dict[str, OptionSpec]
+    specs: dict[str, OptionSpec], *, panels: Mapping[str, str] | None = None, hidden: Collection[str] = (),
+    **groups: dict[str, OptionSpec],
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Add one CLI option per config option; they reach the command as one ``options`` dict (unset ones left out).
 
     Each of ``groups`` (e.g. ``lance=_lance_specs()``) adds its options likewise, reaching the command
-    as a dict parameter of the group's name: options of different configs arrive apart.
+    as a dict parameter of the group's name: options of different configs arrive apart. ``--help`` shows
+    each option in the panel ``panels`` names for it, else in the panel of the config dataclass that
+    declares it (:func:`panel_label`): one rule for every command. Options in ``hidden`` are accepted
+    but not listed.
     """
     every = {"options": specs, **groups}
     clash = {n for g, a in every.items() for h, b in every.items() if g < h for n in set(a) & set(b)}
@@ -95,7 +133,8 @@ def with_config_options(
             for name, spec in group_specs.items():
                 if name in taken:
                     continue
-                annotation, default = _typer_option(spec)
+                panel = (panels or {}).get(name) or panel_label(spec.owner)
+                annotation, default = _typer_option(spec, panel, name in hidden)
                 extra.append(
                     inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
                 )
@@ -114,22 +153,62 @@ def with_config_options(
     return decorate
 
 
-def _method_specs() -> dict[str, OptionSpec]:
-    """Every option of every registered method, for ``retrieve`` and ``ask``."""
+#: The panel of ``retrieve``/``ask`` options that config dataclasses of several methods declare.
+SHARED_PANEL = "Options of several methods"
+
+
+@functools.lru_cache(maxsize=1)
+def _method_options() -> tuple[dict[str, OptionSpec], dict[str, str]]:
+    """Every option of every registered method, and the ``--help`` panel of each (:func:`_method_specs`)."""
     import dataclasses
 
     from gearag.registry import REGISTRY
 
     specs: dict[str, OptionSpec] = {}
-    for name in REGISTRY.names("method"):
-        cls = REGISTRY.entry("method", name).config_class()
-        if cls is not None:
-            for key, spec in option_specs(cls).items():
-                first = specs.setdefault(key, spec)
-                if first.default is not None and first.default != spec.default:
-                    # Methods default this option differently (--answer, --qa-passages): show no single default.
-                    specs[key] = dataclasses.replace(first, default=None)
-    return specs
+    defaults: dict[str, dict[str, list[str]]] = {}  # option → its default as shown → the methods with it
+    owners: dict[str, set[type | None]] = {}
+    users: dict[type | None, list[str]] = {}
+    tops: dict[type | None, list[str]] = {}  # a method's own config class → its methods
+    for method in REGISTRY.names("method"):
+        cls = REGISTRY.entry("method", method).config_class()
+        if cls is None:
+            continue
+        tops.setdefault(cls, []).append(method)
+        for key, spec in option_specs(cls).items():
+            specs.setdefault(key, spec)
+            defaults.setdefault(key, {}).setdefault(shown_default(spec) or "none", []).append(method)
+            owners.setdefault(key, set()).add(spec.owner)
+            if method not in users.setdefault(spec.owner, []):
+                users[spec.owner].append(method)
+    panels: dict[str, str] = {}
+    for key, spec in specs.items():
+        by_value = defaults[key]
+        if len(by_value) > 1:  # methods default it differently (--answer, --qa-passages, --graph): each shown
+            shown = "; ".join(f"{value} ({', '.join(methods)})" for value, methods in by_value.items())
+            specs[key] = dataclasses.replace(spec, default=None, shown_default=shown)
+        if len(owners[key]) > 1:
+            panels[key] = SHARED_PANEL
+        else:
+            methods = users[spec.owner]
+            label = "" if tops.get(spec.owner) == methods else f"{panel_label(spec.owner)}: "
+            panels[key] = label + ", ".join(methods)
+    return specs, panels
+
+
+def _method_specs() -> dict[str, OptionSpec]:
+    """Every option of every registered method, for ``retrieve`` and ``ask``.
+
+    An option several methods default differently (``--answer``, ``--qa-passages``, ``--graph``) has no single
+    default: its help states each method's.
+    """
+    return _method_options()[0]
+
+
+def _method_panels() -> dict[str, str]:
+    """The ``--help`` panel of each method option: that of the config dataclass that declares it, titled with the
+    methods that read it ("Beam: naivege, syncge, gear"; a method's own config: its name alone); an option
+    several dataclasses declare is in :data:`SHARED_PANEL`."""
+    return _method_options()[1]
 
 
 def _lance_specs() -> dict[str, OptionSpec]:
@@ -177,8 +256,17 @@ def _stored_specs() -> dict[str, OptionSpec]:
 
     from gearag.config import IndexConfig
 
-    return {name: dataclasses.replace(spec, default=None, help=f"{spec.help} \\[default: the index's own]")
+    return {name: dataclasses.replace(spec, default=None, shown_default="the index's own")
             for name, spec in option_specs(IndexConfig).items()}
+
+
+def _unlisted_by_add() -> tuple[str, ...]:
+    """The index options ``add`` accepts but does not list: all but those a new shard may take differently
+    (:data:`gearag.indexing.incremental.SHARD_OPTIONS`). The others can only restate the index's stored
+    settings (a script passing its build's options keeps working); most, as --sirerag, an add refuses."""
+    from gearag.indexing.incremental import SHARD_OPTIONS
+
+    return tuple(name for name in _stored_specs() if name not in SHARD_OPTIONS)
 
 
 def _ray_specs() -> dict[str, OptionSpec]:

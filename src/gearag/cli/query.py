@@ -17,6 +17,7 @@ from gearag.cli.common import (
     _int_list,
     _lance_specs,
     _method_names,
+    _method_panels,
     _method_specs,
     _print_json,
     app,
@@ -36,7 +37,7 @@ TopKOpt = Annotated[int, typer.Option("--top-k", min=1, help="Passages to return
 
 
 @app.command()
-@with_config_options(_method_specs(), lance=_lance_specs())
+@with_config_options(_method_specs(), panels=_method_panels(), lance=_lance_specs())
 def retrieve(
     index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     questions: Annotated[Path, typer.Argument(help="Questions: MuSiQue, HotpotQA, 2Wiki or JSONL {id, question}.")],
@@ -172,7 +173,7 @@ def eval_(
 
 
 @app.command()
-@with_config_options(_method_specs(), lance=_lance_specs())
+@with_config_options(_method_specs(), panels=_method_panels(), lance=_lance_specs())
 def ask(
     index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -261,7 +262,7 @@ def _operator_specs() -> dict[str, OptionSpec]:
 
 
 @app.command()
-@with_config_options(_serve_specs(), methods=_operator_specs())
+@with_config_options(_serve_specs(), panels=_method_panels(), methods=_operator_specs())
 def serve(
     index_dir: Annotated[str, typer.Argument(help="Index directory, or a Lance location (dir or s3://...).")],
     options: dict | None = None,

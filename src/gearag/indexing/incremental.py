@@ -145,6 +145,11 @@ def _file_extractor(name: str) -> bool:
     return name.startswith("openie:")
 
 
+#: The index options an add may give its new shard differently from the stored config (:func:`shard_config`);
+#: ``gearag add --help`` lists these, every other can only restate the stored settings.
+SHARD_OPTIONS = ("extractor",)
+
+
 def shard_config(config: IndexConfig, options: dict[str, Any] | None) -> IndexConfig:
     """The config the new documents are built with: the stored one, except a file extractor's file.
 
