@@ -10,18 +10,27 @@ at once, not after the indices before it were built.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
+from collections import deque
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gearag import progress
 from gearag.bench.datasets import Dataset
+from gearag.bench.subset import Subset
 from gearag.errors import ConfigError, GearagError, OutputError
 from gearag.outputs import OutputFolder, write_text_atomic
 
-#: Run in the child: build the index, print its figures as one JSON line (a user error: one ``error:`` line).
+#: Run in the child: build the index, print its figures as one JSON line on stdout (a user error: one ``error:``
+#: line on stderr). Each stage's seconds, and the long stages' plain progress lines, go to stderr as
+#: :data:`gearag.progress.PREFIX` lines, which :func:`build` passes on as they come.
 _CHILD = """
 import json, sys, time
+from gearag import progress
 from gearag.bench.memory import peak_mb
 from gearag.config import IndexConfig
 from gearag.data import load_corpus
@@ -29,9 +38,12 @@ from gearag.errors import GearagError
 from gearag.indexing import build_index
 corpus, out, extractor, embedder = sys.argv[1:5]
 t = time.perf_counter()
+def stage(name, seconds):
+    if progress.progress_enabled():
+        progress.say(f"stage {name} done in {seconds:.1f} s")
 try:
     idx = build_index(load_corpus(corpus), out, IndexConfig.of(extractor=extractor, embedder=embedder),
-                      overwrite=True, resume=False)
+                      overwrite=True, resume=False, on_stage=stage)
 except GearagError as exc:
     print("error: " + " ".join(str(exc).split()), file=sys.stderr)
     sys.exit(2)
@@ -47,25 +59,45 @@ def extractor_spec(ds: Dataset, extractor: str) -> str | None:
     return extractor
 
 
-def index_tag(ds: Dataset, extractor: str, embedder: str) -> str:
-    return f"{ds.name}-{extractor.split(':')[0]}-{embedder}"
+def index_tag(ds: Dataset, extractor: str, embedder: str, subset: Subset | None = None) -> str:
+    """The index's folder name; an index over the first N questions' passages ends in ``-firstN``."""
+    tag = f"{ds.name}-{extractor.split(':')[0]}-{embedder}"
+    return f"{tag}-first{subset.questions}" if subset is not None else tag
 
 
-def _reusable(out: Path, force: bool) -> bool:
-    return (out / "manifest.json").exists() and not force
+def _reusable(out: Path, force: bool, key: str | None = None) -> bool:
+    """An index at ``out`` to reuse: not with ``--force``; a subset index only over the same passages."""
+    if force or not (out / "manifest.json").exists():
+        return False
+    if key is None:
+        return True
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and (manifest.get("bench") or {}).get("subset", {}).get("key") == key
 
 
-def check_index_dirs(index_dir: Path, tags: list[str], *, force: bool = False, what: str = "--index-dir") -> None:
-    """A one-line error now unless every ``index_dir / tag`` may be reused or built (see the module)."""
+def full_index_exists(index_dir: Path, tag: str, force: bool = False) -> bool:
+    """Whether ``index_dir / tag`` is a built index this run would reuse (``--limit`` prefers one)."""
+    return _reusable(index_dir / tag, force)
+
+
+def check_index_dirs(index_dir: Path, tags: list[str], *, force: bool = False, what: str = "--index-dir",
+                     keys: Mapping[str, str] | None = None) -> None:
+    """A one-line error now unless every ``index_dir / tag`` may be reused or built (see the module);
+    ``keys``: the :attr:`Subset.key` of each subset index's tag."""
     from gearag.store.index import read_manifest
     from gearag.store.writer import check_replaceable, check_unlocked
 
-    if not all(_reusable(index_dir / tag, force) for tag in tags):  # reused ones only: it may be read-only
+    keys = keys or {}
+    reuse = {tag: _reusable(index_dir / tag, force, keys.get(tag)) for tag in tags}
+    if not all(reuse.values()):  # reused ones only: it may be read-only
         OutputFolder.claim(index_dir, (), what=what)  # not a file, a device or unwritable
     for tag in tags:
         out = index_dir / tag
         try:
-            if _reusable(out, force):
+            if reuse[tag]:
                 read_manifest(out)
             else:
                 check_replaceable(out)
@@ -75,27 +107,49 @@ def check_index_dirs(index_dir: Path, tags: list[str], *, force: bool = False, w
         check_unlocked(out)
 
 
-def build(ds: Dataset, extractor: str, embedder: str, index_dir: Path, *, force: bool = False) -> dict[str, Any]:
-    """Build (or reuse) one index; returns its path, tag and build figures (wall time, stages, peak RSS)."""
-    tag = index_tag(ds, extractor, embedder)
+def build(ds: Dataset, extractor: str, embedder: str, index_dir: Path, *, force: bool = False,
+          subset: Subset | None = None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Build (or reuse) one index — over ``subset``'s passages where given, else the whole corpus; returns its
+    path, tag and build figures (wall time, stages, peak RSS). ``log`` gets the build's progress lines."""
+    tag = index_tag(ds, extractor, embedder, subset)
     out = index_dir / tag
     manifest_path = out / "manifest.json"
-    if _reusable(out, force):
+    extra = {"subset": subset.summary()} if subset is not None else {}
+    if _reusable(out, force, subset.key if subset is not None else None):
         manifest = json.loads(manifest_path.read_text())
         return {"path": str(out), "tag": tag, "reused": True, "counts": manifest.get("counts", {}),
-                **manifest.get("bench", {})}
+                **manifest.get("bench", {}), **extra}
     spec = extractor_spec(ds, extractor)
     if spec is None:
         raise ConfigError(f"dataset {ds.name!r} has no OpenIE file for --extractors openie")
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(ds.corpus), str(out), spec, embedder],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-        reason = lines[-1].removeprefix("error: ") if lines else f"exit code {done.returncode}"
+    with tempfile.TemporaryDirectory(prefix="gearag-bench-") as tmp:
+        corpus = subset.write(Path(tmp) / "corpus.jsonl") if subset is not None else ds.corpus
+        code, stdout, errors = _run_child([str(corpus), str(out), spec, embedder], log or (lambda _line: None))
+    if code != 0:
+        reason = errors[-1].removeprefix("error: ") if errors else f"exit code {code}"
         raise ConfigError(f"index build failed for {tag}: {reason}")
-    stats = json.loads(done.stdout.strip().splitlines()[-1])
+    stats = {**json.loads(stdout.strip().splitlines()[-1]), **extra}
     # Keep the build figures beside the index, so runs that reuse it still report them.
     manifest = json.loads(manifest_path.read_text())
     manifest["bench"] = stats
     write_text_atomic(manifest_path, json.dumps(manifest, indent=2))
     return {"path": str(out), "tag": tag, "reused": False, **stats}
+
+
+def _run_child(argv: list[str], log: Callable[[str], None]) -> tuple[int, str, list[str]]:
+    """:data:`_CHILD` with ``argv``: its exit code, its stdout and its last stderr lines; each progress line
+    it prints goes to ``log`` as it comes (the child prints them unless progress is off here)."""
+    env = {**os.environ, "GEARAG_PROGRESS": "lines" if progress.progress_enabled() else "0"}
+    errors: deque[str] = deque(maxlen=20)
+    with tempfile.TemporaryFile() as stdout:
+        with subprocess.Popen([sys.executable, "-c", _CHILD, *argv], stdout=stdout, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True, env=env) as child:
+            assert child.stderr is not None
+            for line in child.stderr:
+                line = line.rstrip()
+                if line.startswith(progress.PREFIX):
+                    log(line.removeprefix(progress.PREFIX))
+                elif line.strip():
+                    errors.append(line.strip())
+        stdout.seek(0)
+        return child.returncode, stdout.read().decode("utf-8", "replace"), list(errors)

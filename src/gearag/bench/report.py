@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gearag.bench.evaluate import KS
+from gearag.bench.subset import DISTRACTORS
 from gearag.outputs import OutputFolder
 
 RESULTS_JSON = "results.json"
@@ -66,12 +67,40 @@ def _cell(value: Any, fmt: str = "{:.1f}") -> str:
     return "" if value is None else fmt.format(value)
 
 
+def _subset(run: dict[str, Any]) -> dict[str, Any] | None:
+    subset = run["index"].get("subset")
+    return subset if isinstance(subset, dict) else None
+
+
+def scope_note(results: dict[str, Any]) -> str | None:
+    """What ``--limit`` did to the run, in one paragraph (None for a full run)."""
+    limit = results.get("limit")
+    if not limit:
+        return None
+    small = {run["dataset"]: s for run in results["runs"] if (s := _subset(run)) is not None}
+    if not small:
+        return (f"**--limit {limit}:** the first {limit} questions of each dataset, over the full corpus's "
+                "index: the same index as a full run, on fewer questions.")
+    sizes = "; ".join(
+        f"{name} {s['passages']:,} of {s['corpus_passages']:,} passages ("
+        + ("the questions' own paragraphs" if s["source"] == "contexts" else
+           f"its question file ships no paragraphs: each question's gold passages plus BM25's top {DISTRACTORS}")
+        + ")" for name, s in small.items())
+    return (f"**--limit {limit}: not comparable to full runs.** Indices marked *subset* hold only the passages "
+            f"of those {limit} questions, not the full corpus: {sizes}. Retrieval among so few passages is "
+            "easier. For numbers comparable with a full run, rerun with --full-corpus (or without --limit).")
+
+
 def render(results: dict[str, Any]) -> str:
     """``results.md``."""
     parts = [f"Command: `{results['command']}` · machine: {results['machine']} · date: {results['date']}\n"]
+    note = scope_note(results)
+    if note:
+        parts.append(note + "\n")
     for group, runs in _groups(results).items():
         by = {(run["dataset"], r["label"]): r for run in runs for r in run["rows"]}
-        names = [f"{run['dataset']} ({run['rows'][0]['n'] if run['rows'] else 0} q)" for run in runs]
+        names = [f"{run['dataset']} ({run['rows'][0]['n'] if run['rows'] else 0} q"
+                 + (", subset)" if _subset(run) else ")") for run in runs]
         parts.append(f"\n### Recall · extractor · embedder = {group}\n")
         header = ["method"] + [f"{n} R@{k}" for n in names for k in KS]
         rows = []
@@ -104,7 +133,9 @@ def render(results: dict[str, Any]) -> str:
     for run in results["runs"]:
         b = run["index"]
         c = b.get("counts", {})
-        builds.append([run["dataset"], run["extractor"], run["embedder"], f"{c.get('passages', 0):,}",
+        subset = _subset(run)
+        passages = f"{c.get('passages', 0):,}" + (f" (subset of {subset['corpus_passages']:,})" if subset else "")
+        builds.append([run["dataset"], run["extractor"], run["embedder"], passages,
                        f"{c.get('triples', 0):,}", _cell(b.get("seconds")), _cell(b.get("peak_rss_mb"), "{:.0f}"),
                        "reused" if b.get("reused") else "built", _cell(run.get("query_peak_rss_mb"), "{:.0f}")])
     parts.append("\n### Index builds\n")

@@ -207,7 +207,14 @@ def bench(
     = None,
     methods: Annotated[str | None, typer.Option(help="Comma-separated method names or row labels (default all).")]
     = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions per dataset.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help=(
+        "Only the first N questions per dataset: a quick check. An index not built yet holds only those "
+        "questions' own passages (MuSiQue/HotpotQA: their paragraphs; otherwise their gold passages + BM25's "
+        "top 8), built in seconds; results.md marks it, and its numbers are not comparable to a full run. "
+        "A full index already in the index folder is reused instead."))] = None,
+    full_corpus: Annotated[bool, typer.Option(
+        "--full-corpus", help="With --limit: index the whole corpus anyway (numbers comparable to a full run).")]
+    = False,
     corpus: Annotated[Path | None, typer.Option(help="Own corpus (with --questions) instead of the shared sets.")]
     = None,
     questions: Annotated[Path | None, typer.Option(help="Questions with gold passages for --corpus.")] = None,
@@ -229,8 +236,8 @@ def bench(
     from gearag.bench.run import BenchConfig, run_bench
     from gearag.display import safe
 
-    config = BenchConfig(out_dir, datasets, methods, limit, corpus, questions, index_dir, extractors, embedders,
-                         ablations, force, max_steps, engine, llm_base_url, llm_model,
+    config = BenchConfig(out_dir, datasets, methods, limit, full_corpus, corpus, questions, index_dir, extractors,
+                         embedders, ablations, force, max_steps, engine, llm_base_url, llm_model,
                          command=" ".join(["gearag", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
                          else "gearag bench")
     run_bench(config, log=lambda line: err.print(safe(line), highlight=False, soft_wrap=True))
