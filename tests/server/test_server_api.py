@@ -361,8 +361,8 @@ def test_metrics_count_requests_latency_and_errors(client: TestClient) -> None:
     client.get("/v1/passages/d0")
     client.get("/v1/passages/missing")
     text = client.get("/metrics").text
-    assert 'gearag_http_requests_total{method="GET",route="/v1/passages/{passage_id}",status="200"} 1.0' in text
-    assert 'gearag_http_errors_total{route="/v1/passages/{passage_id}",status="404"} 1.0' in text
+    assert 'gearag_http_requests_total{method="GET",route="/v1/passages/{passage_id:path}",status="200"} 1.0' in text
+    assert 'gearag_http_errors_total{route="/v1/passages/{passage_id:path}",status="404"} 1.0' in text
     assert "gearag_http_request_seconds_bucket" in text and "gearag_method_calls_in_flight" in text
 
 
