@@ -232,7 +232,11 @@ def bench(
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
 ) -> None:
-    """Every method side by side on the same indices: a Table-2 Markdown table, JSON numbers and two figures."""
+    """Every method side by side on the same indices: a Table-2 Markdown table, JSON numbers and two figures.
+
+    Index builds print a line per stage, and long stages a line every few seconds, on stderr even when it is
+    a pipe or a file (GEARAG_PROGRESS=0 hides them).
+    """
     from gearag.bench.run import BenchConfig, run_bench
     from gearag.display import safe
 
