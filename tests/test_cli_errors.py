@@ -161,3 +161,26 @@ def test_overlong_passages_are_split_with_a_warning(cli, tmp_path: Path) -> None
 
 def test_split_text_without_whitespace_cuts_hard() -> None:
     assert split_text("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
+
+
+def test_index_and_add_give_spacy_bounded_calls(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gearag.extract.spacy.pipeline import DEFAULT_PARSE_CHARS, load_nlp
+
+    nlp = load_nlp()
+    real, calls = nlp.pipe, []
+
+    def pipe(texts, **kwargs):
+        texts = list(texts)
+        calls.append(sum(map(len, texts)))
+        return real(texts, **kwargs)
+
+    monkeypatch.setattr(nlp, "pipe", pipe)
+    long = " ".join(f"Ship {i} was built in Glasgow for the Clyde Line." for i in range(1200))  # ~60,000
+    first = write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "title": "Clyde Line", "text": long}])
+    assert cli("index", first, "--out", tmp_path / "idx").code == 0
+    assert len(calls) >= 2 and max(calls) <= DEFAULT_PARSE_CHARS
+    calls.clear()
+    more = write_jsonl(tmp_path / "more.jsonl", [{"id": "b", "title": "Forth Line", "text": long}])
+    result = cli("add", tmp_path / "idx", more)
+    assert result.code == 0, result.stderr
+    assert len(calls) >= 2 and max(calls) <= DEFAULT_PARSE_CHARS

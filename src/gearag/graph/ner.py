@@ -27,7 +27,7 @@ BATCH = 64
 def ner_spans(texts: Sequence[str], labels: frozenset[str] = NAME_LABELS) -> list[list[str]]:
     """Per text, its distinct named-entity spans (first-seen order) whose label is in ``labels``."""
     from gearag.extract.spacy.clean import clean_text, split_pieces
-    from gearag.extract.spacy.pipeline import load_nlp
+    from gearag.extract.spacy.pipeline import load_nlp, parse
 
     nlp = load_nlp()
     pieces: list[str] = []
@@ -38,7 +38,7 @@ def ner_spans(texts: Sequence[str], labels: frozenset[str] = NAME_LABELS) -> lis
             owner.append(i)
     out: list[dict[str, None]] = [{} for _ in texts]
     with nlp.select_pipes(enable=["ner"]):
-        docs = nlp.pipe(pieces, batch_size=BATCH)
+        docs = parse(nlp, pieces, BATCH)  # calls of bounded characters: a long passage's pieces not all at once
         for i, doc in zip(owner, track(docs, total=len(pieces), description="named entities"), strict=True):
             for ent in doc.ents:
                 if ent.label_ in labels and ent.text.strip():

@@ -30,6 +30,9 @@ to their compound chunk without determiners (``"American writer"``).
 
 The parse runs in worker processes for large inputs (option ``processes``),
 each returning only triples; results are yielded lazily and in input order.
+The work of one passage is bounded: spaCy is called on at most ``parse_chars``
+characters at a time and a passage is read up to ``max_passage_chars``
+(:class:`SpacyExtractorConfig`; the rest of a longer one is counted in a warning).
 The output of a passage depends on its title and text only.
 
 Modules, in the order a passage meets them:

@@ -11,7 +11,7 @@ one triple.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from gearag.extract.spacy.context import clean_span, degenerate
@@ -155,8 +155,9 @@ class PassageRules(VerbRules, NounRules):
                 pred = "is" if any(w[:1].islower() for w in rest.split()) else "in"
                 self.add(self.head_name, pred, rest, raw=True)
 
-    def run(self, docs: Sequence[Any]) -> list[Fact]:
-        """Apply the rules to the passage's parsed pieces, in reading order; returns the triples."""
+    def run(self, docs: Iterable[Any]) -> list[Fact]:
+        """Apply the rules to the passage's parsed pieces, in reading order (read once, each let go when read:
+        a long passage's pieces need not all be parsed at once); returns the triples."""
         self.title_facts()
         names = [self.topic] if self.head_name == self.topic else [self.topic, self.head_name]
         first = True
@@ -188,6 +189,6 @@ class PassageRules(VerbRules, NounRules):
         return self.triples
 
 
-def triples_from_docs(title: str, docs: Sequence[Any]) -> list[Fact]:
+def triples_from_docs(title: str, docs: Iterable[Any]) -> list[Fact]:
     """Apply the rules to the parsed pieces of one passage."""
     return PassageRules(title).run(docs)

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from gearag.extract.spacy.pipeline import extract_pairs, load_nlp
 from gearag.model import Fact
 
-#: One batch: ``(title, text)`` pairs and the ``nlp.pipe`` batch size.
-Task = tuple[list[tuple[str, str]], int]
+#: One batch: ``(title, text)`` pairs, the ``nlp.pipe`` batch size and the most characters per spaCy call.
+Task = tuple[list[tuple[str, str]], int, int]
 
 
 def run_task(task: Task) -> list[list[Fact]]:
