@@ -18,9 +18,10 @@ A passage longer than ``max_passage_chars`` (default
 :data:`MAX_PASSAGE_CHARS`, 200,000 characters — a book chapter, not a
 paragraph) is split into chunks of at most that many characters, at
 whitespace where possible, with a warning naming it. Each chunk keeps the
-title and gets the id ``<id>#<n>`` (n from 1). Without the split a
-multi-megabyte passage costs gigabytes of memory in extraction and
-embedding; gold references by title still match every chunk.
+title and gets the id ``<id>#<n>`` (n from 1). The spaCy extractor bounds
+its own memory and reads at most 200,000 characters of a passage; the split
+keeps every part of a long document extracted and embedded. Gold references
+by title still match every chunk.
 """
 
 from __future__ import annotations
