@@ -151,3 +151,14 @@ def test_add_gives_id_less_documents_ids_neither_the_corpus_nor_the_index_has(tm
     again = write_jsonl(tmp_path / "again.jsonl", [{"title": "G", "text": "Gimel."}])
     assert cli("add", tmp_path / "idx", again).code == 0
     assert Index.load(tmp_path / "idx").passages[-1].id == "p8"
+
+
+@pytest.mark.parametrize("field", ["title", "text"])
+def test_a_lone_surrogate_in_a_title_or_text_is_one_line_naming_the_record(tmp_path: Path, field: str) -> None:
+    corpus = tmp_path / "c.json"
+    record = {"id": "a", "title": "T", "text": "fine"}
+    record[field] = "broken \\ud800 here"
+    corpus.write_text('[{"id": "ok", "title": "O", "text": "ok"}, '
+                      + json.dumps(record).replace("\\\\ud800", "\\ud800") + "]")
+    with pytest.raises(DataError, match=rf"record 1: '{field}' holds a lone surrogate"):
+        load_corpus(corpus)

@@ -27,6 +27,7 @@ by title still match every chunk.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,10 @@ def join_sentences(sentences: list[str]) -> str:
     return out.strip()
 
 
+#: A UTF-16 surrogate code point on its own: JSON can spell it, UTF-8 cannot encode it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _record_fields(rec: Any, row: int, path: Path) -> tuple[str | None, str, str]:
     """A record's own id (None if it has none), title and text."""
     where = f"{path}: record {row}"
@@ -121,6 +126,10 @@ def _record_fields(rec: Any, row: int, path: Path) -> tuple[str | None, str, str
         raise DataError(f"{where}: 'title' must be a string, got {type(title).__name__}")
     if not text.strip() and not title.strip():
         raise DataError(f"{where}: passage has neither title nor text")
+    for name, value in (("title", title), ("text", text)):
+        if _SURROGATE.search(value):  # JSON's "\ud800" alone: no UTF-8 file can hold it (the index writer failed)
+            raise DataError(f"{where}: '{name}' holds a lone surrogate (an unpaired \\ud800-\\udfff escape), "
+                            "which is not text; fix the record's encoding")
     pid = rec.get("id", rec.get("_id", rec.get("idx")))
     return (None if pid is None else check_id(str(pid), where)), title.strip(), text.strip()
 
