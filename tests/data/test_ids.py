@@ -162,3 +162,23 @@ def test_a_lone_surrogate_in_a_title_or_text_is_one_line_naming_the_record(tmp_p
                       + json.dumps(record).replace("\\\\ud800", "\\ud800") + "]")
     with pytest.raises(DataError, match=rf"record 1: '{field}' holds a lone surrogate"):
         load_corpus(corpus)
+
+
+def test_the_delete_id_file_is_read_with_bounded_lines(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("from gearag.data.ids import read_ids\nfrom gearag.errors import DataError\n"
+            "try:\n    read_ids('/dev/zero')\nexcept DataError as e:\n    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "line 1: longer than an id may be" in done.stdout, done
+    long = tmp_path / "ids.txt"
+    long.write_text("ok\n" + "x" * (MAX_ID_CHARS + 1) + "\n")
+    with pytest.raises(DataError, match="line 2"):  # check_id's limit
+        read_ids(long)
+    long.write_text("ok\n" + "x" * (10 * MAX_ID_CHARS))
+    with pytest.raises(DataError, match="line 2: longer than an id may be"):  # the read's own bound
+        read_ids(long)
+    exact = tmp_path / "exact.txt"
+    exact.write_text("   " + "x" * MAX_ID_CHARS + "   \ny")
+    assert read_ids(exact) == ["x" * MAX_ID_CHARS, "y"]

@@ -22,6 +22,7 @@ as holding a duplicate id.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
@@ -101,18 +102,36 @@ def numbered_after(ids: Iterable[str]) -> int:
     return max((int(m.group(1)) + 1 for pid in ids if (m := _NUMBERED.fullmatch(pid))), default=0)
 
 
+#: The longest line :func:`read_ids` reads: an id of :data:`MAX_ID_CHARS` with room for the spaces around it.
+_LINE_CHARS = 4 * MAX_ID_CHARS
+
+
 def read_ids(path: str | Path) -> list[str]:
     """Passage ids to delete: one per line (surrounding whitespace and blank lines ignored), each one an id
-    :func:`check_id` accepts (an error names the line)."""
+    :func:`check_id` accepts (an error names the line).
+
+    Read line by line with each line bounded (an id is at most :data:`MAX_ID_CHARS`), so a pipe such as
+    ``<(cut -f1 ids.tsv)`` works and ``/dev/zero`` or a binary file is an error at its first long line,
+    not a read that never ends."""
     path = Path(path)
+    ids = []
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline=None) as fh:
+            for n in itertools.count(1):
+                line = fh.readline(_LINE_CHARS + 1)  # one more than a line may hold, to see it is too long
+                if not line:
+                    break
+                if len(line) > _LINE_CHARS:
+                    raise DataError(f"{path}: line {n}: longer than an id may be ({MAX_ID_CHARS} characters, "
+                                    "with spaces around it)")
+                if line.strip():
+                    ids.append(check_id(line.strip(), f"{path}: line {n}"))
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, not a file of passage ids") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read ({exc})") from None
-    ids = [check_id(line.strip(), f"{path}: line {n}")
-           for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not ids:
         raise DataError(f"{path}: no passage ids (expected one per line)")
     return ids
