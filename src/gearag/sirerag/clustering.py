@@ -38,7 +38,15 @@ that code path):
 * Clusters are lists of **row indices** into the input, never recovered by
   comparing embeddings (identical texts cannot swap clusters); duplicate
   clusters are merged, and the output order is canonical (sorted rows).
-* Deterministic given :attr:`ClusterConfig.seed` (UMAP then runs on one thread).
+* The same clusters on every machine, not only on one (issue #39): the k-NN
+  graph, the PCA and the UMAP layout are computed so that no BLAS kernel,
+  SIMD level, numba target or thread count changes a bit
+  (:mod:`gearag.sirerag.exact`, :mod:`gearag.sirerag.layout`; UMAP starts from
+  PCA rather than its spectral layout). The Gaussian mixtures stay
+  scikit-learn's, on one BLAS thread: across kernels their probabilities
+  differ by at most ~5e-13, while on HotpotQA the closest membership was
+  6e-5 from the threshold and the closest BIC choice 0.27 apart
+  (BENCHMARKS.md, "SiReRAG trees on every machine").
 """
 
 from __future__ import annotations
@@ -53,6 +61,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gearag import setops
+from gearag.sirerag.exact import exact_knn, principal_coords
+
+__all__ = ["ClusterConfig", "ClusterStats", "candidate_ks", "choose_k", "cluster", "exact_knn"]
 
 log = logging.getLogger(__name__)
 
@@ -138,47 +149,6 @@ def _distinct_rows(x: np.ndarray) -> int:
     return int(np.unique(np.round(x, 6), axis=0).shape[0])
 
 
-def _pca(x: np.ndarray, dim: int) -> np.ndarray:
-    centred = x - x.mean(axis=0, keepdims=True)
-    _, _s, vt = np.linalg.svd(centred, full_matrices=False)
-    # Fix each axis's sign so the result does not depend on the LAPACK build.
-    signs = np.sign(vt[np.arange(vt.shape[0]), np.abs(vt).argmax(axis=1)])
-    signs[signs == 0] = 1
-    return centred @ (vt[:dim] * signs[:dim, None]).T
-
-
-#: Similarity-matrix block size for exact nearest neighbours, in float32 entries (~200 MB).
-_KNN_BLOCK_ENTRIES = 50_000_000
-
-
-def exact_knn(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact ``k`` nearest neighbours of unit rows by cosine distance, self first.
-
-    Computed in row blocks so memory stays bounded (about 200 MB whatever
-    ``n``). Passed to UMAP as ``precomputed_knn``: on 6k-11k points this is
-    ~1 s, against ~50 CPU seconds for UMAP's own NN-descent (mostly JIT
-    compilation) — and exact.
-    """
-    n = x.shape[0]
-    k = min(k, n)
-    xf = np.asarray(x, dtype=np.float32)
-    idx = np.empty((n, k), dtype=np.int64)
-    dist = np.empty((n, k), dtype=np.float32)
-    block = max(1, _KNN_BLOCK_ENTRIES // max(n, 1))
-    for s in range(0, n, block):
-        sim = xf[s : s + block] @ xf.T
-        rows = np.arange(sim.shape[0])
-        sim[rows, s + rows] = np.inf  # self first, even among duplicates
-        part = np.argpartition(-sim, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (sim.shape[0], 1))
-        vals = np.take_along_axis(sim, part, axis=1)
-        order = np.argsort(-vals, axis=1, kind="stable")
-        idx[s : s + block] = np.take_along_axis(part, order, axis=1)
-        d = 1.0 - np.take_along_axis(vals, order, axis=1)
-        d[:, 0] = 0.0
-        dist[s : s + block] = np.clip(d, 0.0, 2.0)
-    return idx, dist
-
-
 def _require(module: str, package: str):
     """Import an optional dependency of the SiReRAG trees, or say how to install it."""
     import importlib
@@ -192,7 +162,12 @@ def _require(module: str, package: str):
 
 
 def _reduce(x: np.ndarray, n_neighbors: int, cfg: ClusterConfig, stats: ClusterStats) -> np.ndarray:
-    """UMAP to ``min(n_components, n - 2)`` dimensions, with PCA as the fallback."""
+    """UMAP to ``min(n_components, n - 2)`` dimensions, with PCA as the fallback; the same on every machine.
+
+    Cosine (the released setting) goes through :func:`gearag.sirerag.layout.umap_layout`, whose
+    neighbours, initialisation and epochs do not depend on the CPU; another metric uses umap-learn
+    as it is, which is repeatable on one machine only.
+    """
     n = x.shape[0]
     dim = max(1, min(cfg.n_components, n - 2))
     n_neighbors = int(max(2, min(n_neighbors, n - 1)))
@@ -201,23 +176,20 @@ def _reduce(x: np.ndarray, n_neighbors: int, cfg: ClusterConfig, stats: ClusterS
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            reducer = umap.UMAP(
-                n_neighbors=n_neighbors,
-                n_components=dim,
-                metric=cfg.metric,
-                random_state=cfg.seed,
-                n_epochs=cfg.umap_epochs,
-                init="spectral" if n > dim + 2 else "random",
-                precomputed_knn=exact_knn(x, n_neighbors) if cfg.metric == "cosine" else (None, None, None),
-                low_memory=True,
-                n_jobs=1,
-            )
-            out = np.asarray(reducer.fit_transform(x), dtype=np.float64)
+            if cfg.metric == "cosine":
+                from gearag.sirerag.layout import umap_layout
+
+                out = umap_layout(x, n_neighbors, dim, cfg.seed, cfg.umap_epochs)
+            else:
+                reducer = umap.UMAP(n_neighbors=n_neighbors, n_components=dim, metric=cfg.metric,
+                                    random_state=cfg.seed, n_epochs=cfg.umap_epochs,
+                                    init="spectral" if n > dim + 2 else "random", low_memory=True, n_jobs=1)
+                out = np.asarray(reducer.fit_transform(x), dtype=np.float64)
         if not np.isfinite(out).all():
             raise FloatingPointError("UMAP produced non-finite coordinates")
     except Exception as exc:
         log.warning("UMAP failed on %d points (%s); using PCA", n, exc)
-        out = _pca(x, dim)
+        out = principal_coords(x, dim)
     stats.umap_runs += 1
     stats.umap_seconds += time.perf_counter() - start
     return out
@@ -344,8 +316,8 @@ def _split_by_tokens(rows: np.ndarray, x: np.ndarray, tokens: np.ndarray, limit:
     """Cut ``rows`` into runs of at most ``limit`` tokens along the first principal axis (≥ 1 node each)."""
     if rows.size <= 1:
         return [rows]
-    proj = _pca(x[rows], 1)[:, 0] if _distinct_rows(x[rows]) > 1 else np.zeros(rows.size)
-    order = rows[np.lexsort((rows, np.round(proj, 9)))]
+    proj = principal_coords(x[rows], 1)[:, 0] if _distinct_rows(x[rows]) > 1 else np.zeros(rows.size)
+    order = rows[np.lexsort((rows, proj))]  # exact coordinates (machine-independent), ties by row
     out: list[np.ndarray] = []
     current: list[int] = []
     used = 0
@@ -402,7 +374,14 @@ def cluster(
                 found.extend(_split_by_tokens(sub, x, tok, limit))
         return found
 
-    clusters = run(np.arange(n, dtype=np.int64), 0)
+    # One BLAS thread while clustering. A threaded BLAS may split a long dot product into per-thread
+    # partial sums, whose total then depends on the thread count; the mixtures' products are not
+    # exact (the k-NN and PCA products are, gearag.sirerag.exact). And the products here are small
+    # (n x 10 for the mixtures, d x 10 per PCA step), where OpenBLAS's threads cost more CPU than
+    # they save: a 994-passage tree takes ~25% less CPU. The limit is process-wide while it lasts;
+    # it slows other threads' BLAS calls, never changes their results.
+    with _require("threadpoolctl", "scikit-learn").threadpool_limits(limits=1, user_api="blas"):
+        clusters = run(np.arange(n, dtype=np.int64), 0)
     unique = {tuple(int(r) for r in np.sort(c)) for c in clusters if c.size}
     ordered = sorted(unique)
     covered = np.zeros(n, dtype=bool)

@@ -29,8 +29,8 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-#: Bump when the meaning of a stored level changes.
-LEVEL_FORMAT = "levels-v1"
+#: Bump when the meaning of a stored level changes (v2: clusters made machine-independent, issue #39).
+LEVEL_FORMAT = "levels-v2"
 
 
 @dataclass(frozen=True)
