@@ -14,7 +14,8 @@ the LLM one can rely on the LLM layer's cache and concurrency).
   title) of the text it comes from, so ``"He was born in 1950."`` stays
   attributable; the output is blocks ``header\\nsentence sentence`` joined by
   blank lines, which the summariser reads back at the next level.
-  Deterministic: ties break by position.
+  Deterministic, and the same on every machine: scores are fixed-point dot
+  products (:mod:`gearag.sirerag.exact`), ties break by position.
 * :class:`LLMSummariser`: joins the cluster's texts with blank lines (as
   RAPTOR does) and calls ``summarize(text) -> str`` — the signature of
   :meth:`gearag.llm.roles.LLMRoles.summarize`. No length cap (as released).
@@ -22,12 +23,15 @@ the LLM one can rely on the LLM layer's cache and concurrency).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from gearag.sirerag.exact import MAX_BITS, quantise
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 
@@ -134,7 +138,7 @@ class ExtractiveSummariser:
     def __init__(self, encode: Encode, config: ExtractiveConfig | None = None) -> None:
         self.config = config or ExtractiveConfig()
         c = self.config
-        self.key = f"extractive-v2:w{c.max_words}:l{c.mmr_lambda}:p{c.max_per_text}"
+        self.key = f"extractive-v3:w{c.max_words}:l{c.mmr_lambda}:p{c.max_per_text}"
         self._encode = encode
         self._cache: dict[str, np.ndarray] = {}
 
@@ -167,15 +171,22 @@ class ExtractiveSummariser:
                     owner.append(pos)
         if not cands:
             return ""
-        centroid = np.asarray(embeddings[rows], dtype=np.float32).mean(axis=0)
-        norm = float(np.linalg.norm(centroid))
-        vecs = np.stack([self._cache[_unit_key(u)] for u in cands])
-        rel = vecs @ (centroid / norm) if norm > 0 else np.zeros(len(cands), dtype=np.float32)
+        # Scores in fixed point (gearag.sirerag.exact): a float32 BLAS product differs in its last bits
+        # between CPUs, enough to swap two near-equal sentences and so the summary and the level above.
+        # Every dot product below is a sum of integers, exact in any order; each score is rounded once.
+        centroid = np.asarray(embeddings[rows], dtype=np.float64).mean(axis=0)
+        peak = float(np.abs(centroid).max())
+        vecs = quantise(np.stack([self._cache[_unit_key(u)] for u in cands]), MAX_BITS)
+        unit = 2.0 ** (-2 * MAX_BITS)
+        rel = np.zeros(len(cands))
+        if peak > 0:
+            c = quantise(centroid / peak, MAX_BITS)
+            rel = (vecs @ c) / (math.sqrt(float(c @ c)) * 2.0**MAX_BITS)  # cosine to the centroid
         words = np.array([len(s.split()) for _, s in cands])
         chosen: list[int] = []
         used = 0
         per_text: dict[int, int] = {}
-        redundancy = np.zeros(len(cands), dtype=np.float32)
+        redundancy = np.zeros(len(cands))
         available = np.ones(len(cands), dtype=bool)
         while available.any():
             score = cfg.mmr_lambda * rel - (1 - cfg.mmr_lambda) * redundancy
@@ -188,7 +199,7 @@ class ExtractiveSummariser:
             chosen.append(best)
             used += int(words[best])
             per_text[owner[best]] = per_text.get(owner[best], 0) + 1
-            redundancy = np.maximum(redundancy, vecs @ vecs[best])
+            redundancy = np.maximum(redundancy, (vecs @ vecs[best]) * unit)  # exact integer products
             if used >= cfg.max_words:
                 break
         chosen.sort()  # back to cluster order, so a text's sentences stay in sequence
