@@ -50,11 +50,28 @@ class Summariser:
 
 
 def leaves(n: int = 360, groups: int = 36, dim: int = 16) -> tuple[list[str], np.ndarray, list[tuple[int]]]:
+    """``n`` leaves in ``groups`` tight groups, the groups in 6 well-separated families (a two-level hierarchy)."""
     rng = np.random.default_rng(7)
-    centres = rng.normal(size=(groups, dim))
+    families = rng.normal(size=(6, dim)) * 4
+    centres = families[np.arange(groups) % 6] + rng.normal(size=(groups, dim))
     emb = centres[np.arange(n) % groups] + 0.05 * rng.normal(size=(n, dim))
     emb = (emb / np.linalg.norm(emb, axis=1, keepdims=True)).astype(np.float32)
     return [f"leaf{i} group{i % groups}" for i in range(n)], emb, [(i,) for i in range(n)]
+
+
+def structured(leaf_emb: np.ndarray):
+    """An embedder for the summaries of :class:`Summariser`: the mean of the leaves a summary names.
+
+    A level-1 summary names its cluster's leaves, so it sits at its group's centre; a level-2 summary
+    names one leaf per child, so it sits in its family. The hierarchy of :func:`leaves` thus carries
+    up the tree, and a second summary level follows from the data, not from a float-level outcome.
+    """
+    def encode_summaries(texts: Sequence[str]) -> np.ndarray:
+        rows = [leaf_emb[[int(w[4:]) for w in t.split() if w.startswith("leaf")]].mean(axis=0) for t in texts]
+        out = np.asarray(rows, dtype=np.float32).reshape(len(texts), leaf_emb.shape[1])
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    return encode_summaries
 
 
 @pytest.fixture
@@ -73,21 +90,22 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_a_failed_build_resumes_without_clustering_finished_levels(tmp_path: Path, counted: list[int]) -> None:
     texts, emb, sources = leaves()
+    embed = structured(emb)
     cfg = TreeConfig(levels=4, min_nodes=3)
-    reference = build_tree(SIMILARITY, texts, emb, sources, encode=encode, summariser=Summariser(), config=cfg)
+    reference = build_tree(SIMILARITY, texts, emb, sources, encode=embed, summariser=Summariser(), config=cfg)
     levels_built = int(reference.levels.max())
-    assert levels_built >= 2, "the synthetic corpus must give at least two summary levels"
+    assert levels_built >= 2, "groups in families give at least two summary levels"
     full = list(counted)
     counted.clear()
 
     store = LevelStore(tmp_path / "levels")
     with pytest.raises(InjectedError):  # level 1 is clustered and summarised; level 2's summaries fail
-        build_tree(SIMILARITY, texts, emb, sources, encode=encode, summariser=Summariser(fail_on=2), config=cfg,
+        build_tree(SIMILARITY, texts, emb, sources, encode=embed, summariser=Summariser(fail_on=2), config=cfg,
                    store=store)
     assert counted == full[:2] and store.writes == 1
     counted.clear()
 
-    again = build_tree(SIMILARITY, texts, emb, sources, encode=encode, summariser=Summariser(), config=cfg,
+    again = build_tree(SIMILARITY, texts, emb, sources, encode=embed, summariser=Summariser(), config=cfg,
                        store=store)
     assert counted == full[1:], "a finished level was clustered again"
     assert store.hits == 1
@@ -99,13 +117,13 @@ def test_a_failed_build_resumes_without_clustering_finished_levels(tmp_path: Pat
 
     # Every level is now stored: a third build clusters nothing; other settings reuse nothing.
     counted.clear()
-    build_tree(SIMILARITY, texts, emb, sources, encode=encode, summariser=Summariser(), config=cfg, store=store)
+    build_tree(SIMILARITY, texts, emb, sources, encode=embed, summariser=Summariser(), config=cfg, store=store)
     assert counted == []
     other = TreeConfig(levels=4, min_nodes=3, max_level_ratio=0.95)
-    build_tree(SIMILARITY, texts, emb, sources, encode=encode, summariser=Summariser(), config=other, store=store)
+    build_tree(SIMILARITY, texts, emb, sources, encode=embed, summariser=Summariser(), config=other, store=store)
     assert counted == full
     counted.clear()
-    build_tree(SIMILARITY, texts, emb, sources, encode=encode, summariser=Summariser(), config=cfg, store=store,
+    build_tree(SIMILARITY, texts, emb, sources, encode=embed, summariser=Summariser(), config=cfg, store=store,
                salt="another embedder")
     assert counted == full
 
@@ -126,11 +144,21 @@ def test_damaged_level_file_is_rebuilt(tmp_path: Path, counted: list[int]) -> No
 
 def test_interrupted_sirerag_index_build_resumes_at_the_level_it_reached(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: list[int]) -> None:
-    """build_index --sirerag fails after the similarity tree's first level; the rerun does not redo it."""
+    """build_index --sirerag dies after the similarity tree's first level; the rerun takes that level from its
+    checkpoint, clusters everything else once, and ends with the index an uninterrupted build makes.
+
+    Nothing here depends on how many levels the trees get (that is the data's and the clustering's
+    business): the rerun is compared with an uninterrupted build of the same passages.
+    """
     rows, _ = wiki_slice(60, 0)
     passages = [Passage(f"p{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
-    out = tmp_path / "index"
     config = IndexConfig(trees=TreesConfig(sirerag=True))
+    reference = build_index(passages, tmp_path / "reference", config, extractor=StubExtractor())
+    full = list(counted)  # the sizes of every clustering of an uninterrupted build, in order
+    assert full[0] == len(passages) and len(full) >= 2, "the leaves and at least one more set are clustered"
+    counted.clear()
+
+    out = tmp_path / "index"
     real = tree_mod.cluster  # the spy
     state = {"calls": 0}
 
@@ -143,16 +171,23 @@ def test_interrupted_sirerag_index_build_resumes_at_the_level_it_reached(
     monkeypatch.setattr(tree_mod, "cluster", failing)
     with pytest.raises(InjectedError):
         build_index(passages, out, config, extractor=StubExtractor())
-    assert counted == [len(passages)]  # the similarity tree's leaf level was clustered, then the build died
+    assert counted == full[:1]  # the similarity tree's leaf level was clustered, then the build died
     assert len(list((work_dir_for(out) / "sirerag-levels").glob("*.npz"))) == 1
     monkeypatch.setattr(tree_mod, "cluster", real)
     counted.clear()
     index = build_index(passages, out, config, extractor=StubExtractor())
-    # This slice's similarity tree has one summary level (the next would hold <= 11 nodes), so the rerun
-    # takes it from the checkpoint and its first clustering is the relatedness tree's leaves (the aggregates).
-    assert set(index.manifest["trees"]["similarity_levels"]) == {"0", "1"}
-    assert counted[0] == index.manifest["trees"]["aggregates"] != len(passages)
-    assert len(passages) not in counted, "the similarity tree's first level was clustered again"
+    assert counted == full[1:], "the rerun must redo exactly what the interrupted build had not finished"
     assert index.manifest["trees"]["levels_resumed"] == 1
-    assert index.manifest["trees"]["similarity_levels"]["1"] > 0
     assert not work_dir_for(out).exists()
+
+    def trees(manifest: dict) -> dict:
+        return {k: v for k, v in manifest["trees"].items() if k not in ("seconds", "levels_resumed")}
+
+    assert trees(index.manifest) == trees(reference.manifest)
+    assert index.manifest["trees"]["similarity_levels"]["1"] > 0
+    for name in ("raptor", "sirerag"):
+        got, want = index.collection(name), reference.collection(name)
+        assert len(got) == len(want)
+        assert [got.record(r) for r in range(len(got))] == [want.record(r) for r in range(len(want))]
+        assert [got.sources(r) for r in range(len(got))] == [want.sources(r) for r in range(len(want))]
+        np.testing.assert_array_equal(np.asarray(got.vectors), np.asarray(want.vectors))
