@@ -29,6 +29,29 @@ resolution (:mod:`gearag.graph.resolve`) so that it finishes its chains:
 * "A or B" comparisons follow both branches through the resolved pages:
   the option's page → the fact for the asked relation (its director) → that
   entity's page → the date asked for (born / died), then compare.
+
+Issue 39 (the agent stops when it has the answer, GEAR §5.2 Eq. 6, and asks
+next for what is missing, Eq. 7; :mod:`gearag.agent.slots`):
+
+* the relation words a chain must cover leave out the question's own names
+  and the kind it asks for ("which Canadian *actress*"); the *kind* of each
+  entity a chain passes — the head noun of its page's definition, "Counting
+  Crows is an American rock *band*" — counts as covered, and so does the
+  description the chain's bridge fills ("the band of the songwriter who
+  created Maria" once Maria → Counting Crows);
+* the last hop may land on the answer without a word of its own once the
+  hops before resolved every relation ("In which county is the city where
+  Stephen Curry was born?" → "In which county is Akron?"), but no hop before
+  it may be a *detour* (a hop that expressed nothing new);
+* a value answers only if it is of the kind the question names where its
+  page has one ("based in what *state*?" is not answered by a city), and a
+  terminal reached backwards (the subject of a fact entered through its
+  object) only if it is a name;
+* the rewrite puts the bridge into the open slot: the span the chain
+  resolves, with the article before it and the noun phrase a relative clause
+  describes ("Where was Counting Crows formed?"); a chain whose last hop
+  lands on a candidate answer rewrites with the entity before it (never
+  "the Berkeley"), and bridges reached without detours come first.
 """
 
 from __future__ import annotations
@@ -42,6 +65,16 @@ from typing import Any
 
 import numpy as np
 
+from gearag.agent.slots import (
+    asked_kind,
+    asked_noun,
+    in_question,
+    name_stems,
+    page_kind,
+    resolved_span,
+    same_entity,
+    substitute,
+)
 from gearag.agent.words import DEFAULT_WORDS, WordLists, word_lists_for
 from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
@@ -69,35 +102,8 @@ def _covers(term: str, chain_terms: AbstractSet[str], words: WordLists = DEFAULT
     return bool(related) and any(c.startswith(related) for c in chain_terms)
 
 
-def _in_question(entity: str, qnorm: str) -> bool:
-    """Whether a named entity occurs in the (normalised) question; common nouns never anchor."""
-    if not is_named(entity):
-        return False
-    e = normalise_entity(entity)
-    return len(e) >= 3 and f" {e} " in f" {qnorm} "
-
-
-def same_entity(a: str, b: str) -> bool:
-    """Normalised names of one entity: equal, or one a whole-word prefix of the other ("akron" / "akron ohio")."""
-    if a == b:
-        return True
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    if len(short) >= 4 and long.startswith(short + " "):
-        return True
-    # A name of two or more words ending a longer one: "blue devils" / "duke blue devils".
-    return " " in short and long.endswith(" " + short)
-
-
 #: The built-in place nouns (``WordLists.name_nouns``; kept for callers of the old constant).
 NAME_NOUNS = DEFAULT_WORDS.name_nouns
-
-
-def asked_noun(question: str, words: WordLists = DEFAULT_WORDS) -> str | None:
-    """The place noun a question asks for ("In which county ..." → "county"), if one of ``words.name_nouns``."""
-    m = re.search(r"\b(?:which|what)\s+(\w+)", question.lower())
-    if m and m.group(1) in words.name_nouns:
-        return m.group(1)
-    return None
 
 
 class Resolver:
@@ -107,10 +113,12 @@ class Resolver:
     #: (see the ambiguity policy in :mod:`gearag.graph.resolve`).
     MIN_SHARE = 0.5
 
-    def __init__(self, index: Index) -> None:
+    def __init__(self, index: Index, words: WordLists = DEFAULT_WORDS) -> None:
         from gearag.graph.passage_graph import graph_arrays_for
 
         self.index = index
+        self.words = words
+        self._kinds: dict[int, frozenset[str]] = {}
         prepared = index.stored_prepared_graph()
         if prepared is not None:
             # The prepared graph's name hashes and about rows, memory-mapped: the resolution's ids and rows
@@ -142,6 +150,17 @@ class Resolver:
                         row = int(about.indices[j])
             self._cache[name] = row
         return self._cache[name]
+
+    def kind(self, name: str) -> frozenset[str]:
+        """What the page ``name`` resolves to is about (:func:`gearag.agent.slots.page_kind`: "band"; empty if
+        it resolves to none)."""
+        row = self.row(name)
+        if row is None:
+            return frozenset()
+        if row not in self._kinds:
+            page = self.index.passages[row]
+            self._kinds[row] = page_kind(page.title, page.text, self.words)
+        return self._kinds[row]
 
     def title(self, name: str) -> str | None:
         row = self.row(name)
@@ -177,12 +196,19 @@ class Chain:
     typed: bool
     #: The last triple's predicate expresses one of the question's relation words.
     hit: bool
+    #: Stems the chain expresses: its facts' words and the kinds of the entities it passes (issue 39).
+    terms: frozenset[str] = frozenset()
+    #: Hops that expressed no relation word of the question the hops before had not (a drift, not a bridge).
+    drift: int = 0
+    #: Such hops before the last (the last may land on the answer without a new word: "In which county is
+    #: Akron?").
+    detour: int = 0
 
     @property
     def answers(self) -> bool:
         """A typed value, reached through a relation the question asks about, by a
-        chain that covers most of the question's relation words."""
-        return self.typed and self.hit and self.coverage >= COVERAGE
+        chain that covers most of the question's relation words without a detour."""
+        return self.typed and self.hit and self.coverage >= COVERAGE and self.detour == 0
 
     def describe(self) -> list[str]:
         return [f"({t.subject}; {t.predicate}; {t.object})" for t in self.triples]
@@ -201,23 +227,18 @@ class OfflineReasoner:
 
     def chains(self, info: QuestionInfo, memory: Sequence[Fact]) -> list[Chain]:
         qnorm = normalise_entity(info.text)
-        anchors = [
-            (t, end)
-            for t in memory
-            for end in (t.subject, t.object)
-            if _in_question(end, qnorm)
-        ]
+        resolver = self.resolver
+        anchors = [(t, end) for t in memory for end in (t.subject, t.object) if in_question(end, qnorm)]
         entity_terms: set[str] = set()
         for _, end in anchors:
             entity_terms |= _stems(end)
         words = self.words
-        relation_terms = [x for x in info.terms if x not in entity_terms and x not in words.type_stems] or list(
-            info.terms
-        )
+        # The question's own names anchor chains; they are not relations a chain must express.
+        named_terms = name_stems(info.text) | asked_kind(info.text, words)  # and the kind its answer is
+        relation_terms = [x for x in info.terms if x not in entity_terms and x not in named_terms
+                          and x not in words.type_stems] or list(info.terms)
         named = [(normalise_entity(end), t) for t in memory for end in (t.subject, t.object) if is_named(end)]
         noun = asked_noun(info.text, words) if self.resolver is not None else None
-
-        resolver = self.resolver
 
         def continuing(entity: str) -> list[Fact]:
             # Chains continue through named entities only, as the graph does; "Akron" meets "Akron, Ohio",
@@ -232,25 +253,62 @@ class OfflineReasoner:
 
         out: list[Chain] = []
 
-        def walk(path: list[Fact], came_in: str) -> None:
+        def hop_terms(t: Fact) -> frozenset[str]:
+            terms = _stems(f"{t.subject} {t.predicate} {t.object}")
+            if resolver is not None:  # the kinds of the entities passed: "the band of ..." is Counting Crows
+                terms = terms.union(*(resolver.kind(e) for e in (t.subject, t.object) if is_named(e)))
+            return terms
+
+        def meets(name: str, other: str) -> bool:
+            if same_entity(name, other):
+                return True
+            row = resolver.row(name) if resolver is not None else None
+            return row is not None and resolver.row(other) == row  # type: ignore[union-attr]
+
+        asked = asked_kind(info.text, words)
+
+        def kind_fits(value: str) -> bool:
+            # "Based in what state?" is not answered by a page about a city: where the question names the kind
+            # of its answer and the value's page has one (its definition's head noun), they must agree.
+            kind = resolver.kind(value) if resolver is not None and asked and is_named(value) else frozenset()
+            return not kind or bool(kind & asked) or any(_covers(a, kind, words) for a in asked)
+
+        def walk(path: list[Fact], came_in: str, before: frozenset[str], drift: int = 0, had: int = 0) -> None:
             last = path[-1]
-            far = last.object if same_entity(normalise_entity(last.subject), came_in) else last.subject
-            terms = set().union(*(_stems(f"{t.subject} {t.predicate} {t.object}") for t in path))
-            covered = sum(1 for x in relation_terms if _covers(x, terms, words)) / len(relation_terms)
-            hit = any(_covers(x, _stems(last.predicate), words) for x in relation_terms)
-            if not _in_question(far, qnorm):
-                typed = matches_type(far, info.answer_type) and (noun is None or noun in far.lower())
-                out.append(Chain(list(path), far, covered, typed, hit))
+            forward = meets(normalise_entity(last.subject), came_in)
+            far = last.object if forward else last.subject
+            terms = before | hop_terms(last)
+            # What the hops before the last resolve is the question's span they fill (the open slot's
+            # description, "the band of the songwriter who created Maria"): its words need no fact of their own.
+            filled = resolved_span(info.text, lambda s: all(_covers(x, before, words) for x in s)) if before else ()
+            inside = frozenset().union(*(_stems(w) for w in filled))
+            n_covered = sum(1 for x in relation_terms if x in inside or _covers(x, terms, words))
+            covered = n_covered / len(relation_terms)
+            detour = drift  # the hops before this one that expressed nothing new
+            drift += n_covered <= had
+            # The last hop expresses a relation the question asks about — or the hops before resolved every
+            # one ("In which county is the city where Stephen Curry was born?": after "born in Akron" the
+            # question is "In which county is Akron?", which any fact placing Akron answers).
+            hit = (any(_covers(x, _stems(last.predicate), words) for x in relation_terms)
+                   or (len(path) > 1 and all(x in inside or _covers(x, before, words) or x in words.question_stems
+                                             for x in relation_terms)))
+            if not in_question(far, qnorm):
+                # A fact is about its subject: a terminal that is the subject of the last fact, entered through
+                # its object, answers only if it is a name ("films; released under; Walt Disney Pictures" is
+                # about no film in particular).
+                typed = (matches_type(far, info.answer_type) and (noun is None or noun in far.lower())
+                         and kind_fits(far) and (forward or is_named(far)))
+                out.append(Chain(list(path), far, covered, typed, hit, terms, drift, detour))
             if len(path) >= self.max_length:
                 return
             if not is_named(far):
                 return
             for nxt in continuing(normalise_entity(far)):
                 if nxt not in path:
-                    walk([*path, nxt], normalise_entity(far))
+                    walk([*path, nxt], normalise_entity(far), terms, drift, n_covered)
 
         for t, end in anchors:
-            walk([t], normalise_entity(end))
+            walk([t], normalise_entity(end), frozenset())
         out.sort(key=lambda c: (c.answers, c.hit and c.typed, c.coverage, c.typed, -len(c.triples)), reverse=True)
         return out
 
@@ -385,49 +443,39 @@ class OfflineRewriter:
             if missing:
                 rest = re.sub(r",[^,]*\bor\b[^?]*\??$", "", question).strip()
                 return f"{missing[0]} {rest}" if normalise_entity(missing[0]) not in qnorm else f"{rest} {missing[0]}"
-        # Bridge: the best-covering chain that ends in a named entity the question does not name.
-        chains = [c for c in self.reasoner.chains(info, memory) if is_named(c.terminal) and not c.answers]
-        if not chains:
+        # Bridge: the best-covering chain that ends in a named entity the question does not name. A chain whose
+        # last hop lands on a candidate answer (a value of the asked type, through a relation the question asks
+        # about) went one hop past its bridge: the bridge is the entity before ("Maria → Counting Crows →
+        # Berkeley" asks next about Counting Crows, never "the Berkeley").
+        chains = self.reasoner.chains(info, memory)
+        by_path = {tuple(c.triples): c for c in chains}
+        bridges: list[Chain] = []
+        for c in chains:
+            if c.answers:
+                continue
+            if len(c.triples) > 1 and c.typed and c.hit:
+                c = by_path.get(tuple(c.triples[:-1]), c)
+            if is_named(c.terminal) and c not in bridges:
+                bridges.append(c)
+        if not bridges:
             return question
         if self.resolver is not None:
-            # The furthest bridge among the best-covering chains: a chain that went one hop
-            # further ("Seth Curry" → "Duke Blue Devils") is where the next step starts; among
-            # equally long ones, the bridge whose page bears most on the question.
-            relevance = [self.resolver.relevance(_unresolved(question, c, words), [c.terminal])[0] for c in chains]
-            scored = zip(chains, relevance, strict=True)
-            bridge = max(scored, key=lambda cr: (cr[0].coverage, len(cr[0].triples), cr[1]))[0]
+            # The best-covering bridge reached without drifting (a hop that expressed nothing new of the
+            # question leads away from it: issue 39); then the one whose page bears most on the question,
+            # then the furthest ("Seth Curry" → "Duke Blue Devils" is where the next step starts).
+            relevance = [self.resolver.relevance(_unresolved(question, c, words), [c.terminal])[0] for c in bridges]
+            scored = zip(bridges, relevance, strict=True)
+            bridge = max(scored, key=lambda cr: (cr[0].coverage, -cr[0].drift, cr[1], len(cr[0].triples)))[0]
         else:
-            bridge = max(chains, key=lambda c: (c.coverage, -len(c.triples)))
-        name = None
-        if self.resolver is not None:
-            name = self.resolver.title(bridge.terminal)
-        return substitute(question, bridge, name, words)
+            bridge = max(bridges, key=lambda c: (c.coverage, -len(c.triples)))
+        name = (self.resolver.title(bridge.terminal) if self.resolver is not None else None) or bridge.terminal
+        return substitute(question, lambda s: all(_covers(x, bridge.terms, words) for x in s), name, words)
 
 
 def _unresolved(question: str, chain: Chain, words: WordLists = DEFAULT_WORDS) -> str:
     """The question's words the chain does not cover yet (what the next page must bear on)."""
-    chain_terms = _stems(" ".join(f"{t.subject} {t.predicate} {t.object}" for t in chain.triples))
     return " ".join(w for w in question.rstrip("?").split()
-                    if not (_stems(w) and all(_covers(x, chain_terms, words) for x in _stems(w))))
-
-
-def substitute(question: str, chain: Chain, name: str | None = None, lists: WordLists = DEFAULT_WORDS) -> str:
-    """Replace the question span the chain resolves by the chain's terminal entity."""
-    words = question.rstrip("?").split()
-    stems_by_word = [_stems(w) for w in words]
-    chain_text = " ".join(f"{t.subject} {t.predicate} {t.object}" for t in chain.triples)
-    chain_terms = _stems(chain_text)
-    marked = [bool(s) and all(_covers(x, chain_terms, lists) for x in s) for s in stems_by_word]
-    name = name or chain.terminal
-    if not any(marked):
-        return f"{name} {question}"
-    first = marked.index(True)
-    last = len(marked) - 1 - marked[::-1].index(True)
-    # Keep a leading function word ("of the", "the") attached to what remains.
-    head = words[:first]
-    tail = words[last + 1 :]
-    rewritten = " ".join([*head, name, *tail]).strip()
-    return rewritten + "?"
+                    if not (_stems(w) and all(_covers(x, chain.terms, words) for x in _stems(w))))
 
 
 class OfflineAnswerer:
@@ -444,13 +492,13 @@ class OfflineAnswerer:
         """``rows``: the passages' index rows (else found by id: :meth:`Index.passage_rows` reads every id once)."""
         info = analyse(question, self.reasoner.words)
         reasoning = self.reasoner.reason(question, memory)
+        if info.answer_type == "yesno":  # a chain's terminal does not answer "Are A and B both ...?"
+            return Answer("yes" if reasoning.answerable else "no", self.LABEL, reasoning.evidence)
         if reasoning.answerable and reasoning.answer:
             return Answer(reasoning.answer, self.LABEL, reasoning.evidence)
         if info.options and self.reasoner.resolver is not None:
             # An "A or B" question is answered by A or B: undecided, the first option (a guess, labelled).
             return Answer(info.options[0], self.LABEL + "; undecided comparison, first option", reasoning.evidence)
-        if info.answer_type == "yesno":
-            return Answer("yes" if reasoning.answerable else "no", self.LABEL, reasoning.evidence)
         chains = self.reasoner.chains(info, memory)
         typed = [c for c in chains if c.typed and c.hit] or [c for c in chains if c.typed]
         if typed:
@@ -466,7 +514,7 @@ class OfflineAnswerer:
                 continue
             for t in self.index.passage_triples(row):
                 value = table.objects[t]
-                if matches_type(value, info.answer_type) and not _in_question(value, qnorm):
+                if matches_type(value, info.answer_type) and not in_question(value, qnorm):
                     return Answer(value, self.LABEL, [f"({table.subjects[t]}; {table.predicates[t]}; {value})"])
         return Answer("unknown", self.LABEL, [])
 
@@ -534,7 +582,7 @@ def offline_engine(index: Index, config: EngineConfig | None = None, llm_roles: 
     """
     read_triples, gist_triples = READ_TRIPLES, GIST_TRIPLES
     words = word_lists_for(getattr(config, "word_lists", None))
-    resolver = Resolver(index) if getattr(config, "chain_agent", False) else None
+    resolver = Resolver(index, words) if getattr(config, "chain_agent", False) else None
     reasoner = OfflineReasoner(resolver=resolver, words=words)
     gist = (ChainGist(index, resolver, gist_triples, words) if resolver is not None
             else OfflineReader(index, OfflineReaderConfig(max_triples=gist_triples), words))

@@ -81,6 +81,12 @@ class WordLists:
     #: Words that make an "A or B" question a comparison of the two options.
     comparison_words: tuple[str, ...] = ("first", "earlier", "later", "older", "younger", "more", "longer",
                                          "born first", "died first", "last")
+    #: Words that end the noun phrase of a page's definition ("X is an American rock band *formed* in ..."):
+    #: the head noun is the word before (:func:`gearag.agent.slots.head_noun`; participles end it too).
+    definition_ends: tuple[str, ...] = ("of", "in", "from", "for", "on", "at", "by", "with", "to", "and", "or", "but",
+                                        "that", "which", "who", "whose", "where", "when", "as", "since", "during",
+                                        "between", "about", "known", "born", "made", "written", "being",
+                                        "consisting", "starring", "featuring", "having", "located", "set")
     #: Word prefixes of a birth and of a death event (the dated fact a comparison follows).
     birth_words: tuple[str, ...] = ("born", "birth")
     death_words: tuple[str, ...] = ("die", "death", "dead")
@@ -89,6 +95,8 @@ class WordLists:
                                     "first", "last")
     #: Stems of the class nouns of a comparison's options ("Which film ...").
     class_stems: tuple[str, ...] = ("film", "song", "album", "book", "person", "peopl")
+    #: Question words: they ask, they are no relation a chain must express (the BM25 tokeniser keeps some).
+    question_words: tuple[str, ...] = ("what", "which", "where", "when", "who", "whom", "whose", "how", "why")
     #: Auxiliary verbs that open a yes/no question.
     aux_words: tuple[str, ...] = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have",
                                   "had", "will")
@@ -109,6 +117,13 @@ class WordLists:
     @cached_property
     def related_map(self) -> dict[str, tuple[str, ...]]:
         return dict(self.related)
+
+    @cached_property
+    def question_stems(self) -> frozenset[str]:
+        """Stems of :attr:`question_words` (as the BM25 tokeniser writes them)."""
+        from gearag.retrieve.bm25 import tokenize
+
+        return frozenset(t for ts in tokenize(list(self.question_words)) for t in ts)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "word lists") -> WordLists:
