@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gearag.results import Result, node_entry
+from gearag.results import RANK, Result, node_entry
 from gearag.store.collection import PASSAGES
 from gearag.store.index import Index
 
@@ -55,26 +55,38 @@ def snippet(text: str, width: int = 110) -> str:
 def print_result(
     console: Console, index: Index, question: str, result: Result, gold_rows: set[int] | None = None
 ) -> None:
-    """Print the answer (if any), the ranked passages and any expansion paths."""
+    """Print the answer (if any), the ranked passages and any expansion paths.
+
+    Passages the answer rests on are marked ``evidence``; a ranking without per-passage scores
+    (``Result.score_kind`` :data:`~gearag.results.RANK`) shows its ranks only, never ``1 / rank``.
+    """
     console.print(f"[bold]Q:[/] {safe(question)}")
     if result.answer is not None:
         console.print(f"[bold green]{safe(result.answer_label)}:[/] {safe(result.answer)}")
+    ranked_only = result.score_kind == RANK
+    evidence = set(result.evidence)
     table = Table(show_lines=False, box=None, pad_edge=False)
     table.add_column("#", justify="right")
-    table.add_column("score", justify="right")
+    if not ranked_only:
+        table.add_column("score", justify="right")
     table.add_column("title", style="bold")
     table.add_column("passage")
     for rank, hit in enumerate(result.passages, 1):
+        score = [] if ranked_only else [f"{hit.score:.3f}"]
         if hit.collection != PASSAGES:  # a pool node: say what it is and how many passages it covers
             e = node_entry(index, hit)
             what = e["title"] or f"[{e.get('tree', '')} {e.get('kind', '')} L{e.get('level', '')}]"
             label = f"{what} ({len(e['sources'])} passages)" if len(e["sources"]) > 1 else what
-            table.add_row(str(rank), f"{hit.score:.3f}", escape(label), escape(snippet(e["text"])))
+            table.add_row(str(rank), *score, escape(label), escape(snippet(e["text"])))
             continue
         p = index.passages[hit.idx]
         mark = " [green]✓[/]" if gold_rows and hit.idx in gold_rows else ""
-        table.add_row(str(rank), f"{hit.score:.3f}", safe(p.title, one_line=True) + mark, safe(snippet(p.text)))
+        if hit.idx in evidence:
+            mark += " [cyan](evidence)[/]"
+        table.add_row(str(rank), *score, safe(p.title, one_line=True) + mark, safe(snippet(p.text)))
     console.print(table)
+    if ranked_only:
+        console.print("[dim]# is the rank: this method ranks passages without a score per passage[/]")
     for key in ("paths", "evidence"):
         lines = getattr(result.trace, key, None)
         if lines:

@@ -2,9 +2,16 @@
 
 Row contract (``gearag retrieve`` output, the service's JSON, the benchmarks)::
 
-    {"id", "question", "passages": [{"id", "title", "text", "score"}, ...], "answer"?, "trace"?}
+    {"id", "question", "passages": [{"id", "title", "text", "score", "evidence"?}, ...], "score_kind"?,
+     "answer"?, "trace"?}
 
-best first; ``trace`` is the typed trace's ``to_dict()``. A hit on another
+best first; ``trace`` is the typed trace's ``to_dict()``. ``"evidence": true``
+marks the passages the answer rests on (the passages its evidence facts were
+read from; the GEAR agent ranks them first). ``score_kind`` says what
+``score`` is when it is not the method's own score: ``"rank"`` — ``1 / rank``,
+for a method whose ranking has no per-passage score (the GEAR agent's merges
+a PPR ranking, its steps' passages and the evidence); the order is all it
+says, so people are shown the rank, not the number. A hit on another
 collection than the passages (a SiReRAG pool node) also names its
 ``collection``, ``level``, ``tree`` and ``kind``, and lists the passages it
 covers as ``sources: [{"id", "title"}, ...]``; its ``id`` is the passage's
@@ -14,7 +21,7 @@ is empty unless it is a passage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gearag.model import Hit
@@ -26,6 +33,9 @@ if TYPE_CHECKING:
 
 #: Digits kept of each score in a row.
 SCORE_DIGITS = 6
+
+#: ``Result.score_kind`` of a ranking without per-passage scores: each score is ``1 / rank``.
+RANK = "rank"
 
 
 @dataclass
@@ -39,6 +49,10 @@ class Result:
     passages: list[Hit]
     trace: Trace | None = None
     answer: str | None = None
+    #: Rows of ``index.passages`` the answer rests on, in evidence order (flagged in the row).
+    evidence: list[int] = field(default_factory=list)
+    #: What ``Hit.score`` is: None — the method's own score; :data:`RANK` — ``1 / rank``, the order only.
+    score_kind: str | None = None
 
     @property
     def answer_label(self) -> str:
@@ -54,13 +68,20 @@ def result_row(index: Index, result: Result, *, qid: str | None = None, question
     if question is not None:
         row["question"] = question
     passages = []
+    evidence = set(result.evidence)
     for h in result.passages:
         if h.collection == PASSAGES:
             p = index.passages[h.idx]
-            passages.append({"id": p.id, "title": p.title, "text": p.text, "score": round(h.score, SCORE_DIGITS)})
+            entry: dict[str, Any] = {"id": p.id, "title": p.title, "text": p.text,
+                                     "score": round(h.score, SCORE_DIGITS)}
+            if h.idx in evidence:
+                entry["evidence"] = True
+            passages.append(entry)
         else:
             passages.append(node_entry(index, h))
     row["passages"] = passages
+    if result.score_kind is not None:
+        row["score_kind"] = result.score_kind
     if result.answer is not None:
         row["answer"] = result.answer
     if result.trace is not None:

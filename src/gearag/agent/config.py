@@ -77,6 +77,28 @@ class AgentConfig:
     #: page on its own evidence path.
     seed_evidence: bool = setting(True, "Agent: seed the PPR output ranking with the answer's evidence facts too "
                                         "(--no-seed-evidence: the gist memory alone).", request=QUESTION)
+    #: Put the passages the answer rests on — those its evidence facts were read
+    #: from (:mod:`gearag.agent.evidence`) — first in the output ranking, in
+    #: evidence order, the rest in their order; they are flagged either way. The
+    #: paper ranks by Eq. 9 alone; an answer citing passages it did not come
+    #: from was issue 39. Measured both ways (BENCHMARKS.md).
+    evidence_first: bool = setting(True, "Agent: rank the passages the answer's evidence comes from first "
+                                         "(--no-evidence-first: flag them where they rank).", request=QUESTION)
+    #: Which gist-memory facts seed the ``ppr`` output ranking: ``connected`` —
+    #: those joined to a name the question gives, directly or through other
+    #: memory facts (:func:`gearag.agent.slots.connected`); ``all`` — the whole
+    #: memory (the first behaviour). A rewritten query's stray reads ("List of
+    #: songs recorded by Metallica; formed in; Los Angeles" for a question about
+    #: Maria) pulled their pages up as the memory grew (issue 39).
+    memory_seeds: str = setting("connected", "Agent: gist-memory facts that seed the PPR output ranking: connected "
+                                             "(to the question's names) | all.", choices=("connected", "all"),
+                                request=QUESTION)
+    #: The ``ppr`` output ranking after step n fuses by RRF the rankings after
+    #: each step, as Eq. 9 fuses each step's list, instead of replacing them with
+    #: the last; a step that leaves the reasoner's evidence chain as it was
+    #: adds no ranking (the output stays). Off: the last step's ranking alone.
+    step_fusion: bool = setting(True, "Agent: fuse the PPR output rankings of the steps that moved the evidence "
+                                      "chain (--no-step-fusion: the last step's alone).", request=QUESTION)
     #: Graph expansion inside each step (base retriever, PPR or beams, tripleLink, RRF).
     expansion: ExpansionConfig = setting(ExpansionConfig, "")
     engine: AgentEngineConfig = setting(AgentEngineConfig, "")

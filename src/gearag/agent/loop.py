@@ -30,12 +30,14 @@ beams (as printed) or both.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gearag import deadline as call_deadline
 from gearag.agent.config import AgentConfig
+from gearag.agent.evidence import evidence_facts, evidence_first, evidence_rows, passage_facts, rank_scores
+from gearag.agent.slots import connected
 from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
@@ -58,6 +60,9 @@ class AgentResult:
     steps: list[StepTrace]
     memory: list[Fact]
     reasoning: Reasoning | None
+    #: Passage rows the last reasoning's evidence came from when it answered (first in ``passages`` with
+    #: ``AgentConfig.evidence_first``).
+    evidence: list[int] = field(default_factory=list)
 
     def trace(self) -> AgentTrace:
         return AgentTrace(self.steps, [list(t.as_tuple()) for t in self.memory],
@@ -117,15 +122,37 @@ class GearAgent:
 
     def final_ppr(
         self, question: str, memory: list[Fact], base: list[Hit], per_step: list[list[int]], k: int
-    ) -> list[tuple[int, float]]:
-        """The output ranking by PPR (see ``AgentConfig.final``); the steps' passages fill the tail."""
+    ) -> list[int]:
+        """The output ranking's rows by PPR (see ``AgentConfig.final``); the steps' passages fill the tail."""
+        if self.config.memory_seeds == "connected":
+            memory = connected(question, memory)
         seeds = list(dict.fromkeys(t.source for t in memory if t.source is not None))
         # The gist memory is already a selection: its facts seed alike (not by reading order).
         ranked = self.graph.rank(question, [(h.idx, h.score) for h in base], seeds, k,  # type: ignore[union-attr]
                                  ranked=not self.chain, proximal_weight=self.config.memory_weight)
         tail = [p for p, _ in rrf(per_step, k=self.rrf_k) if p not in set(ranked)]
-        order = [*ranked, *tail]
-        return [(p, 1.0 / (self.rrf_k + i + 1)) for i, p in enumerate(order)]
+        return [*ranked, *tail]
+
+    def output(self, question: str, reasoning: Reasoning, memory: list[Fact], first_base: list[Hit],
+               per_step: list[list[int]], linked: list[list[int]], k: int) -> list[int]:
+        """The output ranking's rows after a step, as ``AgentConfig.final`` ranks them."""
+        if self.ranks_by_ppr:
+            # The answer's evidence read beyond the memory (a comparison's two branches) seeds too.
+            extra = ([t for t in reasoning.facts if t.as_tuple() not in {m.as_tuple() for m in memory}]
+                     if self.config.seed_evidence else [])
+            order = self.final_ppr(question, [*memory, *extra], first_base, per_step, k)
+        else:
+            order = [p for p, _ in rrf(linked + per_step, k=self.rrf_k)]
+        return order
+
+    def evidence(self, reasoning: Reasoning, memory: list[Fact], read: Sequence[int] = ()) -> list[int]:
+        """The passage rows ``reasoning``'s evidence facts were read from (:mod:`gearag.agent.evidence`);
+        ``read``: passages whose triples may hold evidence beyond the memory (what the answerer read)."""
+        known = [*memory, *reasoning.facts]
+        facts = evidence_facts(reasoning.evidence, known)
+        if len(facts) < len(set(reasoning.evidence)) and read:
+            facts = evidence_facts(reasoning.evidence, [*known, *passage_facts(self.index, read)])
+        return evidence_rows(self.index, facts)
 
     def run(self, question: str, k: int = 15, on_step: Callable[[StepTrace], None] | None = None) -> AgentResult:
         """Run the loop for ``question``; ``on_step`` (if given) sees each step's trace as soon as it finishes."""
@@ -136,6 +163,9 @@ class GearAgent:
         reasoning: Reasoning | None = None
         linked: list[list[int]] = []
         final: list[tuple[int, float]] = []
+        evidence: list[int] = []
+        last_evidence: list[str] = []
+        outputs: list[list[int]] = []  # the output ranking after each step that moved the evidence chain
         first_base: list[Hit] = []
         for n in range(1, self.config.max_steps + 1):
             call_deadline.check()  # a service request past its limit stops here (gearag.deadline)
@@ -154,13 +184,16 @@ class GearAgent:
             after = _tokens(self.engine.ledger)
             if self.passage_linker is not None:  # Eq. 8–10 for the memory so far: passageLink new gist triples
                 linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
-            if self.ranks_by_ppr:
-                # The answer's evidence read beyond the memory (a comparison's two branches) seeds too.
-                extra = ([t for t in reasoning.facts if t.as_tuple() not in {m.as_tuple() for m in memory}]
-                         if self.config.seed_evidence else [])
-                final = self.final_ppr(question, [*memory, *extra], first_base, per_step, k)
-            else:
-                final = rrf(linked + per_step, k=self.rrf_k)
+            # A step that leaves the reasoner's evidence chain as it was learned nothing toward the answer:
+            # its ranking joins no fusion and the output stays as it was (``AgentConfig.step_fusion``).
+            moved = not reasoning.evidence or reasoning.evidence != last_evidence or not outputs
+            last_evidence = list(reasoning.evidence)
+            if moved:
+                outputs.append(self.output(question, reasoning, memory, first_base, per_step, linked, k))
+            fusing = self.ranks_by_ppr and self.config.step_fusion
+            order = [p for p, _ in rrf(outputs, k=self.rrf_k)] if fusing else outputs[-1]
+            evidence = self.evidence(reasoning, memory) if reasoning.answerable else []
+            final = rank_scores((evidence_first(order, evidence) if self.config.evidence_first else order)[:k])
             steps.append(
                 StepTrace(
                     step=n,
@@ -185,4 +218,4 @@ class GearAgent:
             if next_query.strip().casefold() == query.strip().casefold() and not (self.chain and added):
                 break  # the rewriter has nothing new to ask; another step would repeat this one
             query = next_query
-        return AgentResult([Hit(i, s) for i, s in final[:k]], steps, memory, reasoning)
+        return AgentResult([Hit(i, s) for i, s in final[:k]], steps, memory, reasoning, evidence)

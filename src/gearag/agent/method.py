@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gearag.agent.config import AgentConfig
+from gearag.agent.evidence import evidence_first, rank_scores
 from gearag.agent.loop import GearAgent
 from gearag.engine import make_engine
 from gearag.llm.usage import TokenMeter, usage_scope
-from gearag.results import Result
+from gearag.model import Hit, Reasoning
+from gearag.results import RANK, Result
 from gearag.store.index import Index
 from gearag.store.rows import rows_at
 from gearag.trace import StepTrace
@@ -33,13 +35,31 @@ class GearMethod:
         before = meter.snapshot()
         run = self.agent.run(question, k, on_step)
         trace = run.trace()
-        out = Result(run.passages, trace)
+        out = Result(run.passages, trace, evidence=run.evidence, score_kind=RANK)
         if self.config.answer:
             rows = [h.idx for h in run.passages[: self.config.qa_passages]]
             answer = engine.answerer.answer(question, rows_at(self.index.passages, rows), run.memory, rows)
             out.answer = answer.text
             trace.answer_label = answer.label
             trace.evidence = answer.evidence
+            # The passages the answer rests on (the answerer's evidence may go beyond the reasoning's). They go
+            # first when the reasoner answered. A guess's (the best candidate for a question the reasoner could
+            # not answer) stay where they rank, or take the last places if the ranking lacks them: moving them up
+            # cost MuSiQue R@2 (BENCHMARKS.md, issue 39).
+            said = Reasoning(True, evidence=answer.evidence, facts=run.reasoning.facts if run.reasoning else [])
+            out.evidence = self.agent.evidence(said, run.memory, rows)
+            answered = run.reasoning is not None and run.reasoning.answerable
+            ranked = [h.idx for h in run.passages]
+            if self.config.evidence_first and answered:
+                order = evidence_first(ranked, out.evidence)[:k]
+            else:
+                missing = [r for r in out.evidence if r not in set(ranked)][:k]
+                order = ranked[: k - len(missing)] + missing
+            if order != ranked:
+                out.passages = [Hit(r, s) for r, s in rank_scores(order)]
+                if run.steps:  # the last step's ranking is the output (recall by iteration)
+                    run.steps[-1].ranking = [p.id for p in rows_at(self.index.passages, order)]
+        out.evidence = [r for r in out.evidence if r in {h.idx for h in out.passages}]
         if engine.ledger is not None:
             # Tokens this question used, by role (GEAR Fig. 4), answer generation included.
             trace.tokens_by_role = meter.since(before)
