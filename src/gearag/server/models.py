@@ -35,7 +35,8 @@ class PassageOut(BaseModel):
     id: str
     title: str
     text: str
-    score: float
+    score: float = Field(description="The method's score, or 1 / rank where the response's score_kind is \"rank\".")
+    evidence: bool = Field(False, description="The answer rests on this passage (its evidence facts come from it).")
 
 
 class RetrieveResponse(BaseModel):
@@ -44,6 +45,8 @@ class RetrieveResponse(BaseModel):
     question: str
     method: str
     passages: list[PassageOut]
+    score_kind: str | None = Field(None, description="\"rank\": the method ranks without per-passage scores and "
+                                                     "each score is 1 / rank; null: the method's own score.")
     answer: str | None = None
     answer_label: str | None = Field(None, description="How the answer was made (an LLM, or the offline engine).")
     evidence: list[str] = Field(default_factory=list, description="The evidence chain behind the answer.")

@@ -65,11 +65,21 @@ def chat_question(body: ChatRequest, settings: ServerSettings) -> str:
 
 
 def compose(result: Result, gearag: Any, method: str) -> tuple[str, list[dict[str, Any]]]:
-    """The reply text (answer, then ``[n] Title`` citations) and the cited passages."""
+    """The reply text (answer, then ``[n] Title`` citations) and the cited passages.
+
+    The passages the answer rests on are first and say so (``evidence: true``; "— evidence" in the text); a
+    citation's ``score`` is the method's, or ``1 / rank`` where ``score_kind`` says ``rank``.
+    """
     cited = []
+    evidence = set(result.evidence)
     for n, hit in enumerate(result.passages, 1):
         p = gearag.index.passages[hit.idx]
-        cited.append({"n": n, "id": p.id, "title": p.title, "score": round(hit.score, 6)})
+        entry = {"n": n, "id": p.id, "title": p.title, "score": round(hit.score, 6)}
+        if result.score_kind is not None:
+            entry["score_kind"] = result.score_kind
+        if hit.idx in evidence:
+            entry["evidence"] = True
+        cited.append(entry)
     lines = []
     if result.answer is not None:
         lines.append(result.answer)
@@ -80,7 +90,7 @@ def compose(result: Result, gearag: Any, method: str) -> tuple[str, list[dict[st
         lines.append(f"gearag-{method} retrieves passages and writes no answer; the best passages are:")
     lines.append("")
     lines.append("Sources:")
-    lines.extend(f"[{c['n']}] {c['title']}" for c in cited)
+    lines.extend(f"[{c['n']}] {c['title']}" + (" — evidence" if c.get("evidence") else "") for c in cited)
     return "\n".join(lines), cited
 
 

@@ -168,12 +168,16 @@ function renderResult(result) {
   } else {
     box.hidden = true;
   }
+  // A ranking without per-passage scores (score_kind "rank") shows its ranks only; passages the answer rests
+  // on say so.
+  const ranked = result.score_kind === "rank";
   const passages = result.passages.map((p, i) => {
     const row = (result.graph && result.graph.nodes.find((n) => n.passage_id === p.id)) || null;
+    const badges = [el("span", { class: "score" }, ranked ? "rank " + (i + 1) : "score " + p.score.toFixed(4))];
+    if (p.evidence) badges.unshift(el("span", { class: "score" }, "\u2605 evidence"));
     return el("li", { "data-id": p.id, "data-node": row ? row.id : "" },
       el("details", {},
-         el("summary", {}, el("strong", {}, "[" + (i + 1) + "] " + p.title),
-            el("span", { class: "score" }, "score " + p.score.toFixed(4))),
+         el("summary", {}, el("strong", {}, "[" + (i + 1) + "] " + p.title), ...badges),
          el("p", {}, p.text)));
   });
   $("passages").replaceChildren(...passages);
