@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from gearag.agent.slots import in_question
 from gearag.model import Fact
+from gearag.text import normalise_entity
 
 if TYPE_CHECKING:
     from gearag.store.index import Index
@@ -42,6 +44,18 @@ def evidence_facts(evidence: Sequence[str], known: Iterable[Fact]) -> list[Fact]
         if key not in by_text or (by_text[key].source is None and fact.source is not None):
             by_text[key] = fact
     return [by_text[e] for e in dict.fromkeys(evidence) if e in by_text]
+
+
+def named_first(question: str, facts: Sequence[Fact]) -> list[Fact]:
+    """``facts`` with those about a name the question gives first, each group in its order.
+
+    A comparison's evidence runs option A → A's director → option B → B's director; the options' own pages
+    (where the answer, A or B, is written) lead, then the bridges' (2Wiki AR@2, issue 39).
+    """
+    qnorm = normalise_entity(question)
+    about = [any(in_question(e, qnorm) for e in (f.subject, f.object)) for f in facts]
+    return [f for f, a in zip(facts, about, strict=True) if a] + [f for f, a in zip(facts, about, strict=True)
+                                                                  if not a]
 
 
 def evidence_rows(index: Index, facts: Iterable[Fact]) -> list[int]:

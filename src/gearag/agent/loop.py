@@ -36,7 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from gearag import deadline as call_deadline
 from gearag.agent.config import AgentConfig
-from gearag.agent.evidence import evidence_facts, evidence_first, evidence_rows, passage_facts, rank_scores
+from gearag.agent.evidence import (
+    evidence_facts,
+    evidence_first,
+    evidence_rows,
+    named_first,
+    passage_facts,
+    rank_scores,
+)
 from gearag.agent.slots import connected
 from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
@@ -145,14 +152,16 @@ class GearAgent:
             order = [p for p, _ in rrf(linked + per_step, k=self.rrf_k)]
         return order
 
-    def evidence(self, reasoning: Reasoning, memory: list[Fact], read: Sequence[int] = ()) -> list[int]:
-        """The passage rows ``reasoning``'s evidence facts were read from (:mod:`gearag.agent.evidence`);
-        ``read``: passages whose triples may hold evidence beyond the memory (what the answerer read)."""
+    def evidence(self, question: str, reasoning: Reasoning, memory: list[Fact], read: Sequence[int] = ()
+                 ) -> list[int]:
+        """The passage rows ``reasoning``'s evidence facts were read from (:mod:`gearag.agent.evidence`), those
+        of facts about what the question names first; ``read``: passages whose triples may hold evidence beyond
+        the memory (what the answerer read)."""
         known = [*memory, *reasoning.facts]
         facts = evidence_facts(reasoning.evidence, known)
         if len(facts) < len(set(reasoning.evidence)) and read:
             facts = evidence_facts(reasoning.evidence, [*known, *passage_facts(self.index, read)])
-        return evidence_rows(self.index, facts)
+        return evidence_rows(self.index, named_first(question, facts))
 
     def run(self, question: str, k: int = 15, on_step: Callable[[StepTrace], None] | None = None) -> AgentResult:
         """Run the loop for ``question``; ``on_step`` (if given) sees each step's trace as soon as it finishes."""
@@ -192,7 +201,7 @@ class GearAgent:
                 outputs.append(self.output(question, reasoning, memory, first_base, per_step, linked, k))
             fusing = self.ranks_by_ppr and self.config.step_fusion
             order = [p for p, _ in rrf(outputs, k=self.rrf_k)] if fusing else outputs[-1]
-            evidence = self.evidence(reasoning, memory) if reasoning.answerable else []
+            evidence = self.evidence(question, reasoning, memory) if reasoning.answerable else []
             final = rank_scores((evidence_first(order, evidence) if self.config.evidence_first else order)[:k])
             steps.append(
                 StepTrace(

@@ -47,7 +47,7 @@ class GearMethod:
             # not answer) stay where they rank, or take the last places if the ranking lacks them: moving them up
             # cost MuSiQue R@2 (BENCHMARKS.md, issue 39).
             said = Reasoning(True, evidence=answer.evidence, facts=run.reasoning.facts if run.reasoning else [])
-            out.evidence = self.agent.evidence(said, run.memory, rows)
+            out.evidence = self.agent.evidence(question, said, run.memory, rows)
             answered = run.reasoning is not None and run.reasoning.answerable
             ranked = [h.idx for h in run.passages]
             if self.config.evidence_first and answered:
