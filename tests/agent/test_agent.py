@@ -409,3 +409,10 @@ def test_gear_method_passes_on_step_through(tiny_index: Index) -> None:
     steps: list[int] = []
     result = method("Who is the father of Stephen Curry?", 3, on_step=lambda st: steps.append(st.step))
     assert result.trace is not None and steps == [st.step for st in result.trace.steps]  # type: ignore[union-attr]
+
+
+def test_the_agent_settings_import_from_the_package() -> None:
+    from gearag.agent import AgentConfig, AgentEngineConfig
+    from gearag.agent.config import AgentConfig as Declared
+
+    assert AgentConfig is Declared and AgentEngineConfig().engine == "offline"
