@@ -126,6 +126,21 @@ def data_dir() -> Path:
     return DATA
 
 
+def index_of_rows(directory: Path, rows: Sequence[tuple[str, str]]):  # type: ignore[no-untyped-def]
+    """An index over ``(title, text)`` rows with ids ``p0, p1, ...`` (the agents' small fixture corpora)."""
+    from gearag.indexing import build_index
+
+    return build_index([Passage(f"p{i}", t, x) for i, (t, x) in enumerate(rows)], directory / "index")
+
+
+@pytest.fixture(scope="session")
+def demo_rows_index(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The demo's passages (:data:`gearag.demo.PASSAGES`) indexed once per session."""
+    from gearag.demo import PASSAGES
+
+    return index_of_rows(tmp_path_factory.mktemp("demo-rows"), PASSAGES)
+
+
 @pytest.fixture(scope="session")
 def tiny_index(tmp_path_factory: pytest.TempPathFactory):
     """An index of :data:`TINY` built with the stub extractor and wordllama (shared, read-only)."""

@@ -5,13 +5,10 @@ Hand-built corpora, indexed with the default offline extractor (spaCy rules) and
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from gearag.indexing import build_index
+from conftest import index_of_rows
 from gearag.methods import make_method
-from gearag.model import Passage
 from gearag.store.index import Index
 
 FILMS = [
@@ -25,20 +22,14 @@ FILMS = [
 ]
 
 
-def _index(tmp_path: Path, rows: list[tuple[str, str]]) -> Index:
-    return build_index([Passage(f"p{i}", t, x) for i, (t, x) in enumerate(rows)], tmp_path / "index")
-
-
 @pytest.fixture(scope="module")
 def films(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    return _index(tmp_path_factory.mktemp("films"), FILMS)
+    return index_of_rows(tmp_path_factory.mktemp("films"), FILMS)
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    from gearag.demo import PASSAGES
-
-    return _index(tmp_path_factory.mktemp("demo"), PASSAGES)
+@pytest.fixture
+def demo(demo_rows_index: Index) -> Index:
+    return demo_rows_index
 
 
 @pytest.mark.parametrize(

@@ -7,21 +7,20 @@ issue's example, and the demo's twelve passages.
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from fastapi.testclient import TestClient
 
+from conftest import index_of_rows
 from gearag.agent.config import AgentConfig, AgentEngineConfig
 from gearag.agent.loop import GearAgent
 from gearag.agent.slots import asked_kind, connected, head_noun, question_names, substitute
 from gearag.api import Gearag
 from gearag.engine import Engine
 from gearag.evaluation import recall_by_iteration
-from gearag.indexing import build_index
 from gearag.methods import make_method
-from gearag.model import Fact, GoldRef, Passage, Question, Reasoning
+from gearag.model import Fact, GoldRef, Question, Reasoning
 from gearag.results import RANK, result_row
 from gearag.store.index import Index
 
@@ -43,20 +42,14 @@ BAND_QUESTION = "Where was the band of the songwriter who created Maria formed?"
 BAND_GOLD = ["Maria (Counting Crows)", "Counting Crows"]
 
 
-def _index(tmp_path: Path, rows: list[tuple[str, str]]) -> Index:
-    return build_index([Passage(f"p{i}", t, x) for i, (t, x) in enumerate(rows)], tmp_path / "index")
-
-
 @pytest.fixture(scope="module")
 def band(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    return _index(tmp_path_factory.mktemp("band"), BAND)
+    return index_of_rows(tmp_path_factory.mktemp("band"), BAND)
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    from gearag.demo import PASSAGES
-
-    return _index(tmp_path_factory.mktemp("demo"), PASSAGES)
+@pytest.fixture
+def demo(demo_rows_index: Index) -> Index:
+    return demo_rows_index
 
 
 def _titles(index: Index, result) -> list[str]:  # type: ignore[no-untyped-def]
