@@ -202,7 +202,7 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
 def test_converting_a_plain_index_reuses_the_token_ids_its_build_kept(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The first add does not tokenise the plain index's corpus again: its build kept the token ids."""
-    from gearag.indexing import incremental
+    from gearag.indexing import bm25 as bm25_stage
 
     use_stub_extractor(StubExtractor())
     passages, questions = _passages(30, 4)
@@ -212,7 +212,7 @@ def test_converting_a_plain_index_reuses_the_token_ids_its_build_kept(tmp_path: 
     def no_tokenising(*_args: object) -> None:
         raise AssertionError("the conversion tokenised a collection again")
 
-    monkeypatch.setattr(incremental, "write_tokens", no_tokenising)
+    monkeypatch.setattr(bm25_stage, "write_tokens", no_tokenising)  # what the conversion's shard_tokens calls
     grown = add_documents(tmp_path / "grown", passages[20:])
     full = build_index(passages, tmp_path / "full", not_growable(STUB))
     assert_same_index(grown, full)  # BM25 statistics and scores included

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from gearag.data.jsonio import load_json
+from gearag.errors import IndexFormatError
 from gearag.indexing.stage import Build
 from gearag.retrieve.bm25 import bm25_from_sorted_tokens, build_bm25, save_bm25, token_ids
 from gearag.retrieve.bm25_postings import POSTINGS_FILES, postings_from_tokens
+from gearag.store.npy import load_npy
 from gearag.store.shards import SHARDED_COLLECTIONS, tokens_rel
 from gearag.store.writer import IndexWriter
 
@@ -70,3 +75,26 @@ class BM25Stage:
                 model = build_bm25(coll.texts if len(coll.texts) else [""], cfg.k1, cfg.b)
             save_bm25(model, build.writer.path(rel))
             coll.spec = replace(coll.spec, bm25=rel)
+
+
+def shard_tokens(w: IndexWriter, root: Path, listed: dict[str, Any], collection: str, texts: Sequence[str]) -> None:
+    """A converted shard's token ids and postings for ``collection``: from those its plain build kept, else made
+    from ``texts`` (built before indices kept their token ids)."""
+    stored = kept_token_ids(root, listed, collection, len(texts))
+    if stored is None:
+        write_tokens(w, collection, texts)
+    else:
+        write_postings(w, collection, *stored)
+
+
+def kept_token_ids(root: Path, listed: dict[str, Any], collection: str,
+                   n_docs: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The token ids (ids, indptr, vocabulary size) a plain build kept for ``collection``; None if it kept none."""
+    rel = tokens_rel(collection)
+    if not all(f"{rel}/{name}" in listed for name in TOKEN_FILES):
+        return None
+    vocab = load_json(root / rel / "vocab.json")
+    ids, indptr = load_npy(root / rel / "ids.npy"), load_npy(root / rel / "indptr.npy", mmap=False)
+    if len(indptr) != n_docs + 1 or int(indptr[-1]) != len(ids):
+        raise IndexFormatError(f"{root / rel}: token ids do not fit the {collection} collection")
+    return ids, indptr, len(vocab)

@@ -39,11 +39,10 @@ import numpy as np
 from gearag import setops
 from gearag.config import IndexConfig
 from gearag.data.ids import numbered_after, read_ids
-from gearag.data.jsonio import load_json
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
 from gearag.hashing import stable_hashes
-from gearag.indexing.bm25 import TOKEN_FILES, write_postings, write_token_ids, write_tokens
+from gearag.indexing.bm25 import shard_tokens, write_token_ids
 from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
 from gearag.indexing.duplicates import NewDocuments, new_documents
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
@@ -66,7 +65,7 @@ from gearag.store.index import (
     stored_passage_ids,
 )
 from gearag.store.lease import PLAIN, claimed
-from gearag.store.npy import load_npy, write_blocks
+from gearag.store.npy import write_blocks
 from gearag.store.passage_contents import CONTENT_HASHES, Content, content_hashes, find_contents
 from gearag.store.passage_ids import ID_HASHES, find_rows, write_passages
 from gearag.store.rows import JsonlRows, line_offsets, offsets_rel
@@ -83,7 +82,6 @@ from gearag.store.shards import (
     read_tombstones,
     shard_key,
     shard_refs,
-    tokens_rel,
     union_of,
     write_manifest_atomic,
 )
@@ -273,7 +271,7 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
                 w.write_array(CONTENT_HASHES, content_hashes(plain.passages))
             # The two collections' postings at once (array work that releases the GIL; ~2.5 s each at 1M).
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gearag-postings") as pool:
-                for done in [pool.submit(_shard_tokens, w, root, listed, coll, texts)
+                for done in [pool.submit(shard_tokens, w, root, listed, coll, texts)
                              for coll, texts in ((PASSAGES, passage_contents(plain.passages)),
                                                  (TRIPLES, plain.triples.texts()))]:
                     done.result()
@@ -303,29 +301,6 @@ def _convert_plain(root: Path, manifest: dict[str, Any], on_step: Step | None) -
             shutil.rmtree(tmp, ignore_errors=True)
     if on_step:
         on_step("convert", time.perf_counter() - started)
-
-
-def _shard_tokens(w: IndexWriter, root: Path, listed: dict[str, Any], collection: str, texts: Sequence[str]) -> None:
-    """A converted shard's token ids and postings for ``collection``: from those its plain build kept, else made
-    from ``texts`` (built before indices kept their token ids)."""
-    stored = _kept_token_ids(root, listed, collection, len(texts))
-    if stored is None:
-        write_tokens(w, collection, texts)
-    else:
-        write_postings(w, collection, *stored)
-
-
-def _kept_token_ids(root: Path, listed: dict[str, Any], collection: str,
-                    n_docs: int) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """The token ids (ids, indptr, vocabulary size) a plain build kept for ``collection``; None if it kept none."""
-    rel = tokens_rel(collection)
-    if not all(f"{rel}/{name}" in listed for name in TOKEN_FILES):
-        return None
-    vocab = load_json(root / rel / "vocab.json")
-    ids, indptr = load_npy(root / rel / "ids.npy"), load_npy(root / rel / "indptr.npy", mmap=False)
-    if len(indptr) != n_docs + 1 or int(indptr[-1]) != len(ids):
-        raise IndexFormatError(f"{root / rel}: token ids do not fit the {collection} collection")
-    return ids, indptr, len(vocab)
 
 
 def _open(root: Path, what: str, on_step: Step | None) -> _State:
