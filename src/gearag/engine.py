@@ -77,6 +77,11 @@ class EngineConfig:
 def make_engine(index: Index, config: EngineConfig, llm_roles: object | None = None) -> Engine:
     """The engine ``config.engine`` over ``index``; ``llm_roles`` injects ready LLM roles (tests, the API)."""
     entry = REGISTRY.entry("engine", config.engine)
-    if entry.name == "offline" and (config.llm_base_url or config.llm_model):
-        raise ConfigError("--llm-base-url and --llm-model apply only to --engine openai")
+    check_engine_options(entry.name, config.llm_base_url, config.llm_model)
     return entry.load()(index, config, llm_roles)
+
+
+def check_engine_options(engine: str, llm_base_url: str | None, llm_model: str | None) -> None:
+    """A ConfigError when an LLM endpoint or model is given to the offline engine, which would ignore them."""
+    if engine == "offline" and (llm_base_url or llm_model):
+        raise ConfigError("--llm-base-url and --llm-model apply only to --engine openai")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gearag.engine import check_engine_options
 from gearag.errors import ConfigError
 from gearag.options import OptionSpec, build_config, check_request, option_specs
 from gearag.registry import REGISTRY
@@ -55,8 +56,7 @@ def check_operator_options(operator: Mapping[str, Any]) -> None:
         cls = _method_class(method)
         build_config(cls, _applying(cls, operator), what=f"method {method!r}")
     engine = operator.get("engine") or "offline"
-    if engine == "offline" and (operator.get("llm_base_url") or operator.get("llm_model")):
-        raise ConfigError("--llm-base-url and --llm-model apply only to --engine openai")
+    check_engine_options(engine, operator.get("llm_base_url"), operator.get("llm_model"))
     if engine != "offline":
         from gearag.llm.config import LLMConfig
 
