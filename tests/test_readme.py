@@ -1,5 +1,6 @@
 """README.md's examples run as written (issue 39): every ```python block runs, every gearag line of a ```bash
-block parses (its command and options exist, its arguments fit), on the demo corpus, in seconds."""
+block — in the README and in docs/, where its sections moved — parses (its command and options exist, its arguments
+fit), on the demo corpus, in seconds."""
 
 from __future__ import annotations
 
@@ -17,8 +18,15 @@ from conftest import REPO
 README = REPO / "README.md"
 
 
-def _blocks(language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```", README.read_text(encoding="utf-8"), flags=re.S | re.M)
+#: The pages whose ```bash blocks are checked: the README and the docs its sections moved to.
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
+
+
+def _blocks(language: str, pages: list[Path] | None = None) -> list[str]:
+    """The ```language blocks of ``pages`` (default: the README alone)."""
+    return [block for page in (pages or [README])
+            for block in re.findall(rf"^```{language}\n(.*?)^```", page.read_text(encoding="utf-8"),
+                                    flags=re.S | re.M)]
 
 
 def gearag_lines(block: str) -> Iterator[list[str]]:
@@ -98,7 +106,7 @@ def test_every_gearag_line_of_a_bash_block_parses() -> None:
 
     group = typer.main.get_command(app)
     seen = 0
-    for block in _blocks("bash"):
+    for block in _blocks("bash", PAGES):
         for argv in gearag_lines(block):
             argv = _bare_ray(argv)
             ctx = group.make_context("gearag", list(argv), resilient_parsing=True)
@@ -107,6 +115,6 @@ def test_every_gearag_line_of_a_bash_block_parses() -> None:
             try:
                 command.make_context(name, rest, parent=ctx)
             except Exception as exc:  # a click usage error: an unknown option, a missing or extra argument
-                pytest.fail(f"README: gearag {shlex.join(argv)}: {exc}")
+                pytest.fail(f"README or docs/: gearag {shlex.join(argv)}: {exc}")
             seen += 1
     assert seen >= 30  # every section's commands, not an empty match
