@@ -55,9 +55,11 @@ lint: $(VENV)/.dev
 test: lint $(VENV)/.neural
 	$(BIN)/python -m pytest -q
 
+# Every number of BENCHMARKS.md's results blocks: the methods side by side (gearag bench), then the SiReRAG pools.
 bench: $(VENV)/.neural
 	$(BIN)/gearag bench --extractors spacy,openie --out benchmarks/out/bench
-	$(BIN)/python benchmarks/report.py benchmarks/out/bench
+	$(BIN)/python benchmarks/sirerag_pools.py --indices benchmarks/out/sirerag --out benchmarks/out/sirerag/results.json
+	$(BIN)/python benchmarks/report.py benchmarks/out/bench benchmarks/out/sirerag/results.json
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .ruff_cache .mypy_cache

@@ -141,8 +141,12 @@ def test_run_file_format(wiki: SimpleNamespace, wiki_runs: dict, method: str) ->
     rows = _assert_run_format(wiki_runs[method].run, wiki.question_ids, wiki.question_text, wiki.corpus_keys, 15)
     if method != "bm25":  # dense and hybrid always fill the top k
         assert all(len(r["passages"]) == 15 for r in rows)
-    if method == "hybrid":
-        assert all(p["score"] <= 2 / 61 + 1e-6 for r in rows for p in r["passages"])
+    if method == "hybrid":  # reciprocal-rank fusion: the row says its scores are ranks
+        assert all(r["score_kind"] == "rank" for r in rows)
+        assert all([p["score"] for p in r["passages"]] == pytest.approx([1 / n for n in range(1, 16)], abs=1e-6)
+                   for r in rows)
+    else:
+        assert all("score_kind" not in r for r in rows)
 
 
 @pytest.mark.parametrize("method", METHODS)

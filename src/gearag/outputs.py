@@ -348,3 +348,22 @@ class OutputFolder:
         with self.open(name, binary=True) as fh:
             fh.write(data)
         return self.path / name
+
+    def remove(self, name: str) -> bool:
+        """Delete ``name`` if gearag wrote it here (a stale output of an earlier run); True if it did.
+
+        A file of that name that gearag did not write is refused, as a write would be.
+        """
+        if name not in self.names:
+            raise ValueError(f"{name!r} is not one of this folder's files {self.names}")
+        record = self._read_record()
+        why = self._foreign(name, record)
+        if why is not None:
+            raise OutputError(f"{self.what} {self.path}: {why}; not removed")
+        try:
+            (self.path / name).unlink()
+        except FileNotFoundError:
+            return False
+        record.pop(name, None)
+        self._write_record(record)
+        return True

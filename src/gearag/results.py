@@ -9,9 +9,11 @@ best first; ``trace`` is the typed trace's ``to_dict()``. ``"evidence": true``
 marks the passages the answer rests on (the passages its evidence facts were
 read from; the GEAR agent ranks them first). ``score_kind`` says what
 ``score`` is when it is not the method's own score: ``"rank"`` — ``1 / rank``,
-for a method whose ranking has no per-passage score (the GEAR agent's merges
-a PPR ranking, its steps' passages and the evidence); the order is all it
-says, so people are shown the rank, not the number. A hit on another
+for a method whose ranking has no per-passage score it could show (the GEAR
+agent's merges a PPR ranking, its steps' passages and the evidence; a
+reciprocal-rank fusion — hybrid, NaiveGE/SyncGE, title-link — scores every
+passage near ``1 / 60``); the order is all it says, so people are shown the
+rank, not the number. A hit on another
 collection than the passages (a SiReRAG pool node) also names its
 ``collection``, ``level``, ``tree`` and ``kind``, and lists the passages it
 covers as ``sources: [{"id", "title"}, ...]``; its ``id`` is the passage's
@@ -21,6 +23,7 @@ is empty unless it is a passage.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +39,11 @@ SCORE_DIGITS = 6
 
 #: ``Result.score_kind`` of a ranking without per-passage scores: each score is ``1 / rank``.
 RANK = "rank"
+
+
+def rank_scores(order: Sequence[int]) -> list[Hit]:
+    """``order`` as hits scored ``1 / rank`` (:data:`RANK`): for methods that rank but do not score."""
+    return [Hit(r, 1.0 / (i + 1)) for i, r in enumerate(order)]
 
 
 @dataclass

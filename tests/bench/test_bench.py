@@ -35,8 +35,8 @@ def test_bench_end_to_end_writes_the_table_the_numbers_and_both_figures(
                   "| GEAR-offline (bm25) |"):
         assert label in md, label
     assert "### Cost" in md and "### Index builds" in md
-    for name in ("recall_by_iteration.png", "tokens_by_iteration.png"):
-        assert (out / name).read_bytes()[:8] == PNG
+    assert (out / "recall_by_iteration.png").read_bytes()[:8] == PNG
+    assert not (out / "tokens_by_iteration.png").exists()  # offline: no tokens, so no empty figure
     data = json.loads((out / "results.json").read_text())
     (run,) = data["runs"]
     assert run["dataset"] == "wiki" and run["max_steps"] == 2
@@ -52,8 +52,29 @@ def test_bench_end_to_end_writes_the_table_the_numbers_and_both_figures(
                        "--methods", "bm25", "--no-ablations", timeout=300)
     assert again.code == 0, again.stderr
     assert json.loads((out / "results.json").read_text())["runs"][0]["index"]["reused"] is True
-    assert set(json.loads((out / ".gearag-written.json").read_text())["files"]) == {
-        "results.md", "results.json", "recall_by_iteration.png", "tokens_by_iteration.png"}
+    # bm25 alone has no iterations: the first run's figure, which described that run, is gone.
+    assert not (out / "recall_by_iteration.png").exists()
+    assert set(json.loads((out / ".gearag-written.json").read_text())["files"]) == {"results.md", "results.json"}
+
+
+def _stepped_results(tokens: float) -> dict:
+    def row(label: str, base: float) -> dict:
+        curve = [{"iteration": i, "R@15": base + i} for i in (1, 2)]
+        return {"label": label, "n": 10, "recall": {"15": base + 2}, "median_ms": 1.0, "by_iteration": {"curve": curve},
+                "tokens_by_iteration": [{"iteration": i, "mean_tokens": tokens * i} for i in (1, 2)]}
+    return {"runs": [{"dataset": ds, "extractor": "spacy", "embedder": "wordllama", "index": {},
+                      "rows": [row("GEAR", 50), row("IRCoT", 40),
+                               {"label": "bm25", "n": 10, "recall": {"15": 40.0}, "median_ms": 0.3}]}
+                     for ds in ("musique", "hotpotqa")]}
+
+
+def test_figures_draw_a_panel_per_dataset_and_tokens_only_when_a_model_spent_them() -> None:
+    offline = report.plot(_stepped_results(0.0))
+    assert set(offline) == {report.RECALL_FIGURE} and offline[report.RECALL_FIGURE][:8] == PNG
+    with_llm = report.plot(_stepped_results(120.0))
+    assert set(with_llm) == {report.RECALL_FIGURE, report.TOKENS_FIGURE}
+    assert report.plot({"runs": [{"dataset": "d", "extractor": "spacy", "embedder": "wordllama",
+                                  "rows": [{"label": "bm25", "n": 3}]}]}) == {}
 
 
 def test_bench_rejects_unknown_names(tmp_path: Path) -> None:
@@ -135,7 +156,8 @@ def test_bench_index_dir_is_checked_before_work(cli, small_set: tuple[Path, Path
 
 
 def test_the_report_is_written_into_a_folder_it_may_write_again(tmp_path: Path) -> None:
-    results = {"command": "gearag bench", "machine": "m", "date": "d", "limit": None, "runs": []}
+    results = {"command": "gearag bench", "machine": "m", "date": "d", "limit": None,
+               **_stepped_results(10.0)}
     out = tmp_path / "out"
     written = report.write(results, report.claim(out))
     assert sorted(p.name for p in written) == sorted(report.FILES)

@@ -79,8 +79,3 @@ def evidence_first(order: Sequence[int], rows: Sequence[int]) -> list[int]:
     first = list(dict.fromkeys(rows))
     taken = set(first)
     return [*first, *(r for r in order if r not in taken)]
-
-
-def rank_scores(order: Sequence[int]) -> list[tuple[int, float]]:
-    """``order`` with the score ``1 / rank`` (see :data:`gearag.results.RANK`): the agent ranks, it does not score."""
-    return [(r, 1.0 / (i + 1)) for i, r in enumerate(order)]

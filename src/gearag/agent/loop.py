@@ -42,7 +42,6 @@ from gearag.agent.evidence import (
     evidence_rows,
     named_first,
     passage_facts,
-    rank_scores,
 )
 from gearag.agent.slots import connected
 from gearag.engine import Engine
@@ -51,6 +50,7 @@ from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.graph.passage_graph import passage_graph_for
 from gearag.llm.usage import TokenMeter
 from gearag.model import Fact, Hit, Reasoning
+from gearag.results import rank_scores
 from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
 from gearag.store.index import Index
@@ -171,7 +171,7 @@ class GearAgent:
         query = question
         reasoning: Reasoning | None = None
         linked: list[list[int]] = []
-        final: list[tuple[int, float]] = []
+        final: list[Hit] = []
         evidence: list[int] = []
         last_evidence: list[str] = []
         outputs: list[list[int]] = []  # the output ranking after each step that moved the evidence chain
@@ -217,7 +217,7 @@ class GearAgent:
                     tokens_out=after[1] - before[1],
                     seconds=round(time.perf_counter() - started, 4),
                     rows=rows,
-                    ranking=[p.id for p in rows_at(self.index.passages, [i for i, _ in final[:k]])],
+                    ranking=[p.id for p in rows_at(self.index.passages, [h.idx for h in final[:k]])],
                 )
             )
             if on_step is not None:
@@ -227,4 +227,4 @@ class GearAgent:
             if next_query.strip().casefold() == query.strip().casefold() and not (self.chain and added):
                 break  # the rewriter has nothing new to ask; another step would repeat this one
             query = next_query
-        return AgentResult([Hit(i, s) for i, s in final[:k]], steps, memory, reasoning, evidence)
+        return AgentResult(final[:k], steps, memory, reasoning, evidence)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gearag.agent.config import AgentConfig
-from gearag.agent.evidence import evidence_first, rank_scores
+from gearag.agent.evidence import evidence_first
 from gearag.agent.loop import GearAgent
 from gearag.engine import make_engine
 from gearag.llm.usage import TokenMeter, usage_scope
-from gearag.model import Hit, Reasoning
-from gearag.results import RANK, Result
+from gearag.model import Reasoning
+from gearag.results import RANK, Result, rank_scores
 from gearag.store.index import Index
 from gearag.store.rows import rows_at
 from gearag.trace import StepTrace
@@ -56,7 +56,7 @@ class GearMethod:
                 missing = [r for r in out.evidence if r not in set(ranked)][:k]
                 order = ranked[: k - len(missing)] + missing
             if order != ranked:
-                out.passages = [Hit(r, s) for r, s in rank_scores(order)]
+                out.passages = rank_scores(order)
                 if run.steps:  # the last step's ranking is the output (recall by iteration)
                     run.steps[-1].ranking = [p.id for p in rows_at(self.index.passages, order)]
         out.evidence = [r for r in out.evidence if r in {h.idx for h in out.passages}]

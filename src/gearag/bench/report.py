@@ -6,9 +6,9 @@
   builds;
 * ``results.json`` — everything, including recall after every iteration;
 * ``recall_by_iteration.png`` — R@15 after each iteration of the multi-step
-  methods (GEAR Figure 2);
-* ``tokens_by_iteration.png`` — mean tokens per iteration (GEAR Figure 4);
-  with offline engines it says so: no model, no tokens.
+  methods (GEAR Figure 2), one panel per dataset;
+* ``tokens_by_iteration.png`` — mean tokens per iteration (GEAR Figure 4),
+  only when a model spent tokens (offline engines use none).
 
 All four go through an :class:`~gearag.outputs.OutputFolder`: ``--out`` may
 be a folder of the user's own, and a file of one of these names there that
@@ -144,68 +144,84 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _stepped(results: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    out = []
+def _stepped(results: dict[str, Any]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """The multi-step rows (not ablations) per dataset, each named by its label (and extractor if several)."""
+    groups = _groups(results)
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for run in results["runs"]:
         for r in run["rows"]:
             if "by_iteration" in r and not r.get("ablation"):
-                out.append((f"{run['dataset']} · {r['label']}", r))
+                name = r["label"] if len(groups) == 1 else f"{r['label']} · {run['extractor']}"
+                out.setdefault(run["dataset"], []).append((name, r))
     return out
 
 
 def _png(fig: Any) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
+    fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
     return buffer.getvalue()
 
 
-def plot(results: dict[str, Any]) -> dict[str, bytes]:
-    """Both figures as PNG bytes, by file name (written by :func:`write`, never straight to a path)."""
+def _panels(stepped: dict[str, list[tuple[str, dict[str, Any]]]], ylabel: str, title: str,
+            points: Any) -> bytes:
+    """One panel per dataset, the legend under the panels so that it covers no line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    stepped = _stepped(results)
-    figures = {}
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, r in stepped:
-        curve = r["by_iteration"]["curve"]
-        ax.plot([c["iteration"] for c in curve], [c["R@15"] for c in curve], marker="o", label=name)
-    if not stepped:
-        ax.text(0.5, 0.5, "no multi-step method in this run", ha="center", va="center", transform=ax.transAxes)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("R@15 (cumulative, carried forward)")
-    ax.set_title("Recall by iteration (GEAR Fig. 2)")
-    ax.grid(alpha=0.3)
-    if stepped:
-        ax.legend(fontsize=7)
+    fig, axes = plt.subplots(1, len(stepped), figsize=(4.2 * len(stepped), 3.8), squeeze=False)
+    names = list(dict.fromkeys(name for rows in stepped.values() for name, _ in rows))
+    colours = {name: f"C{i % 10}" for i, name in enumerate(names)}  # one colour per method in every panel
+    handles: dict[str, Any] = {}
+    for ax, (dataset, rows) in zip(axes[0], stepped.items(), strict=True):
+        for name, r in rows:
+            xs, ys = points(r)
+            if xs:
+                (line,) = ax.plot(xs, ys, marker="o", label=name, color=colours[name])
+                handles.setdefault(name, line)
+        ax.set_title(f"{dataset} ({rows[0][1]['n']} q)" if rows else dataset)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("iteration")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    fig.suptitle(title)
     fig.tight_layout()
-    figures[RECALL_FIGURE] = _png(fig)
+    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=min(3, max(1, len(handles))), fontsize=8, frameon=False)
+    data = _png(fig)
     plt.close(fig)
+    return data
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    any_tokens = False
-    for name, r in stepped:
-        points = r.get("tokens_by_iteration") or []
-        if any(p["mean_tokens"] > 0 for p in points):
-            any_tokens = True
-            ax.plot([p["iteration"] for p in points], [p["mean_tokens"] for p in points], marker="o", label=name)
-    if not any_tokens:
-        ax.text(0.5, 0.5, "offline engines: no LLM, no tokens\n(run with --engine openai to measure them)",
-                ha="center", va="center", transform=ax.transAxes)
-    else:
-        ax.legend(fontsize=7)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("mean tokens (prompt + completion)")
-    ax.set_title("Tokens per iteration (GEAR Fig. 4)")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    figures[TOKENS_FIGURE] = _png(fig)
-    plt.close(fig)
+
+def _recall_points(r: dict[str, Any]) -> tuple[list[int], list[float]]:
+    curve = r["by_iteration"]["curve"]
+    return [c["iteration"] for c in curve], [c["R@15"] for c in curve]
+
+
+def _token_points(r: dict[str, Any]) -> tuple[list[int], list[float]]:
+    points = r.get("tokens_by_iteration") or []
+    return [p["iteration"] for p in points], [p["mean_tokens"] for p in points]
+
+
+def plot(results: dict[str, Any]) -> dict[str, bytes]:
+    """The figures as PNG bytes, by file name (written by :func:`write`, never straight to a path).
+
+    Recall by iteration when a multi-step method ran; tokens by iteration only when a model spent tokens
+    (an offline run has none to draw, and an empty figure says nothing).
+    """
+    stepped = _stepped(results)
+    if not stepped:
+        return {}
+    figures = {RECALL_FIGURE: _panels(stepped, "R@15 (cumulative, carried forward)",
+                                      "Recall by iteration (GEAR Fig. 2)", _recall_points)}
+    spent = {ds: [(n, r) for n, r in rows if any(p["mean_tokens"] > 0 for p in r.get("tokens_by_iteration") or [])]
+             for ds, rows in stepped.items()}
+    spent = {ds: rows for ds, rows in spent.items() if rows}
+    if spent:
+        figures[TOKENS_FIGURE] = _panels(spent, "mean tokens (prompt + completion)",
+                                         "Tokens per iteration (GEAR Fig. 4)", _token_points)
     return figures
 
 
@@ -213,4 +229,8 @@ def write(results: dict[str, Any], folder: OutputFolder) -> list[Path]:
     """``results.json``, ``results.md`` and both figures into ``folder``, each atomically."""
     written = [folder.write_text(RESULTS_JSON, json.dumps(results, indent=2)),
                folder.write_text(RESULTS_MD, render(results))]
-    return written + [folder.write_bytes(name, data) for name, data in plot(results).items()]
+    figures = plot(results)
+    for name in (RECALL_FIGURE, TOKENS_FIGURE):
+        if name not in figures:
+            folder.remove(name)  # an earlier run's figure would describe another run
+    return written + [folder.write_bytes(name, data) for name, data in figures.items()]

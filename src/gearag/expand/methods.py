@@ -24,8 +24,7 @@ from gearag.expand.expansion import GraphExpander, triples_of_passages
 from gearag.expand.link import TripleLinker
 from gearag.expand.reader import Reader
 from gearag.graph.passage_graph import passage_graph_for
-from gearag.model import Hit
-from gearag.results import Result
+from gearag.results import RANK, Result, rank_scores
 from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
 from gearag.store.index import Index
@@ -77,7 +76,8 @@ class GraphExpansionMethod:
             rankings = [list(dict.fromkeys([*rankings[0], *base_rows]))]
         fused = rrf(rankings, k=exp.retriever.rrf_k)
         trace.seconds = round(time.perf_counter() - started, 4)
-        return Result([Hit(i, s) for i, s in fused[:k]], trace)
+        # The fused scores are reciprocal-rank sums (all near 1 / rrf_k): only the order means something.
+        return Result(rank_scores([i for i, _ in fused[:k]]), trace, score_kind=RANK)
 
 
 def NaiveGE(index: Index, config: NaiveGEConfig) -> GraphExpansionMethod:  # noqa: N802 - registry factory

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gearag.graph.trie import TokenTrie, tokens
-from gearag.model import Hit
 from gearag.options import QUESTION, setting, upto
-from gearag.results import Result
+from gearag.results import RANK, Result, rank_scores
 from gearag.retrieve import make_retriever
 from gearag.retrieve.fusion import RRF_K, rrf
 from gearag.trace import LinkTrace
@@ -96,5 +95,5 @@ class TitleLinkRetriever:
             for target in self.mentions.links(row):
                 linked.setdefault(target, None)
         fused = rrf([base, list(linked)], k=self.config.rrf_k)
-        return Result([Hit(i, s) for i, s in fused[:k]],
-                      LinkTrace([self.index.passages[r].title for r in list(linked)[:k]]))
+        return Result(rank_scores([i for i, _ in fused[:k]]),  # reciprocal-rank sums: the order is the result
+                      LinkTrace([self.index.passages[r].title for r in list(linked)[:k]]), score_kind=RANK)

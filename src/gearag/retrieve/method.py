@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gearag.results import Result
+from gearag.model import Hit
+from gearag.results import RANK, Result, rank_scores
 from gearag.retrieve.config import RetrieverConfig
 from gearag.retrieve.factory import make_retriever
 from gearag.retrieve.pool import pool_collection
@@ -33,13 +34,16 @@ class BaseMethod:
         self.config = config
         retrieval = config.retrieval
         self.retriever = make_retriever(index, retriever, pool_collection(index, retrieval.pool), retrieval)
+        self.fused = retriever == "hybrid"
         self.answerer = PoolAnswerer(index, config, llm_roles) if config.answer else None
 
     def __call__(self, question: str, k: int) -> Result:
-        if self.answerer is None:
-            return Result(self.retriever.retrieve(question, k))
-        hits = self.retriever.retrieve(question, max(k, self.config.qa_passages))
-        answer, trace = self.answerer.answer(question, hits)
+        hits = self.retriever.retrieve(question, k if self.answerer is None else max(k, self.config.qa_passages))
+        answer, trace = self.answerer.answer(question, hits) if self.answerer is not None else (None, None)
+        if self.fused:  # hybrid's scores are reciprocal-rank sums (all near 1 / rrf_k): only the order means something
+            ranked = rank_scores([h.idx for h in hits[:k]])
+            hits = [Hit(h.idx, r.score, h.collection) for h, r in zip(hits, ranked, strict=False)]
+            return Result(hits, trace, answer, score_kind=RANK)
         return Result(hits[:k], trace, answer)
 
     @classmethod
