@@ -7,10 +7,18 @@ Every trace serialises with :meth:`to_dict`, which carries ``version``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 #: Version of the serialised trace layout.
 TRACE_VERSION = 1
+
+#: Why the GEAR agent's loop stopped (§5; :mod:`gearag.agent.loop`).
+StopReason = Literal["answerable", "max_steps", "same_query", "time_budget"]
+#: The reasons in words: the reasoner found the memory answers the question (Eq. 6); the last step
+#: (``max_steps``) ran; the rewriter asked the query just asked again (Eq. 7), so another step would repeat it;
+#: the per-question time budget was spent (``AgentConfig.time_budget``) and the agent answered from the memory
+#: it had, starting no further step or model call.
+STOP_REASONS: tuple[StopReason, ...] = ("answerable", "max_steps", "same_query", "time_budget")
 
 
 @dataclass
@@ -91,6 +99,8 @@ class AgentTrace:
     evidence: list[str] = field(default_factory=list)
     #: Tokens this question used, by role (GEAR Fig. 4); None for the offline engine.
     tokens_by_role: dict[str, dict[str, int]] | None = None
+    #: Why the loop stopped (:data:`STOP_REASONS`); None for a trace made without the loop.
+    stopped: StopReason | None = None
 
     @property
     def iterations(self) -> int:
@@ -108,6 +118,8 @@ class AgentTrace:
             "gist_memory": self.gist_memory,
             "iterations": self.iterations,
         }
+        if self.stopped is not None:
+            out["stopped"] = self.stopped
         if self.reasoning is not None:
             out["reasoning"] = self.reasoning
         if self.answer_label is not None:

@@ -106,6 +106,17 @@ class AgentConfig:
     #: adds no ranking (the output stays). Off: the last step's ranking alone.
     step_fusion: bool = setting(True, "Agent: fuse the PPR output rankings of the steps that moved the evidence "
                                       "chain (--no-step-fusion: the last step's alone).", request=QUESTION)
+    #: Seconds of wall time the agent may spend on one question (issue 40) before it starts no further step
+    #: and no further model call (reader, gist constructor, reasoner, rewriter) and answers from the gist
+    #: memory it has; the trace's ``stopped`` is then ``time_budget``. A call under way is not cut, and the
+    #: answer from the top passages (Table 3's QA) is still written, so a question may take one call longer
+    #: than the budget. The first step's retrieval always runs. Default none: the paper bounds the loop by its
+    #: step count alone (§5, App. B.2), the offline engine takes milliseconds a step, and a run's rankings
+    #: should not depend on the machine's speed; a service bounds its requests with ``request_timeout`` (a hard
+    #: stop, an error) — this is the graceful one, for a slow model endpoint. A request may ask up to 300 s.
+    time_budget: float | None = setting(None, "Agent: seconds per question after which no new step or model call "
+                                              "starts and the agent answers from its memory so far (default: none).",
+                                        positive=True, request=upto(300))
     #: Graph expansion inside each step (base retriever, PPR or beams, tripleLink, RRF).
     expansion: ExpansionConfig = setting(ExpansionConfig, "")
     engine: AgentEngineConfig = setting(AgentEngineConfig, "")
