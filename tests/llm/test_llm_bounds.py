@@ -98,11 +98,24 @@ def test_a_huge_reply_is_rejected_without_reading_it(server: ScriptedServer, dec
 
 
 def test_the_retry_budget_bounds_a_hanging_server(server: ScriptedServer) -> None:
-    server.default = Hang()
-    with make_client(server, timeout=0.5, max_retries=50, retry_budget=1.6) as llm:
+    server.default = Hang()  # sampled (temperature > 0): a retry may get a shorter reply, so time-outs are retried
+    with make_client(server, timeout=0.5, max_retries=50, retry_budget=1.6, temperature=0.7) as llm:
         outcome = call(lambda: llm.complete("hi", role="read"))
     assert isinstance(outcome, LLMError) and "retry budget of 1.6 s spent" in str(outcome), outcome
     assert 2 <= len(server.requests) < 50
+
+
+def test_a_call_at_temperature_zero_that_times_out_twice_is_not_sent_again(server: ScriptedServer) -> None:
+    """Greedy decoding of the same prompt asks for the same too-long reply: one verbatim repeat, no more."""
+    server.default = Hang()
+    with make_client(server, timeout=0.3, max_retries=50, retry_budget=60) as llm:
+        outcome = call(lambda: llm.complete("hi", role="read"))
+    assert isinstance(outcome, LLMError) and "twice, at temperature 0" in str(outcome), outcome
+    assert len(server.requests) == 2
+    server.requests.clear()
+    server.push(Hang(), Reply("ok"))  # one time-out, then a reply: the one repeat is allowed
+    with make_client(server, timeout=0.3, max_retries=50, retry_budget=60) as llm:
+        assert call(lambda: llm.complete("hi", role="read")).text == "ok"
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422])

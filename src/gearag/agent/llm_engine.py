@@ -48,7 +48,8 @@ class LLMAnswerer:
 
 
 def llm_engine(index: Index, config: EngineConfig, roles: LLMRoles | None = None) -> Engine:
-    """The ``openai`` engine (registry factory): every agent role through one LLM client and one ledger.
+    """The ``openai`` and ``local`` engines (registry factory): every agent role through one LLM client and one
+    ledger (``local``: the client's transport runs a GGUF model in process, :mod:`gearag.llm.local`).
 
     ``roles`` injects ready LLM roles (tests, the API); otherwise they are made from ``config``.
     """
@@ -56,7 +57,7 @@ def llm_engine(index: Index, config: EngineConfig, roles: LLMRoles | None = None
         roles = llm_roles(config)
     reader = LLMReader(index, roles)
     return Engine(
-        name="openai",
+        name=config.engine,
         reader=reader,
         gist=reader,
         reasoner=LLMReasoner(roles),

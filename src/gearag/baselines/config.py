@@ -66,7 +66,8 @@ class HippoRAG2Config:
                                     min=0.0, request=QUESTION)
     #: The LLM recognition filter runs with the ``openai`` engine; ``false`` skips it there too
     #: (2Wiki R@5 90.7 without it vs 90.4 with it, HippoRAG 2 Table 5).
-    recognition_filter: bool = setting(True, "HippoRAG 2: LLM fact filter with --engine openai.", request=QUESTION)
+    recognition_filter: bool = setting(True, "HippoRAG 2: LLM fact filter with --engine openai or local.",
+                                       request=QUESTION)
     graph: PhraseGraphConfig = setting(PhraseGraphConfig, "")
     engine: EngineConfig = setting(EngineConfig, "")
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gearag.engine import EngineConfig
-from gearag.errors import ConfigError
+from gearag.engine import EngineConfig, check_engine_options
 from gearag.registry import REGISTRY
 
 if TYPE_CHECKING:
@@ -13,11 +12,11 @@ if TYPE_CHECKING:
 
 
 def baseline_roles(config: EngineConfig, injected: object | None = None) -> LLMRoles | None:
-    """LLM roles for the ``openai`` engine (``injected`` ones when given: tests, the API); None offline."""
+    """LLM roles for the ``openai`` and ``local`` engines (``injected`` ones when given: tests, the API); None
+    offline."""
     name = REGISTRY.entry("engine", config.engine).name
+    check_engine_options(name, config.llm_base_url, config.llm_model, config.llm_gguf)
     if name == "offline":
-        if config.llm_base_url or config.llm_model:
-            raise ConfigError("--llm-base-url and --llm-model apply only to --engine openai")
         return None
     if injected is not None:
         return injected  # type: ignore[return-value]

@@ -48,12 +48,13 @@ class BenchConfig:
     llm_base_url: str | None = None
     llm_model: str | None = None
     command: str = "gearag bench"
+    llm_gguf: str | None = None
 
 
 def _with_engine(rows: list[Row], config: BenchConfig) -> list[Row]:
     """Give the engine options to every row whose method has them (GEAR, IRCoT, HippoRAG)."""
     engine = {k: v for k, v in (("engine", config.engine), ("llm_base_url", config.llm_base_url),
-                                ("llm_model", config.llm_model)) if v is not None}
+                                ("llm_model", config.llm_model), ("llm_gguf", config.llm_gguf)) if v is not None}
     if not engine:
         return rows
     out = []

@@ -12,6 +12,7 @@ import typer
 
 from gearag.cli.common import (
     LLMBaseUrlOpt,
+    LLMGgufOpt,
     LLMModelOpt,
     _delta_specs,
     _export_specs,
@@ -44,6 +45,7 @@ def index(
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted build.")] = True,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
+    llm_gguf: LLMGgufOpt = None,
     max_passage_chars: Annotated[int, typer.Option(
         min=1000, help="Split passages longer than this into chunks (with a warning).")] = MAX_PASSAGE_CHARS,
     ray: Annotated[str | None, typer.Option(
@@ -95,11 +97,13 @@ def index(
     passages = load_corpus(corpus, max_passage_chars=max_passage_chars, on_warning=warn)
     err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     roles = None
-    if trees.enabled and trees.engine == "openai":
+    if trees.enabled and trees.engine != "offline":
+        from gearag.engine import EngineConfig, llm_settings
         from gearag.llm import LLMRoles, make_llm
 
-        roles = LLMRoles(make_llm(base_url=llm_base_url, model=llm_model))
-    ex = make_extractor(config.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model)
+        roles = LLMRoles(make_llm(**llm_settings(EngineConfig(trees.engine, llm_base_url, llm_model, llm_gguf))))
+    ex = make_extractor(config.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model,
+                        llm_gguf=llm_gguf)
     started = time.perf_counter()
     try:
         if executor is not None:
@@ -308,6 +312,7 @@ def add(
                                   "CORPUS) already has, instead of skipping them.")] = False,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
+    llm_gguf: LLMGgufOpt = None,
     options: dict | None = None,
     delta: dict | None = None,
 ) -> None:
@@ -353,7 +358,7 @@ def add(
     with _when_full(index_dir, _UPDATE_UNCHANGED, f"{_UPDATE_RERUN}: it resumes where this one stopped"), \
             _steps(manifest, "shard", "generation") as on_step:
         built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url,
-                              llm_model=llm_model, on_step=on_step, delta=policy,
+                              llm_model=llm_model, llm_gguf=llm_gguf, on_step=on_step, delta=policy,
                               keep_duplicates=keep_duplicates, on_new=on_new)
     if adding and not adding[0].passages:
         return  # nothing was added: the line above said so

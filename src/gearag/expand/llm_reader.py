@@ -29,7 +29,9 @@ class LLMReader:
 
 
 def llm_roles(config: EngineConfig) -> LLMRoles:
-    """The LLM roles for an engine config (``llm_base_url``, ``llm_model``; the environment otherwise)."""
+    """The LLM roles for an engine config: ``openai``'s endpoint and model, or ``local``'s GGUF file
+    (the environment otherwise)."""
+    from gearag.engine import llm_settings
     from gearag.llm import LLMRoles, make_llm
 
-    return LLMRoles(make_llm(base_url=config.llm_base_url, model=config.llm_model))
+    return LLMRoles(make_llm(**llm_settings(config)))

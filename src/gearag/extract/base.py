@@ -52,7 +52,7 @@ def make_extractor(spec: str, **options: object) -> TripleExtractor:
     """Build an extractor from a spec such as ``spacy`` or ``openie:path.json``.
 
     ``options`` go to the extractor's factory (the LLM extractor takes
-    ``llm_base_url=`` and ``llm_model=``; spaCy ``processes=``); others ignore them.
+    ``llm_base_url=``, ``llm_model=`` and ``llm_gguf=``; spaCy ``processes=``); others ignore them.
     """
     name, _, arg = spec.partition(":")
     try:

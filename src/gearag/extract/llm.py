@@ -56,7 +56,8 @@ class LLMTripleExtractor:
         return self.llm.ledger
 
     def _one(self, passage: Passage) -> list[Fact]:
-        completion = self.llm.complete(EXTRACT.messages(self.prompts, extract_values(passage)), role=ROLE)
+        values = extract_values(passage)
+        completion = self.llm.complete(EXTRACT.messages(self.prompts, values), role=ROLE, **EXTRACT.bounds(values))
         parsed = EXTRACT.parse(completion)
         self.parse_stats.add(parsed)
         return list(parsed.value.triples)
@@ -162,7 +163,8 @@ def make_llm_extractor(arg: str, options: dict[str, object]) -> LLMTripleExtract
 
     Options: ``llm`` (an LLM instance, used as is), else ``llm_config`` (an
     :class:`LLMConfig`) or the environment, overridden by ``llm_model`` (or
-    the spec's ``MODEL``), ``llm_base_url``, ``llm_api_key``,
+    the spec's ``MODEL``), ``llm_base_url``, ``llm_gguf`` (a GGUF file run in
+    process, or ``bundled``), ``llm_api_key``,
     ``llm_concurrency``, ``llm_cache`` (``False`` disables the cache);
     ``prompts`` (PromptSet, mapping or file) and ``concurrency``.
     """
@@ -175,6 +177,10 @@ def make_llm_extractor(arg: str, options: dict[str, object]) -> LLMTripleExtract
             "api_key": options.get("llm_api_key"),
             "concurrency": options.get("llm_concurrency"),
         }
+        if options.get("llm_gguf"):
+            from gearag.llm.local import resolve_gguf
+
+            overrides["gguf"] = resolve_gguf(str(options["llm_gguf"]))
         if options.get("llm_cache") is False:
             overrides["cache_path"] = False
         base = options.get("llm_config")

@@ -350,7 +350,8 @@ class _Locked:
 
 def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dict[str, Any] | None = None,
                   on_step: Step | None = None, llm_base_url: str | None = None,
-                  llm_model: str | None = None, delta: DeltaConfig | None = None, keep_duplicates: bool = False,
+                  llm_model: str | None = None, llm_gguf: str | None = None, delta: DeltaConfig | None = None,
+                  keep_duplicates: bool = False,
                   on_new: Callable[[NewDocuments], None] | None = None) -> Index:
     """Add ``passages`` to the index at ``root`` as a new shard; returns the updated index.
 
@@ -397,7 +398,8 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         shard = _finished_shard(shard_dir, passages)
         if shard is None:
             cfg = shard_config(IndexConfig.from_dict(manifest.get("config", {})), options)
-            extractor = make_extractor(cfg.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model)
+            extractor = make_extractor(cfg.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model,
+                                       llm_gguf=llm_gguf)
             try:
                 shard = build_index(passages, shard_dir, cfg, extractor=extractor, overwrite=shard_dir.exists(),
                                     stages=SHARD_STAGES)

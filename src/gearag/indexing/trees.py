@@ -105,7 +105,7 @@ class TreesStage:
                                         build.config.embed.batch, executor=build.executor)
         timings["embed_leaves_s"] = time.perf_counter() - t
 
-        roles = self._roles(build) if cfg.engine == "openai" else None
+        roles = self._roles(build, cfg.engine) if cfg.engine != "offline" else None
         t = time.perf_counter()
         facts = self._propositions(build, roles) if cfg.sirerag else [[] for _ in passages]
         timings["propositions_s"] = time.perf_counter() - t
@@ -163,12 +163,13 @@ class TreesStage:
     # ------------------------------------------------------------------ parts
 
     @staticmethod
-    def _roles(build: Build) -> Any:
+    def _roles(build: Build, engine: str) -> Any:
         if build.llm_roles is not None:
             return build.llm_roles
+        from gearag.engine import EngineConfig, llm_settings
         from gearag.llm import LLMRoles, make_llm
 
-        build.llm_roles = LLMRoles(make_llm())
+        build.llm_roles = LLMRoles(make_llm(**llm_settings(EngineConfig(engine))))
         return build.llm_roles
 
     @staticmethod

@@ -93,6 +93,11 @@ class LLMClient:
             self.cache = ResponseCache(config.cache_path) if config.cache_path is not None else None
         else:
             self.cache = cast("ResponseCache | None", cache)
+        if config.gguf is not None and transport is None:
+            from gearag.llm.local import LlamaTransport  # llama.cpp in this process (the ``local`` engine)
+
+            transport = LlamaTransport(config.gguf, context=config.gguf_context)
+            async_transport = transport
         self._transport = transport
         self._async_transport = async_transport
         self._client: httpx.Client | None = None
@@ -120,13 +125,19 @@ class LLMClient:
         headers.update(self.config.extra_headers)
         return headers
 
-    def _prepare(self, messages: Messages, params: dict[str, Any]) -> tuple[dict[str, Any], str | None, bool]:
+    def _prepare(self, messages: Messages, params: dict[str, Any],
+                 role: str = "") -> tuple[dict[str, Any], str | None, bool]:
         use_cache = bool(params.pop("cache", True)) and self.cache is not None
         msgs = as_messages(messages)
         body: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": self.config.temperature}
         if self.config.max_tokens is not None:
             body["max_tokens"] = self.config.max_tokens
         body.update(params)
+        # The operator's per-role bound replaces the role's table bound; max_tokens caps both (gearag.llm.bounds).
+        if role in self.config.role_max_tokens:
+            body["max_tokens"] = self.config.role_max_tokens[role]
+        if self.config.max_tokens is not None:
+            body["max_tokens"] = min(int(body["max_tokens"]), self.config.max_tokens)
         body.pop("stream", None)  # replies are read whole
         extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
         key = cache_key(self.endpoint, self.model, msgs, extra) if use_cache else None
@@ -155,10 +166,18 @@ class LLMClient:
 
     def _retry_delay(
         self, failure: _Failure, attempt: int, role: str, question_id: str | None, started: float, bad_bodies: int,
+        timeouts: int = 0,
     ) -> float:
-        """Seconds to wait before retrying ``failure``; raises LLMError when it must not be retried."""
+        """Seconds to wait before retrying ``failure``; raises LLMError when it must not be retried.
+
+        A call that timed out twice at temperature 0 is not sent a third time: the same prompt, decoded greedily,
+        asks for the same long reply (and a single-slot server may still be busy with the last one).
+        """
         if failure.status == 200 and bad_bodies > 1:
             failure = replace(failure, retryable=False, what=failure.what + " (twice)")
+        if failure.timed_out and timeouts > 1 and self.config.temperature == 0:
+            failure = replace(failure, retryable=False,
+                              what=failure.what + " (twice, at temperature 0: the same prompt would time out again)")
         if not failure.retryable or attempt >= self.config.max_retries:
             raise self._give_up(failure, attempt + 1, role, question_id)
         delay = self._delay(attempt, failure.retry_after)
@@ -213,13 +232,13 @@ class LLMClient:
     def complete(
         self, messages: Messages, *, role: str, question_id: str | None = None, **params: Any
     ) -> Completion:
-        body, key, _ = self._prepare(messages, params)
+        body, key, _ = self._prepare(messages, params, role)
         cached = self._from_cache(key, role, question_id)
         if cached is not None:
             return cached
         client = self._sync_client()
         started = time.perf_counter()
-        attempt = bad_bodies = 0
+        attempt = bad_bodies = timeouts = 0
         while True:
             call_deadline.check()  # a service request past its limit makes no further call
             with self._slots:
@@ -227,8 +246,9 @@ class LLMClient:
             if isinstance(outcome, _Reply):
                 return self._finish(outcome, body, key, role, question_id, started, attempt)
             bad_bodies += outcome.status == 200
+            timeouts += outcome.timed_out
             call_deadline.check()  # cut at the service request's deadline: that is the request's time-out
-            time.sleep(min(self._retry_delay(outcome, attempt, role, question_id, started, bad_bodies),
+            time.sleep(min(self._retry_delay(outcome, attempt, role, question_id, started, bad_bodies, timeouts),
                            call_deadline.remaining()))
             attempt += 1
 
@@ -300,20 +320,21 @@ class LLMClient:
     async def acomplete(
         self, messages: Messages, *, role: str, question_id: str | None = None, **params: Any
     ) -> Completion:
-        body, key, _ = self._prepare(messages, params)
+        body, key, _ = self._prepare(messages, params, role)
         cached = self._from_cache(key, role, question_id)
         if cached is not None:
             return cached
         client, slots = self._async_parts()
         started = time.perf_counter()
-        attempt = bad_bodies = 0
+        attempt = bad_bodies = timeouts = 0
         while True:
             async with slots:
                 outcome = await self._aattempt(client, body)
             if isinstance(outcome, _Reply):
                 return self._finish(outcome, body, key, role, question_id, started, attempt)
             bad_bodies += outcome.status == 200
-            await asyncio.sleep(self._retry_delay(outcome, attempt, role, question_id, started, bad_bodies))
+            timeouts += outcome.timed_out
+            await asyncio.sleep(self._retry_delay(outcome, attempt, role, question_id, started, bad_bodies, timeouts))
             attempt += 1
 
     async def _aattempt(self, client: httpx.AsyncClient, body: dict[str, Any]) -> _Reply | _Failure:
@@ -457,11 +478,12 @@ class _Failure:
     what: str
     status: int | None = None
     retry_after: float | None = None
+    timed_out: bool = False
 
     @staticmethod
     def timeout(exc: Exception, seconds: float) -> _Failure:
         return _Failure(True, f"timed out: no complete reply within the {seconds:g} s deadline "
-                              f"({type(exc).__name__}; GEARAG_LLM_TIMEOUT)")
+                              f"({type(exc).__name__}; GEARAG_LLM_TIMEOUT)", timed_out=True)
 
     @staticmethod
     def transport(exc: Exception) -> _Failure:

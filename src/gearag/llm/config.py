@@ -17,6 +17,8 @@ variable                        field
 ``GEARAG_LLM_RETRY_BUDGET``     ``retry_budget`` (seconds over all attempts)
 ``GEARAG_LLM_MAX_REPLY_BYTES``  ``max_reply_bytes``
 ``GEARAG_LLM_HEADERS``          ``extra_headers`` as a JSON object (gateways)
+``GEARAG_LLM_MAX_TOKENS``       ``role_max_tokens`` as ``read=400,answer=16``
+``GEARAG_LLM_GGUF``             ``gguf`` (a GGUF file run in process: the ``local`` engine)
 ``GEARAG_LLM_CACHE``            ``0``/``off`` disables the response cache
 ``GEARAG_CACHE_DIR``            directory of the cache file ``llm.sqlite``
 ==============================  =====================================================
@@ -67,8 +69,16 @@ class LLMConfig:
     api_key: str | None = None
     #: Sampling temperature; 0 as in GEAR §6.2, for reproducible runs.
     temperature: float = 0.0
-    #: Upper bound on generated tokens per reply; ``None`` leaves it to the server.
+    #: Upper bound on generated tokens of every reply, over the per-role bounds of
+    #: :mod:`gearag.llm.bounds`; ``None``: those bounds alone.
     max_tokens: int | None = None
+    #: Per-role reply bounds replacing :data:`gearag.llm.bounds.BOUNDS`' (``{"read": 400}``).
+    role_max_tokens: Mapping[str, int] = field(default_factory=dict)
+    #: A GGUF model file run in this process by llama.cpp (the ``local`` engine, extra ``local``)
+    #: instead of an endpoint; ``base_url`` and ``api_key`` are then not used.
+    gguf: Path | None = None
+    #: Context window (tokens) llama.cpp gives the GGUF model: prompt and reply together.
+    gguf_context: int = 8192
     #: Deadline of one HTTP request in seconds: connecting, sending and reading
     #: the whole reply. A server that trickles its reply is cut off at the
     #: deadline, not only one that stops sending.
@@ -112,16 +122,28 @@ class LLMConfig:
             (self.retry_after_cap >= 0, "retry_after_cap must be >= 0"),
             (self.concurrency >= 1, "concurrency must be >= 1"),
             (self.max_tokens is None or self.max_tokens >= 1, "max_tokens must be >= 1"),
+            (self.gguf_context >= 512, "gguf_context must be >= 512"),
         ]
         for ok, message in checks:
             if not ok:
                 raise ConfigError(f"LLM config: {message}")
         if self.cache_path is not None and not isinstance(self.cache_path, Path):
             object.__setattr__(self, "cache_path", Path(self.cache_path).expanduser())
+        from gearag.llm.bounds import check_overrides
+
+        object.__setattr__(self, "role_max_tokens", check_overrides(self.role_max_tokens))
+        if self.gguf is not None and not isinstance(self.gguf, Path):
+            object.__setattr__(self, "gguf", Path(self.gguf).expanduser())
 
     @property
     def endpoint(self) -> str:
-        """Full chat-completions URL (query string of ``base_url`` preserved)."""
+        """Full chat-completions URL (query string of ``base_url`` preserved).
+
+        With ``gguf`` no request leaves the process: the URL only names the model file (its name and size)
+        in cache keys and messages.
+        """
+        if self.gguf is not None:
+            return f"gguf://{self.gguf.name}/{_size(self.gguf)}/chat/completions"
         parts = urlsplit(self.base_url)
         path = parts.path.rstrip("/")
         if not path.endswith("/chat/completions"):
@@ -138,7 +160,8 @@ class LLMConfig:
     def describe(self) -> str:
         """One line for logs and error messages (never shows the key)."""
         cache = str(self.cache_path) if self.cache_path else "off"
-        return f"model={self.model} endpoint={self.endpoint} concurrency={self.concurrency} cache={cache}"
+        where = f"gguf={self.gguf}" if self.gguf is not None else f"endpoint={self.endpoint}"
+        return f"model={self.model} {where} concurrency={self.concurrency} cache={cache}"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
@@ -159,6 +182,12 @@ class LLMConfig:
             values["api_key"] = api_key
         if env.get("GEARAG_LLM_MODEL"):
             values["model"] = env["GEARAG_LLM_MODEL"]
+        if env.get("GEARAG_LLM_GGUF"):
+            values["gguf"] = Path(env["GEARAG_LLM_GGUF"]).expanduser()
+        if env.get("GEARAG_LLM_MAX_TOKENS"):
+            from gearag.llm.bounds import parse_overrides
+
+            values["role_max_tokens"] = parse_overrides(env["GEARAG_LLM_MAX_TOKENS"], "GEARAG_LLM_MAX_TOKENS")
         for var, name, kind in (
             ("GEARAG_LLM_CONCURRENCY", "concurrency", int),
             ("GEARAG_LLM_TIMEOUT", "timeout", float),
@@ -192,11 +221,17 @@ class LLMConfig:
         if unknown:
             raise ConfigError(f"unknown LLM setting(s): {', '.join(sorted(unknown))}")
         values.update(overrides)
+        if values.get("gguf") is not None:
+            gguf = Path(values["gguf"]).expanduser()
+            check_gguf(gguf)
+            values["gguf"] = gguf
+            values.setdefault("model", gguf.stem)
+            values["concurrency"] = 1  # one model in this process: calls take turns
         if not values.get("model"):
             raise LLMError(_NO_MODEL)
         config = cls(**values)
         host = urlsplit(config.base_url).hostname or ""
-        if host.endswith("api.openai.com") and not config.api_key:
+        if config.gguf is None and host.endswith("api.openai.com") and not config.api_key:
             raise LLMError(
                 f"no API key for {config.base_url}: set OPENAI_API_KEY, or point --llm-base-url "
                 "(OPENAI_BASE_URL) at a local OpenAI-compatible server"
@@ -208,6 +243,26 @@ _NO_MODEL = (
     "no LLM model configured: pass --llm-model or set GEARAG_LLM_MODEL "
     "(for example gpt-4o-mini, or the name your vLLM/Ollama/llama.cpp server serves)"
 )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def check_gguf(path: Path) -> None:
+    """A one-line ConfigError unless ``path`` is a readable GGUF file (its first bytes say ``GGUF``)."""
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except IsADirectoryError:
+        raise ConfigError(f"--llm-gguf {path}: is a directory, not a GGUF model file") from None
+    except OSError as exc:
+        raise ConfigError(f"--llm-gguf {path}: cannot read it ({exc.strerror or exc})") from None
+    if magic != b"GGUF":
+        raise ConfigError(f"--llm-gguf {path}: not a GGUF model file (llama.cpp's format)")
 
 
 def _clean(overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -56,11 +56,14 @@ def check_operator_options(operator: Mapping[str, Any]) -> None:
         cls = _method_class(method)
         build_config(cls, _applying(cls, operator), what=f"method {method!r}")
     engine = operator.get("engine") or "offline"
-    check_engine_options(engine, operator.get("llm_base_url"), operator.get("llm_model"))
+    check_engine_options(engine, operator.get("llm_base_url"), operator.get("llm_model"), operator.get("llm_gguf"))
     if engine != "offline":
+        from gearag.engine import EngineConfig, llm_settings
         from gearag.llm.config import LLMConfig
 
-        LLMConfig.from_env(base_url=operator.get("llm_base_url"), model=operator.get("llm_model"), cache_path=False)
+        settings = llm_settings(EngineConfig(engine, operator.get("llm_base_url"), operator.get("llm_model"),
+                                             operator.get("llm_gguf")))
+        LLMConfig.from_env(**settings, cache_path=False)  # no model, no such GGUF file: the start fails
     if operator.get("word_lists"):
         from gearag.agent.words import word_lists_for
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from gearag.llm.base import LLM, Completion
+from gearag.llm.bounds import input_chars, reply_params
 from gearag.llm.parse import Parsed, Parser, ParseStats
 from gearag.llm.prompts import DEFAULT_PROMPTS, PromptSet
 
@@ -43,6 +44,10 @@ class Role(Generic[T]):
         """The chat messages of this role's prompt with ``values`` filled in."""
         return prompts.render(self.prompt, **values)
 
+    def bounds(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``max_tokens`` (and stop sequences) for a call on ``values``: :data:`gearag.llm.bounds.BOUNDS`."""
+        return reply_params(self.name, input_chars(values))
+
     def parse(self, completion: Completion) -> Parsed[T]:
         """The parsed reply; a reply the server cut off at the token limit is marked truncated."""
         parsed = self.parser(completion.text)
@@ -62,14 +67,16 @@ class RoleCaller:
         self.parse_stats: dict[str, ParseStats] = {}
 
     def call(self, role: Role[T], values: Mapping[str, Any], question_id: str | None = None) -> Parsed[T]:
-        """One LLM call for ``role``; raises :class:`~gearag.errors.LLMError` only if the endpoint fails."""
-        completion = self.llm.complete(role.messages(self.prompts, values), role=role.name, question_id=question_id)
+        """One LLM call for ``role``, its reply bounded by the role (:mod:`gearag.llm.bounds`); raises
+        :class:`~gearag.errors.LLMError` only if the endpoint fails."""
+        completion = self.llm.complete(role.messages(self.prompts, values), role=role.name, question_id=question_id,
+                                       **role.bounds(values))
         return self._count(role, role.parse(completion))
 
     async def acall(self, role: Role[T], values: Mapping[str, Any], question_id: str | None = None) -> Parsed[T]:
         """Async :meth:`call`."""
         messages = role.messages(self.prompts, values)
-        completion = await self.llm.acomplete(messages, role=role.name, question_id=question_id)
+        completion = await self.llm.acomplete(messages, role=role.name, question_id=question_id, **role.bounds(values))
         return self._count(role, role.parse(completion))
 
     def _count(self, role: Role[T], parsed: Parsed[T]) -> Parsed[T]:
