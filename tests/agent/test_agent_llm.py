@@ -72,7 +72,7 @@ def server():
 
 
 def make_agent(index: Index, server: ScriptedServer, max_steps: int) -> GearAgent:
-    engine = llm_engine(index, EngineConfig("openai", server.base_url, "test-model"))
+    engine = llm_engine(index, EngineConfig("openai", server.base_url, "test-model", llm_fallback=False))  # raw model
     return GearAgent(index, engine, AgentConfig(max_steps=max_steps, chunks=2, link_k=3))
 
 
@@ -304,3 +304,40 @@ def test_concurrent_questions_keep_their_own_token_counts(tiny_index: Index) -> 
         by_role = result.trace.tokens_by_role
         assert by_role and all(v["prompt"] == cost * v["completion"] for v in by_role.values()), by_role
         assert sum(s.tokens_in for s in result.trace.steps) == sum(v["prompt"] for v in by_role.values())
+
+
+# --------------------------------------------------------------------------- weak models degrade, never break
+
+
+def test_unusable_replies_are_played_offline_and_counted(tiny_index: Index, server: ScriptedServer) -> None:
+    """A model that writes prose where triples, a question and an answer were asked (as a 135M model does):
+    each such call is the offline engine's, counted per role; --no-llm-fallback shows the raw model."""
+    from gearag.llm.fallback import describe
+    from gearag.methods import make_method
+
+    server.default = Reply("I am happy to help with your question about rivers!")
+    raw = make_method(tiny_index, "gear", engine="openai", llm_base_url=server.base_url, llm_model="m",
+                      max_steps=2, chunks=2, llm_fallback=False)(QUESTION, 3)
+    assert raw.trace.gist_memory == [] and set(raw.trace.fallbacks) >= {"reader", "gist", "reason", "answer"}
+    assert all(c["offline"] == 0 and c["replies"] >= 1 for c in raw.trace.fallbacks.values())
+    played = make_method(tiny_index, "gear", engine="openai", llm_base_url=server.base_url, llm_model="m",
+                         max_steps=2, chunks=2)(QUESTION, 3)
+    counts = played.trace.fallbacks
+    assert played.trace.gist_memory  # the offline gist read the passages the model could not
+    assert counts["reader"]["offline"] == counts["reader"]["replies"] >= 1
+    assert counts["gist"]["offline"] == counts["gist"]["replies"] >= 1
+    assert counts["answer"]["replies"] == 1 and played.answer  # prose is an answer, if a poor one: kept
+    lines = describe(counts)
+    assert any(line.startswith("reader: ") and line.endswith("replies unusable, offline used") for line in lines)
+    row = played.trace.to_dict()
+    assert row["fallbacks"] == counts
+
+
+def test_fallback_counts_add_up_over_a_run_and_read_as_one_line_per_role() -> None:
+    from gearag.llm.fallback import describe, totals
+
+    traces = [{"fallbacks": {"reader": {"replies": 2, "offline": 1}}}, None, {},
+              {"fallbacks": {"reader": {"replies": 3, "offline": 2}, "answer": {"replies": 1, "offline": 0}}}]
+    counts = totals(traces)
+    assert counts == {"answer": {"replies": 1, "offline": 0}, "reader": {"replies": 5, "offline": 3}}
+    assert describe(counts) == ["reader: 3 of 5 replies unusable, offline used"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gearag.engine import Answer, Engine, EngineConfig
+from gearag.agent.offline import offline_engine
+from gearag.engine import Answer, Answerer, Engine, EngineConfig, Reasoner, Rewriter
 from gearag.expand.llm_reader import LLMReader, llm_roles
+from gearag.llm.fallback import played
 from gearag.model import Fact, Passage, Reasoning
 from gearag.store.index import Index
 
@@ -15,36 +17,50 @@ if TYPE_CHECKING:
 
 
 class LLMReasoner:
-    """``reason(G, q)`` (Eq. 6); a malformed reply degrades to "not answerable"."""
+    """``reason(G, q)`` (Eq. 6); a reply that does not parse is the offline reasoner's, else "not answerable"."""
 
-    def __init__(self, roles: LLMRoles) -> None:
+    def __init__(self, roles: LLMRoles, offline: Reasoner | None = None) -> None:
         self.roles = roles
+        self.offline = offline
 
     def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning:
-        return self.roles.reason(memory, question)
+        reasoning = self.roles.reason(memory, question)
+        offline = self.offline
+        return played("reason", reasoning, self.roles.last_ok(),
+                      (lambda: offline.reason(question, memory)) if offline is not None else None)
 
 
 class LLMRewriter:
-    """``rewrite(G, q, r)`` (Eq. 7); falls back to the original question."""
+    """``rewrite(G, q, r)`` (Eq. 7); a reply with no new question is the offline rewriter's, else the question."""
 
-    def __init__(self, roles: LLMRoles) -> None:
+    def __init__(self, roles: LLMRoles, offline: Rewriter | None = None) -> None:
         self.roles = roles
+        self.offline = offline
 
     def rewrite(self, question: str, memory: Sequence[Fact], reasoning: Reasoning) -> str:
-        return self.roles.rewrite(memory, question, reasoning.text)
+        query = self.roles.rewrite(memory, question, reasoning.text)
+        usable = self.roles.last_ok() and query.strip() != question.strip()
+        offline = self.offline
+        return played("rewrite", query, usable,
+                      (lambda: offline.rewrite(question, memory, reasoning)) if offline is not None else None)
 
 
 class LLMAnswerer:
-    """The concise-answer prompt over the top passages (Table 3's setup)."""
+    """The concise-answer prompt over the top passages (Table 3's setup); an empty reply is the offline
+    answerer's candidate."""
 
     LABEL = "answer"
 
-    def __init__(self, roles: LLMRoles) -> None:
+    def __init__(self, roles: LLMRoles, offline: Answerer | None = None) -> None:
         self.roles = roles
+        self.offline = offline
 
     def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact],
                rows: Sequence[int] | None = None) -> Answer:
-        return Answer(self.roles.answer(passages, question), self.LABEL, [])
+        text = self.roles.answer(passages, question)
+        offline = self.offline
+        return played("answer", Answer(text, self.LABEL, []), bool(text.strip()) and self.roles.last_ok(),
+                      (lambda: offline.answer(question, passages, memory, rows)) if offline is not None else None)
 
 
 def llm_engine(index: Index, config: EngineConfig, roles: LLMRoles | None = None) -> Engine:
@@ -55,13 +71,14 @@ def llm_engine(index: Index, config: EngineConfig, roles: LLMRoles | None = None
     """
     if roles is None:
         roles = llm_roles(config)
-    reader = LLMReader(index, roles)
+    # Weak models degrade, never break: each role's unusable reply is the offline engine's (gearag.llm.fallback).
+    offline = offline_engine(index, config) if config.llm_fallback else None
     return Engine(
         name=config.engine,
-        reader=reader,
-        gist=reader,
-        reasoner=LLMReasoner(roles),
-        rewriter=LLMRewriter(roles),
-        answerer=LLMAnswerer(roles),
+        reader=LLMReader(index, roles, offline.reader if offline else None, "reader"),
+        gist=LLMReader(index, roles, offline.gist if offline else None, "gist"),
+        reasoner=LLMReasoner(roles, offline.reasoner if offline else None),
+        rewriter=LLMRewriter(roles, offline.rewriter if offline else None),
+        answerer=LLMAnswerer(roles, offline.answerer if offline else None),
         ledger=roles.llm.ledger,
     )

@@ -10,6 +10,7 @@ from typing import Any
 from gearag.api import Gearag
 from gearag.bench.grid import Row
 from gearag.evaluation import evaluate_run, recall_by_iteration
+from gearag.llm.fallback import totals
 from gearag.model import Question
 from gearag.progress import track
 
@@ -83,4 +84,7 @@ def evaluate_row(app: Gearag, row: Row, questions: Sequence[Question]) -> dict[s
         out["tokens_by_iteration"] = tokens_per_step(run_rows)
     if report.em is not None and report.f1 is not None:
         out["EM"], out["F1"] = round(100 * report.em, 1), round(100 * report.f1, 1)
+    fallbacks = totals(r.get("trace") for r in run_rows)
+    if fallbacks:  # LLM rows: replies per role and how many the offline engine played (gearag.llm.fallback)
+        out["fallbacks"] = fallbacks
     return out

@@ -25,6 +25,7 @@ from typing import Any
 
 from gearag.bench.evaluate import KS
 from gearag.bench.subset import DISTRACTORS
+from gearag.llm.fallback import describe
 from gearag.outputs import OutputFolder
 
 RESULTS_JSON = "results.json"
@@ -129,6 +130,12 @@ def render(results: dict[str, Any]) -> str:
         parts.append("\nms/q: median latency per question; iters: mean iterations (multi-step methods); "
                      "tokens/q: mean LLM tokens per question (— = offline engine, no model). "
                      "Rows with fewer questions say so in their label.\n")
+        fell = [f"{run['dataset']} · {r['label']}: " + "; ".join(describe(r["fallbacks"]))
+                for run in runs for r in run["rows"] if describe(r.get("fallbacks") or {})]
+        if fell:
+            listed = "\n".join(f"* {line}" for line in fell)
+            parts.append("Replies the model could not make usable, played by the offline engine instead "
+                         f"(--no-llm-fallback shows the raw model):\n\n{listed}\n")
     builds = []
     for run in results["runs"]:
         b = run["index"]

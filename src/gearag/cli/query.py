@@ -155,6 +155,13 @@ def eval_(
         err.print("R@k of pool nodes: gold passages among the passages the top-k nodes cover (via sources)"
                   + ("" if by_id is not None else "; pass --corpus to match repeated titles by text"))
     payload = report.to_dict()
+    from gearag.llm.fallback import describe, totals
+
+    fallbacks = totals(row.get("trace") for row in rows)
+    if fallbacks:  # an LLM engine ran: how often its replies were unusable and the offline engine played the role
+        payload["fallbacks"] = fallbacks
+        for line in describe(fallbacks):
+            err.print(line, highlight=False)
     if any("steps" in (row.get("trace") or {}) for row in rows):
         if corpus_passages is None:
             err.print("agent traces found: pass --corpus to also report recall by iteration")

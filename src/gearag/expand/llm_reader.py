@@ -10,22 +10,32 @@ from gearag.model import Fact
 from gearag.store.index import Index
 
 if TYPE_CHECKING:  # the LLM layer imports httpx: load it only when an LLM method runs
+    from gearag.expand.reader import Reader
     from gearag.llm.roles import LLMRoles
 
 
 class LLMReader:
     """Proximal triples from an LLM reading the passages (Eq. 1, or Eq. 4 with a memory).
 
-    Its triples are free text; tripleLink maps them to index triples.
+    Its triples are free text; tripleLink maps them to index triples. With an ``offline`` reader, a reply that
+    yields no fact is replaced by that reader's facts for the same passages (:mod:`gearag.llm.fallback`),
+    counted under ``name`` (``reader``, or ``gist`` for the gist memory's reader).
     """
 
-    def __init__(self, index: Index, roles: LLMRoles) -> None:
+    def __init__(self, index: Index, roles: LLMRoles, offline: Reader | None = None, name: str = "reader") -> None:
         self.index = index
         self.roles = roles
+        self.offline = offline
+        self.name = name
 
     def read(self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()) -> list[Fact]:
+        from gearag.llm.fallback import played
+
         docs = [self.index.passages[r] for r in passages]
-        return self.roles.read(docs, question, memory)
+        facts = self.roles.read(docs, question, memory)
+        offline = self.offline
+        return played(self.name, facts, bool(facts) and self.roles.last_ok(),
+                      (lambda: offline.read(question, passages, memory)) if offline is not None else None)
 
 
 def llm_roles(config: EngineConfig) -> LLMRoles:

@@ -15,6 +15,7 @@ be skipped.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -63,6 +64,7 @@ class RoleCaller:
     def __init__(self, llm: LLM, prompts: PromptSet | None = None) -> None:
         self.llm = llm
         self.prompts = prompts or DEFAULT_PROMPTS
+        self._last = threading.local()
         #: Parse outcomes per role (replies, repaired, unusable, items kept/dropped).
         self.parse_stats: dict[str, ParseStats] = {}
 
@@ -79,7 +81,13 @@ class RoleCaller:
         completion = await self.llm.acomplete(messages, role=role.name, question_id=question_id, **role.bounds(values))
         return self._count(role, role.parse(completion))
 
+    def last_ok(self) -> bool:
+        """Whether this thread's last reply parsed into the structure its role asked for (``Parsed.ok``)."""
+        parsed = getattr(self._last, "parsed", None)
+        return parsed is None or bool(parsed.ok)
+
     def _count(self, role: Role[T], parsed: Parsed[T]) -> Parsed[T]:
+        self._last.parsed = parsed
         stats = self.parse_stats.get(role.name)
         if stats is None:
             stats = self.parse_stats.setdefault(role.name, ParseStats())
