@@ -149,6 +149,8 @@ class HippoRAGTrace:
     fallback: str | None = None
     tokens_by_role: dict[str, dict[str, int]] | None = None
     seconds: float = 0.0
+    #: LLM engines: replies per role and how many the offline engine played (:mod:`gearag.llm.fallback`).
+    fallbacks: dict[str, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": TRACE_VERSION, "kind": "hipporag", "variant": self.variant,
@@ -156,6 +158,8 @@ class HippoRAGTrace:
                                "fallback": self.fallback, "seconds": self.seconds}
         if self.tokens_by_role is not None:
             out["tokens_by_role"] = self.tokens_by_role
+        if self.fallbacks is not None:
+            out["fallbacks"] = self.fallbacks
         return out
 
 
@@ -196,6 +200,8 @@ class IRCoTTrace:
     engine: str = "offline"
     answered: bool = False
     tokens_by_role: dict[str, dict[str, int]] | None = None
+    #: LLM engines: replies per role and how many the offline engine played (:mod:`gearag.llm.fallback`).
+    fallbacks: dict[str, dict[str, int]] | None = None
 
     @property
     def iterations(self) -> int:
@@ -207,6 +213,8 @@ class IRCoTTrace:
                                "iterations": self.iterations, "answered": self.answered}
         if self.tokens_by_role is not None:
             out["tokens_by_role"] = self.tokens_by_role
+        if self.fallbacks is not None:
+            out["fallbacks"] = self.fallbacks
         return out
 
 

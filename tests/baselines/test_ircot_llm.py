@@ -120,3 +120,22 @@ def test_hipporag2_keeps_the_facts_the_filter_keeps(tiny_index: Index, server: S
     assert isinstance(fallback.trace, HippoRAGTrace) and "filter" in (fallback.trace.fallback or "")
     dense = [h.idx for h in make_retriever(tiny_index, "dense", "passages").retrieve(QUESTION, 3)]
     assert [h.idx for h in fallback.passages] == dense
+
+
+def test_unusable_replies_of_the_peers_roles_are_played_offline_and_counted(
+    tiny_index: Index, server: ScriptedServer
+) -> None:
+    """An empty thought would end IRCoT at step 1 and an empty entity list would leave HippoRAG unseeded: each is
+    the offline engine's for that call (gearag.llm.fallback), counted; --no-llm-fallback keeps the raw model."""
+    server.default = Reply("")
+    ircot = IRCoT(tiny_index, IRCoTConfig(max_steps=2, per_step=2, engine=engine(server)))(QUESTION, 5).trace
+    assert isinstance(ircot, IRCoTTrace) and ircot.iterations == 2  # the offline thought continued the chain
+    assert ircot.fallbacks == {"ircot": {"replies": 1, "offline": 1}}
+    raw = IRCoT(tiny_index, IRCoTConfig(max_steps=2, per_step=2,
+                                        engine=EngineConfig("openai", server.base_url, "test-model",
+                                                            llm_fallback=False)))(QUESTION, 5).trace
+    assert isinstance(raw, IRCoTTrace) and raw.iterations == 1 and raw.fallbacks == {
+        "ircot": {"replies": 1, "offline": 0}}
+    hippo = HippoRAG(tiny_index, HippoRAGConfig(engine=engine(server)))(QUESTION, 5).trace
+    assert isinstance(hippo, HippoRAGTrace) and hippo.linked  # the offline NER found the question's names
+    assert hippo.fallbacks == {"ner": {"replies": 1, "offline": 1}}

@@ -30,6 +30,7 @@ from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig
 from gearag.baselines.hipporag import HippoGraph, hippo_graph
 from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
+from gearag.llm.fallback import fallback_scope, played
 from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Fact
 from gearag.results import Result
@@ -88,14 +89,20 @@ class _Base:
         raise NotImplementedError
 
     def __call__(self, question: str, k: int) -> Result:
-        with usage_scope():  # this question's tokens only, however many run at once
+        with usage_scope(), fallback_scope() as fallbacks:  # this question's tokens only, however many run at once
             before = self.meter.snapshot()
             t0 = time.perf_counter()
             scores, trace = self.scores(question)
             trace.seconds = time.perf_counter() - t0
             if self.roles is not None:
                 trace.tokens_by_role = self.meter.since(before)
+                trace.fallbacks = fallbacks.to_dict()
         return Result(top_k(scores, k), trace)
+
+    @property
+    def falls_back(self) -> bool:
+        """Whether an unusable reply is played offline (``EngineConfig.llm_fallback``, gearag.llm.fallback)."""
+        return bool(self.config.engine.llm_fallback)
 
 
 class HippoRAG(_Base):
@@ -109,7 +116,10 @@ class HippoRAG(_Base):
 
     def entities(self, question: str) -> list[str]:
         if self.roles is not None:
-            return self.roles.query_entities(question)
+            names = self.roles.query_entities(question)
+            usable = bool(names) and self.roles.last_ok()
+            return played("ner", names, usable, (lambda: query_entities_offline(question, self.config.query_entities))
+                          if self.falls_back else None)
         return query_entities_offline(question, self.config.query_entities)
 
     def link(self, entities: list[str]) -> list[tuple[str, int, float]]:
@@ -179,7 +189,11 @@ class HippoRAG2(_Base):
             return facts
         t = self.index.triples
         cands = [Fact(t.subjects[i], t.predicates[i], t.objects[i], i) for i, _ in facts]
-        kept = {_key(f) for f in self.roles.filter_facts(question, cands)}
+        chosen = self.roles.filter_facts(question, cands)
+        # A reply that parsed into no structure is the offline engine's (no filter); "none helps" is a reply.
+        if played("filter", False, self.roles.last_ok(), (lambda: True) if self.falls_back else None):
+            return facts
+        kept = {_key(f) for f in chosen}
         return [(i, s) for (i, s), f in zip(facts, cands, strict=True) if _key(f) in kept]
 
     def scores(self, question: str) -> tuple[np.ndarray, HippoRAGTrace]:

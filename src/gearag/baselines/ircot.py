@@ -37,6 +37,7 @@ from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig, HippoRAGIRC
 from gearag.baselines.hipporag_method import HippoRAG, HippoRAG2
 from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
+from gearag.llm.fallback import fallback_scope, played
 from gearag.llm.parse.baselines import ANSWER_MARK
 from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Hit
@@ -65,7 +66,7 @@ class IRCoTLoop:
         self.retriever_name = retriever_name
         self.roles = roles
         self.meter = TokenMeter(roles.llm.ledger if roles is not None else None)
-        self.engine = "offline" if roles is None else "openai"
+        self.engine = "offline" if roles is None else config.engine.engine
 
     # -- merging -------------------------------------------------------------------------
     def _ranked(self, best: dict[int, float], first: dict[int, int]) -> list[Hit]:
@@ -96,7 +97,10 @@ class IRCoTLoop:
         if self.roles is None:
             return self._offline_thought(question, shown, used, thoughts)
         passages = [self.index.passages[h.idx] for h in shown]
-        return str(self.roles.ircot_thought(passages, question, thoughts))
+        thought = str(self.roles.ircot_thought(passages, question, thoughts))
+        offline = (lambda: self._offline_thought(question, shown, used, thoughts)) if self.config.engine.llm_fallback \
+            else None
+        return played("ircot", thought, bool(thought.strip()) and self.roles.last_ok(), offline)
 
     def _next_query(self, question: str, thought: str) -> str:
         if self.roles is None and self.config.offline_query == "question+thought":
@@ -105,8 +109,11 @@ class IRCoTLoop:
 
     # -- the loop ------------------------------------------------------------------------
     def __call__(self, question: str, k: int) -> Result:
-        with usage_scope():  # this question's tokens only, however many run at once
-            return self._run(question, k)
+        with usage_scope(), fallback_scope() as fallbacks:  # this question's tokens only, however many run at once
+            out = self._run(question, k)
+            if self.roles is not None and isinstance(out.trace, IRCoTTrace):
+                out.trace.fallbacks = fallbacks.to_dict()
+            return out
 
     def _run(self, question: str, k: int) -> Result:
         start = self.meter.snapshot()
