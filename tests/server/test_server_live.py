@@ -92,3 +92,18 @@ def test_a_second_sigterm_while_the_server_winds_down_exits_at_once_without_a_tr
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "gearag: stopped" in err
+
+
+def test_warming_methods_with_an_llm_engine_calls_no_model(tiny_index) -> None:
+    """The start-up warm-up loads what the methods read; through an LLM engine it would spend minutes of model time
+    (a 135M model on 2 cores) on a question nobody asked, so it runs the methods offline."""
+    from gearag.api import Gearag
+    from gearag.methods import method_config
+    from gearag.server.live import warm_methods
+    from llm_server import ScriptedServer
+
+    with ScriptedServer() as server:
+        options = {"engine": "openai", "llm_base_url": server.base_url, "llm_model": "m"}
+        warm_methods(Gearag(tiny_index), ["gear", "syncge", "ircot", "hipporag2"],
+                     lambda name: method_config(name, options))
+        assert server.requests == []

@@ -26,6 +26,7 @@ after a wait that doubles from the interval (at most
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import threading
@@ -64,11 +65,24 @@ def warm_methods(gearag: Gearag, names: Sequence[str], config_of: Callable[[str]
     for name in names:
         started = time.perf_counter()
         try:
-            gearag.method(name, config_of(name) if config_of is not None else None)(WARM_QUESTION, 10)
+            config = _offline(config_of(name)) if config_of is not None else None
+            gearag.method(name, config)(WARM_QUESTION, 10)
         except Exception:  # never stops the reload thread or the start: a request would report it
             log.warning("warming method %s failed; its first request loads what it reads", name, exc_info=True)
         else:
             log.info("method %s warmed in %.2f s", name, time.perf_counter() - started)
+
+
+def _offline(config: Any) -> Any:
+    """``config`` with the offline engine: what a method loads is the same with any engine, and a warm-up question
+    through an LLM engine would spend minutes of model time (and the operator's tokens) on a question nobody
+    asked."""
+    engine = getattr(config, "engine", None)
+    if engine is None or not dataclasses.is_dataclass(engine) or getattr(engine, "engine", "offline") == "offline":
+        return config
+    quiet = dataclasses.replace(engine, engine="offline", llm_base_url=None, llm_model=None, llm_gguf=None,  # type: ignore[type-var]
+                                llm_max_tokens=None)
+    return dataclasses.replace(config, engine=quiet)
 
 
 def manifest_stamp(root: Path) -> Stamp | None:
