@@ -96,14 +96,14 @@ class TreesConfig:
     #: aggregates whose facts come from two or more passages — an aggregate of one passage's facts
     #: repeats part of that passage (which is in the pool) and relates nothing across documents
     #: (SiReRAG §4.2's motivation); the relatedness tree is still built over all aggregates.
-    #: Measured in BENCHMARKS.md ("SiReRAG"): off by default, as released.
+    #: Measured in docs/benchmarks-log.md ("SiReRAG"): off by default, as released.
     pool_aggregates: str = setting("all", "SiReRAG pools: index all aggregates (as released) or only"
                                    " cross-passage ones.", choices=POOL_AGGREGATES, name="sirerag_pool_aggregates")
     #: The text of a proposition aggregate. ``facts``: its facts joined by newlines, as released.
     #: ``titled`` (default; a deviation): the same facts, each passage's run of facts headed by the
     #: passage's title (``title\\nfact\\nfact``, the form of the leaves), so that a fact the offline
     #: rewrite left ambiguous still names its source (SiReRAG §4.2, Figures 6 and 8: facts must be
-    #: unambiguous); :class:`gearag.sirerag.aggregates.AggregateConfig`. Measured in BENCHMARKS.md
+    #: unambiguous); :class:`gearag.sirerag.aggregates.AggregateConfig`. Measured in docs/benchmarks-log.md
     #: ("SiReRAG offline pool, 2Wiki (branch sire4)").
     aggregate_text: str = setting("titled", "SiReRAG aggregates: facts under their passage's title (titled) or"
                                   " the facts alone, as released (facts).", choices=AGGREGATE_TEXTS,

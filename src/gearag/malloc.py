@@ -4,7 +4,7 @@ glibc gives each thread that allocates its own arena and keeps what is
 freed there for that arena's next allocations. Memory a worker thread freed
 stays resident while the main thread allocates elsewhere: after a growable
 build's graph stage, when its triple graph was made on a second thread,
-~440 MB of its 1,000 MB at 100k passages (BENCHMARKS.md, "Growable builds").
+~440 MB of its 1,000 MB at 100k passages (docs/benchmarks-log.md, "Growable builds").
 Elsewhere than glibc every function here does nothing and returns False.
 """
 

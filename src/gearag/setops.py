@@ -5,7 +5,7 @@ when no index, inverse or counts are asked for, and that path is far slower
 than sorting wherever the values are many and spread (ids, ``row * n + col``
 pairs): on this machine, numpy 2.4.6, 1M int64 take 0.84 s against 0.015 s
 sorted, 10k take 1.7 ms against 0.08 ms, 100 take 69 µs against 5 µs; and
-``np.union1d``, ``np.setdiff1d`` and ``np.isin`` call it (BENCHMARKS.md,
+``np.union1d``, ``np.setdiff1d`` and ``np.isin`` call it (docs/benchmarks-log.md,
 "Distinct values by sorting"). gearag's arrays are integer ids almost
 everywhere, in the writer's passes over millions of entries and in every
 query's push, so these helpers sort. Other dtypes go to NumPy (its float

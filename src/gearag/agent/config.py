@@ -50,7 +50,7 @@ class AgentConfig:
     #: paper leaves k open). Each gist triple's list counts as much as a whole
     #: step's list in Eq. 9, so deeper lists let weakly linked passages crowd
     #: out the steps' passages: k = 1 gave the best recall on all three
-    #: benchmark sets (BENCHMARKS.md). Only Eq. 9 reads these lists: with the
+    #: benchmark sets (docs/benchmarks-log.md). Only Eq. 9 reads these lists: with the
     #: ``ppr`` output ranking (``final``) no gist triple is linked.
     link_k: int = setting(1, "Agent: passages per gist triple in passageLink (Eq. 8; read by Eq. 9 only: --final rrf, "
                              "or ppr without the passage graph).", min=1, request=upto(20))
@@ -59,7 +59,7 @@ class AgentConfig:
     #: Personalized PageRank over the passage-aware graph seeded with the
     #: question's entities, the whole gist memory and the first step's base
     #: passages — HippoRAG 2's retrieval with the gist memory in the role of
-    #: its filtered facts (BENCHMARKS.md: +2.6 R@5 on 2Wiki). ``ppr`` needs the
+    #: its filtered facts (docs/benchmarks-log.md: +2.6 R@5 on 2Wiki). ``ppr`` needs the
     #: expansion's ``graph`` to be ``ppr`` or ``both`` (else Eq. 9 is used).
     final: str = setting("ppr", "Agent output ranking: ppr (passage graph) | rrf (Eq. 9 as printed).",
                          choices=FINAL_MODES, request=QUESTION)
@@ -72,7 +72,7 @@ class AgentConfig:
     #: (HotpotQA R@2 63.0 vs titlelink's 71.5). Chosen on the first half of
     #: each dev set (2Wiki first 500, HotpotQA and MuSiQue first 50): every
     #: weight in 0.3–0.6 raised mean R@2 by 2.5–2.8 and mean R@5 by 0.3–0.7;
-    #: 0.5 is that plateau's middle (BENCHMARKS.md, er_dev section).
+    #: 0.5 is that plateau's middle (docs/benchmarks-log.md, er_dev section).
     memory_weight: float = setting(0.5, "Agent: seed weight of the gist memory in the PPR output ranking, "
                                         "relative to the question's entities (1.0: as in each step).", min=0.0,
                                    request=QUESTION)
@@ -88,7 +88,7 @@ class AgentConfig:
     #: from (:mod:`gearag.agent.evidence`) — first in the output ranking, in
     #: evidence order, the rest in their order; they are flagged either way. The
     #: paper ranks by Eq. 9 alone; an answer citing passages it did not come
-    #: from was issue 39. Measured both ways (BENCHMARKS.md).
+    #: from was issue 39. Measured both ways (docs/benchmarks-log.md).
     evidence_first: bool = setting(True, "Agent: rank the passages the answer's evidence comes from first "
                                          "(--no-evidence-first: flag them where they rank).", request=QUESTION)
     #: Which gist-memory facts seed the ``ppr`` output ranking: ``connected`` —

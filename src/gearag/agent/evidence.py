@@ -11,7 +11,7 @@ Eq. 8, would only guess one).
 The agent puts these passages first in its ranking and flags them
 (``AgentConfig.evidence_first``), so that what an answer cites is what it
 came from. The paper ranks its output by Eq. 9 alone; this is a deviation,
-measured both ways (BENCHMARKS.md, issue 39).
+measured both ways (docs/benchmarks-log.md, issue 39).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ class StaticEmbedder:
         every second token, ...), never gathering every token's vector at
         once: at 143k tokens that took 0.05 s where a gather and
         ``np.add.reduceat`` (which sums in another order) took 0.8 s
-        (BENCHMARKS.md, "Static embeddings summed position by position").
+        (docs/benchmarks-log.md, "Static embeddings summed position by position").
         """
         n = len(texts)
         sums = np.zeros((n, self.dim), dtype=np.float32)

@@ -54,7 +54,7 @@ class BeamConfig:
     #: passages not yet on the path). Most neighbours of a triple are its own
     #: passage's triples about the same subject; a step to one of them scores
     #: well but can never reach a new passage, so ``cross-passage`` (our
-    #: default, measured in BENCHMARKS.md) spends every step on a hop.
+    #: default, measured in docs/benchmarks-log.md) spends every step on a hop.
     scope: str = setting("cross-passage", "Beam neighbours: cross-passage | all (Algorithm 1 as printed).",
                          choices=SCOPES, request=QUESTION)
 

@@ -11,7 +11,7 @@ The path text is its triples' texts joined by spaces.
   each candidate path text (batched, with an LRU cache of path embeddings);
   ``mode="sum"`` approximates a path's embedding by the normalised sum of its
   triples' unit embeddings (no encoding at query time; benchmarked against
-  exact in BENCHMARKS.md).
+  exact in docs/benchmarks-log.md).
 """
 
 from __future__ import annotations

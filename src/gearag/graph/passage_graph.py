@@ -133,14 +133,14 @@ class PassageGraphConfig:
     #: that mentions the entity for the entity's mass (a comparison's second
     #: entity fell below pages about the first one's works). 0 = off (HippoRAG
     #: seeds entity nodes only). 0.5 was chosen on the first halves of the three
-    #: dev sets only; the second halves were held out (BENCHMARKS.md, "Question-page seeds").
+    #: dev sets only; the second halves were held out (docs/benchmarks-log.md, "Question-page seeds").
     question_page_weight: float = setting(0.5, "Share of a question entity's PPR seed passed to the pages about it "
                                                "(0: entity nodes only; at most 1).", min=0.0, request=QUESTION)
     #: PPR solver (:mod:`gearag.graph.ppr`): ``push`` (forward push, Andersen et al.
     #: 2006: a query costs its seeds' neighbourhood, not the graph) or ``power``
     #: (power iteration over the whole graph to ``RANK_TOL``, the solver HippoRAG's
     #: igraph call amounts to). Push is the default because it ranks the same
-    #: passages at a cost that does not grow with the corpus (BENCHMARKS.md, "Local PPR").
+    #: passages at a cost that does not grow with the corpus (docs/benchmarks-log.md, "Local PPR").
     solver: str = setting("push", "PPR solver over the passage graph: push (local) | power (whole graph).",
                           name="ppr_solver", choices=SOLVERS)
     #: Push threshold: a node is pushed while its residual exceeds ``push_eps × degree``

@@ -23,7 +23,7 @@ Two solvers (``SOLVERS``):
 * ``power`` — :meth:`PageRankOperator.run`, power iteration. Every iteration
   is a product with the whole matrix, so a query costs O(edges × iterations)
   however local its seeds: 87% of a SyncGE query at 100k passages
-  (BENCHMARKS.md, "Scale").
+  (docs/benchmarks-log.md, "Scale").
 * ``push`` — :meth:`PageRankOperator.run_push`, forward push (Andersen,
   Chung & Lang, FOCS 2006, "Local graph partitioning using PageRank
   vectors", Algorithm *ApproximatePageRank*), in synchronous rounds: every
@@ -36,7 +36,7 @@ Two solvers (``SOLVERS``):
   exact vector node by node; their L1 distance is the residual mass left.
   ``PUSH_EPS = 1e-6``: on the 30k and 100k synthetic corpora its top-15
   passages agree with the exact vector as often as power iteration at the
-  ranking tolerance does (BENCHMARKS.md, "Local PPR"). A threshold without
+  ranking tolerance does (docs/benchmarks-log.md, "Local PPR"). A threshold without
   the degree (tried before) keeps pushing hub nodes and lost to power
   iteration.
 

@@ -9,7 +9,7 @@ entity's specificity, the about edges the question's entities seed their
 pages through, each triple's entity ends and the entity names as sorted
 stable hashes (:class:`~gearag.graph.trie.HashedNames`). Deriving them in
 the query process cost every process ~1 GB kept and an 8.5 GB transient peak
-at a million passages (BENCHMARKS.md, "Queries at 1M").
+at a million passages (docs/benchmarks-log.md, "Queries at 1M").
 
 Prepared at index time for the default settings and stored under
 ``graph/prepared/`` (:func:`write_prepared`), they are memory-mapped by
@@ -169,7 +169,7 @@ class PreparedGraph:
         terms, scale = about_terms(about, res.about_terms, only)
         # The transition (array work that releases the GIL) is made on a second thread while an add's names
         # are extended. Hashing every key instead (a build, a first add) waits for it, so that the two peaks do
-        # not add up where the preparation is the peak (BENCHMARKS.md, "Adds at 1M, and a push workspace…").
+        # not add up where the preparation is the peak (docs/benchmarks-log.md, "Adds at 1M, and a push workspace…").
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-transition") as pool:
             transition = pool.submit(scaled_columns, arrays, config, mentions, about, terms, scale) \
                 if config.passage_nodes else None

@@ -78,13 +78,14 @@ class DeltaConfig:
                                  "while the passages added since it are at most --delta-share of it, else in full), "
                                  "delta (wherever a delta can say it) or full (always in full)", name="generation",
                          choices=WRITE_MODES)
-    #: 1% at 1M passages: ten adds of 1,000 passages between full generations (BENCHMARKS.md, "The bound").
+    #: 1% at 1M passages: ten adds of 1,000 passages between full generations (docs/benchmarks-log.md, "The bound").
     max_share: float = setting(0.01, "auto writes a delta while the passages added since the last full "
                                      "generation are at most this share of its passages", name="delta_share",
                                min=0.0)
     #: Adds of 10 passages onto 1M: each shard since the base costs a delta add ~0.023 s (7.0 s at one), a full
     #: generation 22 s, so the mean add over a cycle is least near 32 (7.80 s; 8.04 s at 16, 7.83 s at 48;
-    #: BENCHMARKS.md, "A bound on the shards since the base"). Adds of 1,000 passages meet the share bound first.
+    #: docs/benchmarks-log.md, "A bound on the shards since the base"). Adds of 1,000 passages meet the share
+    #: bound first.
     max_shards: int = setting(32, "auto writes a delta while at most this many shards were added since the last "
                                   "full generation (this add's included)", name="delta_shards", min=1)
 

@@ -114,7 +114,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     triple graph is made on a second thread beside the resolution (an add or
     a delete, whose wall time counts); False makes them one after the other (a build, whose peak
     memory counts: the two peaks no longer add up; at 100k, 17–18% less for
-    the stage and 4–9% more time, BENCHMARKS.md "Growable builds: the graph
+    the stage and 4–9% more time, docs/benchmarks-log.md "Growable builds: the graph
     stage's two steps one after the other"). ``tables_from``: where the per-shard tables and indices are
     hard-linked from (default ``before``; after a delta generation, that generation: it has the tables of
     the shards since its base).

@@ -2,7 +2,7 @@
 
 Every posting of a query's terms used to be added into a score array over all rows: at a million
 passages a common term of a triple (16.9M rows) has ~1M postings, and passageLink's two BM25
-retrievals per linked triple were most of a GEAR question (BENCHMARKS.md, "Scale at 10k, 100k and
+retrievals per linked triple were most of a GEAR question (docs/benchmarks-log.md, "Scale at 10k, 100k and
 1M passages"). A term's score in a row is below its idf (bm25s's ``idf * tf / (k1 * norm + tf)``,
 the fraction below 1), so a row that holds none of the rarest terms scores less than the sum of
 the other terms' idfs. :func:`pruned_top_k` reads the rarest terms' postings first: their rows are
@@ -34,7 +34,7 @@ Span = tuple[int, int, int]
 Term = tuple[np.float32, list[Span]]
 #: Collections with fewer rows score every row: over 101k passages or 170k triples a score array costs under
 #: 2 ms, which pruning did not beat; over 1.7M triples it did, 0.7 against 2.1 ms a search, and over 16.9M
-#: triples 1.3 against 28 ms (BENCHMARKS.md, "Where MaxScore pays: rows and query length").
+#: triples 1.3 against 28 ms (docs/benchmarks-log.md, "Where MaxScore pays: rows and query length").
 PRUNE_MIN_ROWS = 1_000_000
 #: Queries with more terms (tokens with postings, a repeated one counted again) score every row: with many
 #: terms of similar idf the rarest terms' bound rarely beats the rest's before the postings read pass

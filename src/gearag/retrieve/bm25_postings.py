@@ -58,7 +58,7 @@ def postings_from_tokens(ids: np.ndarray, indptr: np.ndarray, n_vocab: int) -> t
     occurrence, so a term's counts are runs of equal neighbours. That is
     linear in the tokens, where sorting the (term, document) pairs was not:
     at a million passages the postings took 13.7 s of the first add's
-    conversion (BENCHMARKS.md, "The first add after a build: postings by a transpose").
+    conversion (docs/benchmarks-log.md, "The first add after a build: postings by a transpose").
     """
     from scipy import sparse
 
@@ -127,7 +127,7 @@ class _Part:
     (memory-mapped) documents and term frequencies when a query holds the
     term. Kept per posting (a union row, a liveness flag, a float32 score),
     the triples' postings of a 14-shard index of a million passages cost the
-    first query +1.9 GB of heap and a 7.4 GB peak (BENCHMARKS.md, "The
+    first query +1.9 GB of heap and a 7.4 GB peak (docs/benchmarks-log.md, "The
     prepared passage graph").
     """
 

@@ -7,7 +7,7 @@ PyStemmer. It also makes three tqdm progress bars per call (disabled, yet
 constructed) and a set of the stop words per text: for the one-text calls of
 a query (the offline reader tokenises every candidate fact) that was most of
 the time, ~0.25 ms a call, and a large part of the build's BM25 stage
-(BENCHMARKS.md, "BM25's tokenizer without bm25s's per-call costs").
+(docs/benchmarks-log.md, "BM25's tokenizer without bm25s's per-call costs").
 
 The same steps here, with bm25s's own stop-word list made a set once.
 Stemming is per word, so stemming each distinct token of a batch gives what

@@ -43,7 +43,7 @@ Deviations, and why:
   passage they came from; the title restores that context for the reader and
   for the embedding, and lets the extractive summaries above the aggregates
   keep each sentence's source, as they already do for leaves
-  (:mod:`gearag.sirerag.summarise`). Measured in BENCHMARKS.md ("SiReRAG
+  (:mod:`gearag.sirerag.summarise`). Measured in docs/benchmarks-log.md ("SiReRAG
   offline pool, 2Wiki (branch sire4)") with the offline engine only; it is
   also the default for LLM facts, which §4.2's rewrite already makes
   self-contained (there the title only adds provenance; not measured).

@@ -46,7 +46,7 @@ that code path):
   scikit-learn's, on one BLAS thread: across kernels their probabilities
   differ by at most ~5e-13, while on HotpotQA the closest membership was
   6e-5 from the threshold and the closest BIC choice 0.27 apart
-  (BENCHMARKS.md, "SiReRAG trees on every machine").
+  (docs/benchmarks-log.md, "SiReRAG trees on every machine").
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ there to catch corrupt, truncated or swapped files, not forgery (whoever can
 write a file can write the manifest too), so a cryptographic hash buys nothing:
 SHA-256 runs at ~0.4 GB/s here, XXH3 at ~4 GB/s, and an add at a million
 passages writes ~3.3 GB of arrays that one background thread checksums while
-the add's own threads run (BENCHMARKS.md, "Adds at 1M: file checksums").
+the add's own threads run (docs/benchmarks-log.md, "Adds at 1M: file checksums").
 Manifests written before (format version 2 and older) list SHA-256 digests
 (key ``"sha256"``); they are read and checked with that algorithm, file by
 file, so an index mixing both (an add's new files beside linked old ones) is

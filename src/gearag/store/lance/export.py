@@ -103,7 +103,7 @@ class ExportConfig:
                                   "gave the index since, write the rest anew (after a delete or compact: all of it)")
     keep_hours: float = setting(1.0, "keep the table versions an export replaces this many hours for the replicas "
                                      "still reading them; a later export removes them", min=0.0)
-    #: Merging an update's rows into a table's indexes rewrites them (60–100 s of a 1M update; BENCHMARKS.md,
+    #: Merging an update's rows into a table's indexes rewrites them (60–100 s of a 1M update; docs/benchmarks-log.md,
     #: "Updating a Lance export"); a delta index holds only its rows, and searches read each delta beside the
     #: rest (full-text scores use the statistics of all of them: the same as one index's).
     index_deltas: int = setting(4, "an update indexes its rows as a delta of each table index; at this many "
@@ -126,7 +126,7 @@ def ann_config(kind: str, n_rows: int, dim: int, partitions: int = 0) -> Any:
     ``ivf_sq`` (the default) keeps each vector as ``dim`` int8 codes; ``ivf_pq`` keeps ``dim / 8``
     one-byte sub-vector codes, 4× smaller. On the wordllama vectors of the scale corpus, IVF-SQ found
     more of the exact top 10 at the default probes and refine factor and trained ~7× faster
-    (BENCHMARKS.md, "Lance: IVF-SQ or IVF-PQ"). Queries re-score ``refine_factor × k`` candidates
+    (docs/benchmarks-log.md, "Lance: IVF-SQ or IVF-PQ"). Queries re-score ``refine_factor × k`` candidates
     exactly either way (:class:`~gearag.store.lance.collection.LanceSearchConfig`).
     """
     from lancedb.index import IvfPq, IvfSq

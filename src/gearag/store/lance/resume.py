@@ -1,7 +1,7 @@
 """A full export that was interrupted resumes at the collection table it reached.
 
 Writing a collection's table and its indexes is most of an export (at 1M passages: 112 s for the
-passages, 709 s for the triples of an 848 s export; BENCHMARKS.md, "Updating a Lance export").
+passages, 709 s for the triples of an 848 s export; docs/benchmarks-log.md, "Updating a Lance export").
 Each finished one is recorded in the :data:`PROGRESS_TABLE` (source index identity, the export
 settings that shape it, the table version and what ``meta`` says of it). An export of the same
 index with the same settings that finds such a record, and the table at that version with as many
