@@ -166,3 +166,14 @@ def test_the_report_is_written_into_a_folder_it_may_write_again(tmp_path: Path) 
     (out / report.RESULTS_MD).write_text("edited\n", encoding="utf-8")
     with pytest.raises(OutputError, match=r"results\.md"):
         report.claim(out)
+
+
+def test_rows_run_by_an_llm_engine_say_so_in_their_label() -> None:
+    from gearag.bench.run import BenchConfig, _with_engine
+
+    rows = select(grid(shared_datasets()["hotpotqa"], "wordllama", ablations=False), "bm25,gear,ircot")
+    local = {r.label: r.options for r in _with_engine(rows, BenchConfig(Path("o"), engine="local"))}
+    assert local["GEAR-local (bm25)"]["engine"] == "local" and local["IRCoT (bm25) [local]"]["engine"] == "local"
+    assert "bm25" in local  # its engine only answers (when asked to): the label stays
+    offline = [r.label for r in _with_engine(rows, BenchConfig(Path("o"), engine="offline"))]
+    assert "GEAR-offline (bm25)" in offline

@@ -51,6 +51,10 @@ class BenchConfig:
     llm_gguf: str | None = None
 
 
+#: The peers whose retrieval an LLM engine changes (their labels do not say "-offline").
+LLM_PEERS = ("ircot", "hipporag", "hipporag2", "hipporag-ircot")
+
+
 def _with_engine(rows: list[Row], config: BenchConfig) -> list[Row]:
     """Give the engine options to every row whose method has them (GEAR, IRCoT, HippoRAG)."""
     engine = {k: v for k, v in (("engine", config.engine), ("llm_base_url", config.llm_base_url),
@@ -62,7 +66,13 @@ def _with_engine(rows: list[Row], config: BenchConfig) -> list[Row]:
         cls = REGISTRY.entry("method", row.method).config_class()
         specs = option_specs(cls) if cls is not None else {}
         extra = {k: v for k, v in engine.items() if k in specs}
-        out.append(Row(row.label, row.method, {**row.options, **extra}, row.limit, row.ablation))
+        label = row.label
+        name = str(extra.get("engine", "offline"))
+        if name != "offline" and "-offline" in label:  # the row's label says which engine played its roles
+            label = label.replace("-offline", f"-{name}")
+        elif name != "offline" and row.method in LLM_PEERS:
+            label = f"{label} [{name}]"
+        out.append(Row(label, row.method, {**row.options, **extra}, row.limit, row.ablation))
     return out
 
 
