@@ -34,6 +34,9 @@ class ExpansionTrace:
     #: Titles of the passages PPR over the passage graph ranks first (``graph`` = ppr | both).
     ppr_passages: list[str] | None = None
     seconds: float = 0.0
+    #: SyncGE with an LLM engine: its reader's tokens and fallbacks (:mod:`gearag.llm.fallback`); None offline.
+    tokens_by_role: dict[str, dict[str, int]] | None = None
+    fallbacks: dict[str, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": TRACE_VERSION, "kind": "expansion"}
@@ -43,6 +46,10 @@ class ExpansionTrace:
         if self.ppr_passages is not None:
             out["ppr_passages"] = self.ppr_passages
         out["seconds"] = self.seconds
+        if self.tokens_by_role is not None:
+            out["tokens_by_role"] = self.tokens_by_role
+        if self.fallbacks is not None:
+            out["fallbacks"] = self.fallbacks
         return out
 
 

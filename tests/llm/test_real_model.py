@@ -175,6 +175,7 @@ def test_chat_completions_of_gearag_serve_with_the_local_engine(demo: Path, env:
         assert reply.status_code == 200, reply.text
         body = reply.json()
         assert body["choices"][0]["message"]["content"]
+        assert body["usage"]["completion_tokens"] > 0  # the local model's tokens, as OpenAI reports them
     finally:
         code, err = served.stop()
     assert code == 0, err

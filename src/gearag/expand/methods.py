@@ -24,6 +24,8 @@ from gearag.expand.expansion import GraphExpander, triples_of_passages
 from gearag.expand.link import TripleLinker
 from gearag.expand.reader import Reader
 from gearag.graph.passage_graph import passage_graph_for
+from gearag.llm.fallback import fallback_scope
+from gearag.llm.usage import TokenMeter, UsageLedger, usage_scope
 from gearag.results import RANK, Result, rank_scores
 from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
@@ -35,10 +37,13 @@ from gearag.trace import ExpansionTrace
 class GraphExpansionMethod:
     """NaiveGE when ``reader`` is None, SyncGE otherwise."""
 
-    def __init__(self, index: Index, config: NaiveGEConfig | SyncGEConfig, reader: Reader | None = None) -> None:
+    def __init__(self, index: Index, config: NaiveGEConfig | SyncGEConfig, reader: Reader | None = None,
+                 ledger: UsageLedger | None = None) -> None:
         self.index = index
         self.config = config
         self.reader = reader
+        #: The LLM engine's token ledger (None offline): the trace reports this question's tokens and fallbacks.
+        self.ledger = ledger
         exp = config.expansion
         self.base = base_retriever(index, exp.base, exp.retriever)  # passages, or a pool's nodes' sources
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
@@ -46,6 +51,18 @@ class GraphExpansionMethod:
         self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
 
     def __call__(self, question: str, k: int) -> Result:
+        if self.ledger is None:
+            return self._run(question, k)
+        meter = TokenMeter(self.ledger)
+        with usage_scope(), fallback_scope() as fallbacks:  # this question's tokens only
+            before = meter.snapshot()
+            out = self._run(question, k)
+            if isinstance(out.trace, ExpansionTrace):
+                out.trace.tokens_by_role = meter.since(before)
+                out.trace.fallbacks = fallbacks.to_dict()
+        return out
+
+    def _run(self, question: str, k: int) -> Result:
         started = time.perf_counter()
         exp = self.config.expansion
         base_hits = self.base.retrieve(question, self.config.base_k or k)
@@ -87,4 +104,5 @@ def NaiveGE(index: Index, config: NaiveGEConfig) -> GraphExpansionMethod:  # noq
 
 def SyncGE(index: Index, config: SyncGEConfig, llm_roles: object | None = None) -> GraphExpansionMethod:  # noqa: N802
     """SyncGE (§4): the engine's reader picks proximal triples, tripleLink maps them to the index."""
-    return GraphExpansionMethod(index, config, make_engine(index, config.engine, llm_roles).reader)
+    engine = make_engine(index, config.engine, llm_roles)
+    return GraphExpansionMethod(index, config, engine.reader, engine.ledger)

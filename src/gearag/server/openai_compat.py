@@ -94,13 +94,21 @@ def compose(result: Result, gearag: Any, method: str) -> tuple[str, list[dict[st
     return "\n".join(lines), cited
 
 
+def _usage(trace: dict[str, Any] | None) -> dict[str, int]:
+    """OpenAI's ``usage``: the tokens the engine's model spent on this answer (0 offline)."""
+    used = (trace or {}).get("tokens_by_role") or {}
+    prompt = sum(int(u.get("prompt", 0)) for u in used.values())
+    completion = sum(int(u.get("completion", 0)) for u in used.values())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
 def _completion(model: str, content: str, cited: list[dict[str, Any]], trace: dict[str, Any] | None,
                 question: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion", "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": _usage(trace),
         "gearag": {"citations": cited, "trace": trace, "question": question},
     }
 
