@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -84,7 +85,10 @@ def _llama(path: Path, context: int) -> Any:
                 from llama_cpp import Llama
             except ImportError:
                 raise ConfigError(f"--engine local needs llama-cpp-python: {_INSTALL}") from None
-            model = Llama(model_path=str(path), n_ctx=context, seed=0, verbose=False)
+            # Every core: calls take turns (one model, one call at a time), so nothing else wants them.
+            threads = max(1, os.cpu_count() or 1)
+            model = Llama(model_path=str(path), n_ctx=context, seed=0, verbose=False, n_threads=threads,
+                          n_threads_batch=threads)
             _MODELS[key] = model
         return model
 
