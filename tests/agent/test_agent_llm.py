@@ -341,3 +341,14 @@ def test_fallback_counts_add_up_over_a_run_and_read_as_one_line_per_role() -> No
     counts = totals(traces)
     assert counts == {"answer": {"replies": 1, "offline": 0}, "reader": {"replies": 5, "offline": 3}}
     assert describe(counts) == ["reader: 3 of 5 replies unusable, offline used"]
+
+
+def test_ask_says_which_roles_the_offline_engine_played(tiny_index: Index, server: ScriptedServer) -> None:
+    from conftest import run_gearag
+
+    server.default = Reply("I am happy to help with your question about rivers!")
+    result = run_gearag("ask", tiny_index.path, QUESTION, "--method", "gear", "--engine", "openai",
+                        "--llm-base-url", server.base_url, "--llm-model", "m", "--max-steps", "1",
+                        env={"GEARAG_LLM_CACHE": "0", "OPENAI_API_KEY": ""})
+    assert result.code == 0, result.stderr
+    assert "reader: 1 of 1 replies unusable, offline used" in result.stderr

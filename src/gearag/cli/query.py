@@ -204,8 +204,12 @@ def ask(
         _print_json(app_.row(result, question=question))
         return
     from gearag.display import print_result
+    from gearag.llm.fallback import describe
 
     print_result(out, app_.index, question, result)
+    fallbacks = getattr(result.trace, "fallbacks", None) or {}
+    for line in describe(fallbacks):  # an LLM engine's unusable replies, played offline (gearag.llm.fallback)
+        err.print(line, highlight=False)
 
 
 @app.command()
