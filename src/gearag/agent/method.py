@@ -8,7 +8,6 @@ from gearag.agent.config import AgentConfig
 from gearag.agent.evidence import evidence_first
 from gearag.agent.loop import GearAgent
 from gearag.engine import make_engine
-from gearag.llm.fallback import fallback_scope
 from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Reasoning
 from gearag.results import RANK, Result, rank_scores
@@ -27,10 +26,10 @@ class GearMethod:
 
     def __call__(self, question: str, k: int, on_step: Callable[[StepTrace], None] | None = None) -> Result:
         """The top ``k`` passages (and an answer); ``on_step`` sees each agent step as it finishes (streaming)."""
-        with usage_scope(), fallback_scope() as fallbacks:  # this question's tokens only, however many run at once
+        with usage_scope() as scope:  # this question's tokens only, however many run at once
             out = self._run(question, k, on_step)
             if self.agent.engine.ledger is not None and isinstance(out.trace, AgentTrace):
-                out.trace.fallbacks = fallbacks.to_dict()
+                out.trace.fallbacks = scope.fallbacks()
             return out
 
     def _run(self, question: str, k: int, on_step: Callable[[StepTrace], None] | None) -> Result:

@@ -30,7 +30,7 @@ from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig
 from gearag.baselines.hipporag import HippoGraph, hippo_graph
 from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
-from gearag.llm.fallback import fallback_scope, played
+from gearag.llm.fallback import played
 from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Fact
 from gearag.results import Result
@@ -89,14 +89,14 @@ class _Base:
         raise NotImplementedError
 
     def __call__(self, question: str, k: int) -> Result:
-        with usage_scope(), fallback_scope() as fallbacks:  # this question's tokens only, however many run at once
+        with usage_scope() as scope:  # this question's tokens only, however many run at once
             before = self.meter.snapshot()
             t0 = time.perf_counter()
             scores, trace = self.scores(question)
             trace.seconds = time.perf_counter() - t0
             if self.roles is not None:
                 trace.tokens_by_role = self.meter.since(before)
-                trace.fallbacks = fallbacks.to_dict()
+                trace.fallbacks = scope.fallbacks()
         return Result(top_k(scores, k), trace)
 
     @property
@@ -189,12 +189,10 @@ class HippoRAG2(_Base):
             return facts
         t = self.index.triples
         cands = [Fact(t.subjects[i], t.predicates[i], t.objects[i], i) for i, _ in facts]
-        chosen = self.roles.filter_facts(question, cands)
+        kept = {_key(f) for f in self.roles.filter_facts(question, cands)}
+        filtered = [(i, s) for (i, s), f in zip(facts, cands, strict=True) if _key(f) in kept]
         # A reply that parsed into no structure is the offline engine's (no filter); "none helps" is a reply.
-        if played("filter", False, self.roles.last_ok(), (lambda: True) if self.falls_back else None):
-            return facts
-        kept = {_key(f) for f in chosen}
-        return [(i, s) for (i, s), f in zip(facts, cands, strict=True) if _key(f) in kept]
+        return played("filter", filtered, self.roles.last_ok(), (lambda: facts) if self.falls_back else None)
 
     def scores(self, question: str) -> tuple[np.ndarray, HippoRAGTrace]:
         g = self.graph

@@ -37,7 +37,7 @@ from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig, HippoRAGIRC
 from gearag.baselines.hipporag_method import HippoRAG, HippoRAG2
 from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
-from gearag.llm.fallback import fallback_scope, played
+from gearag.llm.fallback import played
 from gearag.llm.parse.baselines import ANSWER_MARK
 from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Hit
@@ -109,10 +109,10 @@ class IRCoTLoop:
 
     # -- the loop ------------------------------------------------------------------------
     def __call__(self, question: str, k: int) -> Result:
-        with usage_scope(), fallback_scope() as fallbacks:  # this question's tokens only, however many run at once
+        with usage_scope() as scope:  # this question's tokens only, however many run at once
             out = self._run(question, k)
             if self.roles is not None and isinstance(out.trace, IRCoTTrace):
-                out.trace.fallbacks = fallbacks.to_dict()
+                out.trace.fallbacks = scope.fallbacks()
             return out
 
     def _run(self, question: str, k: int) -> Result:

@@ -12,71 +12,28 @@ A reply is *unusable* when its parser found no structure (``Parsed.ok`` is
 false) or the role's value is empty (no facts, no question, no answer). A
 reasoner that parsed and said "not answerable" is a usable reply.
 
-Counts: per question (:func:`fallback_scope`, as the token counts' usage
-scope), per role: ``{"read": {"replies": 8, "offline": 5}}``, in the agent's
-trace (``fallbacks``), the run file, ``eval``/``bench`` and the service's
-step stream; :func:`describe` writes "read: 5 of 8 replies unusable,
-offline used".
+Counts: per question, in the token counts' scope
+(:func:`gearag.llm.usage.usage_scope`, :meth:`~gearag.llm.usage.UsageScope.fallbacks`),
+per role: ``{"reader": {"replies": 8, "offline": 5}}``, in the method's
+trace (``fallbacks``), the run file, ``ask``/``eval``/``bench`` and the
+service's result; :func:`describe` writes "reader: 5 of 8 replies
+unusable, offline used".
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+from gearag.llm.usage import record_reply
+
 T = TypeVar("T")
-
-
-class FallbackCounts:
-    """Replies and offline substitutions per role (thread-safe; nested scopes add to their parents)."""
-
-    def __init__(self, parent: FallbackCounts | None = None) -> None:
-        self.parent = parent
-        self._counts: dict[str, list[int]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, role: str, offline: bool) -> None:
-        scope: FallbackCounts | None = self
-        while scope is not None:
-            with scope._lock:
-                counts = scope._counts.setdefault(role, [0, 0])
-                counts[0] += 1
-                counts[1] += int(offline)
-            scope = scope.parent
-
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        with self._lock:
-            return {role: {"replies": n, "offline": m} for role, (n, m) in sorted(self._counts.items())}
-
-
-_SCOPE: ContextVar[FallbackCounts | None] = ContextVar("gearag_fallback_scope", default=None)
-#: Counts outside any scope (a whole run's, e.g. the CLI summary).
-TOTAL = FallbackCounts()
-
-
-@contextmanager
-def fallback_scope() -> Iterator[FallbackCounts]:
-    """Count the replies and fallbacks of the calls made in this context (one question's)."""
-    scope = FallbackCounts(_SCOPE.get() or TOTAL)
-    token = _SCOPE.set(scope)
-    try:
-        yield scope
-    finally:
-        _SCOPE.reset(token)
-
-
-def note(role: str, offline: bool) -> None:
-    """Count one reply of ``role``, and whether the offline engine played it."""
-    (_SCOPE.get() or TOTAL).add(role, offline)
 
 
 def played(role: str, value: T, usable: bool, offline: Callable[[], T] | None) -> T:
     """``value`` when ``usable`` (or no ``offline`` fallback is given), else ``offline()``; counted either way."""
     use_offline = not usable and offline is not None
-    note(role, use_offline)
+    record_reply(role, use_offline)
     return offline() if use_offline and offline is not None else value
 
 

@@ -360,23 +360,44 @@ def load_prices(path: str | Path) -> dict[str, Price]:
 
 
 class UsageScope:
-    """Per-role usage of the completions recorded inside one :func:`usage_scope` block."""
+    """Per-role usage of the completions recorded inside one :func:`usage_scope` block, and how many of the
+    replies the offline engine had to replay (:mod:`gearag.llm.fallback`)."""
 
     def __init__(self, parent: UsageScope | None) -> None:
         self.parent = parent
         self._lock = threading.Lock()
         self._roles: dict[str, Stats] = {}
+        self._fallbacks: dict[str, list[int]] = {}
 
     def add(self, role: str, delta: Stats) -> None:
         with self._lock:
             self._roles.setdefault(role, Stats()).add(delta)
 
+    def add_reply(self, role: str, offline: bool) -> None:
+        with self._lock:
+            counts = self._fallbacks.setdefault(role, [0, 0])
+            counts[0] += 1
+            counts[1] += int(offline)
+
     def by_role(self) -> dict[str, Stats]:
         with self._lock:
             return {k: v.copy() for k, v in sorted(self._roles.items())}
 
+    def fallbacks(self) -> dict[str, dict[str, int]]:
+        """``{role: {"replies", "offline"}}``: replies used in this scope and how many the offline engine played."""
+        with self._lock:
+            return {role: {"replies": n, "offline": m} for role, (n, m) in sorted(self._fallbacks.items())}
+
 
 _SCOPE: ContextVar[UsageScope | None] = ContextVar("gearag_usage_scope", default=None)
+
+
+def record_reply(role: str, offline: bool) -> None:
+    """Count one reply of ``role`` in the enclosing usage scopes, and whether the offline engine played it."""
+    scope = _SCOPE.get()
+    while scope is not None:
+        scope.add_reply(role, offline)
+        scope = scope.parent
 
 
 @contextmanager
