@@ -12,7 +12,7 @@ An engine is chosen by name from the registry (``offline``, ``openai`` or
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gearag.errors import ConfigError
@@ -83,6 +83,10 @@ class EngineConfig:
     #: Per-role reply bounds over :data:`gearag.llm.bounds.BOUNDS` (``read=400,answer=16``).
     llm_max_tokens: str | None = setting(None, "Per-role reply bounds, e.g. read=400,answer=16 (default "
                                                "$GEARAG_LLM_MAX_TOKENS, else the table of gearag.llm.bounds).")
+
+    def offline(self) -> EngineConfig:
+        """This config with the offline engine and none of the LLM settings (which the offline engine refuses)."""
+        return replace(self, engine="offline", llm_base_url=None, llm_model=None, llm_gguf=None, llm_max_tokens=None)
 
 
 def make_engine(index: Index, config: EngineConfig, llm_roles: object | None = None) -> Engine:

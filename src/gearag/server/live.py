@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gearag.api import Gearag
+from gearag.engine import EngineConfig
 from gearag.errors import GearagError
 from gearag.store.index import manifest_identity
 
@@ -78,11 +79,9 @@ def _offline(config: Any) -> Any:
     through an LLM engine would spend minutes of model time (and the operator's tokens) on a question nobody
     asked."""
     engine = getattr(config, "engine", None)
-    if engine is None or not dataclasses.is_dataclass(engine) or getattr(engine, "engine", "offline") == "offline":
+    if not isinstance(engine, EngineConfig) or engine.engine == "offline":
         return config
-    quiet = dataclasses.replace(engine, engine="offline", llm_base_url=None, llm_model=None, llm_gguf=None,  # type: ignore[type-var]
-                                llm_max_tokens=None)
-    return dataclasses.replace(config, engine=quiet)
+    return dataclasses.replace(config, engine=engine.offline())
 
 
 def manifest_stamp(root: Path) -> Stamp | None:
