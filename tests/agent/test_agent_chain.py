@@ -27,11 +27,6 @@ def films(tmp_path_factory: pytest.TempPathFactory) -> Index:
     return index_of_rows(tmp_path_factory.mktemp("films"), FILMS)
 
 
-@pytest.fixture
-def demo(demo_rows_index: Index) -> Index:
-    return demo_rows_index
-
-
 @pytest.mark.parametrize(
     ("question", "event"),
     [("Which film has the director born earlier, Moonlight Harbor or Silent Orchard?", "born"),
@@ -55,11 +50,11 @@ def test_comparison_without_the_chain_agent_does_not_reach_the_directors(films: 
     assert "(Clara Dunmore; born; 4 June 1898)" not in result.trace.evidence
 
 
-def test_three_hops_within_three_steps(demo: Index) -> None:
+def test_three_hops_within_three_steps(demo_rows_index: Index) -> None:
     """Three hops (father → drafting team → its city). Each step's PPR can itself cross one
     resolved hop, so the chain completes at step 2 or 3; the rewrite carries the bridge."""
     question = "In which city is the team that drafted Stephen Curry's father based?"
-    result = make_method(demo, "gear", max_steps=4)(question, 5)
+    result = make_method(demo_rows_index, "gear", max_steps=4)(question, 5)
     steps = result.trace.to_dict()["steps"]
     assert 2 <= len(steps) <= 3
     assert steps[-1]["reasoning"]["answerable"] and not steps[0]["reasoning"]["answerable"]
@@ -67,7 +62,7 @@ def test_three_hops_within_three_steps(demo: Index) -> None:
     assert result.answer == "Salt Lake City"
     assert result.trace.evidence == ["(Stephen Curry; is son of; Dell Curry)", "(Dell Curry; drafted by; Utah Jazz)",
                                         "(Utah Jazz; based in; Salt Lake City)"]
-    top = [demo.passages[h.idx].title for h in result.passages]
+    top = [demo_rows_index.passages[h.idx].title for h in result.passages]
     assert {"Stephen Curry", "Dell Curry", "Utah Jazz"} <= set(top)
 
 
@@ -77,7 +72,8 @@ def test_three_hops_within_three_steps(demo: Index) -> None:
       {"Seth Curry", "Duke Blue Devils men's basketball"}),
      ("In which county is the city where Stephen Curry was born?", "Summit County", {"Stephen Curry", "Akron, Ohio"})],
 )
-def test_demo_bridges_resolve_to_their_pages(demo: Index, question: str, answer: str, gold: set[str]) -> None:
-    result = make_method(demo, "gear", max_steps=4)(question, 5)
+def test_demo_bridges_resolve_to_their_pages(demo_rows_index: Index, question: str, answer: str,
+                                              gold: set[str]) -> None:
+    result = make_method(demo_rows_index, "gear", max_steps=4)(question, 5)
     assert result.answer == answer
-    assert gold <= {demo.passages[h.idx].title for h in result.passages}
+    assert gold <= {demo_rows_index.passages[h.idx].title for h in result.passages}

@@ -47,11 +47,6 @@ def band(tmp_path_factory: pytest.TempPathFactory) -> Index:
     return index_of_rows(tmp_path_factory.mktemp("band"), BAND)
 
 
-@pytest.fixture
-def demo(demo_rows_index: Index) -> Index:
-    return demo_rows_index
-
-
 def _titles(index: Index, result) -> list[str]:  # type: ignore[no-untyped-def]
     return [index.passages[h.idx].title for h in result.passages]
 
@@ -157,18 +152,19 @@ def test_ask_prints_evidence_and_ranks_not_rank_fusion_constants(band: Index, cl
 # --------------------------------------------------------------------------- the demo
 
 
-def test_the_demo_answers_rest_on_their_first_passages(demo: Index) -> None:
+def test_the_demo_answers_rest_on_their_first_passages(demo_rows_index: Index) -> None:
     from gearag.demo import QUESTIONS
 
-    method = make_method(demo, "gear")
+    method = make_method(demo_rows_index, "gear")
     for q in QUESTIONS:
         result = method(q["question"], 5)
         assert result.answer == q["answer"]
         assert result.evidence, q["id"]
         assert result.passages[0].idx in result.evidence  # the answer's evidence passage ranks first
-        row = result_row(demo, result)
+        row = result_row(demo_rows_index, result)
         flagged = [p["title"] for p in row["passages"] if p.get("evidence")]
-        assert flagged == [demo.passages[r].title for r in result.evidence if r in {h.idx for h in result.passages}]
+        shown = {h.idx for h in result.passages}
+        assert flagged == [demo_rows_index.passages[r].title for r in result.evidence if r in shown]
         if result.trace.steps[-1].reasoning["answerable"]:  # the reasoner's answer: its passages lead
             top = {h.idx for h in result.passages[: len(result.evidence)]}
             assert top == set(result.evidence), q["id"]
@@ -183,9 +179,9 @@ def _gold_questions() -> list[tuple[str, list[str]]]:
     return [(q["question"], q["gold"]) for q in QUESTIONS]
 
 
-def test_recall_never_falls_with_more_steps(demo: Index, band: Index) -> None:
+def test_recall_never_falls_with_more_steps(demo_rows_index: Index, band: Index) -> None:
     curves = []
-    for index, questions in ((demo, _gold_questions()), (band, [(BAND_QUESTION, BAND_GOLD)])):
+    for index, questions in ((demo_rows_index, _gold_questions()), (band, [(BAND_QUESTION, BAND_GOLD)])):
         method = make_method(index, "gear", max_steps=4)
         qs = [Question(f"q{i}", text, gold=[GoldRef(t) for t in gold]) for i, (text, gold) in enumerate(questions)]
         rows = [{"id": q.id, "trace": method(q.question, 15).trace.to_dict()} for q in qs]

@@ -130,8 +130,8 @@ def render(results: dict[str, Any]) -> str:
         parts.append("\nms/q: median latency per question; iters: mean iterations (multi-step methods); "
                      "tokens/q: mean LLM tokens per question (— = offline engine, no model). "
                      "Rows with fewer questions say so in their label.\n")
-        fell = [f"{run['dataset']} · {r['label']}: " + "; ".join(describe(r["fallbacks"]))
-                for run in runs for r in run["rows"] if describe(r.get("fallbacks") or {})]
+        fell = [f"{run['dataset']} · {r['label']}: " + "; ".join(lines)
+                for run in runs for r in run["rows"] if (lines := describe(r.get("fallbacks") or {}))]
         if fell:
             listed = "\n".join(f"* {line}" for line in fell)
             parts.append("Replies the model could not make usable, played by the offline engine instead "
