@@ -177,3 +177,16 @@ def test_rows_run_by_an_llm_engine_say_so_in_their_label() -> None:
     assert "bm25" in local  # its engine only answers (when asked to): the label stays
     offline = [r.label for r in _with_engine(rows, BenchConfig(Path("o"), engine="offline"))]
     assert "GEAR-offline (bm25)" in offline
+
+
+def test_the_llm_preset_selects_every_row_an_llm_engine_plays() -> None:
+    from gearag.bench.run import BenchConfig, _with_engine
+
+    rows = _with_engine(select(grid(shared_datasets()["musique"], "wordllama"), "llm"),
+                        BenchConfig(Path("o"), engine="local"))
+    assert [r.label for r in rows] == ["bm25 + SyncGE-local", "IRCoT (bm25) [local]", "HippoRAG 2 [local]",
+                                       "GEAR-local (bm25)", "GEAR-local, Alg. 1 + Eq. 9 (PPR off)"]
+    assert all(r.options["engine"] == "local" for r in rows)
+    assert rows[-1].options | {"graph": "beams", "final": "rrf"} == rows[-1].options
+    no_ablations = select(grid(shared_datasets()["musique"], "wordllama", ablations=False), "llm")
+    assert len(no_ablations) == 4  # the paper-as-printed row is an ablation row

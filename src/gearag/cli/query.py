@@ -217,7 +217,8 @@ def bench(
     out_dir: Annotated[Path, typer.Option("--out", help="Directory for results.md, results.json and the figures.")],
     datasets: Annotated[str | None, typer.Option(help="Comma-separated: musique, 2wiki, hotpotqa (default all).")]
     = None,
-    methods: Annotated[str | None, typer.Option(help="Comma-separated method names or row labels (default all).")]
+    methods: Annotated[str | None, typer.Option(help=(
+        "Comma-separated method names or row labels (default all); `llm`: the rows an LLM engine plays."))]
     = None,
     limit: Annotated[int | None, typer.Option(min=1, help=(
         "Only the first N questions per dataset: a quick check. An index not built yet holds only those "
