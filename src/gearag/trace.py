@@ -83,14 +83,20 @@ class StepTrace:
     #: The agent's output had it stopped after this step (Eq. 9 over steps 1..n),
     #: for per-iteration recall (the paper's Figure 2).
     ranking: list[str] = field(default_factory=list)
+    #: LLM engines: this step's replies per role and how many the offline engine played (the service streams
+    #: it with each step; :mod:`gearag.llm.fallback`); None when no model replied.
+    fallbacks: dict[str, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "step": self.step, "query": self.query, "proximal": self.proximal, "paths": self.paths,
             "gist_added": self.gist_added, "reasoning": self.reasoning, "passages": self.passages,
             "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "seconds": self.seconds,
             "ranking": self.ranking,
         }
+        if self.fallbacks is not None:
+            out["fallbacks"] = self.fallbacks
+        return out
 
 
 @dataclass
@@ -238,6 +244,8 @@ class QATrace:
     evidence: list[str] = field(default_factory=list)
     tokens_by_role: dict[str, dict[str, int]] | None = None
     seconds: float = 0.0
+    #: LLM engines: replies per role and how many the offline engine played (:mod:`gearag.llm.fallback`).
+    fallbacks: dict[str, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": TRACE_VERSION, "kind": "qa", "engine": self.engine, "read": self.read,
@@ -245,6 +253,8 @@ class QATrace:
                                "seconds": self.seconds}
         if self.tokens_by_role is not None:
             out["tokens_by_role"] = self.tokens_by_role
+        if self.fallbacks is not None:
+            out["fallbacks"] = self.fallbacks
         return out
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gearag import deadline as call_deadline
 from gearag.agent.config import AgentConfig
@@ -56,7 +56,7 @@ from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.graph.passage_graph import passage_graph_for
-from gearag.llm.usage import TokenMeter
+from gearag.llm.usage import usage_scope
 from gearag.model import Fact, Hit, Reasoning
 from gearag.results import rank_scores
 from gearag.retrieve.fusion import rrf
@@ -64,9 +64,6 @@ from gearag.retrieve.pool import base_retriever
 from gearag.store.index import Index
 from gearag.store.rows import rows_at
 from gearag.trace import AgentTrace, StepTrace, StopReason
-
-if TYPE_CHECKING:
-    from gearag.llm.usage import UsageLedger
 
 
 @dataclass
@@ -103,11 +100,6 @@ class TimeBudget:
         if self.clock() - self.started >= self.seconds:
             self.hit = True
         return self.hit
-
-
-def _tokens(ledger: UsageLedger | None) -> tuple[int, int]:
-    """Tokens used so far (by this question inside its usage scope, see gearag.llm.usage)."""
-    return TokenMeter.totals(TokenMeter(ledger).since({}))
 
 
 class GearAgent:
@@ -239,22 +231,21 @@ class GearAgent:
                 stopped = "time_budget"
                 break  # no new step: answer from the memory so far
             started = time.perf_counter()
-            before = _tokens(self.engine.ledger)
-            rows, found = self.step_passages(query, question, memory, first_base if n == 1 else None, links,
-                                             read=not budget.spent())
-            per_step.append(rows)
-            gist = [] if budget.spent() else self.engine.gist.read(question, rows[: self.config.chunks], memory)
-            known = {t.as_tuple() for t in memory}
-            added = [t for t in gist if t.as_tuple() not in known]
-            memory.extend(added)
-            if budget.spent():
-                reasoning = Reasoning(False, f"The time budget of {budget.seconds:g} s was spent before reasoning.")
-            else:
-                reasoning = self.engine.reasoner.reason(question, memory)
-            next_query = None
-            if not reasoning.answerable and n < self.config.max_steps and not budget.spent():
-                next_query = self.engine.rewriter.rewrite(question, memory, reasoning)
-            after = _tokens(self.engine.ledger)
+            with usage_scope() as step_usage:  # this step's tokens and fallbacks (within the question's)
+                rows, found = self.step_passages(query, question, memory, first_base if n == 1 else None, links,
+                                                 read=not budget.spent())
+                per_step.append(rows)
+                gist = [] if budget.spent() else self.engine.gist.read(question, rows[: self.config.chunks], memory)
+                known = {t.as_tuple() for t in memory}
+                added = [t for t in gist if t.as_tuple() not in known]
+                memory.extend(added)
+                if budget.spent():
+                    reasoning = Reasoning(False, f"The time budget of {budget.seconds:g} s was spent before reasoning.")
+                else:
+                    reasoning = self.engine.reasoner.reason(question, memory)
+                next_query = None
+                if not reasoning.answerable and n < self.config.max_steps and not budget.spent():
+                    next_query = self.engine.rewriter.rewrite(question, memory, reasoning)
             if self.passage_linker is not None:  # Eq. 8–10 for the memory so far: passageLink new gist triples
                 linked.extend([h.idx for h in self.passage_linker.link(t, self.config.link_k)] for t in added)
             # A step that leaves the reasoner's evidence chain as it was learned nothing toward the answer:
@@ -277,8 +268,9 @@ class GearAgent:
                     reasoning={"answerable": reasoning.answerable, "text": reasoning.text,
                                "answer": reasoning.answer, "next_query": next_query},
                     passages=[p.title for p in rows_at(self.index.passages, rows[: self.config.chunks])],
-                    tokens_in=after[0] - before[0],
-                    tokens_out=after[1] - before[1],
+                    tokens_in=sum(t["prompt"] for t in step_usage.tokens().values()),
+                    tokens_out=sum(t["completion"] for t in step_usage.tokens().values()),
+                    fallbacks=step_usage.fallbacks() or None,
                     seconds=round(time.perf_counter() - started, 4),
                     rows=rows,
                     ranking=[p.id for p in rows_at(self.index.passages, [h.idx for h in final[:k]])],

@@ -8,7 +8,7 @@ from gearag.agent.config import AgentConfig
 from gearag.agent.evidence import evidence_first
 from gearag.agent.loop import GearAgent
 from gearag.engine import make_engine
-from gearag.llm.usage import TokenMeter, usage_scope
+from gearag.llm.usage import usage_scope
 from gearag.model import Reasoning
 from gearag.results import RANK, Result, rank_scores
 from gearag.store.index import Index
@@ -26,16 +26,14 @@ class GearMethod:
 
     def __call__(self, question: str, k: int, on_step: Callable[[StepTrace], None] | None = None) -> Result:
         """The top ``k`` passages (and an answer); ``on_step`` sees each agent step as it finishes (streaming)."""
-        with usage_scope() as scope:  # this question's tokens only, however many run at once
+        with usage_scope() as scope:  # this question's tokens (GEAR Fig. 4), however many run at once
             out = self._run(question, k, on_step)
             if self.agent.engine.ledger is not None and isinstance(out.trace, AgentTrace):
-                out.trace.fallbacks = scope.fallbacks()
+                scope.stamp(out.trace)  # answer generation included
             return out
 
     def _run(self, question: str, k: int, on_step: Callable[[StepTrace], None] | None) -> Result:
         engine = self.agent.engine
-        meter = TokenMeter(engine.ledger)
-        before = meter.snapshot()
         run = self.agent.run(question, k, on_step)
         trace = run.trace()
         out = Result(run.passages, trace, evidence=run.evidence, score_kind=RANK)
@@ -63,7 +61,4 @@ class GearMethod:
                 if run.steps:  # the last step's ranking is the output (recall by iteration)
                     run.steps[-1].ranking = [p.id for p in rows_at(self.index.passages, order)]
         out.evidence = [r for r in out.evidence if r in {h.idx for h in out.passages}]
-        if engine.ledger is not None:
-            # Tokens this question used, by role (GEAR Fig. 4), answer generation included.
-            trace.tokens_by_role = meter.since(before)
         return out

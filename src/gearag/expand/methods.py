@@ -24,7 +24,7 @@ from gearag.expand.expansion import GraphExpander, triples_of_passages
 from gearag.expand.link import TripleLinker
 from gearag.expand.reader import Reader
 from gearag.graph.passage_graph import passage_graph_for
-from gearag.llm.usage import TokenMeter, UsageLedger, usage_scope
+from gearag.llm.usage import UsageLedger, usage_scope
 from gearag.results import RANK, Result, rank_scores
 from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
@@ -52,13 +52,10 @@ class GraphExpansionMethod:
     def __call__(self, question: str, k: int) -> Result:
         if self.ledger is None:
             return self._run(question, k)
-        meter = TokenMeter(self.ledger)
         with usage_scope() as scope:  # this question's tokens only
-            before = meter.snapshot()
             out = self._run(question, k)
             if isinstance(out.trace, ExpansionTrace):
-                out.trace.tokens_by_role = meter.since(before)
-                out.trace.fallbacks = scope.fallbacks()
+                scope.stamp(out.trace)
         return out
 
     def _run(self, question: str, k: int) -> Result:

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gearag.errors import ConfigError
 
@@ -359,6 +359,13 @@ def load_prices(path: str | Path) -> dict[str, Price]:
     return {name: _as_price(name, value) for name, value in data.items()}
 
 
+class Metered(Protocol):
+    """A trace that reports a question's LLM use (every method trace of :mod:`gearag.trace` with an LLM)."""
+
+    tokens_by_role: dict[str, dict[str, int]] | None
+    fallbacks: dict[str, dict[str, int]] | None
+
+
 class UsageScope:
     """Per-role usage of the completions recorded inside one :func:`usage_scope` block, and how many of the
     replies the offline engine had to replay (:mod:`gearag.llm.fallback`)."""
@@ -387,6 +394,17 @@ class UsageScope:
         """``{role: {"replies", "offline"}}``: replies used in this scope and how many the offline engine played."""
         with self._lock:
             return {role: {"replies": n, "offline": m} for role, (n, m) in sorted(self._fallbacks.items())}
+
+    def tokens(self) -> dict[str, dict[str, int]]:
+        """``{role: {"prompt", "completion"}}`` used in this scope (roles that used none left out)."""
+        return {role: {"prompt": st.prompt_tokens, "completion": st.completion_tokens}
+                for role, st in self.by_role().items() if st.prompt_tokens or st.completion_tokens}
+
+    def stamp(self, trace: Metered) -> None:
+        """Write this scope's tokens by role and fallback counts into a method's trace: every method that
+        runs a question inside one scope reports its LLM use through this one call."""
+        trace.tokens_by_role = self.tokens()
+        trace.fallbacks = self.fallbacks()
 
 
 _SCOPE: ContextVar[UsageScope | None] = ContextVar("gearag_usage_scope", default=None)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gearag.agent.config import AgentEngineConfig
+from gearag.llm.usage import usage_scope
 from gearag.model import Hit, Passage
 from gearag.options import QUESTION, setting, upto
 from gearag.retrieve.config import RetrieverConfig
@@ -108,15 +109,9 @@ class PoolAnswerer:
         top = list(hits[: self.config.qa_passages])
         trace = QATrace(engine=self.engine_name, read=len(top))
         if self.roles is not None:
-            ledger = self.roles.llm.ledger
-            before = ledger.by_role()
-            text = self.roles.concise_answer([hit_passage(self.index, h) for h in top], question)
-            after = ledger.by_role()
-            trace.tokens_by_role = {
-                role: {"prompt": st.prompt_tokens - (before[role].prompt_tokens if role in before else 0),
-                       "completion": st.completion_tokens - (before[role].completion_tokens if role in before else 0)}
-                for role, st in after.items()
-            }
+            with usage_scope() as scope:  # this answer's tokens only, however many run at once
+                text = self.roles.concise_answer([hit_passage(self.index, h) for h in top], question)
+            scope.stamp(trace)
             trace.answer_label = "answer"
         else:
             rows = source_rows(self.index, top, self.config.qa_passages)
