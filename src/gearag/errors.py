@@ -27,6 +27,11 @@ class LLMError(GearagError):
     """An LLM endpoint failed for good (after retries), or is not configured."""
 
 
+class LLMTimeoutError(LLMError):
+    """An LLM call that timed out on every attempt it was allowed (at temperature 0, twice: the same prompt
+    would time out again). With fallbacks on, the offline engine plays that call (:mod:`gearag.llm.fallback`)."""
+
+
 class OutputError(GearagError):
     """An output path cannot be used: a special file, a directory, an input file, or not writable."""
 

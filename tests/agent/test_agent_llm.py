@@ -312,7 +312,7 @@ def test_concurrent_questions_keep_their_own_token_counts(tiny_index: Index) -> 
 def test_unusable_replies_are_played_offline_and_counted(tiny_index: Index, server: ScriptedServer) -> None:
     """A model that writes prose where triples, a question and an answer were asked (as a 135M model does):
     each such call is the offline engine's, counted per role; --no-llm-fallback shows the raw model."""
-    from gearag.llm.fallback import describe
+    from gearag.llm.fallback import describe, totals
     from gearag.methods import make_method
 
     server.default = Reply("I am happy to help with your question about rivers!")
@@ -331,6 +331,10 @@ def test_unusable_replies_are_played_offline_and_counted(tiny_index: Index, serv
     assert any(line.startswith("reader: ") and line.endswith("replies unusable, offline used") for line in lines)
     row = played.trace.to_dict()
     assert row["fallbacks"] == counts
+    # Each step carries its own counts (the service streams them with the step); with the answer's, they add up.
+    steps = [s.fallbacks or {} for s in played.trace.steps]
+    assert all(s["reader"]["offline"] >= 1 for s in steps) and row["steps"][0]["fallbacks"] == steps[0]
+    assert totals([{"fallbacks": s} for s in steps] + [{"fallbacks": {"answer": counts["answer"]}}]) == counts
 
 
 def test_fallback_counts_add_up_over_a_run_and_read_as_one_line_per_role() -> None:
@@ -352,3 +356,28 @@ def test_ask_says_which_roles_the_offline_engine_played(tiny_index: Index, serve
                         env={"GEARAG_LLM_CACHE": "0", "OPENAI_API_KEY": ""})
     assert result.code == 0, result.stderr
     assert "reader: 1 of 1 replies unusable, offline used" in result.stderr
+
+
+def test_a_call_that_times_out_is_played_offline_not_the_end_of_the_run(
+        tiny_index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine too slow for a role's reply (a 135M model on 2 busy cores) costs that call, counted as
+    unusable; without fallbacks the time-out stops the run as before."""
+    from gearag.errors import LLMTimeoutError
+    from gearag.methods import make_method
+
+    monkeypatch.setenv("GEARAG_LLM_TIMEOUT", "0.3")
+
+    def respond(body: dict) -> Reply:
+        prompt = "\n".join(str(m.get("content", "")) for m in body["messages"])
+        if kind(prompt) == "reason":
+            return Reply(yes("River Mersey"), delay=3.0)  # never in time
+        return Reply(facts(FORMED, RIVER))
+
+    with ScriptedServer(responder=respond) as server:
+        options = {"engine": "openai", "llm_base_url": server.base_url, "llm_model": "m", "max_steps": 1,
+                   "chunks": 2, "answer": False}
+        result = make_method(tiny_index, "gear", **options)(QUESTION, 3)
+        assert result.trace.fallbacks["reason"] == {"replies": 1, "offline": 1}
+        assert result.trace.gist_memory and result.passages
+        with pytest.raises(LLMTimeoutError, match="timed out"):
+            make_method(tiny_index, "gear", llm_fallback=False, **options)(QUESTION, 3)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from gearag.agent.offline import offline_engine
 from gearag.engine import Answer, Answerer, Engine, EngineConfig, Reasoner, Rewriter
 from gearag.expand.llm_reader import LLMReader, llm_roles
-from gearag.llm.fallback import played
+from gearag.llm.fallback import played_call
 from gearag.model import Fact, Passage, Reasoning
 from gearag.store.index import Index
 
@@ -24,10 +24,9 @@ class LLMReasoner:
         self.offline = offline
 
     def reason(self, question: str, memory: Sequence[Fact]) -> Reasoning:
-        reasoning = self.roles.reason(memory, question)
         offline = self.offline
-        return played("reason", reasoning, self.roles.last_ok(),
-                      (lambda: offline.reason(question, memory)) if offline is not None else None)
+        return played_call("reason", lambda: self.roles.reason(memory, question), lambda _: self.roles.last_ok(),
+                           (lambda: offline.reason(question, memory)) if offline is not None else None)
 
 
 class LLMRewriter:
@@ -38,11 +37,10 @@ class LLMRewriter:
         self.offline = offline
 
     def rewrite(self, question: str, memory: Sequence[Fact], reasoning: Reasoning) -> str:
-        query = self.roles.rewrite(memory, question, reasoning.text)
-        usable = self.roles.last_ok() and query.strip() != question.strip()
         offline = self.offline
-        return played("rewrite", query, usable,
-                      (lambda: offline.rewrite(question, memory, reasoning)) if offline is not None else None)
+        return played_call("rewrite", lambda: self.roles.rewrite(memory, question, reasoning.text),
+                           lambda query: self.roles.last_ok() and query.strip() != question.strip(),
+                           (lambda: offline.rewrite(question, memory, reasoning)) if offline is not None else None)
 
 
 class LLMAnswerer:
@@ -57,10 +55,10 @@ class LLMAnswerer:
 
     def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact],
                rows: Sequence[int] | None = None) -> Answer:
-        text = self.roles.answer(passages, question)
         offline = self.offline
-        return played("answer", Answer(text, self.LABEL, []), bool(text.strip()) and self.roles.last_ok(),
-                      (lambda: offline.answer(question, passages, memory, rows)) if offline is not None else None)
+        return played_call("answer", lambda: Answer(self.roles.answer(passages, question), self.LABEL, []),
+                           lambda answer: bool(answer.text.strip()) and self.roles.last_ok(),
+                           (lambda: offline.answer(question, passages, memory, rows)) if offline is not None else None)
 
 
 def llm_engine(index: Index, config: EngineConfig, roles: LLMRoles | None = None) -> Engine:

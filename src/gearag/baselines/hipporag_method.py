@@ -30,8 +30,8 @@ from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig
 from gearag.baselines.hipporag import HippoGraph, hippo_graph
 from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
-from gearag.llm.fallback import played
-from gearag.llm.usage import TokenMeter, usage_scope
+from gearag.llm.fallback import played_call
+from gearag.llm.usage import usage_scope
 from gearag.model import Fact
 from gearag.results import Result
 from gearag.retrieve.base import top_k
@@ -67,7 +67,7 @@ def query_entities_offline(question: str, mode: str) -> list[str]:
 
 
 class _Base:
-    """What both versions share: the graph, the dense scores, the LLM roles and token metering."""
+    """What both versions share: the graph, the dense scores, the LLM roles and their accounting."""
 
     variant = ""
 
@@ -75,7 +75,6 @@ class _Base:
         self.index = index
         self.config = config
         self.roles = baseline_roles(config.engine, llm_roles)
-        self.meter = TokenMeter(self.roles.llm.ledger if self.roles is not None else None)
         self.graph: HippoGraph = hippo_graph(index, config.graph)
         self.graph.operator(self.variant)
 
@@ -90,13 +89,11 @@ class _Base:
 
     def __call__(self, question: str, k: int) -> Result:
         with usage_scope() as scope:  # this question's tokens only, however many run at once
-            before = self.meter.snapshot()
             t0 = time.perf_counter()
             scores, trace = self.scores(question)
             trace.seconds = time.perf_counter() - t0
             if self.roles is not None:
-                trace.tokens_by_role = self.meter.since(before)
-                trace.fallbacks = scope.fallbacks()
+                scope.stamp(trace)
         return Result(top_k(scores, k), trace)
 
     @property
@@ -116,10 +113,11 @@ class HippoRAG(_Base):
 
     def entities(self, question: str) -> list[str]:
         if self.roles is not None:
-            names = self.roles.query_entities(question)
-            usable = bool(names) and self.roles.last_ok()
-            return played("ner", names, usable, (lambda: query_entities_offline(question, self.config.query_entities))
-                          if self.falls_back else None)
+            roles = self.roles
+            return played_call("ner", lambda: roles.query_entities(question),
+                               lambda names: bool(names) and roles.last_ok(),
+                               (lambda: query_entities_offline(question, self.config.query_entities))
+                               if self.falls_back else None)
         return query_entities_offline(question, self.config.query_entities)
 
     def link(self, entities: list[str]) -> list[tuple[str, int, float]]:
@@ -189,10 +187,14 @@ class HippoRAG2(_Base):
             return facts
         t = self.index.triples
         cands = [Fact(t.subjects[i], t.predicates[i], t.objects[i], i) for i, _ in facts]
-        kept = {_key(f) for f in self.roles.filter_facts(question, cands)}
-        filtered = [(i, s) for (i, s), f in zip(facts, cands, strict=True) if _key(f) in kept]
+        roles = self.roles
+
+        def ask() -> list[tuple[int, float]]:
+            kept = {_key(f) for f in roles.filter_facts(question, cands)}
+            return [(i, s) for (i, s), f in zip(facts, cands, strict=True) if _key(f) in kept]
+
         # A reply that parsed into no structure is the offline engine's (no filter); "none helps" is a reply.
-        return played("filter", filtered, self.roles.last_ok(), (lambda: facts) if self.falls_back else None)
+        return played_call("filter", ask, lambda _: roles.last_ok(), (lambda: facts) if self.falls_back else None)
 
     def scores(self, question: str) -> tuple[np.ndarray, HippoRAGTrace]:
         g = self.graph

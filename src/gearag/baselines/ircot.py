@@ -37,7 +37,7 @@ from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig, HippoRAGIRC
 from gearag.baselines.hipporag_method import HippoRAG, HippoRAG2
 from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
-from gearag.llm.fallback import played
+from gearag.llm.fallback import played_call
 from gearag.llm.parse.baselines import ANSWER_MARK
 from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Hit
@@ -97,10 +97,11 @@ class IRCoTLoop:
         if self.roles is None:
             return self._offline_thought(question, shown, used, thoughts)
         passages = [self.index.passages[h.idx] for h in shown]
-        thought = str(self.roles.ircot_thought(passages, question, thoughts))
+        roles = self.roles
         offline = (lambda: self._offline_thought(question, shown, used, thoughts)) if self.config.engine.llm_fallback \
             else None
-        return played("ircot", thought, bool(thought.strip()) and self.roles.last_ok(), offline)
+        return played_call("ircot", lambda: str(roles.ircot_thought(passages, question, thoughts)),
+                           lambda thought: bool(thought.strip()) and roles.last_ok(), offline)
 
     def _next_query(self, question: str, thought: str) -> str:
         if self.roles is None and self.config.offline_query == "question+thought":
@@ -112,11 +113,10 @@ class IRCoTLoop:
         with usage_scope() as scope:  # this question's tokens only, however many run at once
             out = self._run(question, k)
             if self.roles is not None and isinstance(out.trace, IRCoTTrace):
-                out.trace.fallbacks = scope.fallbacks()
+                scope.stamp(out.trace)
             return out
 
     def _run(self, question: str, k: int) -> Result:
-        start = self.meter.snapshot()
         best: dict[int, float] = {}
         first: dict[int, int] = {}
         steps: list[IRCoTStep] = []
@@ -155,10 +155,7 @@ class IRCoTLoop:
             step.seconds = time.perf_counter() - t0
             if stop:
                 break
-        trace = IRCoTTrace(self.retriever_name, steps, self.engine, answered)
-        if self.roles is not None:
-            trace.tokens_by_role = self.meter.since(start)
-        return Result(ranked[:k], trace)
+        return Result(ranked[:k], IRCoTTrace(self.retriever_name, steps, self.engine, answered))
 
 
 def IRCoT(index: Index, config: IRCoTConfig, llm_roles: object | None = None) -> IRCoTLoop:  # noqa: N802

@@ -29,13 +29,13 @@ class LLMReader:
         self.name = name
 
     def read(self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()) -> list[Fact]:
-        from gearag.llm.fallback import played
+        from gearag.llm.fallback import played_call
 
         docs = [self.index.passages[r] for r in passages]
-        facts = self.roles.read(docs, question, memory)
         offline = self.offline
-        return played(self.name, facts, bool(facts) and self.roles.last_ok(),
-                      (lambda: offline.read(question, passages, memory)) if offline is not None else None)
+        return played_call(self.name, lambda: self.roles.read(docs, question, memory),
+                           lambda facts: bool(facts) and self.roles.last_ok(),
+                           (lambda: offline.read(question, passages, memory)) if offline is not None else None)
 
 
 def llm_roles(config: EngineConfig) -> LLMRoles:

@@ -41,7 +41,7 @@ import httpx
 
 from gearag import __version__
 from gearag import deadline as call_deadline
-from gearag.errors import LLMError
+from gearag.errors import LLMError, LLMTimeoutError
 from gearag.llm.base import (
     Completion,
     Messages,
@@ -212,7 +212,8 @@ class LLMClient:
     def _give_up(self, failure: _Failure, attempts: int, role: str, question_id: str | None) -> LLMError:
         self.ledger.record_failure(role, model=self.model, question_id=question_id, retries=attempts - 1)
         tries = f"after {attempts} attempts" if attempts > 1 else "(not retried)"
-        return LLMError(f"LLM request to {self.endpoint} failed {tries}: {failure.describe()}{failure.hint(self)}")
+        error = LLMTimeoutError if failure.timed_out else LLMError
+        return error(f"LLM request to {self.endpoint} failed {tries}: {failure.describe()}{failure.hint(self)}")
 
     # -- sync ------------------------------------------------------------------
 
