@@ -11,7 +11,7 @@ TORCH  ?= torch==2.13.0
 # cannot be installed or fails, pip does the install. torch always comes through pip (see .neural).
 UV     ?= 1
 
-.PHONY: demo test lint bench install install-dev install-neural install-local clean
+.PHONY: demo test lint bench bench-llm install install-dev install-neural install-local clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,14 @@ bench: $(VENV)/.neural
 	$(BIN)/gearag bench --extractors spacy,openie --out benchmarks/out/bench
 	$(BIN)/python benchmarks/sirerag_pools.py --indices benchmarks/out/sirerag --out benchmarks/out/sirerag/results.json
 	$(BIN)/python benchmarks/report.py benchmarks/out/bench benchmarks/out/sirerag/results.json
+
+# BENCHMARKS.md's LLM block: the rows an LLM plays, offline and with the local engine's bundled SmolLM2-135M, on the
+# first 20 questions of each set over the full indices (the LLM run takes hours on 2 cores; its replies are cached).
+LLM_BENCH = --limit 20 --full-corpus --datasets hotpotqa,2wiki,musique --index-dir benchmarks/out/bench/indices
+bench-llm: $(VENV)/.local
+	$(BIN)/gearag bench --engine offline $(LLM_BENCH) --methods llm,bm25 --out benchmarks/out/bench-llm/offline
+	$(BIN)/gearag bench --engine local $(LLM_BENCH) --methods llm --out benchmarks/out/bench-llm/local
+	$(BIN)/python benchmarks/report.py --llm benchmarks/out/bench-llm
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache .ruff_cache .mypy_cache

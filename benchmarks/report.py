@@ -2,12 +2,15 @@
 
     python benchmarks/report.py [BENCH_DIR] [SIRERAG_RESULTS_JSON]
     # defaults: benchmarks/out/bench, benchmarks/out/sirerag/results.json (skipped when absent)
+    python benchmarks/report.py --llm LLM_DIR     # make bench-llm: LLM_DIR/offline and LLM_DIR/local
 
 The bench's ``results.md`` goes between the ``results`` markers, a summary of it
 against the published numbers between the ``summary`` markers, the tables of
 ``benchmarks/sirerag_pools.py --report`` between the ``sirerag`` markers.
-Hand-written analysis outside the markers is kept; the figures are copied
-next to BENCHMARKS.md's other images in ``benchmarks/``.
+With ``--llm``, the same rows run offline and with an LLM engine go side by
+side, one table per dataset, between the ``llm`` markers (nothing else is
+touched). Hand-written analysis outside the markers is kept; the figures are
+copied next to BENCHMARKS.md's other images in ``benchmarks/``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ MD = ROOT / "BENCHMARKS.md"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 SIRE_START, SIRE_END = "<!-- sirerag:start -->", "<!-- sirerag:end -->"
 SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"
+LLM_START, LLM_END = "<!-- llm:start -->", "<!-- llm:end -->"
 #: The summary's rows: the bench's labels (spaCy triples), the base retrievers, the peers, then ours.
 SUMMARY_ROWS = ("bm25", "dense", "hybrid", "title-link", "IRCoT (bm25)", "HippoRAG", "HippoRAG 2", "HippoRAG w/ IRCoT",
                 "bm25 + SyncGE-offline", "GEAR-offline (bm25)")
@@ -72,6 +76,43 @@ def summary(results: dict) -> str:
 FIGURES = ("recall_by_iteration.png", "tokens_by_iteration.png")
 
 
+def _method(label: str) -> str:
+    """A row's label without the engine it names (``GEAR-local (bm25)`` and ``GEAR-offline (bm25)`` pair up)."""
+    return label.replace(" [local]", "").replace(" [openai]", "").replace("-local", "").replace(
+        "-openai", "").replace("-offline", "")
+
+
+def llm_tables(offline: dict, llm: dict) -> str:
+    """Per dataset: each row offline and with the LLM engine, side by side (R@5/R@15, EM/F1, tokens and
+    seconds per question, and the replies the offline engine played for the model)."""
+    engine = next((r["options"].get("engine") for run in llm["runs"] for r in run["rows"]), "llm")
+    model = next((r["options"].get("llm_gguf") or r["options"].get("llm_model") for run in llm["runs"]
+                  for r in run["rows"] if r["options"].get("llm_gguf") or r["options"].get("llm_model")), None)
+    played_by = engine + (f" ({model})" if model else "")
+    out = [f"Commands: `{offline['command']}`; `{llm['command']}` · machine: {llm['machine']} · date: {llm['date']}"]
+    model_rows = {(run["dataset"], _method(r["label"])): r for run in llm["runs"] for r in run["rows"]}
+    for run in offline["runs"]:  # the offline run may hold reference rows the model plays no part in (bm25)
+        n = run["rows"][0]["n"] if run["rows"] else 0
+        out += ["", f"**{run['dataset']}** ({n} q, {run['max_steps']} steps)", "",
+                "| method | engine | R@5 / R@15 | EM / F1 | tokens/q | s/q (median) "
+                "| replies the offline engine played |",
+                "|---|---|---|---|---|---|---|"]
+        for r in run["rows"]:
+            name = _method(r["label"])
+            pairs = (("offline", r), (played_by, model_rows.get((run["dataset"], name))))
+            for label, row in pairs:
+                if row is None:
+                    continue
+                rec = row["recall"]
+                qa = f"{row['EM']:.1f} / {row['F1']:.1f}" if "EM" in row else "—"
+                tokens = f"{row['mean_tokens']:,.0f}" if row.get("mean_tokens") else "—"
+                played = ", ".join(f"{role} {c['offline']} of {c['replies']}"
+                                   for role, c in (row.get("fallbacks") or {}).items()) or "—"
+                out.append(f"| {name} | {label} | {rec['5']:.1f} / {rec['15']:.1f} | {qa} | {tokens} "
+                           f"| {row['median_ms'] / 1000:.2f} | {played} |")
+    return "\n".join(out)
+
+
 def fill(text: str, start: str, end: str, body: str) -> str:
     """``text`` with what lies between ``start`` and ``end`` replaced by ``body`` (markers appended if absent)."""
     if start not in text:
@@ -82,6 +123,12 @@ def fill(text: str, start: str, end: str, body: str) -> str:
 
 
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--llm":
+        llm_dir = Path(sys.argv[2])
+        runs = [json.loads((llm_dir / name / "results.json").read_text()) for name in ("offline", "local")]
+        MD.write_text(fill(MD.read_text(), LLM_START, LLM_END, llm_tables(*runs)))
+        print(f"wrote {MD}")
+        return
     bench = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "benchmarks" / "out" / "bench"
     sire = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "benchmarks" / "out" / "sirerag" / "results.json"
     text = MD.read_text() if MD.exists() else "# Benchmarks\n"

@@ -190,3 +190,28 @@ def test_the_llm_preset_selects_every_row_an_llm_engine_plays() -> None:
     assert rows[-1].options | {"graph": "beams", "final": "rrf"} == rows[-1].options
     no_ablations = select(grid(shared_datasets()["musique"], "wordllama", ablations=False), "llm")
     assert len(no_ablations) == 4  # the paper-as-printed row is an ablation row
+
+
+def test_the_llm_block_puts_each_row_beside_its_offline_run() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_report", Path(__file__).parents[2] / "benchmarks/report.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def run(rows: list[dict]) -> dict:
+        return {"command": "gearag bench", "machine": "m", "date": "d",
+                "runs": [{"dataset": "hotpotqa", "max_steps": 2, "rows": rows}]}
+
+    def row(label: str, engine: str, r5: float, **extra: object) -> dict:
+        return {"label": label, "options": {"engine": engine}, "recall": {"5": r5, "15": 90.0}, "n": 20,
+                "median_ms": 1500.0, "mean_tokens": None, **extra}
+
+    offline = run([row("bm25", "offline", 60.0), row("GEAR-offline (bm25)", "offline", 80.0, EM=25.0, F1=30.0)])
+    local = run([row("GEAR-local (bm25)", "local", 70.0, EM=0.0, F1=4.0, mean_tokens=8000.0,
+                     fallbacks={"read": {"replies": 4, "offline": 3}})])
+    lines = [line for line in module.llm_tables(offline, local).splitlines() if line.startswith("| GEAR")]
+    assert lines == ["| GEAR (bm25) | offline | 80.0 / 90.0 | 25.0 / 30.0 | — | 1.50 | — |",
+                     "| GEAR (bm25) | local | 70.0 / 90.0 | 0.0 / 4.0 | 8,000 | 1.50 | read 3 of 4 |"]
+    assert "| bm25 | offline | 60.0 / 90.0 |" in module.llm_tables(offline, local)
