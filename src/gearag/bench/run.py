@@ -49,6 +49,8 @@ class BenchConfig:
     llm_model: str | None = None
     command: str = "gearag bench"
     llm_gguf: str | None = None
+    #: Per-role reply bounds of the rows an LLM engine plays (``read=400,answer=16``; ``--llm-max-tokens``).
+    llm_max_tokens: str | None = None
 
 
 #: The peers whose retrieval an LLM engine changes (their labels do not say "-offline").
@@ -58,7 +60,8 @@ LLM_PEERS = ("ircot", "hipporag", "hipporag2", "hipporag-ircot")
 def _with_engine(rows: list[Row], config: BenchConfig) -> list[Row]:
     """Give the engine options to every row whose method has them (GEAR, IRCoT, HippoRAG)."""
     engine = {k: v for k, v in (("engine", config.engine), ("llm_base_url", config.llm_base_url),
-                                ("llm_model", config.llm_model), ("llm_gguf", config.llm_gguf)) if v is not None}
+                                ("llm_model", config.llm_model), ("llm_gguf", config.llm_gguf),
+                                ("llm_max_tokens", config.llm_max_tokens)) if v is not None}
     if not engine:
         return rows
     out = []

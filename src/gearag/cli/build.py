@@ -29,13 +29,42 @@ from gearag.cli.common import (
 )
 from gearag.data.corpus import MAX_PASSAGE_CHARS
 from gearag.errors import ConfigError, IndexFormatError
+from gearag.options import OptionSpec, option_specs
 
 if TYPE_CHECKING:
+    from gearag.engine import EngineConfig
     from gearag.indexing.duplicates import NewDocuments
+
+#: The LLM reply options of the commands that build (index, add) and of bench: retrieve's and ask's.
+REPLY_OPTIONS = ("llm_fallback", "llm_max_tokens")
+#: Their ``--help`` panel there (retrieve and ask show them with the engine's other options); ``add``'s LLM
+#: is only its extractor's (it refuses SiReRAG), so there they are extraction options.
+REPLY_PANELS = dict.fromkeys(REPLY_OPTIONS, "LLM replies")
+
+
+def reply_specs(*names: str) -> dict[str, OptionSpec]:
+    """``--llm-fallback`` and ``--llm-max-tokens`` (or those of ``names``) as :class:`~gearag.engine.EngineConfig`
+    declares them for retrieve, ask and serve: one help text and one default for every command."""
+    from gearag.engine import EngineConfig
+
+    specs = option_specs(EngineConfig)
+    return {name: specs[name] for name in names or REPLY_OPTIONS}
+
+
+def reply_config(given: dict | None, what: str) -> EngineConfig:
+    """The reply options given (:func:`reply_specs`) as an :class:`~gearag.engine.EngineConfig`; a bad
+    ``--llm-max-tokens`` is a one-line error before any work."""
+    from gearag.engine import EngineConfig
+    from gearag.llm.bounds import parse_overrides
+    from gearag.options import build_config
+
+    config = build_config(EngineConfig, given, what=what)
+    parse_overrides(config.llm_max_tokens)
+    return config
 
 
 @app.command()
-@with_config_options(_index_specs())
+@with_config_options(_index_specs(), panels=REPLY_PANELS, llm=reply_specs())
 def index(
     corpus: Annotated[
         Path, typer.Argument(help="Corpus: JSON list / JSONL of {title, text[, id]}, or {title: [sentences]}.")
@@ -54,17 +83,28 @@ def index(
              "Ray instance, `auto` or `ray://HOST:PORT` joins a cluster (default: no Ray, all in this "
              "process).")] = None,
     options: dict | None = None,
+    llm: dict | None = None,
 ) -> None:
-    """Index a corpus into passages, triples, a triple graph, BM25 and dense indices (and SiReRAG pools)."""
+    """Index a corpus into passages, triples, a triple graph, BM25 and dense indices (and SiReRAG pools).
+
+    With an LLM (--extractor llm, --engine for SiReRAG), a reply with nothing usable is replaced, for that
+    passage or cluster, by the offline engine's (spaCy triples, sentence propositions, an extractive
+    summary) and counted; --no-llm-fallback keeps the raw model's.
+    """
+    from dataclasses import replace
+
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
     from gearag.display import safe
     from gearag.extract import make_extractor
     from gearag.indexing import write_index
+    from gearag.llm.fallback import describe
+    from gearag.llm.usage import usage_scope
     from gearag.options import build_config
     from gearag.outputs import check_output_dir
     from gearag.store.writer import check_replaceable, check_unlocked
 
+    reply = reply_config(llm, "gearag index")
     options = dict(options or {})
     ray_options = {name: options.pop(name) for name in _ray_specs() if name in options}
     config = build_config(IndexConfig, options, what="gearag index")
@@ -98,46 +138,51 @@ def index(
     err.print(f"[bold]{len(passages):,}[/] passages from {safe(corpus)}")
     roles = None
     if trees.enabled and trees.engine != "offline":
-        from gearag.engine import EngineConfig, llm_settings
+        from gearag.engine import llm_settings
         from gearag.llm import LLMRoles, make_llm
 
-        roles = LLMRoles(make_llm(**llm_settings(EngineConfig(trees.engine, llm_base_url, llm_model, llm_gguf))))
+        roles = LLMRoles(make_llm(**llm_settings(replace(reply, engine=trees.engine, llm_base_url=llm_base_url,
+                                                         llm_model=llm_model, llm_gguf=llm_gguf))))
+        roles.llm_fallback = reply.llm_fallback
     ex = make_extractor(config.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model,
-                        llm_gguf=llm_gguf)
+                        llm_gguf=llm_gguf, llm_fallback=reply.llm_fallback, llm_max_tokens=reply.llm_max_tokens)
     started = time.perf_counter()
-    try:
-        if executor is not None:
-            executor.start()
-            err.print(f"extraction and embedding on Ray ({safe(executor.config.address)}, "
-                      f"{executor.workers()} workers)")
-        # The manifest only: loading the index back is not needed.
-        unchanged = "the index there is unchanged" if out_dir.exists() else "no index was written"
-        with _when_full(out_dir, unchanged, "rerun the same command: it resumes where this one stopped"
-                        if resume else "rerun it without --no-resume to resume where this one stopped"):
-            manifest = write_index(
-                passages,
-                out_dir,
-                config,
-                extractor=ex,
-                llm_roles=roles,
-                overwrite=overwrite,
-                resume=resume,
-                on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
-                executor=executor,
-            )
-    finally:
-        if executor is not None:
-            executor.close()
-        if hasattr(ex, "summary"):
-            err.print(ex.summary())  # tokens used, also when the endpoint failed mid-way
-        if hasattr(ex, "close"):
-            ex.close()
-        if roles is not None:
-            total = roles.llm.ledger.snapshot()
-            err.print(f"SiReRAG LLM ({roles.llm.model}): {total.requests:,} requests, {total.cache_hits:,} cached;"
-                      f" tokens used {total.paid_tokens:,}")
-            if hasattr(roles.llm, "close"):
-                roles.llm.close()
+    with usage_scope() as scope:  # the SiReRAG roles' fallbacks (the extractor counts its own, Ray workers' too)
+        try:
+            if executor is not None:
+                executor.start()
+                err.print(f"extraction and embedding on Ray ({safe(executor.config.address)}, "
+                          f"{executor.workers()} workers)")
+            # The manifest only: loading the index back is not needed.
+            unchanged = "the index there is unchanged" if out_dir.exists() else "no index was written"
+            with _when_full(out_dir, unchanged, "rerun the same command: it resumes where this one stopped"
+                            if resume else "rerun it without --no-resume to resume where this one stopped"):
+                manifest = write_index(
+                    passages,
+                    out_dir,
+                    config,
+                    extractor=ex,
+                    llm_roles=roles,
+                    overwrite=overwrite,
+                    resume=resume,
+                    on_stage=lambda name, secs: err.print(f"  {name:<8} {secs:8.1f} s"),
+                    executor=executor,
+                )
+        finally:
+            if executor is not None:
+                executor.close()
+            if hasattr(ex, "summary"):
+                err.print(ex.summary(), highlight=False)  # tokens used, also when the endpoint failed mid-way
+            if hasattr(ex, "close"):
+                ex.close()
+            if roles is not None:
+                total = roles.llm.ledger.snapshot()
+                err.print(f"SiReRAG LLM ({roles.llm.model}): {total.requests:,} requests, "
+                          f"{total.cache_hits:,} cached; tokens used {total.paid_tokens:,}")
+                for line in describe(_sirerag_fallbacks(scope.fallbacks())):  # "propositions: 2 of 9 replies ..."
+                    err.print(line, highlight=False)
+                if hasattr(roles.llm, "close"):
+                    roles.llm.close()
     counts = manifest["counts"]
     err.print(
         f"indexed {counts['passages']:,} passages, {counts['triples']:,} triples, "
@@ -146,6 +191,13 @@ def index(
     for name, pool in (manifest.get("trees") or {}).get("pools", {}).items():
         parts = ", ".join(f"{v:,} {k}" for k, v in pool.items() if k != "nodes")
         err.print(f"  pool {name}: {pool['nodes']:,} nodes ({parts})")
+
+
+def _sirerag_fallbacks(counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The fallback counts of SiReRAG's LLM roles among a build's (propositions, summaries)."""
+    from gearag.llm.roles.sirerag import PROPOSITIONS, SUMMARIZE
+
+    return {role: c for role, c in counts.items() if role in (PROPOSITIONS.name, SUMMARIZE.name)}
 
 
 def _generation_summary(root: Path, manifest: dict) -> dict[str, object] | None:
@@ -299,7 +351,8 @@ def _print_update(what: str, shown: Path, built: object, started: float) -> None
 
 
 @app.command()
-@with_config_options(_stored_specs(), hidden=_unlisted_by_add(), delta=_delta_specs())
+@with_config_options(_stored_specs(), hidden=_unlisted_by_add(), panels=dict.fromkeys(REPLY_OPTIONS, "Extract"),
+                     delta=_delta_specs(), llm=reply_specs())
 def add(
     index_dir: Annotated[Path, typer.Argument(help="Index directory to add to (a plain index is converted).")],
     corpus: Annotated[Path, typer.Argument(help="Documents to add, in any corpus format `gearag index` reads; "
@@ -315,6 +368,7 @@ def add(
     llm_gguf: LLMGgufOpt = None,
     options: dict | None = None,
     delta: dict | None = None,
+    llm: dict | None = None,
 ) -> None:
     """Add documents to an index as a new shard, without re-extracting or re-embedding what it holds.
 
@@ -328,11 +382,15 @@ def add(
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
     from gearag.display import safe
+    from gearag.extract.llm import ROLE, llm_extraction
     from gearag.indexing.delta_generation import DeltaConfig
     from gearag.indexing.incremental import add_documents, check_index_dir, check_options, held_ids, next_auto_id
+    from gearag.llm.fallback import describe
+    from gearag.llm.usage import usage_scope
     from gearag.options import build_config
 
     policy = build_config(DeltaConfig, delta, what="gearag add")
+    reply = reply_config(llm, "gearag add")
     manifest = check_index_dir(index_dir)
     # Options that conflict with the stored settings fail before the documents are read.
     check_options(index_dir, IndexConfig.from_dict(manifest.get("config", {})), options)
@@ -355,11 +413,17 @@ def add(
             err.print(safe(line), highlight=False, soft_wrap=True)
 
     # What an add finished (extraction checkpoint, embeddings, the shard) stays beside the index for a rerun.
-    with _when_full(index_dir, _UPDATE_UNCHANGED, f"{_UPDATE_RERUN}: it resumes where this one stopped"), \
+    # add_documents makes the shard's extractor from the endpoint options: the reply options reach it from here.
+    with llm_extraction(llm_fallback=reply.llm_fallback, llm_max_tokens=reply.llm_max_tokens), \
+            usage_scope() as scope, \
+            _when_full(index_dir, _UPDATE_UNCHANGED, f"{_UPDATE_RERUN}: it resumes where this one stopped"), \
             _steps(manifest, "shard", "generation") as on_step:
         built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url,
                               llm_model=llm_model, llm_gguf=llm_gguf, on_step=on_step, delta=policy,
                               keep_duplicates=keep_duplicates, on_new=on_new)
+    extracted = {role: c for role, c in scope.fallbacks().items() if role == ROLE}
+    for line in describe(extracted, by="spaCy rules"):  # an LLM extractor's unusable replies
+        err.print(line, highlight=False)
     if adding and not adding[0].passages:
         return  # nothing was added: the line above said so
     _print_update("added", index_dir, built, started)

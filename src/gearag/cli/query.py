@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from gearag.cli.build import REPLY_PANELS, reply_config, reply_specs
 from gearag.cli.common import (
     LLMBaseUrlOpt,
     LLMGgufOpt,
@@ -213,6 +214,7 @@ def ask(
 
 
 @app.command()
+@with_config_options(reply_specs("llm_max_tokens"), panels=REPLY_PANELS)
 def bench(
     out_dir: Annotated[Path, typer.Option("--out", help="Directory for results.md, results.json and the figures.")],
     datasets: Annotated[str | None, typer.Option(help="Comma-separated: musique, 2wiki, hotpotqa (default all).")]
@@ -245,6 +247,7 @@ def bench(
     llm_base_url: LLMBaseUrlOpt = None,
     llm_model: LLMModelOpt = None,
     llm_gguf: LLMGgufOpt = None,
+    options: dict | None = None,
 ) -> None:
     """Every method side by side on the same indices: a Table-2 Markdown table, JSON numbers and two figures.
 
@@ -254,10 +257,11 @@ def bench(
     from gearag.bench.run import BenchConfig, run_bench
     from gearag.display import safe
 
+    reply = reply_config(options, "gearag bench")
     config = BenchConfig(out_dir, datasets, methods, limit, full_corpus, corpus, questions, index_dir, extractors,
                          embedders, ablations, force, max_steps, engine, llm_base_url, llm_model,
                          command=" ".join(["gearag", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
-                         else "gearag bench", llm_gguf=llm_gguf)
+                         else "gearag bench", llm_gguf=llm_gguf, llm_max_tokens=reply.llm_max_tokens)
     run_bench(config, log=lambda line: err.print(safe(line), highlight=False, soft_wrap=True))
 
 

@@ -25,7 +25,15 @@ passage row):
   SiReRAG roles in the paper's order — :meth:`LLMRoles.coref_rewrite` →
   :meth:`LLMRoles.extract_entities` → :meth:`LLMRoles.extract_propositions` —
   turned into facts whose entities are the extracted names the fact mentions
-  (falling back to the heads and tails of its triplets).
+  (falling back to the heads and tails of its triplets). A passage whose
+  replies give no proposition (the parser found none, or the reply was prose)
+  gets the offline engine's facts of that passage instead, counted as an
+  unusable ``propositions`` reply (:mod:`gearag.llm.fallback`), unless the
+  roles' ``llm_fallback`` is off (``gearag index --no-llm-fallback``). The
+  model's own output is what ``on_passage`` checkpoints; the fallback is
+  applied after, to new and checkpointed passages alike, so a checkpoint
+  serves a build with the fallback on or off and a resume is exact (the
+  offline facts of a passage do not depend on the other passages).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from gearag.model import Passage
@@ -239,15 +248,20 @@ def llm_propositions(
     on_passage: Callable[[int, list[Proposition]], None] | None = None,
     done: dict[int, list[Proposition]] | None = None,
     concurrency: int = 1,
+    fallback: bool | None = None,
 ) -> list[list[Proposition]]:
     """§4.2 with the LLM: coreference rewrite → entities → propositions, per passage.
 
     ``done`` maps passage rows already processed (e.g. loaded from a
-    checkpoint) to their propositions; they are not sent again. ``on_passage``
-    is called after each new passage, in row order (e.g. to append it to a
-    checkpoint). Passages run ``concurrency`` at a time (their three steps
+    checkpoint) to the model's propositions (as ``on_passage`` was given
+    them); they are not sent again. ``on_passage`` is called after each new
+    passage, in row order, with the model's propositions (e.g. to append them
+    to a checkpoint). Passages run ``concurrency`` at a time (their three steps
     stay sequential). The coreference step sees the passage alone
     (``title + "\\n" + text``): the corpus's passages are independent documents.
+
+    ``fallback`` (default: the roles' ``llm_fallback``, else on): a passage
+    without propositions gets :func:`offline_propositions`' (module docstring).
     """
     from gearag.llm.base import ordered_map
 
@@ -260,7 +274,26 @@ def llm_propositions(
         results[row] = facts
         if on_passage is not None:
             on_passage(row, facts)
-    return [results[row] for row in range(len(passages))]
+    raw = [results[row] for row in range(len(passages))]
+    return with_offline_fallback(passages, raw, getattr(roles, "llm_fallback", True) if fallback is None
+                                 else fallback)
+
+
+def with_offline_fallback(passages: Sequence[Passage], facts: Sequence[list[Proposition]],
+                          fallback: bool = True) -> list[list[Proposition]]:
+    """``facts`` (the model's, one list per passage) with each empty list replaced by the offline engine's
+    facts of that passage when ``fallback``; every passage counts as one ``propositions`` reply
+    (:func:`gearag.llm.fallback.played`). spaCy is loaded only when a passage has none."""
+    from gearag.llm.fallback import played
+    from gearag.llm.roles.sirerag import PROPOSITIONS
+
+    empty = [row for row, found in enumerate(facts) if not found]
+    offline: dict[int, list[Proposition]] = {}
+    if fallback and empty:  # one parse of them all; a passage's facts depend on it alone
+        offline = dict(zip(empty, offline_propositions([passages[r] for r in empty]), strict=True))
+    return [played(PROPOSITIONS.name, list(found), bool(found),
+                   partial(offline.__getitem__, row) if row in offline else None)
+            for row, found in enumerate(facts)]
 
 
 def iter_fact_rows(facts_by_passage: Sequence[Sequence[Proposition]]) -> Iterator[tuple[int, Proposition]]:

@@ -19,6 +19,8 @@ the LLM one can rely on the LLM layer's cache and concurrency).
 * :class:`LLMSummariser`: joins the cluster's texts with blank lines (as
   RAPTOR does) and calls ``summarize(text) -> str`` — the signature of
   :meth:`gearag.llm.roles.LLMRoles.summarize`. No length cap (as released).
+  An empty summary (the reply held no text) is replaced by the extractive
+  summary of the same cluster, unless the fallback is off (:mod:`gearag.llm.fallback`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -132,13 +135,17 @@ class ExtractiveConfig:
     max_per_text: int = 2
 
 
+def extractive_key(config: ExtractiveConfig) -> str:
+    """The :attr:`ExtractiveSummariser.key` of ``config``: bump its version when the summaries change."""
+    return f"extractive-v3:w{config.max_words}:l{config.mmr_lambda}:p{config.max_per_text}"
+
+
 class ExtractiveSummariser:
     """Offline summaries: the sentences nearest the cluster centroid, within a word budget."""
 
     def __init__(self, encode: Encode, config: ExtractiveConfig | None = None) -> None:
         self.config = config or ExtractiveConfig()
-        c = self.config
-        self.key = f"extractive-v3:w{c.max_words}:l{c.mmr_lambda}:p{c.max_per_text}"
+        self.key = extractive_key(self.config)
         self._encode = encode
         self._cache: dict[str, np.ndarray] = {}
 
@@ -226,15 +233,32 @@ class LLMSummariser:
     arrives, and a cluster already there is never sent again: a killed build
     rebuilds the same clusters (the tree is deterministic) and pays only for
     the ones it had not finished. Clusters run ``concurrency`` at a time.
+
+    ``fallback`` (default: the role's ``llm_fallback``, else on): a cluster whose summary is empty gets
+    the :class:`ExtractiveSummariser`'s (``offline`` config) of the same cluster, and each cluster counts
+    as one ``summarize`` reply (:func:`gearag.llm.fallback.played`). The extractive summary needs sentence
+    vectors: ``encode``, which :func:`gearag.sirerag.pipeline.build_sirerag_trees` gives when it is not
+    set (without one there is no fallback). The checkpoint keeps the model's summaries under the ``key``
+    given, so it serves the fallback on or off; :attr:`key` (what tree levels and the manifest are keyed
+    by) ends in ``+fallback:<extractive key>`` when the fallback is on. Deterministic: the extractive
+    summary of a cluster depends on that cluster alone.
     """
 
     def __init__(
-        self, role: SummarizeRole, key: str = "llm", *, checkpoint: Any = None, concurrency: int = 1
+        self, role: SummarizeRole, key: str = "llm", *, checkpoint: Any = None, concurrency: int = 1,
+        fallback: bool | None = None, encode: Encode | None = None, offline: ExtractiveConfig | None = None,
     ) -> None:
         self._role = role
-        self.key = key
+        self._raw_key = key
         self._checkpoint = checkpoint
         self._concurrency = max(1, concurrency)
+        self.fallback = bool(getattr(role, "llm_fallback", True)) if fallback is None else fallback
+        self.encode = encode
+        self._offline_config = offline or ExtractiveConfig()
+        self._offline: ExtractiveSummariser | None = None
+        #: Identity of the summaries this summariser gives (the model's, and with the fallback what replaces
+        #: an empty one).
+        self.key = f"{key}+fallback:{extractive_key(self._offline_config)}" if self.fallback else key
 
     def _one(self, text: str) -> str:
         return (self._role.summarize(text) or "").strip()
@@ -242,16 +266,36 @@ class LLMSummariser:
     def summarise(
         self, clusters: Sequence[Sequence[int]], texts: Sequence[str], embeddings: np.ndarray
     ) -> list[str]:
+        return self._played(clusters, texts, embeddings, self._replies(clusters, texts))
+
+    def _replies(self, clusters: Sequence[Sequence[int]], texts: Sequence[str]) -> list[str]:
+        """The model's summary of every cluster, from the checkpoint where it is there."""
         from gearag.llm.base import ordered_map
         from gearag.store.checkpoint import text_key
 
         joined = ["\n\n".join(texts[int(r)] for r in c) for c in clusters]
         if self._checkpoint is None:
             return list(ordered_map(self._one, joined, self._concurrency))
-        keys = [text_key(self.key, j) for j in joined]
+        keys = [text_key(self._raw_key, j) for j in joined]
         first = {k: i for i, k in reversed(list(enumerate(keys)))}
         todo = [i for k, i in first.items() if k not in self._checkpoint]
         todo.sort()
         for i, summary in zip(todo, ordered_map(lambda i: self._one(joined[i]), todo, self._concurrency), strict=True):
             self._checkpoint.add(keys[i], summary)
         return [str(self._checkpoint.get(k)) for k in keys]
+
+    def _played(self, clusters: Sequence[Sequence[int]], texts: Sequence[str], embeddings: np.ndarray,
+                replies: list[str]) -> list[str]:
+        """``replies`` with each empty one replaced by the extractive summary of its cluster (fallback on)."""
+        from gearag.llm.fallback import played
+        from gearag.llm.roles.sirerag import SUMMARIZE
+
+        empty = [i for i, text in enumerate(replies) if not text]
+        offline: dict[int, str] = {}
+        if self.fallback and empty and self.encode is not None:
+            if self._offline is None:  # one per summariser: its sentence vectors serve every level
+                self._offline = ExtractiveSummariser(self.encode, self._offline_config)
+            found = self._offline.summarise([clusters[i] for i in empty], texts, embeddings)
+            offline = dict(zip(empty, found, strict=True))
+        return [played(SUMMARIZE.name, text, bool(text), partial(offline.__getitem__, i) if i in offline else None)
+                for i, text in enumerate(replies)]

@@ -1,7 +1,10 @@
 """SiReRAG's LLM roles (App. G): summaries, coreference rewrites, entities and propositions.
 
 Each role is declared once below (prompt + parser + output type);
-:class:`SiReRAGRoles` fills their prompts.
+:class:`SiReRAGRoles` fills their prompts. The roles return what the model
+gave; the index build replaces an unusable proposition or summary reply by
+the offline engine's for that passage or cluster when
+:attr:`SiReRAGRoles.llm_fallback` is on (:mod:`gearag.llm.fallback`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ ROLES: tuple[Role[Any], ...] = (SUMMARIZE, COREF, ENTITIES, PROPOSITIONS, CONCIS
 
 class SiReRAGRoles(RoleCaller):
     """SiReRAG's LLM steps over one LLM."""
+
+    #: An index build with these roles replaces a passage's empty propositions and an empty cluster summary
+    #: by the offline engine's (spaCy sentence facts, the extractive summary) and counts them under
+    #: :data:`PROPOSITIONS` and :data:`SUMMARIZE`'s names (:mod:`gearag.llm.fallback`); False: the raw model
+    #: (``gearag index --no-llm-fallback``).
+    llm_fallback: bool = True
 
     def summarize(self, text: str) -> str:
         """A detail-keeping summary of ``text``; "" if the reply is empty."""
