@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gearag.graph.ranges import ranges
+from gearag.arrays import ranges
 from gearag.store.npy import load_npy
 
 

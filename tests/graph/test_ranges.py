@@ -1,10 +1,10 @@
-"""gearag.graph.ranges."""
+"""gearag.arrays.ranges."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gearag.graph.ranges import ranges
+from gearag.arrays import ranges
 
 
 def test_ranges_is_the_concatenation_of_aranges() -> None:

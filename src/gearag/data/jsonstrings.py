@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 
 from gearag import setops
-from gearag.graph.ranges import ranges
+from gearag.arrays import ranges
 
 #: Bytes scanned for quotes at a time (a bound on the scan's temporaries).
 SCAN_BYTES = 1 << 26

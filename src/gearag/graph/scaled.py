@@ -36,8 +36,8 @@ import numpy as np
 from scipy import sparse
 
 from gearag import setops
+from gearag.arrays import ranges
 from gearag.graph.layered import LayeredCsr, NodeLayout
-from gearag.graph.ranges import ranges
 from gearag.graph.resolve import AboutTerms
 from gearag.graph.transition import Csr
 

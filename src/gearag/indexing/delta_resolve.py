@@ -41,11 +41,11 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag import setops
+from gearag.arrays import ranges
 from gearag.data.jsonstrings import strings_at
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph, _usable
-from gearag.graph.ranges import ranges
 from gearag.graph.resolve import ascending
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
 from gearag.graph.transition import Csr

@@ -50,11 +50,11 @@ import numpy as np
 from scipy import sparse
 
 from gearag import setops
+from gearag.arrays import ranges
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import relation_counts
-from gearag.graph.ranges import ranges
 from gearag.graph.resolve import (
     MIN_CONTAINED_SHARE,
     AboutTerms,

@@ -17,6 +17,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag import setops
+from gearag.arrays import AppendedRows, Csr, LayeredCsr
 from gearag.data.jsonstrings import ChainedStrings
 from gearag.text import normalise_entity
 
@@ -106,14 +107,12 @@ class TripleGraph(_Neighbours):
     def degree(self, entity: int) -> int:
         return 0 if entity < 0 else int(self.indptr[entity + 1] - self.indptr[entity])
 
-    def postings_csr(self) -> Any:
-        """The entity → triples rows as a :class:`~gearag.graph.transition.Csr` (every weight 1, not stored)."""
+    def postings_csr(self) -> Csr:
+        """The entity → triples rows as a :class:`~gearag.arrays.Csr` (every weight 1, not stored)."""
         return _postings(np.asarray(self.indptr), self.indices)
 
 
-def _postings(indptr: np.ndarray, indices: np.ndarray) -> Any:
-    from gearag.graph.transition import Csr
-
+def _postings(indptr: np.ndarray, indices: np.ndarray) -> Csr:
     return Csr(indptr, indices, np.broadcast_to(np.ones(1, dtype=np.float32), np.shape(indices)))
 
 
@@ -135,12 +134,12 @@ class AppendedStrings(ChainedStrings):
 @dataclass(frozen=True)
 class LayeredTripleGraph(_Neighbours):
     """A :class:`TripleGraph` as a base's and a delta's (docs/delta.md): triples and entities appended, each
-    entity's triples the base's followed by the delta's (:class:`~gearag.graph.layered.LayeredCsr`)."""
+    entity's triples the base's followed by the delta's (:class:`~gearag.arrays.LayeredCsr`)."""
 
     entities: Sequence[str]
-    head: Any  #: int32 per triple (:class:`~gearag.graph.layered.AppendedRows`)
+    head: Any  #: int32 per triple (:class:`~gearag.arrays.AppendedRows`)
     tail: Any
-    postings: Any  #: entity → triple ids (:class:`~gearag.graph.layered.LayeredCsr`)
+    postings: Any  #: entity → triple ids (:class:`~gearag.arrays.LayeredCsr`)
 
     @property
     def n_entities(self) -> int:
@@ -187,8 +186,6 @@ def layered_graph_files(g: LayeredTripleGraph) -> dict[str, Any]:
 
 def open_layered_graph(base: TripleGraph, read: Callable[[str], Any]) -> LayeredTripleGraph:
     """The triple graph ``base`` plus the delta ``read(rel)`` gives (:func:`layered_graph_files`' files)."""
-    from gearag.graph.layered import AppendedRows, LayeredCsr
-
     indptr, indices = (read(f"{DELTA_DIR}/postings_{k}.npy") for k in ("indptr", "indices"))
     postings = LayeredCsr(base.postings_csr(), _postings(indptr, indices), read(f"{DELTA_DIR}/postings_where.npy"),
                           read(f"{DELTA_DIR}/postings_appends.npy"))
