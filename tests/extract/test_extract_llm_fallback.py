@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gearag.extract.base import make_extractor
-from gearag.extract.llm import LLMTripleExtractor, llm_extraction, make_llm_extractor
+from gearag.extract.llm import LLMTripleExtractor, make_llm_extractor
 from gearag.extract.run import extract_with_checkpoint
 from gearag.extract.spacy.extractor import SpacyRulesExtractor
 from gearag.llm import FakeLLM, LLMClient, LLMConfig
@@ -137,20 +137,12 @@ def test_a_worker_falls_back_in_its_own_process_and_reports_the_counts() -> None
     assert "extract: 3 of 6 replies unusable, spaCy rules used" in driver.summary()
 
 
-def test_options_from_the_context_apply_where_the_factory_is_not_told() -> None:
-    llm = fake()
-    with llm_extraction(llm_fallback=False):
-        assert not make_extractor("llm", llm=llm).fallback
-        assert make_extractor("llm", llm=llm, llm_fallback=True).fallback  # the factory's own option wins
-    assert make_extractor("llm", llm=llm).fallback
-
-
 def test_llm_max_tokens_reaches_the_extraction_request_and_the_key() -> None:
     with ScriptedServer(responder=lambda body: Reply(good(row(body["messages"][-1]["content"])))) as server:
         options = {"llm_base_url": server.base_url, "llm_cache": False}
         with make_llm_extractor("m", {**options, "llm_max_tokens": "extract=77,read=5"}) as bounded:
             list(bounded.extract(passages(2)))
-        with llm_extraction(llm_max_tokens="extract=55"), make_extractor("llm:m", **options) as from_context:
+        with make_extractor("llm:m", **options, llm_max_tokens="extract=55") as from_context:
             list(from_context.extract(passages(1)))
         with make_llm_extractor("m", options) as plain:
             list(plain.extract(passages(1)))

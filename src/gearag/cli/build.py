@@ -382,7 +382,7 @@ def add(
     from gearag.config import IndexConfig
     from gearag.data import load_corpus
     from gearag.display import safe
-    from gearag.extract.llm import ROLE, llm_extraction
+    from gearag.extract.llm import ROLE
     from gearag.indexing.delta_generation import DeltaConfig
     from gearag.indexing.incremental import add_documents, check_index_dir, check_options, held_ids, next_auto_id
     from gearag.llm.fallback import describe
@@ -413,13 +413,13 @@ def add(
             err.print(safe(line), highlight=False, soft_wrap=True)
 
     # What an add finished (extraction checkpoint, embeddings, the shard) stays beside the index for a rerun.
-    # add_documents makes the shard's extractor from the endpoint options: the reply options reach it from here.
-    with llm_extraction(llm_fallback=reply.llm_fallback, llm_max_tokens=reply.llm_max_tokens), \
-            usage_scope() as scope, \
+    with usage_scope() as scope, \
             _when_full(index_dir, _UPDATE_UNCHANGED, f"{_UPDATE_RERUN}: it resumes where this one stopped"), \
             _steps(manifest, "shard", "generation") as on_step:
-        built = add_documents(index_dir, passages, options=options, llm_base_url=llm_base_url,
-                              llm_model=llm_model, llm_gguf=llm_gguf, on_step=on_step, delta=policy,
+        extractor_options = {"llm_base_url": llm_base_url, "llm_model": llm_model, "llm_gguf": llm_gguf,
+                             "llm_fallback": reply.llm_fallback, "llm_max_tokens": reply.llm_max_tokens}
+        built = add_documents(index_dir, passages, options=options, extractor_options=extractor_options,
+                              on_step=on_step, delta=policy,
                               keep_duplicates=keep_duplicates, on_new=on_new)
     extracted = {role: c for role, c in scope.fallbacks().items() if role == ROLE}
     for line in describe(extracted, by="spaCy rules"):  # an LLM extractor's unusable replies

@@ -37,8 +37,6 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -59,29 +57,6 @@ if TYPE_CHECKING:
 
 #: Ledger role of extraction requests (and the role its fallbacks are counted under).
 ROLE = EXTRACT.name
-#: The ``llm`` spec's options that the factory takes from :func:`llm_extraction` when not given.
-CONTEXT_OPTIONS = ("llm_fallback", "llm_max_tokens")
-_CONTEXT: ContextVar[Mapping[str, object] | None] = ContextVar("gearag_llm_extraction", default=None)
-
-
-@contextmanager
-def llm_extraction(**options: object) -> Iterator[None]:
-    """LLM extractors the ``llm`` spec makes in this context take these options (``llm_fallback``,
-    ``llm_max_tokens``) where the factory's own options do not say.
-
-    For callers that do not make the extractor themselves: ``gearag add`` hands only the endpoint
-    options to :func:`gearag.indexing.incremental.add_documents`, which makes it. ``None`` values are left out.
-    """
-    unknown = sorted(set(options) - set(CONTEXT_OPTIONS))
-    if unknown:
-        raise ConfigError(f"llm_extraction takes {', '.join(CONTEXT_OPTIONS)}, not {', '.join(unknown)}")
-    token = _CONTEXT.set({**(_CONTEXT.get() or {}), **{k: v for k, v in options.items() if v is not None}})
-    try:
-        yield
-    finally:
-        _CONTEXT.reset(token)
-
-
 def _offline_extractor() -> SpacyRulesExtractor:
     """The offline engine an unusable reply falls back to: the spaCy rules, in this process (no spaCy loaded yet)."""
     from gearag.extract.spacy.extractor import SpacyExtractorConfig, SpacyRulesExtractor
@@ -262,10 +237,9 @@ def make_llm_extractor(arg: str, options: dict[str, object]) -> LLMTripleExtract
     ``llm_max_tokens`` (per-role reply bounds, ``extract=300`` or a mapping; over
     ``GEARAG_LLM_MAX_TOKENS``); ``prompts`` (PromptSet, mapping or file),
     ``concurrency`` and ``llm_fallback`` (default on: an unusable reply is
-    replaced by the spaCy rules' triples of its passage). ``llm_fallback`` and
-    ``llm_max_tokens`` not given here come from :func:`llm_extraction`.
+    replaced by the spaCy rules' triples of its passage).
     """
-    options = {**(_CONTEXT.get() or {}), **{k: v for k, v in options.items() if v is not None}}
+    options = {k: v for k, v in options.items() if v is not None}
     given = options.get("llm")
     llm: LLM
     if given is None:

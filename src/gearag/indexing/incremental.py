@@ -28,7 +28,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -349,8 +349,8 @@ class _Locked:
 
 
 def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dict[str, Any] | None = None,
-                  on_step: Step | None = None, llm_base_url: str | None = None,
-                  llm_model: str | None = None, llm_gguf: str | None = None, delta: DeltaConfig | None = None,
+                  on_step: Step | None = None, extractor_options: Mapping[str, object] | None = None,
+                  delta: DeltaConfig | None = None,
                   keep_duplicates: bool = False,
                   on_new: Callable[[NewDocuments], None] | None = None) -> Index:
     """Add ``passages`` to the index at ``root`` as a new shard; returns the updated index.
@@ -362,8 +362,9 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
     touched (and returned as it is). ``options`` (CLI config options) must
     agree with the stored config. A passage id already in the index for
     other content is an error, raised before any work.
-    ``llm_base_url``/``llm_model`` reach an LLM extractor (default: the
-    environment, as for ``gearag index``). ``delta``: when the generation is
+    ``extractor_options`` go to the new shard's extractor factory (an LLM
+    extractor: ``llm_base_url``, ``llm_model``, ``llm_gguf``, ``llm_fallback``,
+    ``llm_max_tokens``; default: the environment, as for ``gearag index``). ``delta``: when the generation is
     written as a delta over the last full one (default :class:`DeltaConfig`:
     while the passages added since it are within a bound; where no delta can
     say the union, in full; :mod:`gearag.indexing.delta_generation`).
@@ -398,8 +399,7 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         shard = _finished_shard(shard_dir, passages)
         if shard is None:
             cfg = shard_config(IndexConfig.from_dict(manifest.get("config", {})), options)
-            extractor = make_extractor(cfg.extract.extractor, llm_base_url=llm_base_url, llm_model=llm_model,
-                                       llm_gguf=llm_gguf)
+            extractor = make_extractor(cfg.extract.extractor, **(extractor_options or {}))
             try:
                 shard = build_index(passages, shard_dir, cfg, extractor=extractor, overwrite=shard_dir.exists(),
                                     stages=SHARD_STAGES)
