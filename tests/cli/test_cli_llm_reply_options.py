@@ -55,6 +55,7 @@ def test_index_falls_back_to_spacy_counts_it_and_sends_the_extract_bound(cli, se
     assert {r.body["max_tokens"] for r in server.requests} == {77}
     on = Index.load(tmp_path / "on")
     assert on.manifest["extractor_key"].endswith("+fallback:spacy-rules-v1")
+    assert on.manifest["extraction_fallbacks"] == {"extract": {"replies": 4, "offline": 1}}
     assert triples_of(on, "p1") > 0  # the spaCy rules' triples of the passage the model wrote prose for
 
     server.requests.clear()

@@ -152,3 +152,4 @@ def test_the_build_plays_unusable_sirerag_replies_offline(tmp_path: Path) -> Non
     assert trees["summariser"].endswith("+fallback:extractive-v3:w120:l0.75:p2")
     assert raw_trees["summariser"] == trees["summariser"].split("+fallback:")[0]
     assert trees["propositions"] > raw_trees["propositions"]  # the offline sentence facts of the silent passages
+    assert trees["llm_fallbacks"] == counts and raw_trees["llm_fallbacks"] == raw_counts  # kept in the manifest

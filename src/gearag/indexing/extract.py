@@ -30,3 +30,8 @@ class ExtractStage:
         ledger = getattr(extractor, "ledger", None)
         if ledger is not None:
             build.manifest["extraction_usage"] = ledger.snapshot(role="extract").to_dict()
+        fallbacks = getattr(extractor, "fallbacks", None)
+        if callable(fallbacks) and fallbacks():
+            # An LLM extractor's replies and how many the spaCy rules replaced (this run's: passages taken
+            # from an interrupted build's checkpoint were counted by that run).
+            build.manifest["extraction_fallbacks"] = fallbacks()

@@ -42,6 +42,7 @@ from gearag.config import TreesConfig
 from gearag.errors import ConfigError
 from gearag.indexing.embed import load_or_embed
 from gearag.indexing.stage import Build, CollectionBuild
+from gearag.llm.usage import usage_scope
 from gearag.store.checkpoint import KeyedCheckpoint, passage_hash
 from gearag.store.collection import CollectionSpec
 
@@ -89,10 +90,17 @@ class TreesStage:
     name = "trees"
 
     def run(self, build: Build) -> None:
+        if not pool_names(build.config.trees):
+            return
+        with usage_scope() as scope:
+            self._run(build)
+        fallbacks = scope.fallbacks()
+        if fallbacks:  # an LLM engine's replies per role, and how many the offline engine played (this run's)
+            build.manifest["trees"]["llm_fallbacks"] = fallbacks
+
+    def _run(self, build: Build) -> None:
         cfg = build.config.trees
         pools = pool_names(cfg)
-        if not pools:
-            return
         if cfg.engine == "offline" and build.llm_roles is not None:
             log.info("LLM roles given but --engine offline: the trees use no LLM")
         started = time.perf_counter()
