@@ -93,3 +93,14 @@ def test_a_reply_cut_at_its_bound_is_parsed_for_what_it_holds() -> None:
         facts = roles.read([SHORT], "Where was Counting Crows formed?")
     assert Fact("Counting Crows", "formed in", "Berkeley") in facts
     assert roles.parse_stats["read"].truncated == 1
+
+
+def test_checkpoint_keys_name_only_the_bounds_set_for_their_roles() -> None:
+    from gearag.llm.bounds import bounds_fingerprint
+
+    plain = LLMClient(LLMConfig(model="m", cache_path=None))
+    bounded = LLMClient(LLMConfig(model="m", cache_path=None, role_max_tokens={"summarize": 50, "read": 9}))
+    assert bounds_fingerprint(plain, ["summarize"]) == ""  # keys made before overrides existed stay the same
+    assert bounds_fingerprint(bounded, ["propositions"]) == ""  # a query role's bound is not a build's business
+    assert bounds_fingerprint(bounded, ["propositions", "summarize"]) == "|max-tokens:summarize=50"
+    assert bounds_fingerprint(FakeLLM(lambda *_: ""), ["summarize"]) == ""

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from gearag.errors import ConfigError
 from gearag.llm.base import LLM, ordered_map
-from gearag.llm.bounds import check_overrides, parse_overrides
+from gearag.llm.bounds import bounds_fingerprint, check_overrides, parse_overrides
 from gearag.llm.client import LLMClient
 from gearag.llm.config import LLMConfig
 from gearag.llm.fallback import describe, played, totals
@@ -83,10 +83,8 @@ class LLMTripleExtractor:
         self._counts_lock = threading.Lock()
         prompt = self.prompts[EXTRACT.prompt]
         parts = [getattr(llm, "fingerprint", llm.model), prompt.fingerprint(), PARSER_VERSION]
-        bound = (getattr(getattr(llm, "config", None), "role_max_tokens", None) or {}).get(ROLE)
-        if bound:  # only when set, so that the keys of indices built without it stay as they were
-            parts.append(f"{ROLE}-max-tokens={bound}")
-        digest = hashlib.blake2b("|".join(parts).encode(), digest_size=5).hexdigest()
+        digest = hashlib.blake2b(("|".join(parts) + bounds_fingerprint(llm, [ROLE])).encode(),
+                                 digest_size=5).hexdigest()
         #: Keys the checkpoint: a different model, prompt, sampling setting, reply bound, parser or fallback
         #: starts afresh.
         self.key = f"llm:{llm.model}:{digest}" + (f"+fallback:{self._offline.key}" if self._offline else "")

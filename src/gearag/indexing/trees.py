@@ -77,13 +77,16 @@ def _short(key: str) -> str:
     return f"{safe}-{hashlib.blake2b(key.encode(), digest_size=6).hexdigest()}"
 
 
-def _llm_key(roles: Any, prompt_names: Sequence[str]) -> str:
-    """Identity of an LLM and the prompts it is asked (a change starts a fresh checkpoint)."""
+def _llm_key(roles: Any, prompt_names: Sequence[str], role_names: Sequence[str]) -> str:
+    """Identity of an LLM, the prompts it is asked and the reply bounds set for those roles (a change starts a
+    fresh checkpoint)."""
+    from gearag.llm.bounds import bounds_fingerprint
     from gearag.llm.parse import PARSER_VERSION
 
     llm = roles.llm
     prompts = "|".join(roles.prompts[name].fingerprint() for name in prompt_names)
-    return f"llm:{getattr(llm, 'model', '?')}:{getattr(llm, 'fingerprint', '')}|{prompts}|{PARSER_VERSION}"
+    return (f"llm:{getattr(llm, 'model', '?')}:{getattr(llm, 'fingerprint', '')}|{prompts}|{PARSER_VERSION}"
+            + bounds_fingerprint(llm, role_names))
 
 
 class TreesStage:
@@ -189,7 +192,8 @@ class TreesStage:
         if roles is None:
             key = OFFLINE_PROPOSITIONS_VERSION
         else:
-            key = _llm_key(roles, ("coref_rewrite", "extract_entities", "extract_propositions"))
+            key = _llm_key(roles, ("coref_rewrite", "extract_entities", "extract_propositions"),
+                           ("coref", "entities", "propositions"))
         path = Path(build.work) / f"sirerag-propositions-{_short(key)}.jsonl"
         passages = build.passages
         hashes = [passage_hash(p) for p in passages]
@@ -220,7 +224,7 @@ class TreesStage:
         if roles is None:
             config = ExtractiveConfig(max_words=build.config.trees.summary_words)
             return ExtractiveSummariser(embedder.encode, config), None
-        key = _llm_key(roles, ("summarize",))
+        key = _llm_key(roles, ("summarize",), ("summarize",))
         checkpoint = KeyedCheckpoint(Path(build.work) / f"sirerag-summaries-{_short(key)}.jsonl")
         concurrency = int(getattr(roles.llm, "concurrency", 1) or 1)
         return LLMSummariser(roles, key, checkpoint=checkpoint, concurrency=concurrency), checkpoint

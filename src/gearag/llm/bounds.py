@@ -37,7 +37,7 @@ tokens for that role. ``LLMConfig.max_tokens``, when set, caps every role.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +98,15 @@ def parse_overrides(text: str | None, what: str = "--llm-max-tokens") -> dict[st
             raise ConfigError(f"{what}: {role}={value.strip()!r} must be a whole number of tokens >= 1")
         out[role] = tokens
     return out
+
+
+def bounds_fingerprint(llm: object, roles: Sequence[str]) -> str:
+    """The reply-bound overrides of ``roles`` an LLM client carries (``LLMConfig.role_max_tokens``), for a
+    checkpoint key: ``""`` when none is set, so keys made before bounds could be overridden stay as they were;
+    else ``"|max-tokens:extract=77"``. A table bound is not part of a key (the table has a version: the code)."""
+    overrides = getattr(getattr(llm, "config", None), "role_max_tokens", None) or {}
+    set_here = [f"{role}={overrides[role]}" for role in roles if role in overrides]
+    return f"|max-tokens:{','.join(set_here)}" if set_here else ""
 
 
 def check_overrides(overrides: Mapping[str, int], what: str = "role_max_tokens") -> dict[str, int]:
