@@ -215,3 +215,21 @@ def test_the_llm_block_puts_each_row_beside_its_offline_run() -> None:
     assert lines == ["| GEAR (bm25) | offline | 80.0 / 90.0 | 25.0 / 30.0 | — | 1.50 | — |",
                      "| GEAR (bm25) | local | 70.0 / 90.0 | 0.0 / 4.0 | 8,000 | 1.50 | read 3 of 4 |"]
     assert "| bm25 | offline | 60.0 / 90.0 |" in module.llm_tables(offline, local)
+
+
+def test_bench_builds_hand_the_reply_bounds_to_their_child_process(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from gearag.bench import build as bench_build
+
+    seen: list[dict[str, str] | None] = []
+
+    def child(argv: list[str], log: object, extra_env: dict[str, str] | None = None) -> tuple[int, str, list[str]]:
+        seen.append(extra_env)
+        return 2, "", ["error: stopped here"]
+
+    monkeypatch.setattr(bench_build, "_run_child", child)
+    ds = shared_datasets()["hotpotqa"]
+    for bounds in ("extract=77", None):
+        with pytest.raises(ConfigError, match="stopped here"):
+            bench_build.build(ds, "spacy", "wordllama", tmp_path, force=True, llm_max_tokens=bounds)
+    assert seen == [{"GEARAG_LLM_MAX_TOKENS": "extract=77"}, {}]

@@ -108,9 +108,12 @@ def check_index_dirs(index_dir: Path, tags: list[str], *, force: bool = False, w
 
 
 def build(ds: Dataset, extractor: str, embedder: str, index_dir: Path, *, force: bool = False,
-          subset: Subset | None = None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+          subset: Subset | None = None, log: Callable[[str], None] | None = None,
+          llm_max_tokens: str | None = None) -> dict[str, Any]:
     """Build (or reuse) one index — over ``subset``'s passages where given, else the whole corpus; returns its
-    path, tag and build figures (wall time, stages, peak RSS). ``log`` gets the build's progress lines."""
+    path, tag and build figures (wall time, stages, peak RSS). ``log`` gets the build's progress lines. An LLM
+    extractor takes its endpoint from the environment, and ``llm_max_tokens`` (bench ``--llm-max-tokens``)
+    over ``GEARAG_LLM_MAX_TOKENS``."""
     tag = index_tag(ds, extractor, embedder, subset)
     out = index_dir / tag
     manifest_path = out / "manifest.json"
@@ -124,7 +127,8 @@ def build(ds: Dataset, extractor: str, embedder: str, index_dir: Path, *, force:
         raise ConfigError(f"dataset {ds.name!r} has no OpenIE file for --extractors openie")
     with tempfile.TemporaryDirectory(prefix="gearag-bench-") as tmp:
         corpus = subset.write(Path(tmp) / "corpus.jsonl") if subset is not None else ds.corpus
-        code, stdout, errors = _run_child([str(corpus), str(out), spec, embedder], log or (lambda _line: None))
+        env = {"GEARAG_LLM_MAX_TOKENS": llm_max_tokens} if llm_max_tokens else {}
+        code, stdout, errors = _run_child([str(corpus), str(out), spec, embedder], log or (lambda _line: None), env)
     if code != 0:
         reason = errors[-1].removeprefix("error: ") if errors else f"exit code {code}"
         raise ConfigError(f"index build failed for {tag}: {reason}")
@@ -136,10 +140,12 @@ def build(ds: Dataset, extractor: str, embedder: str, index_dir: Path, *, force:
     return {"path": str(out), "tag": tag, "reused": False, **stats}
 
 
-def _run_child(argv: list[str], log: Callable[[str], None]) -> tuple[int, str, list[str]]:
-    """:data:`_CHILD` with ``argv``: its exit code, its stdout and its last stderr lines; each progress line
-    it prints goes to ``log`` as it comes (the child prints them unless progress is off here)."""
-    env = {**os.environ, "GEARAG_PROGRESS": "lines" if progress.progress_enabled() else "0"}
+def _run_child(argv: list[str], log: Callable[[str], None], extra_env: dict[str, str] | None = None,
+               ) -> tuple[int, str, list[str]]:
+    """:data:`_CHILD` with ``argv`` (and ``extra_env`` over this environment): its exit code, its stdout and
+    its last stderr lines; each progress line it prints goes to ``log`` as it comes (the child prints them
+    unless progress is off here)."""
+    env = {**os.environ, **(extra_env or {}), "GEARAG_PROGRESS": "lines" if progress.progress_enabled() else "0"}
     errors: deque[str] = deque(maxlen=20)
     with tempfile.TemporaryFile() as stdout:
         with subprocess.Popen([sys.executable, "-c", _CHILD, *argv], stdout=stdout, stderr=subprocess.PIPE,

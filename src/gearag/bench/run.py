@@ -152,6 +152,7 @@ def _run(config: BenchConfig, log: Callable[[str], None]) -> dict[str, Any]:
         if p.subset is not None:
             log(f"  index {p.tag}: over {p.subset.describe()} (--limit {config.limit}; not comparable to a full run)")
         built = build(p.ds, p.extractor, p.embedder, index_dir, force=config.force, subset=p.subset,
+                      llm_max_tokens=config.llm_max_tokens,
                       log=lambda line: log(f"    {line}"))
         log(f"  index {built['tag']}: " + ("reused" if built.get("reused") else
             f"built in {built.get('seconds', 0):.1f} s, peak {built.get('peak_rss_mb', 0):.0f} MB"))
