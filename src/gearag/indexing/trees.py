@@ -221,13 +221,14 @@ class TreesStage:
     def _summariser(build: Build, roles: Any, embedder: Any) -> tuple[Any, KeyedCheckpoint | None]:
         from gearag.sirerag.summarise import ExtractiveConfig, ExtractiveSummariser, LLMSummariser
 
+        config = ExtractiveConfig(max_words=build.config.trees.summary_words)  # offline, or an LLM's fallback
         if roles is None:
-            config = ExtractiveConfig(max_words=build.config.trees.summary_words)
             return ExtractiveSummariser(embedder.encode, config), None
         key = _llm_key(roles, ("summarize",), ("summarize",))
         checkpoint = KeyedCheckpoint(Path(build.work) / f"sirerag-summaries-{_short(key)}.jsonl")
         concurrency = int(getattr(roles.llm, "concurrency", 1) or 1)
-        return LLMSummariser(roles, key, checkpoint=checkpoint, concurrency=concurrency), checkpoint
+        return LLMSummariser(roles, key, checkpoint=checkpoint, concurrency=concurrency, encode=embedder.encode,
+                             offline=config), checkpoint
 
     @staticmethod
     def _collections(build: Build, pools: Sequence[Any]) -> list[tuple[str, CollectionSpec, list[str]]]:
