@@ -23,6 +23,7 @@ from gearag.graph.delta import delta_of, entity_map, resolution_delta_of
 from gearag.graph.delta_apply import apply_delta
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import PassageGraph
+from gearag.graph.prepared import stored_prepared
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
 from gearag.store.index import Index
 from rank_pair import compare, pair_args, questions_of
@@ -30,7 +31,7 @@ from rank_pair import compare, pair_args, questions_of
 
 def _load(path: Path):  # type: ignore[no-untyped-def]
     index = Index.load(path)
-    prepared = index.stored_prepared_graph()
+    prepared = stored_prepared(index)
     graph_dir = path / str(index.manifest.get("graph_dir", "graph"))
     keys = orjson.loads((graph_dir / "entities.json").read_bytes())["keys"]
     return prepared, keys

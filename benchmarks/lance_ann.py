@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--nprobes", default="16,32,64")
     args = ap.parse_args()
+    from gearag.retrieve.dense import search_dense
     from gearag.store.index import Index
     from gearag.store.lance.collection import LanceSearchConfig
     from gearag.store.lance.index import open_lance_index
@@ -46,16 +47,16 @@ def main() -> None:
         if not table.get("ann"):
             continue
         t0 = time.perf_counter()
-        exact = [{h.idx for h in hits} for hits in index.collection(name).search_dense(q, args.k)]
+        exact = [{h.idx for h in hits} for hits in search_dense(index.collection(name), q, args.k)]
         print(f"{name}: {table['rows']:,} rows, {table.get('ann_index') or 'ivf_pq'}; exact top {args.k} of "
               f"{len(questions)} questions in {time.perf_counter() - t0:.1f} s", flush=True)
         for nprobes in (int(n) for n in args.nprobes.split(",")):
             coll = open_lance_index(args.lance, config=LanceSearchConfig(nprobes=nprobes)).collection(name)
-            coll.search_dense(q[:1], args.k)  # the index's first pages read
+            search_dense(coll, q[:1], args.k)  # the index's first pages read
             found, ms = 0, []
             for vector, truth in zip(q, exact, strict=True):
                 t0 = time.perf_counter()
-                hits = coll.search_dense(vector[None, :], args.k)[0]
+                hits = search_dense(coll, vector[None, :], args.k)[0]
                 ms.append(1000 * (time.perf_counter() - t0))
                 found += len({h.idx for h in hits} & truth)
             p99 = float(np.percentile(ms, 99))

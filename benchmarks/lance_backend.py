@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from gearag.bench.memory import peak_mb, reset_peak, rss_mb, rss_parts_mb
+from gearag.graph.prepared import stored_prepared
 
 METHODS = ("bm25", "dense", "syncge")
 KS = (2, 5, 15)
@@ -162,7 +163,9 @@ def lance_cache_mb() -> str:
 def stages(location: str, dataset: str, limit: int, cache_rows: int | None = None,
            questions_file: str | None = None) -> None:
     """Resident memory after each stage of use (both backends import the Lance libraries first)."""
+    from gearag.embed import index_embedder
     from gearag.graph.passage_graph import graph_arrays_for
+    from gearag.retrieve.bm25 import search_bm25
     from gearag.store.lance.storage import import_lancedb
 
     import_lancedb()
@@ -178,10 +181,10 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
             "triple_passage": ix.triples.passage, "passage_triple_indptr": ix.passage_triple_indptr}
     mem, mapped = array_mb(list(held.values()))
     print(f"  integer graph arrays: {mem:.1f} MB in memory, {mapped:.1f} MB memory-mapped")
-    app.index.embedder.encode(["x"])
+    index_embedder(app.index).encode(["x"])
     print(f"embedder loaded: {stage_mb()}")
     for q in questions:
-        app.index.collection("passages").search_bm25(q, 15)
+        search_bm25(app.index.collection("passages"), q, 15)
     print(f"bm25 over passages, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}")
     dense_ms = []
     for q in questions:
@@ -191,7 +194,7 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
     print(f"dense, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}; "
           f"median {statistics.median(dense_ms):.1f} ms")
     counted: set[int] = set()
-    if ix.stored_prepared_graph() is None:  # no prepared graph: the first query reads the graph arrays
+    if stored_prepared(ix) is None:  # no prepared graph: the first query reads the graph arrays
         arrays = graph_arrays_for(app.index)
         mem, mapped = array_mb(arrays, counted)
         print(f"passage-graph arrays loaded: {stage_mb()}")

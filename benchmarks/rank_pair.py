@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from gearag.graph.passage_graph import PassageGraph
+from gearag.graph.prepared import stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.store.index import Index
 
@@ -63,7 +64,7 @@ def main() -> None:
     args = pair_args(__doc__, "a", "b")
     graphs = {}
     for name, path in (("a", args.a), ("b", args.b)):
-        prepared = Index.load(path).stored_prepared_graph()
+        prepared = stored_prepared(Index.load(path))
         assert prepared is not None, f"{path}: no prepared graph"
         graphs[name] = PassageGraph(prepared)
         columns = prepared.columns

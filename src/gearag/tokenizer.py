@@ -1,5 +1,6 @@
 """BM25's tokenizer: bm25s's English one (its ``tokenize`` with ``stopwords="en"`` and a Snowball stemmer), token
-for token, without its per-call overhead.
+for token, without its per-call overhead. It sits below both retrieval and storage: the Lance backend's
+full-text search tokenises its column and its queries with it.
 
 ``bm25s.tokenize`` splits each lower-cased text on ``(?u)\\b\\w\\w+\\b``,
 drops the English stop words and stems each distinct token once with

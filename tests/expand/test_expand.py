@@ -11,6 +11,7 @@ import pytest
 
 from conftest import wiki_slice
 from gearag.config import IndexConfig
+from gearag.embed import index_embedder
 from gearag.errors import ConfigError
 from gearag.expand import expansion as expansion_module
 from gearag.expand import scoring
@@ -57,15 +58,15 @@ def test_static_scorer_is_exact_for_concatenated_paths(tiny_index: Index) -> Non
     query = "Which team drafted the father of Stephen Curry?"
     scorer = make_path_scorer(tiny_index, query)
     assert isinstance(scorer, StaticPathScorer)
-    qvec = tiny_index.embedder.encode([query])[0]
+    qvec = index_embedder(tiny_index).encode([query])[0]
     cands = np.arange(len(tiny_index.triples), dtype=np.int64)
     for path in [(0,), (11,), (13, 16), (9, 13, 18)]:
         got = scorer.extend(path, cands)
         texts = [" ".join(tiny_index.triples.text(t) for t in (*path, int(c))) for c in cands]
-        expected = [_cos(qvec, v) for v in tiny_index.embedder.encode(texts)]
+        expected = [_cos(qvec, v) for v in index_embedder(tiny_index).encode(texts)]
         np.testing.assert_allclose(got, expected, atol=1e-5)
     start = scorer.start(cands)
-    expected = [_cos(qvec, v) for v in tiny_index.embedder.encode(tiny_index.triples.texts())]
+    expected = [_cos(qvec, v) for v in index_embedder(tiny_index).encode(tiny_index.triples.texts())]
     np.testing.assert_allclose(start, expected, atol=1e-5)
 
 
@@ -92,7 +93,7 @@ def _fake_index(names: list[str], vectors: np.ndarray | None = None) -> SimpleNa
     embedder = FakeEmbedder()
     if vectors is None:
         vectors = np.stack([embedder.vector(n) for n in names])
-    cache: dict[str, object] = {}
+    cache: dict[str, object] = {"embedder": embedder}  # what gearag.embed.index_embedder reads
     triples = SimpleNamespace(vectors=vectors, weights=None)
     return SimpleNamespace(
         path=Path("/nonexistent/fake-index", "-".join(names)),

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from gearag.config import IndexConfig
+from gearag.embed import index_embedder
 from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.model import Fact, Passage
 from gearag.retrieve import make_retriever
@@ -77,7 +78,7 @@ def test_free_text_triple_links_to_its_nearest_index_triple(index: Index) -> Non
 def test_dense_triple_link_is_the_most_similar_triple(index: Index) -> None:
     linker = TripleLinker(index, "dense")
     t = Fact("Atlantic Records", "was founded in", "New York City")
-    qvec = index.embedder.encode([t.text])[0]
+    qvec = index_embedder(index).encode([t.text])[0]
     expected = int(np.argmax(np.asarray(index.collection("triples").vectors) @ qvec))
     assert linker.link([t]) == [expected]
     assert expected == 5

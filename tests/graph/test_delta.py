@@ -12,6 +12,7 @@ from gearag.config import IndexConfig
 from gearag.graph.delta import AppendedRows, delta_of, entity_map
 from gearag.graph.layered import LayeredCsr, LayeredNames
 from gearag.graph.passage_graph import PassageGraph, graph_arrays_for
+from gearag.graph.prepared import stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 from gearag.indexing import build_index
@@ -46,7 +47,7 @@ def grown(built):
     base, union, questions = built
     entity_of = entity_map(list(graph_arrays_for(base).resolution.keys), list(graph_arrays_for(union).resolution.keys))
     assert entity_of is not None
-    b, u = base.stored_prepared_graph(), union.stored_prepared_graph()
+    b, u = stored_prepared(base), stored_prepared(union)
     assert b is not None and u is not None
     return b, u, entity_of, questions
 

@@ -13,11 +13,12 @@ from conftest import StubExtractor, wiki_slice
 from gearag.config import IndexConfig
 from gearag.errors import IndexFormatError
 from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig, graph_arrays_for, passage_graph_for
-from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
+from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared, stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 from gearag.indexing import build_index
 from gearag.model import Passage
+from gearag.retrieve.bm25 import collection_bm25
 from gearag.store.backend import open_index
 from gearag.store.index import Index
 from gearag.store.npy import is_mapped
@@ -31,7 +32,7 @@ def _mapped(prepared: PreparedGraph) -> bool:
 
 
 def _base(index, question: str) -> list[tuple[int, float]]:
-    hits = index.collection("passages").bm25_retriever().retrieve(question, 10)
+    hits = collection_bm25(index.collection("passages")).retrieve(question, 10)
     return [(h.idx, h.score) for h in hits]
 
 
@@ -97,7 +98,7 @@ def test_an_index_built_without_it_prepares_in_memory(tmp_path: Path) -> None:
     config = replace(config, resolve=replace(config.resolve, prepared_graph=False))
     index = build_index(passages, tmp_path / "index", config, extractor=StubExtractor())
     assert not (tmp_path / "index" / GRAPH_DIR / PREPARED).exists()
-    assert index.stored_prepared_graph() is None
+    assert stored_prepared(index) is None
     graph = passage_graph_for(index)
     assert not _mapped(graph.prepared)
     assert graph.rank(questions[0]["question"], _base(index, questions[0]["question"]))
@@ -120,12 +121,12 @@ def test_a_damaged_prepared_graph_is_one_line_and_another_version_is_ignored(wik
     damaged[:6] = b"garbag"  # the same size (open's check passes), not an .npy header
     (directory / "source_backlinks_data.npy").write_bytes(bytes(damaged))
     with pytest.raises(IndexFormatError, match="graph/prepared/"):
-        open_index(copy).stored_prepared_graph()
+        stored_prepared(open_index(copy))
 
 
 def test_a_prepared_graph_refuses_settings_it_was_not_prepared_for(wiki) -> None:
     index, _ = wiki
-    prepared = index.stored_prepared_graph()
+    prepared = stored_prepared(index)
     assert isinstance(prepared, PreparedGraph)
     with pytest.raises(ValueError, match="cannot serve"):
         PassageGraph(prepared, PassageGraphConfig(backlink_weight=0.5))
@@ -138,7 +139,7 @@ def test_the_agents_resolver_reads_the_prepared_graph_as_it_reads_the_resolution
     index, _ = wiki
     hashed = Resolver(index)
     assert is_mapped(hashed.about.data)
-    monkeypatch.setattr(index, "stored_prepared_graph", lambda: None)
+    monkeypatch.setattr(index, "read_prepared", lambda open_: None)
     plain = Resolver(index)
     assert not is_mapped(plain.about.data)
     names = [p.title for p in index.passages] + list(graph_arrays_for(index).resolution.keys) + ["", "Nowhere At All"]

@@ -7,7 +7,7 @@ from scipy import sparse
 
 from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig, graph_arrays_for
 from gearag.graph.ppr import PageRankOperator
-from gearag.graph.prepared import PreparedGraph
+from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.graph.scaled import Scaled, about_terms, scaled_columns, source_degrees
 
 
@@ -112,7 +112,7 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
     from gearag.graph.passage_graph import passage_graph_for
 
     index, questions = wiki
-    stored = index.stored_prepared_graph()
+    stored = stored_prepared(index)
     assert stored is not None and stored.serves(PassageGraphConfig()) and stored.holds_ner is False
     for config in (PassageGraphConfig(about_weight=1.5), PassageGraphConfig(backlink_weight=0.3, about_weight=3.0),
                    PassageGraphConfig(about_weight=0.0), PassageGraphConfig(backlink_weight=0.0),

@@ -191,10 +191,10 @@ def test_the_agents_resolver_leaves_out_names_only_ner_found() -> None:
         def __init__(self, prepared: PreparedGraph | None) -> None:
             self.prepared = prepared
 
-        def stored_prepared_graph(self) -> PreparedGraph | None:
+        def read_prepared(self, open_):  # type: ignore[no-untyped-def]
             return self.prepared
 
-        def stored_graph_arrays(self) -> GraphArrays:
+        def read_graph_arrays(self, parse):  # type: ignore[no-untyped-def]
             return arrays
 
         def cached(self, key: str, build):  # type: ignore[no-untyped-def]

@@ -16,6 +16,7 @@ from gearag.api import Gearag
 from gearag.cli import main
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError
+from gearag.graph.prepared import stored_prepared
 from gearag.indexing import build_index
 from gearag.indexing.delta_generation import DeltaConfig
 from gearag.indexing.incremental import add_documents, compact, delete_documents
@@ -91,17 +92,23 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
         _same_results(tmp_path / "delta", tmp_path / "full", questions)
     # Other settings: the delta's stored sources weighed or joined otherwise, as the full add's graph prepared
     # anew (a weight of 0 drops edges; the entity-only graph; NER mentions off, of which there are none).
-    from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, graph_arrays_for, passage_graph_for
+    from gearag.graph.passage_graph import (
+        PassageGraph,
+        PassageGraphConfig,
+        graph_arrays_for,
+        passage_graph_for,
+        stored_graph_arrays,
+    )
     from gearag.graph.scaled import Scaled, source_degrees
 
     delta_index, full_index = Index.load(tmp_path / "delta"), Index.load(tmp_path / "full")
-    layered = delta_index.stored_prepared_graph().columns  # a base's rows and a delta's, counted as a push reads them
+    layered = stored_prepared(delta_index).columns  # a base's rows and a delta's, counted as a push reads them
     assert isinstance(layered, Scaled) and not layered.layout.plain_layout
     np.testing.assert_array_equal(source_degrees(layered), layered.degree)
     for other in (PassageGraphConfig(about_weight=1.5, backlink_weight=0.5), PassageGraphConfig(about_weight=0.0),
                   PassageGraphConfig(backlink_weight=0.0, ner_mentions=False), PassageGraphConfig(passage_nodes=False)):
         derived = passage_graph_for(delta_index, other)
-        assert delta_index.stored_graph_arrays() is None and derived.arrays is None  # nothing built
+        assert stored_graph_arrays(delta_index) is None and derived.arrays is None  # nothing built
         fresh = PassageGraph(graph_arrays_for(full_index), other)
         for q in questions:
             assert [delta_index.passages[r].id for r in derived.rank(q, k=10)] == \

@@ -9,7 +9,7 @@ from gearag.graph.delta import entity_map, resolution_delta_of, triple_graph_del
 from gearag.graph.delta_apply import ResolutionDelta, apply_delta
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
-from gearag.graph.prepared import PreparedGraph
+from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.graph.scaled import TermsByName
 from gearag.indexing.delta_resolve import resolve_delta
 from gearag.indexing.token_index import TokenIndex
@@ -193,7 +193,7 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hu
                  for i, p in enumerate(passages[:130:9])]
     generation = _load_state(tmp_path / "base", read_manifest(tmp_path / "base")).generation
     before = tmp_path / "base" / GENERATIONS_DIR / generation
-    b = Index.load(tmp_path / "base").stored_prepared_graph()
+    b = stored_prepared(Index.load(tmp_path / "base"))
     base_keys = list(graph_arrays_for(base).resolution.keys)
     # One add, then a second: the delta of both from the base (cumulative, computed again from the base's state).
     for n_add, added in enumerate((passages[130:170] + namesakes, passages[170:])):
@@ -208,7 +208,7 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hu
         assert delta is not None and TextScan.read(tmp_path / f"scratch{n_add}") is not None
         got, triples = delta
         entity_of = entity_map(base_keys, list(graph_arrays_for(union).resolution.keys))
-        want = resolution_delta_of(b, union.stored_prepared_graph(), entity_of)
+        want = resolution_delta_of(b, stored_prepared(union), entity_of)
         assert got is not None and want is not None
         assert_same_delta(got, want)
         expected = triple_graph_delta(base.graph, union.graph)

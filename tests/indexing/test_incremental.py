@@ -22,11 +22,12 @@ from gearag.config import IndexConfig, TreesConfig
 from gearag.data import load_corpus
 from gearag.errors import DataError, IndexFormatError
 from gearag.graph.passage_graph import graph_arrays_for, passage_graph_for
+from gearag.graph.prepared import stored_prepared
 from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, compact, delete_documents
 from gearag.model import Passage
 from gearag.registry import REGISTRY
-from gearag.retrieve.bm25 import BM25Retriever
+from gearag.retrieve.bm25 import BM25Retriever, collection_bm25
 from gearag.retrieve.bm25_postings import PostingsBM25
 from gearag.store.index import MANIFEST, Index, check_index, manifest_identity, read_manifest
 from gearag.store.stacked import StackedRows
@@ -64,7 +65,7 @@ def assert_same_index(a: Index, b: Index) -> None:
             np.testing.assert_allclose(ca.weights, cb.weights, rtol=1e-6)
         # The sharded index scores from its shards' postings, the build from a bm25s model: same
         # statistics (documents, every term's document frequency) and the same float32 scores, bit for bit.
-        ra, rb = ca.bm25_retriever(), cb.bm25_retriever()
+        ra, rb = collection_bm25(ca), collection_bm25(cb)
         assert isinstance(ra, PostingsBM25) and isinstance(rb, BM25Retriever)
         assert ra.size == rb.size
         assert ra.vocabulary() == rb.vocabulary()
@@ -77,7 +78,7 @@ def assert_same_index(a: Index, b: Index) -> None:
         assert abs(diff).sum() == 0
     np.testing.assert_array_equal(ga.resolution.triple_ends, gb.resolution.triple_ends)
     np.testing.assert_array_equal(passage_graph_for(a).specificity, passage_graph_for(b).specificity)
-    pa, pb = a.stored_prepared_graph(), b.stored_prepared_graph()  # what queries memory-map
+    pa, pb = stored_prepared(a), stored_prepared(b)  # what queries memory-map
     assert pa is not None and pb is not None and pa.meta() == pb.meta()
     for name, array in pb.files().items():
         np.testing.assert_array_equal(pa.files()[name], array, err_msg=name)

@@ -26,8 +26,8 @@ from gearag.indexing.trees import TreesStage
 from gearag.model import Fact, Passage
 from gearag.retrieve import bm25 as bm25_module
 from gearag.retrieve.bm25 import _sorted_vocabulary, build_bm25, save_bm25
-from gearag.retrieve.tokenizer import stemmer as _stemmer
 from gearag.store import checksum
+from gearag.tokenizer import stemmer as _stemmer
 
 
 class InMemoryExecutor:

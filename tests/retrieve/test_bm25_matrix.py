@@ -11,7 +11,7 @@ import pytest
 from conftest import wiki_slice
 from gearag.retrieve import bm25_matrix
 from gearag.retrieve.bm25 import _sorted_token_ids, _sorted_vocabulary, build_bm25, save_bm25
-from gearag.retrieve.tokenizer import stemmer as _stemmer
+from gearag.tokenizer import stemmer as _stemmer
 
 
 def bm25s_model(texts: list[str], k1: float, b: float) -> object:

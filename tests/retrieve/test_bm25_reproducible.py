@@ -35,7 +35,7 @@ def test_bm25_files_do_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
 def test_sorted_term_ids_keep_the_scores() -> None:
     import bm25s
 
-    from gearag.retrieve.tokenizer import stemmer as _stemmer
+    from gearag.tokenizer import stemmer as _stemmer
 
     texts = [f"{t} {x}" for t, x in TINY]
     ours = build_bm25(texts)

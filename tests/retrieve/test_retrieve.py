@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gearag.embed import index_embedder
 from gearag.errors import ConfigError
 from gearag.methods import make_method, method_names
 from gearag.model import Hit
@@ -174,7 +175,7 @@ def test_bm25_hand_computed_idf_order() -> None:
 def test_dense_scores_are_cosines(tiny_index: Index) -> None:
     r = make_retriever(tiny_index, "dense")
     hits = r.retrieve("basketball", len(tiny_index.passages))
-    q = tiny_index.embedder.encode(["basketball"])[0]
+    q = index_embedder(tiny_index).encode(["basketball"])[0]
     expected = np.asarray(tiny_index.collection("passages").vectors) @ q
     assert [h.idx for h in hits] == sorted(range(len(expected)), key=lambda i: (-expected[i], i))
     for h in hits:

@@ -6,7 +6,7 @@ import bm25s
 import numpy as np
 
 from conftest import wiki_slice
-from gearag.retrieve.tokenizer import stemmer, token_ids, tokenize
+from gearag.tokenizer import stemmer, token_ids, tokenize
 
 ODD = ["", "   ", "a I an", "The THE the", "Café Müller’s 1990s naïve co-operation", "x1 y22 __init__ 3.14 ½",
        "Straße İstanbul ǅemal", "don't won't it's", "北京 東京 서울", "running runs ran runner", "\n\t-- !!"]
@@ -45,10 +45,10 @@ def test_the_stop_words_are_bm25s_own_read_without_importing_bm25s() -> None:
 
     from bm25s.stopwords import STOPWORDS_EN
 
-    from gearag.retrieve.tokenizer import stop_words
+    from gearag.tokenizer import stop_words
 
     assert stop_words() == frozenset(STOPWORDS_EN)
-    code = ("import sys; from gearag.retrieve.tokenizer import stop_words; "
+    code = ("import sys; from gearag.tokenizer import stop_words; "
             "assert 'a' in stop_words(); print('bm25s' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

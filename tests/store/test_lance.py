@@ -19,9 +19,14 @@ import pytest
 from conftest import wiki_slice
 from gearag.api import Gearag
 from gearag.config import IndexConfig
+from gearag.embed import index_embedder
 from gearag.errors import ConfigError, IndexFormatError
+from gearag.graph.passage_graph import stored_graph_arrays
+from gearag.graph.prepared import stored_prepared
 from gearag.indexing import build_index
 from gearag.model import Passage
+from gearag.retrieve.bm25 import bm25_scores, search_bm25
+from gearag.retrieve.dense import search_dense
 from gearag.store.backend import backend_of, open_index
 from gearag.store.index import Index
 from gearag.store.npy import is_mapped
@@ -94,9 +99,9 @@ def test_graph_postings_match(slice_index: tuple[Index, list[str]], lance: Lance
 def test_dense_top_k_matches_exact_search(slice_index: tuple[Index, list[str]], lance: LanceIndex,
                                           collection: str) -> None:
     index, questions = slice_index
-    q = index.embedder.encode(questions)
-    embedded = index.collection(collection).search_dense(q, 10)
-    on_lance = lance.collection(collection).search_dense(q, 10)
+    q = index_embedder(index).encode(questions)
+    embedded = search_dense(index.collection(collection), q, 10)
+    on_lance = search_dense(lance.collection(collection), q, 10)
     for a, b in zip(embedded, on_lance, strict=True):
         _same_ranking(a, b)
 
@@ -119,11 +124,11 @@ def test_dense_ann_index_is_built_at_scale_and_exact_bypasses_it(slice_index: tu
     assert triples["ann_partitions"] == (partitions or int(np.sqrt(len(index.triples))))
     assert not passages["ann"] and passages["ann_index"] is None
     exact = open_lance_index(tmp_path / "ann", config=LanceSearchConfig(exact=True))
-    q = index.embedder.encode(questions)
-    truth = index.collection("triples").search_dense(q, 10)
-    for a, b in zip(truth, exact.collection("triples").search_dense(q, 10), strict=True):
+    q = index_embedder(index).encode(questions)
+    truth = search_dense(index.collection("triples"), q, 10)
+    for a, b in zip(truth, search_dense(exact.collection("triples"), q, 10), strict=True):
         _same_ranking(a, b)
-    approx = ann.collection("triples").search_dense(q, 10)
+    approx = search_dense(ann.collection("triples"), q, 10)
     assert all(len(hits) == 10 for hits in approx)
     found = sum(len({h.idx for h in a} & {h.idx for h in t}) for a, t in zip(approx, truth, strict=True))
     assert found >= 0.5 * 10 * len(questions)
@@ -148,18 +153,18 @@ def test_bm25_matches_the_same_rows(slice_index: tuple[Index, list[str]], lance:
         e, lc = index.collection(name), lance.collection(name)
         n = len(e)
         for question in questions:
-            a, b = e.search_bm25(question, n), lc.search_bm25(question, n)
+            a, b = search_bm25(e, question, n), search_bm25(lc, question, n)
             assert {h.idx for h in a} == {h.idx for h in b} and a
             assert [h.score for h in b] == sorted((h.score for h in b), reverse=True)
             rows = np.arange(0, n, 3)
-            se, sl = e.bm25_scores(question, rows), lc.bm25_scores(question, rows)
+            se, sl = bm25_scores(e, question, rows), bm25_scores(lc, question, rows)
             np.testing.assert_array_equal(se > 0, sl > 0)
-    assert lance.collection("passages").search_bm25("the of and", 5) == []
+    assert search_bm25(lance.collection("passages"), "the of and", 5) == []
 
 
 def test_stored_graph_arrays_match(slice_index: tuple[Index, list[str]], lance: LanceIndex) -> None:
     index, _ = slice_index
-    a, b = index.stored_graph_arrays(), lance.stored_graph_arrays()
+    a, b = stored_graph_arrays(index), stored_graph_arrays(lance)
     assert a is not None and b is not None
     assert a.resolution.keys == b.resolution.keys
     assert (a.relations != b.relations).nnz == 0 and (a.resolution.about != b.resolution.about).nnz == 0
@@ -186,7 +191,7 @@ def test_a_sharded_index_exports_like_a_plain_one(tmp_path: Path) -> None:
         np.testing.assert_array_equal(getattr(lance.graph, name), getattr(grown.graph, name))
     for entity in range(grown.graph.n_entities):
         np.testing.assert_array_equal(lance.graph.entity_triples(entity), grown.graph.entity_triples(entity))
-    a, b = grown.stored_graph_arrays(), lance.stored_graph_arrays()
+    a, b = stored_graph_arrays(grown), stored_graph_arrays(lance)
     assert a is not None and b is not None
     assert a.resolution.keys == b.resolution.keys
     assert (a.relations != b.relations).nnz == 0 and (a.resolution.about != b.resolution.about).nnz == 0
@@ -208,7 +213,7 @@ def test_open_memory_maps_the_graph_files_from_a_local_copy(lance: LanceIndex, t
     assert "arrays/entity_indices.npy" not in opened.files  # the postings come from the entities table
     parts = opened.db.open_table(FILES_TABLE).to_lance().to_table(columns=["data"]).column("data").to_pylist()
     assert max(len(p) for p in parts) <= PART_BYTES
-    prepared = opened.stored_prepared_graph()
+    prepared = stored_prepared(opened)
     assert prepared is not None and is_mapped(prepared.columns.sources[0].rows.data)
     # A damaged local copy (wrong size, e.g. a crash before the rename on another filesystem) is fetched again.
     target = opened.files.directory / "arrays/triple_head.npy"
@@ -539,7 +544,7 @@ def test_lances_session_caches_are_bounded_by_the_config(lance: LanceIndex) -> N
         opened = open_lance_index(lance.location, config=config)
         for name in ("passages", "triples"):
             for word in ("film", "born", "director", "river", "album", "war", "king", "city", "song", "team"):
-                opened.collection(name).search_bm25(f"{word} of the year", 10)
+                search_bm25(opened.collection(name), f"{word} of the year", 10)
         sizes.append(opened.session.size_bytes)
     assert sizes[0] > 4 * small * 2**20 and sizes[1] < sizes[0] / 2, sizes
 
@@ -559,7 +564,7 @@ def test_a_prepared_graph_of_another_version_is_prepared_in_memory_instead(
     db.open_table(META_TABLE).add([{"meta": json.dumps({**lance.meta, "prepared": {**lance.meta["prepared"],
                                                                                    "version": -1}})}])
     opened = open_index(copy)
-    assert opened.stored_prepared_graph() is None
+    assert stored_prepared(opened) is None
     graph = passage_graph_for(opened)
     assert not is_mapped(graph.prepared.columns.sources[0].rows.data)
     assert graph.rank(questions[0]) == passage_graph_for(index).rank(questions[0])

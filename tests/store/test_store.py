@@ -12,6 +12,7 @@ import xxhash
 
 from conftest import StubExtractor, tiny_passages
 from gearag.config import IndexConfig
+from gearag.embed import index_embedder
 from gearag.errors import DataError, IndexFormatError
 from gearag.indexing import build_index, work_dir_for
 from gearag.model import Passage
@@ -255,7 +256,7 @@ def test_index_arrays_are_memory_mapped(tiny_index: Index) -> None:
 
 
 def test_triple_weights_recover_token_sums(tiny_index: Index) -> None:
-    embedder = tiny_index.embedder
+    embedder = index_embedder(tiny_index)
     sums, _ = embedder.token_sums(tiny_index.triples.texts())
     w = tiny_index.collection("triples").weights
     assert w is not None and w.shape == (len(tiny_index.triples),)

@@ -76,8 +76,10 @@ from gearag.agent.slots import (
     substitute,
 )
 from gearag.agent.words import DEFAULT_WORDS, WordLists, word_lists_for
+from gearag.embed import index_embedder
 from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
+from gearag.graph.prepared import stored_prepared
 from gearag.model import Fact, Passage, Reasoning
 from gearag.question_analysis import QuestionInfo, analyse, matches_type
 from gearag.retrieve.bm25 import tokenize
@@ -119,7 +121,7 @@ class Resolver:
         self.index = index
         self.words = words
         self._kinds: dict[int, frozenset[str]] = {}
-        prepared = index.stored_prepared_graph()
+        prepared = stored_prepared(index)
         if prepared is not None:
             # The prepared graph's name hashes and about rows, memory-mapped: the resolution's ids and rows
             # without its strings (only usable keys have about edges, and every one a passage mentions is there).
@@ -171,7 +173,7 @@ class Resolver:
         rows = [self.row(n) for n in names]
         if all(r is None for r in rows):
             return [-1.0] * len(rows)
-        q = self.index.embedder.encode([question])[0]
+        q = index_embedder(self.index).encode([question])[0]
         found = [r for r in rows if r is not None]
         vecs = self.index.collection(PASSAGES).rows_vectors(found)  # one read (a take on a Lance index)
         score = {r: float(v @ q) for r, v in zip(found, vecs, strict=True)}

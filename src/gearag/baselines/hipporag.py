@@ -29,6 +29,7 @@ from scipy import sparse
 
 from gearag.baselines.config import PhraseGraphConfig
 from gearag.baselines.phrases import PhraseTable, phrase_table
+from gearag.embed import index_embedder
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.synonyms import synonym_edges
 from gearag.store.index import Index
@@ -83,7 +84,7 @@ class HippoGraph:
 def phrase_vectors(index: Index, table: PhraseTable) -> np.ndarray:
     """Embeddings of the phrase nodes with the index's embedder (cached per index)."""
     def build() -> np.ndarray:
-        return np.asarray(index.embedder.encode(table.phrases), dtype=np.float32)
+        return np.asarray(index_embedder(index).encode(table.phrases), dtype=np.float32)
 
     return index.cached("hipporag:phrase_vectors", build)
 

@@ -30,6 +30,7 @@ from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig
 from gearag.baselines.hipporag import HippoGraph, hippo_graph
 from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
+from gearag.embed import index_embedder
 from gearag.llm.fallback import played_call
 from gearag.llm.usage import usage_scope
 from gearag.model import Fact
@@ -79,7 +80,7 @@ class _Base:
         self.graph.operator(self.variant)
 
     def encode(self, text: str) -> np.ndarray:
-        return np.asarray(self.index.embedder.encode([text])[0], dtype=np.float32)
+        return np.asarray(index_embedder(self.index).encode([text])[0], dtype=np.float32)
 
     def dense_scores(self, q: np.ndarray) -> np.ndarray:
         return np.asarray(self.index.collection("passages").vectors @ q, dtype=np.float64)
@@ -126,7 +127,7 @@ class HippoRAG(_Base):
         if not entities or self.graph.n_phrases == 0:
             return []
         # Entities are normalised like the phrase nodes before embedding (HippoRAG links processed phrases).
-        vecs = np.asarray(self.index.embedder.encode([normalise_phrase(e) for e in entities]), dtype=np.float32)
+        vecs = np.asarray(index_embedder(self.index).encode([normalise_phrase(e) for e in entities]), dtype=np.float32)
         sims = vecs @ self.graph.vectors.T
         best = sims.argmax(axis=1)
         return [(e, int(b), float(sims[i, b])) for i, (e, b) in enumerate(zip(entities, best, strict=True))]

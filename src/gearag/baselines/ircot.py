@@ -37,6 +37,7 @@ from gearag.baselines.config import HippoRAG2Config, HippoRAGConfig, HippoRAGIRC
 from gearag.baselines.hipporag_method import HippoRAG, HippoRAG2
 from gearag.baselines.llm import baseline_roles
 from gearag.baselines.phrases import normalise_phrase
+from gearag.embed import index_embedder
 from gearag.llm.fallback import played_call
 from gearag.llm.parse.baselines import ANSWER_MARK
 from gearag.llm.usage import TokenMeter, usage_scope
@@ -81,7 +82,7 @@ class IRCoTLoop:
         ids = [i for h in shown for i in self.index.passage_triples(h.idx) if i not in used]
         if not ids:
             return ""
-        q = np.asarray(self.index.embedder.encode([question])[0], dtype=np.float32)
+        q = np.asarray(index_embedder(self.index).encode([question])[0], dtype=np.float32)
         vectors = self.index.collection("triples").vectors
         sims = np.asarray(vectors[np.asarray(ids)] @ q, dtype=np.float64)
         known = normalise_phrase(" ".join([question, *thoughts]))

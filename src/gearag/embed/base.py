@@ -17,11 +17,14 @@ scores (§4.2). Implementations:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from gearag.registry import REGISTRY
+
+if TYPE_CHECKING:
+    from gearag.store.index import Index
 
 
 @runtime_checkable
@@ -50,3 +53,10 @@ def make_embedder(name: str) -> Embedder:
     if entry.name not in _CACHE:
         _CACHE[entry.name] = entry.load()()
     return _CACHE[entry.name]
+
+
+def index_embedder(index: Index) -> Embedder:
+    """The embedder ``index`` was built with (its queries are encoded by it), loaded once per index (under the
+    index's lock: threads never load it twice)."""
+    embedder: Embedder = index.cached("embedder", lambda: make_embedder(index.config.embed.embedder))
+    return embedder

@@ -26,8 +26,10 @@ import numpy as np
 
 from gearag import setops
 from gearag.agent.words import DEFAULT_WORDS, WordLists
+from gearag.embed import index_embedder
 from gearag.model import Fact
 from gearag.question_analysis import analyse, matches_type
+from gearag.retrieve.bm25 import bm25_scores
 from gearag.retrieve.fusion import rrf
 from gearag.store.collection import TRIPLES
 from gearag.store.index import Index
@@ -95,8 +97,8 @@ class OfflineReader:
         bridge = list(dict.fromkeys(e for t in memory for e in (t.subject, t.object)))
         query = " ".join([question, *bridge]).strip()
         triples = self.index.collection(TRIPLES)
-        lexical = triples.bm25_scores(query, ids)
-        qvec = self.index.embedder.encode([query])[0]
+        lexical = bm25_scores(triples, query, ids)
+        qvec = index_embedder(self.index).encode([query])[0]
         dense = np.asarray(triples.rows_vectors(ids) @ qvec)
         qnorm = normalise_entity(query)
         graph = self.index.graph

@@ -21,6 +21,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from gearag.embed import index_embedder
 from gearag.errors import ConfigError
 from gearag.expand.beam import PathScorer
 from gearag.store.collection import TRIPLES
@@ -86,7 +87,7 @@ class NeuralPathScorer(PathScorer):
             # Encode outside the lock (the slow part); another thread may encode the same path meanwhile,
             # which costs time but never correctness.
             texts = [" ".join(self.index.triples.text(t) for t in key) for key in missing]
-            vecs = self.index.embedder.encode(texts)
+            vecs = index_embedder(self.index).encode(texts)
             with self._lock:
                 for key, vec in zip(missing, vecs, strict=True):
                     self._cache[key] = vec
@@ -98,7 +99,7 @@ class NeuralPathScorer(PathScorer):
 
 def make_path_scorer(index: Index, query: str, mode: str = "exact") -> PathScorer:
     """The scorer for ``query`` over ``index``: exact static arithmetic when the embedder allows it."""
-    query_vec = index.embedder.encode([query])[0]
+    query_vec = index_embedder(index).encode([query])[0]
     triples = index.collection(TRIPLES)
     if triples.weights is not None:
         return StaticPathScorer(query_vec, triples.vectors, triples.weights)

@@ -23,12 +23,11 @@ from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLay
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
+from gearag.store.index import BASE_DIR as BASE_DIR
 
 if TYPE_CHECKING:
     from gearag.graph.prepared import PreparedGraph
 
-#: Where a delta's prepared directory keeps the base's files.
-BASE_DIR = "base"
 _NAMES = ("nodes", "name_hashes", "name_ids")
 
 

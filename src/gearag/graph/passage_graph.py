@@ -52,12 +52,13 @@ from scipy import sparse
 from gearag.data.jsonio import parse_json
 from gearag.errors import ConfigError
 from gearag.graph.ppr import DAMPING, PUSH_EPS, SOLVERS, PageRankOperator
-from gearag.graph.prepared import Earlier, PreparedGraph, settings_of, write_prepared
+from gearag.graph.prepared import Earlier, PreparedGraph, settings_of, stored_prepared, write_prepared
 from gearag.graph.resolve import Resolution, resolve_corpus, stop_words
 from gearag.graph.scaled import Scaled
 from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import tokens
 from gearag.options import QUESTION, setting, upto
+from gearag.store.index import GRAPH_DIR as GRAPH_DIR
 from gearag.store.npy import load_npy
 from gearag.text import is_named
 
@@ -66,7 +67,6 @@ if TYPE_CHECKING:
     from gearag.store.writer import IndexWriter
 
 #: Sub-directory of an index that holds the graph arrays.
-GRAPH_DIR = "graph"
 
 #: Passage-node seed weight: the low end of HippoRAG 2's range (0.01–0.1 behave alike on MuSiQue, §5).
 PASSAGE_WEIGHT = 0.01
@@ -295,11 +295,16 @@ def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool =
     return round(time.perf_counter() - started, 3)
 
 
+def stored_graph_arrays(index: Index) -> GraphArrays | None:
+    """The passage-graph arrays ``index`` stores (under ``graph/``, or its backend's), None when it has none."""
+    return index.read_graph_arrays(GraphArrays.from_files)
+
+
 def graph_arrays_for(index: Index) -> GraphArrays:
     """The index's graph arrays: stored ones, else built from its passages and triples (cached)."""
 
     def build() -> GraphArrays:
-        stored: GraphArrays | None = index.stored_graph_arrays()
+        stored = stored_graph_arrays(index)
         if stored is not None:
             return stored
         tt = index.triples
@@ -482,7 +487,7 @@ def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) ->
     config = config or PassageGraphConfig()
 
     def build() -> PassageGraph:
-        stored = index.stored_prepared_graph()  # memory-mapped: nothing corpus-sized is built per process
+        stored = stored_prepared(index)  # memory-mapped: nothing corpus-sized is built per process
         if stored is not None and stored.serves(config):
             return PassageGraph(stored, config)
         derived = stored.derived(config) if stored is not None else None

@@ -55,14 +55,15 @@ from gearag.graph.scaled import (
 )
 from gearag.graph.transition import Csr, relations, rows_matrix, weighted_relations
 from gearag.graph.trie import HashedNames, key_hashes
+from gearag.store.index import PREPARED as PREPARED
 from gearag.store.npy import load_npy, unwrapped
 
 if TYPE_CHECKING:
     from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
+    from gearag.store.index import Index
     from gearag.store.writer import IndexWriter
 
 #: Where an index keeps its prepared graph, under its graph directory.
-PREPARED = "prepared"
 #: Version of the stored arrays: bump when what they hold, or the hash of the names, changes. Version 2 stores the
 #: passage-node transition raw, with scale ids and per-node column sums (:mod:`gearag.graph.scaled`).
 PREPARED_VERSION = 2
@@ -457,6 +458,18 @@ def readable(meta: dict[str, Any]) -> bool:
         return False
     return (meta.get("version") in (NORMALISED_VERSION, PREPARED_VERSION) and isinstance(meta.get("settings"), dict)
             and all(isinstance(meta.get(k), int) for k in ("n_passages", "n_entities", "n_mention_keys")))
+
+
+def open_stored(meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> PreparedGraph | None:
+    """The prepared graph stored under ``meta`` (``read(name)``: one of its arrays), None when it is of another
+    version (the caller prepares its own)."""
+    return PreparedGraph.open(meta, read) if readable(meta) else None
+
+
+def stored_prepared(index: Index) -> PreparedGraph | None:
+    """The prepared passage graph ``index`` stores (memory-mapped), None when it has none or one of another
+    version."""
+    return index.read_prepared(open_stored)
 
 
 def load_prepared(directory: Path) -> PreparedGraph | None:

@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gearag import setops
+from gearag.errors import IndexFormatError
 from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
 from gearag.retrieve.bm25_matrix import index_flat
 from gearag.retrieve.bm25_maxscore import MaxScoreTopK, ModelPostings, Term, lucene_idf
-from gearag.retrieve.tokenizer import token_ids as chunk_token_ids
-from gearag.retrieve.tokenizer import tokenize
+from gearag.retrieve.bm25_postings import PostingsBM25
+from gearag.store.collection import Collection, SearchingCollection
+from gearag.tokenizer import token_ids as chunk_token_ids
+from gearag.tokenizer import tokenize as tokenize
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
@@ -210,7 +213,50 @@ class BM25Retriever(MaxScoreTopK, RetrieverBase):
         return {t: int(indptr[i + 1] - indptr[i]) for t, i in self._vocab.items() if i < len(indptr) - 1}
 
 
+def collection_bm25(coll: Collection) -> RetrieverBase:
+    """The BM25 retriever over ``coll``, built once per collection: the backend's own full-text search, else
+    scored from a sharded index's postings, else the bm25s model stored with it."""
+    if isinstance(coll, SearchingCollection):
+        own: RetrieverBase = coll.bm25_retriever()
+        return own
+    postings = coll.bm25_postings
+    if postings is not None:
+        return coll.cached("bm25_retriever", lambda: PostingsBM25(*postings(), coll.name))
+    model = _model(coll)  # loaded first: its own entry of the collection's cache
+    return coll.cached("bm25_retriever", lambda: BM25Retriever(model, coll.name))
+
+
+def _model(coll: Collection) -> object:
+    """The bm25s model over ``coll``'s rows (memory-mapped), loaded once; a damaged one is an IndexFormatError."""
+    directory = coll.bm25_dir
+
+    def load() -> object:
+        try:
+            return load_bm25(directory)
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            reason = "corrupt" if "pickle" in str(exc).lower() else f"corrupt: {type(exc).__name__}"
+            raise IndexFormatError(f"{coll.root}: BM25 index {coll.spec.bm25} is unreadable ({reason}); "
+                                   "rebuild the index") from None
+
+    return coll.cached("bm25", load)
+
+
+def search_bm25(coll: Collection, query: str, k: int) -> list[Hit]:
+    """The top ``k`` rows of ``coll`` by BM25 for ``query`` (rows without a query term left out), best first."""
+    if isinstance(coll, SearchingCollection):
+        return coll.search_bm25(query, k)
+    return collection_bm25(coll).retrieve(query, k)
+
+
+def bm25_scores(coll: Collection, query: str, rows: np.ndarray) -> np.ndarray:
+    """BM25 scores of ``rows`` of ``coll`` for ``query`` (0 where no query term occurs): the collection's score
+    array at those rows, read from their postings alone (both BM25 retrievers' ``scores_at``)."""
+    if isinstance(coll, SearchingCollection):
+        return coll.bm25_scores(query, rows)
+    retriever: Any = collection_bm25(coll)
+    return np.asarray(retriever.scores_at(query, np.asarray(rows, dtype=np.int64)), dtype=np.float32)
+
+
 def bm25_retriever(index: Index, collection: str, config: RetrieverConfig) -> RetrieverBase:
     """Registry factory: BM25 over one collection of ``index`` (bm25s, or the backend's full-text search)."""
-    retriever: RetrieverBase = index.collection(collection).bm25_retriever()
-    return retriever
+    return collection_bm25(index.collection(collection))

@@ -5,7 +5,7 @@ A bm25s model stores every (document, term) score, so the corpus statistics
 into it: adding one document changes them all, and a sharded index had to
 rebuild the model over the union on every ``gearag add``. Here each shard
 keeps its *postings* instead (term → the shard's documents and term
-frequencies, plus document lengths, :func:`postings_from_tokens`), and
+frequencies, plus document lengths, :func:`gearag.store.postings.postings_from_tokens`), and
 :class:`PostingsBM25` merges the statistics over the live rows of every shard
 (tombstoned rows left out) when a process first scores the loaded index: the
 union's document frequencies, document count and average length. A query
@@ -28,96 +28,21 @@ is found without adding up every posting where the rarest terms settle it
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gearag.retrieve.base import RetrieverBase, top_k
 from gearag.retrieve.bm25_maxscore import MaxScoreTopK, Span, Term, find_sorted, lucene_idf
+from gearag.store.postings import POSTINGS_FILES as POSTINGS_FILES
+from gearag.store.postings import Postings
+from gearag.store.postings import postings_from_tokens as postings_from_tokens
+from gearag.store.postings import read_postings as read_postings
+from gearag.tokenizer import tokenize
 
 if TYPE_CHECKING:
     from gearag.model import Hit
-
-#: Postings files next to a shard's token ids (``tokens/<collection>/``).
-POSTINGS_FILES = ("postings_indptr.npy", "postings_docs.npy", "postings_tf.npy")
-
-
-def postings_from_tokens(ids: np.ndarray, indptr: np.ndarray, n_vocab: int) -> tuple[np.ndarray, ...]:
-    """``(indptr, docs, tf)``: term ``t``'s documents ``docs[indptr[t]:indptr[t+1]]`` (ascending) and counts.
-
-    ``ids``/``indptr``: the documents' token ids (document ``i`` is
-    ``ids[indptr[i]:indptr[i+1]]``) into a vocabulary of ``n_vocab`` terms.
-    The token lists are a document × term matrix by rows already. Its
-    transpose by one counting pass (scipy's CSR → CSC, which visits the rows
-    in order) lists each term's documents in order, a document once per
-    occurrence, so a term's counts are runs of equal neighbours. That is
-    linear in the tokens, where sorting the (term, document) pairs was not:
-    at a million passages the postings took 13.7 s of the first add's
-    conversion (docs/benchmarks-log.md, "The first add after a build: postings by a transpose").
-    """
-    from scipy import sparse
-
-    n_docs, n_tokens = len(indptr) - 1, len(ids)
-    # 32-bit offsets where they fit: scipy then reads the token ids as they are (read-only: it does not sort them).
-    kind = np.int32 if max(n_tokens, n_vocab) < np.iinfo(np.int32).max else np.int64
-    by_doc = sparse.csr_matrix((np.ones(n_tokens, dtype=np.int8), np.asarray(ids).astype(kind, copy=False),
-                                np.asarray(indptr).astype(kind, copy=False)), shape=(n_docs, max(n_vocab, 0)))
-    by_term = by_doc.tocsc()
-    del by_doc
-    docs, t_indptr = by_term.indices, by_term.indptr.astype(np.int64)
-    del by_term
-    first = np.ones(n_tokens, dtype=bool)  # an occurrence that starts a (term, document) run
-    np.not_equal(docs[1:], docs[:-1], out=first[1:])
-    first[t_indptr[:-1][t_indptr[:-1] < n_tokens]] = True  # a term's first document starts a run
-    starts = np.flatnonzero(first)
-    del first
-    tf = np.empty(len(starts), dtype=np.int32)  # run lengths, made in place (no int64 copies of the starts)
-    np.subtract(starts[1:], starts[:-1], out=tf[:-1], casting="unsafe")
-    tf[-1:] = n_tokens - starts[-1:]
-    # Both are new arrays already (int64 offsets, the documents' own int32 when they fit): not copied again.
-    return (np.searchsorted(starts, t_indptr).astype(np.int64, copy=False),
-            docs[starts].astype(np.int32, copy=False), tf)
-
-
-@dataclass
-class Postings:
-    """One shard collection's postings: its vocabulary, term → (documents, tf), and its documents' token
-    offsets (``doc_indptr``: document ``i`` has ``doc_indptr[i + 1] - doc_indptr[i]`` tokens)."""
-
-    vocab: list[str]
-    indptr: np.ndarray
-    docs: np.ndarray
-    tf: np.ndarray
-    doc_indptr: np.ndarray
-    where: str = ""  #: the shard and collection, for errors
-    _index: dict[str, int] | None = field(default=None, repr=False)
-    _sorted: bool = field(default=False, repr=False)
-
-    @property
-    def n_docs(self) -> int:
-        return len(self.doc_indptr) - 1
-
-    def lengths(self, docs: np.ndarray) -> np.ndarray:
-        """Token counts of documents ``docs`` (read from the offsets: no per-document array is kept)."""
-        indptr = self.doc_indptr
-        return np.asarray(indptr[docs + 1], dtype=np.int64) - np.asarray(indptr[docs], dtype=np.int64)
-
-    def term(self, token: str) -> int | None:
-        """``token``'s term id: by bisection in the sorted vocabulary gearag writes (a dict of millions of
-        terms per shard cost hundreds of MB), else through a dict (a vocabulary in another order)."""
-        if self._index is None:
-            ordered = all(a < b for a, b in zip(self.vocab, self.vocab[1:], strict=False))
-            self._index = {} if ordered else {t: i for i, t in enumerate(self.vocab)}
-            self._sorted = ordered
-        if self._sorted:
-            i = bisect_left(self.vocab, token)
-            return i if i < len(self.vocab) and self.vocab[i] == token else None
-        return self._index.get(token)
 
 
 class _Part:
@@ -288,8 +213,6 @@ class PostingsBM25(MaxScoreTopK, RetrieverBase):
     def _terms(self, query: str) -> list[Term]:
         """The query's tokens that have postings, in order (a repeated token twice, as bm25s counts it), with
         bm25s's lucene idf over the union's live rows, rounded to float32 as its model stores it."""
-        from gearag.retrieve.bm25 import tokenize
-
         terms = []
         for token in tokenize([query])[0]:
             # A token not in the union's vocabulary has no postings: bm25s drops it from the query.
@@ -337,23 +260,3 @@ class PostingsBM25(MaxScoreTopK, RetrieverBase):
         return self.parts[i].values_at(start, end, idf, rows)
 
 
-def read_postings(shard: Path, rel: str, vocab: list[str], ids: Callable[[], np.ndarray],
-                  indptr: np.ndarray) -> Postings:
-    """The postings stored at ``shard/rel`` (a shard's ``tokens/<collection>``), else computed from the token ids
-    (``ids()``: read only then).
-
-    Shards written before format 4 have token ids only: their postings are
-    computed in memory (``gearag compact`` writes them).
-    """
-    from gearag.store.collection import load_array
-
-    if all((shard / rel / f).exists() for f in POSTINGS_FILES):
-        # Memory-mapped; the documents they name are checked as a query reads them (not all at load).
-        p_indptr, docs, tf = (np.asarray(load_array(shard, f"{rel}/{f}")) for f in POSTINGS_FILES)
-        if len(p_indptr) != len(vocab) + 1 or len(docs) != len(tf) or int(p_indptr[-1]) != len(docs):
-            from gearag.errors import IndexFormatError
-
-            raise IndexFormatError(f"{shard}: {rel} postings do not match its vocabulary (corrupt); rebuild the index")
-    else:
-        p_indptr, docs, tf = postings_from_tokens(ids(), indptr, len(vocab))
-    return Postings(list(vocab), p_indptr, docs, tf, indptr, f"{shard}: {rel}")

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from gearag.store.npy import load_npy
 
 if TYPE_CHECKING:
     from gearag.model import Hit
+    from gearag.store.postings import ShardPostings
 
 #: The collections every GEAR index has.
 PASSAGES = "passages"
@@ -120,21 +121,24 @@ def default_specs(counts: dict[str, int], *, weights: bool) -> dict[str, Collect
 
 @dataclass
 class Collection:
-    """One loaded collection. Arrays are memory-mapped and BM25 loads on first use (thread-safe).
+    """One loaded collection. Arrays are memory-mapped on first use (thread-safe).
 
-    The search seam every retriever and reader goes through (another backend,
-    e.g. :class:`gearag.store.lance.collection.LanceCollection`, implements the
-    same five operations): :meth:`search_dense`, :meth:`search_bm25`,
-    :meth:`bm25_scores`, :meth:`rows_vectors` and :meth:`rows_weights`.
+    Storage only: it hands out rows, vectors, the BM25 model's directory or
+    a sharded index's postings (:attr:`bm25_postings`); searching them is
+    :mod:`gearag.retrieve`'s (:func:`gearag.retrieve.dense.search_dense`,
+    :func:`gearag.retrieve.bm25.collection_bm25`), which keeps what it builds
+    in :meth:`cached`. A backend that searches its own storage (e.g.
+    :class:`gearag.store.lance.collection.LanceCollection`) is a
+    :class:`SearchingCollection` and is searched through it.
     """
 
     root: Path
     spec: CollectionSpec
     #: The text each row is retrieved by (title + newline + text for passages, "s p o" for triples).
     texts: Callable[[], Sequence[str]]
-    #: Builds this collection's BM25 retriever instead of a bm25s model at ``spec.bm25`` (a sharded
-    #: index scores from its shards' postings: :class:`gearag.retrieve.bm25_postings.PostingsBM25`).
-    bm25_factory: Callable[[], Any] | None = None
+    #: Reads the shards' postings BM25 is scored from instead of a bm25s model at ``spec.bm25`` (a sharded
+    #: index: :mod:`gearag.store.postings`).
+    bm25_postings: Callable[[], ShardPostings] | None = None
     #: Re-entrant: a loader may need another lazily loaded part (the row selection).
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -142,11 +146,12 @@ class Collection:
 
     @classmethod
     def preloaded(cls, root: Path, spec: CollectionSpec, texts: Callable[[], Sequence[str]],
-                  arrays: dict[str, Callable[[], Any]], bm25_factory: Callable[[], Any] | None = None) -> Collection:
+                  arrays: dict[str, Callable[[], Any]],
+                  bm25_postings: Callable[[], ShardPostings] | None = None) -> Collection:
         """A collection whose ``vectors``/``weights``/``sources`` come from ``arrays`` (loaders, each called
         once on first use) instead of ``spec``'s files: a sharded index's union of several shards
         (:mod:`gearag.store.shards`)."""
-        collection = cls(root, spec, texts, bm25_factory)
+        collection = cls(root, spec, texts, bm25_postings)
         collection._deferred.update(arrays)
         return collection
 
@@ -156,6 +161,11 @@ class Collection:
 
     def __len__(self) -> int:
         return self.spec.rows
+
+    def cached(self, key: str, load: Callable[[], Any]) -> Any:
+        """``load()`` once per collection and key (thread-safe; re-entrant, so loaders may nest): what a
+        reader builds over this collection's storage (a BM25 model, a retriever) lives as long as it."""
+        return self._once(key, load)
 
     def _once(self, key: str, load: Callable[[], Any]) -> Any:
         value = self._loaded.get(key)
@@ -195,23 +205,11 @@ class Collection:
         return np.asarray(array[select])
 
     @property
-    def bm25(self) -> Any:
-        """The bm25s model over this collection's rows."""
+    def bm25_dir(self) -> Path:
+        """The directory of the bm25s model over this collection's rows (ConfigError: it has none)."""
         if self.spec.bm25 is None:
             raise ConfigError(f"collection {self.name!r} has no BM25 index")
-        from gearag.retrieve.bm25 import load_bm25
-
-        rel = self.spec.bm25
-
-        def load() -> Any:
-            try:
-                return load_bm25(self.root / rel)
-            except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-                reason = "corrupt" if "pickle" in str(exc).lower() else f"corrupt: {type(exc).__name__}"
-                raise IndexFormatError(f"{self.root}: BM25 index {rel} is unreadable ({reason}); "
-                                       "rebuild the index") from None
-
-        return self._once("bm25", load)
+        return self.root / self.spec.bm25
 
     @property
     def vectors(self) -> np.ndarray:
@@ -228,37 +226,6 @@ class Collection:
             return None
         rel = self.spec.weights
         return self._once("weights", lambda: np.asarray(self._array(rel)))
-
-    # -- the search seam ----------------------------------------------------------------
-    def search_dense(self, queries: np.ndarray, k: int) -> list[list[Hit]]:
-        """Exact inner-product top ``k`` rows for each unit query vector (rows of ``queries``), best first."""
-        from gearag.retrieve.base import top_k
-
-        out: list[list[Hit]] = []
-        for start in range(0, len(queries), 256):
-            # rows @ queries.T: memory maps and a sharded index's stacked shards alike (never materialised).
-            block = np.asarray(self.vectors @ queries[start : start + 256].T).T
-            out.extend(top_k(row, k, collection=self.name) for row in block)
-        return out
-
-    def bm25_retriever(self) -> Any:
-        """The bm25s retriever over this collection (built once)."""
-        from gearag.retrieve.bm25 import BM25Retriever
-
-        if self.bm25_factory is not None:
-            return self._once("bm25_retriever", self.bm25_factory)
-        model = self.bm25  # loaded first: _once's lock is not re-entrant
-        return self._once("bm25_retriever", lambda: BM25Retriever(model, self.name))
-
-    def search_bm25(self, query: str, k: int) -> list[Hit]:
-        """The top ``k`` rows by BM25 for ``query`` (rows without a query term left out), best first."""
-        hits: list[Hit] = self.bm25_retriever().retrieve(query, k)
-        return hits
-
-    def bm25_scores(self, query: str, rows: np.ndarray) -> np.ndarray:
-        """BM25 scores of ``rows`` for ``query`` (0 where no query term occurs): the collection's score array at
-        those rows, read from their postings alone (both BM25 retrievers' ``scores_at``)."""
-        return np.asarray(self.bm25_retriever().scores_at(query, np.asarray(rows, dtype=np.int64)), dtype=np.float32)
 
     def rows_vectors(self, rows: np.ndarray | Sequence[int]) -> np.ndarray:
         """The unit vectors of ``rows``, in that order, shape ``(len(rows), dim)``."""
@@ -314,3 +281,17 @@ class Collection:
             raise ConfigError(f"collection {self.name!r} rows have several sources; use sources(row)")
         select = self.selection()
         return first if select is None else first[select]
+
+
+@runtime_checkable
+class SearchingCollection(Protocol):
+    """A collection whose backend searches its own storage (a Lance table's vector and full-text indexes):
+    retrieval asks it instead of scoring the rows itself."""
+
+    def search_dense(self, queries: np.ndarray, k: int) -> list[list[Hit]]: ...
+
+    def search_bm25(self, query: str, k: int) -> list[Hit]: ...
+
+    def bm25_scores(self, query: str, rows: np.ndarray) -> np.ndarray: ...
+
+    def bm25_retriever(self) -> Any: ...

@@ -41,7 +41,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -54,6 +54,7 @@ from gearag.store.checksum import file_digest
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import LayeredTripleGraph, TripleGraph
 from gearag.store.lease import lease_name, take
+from gearag.store.npy import load_npy
 from gearag.store.rows import Column, JsonList, JsonlRows, Mapped, offsets_rel, rows_at
 
 FORMAT = "gearag-index"
@@ -68,6 +69,13 @@ SHARDED = "sharded"
 MANIFEST = "manifest.json"
 #: How often :meth:`Index.open` reads the manifest again when an update replaced it while it took its lease.
 LEASE_ATTEMPTS = 5
+T = TypeVar("T")
+
+#: The passage graph's directory in an index (a sharded index's is its generation's, ``manifest["graph_dir"]``),
+#: the prepared graph's directory in it, and where a delta's prepared directory keeps the base's files.
+GRAPH_DIR = "graph"
+PREPARED = "prepared"
+BASE_DIR = "base"
 
 #: Files every index has besides its collections' files.
 FIXED_FILES = (
@@ -376,29 +384,33 @@ class Index:
         """Where the index lives (a directory here; a URI for other backends)."""
         return str(self.path)
 
-    def stored_graph_arrays(self) -> Any:
-        """The passage-graph arrays stored under ``graph/`` (a GraphArrays), None when the index has none."""
-        from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays
-
+    def read_graph_arrays(self, parse: Callable[[Callable[[str], bytes]], T]) -> T | None:
+        """``parse(read)`` of the passage-graph files stored under ``graph/`` (``read(name)``: a file's bytes),
+        None when the index has none; damaged files are an IndexFormatError
+        (:func:`gearag.graph.passage_graph.stored_graph_arrays`)."""
         # A sharded index keeps its graph arrays in its current generation (gearag.store.shards).
         directory = self.path / str(self.manifest.get("graph_dir", GRAPH_DIR))
         if not (directory / "entities.json").exists():
             return None
         try:
-            return GraphArrays.load(directory)
+            return parse(lambda name: (directory / name).read_bytes())
         except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError):
             # Damaged arrays: one line, never numpy's advice to allow pickle.
             raise IndexFormatError(f"{self.path}: {GRAPH_DIR}/ arrays are corrupt; rebuild the index") from None
 
-    def stored_prepared_graph(self) -> Any:
-        """The prepared passage graph stored under ``graph/prepared/`` (a PreparedGraph, memory-mapped), None
-        when the index has none (:mod:`gearag.graph.prepared`)."""
-        from gearag.graph.passage_graph import GRAPH_DIR
-        from gearag.graph.prepared import PREPARED, load_prepared
-
+    def read_prepared(self, open_: Callable[[dict[str, Any], Callable[[str], np.ndarray]], T | None]) -> T | None:
+        """``open_(meta, read)`` of the prepared passage graph stored under ``graph/prepared/`` (its
+        ``prepared.json`` and ``read(name)``: an array, memory-mapped), None when the index has none;
+        damaged arrays are an IndexFormatError (:func:`gearag.graph.prepared.stored_prepared`)."""
         directory = self.path / str(self.manifest.get("graph_dir", GRAPH_DIR)) / PREPARED
         try:
-            return load_prepared(directory)
+            meta = json.loads((directory / "prepared.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(meta, dict):
+            return None
+        try:
+            return open_(meta, lambda name: load_npy(directory / name))
         except (OSError, ValueError, KeyError, TypeError):
             raise IndexFormatError(f"{self.path}: {GRAPH_DIR}/{PREPARED}/ arrays are corrupt; "
                                    "rebuild the index") from None
@@ -406,13 +418,6 @@ class Index:
     def passage_triples(self, row: int) -> range:
         """Triple ids extracted from passage ``row``."""
         return range(int(self.passage_triple_indptr[row]), int(self.passage_triple_indptr[row + 1]))
-
-    @property
-    def embedder(self) -> Any:
-        """The index's embedder, loaded once (under the index lock: threads never load it twice)."""
-        from gearag.embed import make_embedder
-
-        return self.cached("embedder", lambda: make_embedder(self.config.embed.embedder))
 
     def collection(self, name: str) -> Collection:
         """The collection called ``name``; a ConfigError lists the index's collections otherwise."""

@@ -22,7 +22,7 @@ union's passage count), entity specificity and the resolution are those of
 one index built from the union (:mod:`gearag.indexing.union_graph`,
 :mod:`gearag.indexing.union_resolve`, :mod:`gearag.indexing.union_vocab`). BM25 has no global model: its
 statistics are merged over the shards' postings when the index is first queried
-(:class:`~gearag.retrieve.bm25_postings.PostingsBM25`), scores equal to a
+(:mod:`gearag.store.postings`, scored by :class:`~gearag.retrieve.bm25_postings.PostingsBM25`), scores equal to a
 bm25s model over the union. Format 3 (a bm25s model per generation) still
 loads; the next add writes format 4.
 
@@ -56,9 +56,9 @@ from gearag.config import IndexConfig
 from gearag.data.jsonio import load_json
 from gearag.errors import IndexFormatError
 from gearag.model import Passage
-from gearag.retrieve.bm25_postings import POSTINGS_FILES, PostingsBM25, read_postings
 from gearag.store.checkpoint import passage_hash, text_key
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, load_array
+from gearag.store.fsync import fsync_dir
 from gearag.store.graph import DELTA_DIR, LayeredTripleGraph, TripleGraph, open_layered_graph
 from gearag.store.index import (
     MANIFEST,
@@ -72,9 +72,9 @@ from gearag.store.index import (
     read_manifest,
     verify_listed,
 )
+from gearag.store.postings import POSTINGS_FILES, ShardPostings, read_postings
 from gearag.store.rows import ConcatRows
 from gearag.store.stacked import StackedRows
-from gearag.store.writer import _fsync_dir
 
 SHARDS_DIR = "shards"
 GENERATIONS_DIR = "generations"
@@ -441,15 +441,16 @@ def load_sharded(path: Path, manifest: dict[str, Any], *, verify: bool = False,
         if any(f.startswith(f"bm25/{name}/") for f in listed):  # format 3: a bm25s model over the union
             collections[name] = _collection(path, grel, refs, u, name, f"{grel}/bm25/{name}", None)
         else:
-            factory = partial(postings_bm25, path, refs, u, name, bm25.k1, bm25.b)
-            collections[name] = _collection(path, grel, refs, u, name, None, factory)
+            postings = partial(shard_postings, path, refs, u, name, bm25.k1, bm25.b)
+            collections[name] = _collection(path, grel, refs, u, name, None, postings)
     index_manifest = {**manifest, "graph_dir": f"{grel}/graph"}
     return Index(path=path, manifest=index_manifest, passages=u.passages, triples=u.triples, graph=graph,
                  passage_triple_indptr=u.passage_triple_indptr, collections=collections)
 
 
-def postings_bm25(path: Path, refs: list[ShardRef], u: Union, name: str, k1: float, b: float) -> PostingsBM25:
-    """BM25 over collection ``name`` of the union, scored from each shard's postings (format 4)."""
+def shard_postings(path: Path, refs: list[ShardRef], u: Union, name: str, k1: float, b: float) -> ShardPostings:
+    """Each shard's postings of collection ``name`` and its rows in the union: what BM25 over the union is
+    scored from (format 4, :class:`gearag.retrieve.bm25_postings.PostingsBM25`)."""
     parts = []
     for i, (ref, shard) in enumerate(zip(refs, u.shards, strict=True)):
         n = len(shard.passages) if name == PASSAGES else len(shard.triples)
@@ -457,11 +458,11 @@ def postings_bm25(path: Path, refs: list[ShardRef], u: Union, name: str, k1: flo
         toks = read_tokens(path / ref.rel, name, n, check_ids=not stored)  # stored postings never read the ids
         parts.append((read_postings(path / ref.rel, tokens_rel(name), toks.vocab, partial(getattr, toks, "ids"),
                                     toks.indptr), u.union_rows(name, i)))
-    return PostingsBM25(parts, k1, b, name)
+    return ShardPostings(parts, k1, b)
 
 
 def _collection(path: Path, grel: str, refs: list[ShardRef], u: Union, name: str, bm25: str | None,
-                bm25_factory: Callable[[], Any] | None) -> Collection:
+                bm25_postings: Callable[[], ShardPostings] | None) -> Collection:
     """Collection ``name`` of the union: its BM25 (a format-3 generation's model, else the shards' postings)
     and the shards' vectors (and weights, sources)."""
     passages, triples = u.passages, u.triples
@@ -473,7 +474,7 @@ def _collection(path: Path, grel: str, refs: list[ShardRef], u: Union, name: str
         spec = CollectionSpec(name, rows, bm25, prefix + str(first.vectors),
                               prefix + first.weights if first.weights else None,
                               prefix + first.sources if isinstance(first.sources, str) else None)
-        return Collection(path, spec, texts, bm25_factory)
+        return Collection(path, spec, texts, bm25_postings)
     weights = all(s.collections[name].spec.weights for s in u.shards)
     spec = CollectionSpec(name, rows, bm25, f"{SHARDS_DIR}/*/{first.vectors}",
                           f"{SHARDS_DIR}/*/{first.weights}" if weights else None,
@@ -485,7 +486,7 @@ def _collection(path: Path, grel: str, refs: list[ShardRef], u: Union, name: str
         arrays["weights"] = lambda: u.concat(name, lambda c: c.weights)
     if name == TRIPLES:
         arrays["sources"] = lambda: (np.asarray(triples.passage), None)
-    return Collection.preloaded(path, spec, texts, arrays, bm25_factory)
+    return Collection.preloaded(path, spec, texts, arrays, bm25_postings)
 
 
 def write_manifest_atomic(path: Path, manifest: dict[str, Any]) -> None:
@@ -504,4 +505,4 @@ def write_manifest_atomic(path: Path, manifest: dict[str, Any]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path)
+    fsync_dir(path)

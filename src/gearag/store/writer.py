@@ -39,19 +39,12 @@ from gearag.data.jsonio import dump_json
 from gearag.errors import BusyError, IndexFormatError, OutputError
 from gearag.outputs import check_output_dir
 from gearag.store import checksum
+from gearag.store.fsync import fsync_dir as _fsync_dir
 from gearag.store.index import FORMAT, FORMAT_VERSION, MANIFEST, SHARDED, read_manifest
 from gearag.store.lease import LEASES_DIR
 from gearag.store.npy import save_npy
 from gearag.store.rows import offsets_rel
 from gearag.version import __version__
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def swap_directory(tmp: Path, out: Path) -> None:

@@ -27,6 +27,7 @@ from gearag.model import Hit
 from gearag.options import setting
 from gearag.store.collection import Collection, CollectionSpec
 from gearag.store.lance.storage import Location, store_error
+from gearag.tokenizer import tokenize
 
 #: Errors a Lance/object-store call raises (network, missing files, bad queries).
 STORE_ERRORS = (OSError, RuntimeError, ValueError, KeyError)
@@ -239,7 +240,7 @@ class LanceCollection(Collection):
         self._record_rows = LanceRows(table, "record", cache_rows=config.cache_rows)
 
     @property
-    def bm25(self) -> Any:
+    def bm25_dir(self) -> Path:
         raise ConfigError(f"collection {self.name!r} is in a Lance index: BM25 is its full-text search "
                           "(search_bm25), there is no bm25s model")
 
@@ -303,8 +304,6 @@ class LanceCollection(Collection):
         return out
 
     def _fts(self, query: str, k: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        from gearag.retrieve.bm25 import tokenize
-
         terms = " ".join(dict.fromkeys(tokenize([query])[0]))
         if not terms or k <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)

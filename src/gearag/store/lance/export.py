@@ -45,7 +45,7 @@ from gearag.errors import BusyError, ConfigError, IndexFormatError
 from gearag.options import setting
 from gearag.store.collection import PASSAGES, TRIPLES, Collection
 from gearag.store.graph import TripleGraph
-from gearag.store.index import FIXED_FILES, Index
+from gearag.store.index import BASE_DIR, FIXED_FILES, GRAPH_DIR, PREPARED, Index
 from gearag.store.lance.exclusive import LEASE_TABLE, ExportLease
 from gearag.store.lance.files import FILES_TABLE, file_batches
 from gearag.store.lance.resume import clear, finished, record, settings_key
@@ -69,6 +69,7 @@ from gearag.store.lance.versions import (
     meta_version,
     prune,
 )
+from gearag.tokenizer import tokenize
 
 FORMAT = "gearag-lance"
 #: 2: the integer arrays moved from ``arrays`` to the ``files`` table, with the prepared passage graph.
@@ -142,8 +143,6 @@ def collection_table(name: str) -> str:
 
 
 def _tokens(texts: Sequence[str]) -> list[str]:
-    from gearag.retrieve.bm25 import tokenize
-
     return [" ".join(t) for t in tokenize(texts)]
 
 
@@ -241,7 +240,7 @@ def _arrays(index: Index, pa: Any) -> Any:
     """The ``arrays`` table as a stream of one-row batches: one array's bytes in memory at a time instead of
     all of them, which grow with the corpus (101k passages: export peak 3.05 → 2.79 GB)."""
     schema = pa.schema([pa.field("name", pa.string()), pa.field("data", pa.large_binary())])
-    # A sharded index keeps its passage-graph arrays in its current generation (Index.stored_graph_arrays).
+    # A sharded index keeps its passage-graph arrays in its current generation (Index.read_graph_arrays).
     graph_dir = _graph_dir(index)
     graph_files = [f for f in sorted(graph_dir.iterdir()) if f.is_file()] if (graph_dir / "entities.json").exists() \
         else []
@@ -255,21 +254,18 @@ def _arrays(index: Index, pa: Any) -> Any:
 
 
 def _graph_dir(index: Index) -> Path:
-    from gearag.graph.passage_graph import GRAPH_DIR
-
     return index.path / str(index.manifest.get("graph_dir", GRAPH_DIR))
 
 
 def _files(index: Index) -> tuple[list[tuple[str, Path | np.ndarray]], dict[str, Any]]:
     """What the ``files`` table holds (name, stored file or array) and the prepared graph's meta."""
-    from gearag.graph.layered_files import BASE_DIR
     from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, graph_arrays_for
-    from gearag.graph.prepared import PREPARED, PreparedGraph
+    from gearag.graph.prepared import PreparedGraph, stored_prepared
 
     held = index_arrays(index)
     sources: list[tuple[str, Path | np.ndarray]] = [(rel, held[rel]) for rel in HELD_ARRAYS]
     config = PassageGraphConfig()
-    stored = index.stored_prepared_graph()
+    stored = stored_prepared(index)
     if stored is not None and stored.serves(config):  # copied file by file, part by part
         directory = _graph_dir(index) / PREPARED
         names = list(stored.files())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from gearag.errors import IndexFormatError
 from gearag.model import Passage
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec
 from gearag.store.graph import TripleGraph
-from gearag.store.index import Index, TripleTable
+from gearag.store.index import GRAPH_DIR, PREPARED, Index, T, TripleTable
 from gearag.store.lance.collection import STORE_ERRORS, LanceCollection, LanceRows, LanceSearchConfig, LanceTable
 from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, HELD_ARRAYS, ROW_INDEX, read_meta_version
 from gearag.store.lance.files import FILES_TABLE, LocalFiles, cache_root
@@ -110,22 +110,20 @@ class LanceIndex(Index):
     def location(self) -> str:
         return self.lance_location.uri
 
-    def stored_prepared_graph(self) -> Any:
-        """The prepared passage graph, memory-mapped from the local cache (None: the export has none)."""
-        from gearag.graph.prepared import PREPARED, PreparedGraph, readable
-
+    def read_prepared(self, open_: Callable[[dict[str, Any], Callable[[str], np.ndarray]], T | None]) -> T | None:
+        """``open_(meta, read)`` of the prepared passage graph, memory-mapped from the local cache (None: the export
+        has none)."""
         meta = self.meta.get("prepared")
-        if not isinstance(meta, dict) or not readable(meta):
+        if not isinstance(meta, dict):
             return None
         files = self.files
         try:
-            return PreparedGraph.open(meta, lambda name: files.array(f"graph/{PREPARED}/{name}"))
+            return open_(meta, lambda name: files.array(f"graph/{PREPARED}/{name}"))
         except STORE_ERRORS as exc:
             raise store_error(self.lance_location, exc, "cannot read the prepared graph of") from None
 
-    def stored_graph_arrays(self) -> Any:
-        from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays
-
+    def read_graph_arrays(self, parse: Callable[[Callable[[str], bytes]], T]) -> T | None:
+        """``parse(read)`` of the passage-graph files of the ``arrays`` table (None: the export has none)."""
         try:
             table = self.db.open_table(ARRAYS_TABLE).to_lance()
             names = {n for n in table.to_table(columns=["name"]).column("name").to_pylist()
@@ -138,7 +136,7 @@ class LanceIndex(Index):
                     raise KeyError(name)  # an optional array the index does not store
                 return read_blob(self.db, f"{GRAPH_DIR}/{name}")
 
-            return GraphArrays.from_files(read)
+            return parse(read)
         except STORE_ERRORS as exc:
             raise store_error(self.lance_location, exc, "cannot read the graph arrays of") from None
 
