@@ -39,7 +39,6 @@ from typing import Any, Self, cast
 
 import httpx
 
-from gearag import __version__
 from gearag import deadline as call_deadline
 from gearag.errors import LLMError, LLMTimeoutError
 from gearag.llm.base import (
@@ -54,6 +53,7 @@ from gearag.llm.base import (
 from gearag.llm.cache import CachedReply, ResponseCache, cache_key
 from gearag.llm.config import LLMConfig
 from gearag.llm.usage import Usage, UsageLedger
+from gearag.version import __version__
 
 log = logging.getLogger("gearag.llm")
 
