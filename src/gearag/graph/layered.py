@@ -1,4 +1,4 @@
-"""The passage graph's node numbering and names in a generation written as a delta (docs/delta.md, issue 14).
+"""The passage graph's node numbering and names in a generation written as a delta (docs/delta.md).
 
 A generation written as a delta keeps the base generation's union arrays as
 they are (hard-linked, memory-mapped) and stores only the rows that differ:
