@@ -574,7 +574,7 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
         with make_extractor("llm", llm_base_url=server.base_url, llm_model="m") as extractor:
             build_index(docs[:4], out, IndexConfig.of(extractor="llm"), extractor=extractor)
         before = len(server.requests)
-        added = add_documents(out, docs[4:], llm_base_url=server.base_url, llm_model="m")
+        added = add_documents(out, docs[4:], extractor_options={"llm_base_url": server.base_url, "llm_model": "m"})
         assert len(server.requests) == before + 2  # the two new passages, nothing else
     assert [added.triples[t].subject for t in range(len(added.triples))][-2:] == ["Entity4 Alpha", "Entity5 Alpha"]
 
