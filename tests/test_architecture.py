@@ -26,11 +26,8 @@ KNOWN: dict[tuple[str, str], str] = {
     # hand it the prepared graph's files before the export can stay in gearag.store.
     ("gearag.store.lance.export", "gearag.graph.passage_graph"): "export prepares a graph",
     ("gearag.store.lance.export", "gearag.graph.prepared"): "export prepares a graph",
-    # The lineage of an export reads the plain index's kept state (gearag.indexing.union_files.kept_state).
-    ("gearag.store.lance.versions", "gearag.indexing.union_files"): "lineage reads the kept state",
     # Deferred imports both ways inside gearag.store.
     ("gearag.store.index", "gearag.store.shards"): "Index.open loads a sharded index",
-    ("gearag.store.lance.versions", "gearag.store.lance.export"): "the export's table names",
 }
 
 

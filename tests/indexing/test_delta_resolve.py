@@ -17,6 +17,7 @@ from gearag.indexing.union_graph import EndpointTable
 from gearag.indexing.union_resolve import Prior, resolve_union
 from gearag.indexing.union_vocab import UnionVocab
 from gearag.model import Passage
+from gearag.store import shards as shard_store
 
 BASE = [
     Passage("b0", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990 with Zed."),
@@ -171,7 +172,7 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hu
     from conftest import StubExtractor, use_stub_extractor, wiki_slice
     from gearag.config import IndexConfig
     from gearag.graph.passage_graph import graph_arrays_for
-    from gearag.indexing import build_index, union_files
+    from gearag.indexing import build_index
     from gearag.indexing.delta_generation import DeltaConfig
     from gearag.indexing.delta_scan import TextScan
     from gearag.indexing.generation import generation_delta
@@ -204,7 +205,7 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hu
         with IndexWriter(tmp_path / f"scratch{n_add}") as w:
             delta = generation_delta(w, state.refs, state.shards, state.tombstones, state.config, before,
                                      previous=tmp_path / "scratch0" if n_add else None)
-            w.commit({"kind": "generation", "tables": union_files.TABLES_VERSION})
+            w.commit({"kind": "generation", "tables": shard_store.TABLES_VERSION})
         assert delta is not None and TextScan.read(tmp_path / f"scratch{n_add}") is not None
         got, triples = delta
         entity_of = entity_map(base_keys, list(graph_arrays_for(union).resolution.keys))

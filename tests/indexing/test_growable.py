@@ -13,6 +13,7 @@ from gearag.config import ResolveConfig
 from gearag.errors import IndexFormatError
 from gearag.indexing import build_index, union_files
 from gearag.indexing.incremental import add_documents, delete_documents
+from gearag.store import shards as shard_store
 from gearag.store.index import MANIFEST, manifest_identity, read_manifest
 from gearag.store.shards import shard_key
 
@@ -37,7 +38,7 @@ def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path:
     assert extra == ({"endpoints", "resolve", "union"} if entity_graph else {"endpoints", "union"})
     state = growable.manifest["union"]
     assert state["shard"] == f"s-{shard_key(passages)}"
-    assert (state["tables"], state["union"]) == (union_files.TABLES_VERSION, union_files.UNION_VERSION)
+    assert (state["tables"], state["union"]) == (shard_store.TABLES_VERSION, shard_store.UNION_VERSION)
     assert ("resolve" in growable.manifest) is entity_graph and plain.manifest.get("union") is None
 
 
@@ -82,7 +83,7 @@ def test_without_usable_state_the_first_add_computes_it_and_is_still_exact(
     root = tmp_path / "idx"
     build_index(passages[:20], root, not_growable(STUB) if why == "not growable" else STUB)
     if why == "other rules":  # a newer gearag whose tables hold something else: the build's state is not trusted
-        monkeypatch.setattr(union_files, "TABLES_VERSION", union_files.TABLES_VERSION + 1)
+        monkeypatch.setattr(shard_store, "TABLES_VERSION", shard_store.TABLES_VERSION + 1)
     seen = spy_priors(monkeypatch)
     grown = add_documents(root, passages[20:])
     assert seen == ([False], [False])

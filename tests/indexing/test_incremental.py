@@ -29,6 +29,7 @@ from gearag.model import Passage
 from gearag.registry import REGISTRY
 from gearag.retrieve.bm25 import BM25Retriever, collection_bm25
 from gearag.retrieve.bm25_postings import PostingsBM25
+from gearag.store import shards as shard_store
 from gearag.store.index import MANIFEST, Index, check_index, manifest_identity, read_manifest
 from gearag.store.stacked import StackedRows
 
@@ -309,7 +310,6 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
 
 
 def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gearag.indexing import union_files
 
     use_stub_extractor(StubExtractor())
     passages, _ = _passages(30, 1)
@@ -317,7 +317,7 @@ def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, mo
     build_index(passages[:10], root, STUB)
     add_documents(root, passages[10:20])
     computed = _count_endpoint_tables(monkeypatch)
-    monkeypatch.setattr(union_files, "TABLES_VERSION", union_files.TABLES_VERSION + 1)  # rules changed since
+    monkeypatch.setattr(shard_store, "TABLES_VERSION", shard_store.TABLES_VERSION + 1)  # rules changed since
     grown = add_documents(root, passages[20:])
     assert len(computed) == 3  # every shard's table, not only the new one's
     assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))

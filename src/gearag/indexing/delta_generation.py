@@ -50,9 +50,9 @@ from gearag.graph.delta_apply import apply_delta
 from gearag.graph.layered_files import BASE_DIR
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, load_prepared
-from gearag.indexing import union_files
 from gearag.indexing.generation import delta_base, finished_generation, generation_delta, generation_name
 from gearag.options import setting
+from gearag.store import shards as shard_store
 from gearag.store.graph import layered_graph_files
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union
@@ -158,6 +158,6 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
         timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
         meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
                                 DELTA: {"base": DELTA_BASE, "shards": base_manifest.get("shards")},
-                                "tables": union_files.TABLES_VERSION, "build_seconds": timings}
+                                "tables": shard_store.TABLES_VERSION, "build_seconds": timings}
         w.commit(meta)
     return name, manifest_identity(out), counts

@@ -47,6 +47,7 @@ from gearag.indexing.union_resolve import (
     Prior,
     ResolveState,
 )
+from gearag.store import shards as shard_store
 from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.rows import Mapped
@@ -136,7 +137,7 @@ def write_generation(
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(u.triples), "entities": n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
-                  "tables": union_files.TABLES_VERSION, "union": union_files.UNION_VERSION, "build_seconds": timings,
+                  "tables": shard_store.TABLES_VERSION, "union": shard_store.UNION_VERSION, "build_seconds": timings,
                   **meta})
     return name, manifest_identity(out), counts
 
@@ -179,7 +180,7 @@ def delta_base(generation: Path) -> Path:
 def _reusable(previous: Path) -> Path | None:
     """``previous`` when its tables were written by this version of the rules, else None (recompute)."""
     try:
-        return previous if read_manifest(previous).get("tables") == union_files.TABLES_VERSION else None
+        return previous if read_manifest(previous).get("tables") == shard_store.TABLES_VERSION else None
     except GearagError:
         return None
 

@@ -9,10 +9,10 @@ from operator import attrgetter
 import numpy as np
 
 from gearag.config import GraphConfig
-from gearag.indexing import union_files
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.indexing.union_files import ShardColumns, UnionRows, cannot_grow, write_union
 from gearag.malloc import release_free_memory
+from gearag.store import shards as shard_store
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import TripleGraph
 from gearag.store.index import passage_contents
@@ -146,8 +146,8 @@ class GraphStage:
         union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
         n_entities, seconds, _ = write_union(build.writer, build.config, [shard], union, overlap=False)
         release_free_memory()  # what the preparation's transition thread freed would stay resident after the stage
-        build.manifest["union"] = {"shard": name, "tables": union_files.TABLES_VERSION,
-                                   "union": union_files.UNION_VERSION}
+        build.manifest["union"] = {"shard": name, "tables": shard_store.TABLES_VERSION,
+                                   "union": shard_store.UNION_VERSION}
         build.resolved = build.config.resolve.entity_graph
         if build.resolved:  # what the resolve stage records of its own run
             build.manifest["resolve"] = {"seconds": seconds, "synonym_edges": None, "ner_mentions": None}

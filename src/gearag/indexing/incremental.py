@@ -47,7 +47,7 @@ from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_del
 from gearag.indexing.duplicates import NewDocuments, new_documents
 from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
 from gearag.indexing.pipeline import build_index
-from gearag.indexing.union_files import cannot_grow, is_state_file, kept_state
+from gearag.indexing.union_files import cannot_grow, is_state_file
 from gearag.model import Passage
 from gearag.options import build_config
 from gearag.store.checkpoint import text_key
@@ -77,6 +77,7 @@ from gearag.store.shards import (
     Union,
     generation_ref,
     is_sharded,
+    kept_state,
     load_sharded,
     load_shards,
     read_tombstones,

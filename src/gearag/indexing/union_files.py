@@ -32,14 +32,9 @@ from gearag.indexing.union_resolve import NameStats, Prior, resolve_union
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.model import Passage
 from gearag.store.graph import LayeredTripleGraph, TripleGraph
+from gearag.store.shards import UNION_VERSION
 from gearag.store.writer import IndexWriter
 
-#: Version of the per-shard tables and resolution state a generation keeps for the next add: bump it when
-#: what they hold changes (is_named, normalise_entity, name_key, the lexicon's rules, the trie's tokens), so
-#: a newer gearag recomputes them instead of trusting tables an older rule wrote.
-TABLES_VERSION = 1
-#: Version of the union's state (``union/``: vocabularies, key and name statistics) a generation keeps.
-UNION_VERSION = 1
 #: Where a generation (or a growable plain index) keeps that state: per-shard endpoint tables, the
 #: resolution's state and per-shard token indices, the union's vocabularies and statistics.
 STATE_DIRS = (ENDPOINTS_DIR, RESOLVE_DIR, UNION_DIR)
@@ -48,17 +43,6 @@ STATE_DIRS = (ENDPOINTS_DIR, RESOLVE_DIR, UNION_DIR)
 def is_state_file(rel: str) -> bool:
     """Whether the index file at ``rel`` is part of that state."""
     return rel.split("/", 1)[0] in STATE_DIRS
-
-
-def kept_state(manifest: dict[str, Any]) -> dict[str, Any] | None:
-    """The union state a plain index's ``manifest`` says its build kept (``{"shard", "tables", "union"}``), when
-    this gearag's rules wrote it; else None (its first add computes the state)."""
-    state = manifest.get("union")
-    if not isinstance(state, dict) or not isinstance(state.get("shard"), str):
-        return None
-    if state.get("tables") != TABLES_VERSION or state.get("union") != UNION_VERSION:
-        return None
-    return state
 
 
 def cannot_grow(config: IndexConfig) -> str | None:

@@ -506,3 +506,22 @@ def write_manifest_atomic(path: Path, manifest: dict[str, Any]) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path)
+
+
+#: Version of the per-shard tables and resolution state a generation keeps for the next add: bump it when
+#: what they hold changes (is_named, normalise_entity, name_key, the lexicon's rules, the trie's tokens), so
+#: a newer gearag recomputes them instead of trusting tables an older rule wrote.
+TABLES_VERSION = 1
+#: Version of the union's state (``union/``: vocabularies, key and name statistics) a generation keeps.
+UNION_VERSION = 1
+
+
+def kept_state(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The union state a plain index's ``manifest`` says its build kept (``{"shard", "tables", "union"}``), when
+    this gearag's rules wrote it; else None (its first add computes the state)."""
+    state = manifest.get("union")
+    if not isinstance(state, dict) or not isinstance(state.get("shard"), str):
+        return None
+    if state.get("tables") != TABLES_VERSION or state.get("union") != UNION_VERSION:
+        return None
+    return state

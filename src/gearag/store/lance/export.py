@@ -50,6 +50,8 @@ from gearag.store.lance.exclusive import LEASE_TABLE, ExportLease
 from gearag.store.lance.files import FILES_TABLE, file_batches
 from gearag.store.lance.resume import clear, finished, record, settings_key
 from gearag.store.lance.storage import (
+    ARRAYS_TABLE,
+    ENTITIES_TABLE,
     META_TABLE,
     OWNER_TABLE,
     Location,
@@ -74,10 +76,8 @@ from gearag.tokenizer import tokenize
 FORMAT = "gearag-lance"
 #: 2: the integer arrays moved from ``arrays`` to the ``files`` table, with the prepared passage graph.
 FORMAT_VERSION = 2
-ARRAYS_TABLE = "arrays"
 #: The vector indexes an export can build (:func:`ann_config`).
 ANN_INDEXES = ("ivf_sq", "ivf_pq")
-ENTITIES_TABLE = "entities"
 #: Meta key: the collection tables have a scalar index on ``row`` (earlier exports scan the column).
 ROW_INDEX = "row_index"
 #: Integer arrays of the embedded layout.

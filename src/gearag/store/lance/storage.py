@@ -28,6 +28,10 @@ REMOTE_SCHEMES = ("s3", "s3a", "gs", "az", "abfs")
 META_TABLE = "meta"
 #: Written before any other table and kept: the location is gearag's even when ``meta`` is missing.
 OWNER_TABLE = "gearag"
+#: The export's tables besides its collections' (``c_<pool>``) and ``files``: the pre-format-2 integer arrays and
+#: the entity names.
+ARRAYS_TABLE = "arrays"
+ENTITIES_TABLE = "entities"
 INSTALL_HINT = "pip install 'gearag[lance]'"
 
 

@@ -29,7 +29,8 @@ from typing import Any
 
 from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import Index
-from gearag.store.lance.storage import META_TABLE, OWNER_TABLE, table_names
+from gearag.store.lance.files import FILES_TABLE
+from gearag.store.lance.storage import ARRAYS_TABLE, ENTITIES_TABLE, META_TABLE, OWNER_TABLE, table_names
 
 #: Meta key: table name → the version this export wrote (absent: an export before pinning; read the latest).
 VERSIONS = "versions"
@@ -72,8 +73,7 @@ def lineage(index: Index) -> list[dict[str, Any]]:
     A plain index is one run, named as its first ``gearag add`` names the shard it becomes
     (:func:`gearag.indexing.incremental._convert_plain`), with no hash (it is known once converted).
     """
-    from gearag.indexing.union_files import kept_state
-    from gearag.store.shards import is_sharded, shard_refs
+    from gearag.store.shards import is_sharded, kept_state, shard_refs
 
     manifest = index.manifest
     if not is_sharded(manifest):
@@ -133,8 +133,6 @@ def appendable(previous: dict[str, Any], index: Index, now: list[dict[str, Any]]
 
 def _written_by_export(name: str) -> bool:
     """Whether an export writes a table of this name (its collections', ``c_<pool>``, and the graph's)."""
-    from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, FILES_TABLE
-
     return name in (PASSAGES, TRIPLES, ENTITIES_TABLE, ARRAYS_TABLE, FILES_TABLE) or name.startswith("c_")
 
 
