@@ -16,7 +16,7 @@ FINAL_MODES = ("ppr", "rrf")
 class AgentEngineConfig(EngineConfig):
     """The engine of the agent, with the offline engine's chain behaviour."""
 
-    #: The offline agent finishes its chains (issue 9): the gist keeps facts
+    #: The offline agent finishes its chains: the gist keeps facts
     #: that advance a chain, the rewrite substitutes the resolved bridge's page
     #: title, names meet when they resolve to the same page, "A or B" questions
     #: follow both branches, and the loop continues on a repeated rewrite while
@@ -37,11 +37,12 @@ class AgentConfig:
     #: Maximum iterations (paper, App. B.2: 4 for MuSiQue, 2 for 2Wiki and
     #: HotpotQA; one default serves users here). With the offline agent stopping
     #: at its answer and the output changing only when a step moves the evidence
-    #: chain (issue 39), recall does not fall with more steps on any dev set and
+    #: chain (``step_fusion``), recall does not fall with more steps on any dev set and
     #: is highest at 4 on all three (R@2 over 3 steps: +0.5 HotpotQA, +0.3 2Wiki,
     #: MuSiQue equal), answer F1 too on 2Wiki (+0.8, 1,000 q; HotpotQA and
     #: MuSiQue −1.0, one question of 100 each), for 7–25 ms more per question
-    #: (median, offline). Answered questions stop earlier: 2.6–3.7 steps mean.
+    #: (median, offline). Answered questions stop earlier: 2.6–3.7 steps mean
+    #: (docs/benchmarks-log.md, the offline agent's recall by --max-steps).
     max_steps: int = setting(4, "Agent: maximum iterations (GEAR: 4 MuSiQue, 2 2Wiki/HotpotQA).", min=1,
                              request=upto(10))
     #: Base passages retrieved per step before reading (paper: 10, as IRCoT).
@@ -87,8 +88,8 @@ class AgentConfig:
     #: Put the passages the answer rests on — those its evidence facts were read
     #: from (:mod:`gearag.agent.evidence`) — first in the output ranking, in
     #: evidence order, the rest in their order; they are flagged either way. The
-    #: paper ranks by Eq. 9 alone; an answer citing passages it did not come
-    #: from was issue 39. Measured both ways (docs/benchmarks-log.md).
+    #: paper ranks by Eq. 9 alone, which let an answer cite passages it did not
+    #: come from. Measured both ways (docs/benchmarks-log.md, ``--no-evidence-first``).
     evidence_first: bool = setting(True, "Agent: rank the passages the answer's evidence comes from first "
                                          "(--no-evidence-first: flag them where they rank).", request=QUESTION)
     #: Which gist-memory facts seed the ``ppr`` output ranking: ``connected`` —
@@ -96,7 +97,7 @@ class AgentConfig:
     #: memory facts (:func:`gearag.agent.slots.connected`); ``all`` — the whole
     #: memory (the first behaviour). A rewritten query's stray reads ("List of
     #: songs recorded by Metallica; formed in; Los Angeles" for a question about
-    #: Maria) pulled their pages up as the memory grew (issue 39).
+    #: Maria) pulled their pages up as the memory grew (docs/benchmarks-log.md, ``--memory-seeds all``).
     memory_seeds: str = setting("connected", "Agent: gist-memory facts that seed the PPR output ranking: connected "
                                              "(to the question's names) | all.", choices=("connected", "all"),
                                 request=QUESTION)
@@ -106,7 +107,7 @@ class AgentConfig:
     #: adds no ranking (the output stays). Off: the last step's ranking alone.
     step_fusion: bool = setting(True, "Agent: fuse the PPR output rankings of the steps that moved the evidence "
                                       "chain (--no-step-fusion: the last step's alone).", request=QUESTION)
-    #: Seconds of wall time the agent may spend on one question (issue 40) before it starts no further step
+    #: Seconds of wall time the agent may spend on one question before it starts no further step
     #: and no further model call (reader, gist constructor, reasoner, rewriter) and answers from the gist
     #: memory it has; the trace's ``stopped`` is then ``time_budget``. A call under way is not cut, and the
     #: answer from the top passages (Table 3's QA) is still written, so a question may take one call longer

@@ -1,4 +1,4 @@
-"""The passages an answer rests on (issue 39): evidence facts → the passages they were read from.
+"""The passages an answer rests on: evidence facts → the passages they were read from.
 
 An answer's evidence is a chain of facts: the reasoner's (GEAR §5.2, Eq. 6:
 ``r(n)`` names what the gist memory answers with) or, when the reasoner did
@@ -11,7 +11,7 @@ Eq. 8, would only guess one).
 The agent puts these passages first in its ranking and flags them
 (``AgentConfig.evidence_first``), so that what an answer cites is what it
 came from. The paper ranks its output by Eq. 9 alone; this is a deviation,
-measured both ways (docs/benchmarks-log.md, issue 39).
+measured both ways (docs/benchmarks-log.md, ``--no-evidence-first``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def named_first(question: str, facts: Sequence[Fact]) -> list[Fact]:
     """``facts`` with those about a name the question gives first, each group in its order.
 
     A comparison's evidence runs option A → A's director → option B → B's director; the options' own pages
-    (where the answer, A or B, is written) lead, then the bridges' (2Wiki AR@2, issue 39).
+    (where the answer, A or B, is written) lead, then the bridges', so the answer is in the top two (2Wiki's AR@2).
     """
     qnorm = normalise_entity(question)
     about = [any(in_question(e, qnorm) for e in (f.subject, f.object)) for f in facts]

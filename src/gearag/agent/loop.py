@@ -15,16 +15,16 @@ The loop also stops when the rewriter returns the current query again,
 since that step would retrieve the same passages — unless the step added
 facts to the gist memory while the offline chain agent is on (a bridge is
 still being resolved; ``chain_agent``) — and, with a per-question time budget
-(``AgentConfig.time_budget``, issue 40), once the question's wall time has
+(``AgentConfig.time_budget``), once the question's wall time has
 passed it: no new step or model call starts (the first step's retrieval always
 runs), and the output is ranked from the memory so far. The trace says why the
 loop stopped (``AgentTrace.stopped``: :data:`gearag.trace.STOP_REASONS`).
 
 The output ranking (``AgentConfig.final``): ``rrf`` is Eq. 9 as printed —
 each gist triple passage-linked (Eq. 8, 10) and
-``RRF(C_t1, …, C_t|G|, C_q(1), …, C_q(n))``; ``ppr`` (default, issue 9)
-ranks by Personalized PageRank over the passage-aware graph seeded with the
-question's entities, the gist memory (at ``AgentConfig.memory_weight`` of the
+``RRF(C_t1, …, C_t|G|, C_q(1), …, C_q(n))``; ``ppr`` (default; not in the
+paper) ranks by Personalized PageRank over the passage-aware graph seeded
+with the question's entities, the gist memory (at ``AgentConfig.memory_weight`` of the
 question's entities, together with the facts the reasoner's answer rests on
 beyond the memory) and the first step's base passages. A memory fact seeds
 through its index triple: its ``source``, or for a fact a model wrote its

@@ -1,4 +1,4 @@
-"""The gist memory on the index: each memory fact's index triple, the PPR seeds of the agent (issue 40).
+"""The gist memory on the index: each memory fact's index triple, the PPR seeds of the agent.
 
 The agent's PPR rankings — inside each step and the ``ppr`` output ranking
 (``AgentConfig.final``) — are seeded with the gist memory through index

@@ -46,7 +46,7 @@ class GearMethod:
             # The passages the answer rests on (the answerer's evidence may go beyond the reasoning's). They go
             # first when the reasoner answered. A guess's (the best candidate for a question the reasoner could
             # not answer) stay where they rank, or take the last places if the ranking lacks them: moving them up
-            # cost MuSiQue R@2 (docs/benchmarks-log.md, issue 39).
+            # cost MuSiQue R@2.
             said = Reasoning(True, evidence=answer.evidence, facts=run.reasoning.facts if run.reasoning else [])
             out.evidence = self.agent.evidence(question, said, run.memory, rows)
             answered = run.reasoning is not None and run.reasoning.answerable

@@ -14,7 +14,7 @@
 * answerer — the reasoner's chain terminal, else the best typed value in the
   memory and the top passages' triples; labelled as an extracted candidate.
 
-With ``chain=True`` (default; issue 9) the engine uses the index's entity
+With ``chain=True`` (default) the engine uses the index's entity
 resolution (:mod:`gearag.graph.resolve`) so that it finishes its chains:
 
 * the gist keeps facts that *advance the chain* — facts ending in a name that
@@ -30,8 +30,8 @@ resolution (:mod:`gearag.graph.resolve`) so that it finishes its chains:
   the option's page → the fact for the asked relation (its director) → that
   entity's page → the date asked for (born / died), then compare.
 
-Issue 39 (the agent stops when it has the answer, GEAR §5.2 Eq. 6, and asks
-next for what is missing, Eq. 7; :mod:`gearag.agent.slots`):
+So that the agent stops when it has the answer (GEAR §5.2, Eq. 6) and asks
+next for what is missing (Eq. 7; :mod:`gearag.agent.slots`):
 
 * the relation words a chain must cover leave out the question's own names
   and the kind it asks for ("which Canadian *actress*"); the *kind* of each
@@ -109,7 +109,7 @@ NAME_NOUNS = DEFAULT_WORDS.name_nouns
 
 
 class Resolver:
-    """Names → the passage about them, through the index's entity resolution (issue 9)."""
+    """Names → the passage about them, through the index's entity resolution."""
 
     #: A name resolves when its best candidate holds at least this share of its weight
     #: (see the ambiguity policy in :mod:`gearag.graph.resolve`).
@@ -198,7 +198,7 @@ class Chain:
     typed: bool
     #: The last triple's predicate expresses one of the question's relation words.
     hit: bool
-    #: Stems the chain expresses: its facts' words and the kinds of the entities it passes (issue 39).
+    #: Stems the chain expresses: its facts' words and the kinds of the entities it passes.
     terms: frozenset[str] = frozenset()
     #: Hops that expressed no relation word of the question the hops before had not (a drift, not a bridge).
     drift: int = 0
@@ -463,7 +463,7 @@ class OfflineRewriter:
             return question
         if self.resolver is not None:
             # The best-covering bridge reached without drifting (a hop that expressed nothing new of the
-            # question leads away from it: issue 39); then the one whose page bears most on the question,
+            # question leads away from it); then the one whose page bears most on the question,
             # then the furthest ("Seth Curry" → "Duke Blue Devils" is where the next step starts).
             relevance = [self.resolver.relevance(_unresolved(question, c, words), [c.terminal])[0] for c in bridges]
             scored = zip(bridges, relevance, strict=True)

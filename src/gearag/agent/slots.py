@@ -243,7 +243,8 @@ def connected(question: str, memory: Sequence[Fact]) -> list[Fact]:
 
     A fact about an entity no chain from the question reaches ("List of songs recorded by Metallica; formed
     in; Los Angeles" for a question about Maria) is what a rewritten query happened to read, not a step
-    toward the answer (issue 39).
+    toward the answer; seeding the output ranking with every memory fact pulled such pages up
+    (``AgentConfig.memory_seeds``; docs/benchmarks-log.md, ``--memory-seeds all``).
     """
     qnorm = normalise_entity(question)
     ends = [[normalise_entity(e) for e in (t.subject, t.object) if is_named(e)] for t in memory]

@@ -48,8 +48,9 @@ def grid(ds: Dataset, embedder: str, *, ablations: bool = True) -> list[Row]:
             rows.append(Row(f"SiReRAG ({name})", name))
     if ablations:
         rows += [
-            # Issue 9: what moved the offline numbers (PPR over the passage graph, resolution, passage nodes,
-            # the chain agent, the output ranking); "beams" is GEAR's Algorithm 1 + Eq. 3 as printed.
+            # What moved the offline numbers, each switched off (PPR over the passage graph, resolution, passage
+            # nodes, the chain agent, the output ranking; docs/benchmarks-log.md, er_dev section); "beams" is
+            # GEAR's Algorithm 1 + Eq. 3 as printed.
             Row("bm25 + SyncGE-offline, Alg. 1 beams (PPR off)", "syncge", {"base": "bm25", "graph": "beams"},
                 ablation=True),
             Row("bm25 + SyncGE-offline, PPR + Alg. 1 fused", "syncge", {"base": "bm25", "graph": "both"},

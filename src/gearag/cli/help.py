@@ -1,6 +1,6 @@
 """How ``gearag COMMAND --help`` is printed: plain text, option names whole, options in panels, every default.
 
-typer's rich help did three things wrong for gearag's commands (issue 39):
+typer's rich help did three things wrong for gearag's commands:
 
 * it read every help text as rich markup, so ``{title: [sentences]}`` printed
   as ``{title: }`` and a ``[default: …]`` had to be escaped wherever one was

@@ -35,7 +35,7 @@ class ExpansionConfig:
     #: passage-aware graph seeded by the question's entities, the proximal
     #: triples and the base passages; :mod:`gearag.graph.passage_graph`),
     #: ``beams`` (Algorithm 1 as printed, then Eq. 3) or ``both`` (RRF of the
-    #: two). PPR is our extension (issue 9; docs/benchmarks-log.md: 2Wiki SyncGE R@5
+    #: two). PPR is our extension (docs/benchmarks-log.md: 2Wiki SyncGE R@5
     #: 76.1 → 89.8); ``beams`` is the paper.
     graph: str = setting("ppr", "Expansion: ppr (passage graph) | beams (Algorithm 1 as printed) | both.",
                          choices=GRAPH_MODES, request=QUESTION)

@@ -4,7 +4,7 @@ Both run the base retriever for ``C'_q`` and pick initial triples. With
 ``graph="beams"`` (the paper; NaiveGE's default) they run diverse triple beam
 search, map the flattened beams to passages ``~C_q`` and return
 ``RRF(~C_q, C'_q)`` (Eq. 3). With ``graph="ppr"`` (SyncGE's default, our
-extension, issue 9) they rank passages by Personalized PageRank over the
+extension) they rank passages by Personalized PageRank over the
 passage-aware graph (:mod:`gearag.graph.passage_graph`) seeded by the
 question's entities, the linked proximal triples and the base passages;
 ``both`` fuses the two.

@@ -1,4 +1,4 @@
-"""Graph algorithms: entity resolution, the passage-aware graph (issue 9) and the shared PPR.
+"""Graph algorithms: entity resolution, the passage-aware graph and the shared PPR.
 
 * :mod:`gearag.graph.trie` — token trie: every known name found in a text in one pass;
 * :mod:`gearag.graph.resolve` — mentions → the passages *about* them (index time);

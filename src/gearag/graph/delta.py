@@ -1,4 +1,4 @@
-"""A prepared passage graph as a base and a delta, found by comparing two full ones (docs/delta.md, issue 14).
+"""A prepared passage graph as a base and a delta, found by comparing two full ones (docs/delta.md).
 
 :func:`delta_of` takes the prepared graph of a base generation and that of
 the union after an add (both as a build makes them, with raw weights:

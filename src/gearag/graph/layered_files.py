@@ -1,4 +1,4 @@
-"""A prepared graph that is a base's and a delta's, as files (docs/delta.md, issue 14).
+"""A prepared graph that is a base's and a delta's, as files (docs/delta.md).
 
 A generation written as a delta keeps the base generation's prepared files
 as they are, hard-linked under ``prepared/base/`` (with the base's own

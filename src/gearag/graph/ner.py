@@ -1,4 +1,4 @@
-"""Named-entity spans of passages, a mention source for entity resolution (issue 9).
+"""Named-entity spans of passages, an optional mention source for entity resolution (``ResolveConfig.ner_mentions``).
 
 LinearRAG (ICLR 2026) builds its whole graph from spaCy NER; HippoRAG links
 query entities by NER. Here the spans are one more mention source of

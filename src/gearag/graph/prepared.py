@@ -1,4 +1,4 @@
-"""The passage graph as a query reads it, prepared once and stored with the index (issue 14).
+"""The passage graph as a query reads it, prepared once and stored with the index.
 
 A :class:`~gearag.graph.passage_graph.PassageGraph` answers a query from a
 few arrays derived from the index's graph arrays (:class:`GraphArrays`) and

@@ -1,4 +1,4 @@
-"""The PPR transition as the graph arrays it is made of, normalised when a push reads it (docs/delta.md, issue 14).
+"""The PPR transition as the graph arrays it is made of, normalised when a push reads it (docs/delta.md).
 
 Column ``j`` of the transition is node ``j``'s out-edge weights over their
 sum (:mod:`gearag.graph.passage_graph`): passage → entity ``mention +

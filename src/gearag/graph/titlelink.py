@@ -1,4 +1,4 @@
-"""The title-mention baseline (issue 9): BM25 plus the pages whose titles the top passages mention.
+"""The title-mention baseline: BM25 plus the pages whose titles the top passages mention.
 
 ``titlelink``: BM25 top ``depth`` (10) passages, plus every passage whose
 title occurs verbatim in the text of the top ``sources`` (5) of them,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TitleLinkConfig:
-    """The title-mention baseline's settings (issue 9's definition)."""
+    """The title-mention baseline's settings; the defaults are the baseline as docs/methods.md defines it."""
 
     #: BM25 passages retrieved.
     depth: int = setting(10, "Titlelink: BM25 passages retrieved.", name="titlelink_depth", min=1, request=upto(100))

@@ -1,4 +1,4 @@
-"""Compressed sparse rows as the prepared graph stores them, and the entity relations (issue 14)."""
+"""Compressed sparse rows as the prepared graph stores them, and the entity relations."""
 
 from __future__ import annotations
 

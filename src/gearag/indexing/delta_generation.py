@@ -1,6 +1,6 @@
 """An add written as a *delta generation*: the last full generation linked as its base, the add's delta beside it.
 
-docs/delta.md (issue 14). :func:`write_delta_generation` is what ``gearag add``
+The design is docs/delta.md. :func:`write_delta_generation` is what ``gearag add``
 does instead of :func:`~gearag.indexing.generation.write_generation` while the
 passages added since the last full generation are within a bound
 (:class:`DeltaConfig`, :func:`wants_delta`): it resolves what the

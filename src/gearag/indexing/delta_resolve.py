@@ -1,4 +1,4 @@
-"""The resolve half of an add that writes a delta: what the add changed in the resolution (docs/delta.md, issue 14).
+"""The resolve half of an add that writes a delta: what the add changed in the resolution (docs/delta.md).
 
 :func:`resolve_delta` gives the :class:`~gearag.graph.delta_apply.ResolutionDelta`
 of an add onto a *base* (a full generation kept as its sources) without

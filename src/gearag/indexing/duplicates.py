@@ -1,4 +1,4 @@
-"""Which documents of an add are new: an add of what the index already holds is skipped (issue 39).
+"""Which documents of an add are new: an add of what the index already holds is skipped.
 
 Rerunning ``gearag add idx more.jsonl`` used to add every document again
 under fresh ``p<n>`` ids, silently — and a user whose first add was

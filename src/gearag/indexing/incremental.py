@@ -1,4 +1,4 @@
-"""Growing an index: ``add`` documents, ``delete`` them by id, ``compact`` the shards (issue 14).
+"""Growing an index: ``add`` documents, ``delete`` them by id, ``compact`` the shards (docs/growing.md).
 
 Every operation resolves the index's path (symlinks: the target is updated,
 the link kept; :func:`~gearag.store.writer.index_location`), holds the index

@@ -1,4 +1,4 @@
-"""Stage 2b — resolve: mentions to the passages about them, and the passage-aware graph (issue 9).
+"""Stage 2b — resolve: mentions to the passages about them, and the passage-aware graph.
 
 Runs after the graph stage (it needs the cleaned triples) and stores the
 arrays of :class:`gearag.graph.passage_graph.GraphArrays` under ``graph/``:

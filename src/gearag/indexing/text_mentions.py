@@ -1,4 +1,4 @@
-"""Which lexicon names a union's passage texts mention, found again only where an add can change them (issue 14).
+"""Which lexicon names a union's passage texts mention, found again only where an add can change them.
 
 A passage's text mentions (the lexicon matched leftmost-longest, written as
 names: :meth:`~gearag.graph.trie.NameLookup.scan`) change only where it holds

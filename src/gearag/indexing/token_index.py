@@ -1,4 +1,4 @@
-"""Token indices: which rows hold every token of a name (the rows an add scans again; issue 14).
+"""Token indices: which rows hold every token of a name (the rows an add scans again).
 
 An add that brings new lexicon names must scan again the base passages (and
 endpoint names) they may occur in. Each shard keeps, per token, the rows

@@ -1,4 +1,4 @@
-"""The union-size files of a generation, and the state the next ``gearag add`` extends (issue 14).
+"""The union-size files of a generation, and the state the next ``gearag add`` extends.
 
 :func:`write_union` writes what queries read of the union of a list of shards
 (its triple graph and hub cut, and with ``resolve.entity_graph`` its entity

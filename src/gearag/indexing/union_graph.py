@@ -1,4 +1,4 @@
-"""The union's triple graph from per-shard endpoint tables: the hub cut and entity ids as array work (issue 14).
+"""The union's triple graph from per-shard endpoint tables: the hub cut and entity ids as array work.
 
 :func:`gearag.indexing.graph.linkable_for` and :meth:`TripleGraph.build` call
 ``is_named`` and ``normalise_entity`` on every triple endpoint in Python; over

@@ -1,4 +1,4 @@
-"""The union's entity resolution, extended by an add instead of recomputed (issue 14).
+"""The union's entity resolution, extended by an add instead of recomputed.
 
 :func:`gearag.graph.resolve.resolve_corpus` over the union scans every
 passage's text for every title-derived name, so a from-scratch resolution per

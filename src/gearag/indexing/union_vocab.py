@@ -1,4 +1,4 @@
-"""The union's vocabulary of endpoint keys (or names), kept by each generation for the next (issue 14).
+"""The union's vocabulary of endpoint keys (or names), kept by each generation for the next.
 
 A from-scratch generation numbers the distinct strings of every shard's
 endpoint table shard by shard, in first-appearance order (a dict's

@@ -3,7 +3,7 @@
 Why: a server given no ``max_tokens`` lets a model write until its context
 is full. A small model asked for a few triples can write thousands of
 tokens (one gist call of SmolLM2-135M wrote 6,445 tokens in 200 s, past the
-request deadline; issue 40), and a retry asks the same thing again. Every
+request deadline), and a retry asks the same thing again. Every
 role's output has a known shape, so each call asks for at most what that
 shape needs:
 

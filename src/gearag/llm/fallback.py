@@ -1,6 +1,6 @@
 """Weak models degrade, never break: a role whose reply yields nothing usable is played offline for that call.
 
-A small model (SmolLM2-135M, issue 40) often writes prose where triples were
+A small model (SmolLM2-135M, docs/llm.md) often writes prose where triples were
 asked, restates the question where a new one was, or answers "Title: …".
 Its roles then stop the pipeline from working at all: an empty gist memory,
 a rewrite that is the prompt text. With fallbacks on (the default,

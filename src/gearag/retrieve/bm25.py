@@ -15,7 +15,7 @@ import numpy as np
 from gearag import setops
 from gearag.errors import IndexFormatError
 from gearag.model import Hit
-from gearag.retrieve.base import RetrieverBase, top_k
+from gearag.retrieve.base import Retriever, RetrieverBase, top_k
 from gearag.retrieve.bm25_matrix import index_flat
 from gearag.retrieve.bm25_maxscore import MaxScoreTopK, ModelPostings, Term, lucene_idf
 from gearag.retrieve.bm25_postings import PostingsBM25
@@ -213,12 +213,11 @@ class BM25Retriever(MaxScoreTopK, RetrieverBase):
         return {t: int(indptr[i + 1] - indptr[i]) for t, i in self._vocab.items() if i < len(indptr) - 1}
 
 
-def collection_bm25(coll: Collection) -> RetrieverBase:
+def collection_bm25(coll: Collection) -> Retriever:
     """The BM25 retriever over ``coll``, built once per collection: the backend's own full-text search, else
     scored from a sharded index's postings, else the bm25s model stored with it."""
     if isinstance(coll, SearchingCollection):
-        own: RetrieverBase = coll.bm25_retriever()
-        return own
+        return coll.bm25_retriever()
     postings = coll.bm25_postings
     if postings is not None:
         return coll.cached("bm25_retriever", lambda: PostingsBM25(*postings(), coll.name))
@@ -257,6 +256,6 @@ def bm25_scores(coll: Collection, query: str, rows: np.ndarray) -> np.ndarray:
     return np.asarray(retriever.scores_at(query, np.asarray(rows, dtype=np.int64)), dtype=np.float32)
 
 
-def bm25_retriever(index: Index, collection: str, config: RetrieverConfig) -> RetrieverBase:
+def bm25_retriever(index: Index, collection: str, config: RetrieverConfig) -> Retriever:
     """Registry factory: BM25 over one collection of ``index`` (bm25s, or the backend's full-text search)."""
     return collection_bm25(index.collection(collection))

@@ -1,4 +1,4 @@
-"""BM25 scored at query time from per-shard term postings (a sharded index, issue 14).
+"""BM25 scored at query time from per-shard term postings (a sharded index).
 
 A bm25s model stores every (document, term) score, so the corpus statistics
 (document frequencies, the number of documents, the average length) are baked

@@ -1,4 +1,4 @@
-"""The index a service answers from, opened again when it is updated (add, delete, compact, export; issue 14).
+"""The index a service answers from, opened again when it is updated (add, delete, compact, export).
 
 An update of an index directory commits a new root manifest (a new file,
 renamed into place); an export to a Lance location commits a new ``meta``

@@ -38,7 +38,7 @@ that code path):
 * Clusters are lists of **row indices** into the input, never recovered by
   comparing embeddings (identical texts cannot swap clusters); duplicate
   clusters are merged, and the output order is canonical (sorted rows).
-* The same clusters on every machine, not only on one (issue #39): the k-NN
+* The same clusters on every machine, not only on one: the k-NN
   graph, the PCA and the UMAP layout are computed so that no BLAS kernel,
   SIMD level, numba target or thread count changes a bit
   (:mod:`gearag.sirerag.exact`, :mod:`gearag.sirerag.layout`; UMAP starts from
@@ -46,7 +46,7 @@ that code path):
   scikit-learn's, on one BLAS thread: across kernels their probabilities
   differ by at most ~5e-13, while on HotpotQA the closest membership was
   6e-5 from the threshold and the closest BIC choice 0.27 apart
-  (docs/benchmarks-log.md, "SiReRAG trees on every machine").
+  (docs/benchmarks-log.md, "The same trees on every machine").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Dot products and principal axes that come out bit for bit the same on every machine.
 
-Why this module exists (issue #39): a tree level is a chain of discrete
+Why this module exists: a tree level is a chain of discrete
 decisions — which rows are a row's nearest neighbours, which sentence has the
 highest score, which axis a set is cut along — and each was taken on floats
 whose last bits depend on the CPU. A float32 or float64 matrix product is

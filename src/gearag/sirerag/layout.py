@@ -1,7 +1,7 @@
-"""UMAP that gives the same layout on every machine (issue #39).
+"""UMAP that gives the same layout on every machine.
 
 ``umap.UMAP(random_state=...)`` is repeatable on one machine but not across
-machines. Measured on 300 HotpotQA passages (docs/benchmarks-log.md, "SiReRAG trees on
+machines. Measured on 300 HotpotQA passages (docs/benchmarks-log.md, "The same trees on
 every machine"), the layout changed with
 
 * the BLAS kernel (``OPENBLAS_CORETYPE``): the spectral initialisation is an

@@ -29,7 +29,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-#: Bump when the meaning of a stored level changes (v2: clusters made machine-independent, issue #39).
+#: Bump when the meaning of a stored level changes (v2: the same clusters on every machine: gearag.sirerag.exact).
 LEVEL_FORMAT = "levels-v2"
 
 
