@@ -26,7 +26,8 @@ def main() -> None:
     ap.add_argument("--ann-index", default="ivf_sq")
     args = ap.parse_args()
     from gearag.bench.memory import peak_mb, reset_peak, rss_mb, rss_parts_mb
-    from gearag.store.lance.export import ExportConfig, export_index
+    from gearag.indexing.export import export_index
+    from gearag.store.lance.export import ExportConfig
 
     stages: list[dict[str, object]] = []
     started = [time.perf_counter(), "open the index"]

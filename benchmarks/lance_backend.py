@@ -240,7 +240,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.dataset, args.limit, args.cache_rows, args.questions)))
         return
-    from gearag.store.lance.export import ExportConfig, export_index
+    from gearag.indexing.export import export_index
+    from gearag.store.lance.export import ExportConfig
 
     target = args.lance or args.index.with_name(args.index.name + ".lance")
     if target.exists():

@@ -47,7 +47,7 @@ def app(request: pytest.FixtureRequest, embedded_app: tuple[Gearag, list[str]],
     if request.param == "embedded":
         return embedded_app
     pytest.importorskip("lancedb", reason="the lance extra is not installed")
-    from gearag.store.lance.export import export_index
+    from gearag.indexing.export import export_index
 
     gearag, questions = embedded_app
     uri = tmp_path_factory.mktemp("contract-lance") / "lance"

@@ -33,7 +33,8 @@ from gearag.store.npy import is_mapped
 
 pytest.importorskip("lancedb", reason="the lance extra is not installed")
 
-from gearag.store.lance.export import HELD_ARRAYS, ExportConfig, export_index
+from gearag.indexing.export import export_index
+from gearag.store.lance.export import HELD_ARRAYS, ExportConfig
 from gearag.store.lance.index import LanceIndex
 
 #: Dense scores: Lance returns ``1 - dot`` in float32, so scores agree to float32 rounding.

@@ -20,10 +20,11 @@ from gearag.store.index import Index
 
 pytest.importorskip("lancedb", reason="the lance extra is not installed")
 
+from gearag.indexing.export import export_index, prepared_files
 from gearag.store.lance import exclusive
 from gearag.store.lance import export as export_module
 from gearag.store.lance.exclusive import LEASE_TABLE, ExportLease
-from gearag.store.lance.export import ExportConfig, export_index
+from gearag.store.lance.export import ExportConfig
 from gearag.store.lance.index import open_lance_index
 from gearag.store.lance.storage import connect, parse_location, table_names
 
@@ -95,7 +96,8 @@ def test_an_export_stops_before_its_commit_when_another_was_committed_meanwhile(
         calls.append(1)
         if len(calls) == 2:  # just before this export's commit, another export of the location commits (as on
             other = Index.open(tmp_path / "other")  # object storage, where no lock of the directory keeps it out)
-            export_module._export(other, parse_location(tmp_path / "store"), ExportConfig(overwrite=True), None, 0.0)
+            export_module._export(other, parse_location(tmp_path / "store"), ExportConfig(overwrite=True), None, 0.0,
+                                  prepared_files)
             other.close()
         return real(db)
 

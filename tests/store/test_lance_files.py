@@ -130,8 +130,8 @@ def test_an_opened_index_copies_a_file_again_when_its_directory_was_pruned(
     from conftest import StubExtractor, tiny_passages
     from gearag.config import IndexConfig
     from gearag.indexing import build_index
+    from gearag.indexing.export import export_index
     from gearag.store.lance.collection import LanceSearchConfig
-    from gearag.store.lance.export import export_index
     from gearag.store.lance.index import open_lance_index
 
     index = build_index(tiny_passages(), tmp_path / "index", IndexConfig.of(extractor="stub"),

@@ -21,9 +21,10 @@ from gearag.store.index import Index
 
 pytest.importorskip("lancedb", reason="the lance extra is not installed")
 
+from gearag.indexing.export import export_index
 from gearag.store.lance import index as lance_index_module
 from gearag.store.lance.collection import LanceSearchConfig
-from gearag.store.lance.export import HELD_ARRAYS, export_index
+from gearag.store.lance.export import HELD_ARRAYS
 from gearag.store.lance.index import LanceIndex
 
 

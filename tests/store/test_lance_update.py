@@ -26,8 +26,9 @@ from gearag.store.shards import GENERATIONS_DIR, generation_ref, is_delta
 
 pytest.importorskip("lancedb", reason="the lance extra is not installed")
 
+from gearag.indexing.export import export_index
 from gearag.store.lance import export as export_module
-from gearag.store.lance.export import ExportConfig, export_index
+from gearag.store.lance.export import ExportConfig
 from gearag.store.lance.index import LanceIndex
 from gearag.store.lance.storage import connect, parse_location, table_names
 from gearag.store.lance.versions import VERSIONS

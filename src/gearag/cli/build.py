@@ -275,8 +275,9 @@ def export(
 ) -> None:
     """Write a built index to Lance tables (extra `lance`), or bring such an export up to date (--update); every
     command that takes an index then reads the URI, and `gearag serve` replicas serve an update once committed."""
+    from gearag.indexing.export import export_index
     from gearag.options import build_config
-    from gearag.store.lance.export import ExportConfig, export_index
+    from gearag.store.lance.export import ExportConfig
 
     config = build_config(ExportConfig, options, what="gearag export")
     check_export_location(index_dir, uri)

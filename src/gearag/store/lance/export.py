@@ -12,7 +12,7 @@ Tables (one Lance dataset each, under ``URI``):
 * ``files`` — ``name, part, data``: what queries read by position, memory-mapped from a local copy
   (:mod:`gearag.store.lance.files`): the integer graph arrays (triple head/tail entity, entity CSR
   offsets, triple → passage, passage → triples) and the passage graph prepared for the default query
-  settings (:mod:`gearag.graph.prepared`; derived here when the index did not store one);
+  settings (:mod:`gearag.graph.prepared`; derived by the caller when the index did not store one);
 * ``meta`` — one row: the source index's manifest, what the export wrote and the version of each table
   it wrote (:mod:`gearag.store.lance.versions`). Written last, so an interrupted export is never
   loaded: a first export leaves no ``meta``, a later one the previous ``meta`` and the versions it
@@ -45,7 +45,7 @@ from gearag.errors import BusyError, ConfigError, IndexFormatError
 from gearag.options import setting
 from gearag.store.collection import PASSAGES, TRIPLES, Collection
 from gearag.store.graph import TripleGraph
-from gearag.store.index import BASE_DIR, FIXED_FILES, GRAPH_DIR, PREPARED, Index
+from gearag.store.index import FIXED_FILES, GRAPH_DIR, Index
 from gearag.store.lance.exclusive import LEASE_TABLE, ExportLease
 from gearag.store.lance.files import FILES_TABLE, file_batches
 from gearag.store.lance.resume import clear, finished, record, settings_key
@@ -241,8 +241,8 @@ def _arrays(index: Index, pa: Any) -> Any:
     all of them, which grow with the corpus (101k passages: export peak 3.05 → 2.79 GB)."""
     schema = pa.schema([pa.field("name", pa.string()), pa.field("data", pa.large_binary())])
     # A sharded index keeps its passage-graph arrays in its current generation (Index.read_graph_arrays).
-    graph_dir = _graph_dir(index)
-    graph_files = [f for f in sorted(graph_dir.iterdir()) if f.is_file()] if (graph_dir / "entities.json").exists() \
+    directory = graph_dir(index)
+    graph_files = [f for f in sorted(directory.iterdir()) if f.is_file()] if (directory / "entities.json").exists() \
         else []
 
     def rows() -> Iterator[Any]:
@@ -253,27 +253,20 @@ def _arrays(index: Index, pa: Any) -> Any:
     return pa.RecordBatchReader.from_batches(schema, rows())
 
 
-def _graph_dir(index: Index) -> Path:
+def graph_dir(index: Index) -> Path:
+    """Where the index keeps its passage graph's files (a sharded index: its current generation's)."""
     return index.path / str(index.manifest.get("graph_dir", GRAPH_DIR))
 
 
-def _files(index: Index) -> tuple[list[tuple[str, Path | np.ndarray]], dict[str, Any]]:
-    """What the ``files`` table holds (name, stored file or array) and the prepared graph's meta."""
-    from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, graph_arrays_for
-    from gearag.graph.prepared import PreparedGraph, stored_prepared
+#: The prepared passage graph's files for the ``files`` table (name under ``graph/``, stored file or array) and
+#: its meta: what the caller of :func:`export_index` hands over (:func:`gearag.indexing.export.prepared_files`).
+PreparedFiles = tuple[list[tuple[str, Path | np.ndarray]], dict[str, Any]]
 
+
+def _held_files(index: Index) -> list[tuple[str, Path | np.ndarray]]:
+    """The integer arrays of the ``files`` table (name, stored file or array)."""
     held = index_arrays(index)
-    sources: list[tuple[str, Path | np.ndarray]] = [(rel, held[rel]) for rel in HELD_ARRAYS]
-    config = PassageGraphConfig()
-    stored = stored_prepared(index)
-    if stored is not None and stored.serves(config):  # copied file by file, part by part
-        directory = _graph_dir(index) / PREPARED
-        names = list(stored.files())
-        if (directory / BASE_DIR).is_dir():  # a delta generation's: its base's arrays too (docs/delta.md)
-            names += [f"{BASE_DIR}/{f.name}" for f in sorted((directory / BASE_DIR).glob("*.npy"))]
-        return sources + [(f"graph/{PREPARED}/{name}", directory / name) for name in names], stored.meta()
-    prepared: PreparedGraph = PassageGraph(graph_arrays_for(index), config).prepared
-    return sources + [(f"graph/{PREPARED}/{name}", a) for name, a in prepared.files().items()], prepared.meta()
+    return [(rel, held[rel]) for rel in HELD_ARRAYS]
 
 
 def _check_target(db: Any, loc: Location, config: ExportConfig) -> None:
@@ -306,9 +299,11 @@ def _create(db: Any, name: str, data: Any, schema: Any = None) -> Any:
 
 
 def export_index(index_dir: str | Path, location: str | Path, config: ExportConfig = ExportConfig(),
-                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 progress: Callable[[str], None] | None = None, *,
+                 prepared: Callable[[Index], PreparedFiles]) -> dict[str, Any]:
     """Write the embedded index at ``index_dir`` to Lance tables at ``location`` (or, with ``config.update``, bring
-    the export there up to date); returns a summary."""
+    the export there up to date); returns a summary. ``prepared`` gives the prepared passage graph's files, which
+    storage copies but does not derive (:func:`gearag.indexing.export.export_index` hands them over)."""
     t0 = time.perf_counter()
     loc = parse_location(location)
     import_lancedb()
@@ -319,7 +314,7 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
                 db = connect(loc)
                 _check_target(db, loc, config)  # before the lease: nothing is written where gearag must not write
                 with ExportLease(db, loc, config.lease_seconds) as lease:
-                    return _export(index, loc, config, progress, t0, lease.check)
+                    return _export(index, loc, config, progress, t0, prepared, lease.check)
             except (OSError, RuntimeError, ValueError) as exc:  # taking or renewing the lease
                 raise store_error(loc, exc, "cannot write") from None
         from gearag.store.writer import IndexLock
@@ -328,7 +323,7 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
         lock = IndexLock(Path(loc.uri))  # the build lock: two exports (or a build) never write one directory
         lock.acquire()
         try:
-            return _export(index, loc, config, progress, t0)
+            return _export(index, loc, config, progress, t0, prepared)
         finally:
             lock.release()
     finally:
@@ -336,7 +331,8 @@ def export_index(index_dir: str | Path, location: str | Path, config: ExportConf
 
 
 def _export(index: Index, loc: Location, config: ExportConfig, progress: Callable[[str], None] | None, t0: float,
-            check: Callable[[], None] | None = None) -> dict[str, Any]:
+            prepared_files: Callable[[Index], PreparedFiles], check: Callable[[], None] | None = None,
+            ) -> dict[str, Any]:
     """The export (``export_index``'s); ``check`` raises if it may no longer commit (its lease on object storage
     lapsed)."""
     import pyarrow as pa
@@ -390,7 +386,8 @@ def _export(index: Index, loc: Location, config: ExportConfig, progress: Callabl
         _create(db, ENTITIES_TABLE, pa.RecordBatchReader.from_batches(schema, batches))
         say(f"table {ARRAYS_TABLE}: the passage-graph arrays")
         _create(db, ARRAYS_TABLE, _arrays(index, pa))
-        sources, prepared = _files(index)
+        graph_files, prepared = prepared_files(index)
+        sources = _held_files(index) + graph_files
         say(f"table {FILES_TABLE}: {len(sources)} files memory-mapped by queries")
         listing: dict[str, Any] = {}
         _create(db, FILES_TABLE, file_batches(sources, pa, listing))
