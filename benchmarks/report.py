@@ -2,7 +2,7 @@
 
     python benchmarks/report.py [BENCH_DIR] [SIRERAG_RESULTS_JSON]
     # defaults: benchmarks/out/bench, benchmarks/out/sirerag/results.json (skipped when absent)
-    python benchmarks/report.py --llm LLM_DIR     # make bench-llm: LLM_DIR/offline and LLM_DIR/local
+    python benchmarks/report.py --llm LLM_DIR     # make bench-llm: LLM_DIR/offline and LLM_DIR/local*
 
 The bench's ``results.md`` goes between the ``results`` markers, a summary of it
 against the published numbers between the ``summary`` markers, the tables of
@@ -82,15 +82,20 @@ def _method(label: str) -> str:
         "-openai", "").replace("-offline", "")
 
 
-def llm_tables(offline: dict, llm: dict) -> str:
+def llm_tables(offline: dict, *llm_runs: dict) -> str:
     """Per dataset: each row offline and with the LLM engine, side by side (R@5/R@15, EM/F1, tokens and
-    seconds per question, and the replies the offline engine played for the model)."""
-    engine = next((r["options"].get("engine") for run in llm["runs"] for r in run["rows"]), "llm")
-    model = next((r["options"].get("llm_gguf") or r["options"].get("llm_model") for run in llm["runs"]
-                  for r in run["rows"] if r["options"].get("llm_gguf") or r["options"].get("llm_model")), None)
+    seconds per question, and the replies the offline engine played for the model). ``llm_runs``: one bench run
+    with the LLM engine, or several that each ran some rows or datasets; a row no run has is shown offline only."""
+    rows = [r for llm in llm_runs for run in llm["runs"] for r in run["rows"]]
+    engine = next((r["options"].get("engine") for r in rows), "llm")
+    model = next((r["options"].get("llm_gguf") or r["options"].get("llm_model") for r in rows
+                  if r["options"].get("llm_gguf") or r["options"].get("llm_model")), None)
     played_by = engine + (f" ({model})" if model else "")
-    out = [f"Commands: `{offline['command']}`; `{llm['command']}` · machine: {llm['machine']} · date: {llm['date']}"]
-    model_rows = {(run["dataset"], _method(r["label"])): r for run in llm["runs"] for r in run["rows"]}
+    commands = "; ".join(f"`{c['command']}`" for c in (offline, *llm_runs))
+    last = llm_runs[-1] if llm_runs else offline
+    out = [f"Commands: {commands} · machine: {last['machine']} · date: {last['date']}"]
+    model_rows = {(run["dataset"], _method(r["label"])): r for llm in llm_runs for run in llm["runs"]
+                  for r in run["rows"]}
     for run in offline["runs"]:  # the offline run may hold reference rows the model plays no part in (bm25)
         n = run["rows"][0]["n"] if run["rows"] else 0
         out += ["", f"**{run['dataset']}** ({n} q, {run['max_steps']} steps)", "",
@@ -125,8 +130,9 @@ def fill(text: str, start: str, end: str, body: str) -> str:
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--llm":
         llm_dir = Path(sys.argv[2])
-        runs = [json.loads((llm_dir / name / "results.json").read_text()) for name in ("offline", "local")]
-        MD.write_text(fill(MD.read_text(), LLM_START, LLM_END, llm_tables(*runs)))
+        offline = json.loads((llm_dir / "offline" / "results.json").read_text())
+        local = [json.loads(f.read_text()) for f in sorted(llm_dir.glob("local*/results.json"))]
+        MD.write_text(fill(MD.read_text(), LLM_START, LLM_END, llm_tables(offline, *local)))
         print(f"wrote {MD}")
         return
     bench = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "benchmarks" / "out" / "bench"
