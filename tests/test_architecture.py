@@ -19,14 +19,6 @@ ABOVE_STORE = ("graph", "retrieve", "indexing", "embed", "expand", "agent", "bas
                "server", "bench")
 
 
-#: Imports that break the rules and are still to be moved, each with what it waits for. The tests fail on any
-#: other offending import, and on an entry here that no longer exists (so the list only shrinks).
-KNOWN: dict[tuple[str, str], str] = {
-    # Deferred imports both ways inside gearag.store.
-    ("gearag.store.index", "gearag.store.shards"): "Index.open loads a sharded index",
-}
-
-
 def module_files() -> dict[str, Path]:
     """Every module of gearag by dotted name (a package is its ``__init__``)."""
     out = {}
@@ -140,25 +132,15 @@ def test_type_checking_imports_are_told_apart() -> None:
         ("a", True), ("b", False), ("c", False)]
 
 
-def _without_known(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    return {m: {t for t in targets if (m, t) not in KNOWN} for m, targets in graph.items()}
-
-
-def test_known_exceptions_still_exist() -> None:
-    graph = import_graph(with_type_checking=True)
-    gone = sorted(f"{m} -> {t}" for m, t in KNOWN if t not in graph.get(m, ()))
-    assert not gone, "fixed, take them out of KNOWN: " + ", ".join(gone)
-
-
 def test_no_import_cycle() -> None:
-    cycle = find_cycle(_without_known(import_graph(with_type_checking=False)))
+    cycle = find_cycle(import_graph(with_type_checking=False))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
 def test_store_imports_nothing_built_on_it() -> None:
     above = tuple(f"{ROOT}.{p}" for p in ABOVE_STORE)
     bad = sorted(f"{module} imports {target}"
-                 for module, targets in _without_known(import_graph(with_type_checking=True)).items()
+                 for module, targets in import_graph(with_type_checking=True).items()
                  if module == f"{ROOT}.store" or module.startswith(f"{ROOT}.store.")
                  for target in targets if any(target == a or target.startswith(f"{a}.") for a in above))
     assert not bad, "gearag.store is storage only:\n" + "\n".join(bad)

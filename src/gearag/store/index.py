@@ -67,6 +67,32 @@ MIN_FORMAT_VERSION = 1
 SHARDED_FORMAT_VERSION = 4
 SHARDED = "sharded"
 MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How to read an index whose manifest names a layout other than the plain one."""
+
+    #: ``(path, manifest, verify=...)`` → the assembled :class:`Index`.
+    load: Callable[..., Index]
+    #: ``(path, manifest, checksums=...)``: verify its files without loading (``gearag info``).
+    check: Callable[..., None]
+
+
+#: The layouts besides the plain one, by the manifest's ``layout``. The module that owns a layout registers it
+#: (:mod:`gearag.store.shards`: ``sharded``; importing :mod:`gearag.store` imports it), so this module, which
+#: that one builds on, imports none of them.
+LAYOUTS: dict[str, Layout] = {}
+
+
+def _layout(path: Path, manifest: dict[str, Any]) -> Layout | None:
+    name = manifest.get("layout")
+    if name is None:
+        return None
+    layout = LAYOUTS.get(str(name))
+    if layout is None:
+        raise IndexFormatError(f"{path}: unknown index layout {name!r}; a newer gearag wrote it?")
+    return layout
 #: How often :meth:`Index.open` reads the manifest again when an update replaced it while it took its lease.
 LEASE_ATTEMPTS = 5
 T = TypeVar("T")
@@ -203,10 +229,9 @@ def check_index(path: str | Path, *, full: bool = False) -> dict[str, Any]:
     """Read and verify the index at ``path`` without loading it; returns its manifest."""
     path = Path(path)
     manifest = read_manifest(path)
-    if manifest.get("layout") == SHARDED:
-        from gearag.store.shards import check_sharded
-
-        check_sharded(path, manifest, checksums=full)
+    layout = _layout(path, manifest)
+    if layout is not None:
+        layout.check(path, manifest, checksums=full)
         return manifest
     verify_files(path, manifest, checksums=full)
     return manifest
@@ -483,11 +508,10 @@ class Index:
         path = Path(path)
         manifest = read_manifest(path)
         identity = manifest_identity(path)
-        if manifest.get("layout") == SHARDED:
-            from gearag.store.shards import load_sharded
-
+        layout = _layout(path, manifest)
+        if layout is not None:
             try:
-                index = load_sharded(path, manifest, verify=verify)
+                index = layout.load(path, manifest, verify=verify)
             except IndexFormatError:
                 if manifest_identity(path) == identity:
                     raise

@@ -61,8 +61,11 @@ from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpe
 from gearag.store.fsync import fsync_dir
 from gearag.store.graph import DELTA_DIR, LayeredTripleGraph, TripleGraph, open_layered_graph
 from gearag.store.index import (
+    LAYOUTS,
     MANIFEST,
+    SHARDED,
     Index,
+    Layout,
     TripleTable,
     _check_ids,
     _check_indptr,
@@ -70,6 +73,7 @@ from gearag.store.index import (
     passage_contents,
     read_entities,
     read_manifest,
+    verify_files,
     verify_listed,
 )
 from gearag.store.postings import POSTINGS_FILES, ShardPostings, read_postings
@@ -97,8 +101,6 @@ GENERATION_FILES = (
 
 
 def is_sharded(manifest: dict[str, Any]) -> bool:
-    from gearag.store.index import SHARDED
-
     return manifest.get("layout") == SHARDED
 
 
@@ -189,8 +191,6 @@ def check_generation(path: Path, name: str, sha: str, *, checksums: bool) -> dic
 
 def check_sharded(path: Path, manifest: dict[str, Any], *, checksums: bool) -> None:
     """Verify every shard and the generation of a sharded index (``gearag info``)."""
-    from gearag.store.index import verify_files
-
     for ref in shard_refs(path, manifest):
         spath = path / ref.rel
         verify_files(spath, read_manifest(spath), checksums=checksums)
@@ -525,3 +525,6 @@ def kept_state(manifest: dict[str, Any]) -> dict[str, Any] | None:
     if state.get("tables") != TABLES_VERSION or state.get("union") != UNION_VERSION:
         return None
     return state
+
+
+LAYOUTS[SHARDED] = Layout(load=load_sharded, check=check_sharded)
