@@ -1,4 +1,4 @@
-"""What an update of a sharded index removes, and what it keeps for the readers still using it (issue 14).
+"""What an update of a sharded index removes, and what it keeps for the readers still using it.
 
 After ``gearag add``, ``delete`` or ``compact`` commits a manifest,
 :func:`remove_unlisted` removes the generations and shards it no longer

@@ -1,4 +1,4 @@
-"""Read leases: a process that opened an index keeps the files it reads while an update replaces them (issue 14).
+"""Read leases: a process that opened an index keeps the files it reads while an update replaces them.
 
 ``gearag add``, ``delete`` and ``compact`` write a new generation (a compact
 also a new shard) and then remove what the new manifest no longer lists; the

@@ -1,4 +1,4 @@
-"""Finding passages by content — title and text — without reading every passage (``gearag add``, issue 39).
+"""Finding passages by content — title and text — without reading every passage (``gearag add``'s duplicate check).
 
 An add skips a document the index already holds (same title and same text),
 so rerunning an add that ran, or one whose first run the user is unsure of,

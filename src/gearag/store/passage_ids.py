@@ -1,4 +1,4 @@
-"""Finding passages by id without reading every id of the index (``gearag add`` and ``delete``, issue 14).
+"""Finding passages by id without reading every id of the index (``gearag add`` and ``delete``).
 
 An add must refuse an id the index already holds, and a delete must find
 the rows of the ids it is given. Reading every stored id for that (a set of

@@ -1,4 +1,4 @@
-"""One export at a time at an object-store location: a lease with a heartbeat (issue 14).
+"""One export at a time at an object-store location: a lease with a heartbeat.
 
 An export to a local directory holds the build lock (``flock``) of the directory. Object stores have
 no such lock, and two exports that overlap there (a scheduled ``gearag export --update`` that starts

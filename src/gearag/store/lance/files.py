@@ -1,4 +1,4 @@
-"""Arrays a Lance index's queries read by position, memory-mapped from a local cache (issue 14).
+"""Arrays a Lance index's queries read by position, memory-mapped from a local cache.
 
 The integer graph arrays (triple → entity, CSR offsets) and the prepared
 passage graph (:mod:`gearag.graph.prepared`: the PPR operator by columns,
