@@ -92,6 +92,9 @@ class KeyedCheckpoint:
         return len(self.done)
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value recorded for ``key``, else ``default``. ``Any``: a value is whatever JSON the caller added
+        (as :meth:`_decode` reads it back: :class:`ExtractionCheckpoint`'s are lists of facts), its shape the
+        caller's to know."""
         return self.done.get(key, default)
 
     def add(self, key: str, value: Any) -> None:

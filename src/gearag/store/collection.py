@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 #: The collections every GEAR index has.
 PASSAGES = "passages"
 TRIPLES = "triples"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -162,12 +164,12 @@ class Collection:
     def __len__(self) -> int:
         return self.spec.rows
 
-    def cached(self, key: str, load: Callable[[], Any]) -> Any:
+    def cached(self, key: str, load: Callable[[], T]) -> T:
         """``load()`` once per collection and key (thread-safe; re-entrant, so loaders may nest): what a
         reader builds over this collection's storage (a BM25 model, a retriever) lives as long as it."""
         return self._once(key, load)
 
-    def _once(self, key: str, load: Callable[[], Any]) -> Any:
+    def _once(self, key: str, load: Callable[[], T]) -> T:
         value = self._loaded.get(key)
         if value is None:
             with self._lock:
@@ -294,4 +296,13 @@ class SearchingCollection(Protocol):
 
     def bm25_scores(self, query: str, rows: np.ndarray) -> np.ndarray: ...
 
-    def bm25_retriever(self) -> Any: ...
+    def bm25_retriever(self) -> RowRetriever: ...
+
+
+class RowRetriever(Protocol):
+    """What :meth:`SearchingCollection.bm25_retriever` hands out: the top ``k`` rows for a query, best first
+    (:class:`gearag.retrieve.base.Retriever`, stated here because the store imports nothing that builds on it)."""
+
+    def retrieve(self, query: str, k: int) -> list[Hit]: ...
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...

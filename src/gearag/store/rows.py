@@ -79,18 +79,19 @@ class _SequenceEq:
         return len(mine) == len(other) and all(a == b for a, b in zip(mine, other, strict=True))
 
 
-class _Rows(_SequenceEq):
+class _Rows(_SequenceEq, Generic[T]):
     """Indexing of a sequence read row by row: ``row(i)`` for one row, slices as lists, negative rows from
     the end, an IndexError naming the range."""
 
     def __len__(self) -> int:
         raise NotImplementedError
 
-    def _read(self, i: int) -> Any:
+    def _read(self, i: int) -> T:
         """Row ``i``, in range."""
         raise NotImplementedError
 
-    def row(self, i: int) -> Any:
+    def row(self, i: int) -> T:
+        """Row ``i`` (negative: from the end); an IndexError naming the range when out of it."""
         n = len(self)
         if i < 0:
             i += n
@@ -107,7 +108,7 @@ class _Rows(_SequenceEq):
         return self.row(int(key))
 
 
-class JsonList(_Rows, Sequence[str]):
+class JsonList(_Rows[str], Sequence[str]):
     """A JSON list of strings (an index's ``entities.json``) of known length, read on demand.
 
     A process that never reads a name never pays for the list: the shards of a
@@ -183,7 +184,7 @@ class JsonList(_Rows, Sequence[str]):
         self.__init__(state["path"], state["n"])  # type: ignore[misc]
 
 
-class JsonlRows(_Rows, Sequence[T], Generic[T]):
+class JsonlRows(_Rows[T], Sequence[T]):
     """Rows of a JSONL file, each parsed by ``decode(parse_json(line))`` when read (orjson: ~1.1 µs a triple's
     row instead of ``json``'s ~2.5 µs; a million-passage index's first add reads 17M of them twice)."""
 
@@ -287,7 +288,7 @@ def zip_columns(a: Sequence[Any], b: Sequence[Any]) -> Iterator[tuple[Any, Any]]
     return zip(a, b, strict=True)
 
 
-class ConcatRows(_Rows, Sequence[T], Generic[T]):
+class ConcatRows(_Rows[T], Sequence[T]):
     """The live rows of several sequences in order (``keeps[i]``: part i's live-row mask, None = all)."""
 
     def __init__(self, parts: Sequence[Sequence[T]], keeps: Sequence[np.ndarray | None]) -> None:

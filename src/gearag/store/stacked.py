@@ -13,7 +13,7 @@ concatenation did.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -127,7 +127,7 @@ class StackedRows:
         whole = self.take(np.arange(len(self), dtype=np.int64))
         return whole if dtype is None else whole.astype(dtype, copy=False)
 
-    def chunks(self, rows: int) -> Any:
+    def chunks(self, rows: int) -> Iterator[np.ndarray]:
         """The union in blocks of at most ``rows`` rows, in order (for writing it out without holding it)."""
         for start in range(0, len(self), rows):
             yield self.take(np.arange(start, min(start + rows, len(self)), dtype=np.int64))

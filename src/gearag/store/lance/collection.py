@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
@@ -29,6 +29,11 @@ from gearag.store.collection import Collection, CollectionSpec
 from gearag.store.lance.storage import Location, store_error
 from gearag.tokenizer import tokenize
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+K = TypeVar("K")
+V = TypeVar("V")
 #: Errors a Lance/object-store call raises (network, missing files, bad queries).
 STORE_ERRORS = (OSError, RuntimeError, ValueError, KeyError)
 
@@ -59,22 +64,23 @@ class LanceSearchConfig:
                                      min=0, name="lance_cache_keep_days")
 
 
-class LRU:
+class LRU(Generic[K, V]):
     """A small thread-safe LRU map (fetched rows, postings)."""
 
     def __init__(self, size: int) -> None:
         self.size = max(0, size)
-        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: K) -> V | None:
+        """The value kept for ``key`` (now the most recently used), None if it is not kept."""
         with self._lock:
             value = self._data.get(key)
             if value is not None:
                 self._data.move_to_end(key)
             return value
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: K, value: V) -> None:
         if self.size == 0:
             return
         with self._lock:
@@ -105,7 +111,7 @@ class LanceTable:
         except STORE_ERRORS as exc:
             raise store_error(self.location, exc, f"cannot read table {self.name} of") from None
 
-    def take(self, rows: np.ndarray | Sequence[int], columns: list[str]) -> Any:
+    def take(self, rows: np.ndarray | Sequence[int], columns: list[str]) -> pa.Table:
         """Rows (positions; the export writes row ``i`` at position ``i``) as a pyarrow table, in order."""
         return self._call(self.dataset.take, np.asarray(rows, dtype=np.int64), columns=columns)
 
@@ -116,7 +122,7 @@ class LanceTable:
         except STORE_ERRORS as exc:
             raise store_error(self.location, exc, f"cannot read table {self.name} of") from None
 
-    def search(self, build: Any) -> Any:
+    def search(self, build: Any) -> pa.Table:
         """Run a LanceDB query built by ``build(table)``; returns a pyarrow table."""
         return self._call(lambda: build(self.table).to_arrow())
 
@@ -140,7 +146,7 @@ class LanceRows(Sequence[Any]):
         self.column = column
         self.dim = dim
         self.scalar = scalar  # a numeric column: numpy results
-        self.cache = LRU(cache_rows)
+        self.cache: LRU[int, Any] = LRU(cache_rows)  # row → its value: a Python value, or a vector's float32 row
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -245,14 +251,17 @@ class LanceCollection(Collection):
                           "(search_bm25), there is no bm25s model")
 
     @property
-    def vectors(self) -> Any:
+    def vectors(self) -> LanceRows:  # type: ignore[override]  # read on demand, not Collection's whole ndarray
+        """The ``vector`` column as a read-only ``(rows, dim)`` matrix fetched on demand: it indexes, multiplies
+        (``@``) and has a ``shape`` as the memory-mapped array of a directory index does."""
         if self._vectors is None:
             dim = self.table.dataset.schema.field("vector").type.list_size
             self._vectors = LanceRows(self.table, "vector", dim=dim, cache_rows=self.config.cache_rows)
         return self._vectors
 
     @property
-    def weights(self) -> Any:
+    def weights(self) -> LanceRows | None:  # type: ignore[override]  # as vectors: a column, not an ndarray
+        """The ``weight`` column read on demand (None: the export has no weights, a neural embedder's)."""
         if not self._has_weights:
             return None
         if self._weights is None:
@@ -332,7 +341,7 @@ class LanceCollection(Collection):
         score = dict(zip(found.tolist(), scores.tolist(), strict=True))
         return np.asarray([score.get(int(r), 0.0) for r in rows], dtype=np.float32)
 
-    def bm25_retriever(self) -> Any:
+    def bm25_retriever(self) -> LanceBM25Retriever:
         return self._once("bm25_retriever", lambda: LanceBM25Retriever(self))
 
     def rows_vectors(self, rows: np.ndarray | Sequence[int]) -> np.ndarray:

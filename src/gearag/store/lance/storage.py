@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from gearag.errors import ConfigError, IndexFormatError
 from gearag.options import setting
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 #: URI schemes that name object storage (anything else is a local path).
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "az", "abfs")
@@ -33,6 +38,29 @@ OWNER_TABLE = "gearag"
 ARRAYS_TABLE = "arrays"
 ENTITIES_TABLE = "entities"
 INSTALL_HINT = "pip install 'gearag[lance]'"
+
+
+class TablesPage(Protocol):
+    """One page of a connection's table names (``list_tables``)."""
+
+    @property
+    def tables(self) -> Sequence[str]: ...
+
+    @property
+    def page_token(self) -> str | None: ...
+
+
+class LanceDb(Protocol):
+    """What gearag calls on a LanceDB connection: ``lancedb.DBConnection`` (:func:`connect`), or the one that opens
+    tables at an export's versions (:class:`~gearag.store.lance.versions.PinnedDb`)."""
+
+    def open_table(self, name: str) -> Table: ...
+
+    def list_tables(self, *, page_token: str | None = None) -> TablesPage: ...
+
+    def create_table(self, name: str, data: Any = None, schema: Any = None, mode: str = "create") -> Table: ...
+
+    def drop_table(self, name: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -133,8 +161,8 @@ def parse_location(location: str | Path) -> Location:
     return Location(uri, scheme if scheme in REMOTE_SCHEMES else "", options)
 
 
-def import_lancedb() -> Any:
-    """``lancedb``, or a one-line ConfigError naming the extra to install."""
+def import_lancedb() -> ModuleType:
+    """The ``lancedb`` module (``lance`` imported too), or a one-line ConfigError naming the extra to install."""
     os.environ.setdefault("LANCE_LOG", "error")  # Lance's Rust warnings would otherwise go to stderr
     os.environ.setdefault("LANCEDB_LOG", "error")
     try:
@@ -145,7 +173,7 @@ def import_lancedb() -> Any:
     return lancedb
 
 
-def connect(location: Location, session: Any = None) -> Any:
+def connect(location: Location, session: Any = None) -> LanceDb:
     """A LanceDB connection to ``location`` with its bounded storage options (and ``session``'s caches)."""
     lancedb = import_lancedb()
     extra = {"session": session} if session is not None else {}

@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import Index
 from gearag.store.lance.files import FILES_TABLE
-from gearag.store.lance.storage import ARRAYS_TABLE, ENTITIES_TABLE, META_TABLE, OWNER_TABLE, table_names
+from gearag.store.lance.storage import ARRAYS_TABLE, ENTITIES_TABLE, META_TABLE, OWNER_TABLE, LanceDb, table_names
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 #: Meta key: table name → the version this export wrote (absent: an export before pinning; read the latest).
 VERSIONS = "versions"
@@ -40,7 +43,7 @@ LINEAGE = "lineage"
 EXPORTED_AT = "exported_at"
 
 
-def pinned(db: Any, name: str, meta: dict[str, Any]) -> Any:
+def pinned(db: LanceDb, name: str, meta: dict[str, Any]) -> Table:
     """Table ``name`` at the version ``meta`` recorded (the latest if it recorded none)."""
     table = db.open_table(name)
     version = (meta.get(VERSIONS) or {}).get(name)
@@ -52,10 +55,11 @@ def pinned(db: Any, name: str, meta: dict[str, Any]) -> Any:
 class PinnedDb:
     """A LanceDB connection whose tables open at the versions an export's ``meta`` pins (:func:`pinned`)."""
 
-    def __init__(self, db: Any, meta: dict[str, Any]) -> None:
+    def __init__(self, db: LanceDb, meta: dict[str, Any]) -> None:
         self.db, self.meta = db, meta
 
-    def open_table(self, name: str) -> Any:
+    def open_table(self, name: str) -> Table:
+        """Table ``name`` at the version the export pinned (:func:`pinned`)."""
         return pinned(self.db, name, self.meta)
 
     def __getattr__(self, name: str) -> Any:
