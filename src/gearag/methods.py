@@ -9,13 +9,16 @@ service all go through :func:`make_method` (usually via :mod:`gearag.api`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gearag.errors import ConfigError
 from gearag.options import build_config
 from gearag.registry import REGISTRY
 from gearag.results import Result
 from gearag.store.index import Index
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 class Method(Protocol):
@@ -28,8 +31,9 @@ def method_names() -> list[str]:
     return REGISTRY.names("method")
 
 
-def method_config(name: str, options: Mapping[str, Any] | None = None) -> Any:
-    """The typed config of method ``name`` from user options; errors name the option and the method."""
+def method_config(name: str, options: Mapping[str, Any] | None = None) -> DataclassInstance:
+    """The typed config of method ``name`` from user options (an instance of the frozen config dataclass the
+    registry names for it); errors name the option and the method."""
     entry = REGISTRY.entry("method", name)
     cls = entry.config_class()
     if cls is None:

@@ -78,8 +78,23 @@ def option(
                        "request": request}}
 
 
+V = TypeVar("V")
+
+
+@typing.overload
+def setting(default: type[V], help: str, **kwargs: Any) -> V: ...
+
+
+@typing.overload
+def setting(default: V, help: str, **kwargs: Any) -> V: ...
+
+
 def setting(default: Any, help: str, **kwargs: Any) -> Any:
-    """A config field with a default and :func:`option` metadata (``factory`` defaults for dataclasses)."""
+    """A config field with a default and :func:`option` metadata (``factory`` defaults for dataclasses).
+
+    Like :func:`dataclasses.field`, it returns a :class:`dataclasses.Field` that type checkers see as the
+    field's value (the default, or an instance of the dataclass given as its factory), so
+    ``exact: bool = setting(False, ...)`` checks the default against the field's type."""
     meta = option(help, **kwargs)
     if is_dataclass(default) and isinstance(default, type):
         return field(default_factory=default, metadata=meta)

@@ -19,14 +19,17 @@ FastAPI is imported only here, so ``import gearag`` stays light.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gearag.server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 __all__ = ["ServerSettings", "create_app"]
 
 
-def create_app(*args: Any, **kwargs: Any) -> Any:
+def create_app(*args: Any, **kwargs: Any) -> FastAPI:
     """See :func:`gearag.server.app.create_app` (imported lazily)."""
     from gearag.server.app import create_app as _create
 

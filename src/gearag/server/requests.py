@@ -12,12 +12,15 @@ someone marks it, and a request naming it gets a 400 before any work.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gearag.engine import check_engine_options
 from gearag.errors import ConfigError
 from gearag.options import OptionSpec, build_config, check_request, option_specs
 from gearag.registry import REGISTRY
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 def _method_class(name: str) -> type:
@@ -70,9 +73,10 @@ def check_operator_options(operator: Mapping[str, Any]) -> None:
         word_lists_for(operator["word_lists"])
 
 
-def request_config(method: str, options: Mapping[str, Any], operator: Mapping[str, Any]) -> Any:
+def request_config(method: str, options: Mapping[str, Any], operator: Mapping[str, Any]) -> DataclassInstance:
     """The typed config of ``method`` for one request: the request's ``options`` checked against the allow-list
-    (a :class:`~gearag.options.RequestOptionError` naming the key otherwise), over the operator's options."""
+    (a :class:`~gearag.options.RequestOptionError` naming the key otherwise), over the operator's options. An
+    instance of the frozen config dataclass the registry names for ``method`` (which one depends on it)."""
     entry = REGISTRY.entry("method", method)  # an unknown method: the registry's one-line error
     cls = _method_class(entry.name)
     check_request(cls, options, what=f"method {entry.name!r}")

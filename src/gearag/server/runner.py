@@ -20,7 +20,7 @@ import threading
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gearag.api import Gearag
 from gearag.deadline import Deadline, StoppedError, check, running_under
@@ -29,6 +29,9 @@ from gearag.server.errors import APIError, client_error
 from gearag.server.requests import request_config
 from gearag.server.settings import ServerSettings
 from gearag.trace import StepTrace
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["Call", "Runner", "StoppedError"]
 
@@ -63,10 +66,10 @@ class Runner:
         self._lock = threading.Lock()
         self.active = 0
 
-    def config(self, method: str, options: dict[str, Any]) -> Any:
+    def config(self, method: str, options: dict[str, Any]) -> DataclassInstance:
         """The method's typed config for a request: the request's options (question-time ones only, within their
-        bounds) over the operator's; unknown methods, options a request may not set and bad values raise
-        ConfigError (→ 400 naming the key) before any work."""
+        bounds) over the operator's, as the method's config dataclass; unknown methods, options a request may not
+        set and bad values raise ConfigError (→ 400 naming the key) before any work."""
         return request_config(method, options, self.settings.method_options)
 
     def submit(self, gearag: Gearag, method: str, config: Any, question: str, top_k: int, *,
