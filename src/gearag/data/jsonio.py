@@ -16,12 +16,13 @@ def load_json(path: Path) -> Any:
     """Parse a JSON file gearag wrote, from its bytes, with orjson (0.6 s instead of 0.85 s for the 7M names of
     a million-passage index's vocabulary, which every add reads); what orjson refuses and ``json`` reads
     (``NaN``, a lone surrogate escape) is read by ``json``. ``OSError`` and ``ValueError`` propagate: the
-    caller names the file in its own error."""
+    caller names the file in its own error. Returns the parsed value as JSON builds it (dict, list, str, int,
+    float, bool or None): ``Any``, since only the caller knows the file's shape and checks it."""
     return parse_json(Path(path).read_bytes())
 
 
 def parse_json(raw: bytes) -> Any:
-    """:func:`load_json` of bytes already read."""
+    """:func:`load_json` of bytes already read: the parsed JSON value, of a shape only the caller knows."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -76,7 +77,8 @@ def json_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def read_json_or_jsonl(path: Path) -> Any:
-    """Parse a whole-file JSON document, or JSON Lines (one value per non-blank line)."""
+    """Parse a whole-file JSON document, or JSON Lines (one value per non-blank line): the document's value, or
+    the list of the lines' values. ``Any``: user data of a shape the caller checks (a list of records, a dict)."""
     path = Path(path)
     text = read_text(path)
     stripped = text.lstrip()

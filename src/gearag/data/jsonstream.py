@@ -97,7 +97,8 @@ class _Reader:
         return c
 
     def value(self) -> Any:
-        """Decode the next value; read more while it may be cut off by the buffer's end."""
+        """Decode the next value (as ``json`` builds it: dict, list, str, number, bool or None, of a shape only
+        the caller knows); read more while it may be cut off by the buffer's end."""
         self.peek()
         while True:
             # (``more`` may move the buffer: positions are used only when nothing more can be read)
