@@ -12,7 +12,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -24,12 +24,15 @@ from gearag.options import OptionSpec, option_specs
 if TYPE_CHECKING:
     from gearag.store.lance.collection import LanceSearchConfig
 
+#: A command's function: the decorator gives it back unchanged.
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class _App(typer.Typer):
     """The app: its commands print their help with :class:`~gearag.cli.help.HelpCommand` unless one says otherwise."""
 
-    def command(self, *args: Any, **kwargs: Any) -> Any:
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[_F], _F]:
+        """:meth:`typer.Typer.command`'s decorator, the command's help printed by :class:`HelpCommand` by default."""
         kwargs.setdefault("cls", HelpCommand)
         return super().command(*args, **kwargs)
 

