@@ -9,6 +9,7 @@ from operator import attrgetter
 import numpy as np
 
 from gearag.config import GraphConfig
+from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.indexing.union_files import ShardColumns, UnionRows, cannot_grow, write_union
 from gearag.malloc import release_free_memory
@@ -45,13 +46,13 @@ def linkable_for(
     if config.link_entities == "all":
         named = bool
     else:
-        sample = list(subjects[:5000]) + list(objects[:5000])
-        if sample and sum(map(is_named, sample)) < 0.05 * len(sample):
+        sample = list(subjects[:NAMED_SAMPLE]) + list(objects[:NAMED_SAMPLE])
+        if too_few_named(sum(map(is_named, sample)), len(sample)):
             log.warning("few capitalised triple endpoints: linking every endpoint (link_entities=all)")
             named = bool
     if config.max_entity_share >= 1.0:
         return named
-    cap = max(20, config.max_entity_share * n_passages)
+    cap = hub_cap(config.max_entity_share, n_passages)
     seen: dict[str, set[int]] = {}
     for s, o, p in zip(subjects, objects, owner, strict=True):
         for e in (s, o):

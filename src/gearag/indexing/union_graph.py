@@ -38,6 +38,7 @@ from gearag.config import GraphConfig
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import taken
 from gearag.errors import GearagError, IndexFormatError
+from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
 from gearag.graph.resolve import usable_key
 from gearag.graph.trie import name_key
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
@@ -55,8 +56,6 @@ TABLE_FILES = ("keys.json", "ends.npy", "named.npy", "names.json", "name_ends.np
 KEY_ENTITY = "key_entity.npy"
 log = logging.getLogger(__name__)
 
-#: linkable_for's sample for the "few capitalised endpoints" fallback: this many subjects and objects.
-SAMPLE = 5000
 
 
 #: Surfaces whose key, name and flag :meth:`EndpointTable.compute` remembers before it starts again.
@@ -284,23 +283,24 @@ def first_seen(first: np.ndarray, ids: np.ndarray, positions: np.ndarray) -> Non
 
 
 def links_all(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray]) -> bool:
-    """Whether every endpoint links: ``link_entities=all``, or ``linkable_for``'s fallback when fewer than 5% of
-    the union's first :data:`SAMPLE` live subjects and objects are names (read from the leading shards only)."""
+    """Whether every endpoint links: ``link_entities=all``, or ``linkable_for``'s fallback
+    (:func:`gearag.graph.hubs.too_few_named`) over the union's first ``NAMED_SAMPLE`` live subjects and objects
+    (read from the leading shards only)."""
     if config.link_entities == "all":
         return True
     parts, have = [], 0
     for table, keep in zip(tables, triple_keep, strict=True):
-        if have >= SAMPLE:
+        if have >= NAMED_SAMPLE:
             break
         # The live rows among the first ones: a shard's leading rows hold its first live ones (no whole-shard mask).
-        n = min(len(keep), SAMPLE - have)
-        while int(np.count_nonzero(keep[:n])) < SAMPLE - have and n < len(keep):
+        n = min(len(keep), NAMED_SAMPLE - have)
+        while int(np.count_nonzero(keep[:n])) < NAMED_SAMPLE - have and n < len(keep):
             n = min(len(keep), 2 * n)
-        parts.append(table.named[:n][keep[:n]][: SAMPLE - have])
+        parts.append(table.named[:n][keep[:n]][: NAMED_SAMPLE - have])
         have += len(parts[-1])
     named = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=bool)
     sample = np.concatenate([named[:, 0], named[:, 1]])
-    return bool(len(sample) and int(sample.sum()) < 0.05 * len(sample))
+    return too_few_named(int(sample.sum()), len(sample))
 
 
 def hub_keys(config: GraphConfig, passages: np.ndarray, n_passages: int) -> np.ndarray:
@@ -308,7 +308,7 @@ def hub_keys(config: GraphConfig, passages: np.ndarray, n_passages: int) -> np.n
     cut is off)."""
     if config.max_entity_share >= 1.0:
         return np.zeros(len(passages), dtype=bool)
-    return passages > max(20, config.max_entity_share * n_passages)
+    return passages > hub_cap(config.max_entity_share, n_passages)
 
 
 def entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int) -> np.ndarray:
