@@ -453,7 +453,7 @@ class Index:
                 f"{self.path}: no collection {name!r} in this index (it has {', '.join(self.collections)})"
             ) from None
 
-    def cached(self, key: str, build: Callable[[], Any], *, variant: str | None = None) -> Any:
+    def cached(self, key: str, build: Callable[[], T], *, variant: str | None = None) -> T:
         """``build()`` once per index and key; thread-safe (re-entrant, so builders may nest).
 
         ``variant`` (a config's repr) keeps the last :data:`VARIANTS` variants of ``key`` only, least recently
