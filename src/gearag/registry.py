@@ -113,7 +113,8 @@ register("method", "naivege", "gearag.expand.methods:NaiveGE", "gearag.expand.co
          help="graph expansion from all triples of the base passages (GEAR §6.2)")
 register("method", "syncge", "gearag.expand.methods:SyncGE", "gearag.expand.config:SyncGEConfig",
          help="reader → tripleLink → diverse triple beam search, RRF with the base passages (GEAR §4)")
-register("method", "titlelink", "gearag.graph.titlelink:TitleLinkRetriever", "gearag.graph.titlelink:TitleLinkConfig",
+register("method", "titlelink", "gearag.baselines.titlelink:TitleLinkRetriever",
+         "gearag.baselines.titlelink:TitleLinkConfig",
          help="baseline: BM25 plus the passages whose titles the top passages mention")
 register("method", "gear", "gearag.agent.method:GearMethod", "gearag.agent.config:AgentConfig",
          help="the GEAR agent: SyncGE per step, gist memory, reasoning, rewriting, passageLink (GEAR §5)")

@@ -1,4 +1,4 @@
-"""Entity resolution, the token trie, PPR, the passage graph and the title-mention baseline (issue 9)."""
+"""Entity resolution, the token trie, PPR and the passage graph."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from scipy import sparse
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
 from gearag.graph.ppr import PageRankOperator, personalized_pagerank
 from gearag.graph.resolve import build_lexicon, leading_name, opening_names, resolve_corpus, title_names
-from gearag.graph.titlelink import TitleMentions
 from gearag.graph.trie import TokenTrie, name_key, tokens
 from gearag.text import is_named
 
@@ -351,32 +350,6 @@ def test_graph_arrays_round_trip(tmp_path) -> None:
     assert loaded.resolution.keys == arrays.resolution.keys
     assert (loaded.resolution.about != arrays.resolution.about).nnz == 0
     assert (loaded.relations != arrays.relations).nnz == 0
-
-
-# -- titlelink ------------------------------------------------------------------
-
-
-def test_title_mentions_are_verbatim_and_skip_self() -> None:
-    titles = ["Akron, Ohio", "Stephen Curry", "Home"]
-    texts = ["Akron is in Ohio.", "Stephen Curry was born in Akron, Ohio and went home.", "Home is a film."]
-    tm = TitleMentions(titles, texts)
-    assert tm.links(1) == [0]  # "home" is not "Home"
-    assert tm.links(0) == [] and tm.links(2) == []
-
-
-def test_titlelink_method_on_a_tiny_index(tiny_index) -> None:
-    from gearag.methods import make_method
-    from gearag.retrieve import make_retriever
-
-    run = make_method(tiny_index, "titlelink")
-    q = tiny_index.passages[0].title
-    result = run(q, 5)
-    base = [h.idx for h in make_retriever(tiny_index, "bm25", "passages").retrieve(q, 10)]
-    linked = list(dict.fromkeys(t for r in base[:5] for t in TitleMentions(
-        [p.title for p in tiny_index.passages], [p.text for p in tiny_index.passages]).links(r)))
-    from gearag.retrieve.fusion import rrf
-
-    assert [h.idx for h in result.passages] == [i for i, _ in rrf([base, linked])][:5]
 
 
 def test_proximal_weight_scales_the_memory_seeds_against_the_question() -> None:

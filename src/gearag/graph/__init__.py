@@ -5,5 +5,5 @@
 * :mod:`gearag.graph.ppr` — weighted Personalized PageRank (scipy.sparse), also used by the HippoRAG baselines;
 * :mod:`gearag.graph.passage_graph` — entity + passage nodes, seeding, PPR ranking;
 * :mod:`gearag.graph.prepared` — what a PPR query reads, prepared at index time and memory-mapped;
-* :mod:`gearag.graph.titlelink` — the title-mention baseline.
+* :mod:`gearag.graph.hubs` — which triple endpoints become entities (the hub cut).
 """
