@@ -144,3 +144,27 @@ def test_store_imports_nothing_built_on_it() -> None:
                  if module == f"{ROOT}.store" or module.startswith(f"{ROOT}.store.")
                  for target in targets if any(target == a or target.startswith(f"{a}.") for a in above))
     assert not bad, "gearag.store is storage only:\n" + "\n".join(bad)
+
+
+#: gearag's packages from the bottom up (docs/architecture.md, "Layers"): a package imports only from its own
+#: layer or below.
+LAYERS = (("data",), ("store",), ("embed", "extract", "llm"), ("graph",), ("retrieve", "expand"),
+          ("agent", "baselines", "sirerag"), ("indexing",), ("cli", "server", "bench", "distributed"))
+#: The imports that still climb a layer, each with why (docs/architecture.md says so too).
+CLIMBS = {("gearag.retrieve.qa", "gearag.agent.config"): "the single-step methods' answerer is the agent's"}
+
+
+def test_packages_import_downward_only() -> None:
+    layer = {package: n for n, packages in enumerate(LAYERS) for package in packages}
+
+    def package(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 2 or (SRC / ROOT / parts[-1]).is_dir() else None
+
+    up = sorted(f"{module} -> {target}" for module, targets in import_graph(with_type_checking=False).items()
+                for target in targets
+                if (a := package(module)) in layer and (b := package(target)) in layer and layer[b] > layer[a]
+                and (module, target) not in CLIMBS)
+    assert not up, "an import climbs a layer:\n" + "\n".join(up)
+    graph = import_graph(with_type_checking=False)
+    assert all(t in graph.get(m, ()) for m, t in CLIMBS), "an allowed climb is gone: take it out of CLIMBS"

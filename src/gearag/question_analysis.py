@@ -1,6 +1,6 @@
 """Light question analysis for the offline engine: answer type, content terms, option entities.
 
-The English words it looks for are :class:`gearag.agent.words.WordLists`
+The English words it looks for are :class:`gearag.words.WordLists`
 (place, person, date, number, auxiliary and comparison words); pass your own
 to :func:`analyse` to change them.
 """
@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gearag.agent.words import DEFAULT_WORDS, WordLists
-from gearag.retrieve.bm25 import tokenize
 from gearag.text import YEAR as _YEAR
 from gearag.text import has_date, is_named
+from gearag.tokenizer import tokenize
+from gearag.words import DEFAULT_WORDS, WordLists
 
 __all__ = ["ANSWER_TYPES", "QuestionInfo", "analyse", "matches_type"]
 

@@ -24,10 +24,10 @@ class AgentEngineConfig(EngineConfig):
     chain_agent: bool = setting(True, "Offline agent: finish chains through entity resolution (--no-chain-agent: off).",
                                 request=QUESTION)
     #: A JSON file replacing any of the offline engine's English word lists
-    #: (:class:`gearag.agent.words.WordLists`: place nouns, relation words, type,
+    #: (:class:`gearag.words.WordLists`: place nouns, relation words, type,
     #: comparison, date and person words); unset = the built-in lists.
     word_lists: str | None = setting(None, "Offline agent: JSON file of English word lists replacing the built-in "
-                                           "ones (see gearag.agent.words).")
+                                           "ones (see gearag.words).")
 
 
 @dataclass(frozen=True)

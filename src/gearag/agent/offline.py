@@ -75,7 +75,6 @@ from gearag.agent.slots import (
     same_entity,
     substitute,
 )
-from gearag.agent.words import DEFAULT_WORDS, WordLists, word_lists_for
 from gearag.embed import index_embedder
 from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
@@ -86,6 +85,7 @@ from gearag.retrieve.bm25 import tokenize
 from gearag.store.collection import PASSAGES
 from gearag.store.index import Index
 from gearag.text import date_key, is_named, normalise_entity
+from gearag.words import DEFAULT_WORDS, WordLists, word_lists_for
 
 #: Share of the question's relation words a chain must cover to be an answer.
 COVERAGE = 0.5
@@ -580,7 +580,7 @@ def offline_engine(index: Index, config: EngineConfig | None = None, llm_roles: 
     With ``chain_agent`` (an agent setting, :class:`gearag.agent.config.AgentEngineConfig`; default on)
     the gist, reasoner and rewriter use the index's entity resolution to finish their chains.
     ``word_lists`` (same config) names a JSON file replacing the English word lists
-    (:class:`gearag.agent.words.WordLists`).
+    (:class:`gearag.words.WordLists`).
     """
     read_triples, gist_triples = READ_TRIPLES, GIST_TRIPLES
     words = word_lists_for(getattr(config, "word_lists", None))

@@ -19,7 +19,7 @@ Which description a bridge resolves is read two ways:
 
 The span from the first to the last word so resolved is replaced by the
 bridge's name, with the article before it ("the Counting Crows" is never
-written). English only; the words are :class:`gearag.agent.words.WordLists`.
+written). English only; the words are :class:`gearag.words.WordLists`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-from gearag.agent.words import DEFAULT_WORDS, WordLists
 from gearag.model import Fact
 from gearag.retrieve.bm25 import tokenize
 from gearag.text import is_named, normalise_entity
+from gearag.words import DEFAULT_WORDS, WordLists
 
 #: A quoted title in a question ("Dear Brother").
 _QUOTED = re.compile(r"[\"“”]([^\"“”]+)[\"“”]")

@@ -25,7 +25,6 @@ from typing import Protocol
 import numpy as np
 
 from gearag import setops
-from gearag.agent.words import DEFAULT_WORDS, WordLists
 from gearag.embed import index_embedder
 from gearag.model import Fact
 from gearag.question_analysis import analyse, matches_type
@@ -35,6 +34,7 @@ from gearag.store.collection import TRIPLES
 from gearag.store.index import Index
 from gearag.store.rows import rows_at
 from gearag.text import is_named, normalise_entity
+from gearag.words import DEFAULT_WORDS, WordLists
 
 
 class Reader(Protocol):

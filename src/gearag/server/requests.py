@@ -68,7 +68,7 @@ def check_operator_options(operator: Mapping[str, Any]) -> None:
                                              operator.get("llm_gguf")))
         LLMConfig.from_env(**settings, cache_path=False)  # no model, no such GGUF file: the start fails
     if operator.get("word_lists"):
-        from gearag.agent.words import word_lists_for
+        from gearag.words import word_lists_for
 
         word_lists_for(operator["word_lists"])
 

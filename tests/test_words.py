@@ -1,4 +1,4 @@
-"""The offline engine's English word lists are a typed, replaceable config (gearag.agent.words)."""
+"""The offline engine's English word lists are a typed, replaceable config (gearag.words)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 from conftest import REPO, assert_clean_error
 from gearag.agent.offline import asked_noun
-from gearag.agent.words import DEFAULT_WORDS, WordLists, word_lists_for
 from gearag.errors import ConfigError
 from gearag.question_analysis import analyse
+from gearag.words import DEFAULT_WORDS, WordLists, word_lists_for
 
 
 def test_defaults_are_the_built_in_lists() -> None:
@@ -112,7 +112,7 @@ def test_word_lists_must_be_a_small_regular_file_checked_before_reading(tmp_path
         os.mkfifo(path)
     if kind == "too large":
         path.write_text(json.dumps({"name_nouns": ["county"] * 500_000}))  # ~5 MB
-    script = ("import sys\nfrom gearag.agent.words import WordLists\nfrom gearag.errors import ConfigError\n"
+    script = ("import sys\nfrom gearag.words import WordLists\nfrom gearag.errors import ConfigError\n"
               "try:\n    WordLists.from_file(sys.argv[1])\nexcept ConfigError as exc:\n    print(exc)\n")
     done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO / "src")})

@@ -15,7 +15,7 @@ replaces any of them (``--word-lists FILE`` on the CLI)::
 
 Keys are the field names below; a key left out keeps its default. Lists of
 *stems* are compared with the BM25 tokeniser's Snowball stems
-(:func:`gearag.retrieve.bm25.tokenize`: "married" → ``marri``), lists of
+(:func:`gearag.tokenizer.tokenize`: "married" → ``marri``), lists of
 *words* with lower-cased question text.
 """
 
@@ -121,7 +121,7 @@ class WordLists:
     @cached_property
     def question_stems(self) -> frozenset[str]:
         """Stems of :attr:`question_words` (as the BM25 tokeniser writes them)."""
-        from gearag.retrieve.bm25 import tokenize
+        from gearag.tokenizer import tokenize
 
         return frozenset(t for ts in tokenize(list(self.question_words)) for t in ts)
 
