@@ -104,11 +104,11 @@ register("retriever", "bm25", "gearag.retrieve.bm25:bm25_retriever", _R, help="B
 register("retriever", "dense", "gearag.retrieve.dense:dense_retriever", _R, help="cosine over the index's embeddings")
 register("retriever", "hybrid", "gearag.retrieve.hybrid:hybrid_retriever", _R, help="RRF of bm25 and dense")
 
-_M = "gearag.retrieve.qa:BaseMethodConfig"
-register("method", "bm25", "gearag.retrieve.method:BaseMethod.bm25", _M, help="BM25 over passages or a pool")
-register("method", "dense", "gearag.retrieve.method:BaseMethod.dense", _M,
+_M = "gearag.baselines.qa:BaseMethodConfig"
+register("method", "bm25", "gearag.baselines.base_method:BaseMethod.bm25", _M, help="BM25 over passages or a pool")
+register("method", "dense", "gearag.baselines.base_method:BaseMethod.dense", _M,
          help="dense retrieval over passages or a pool")
-register("method", "hybrid", "gearag.retrieve.method:BaseMethod.hybrid", _M, help="RRF of BM25 and dense")
+register("method", "hybrid", "gearag.baselines.base_method:BaseMethod.hybrid", _M, help="RRF of BM25 and dense")
 register("method", "naivege", "gearag.expand.methods:NaiveGE", "gearag.expand.config:NaiveGEConfig",
          help="graph expansion from all triples of the base passages (GEAR §6.2)")
 register("method", "syncge", "gearag.expand.methods:SyncGE", "gearag.expand.config:SyncGEConfig",

@@ -18,13 +18,13 @@ pytest.importorskip("sklearn")
 
 from conftest import isolate_llm_env, wiki_slice
 from gearag.api import Gearag
+from gearag.baselines.qa import BaseMethodConfig, hit_passage, source_rows
 from gearag.config import IndexConfig, TreesConfig
 from gearag.engine import make_engine
 from gearag.indexing import build_index
 from gearag.llm import LLMClient, LLMConfig, LLMRoles
 from gearag.llm.roles import format_passages
 from gearag.model import Passage
-from gearag.retrieve.qa import BaseMethodConfig, hit_passage, source_rows
 from llm_server import Reply, ScriptedServer
 
 INSTRUCTION = "Answer this question in as few words as possible."

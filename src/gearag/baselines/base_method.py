@@ -12,7 +12,7 @@ from gearag.retrieve.pool import pool_collection
 from gearag.store.index import Index
 
 if TYPE_CHECKING:
-    from gearag.retrieve.qa import BaseMethodConfig
+    from gearag.baselines.qa import BaseMethodConfig
 
 
 class BaseMethod:
@@ -22,12 +22,12 @@ class BaseMethod:
     collection (SiReRAG's collapsed-tree retrieval, §4.3): summaries and
     aggregates as well as passages, each with the passages it covers. With
     ``answer`` on, the method also answers from its top ``qa_passages``
-    results (SiReRAG §5's QA protocol, :mod:`gearag.retrieve.qa`).
+    results (SiReRAG §5's QA protocol, :mod:`gearag.baselines.qa`).
     """
 
     def __init__(self, index: Index, config: BaseMethodConfig | RetrieverConfig, retriever: str,
                  llm_roles: object | None = None) -> None:
-        from gearag.retrieve.qa import BaseMethodConfig, PoolAnswerer
+        from gearag.baselines.qa import BaseMethodConfig, PoolAnswerer
 
         if isinstance(config, RetrieverConfig):
             config = BaseMethodConfig(retrieval=config)
