@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from gearag.errors import ConfigError, IndexFormatError
-from gearag.store.npy import load_npy
+from gearag.store.npy import load_array as load_array
 
 if TYPE_CHECKING:
     from gearag.model import Hit
@@ -99,17 +99,6 @@ class CollectionSpec:
         elif isinstance(self.sources, dict):
             out.extend(self.sources.values())
         return out
-
-
-def load_array(root: Path, rel: str) -> np.ndarray:
-    """Memory-map ``root/rel``; a damaged file is an IndexFormatError naming it (never advice to unpickle)."""
-    try:
-        return load_npy(root / rel)
-    except FileNotFoundError:
-        raise IndexFormatError(f"{root}: missing file {rel}; rebuild the index") from None
-    except (OSError, ValueError, EOFError, TypeError) as exc:
-        reason = "not a plain numeric array" if "pickle" in str(exc).lower() else "unreadable array header"
-        raise IndexFormatError(f"{root}: {rel} is corrupt ({reason}); rebuild the index") from None
 
 
 def default_specs(counts: dict[str, int], *, weights: bool) -> dict[str, CollectionSpec]:

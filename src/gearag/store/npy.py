@@ -18,6 +18,8 @@ from typing import IO, BinaryIO
 
 import numpy as np
 
+from gearag.errors import IndexFormatError
+
 #: numpy parses a ``.npy`` header with ``ast.literal_eval``. CPython 3.11 keeps the AST converter's
 #: recursion depth per interpreter, not per thread, so two threads parsing at once can fail with
 #: "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905; seen here when a
@@ -90,3 +92,14 @@ def save_npy(path: Path, array: np.ndarray) -> None:
     offset, fh = _npy_writer(path, array.shape, array.dtype)
     with fh:
         _pwrite_all(fh.fileno(), array.reshape(-1).view(np.uint8).data, offset)
+
+
+def load_array(root: Path, rel: str) -> np.ndarray:
+    """Memory-map ``root/rel``; a damaged file is an IndexFormatError naming it (never advice to unpickle)."""
+    try:
+        return load_npy(root / rel)
+    except FileNotFoundError:
+        raise IndexFormatError(f"{root}: missing file {rel}; rebuild the index") from None
+    except (OSError, ValueError, EOFError, TypeError) as exc:
+        reason = "not a plain numeric array" if "pickle" in str(exc).lower() else "unreadable array header"
+        raise IndexFormatError(f"{root}: {rel} is corrupt ({reason}); rebuild the index") from None

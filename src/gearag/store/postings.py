@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag.errors import IndexFormatError
-from gearag.store.collection import load_array
+from gearag.store.npy import load_array
 
 #: Postings files next to a shard's token ids (``tokens/<collection>/``).
 POSTINGS_FILES = ("postings_indptr.npy", "postings_docs.npy", "postings_tf.npy")
