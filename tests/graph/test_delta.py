@@ -157,8 +157,8 @@ def test_a_base_and_a_delta_are_stored_as_the_delta_beside_the_bases_files(grown
     mapped) as the one in memory: the same arrays, the same rankings."""
     import json
 
-    from gearag.graph.layered_files import BASE_DIR
     from gearag.graph.prepared import load_prepared
+    from gearag.store.index import BASE_DIR
     from gearag.store.npy import is_mapped
 
     base, union, entity_of, questions = grown

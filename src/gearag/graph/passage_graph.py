@@ -38,28 +38,24 @@ entities' probabilities), kept for the ablation.
 
 from __future__ import annotations
 
-import io
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
 
-from gearag.data.jsonio import parse_json
-from gearag.errors import ConfigError
-from gearag.graph.ppr import DAMPING, PUSH_EPS, SOLVERS, PageRankOperator
+from gearag.graph.config import RANK_TOL
+from gearag.graph.config import PassageGraphConfig as PassageGraphConfig
+from gearag.graph.graph_arrays import GraphArrays as GraphArrays
+from gearag.graph.graph_arrays import relation_counts as relation_counts
+from gearag.graph.ppr import PageRankOperator
 from gearag.graph.prepared import Earlier, PreparedGraph, settings_of, stored_prepared, write_prepared
-from gearag.graph.resolve import Resolution, resolve_corpus, stop_words
+from gearag.graph.resolve import stop_words
 from gearag.graph.scaled import Scaled
-from gearag.graph.synonyms import synonym_edges
 from gearag.graph.trie import tokens
-from gearag.options import QUESTION, setting, upto
 from gearag.store.index import GRAPH_DIR as GRAPH_DIR
-from gearag.store.npy import load_npy
 from gearag.text import is_named
 
 if TYPE_CHECKING:
@@ -67,203 +63,6 @@ if TYPE_CHECKING:
     from gearag.store.writer import IndexWriter
 
 #: Sub-directory of an index that holds the graph arrays.
-
-#: Passage-node seed weight: the low end of HippoRAG 2's range (0.01–0.1 behave alike on MuSiQue, §5).
-PASSAGE_WEIGHT = 0.01
-
-
-#: Synonym edges (HippoRAG §3.2 and its README: cosine ≥ 0.8 among a name's 100 nearest neighbours).
-SYNONYM_THRESHOLD = 0.8
-SYNONYM_NEIGHBOURS = 100
-
-#: PPR convergence for ranking: L1 change < 1e-5 (≈ 17 iterations at d = 0.5; the
-#: error after n iterations is at most dⁿ, far below the gaps between ranked passages).
-RANK_TOL = 1e-5
-
-
-@dataclass(frozen=True)
-class PassageGraphConfig:
-    """Query-time settings of the passage graph (defaults: HippoRAG 2's constants where they exist)."""
-
-    #: PPR damping (probability of following an edge); HippoRAG's 0.5.
-    damping: float = setting(DAMPING, "PPR damping over the passage graph (HippoRAG: 0.5).", name="ppr_damping",
-                             positive=True, request=upto(0.95))
-    #: Seed weight of the base passages (× min-max score). HippoRAG 2 uses 0.05
-    #: and reports 0.01–0.1 alike on MuSiQue; we take the low end of that
-    #: range, 0.01, because our entity seeds come from exact name matches
-    #: (not an embedding's fact scores) and deserve the larger share.
-    #: Measured on the first half of 2Wiki only (R@5 88.2 at 0.01, 82.7 at 0.05).
-    passage_weight: float = setting(PASSAGE_WEIGHT, "PPR seed weight of the base passages (HippoRAG 2: 0.01-0.1).",
-                                    min=0.0, request=QUESTION)
-    #: Total seed weight of the proximal triples' endpoints relative to the
-    #: question's entities (total 1): the reader's facts are as good a hint as
-    #: the question itself.
-    proximal_weight: float = setting(1.0, "PPR seed weight of the proximal triples relative to the question's "
-                                          "entities.", min=0.0, request=QUESTION)
-    #: Multiplier of the about (entity ↔ page) edges; 0 = resolution off (ablation).
-    #: An entity's own page is a stronger neighbour than a page that merely
-    #: mentions it (weight 1). 2 was chosen on the first half of 2Wiki only
-    #: (GEAR-offline R@5 91.8 → 93.2 on its first 300 questions); HotpotQA and
-    #: MuSiQue moved by < 1 point either way. The second half is held out.
-    about_weight: float = setting(2.0, "Weight of entity-to-own-page edges (0: resolution off).", min=0.0)
-    #: Weight of the entity → passage step along a *mention* edge (to a passage
-    #: that merely mentions the entity), relative to 1 for passage → entity.
-    #: 1 is HippoRAG's undirected graph. Below 1 the walk from an entity prefers
-    #: the page about it (a hyperlink) over the other pages naming it. Without
-    #: titles every entity → passage edge is a mention edge, and column
-    #: normalisation makes this weight irrelevant (no behaviour change).
-    backlink_weight: float = setting(1.0, "Weight of entity-to-mentioning-passage edges (1: undirected).", min=0.0)
-    #: Passage nodes in the graph (HippoRAG 2); off = HippoRAG 1's entity-only graph (ablation).
-    passage_nodes: bool = setting(True, "Passage nodes in the PPR graph (--no-passage-nodes: entity-only).")
-    #: Multiplier of the synonym edges stored in the index (``ResolveConfig.synonyms``; weight =
-    #: cosine, HippoRAG §3.2). 0 = unused; an index without them has none to use.
-    synonym_weight: float = setting(1.0, "Weight of the index's synonym edges between entity names (0: off).",
-                                    min=0.0)
-    #: Use the NER-span mentions stored in the index (``ResolveConfig.ner_mentions``) as mention edges.
-    ner_mentions: bool = setting(True, "Use the index's NER-span mentions as mention edges (--no-ner-mentions: off).")
-    #: Share of each question entity's seed passed on to the pages about it (spread
-    #: over its about edges, so an ambiguous name seeds every candidate page by its
-    #: resolution weight; an entity without a page keeps its whole share). The
-    #: question's seeds still total 1, so the memory and proximal weights keep
-    #: their meaning.
-    #: This is query-time entity linking: the question names an entity, and the
-    #: page about it is evidence in itself, as title matching is in HotpotQA
-    #: retrievers (e.g. Nie et al., 2019, "Revealing the importance of semantic
-    #: retrieval"). Without it, a named entity's page competes with every page
-    #: that mentions the entity for the entity's mass (a comparison's second
-    #: entity fell below pages about the first one's works). 0 = off (HippoRAG
-    #: seeds entity nodes only). 0.5 was chosen on the first halves of the three
-    #: dev sets only; the second halves were held out (docs/benchmarks-log.md, "Question-page seeds").
-    question_page_weight: float = setting(0.5, "Share of a question entity's PPR seed passed to the pages about it "
-                                               "(0: entity nodes only; at most 1).", min=0.0, request=QUESTION)
-    #: PPR solver (:mod:`gearag.graph.ppr`): ``push`` (forward push, Andersen et al.
-    #: 2006: a query costs its seeds' neighbourhood, not the graph) or ``power``
-    #: (power iteration over the whole graph to ``RANK_TOL``, the solver HippoRAG's
-    #: igraph call amounts to). Push is the default because it ranks the same
-    #: passages at a cost that does not grow with the corpus (docs/benchmarks-log.md, "Local PPR").
-    solver: str = setting("push", "PPR solver over the passage graph: push (local) | power (whole graph).",
-                          name="ppr_solver", choices=SOLVERS)
-    #: Push threshold: a node is pushed while its residual exceeds ``push_eps × degree``
-    #: (seed mass 1); the total work is at most ``1 / (push_eps (1 - damping))`` edge visits.
-    push_eps: float = setting(PUSH_EPS, "Forward-push PPR threshold per unit of degree (ppr_solver=push).",
-                              name="ppr_push_eps", positive=True)
-
-    def __post_init__(self) -> None:
-        if self.question_page_weight > 1:
-            raise ConfigError(f"--question-page-weight is a share of the entity's seed, at most 1; "
-                              f"got {self.question_page_weight:g}")
-
-
-@dataclass
-class GraphArrays:
-    """What the index stores: the resolution plus the entity–entity relation counts."""
-
-    resolution: Resolution
-    relations: sparse.csr_matrix  #: entity × entity, triple counts (upper and lower both filled)
-    #: entity × entity synonym weights (cosine, symmetric); None when not computed.
-    synonyms: sparse.csr_matrix | None = None
-
-    @classmethod
-    def build(
-        cls,
-        titles: Sequence[str],
-        texts: Sequence[str],
-        subjects: Sequence[str],
-        objects: Sequence[str],
-        owner: Sequence[int] | np.ndarray,
-        named,
-        *,
-        ner_spans: Sequence[Sequence[str]] | None = None,
-        embed: Callable[[list[str]], np.ndarray] | None = None,
-        synonym_threshold: float = SYNONYM_THRESHOLD,
-        synonym_neighbours: int = SYNONYM_NEIGHBOURS,
-    ) -> GraphArrays:
-        """Resolve the corpus; ``ner_spans`` adds NER mentions, ``embed`` (names → unit rows) synonym edges."""
-        res = resolve_corpus(titles, texts, subjects, objects, owner, named, ner_spans=ner_spans)
-        return cls.from_resolution(res, embed=embed, synonym_threshold=synonym_threshold,
-                                   synonym_neighbours=synonym_neighbours)
-
-    @classmethod
-    def from_resolution(
-        cls,
-        res: Resolution,
-        *,
-        relations: sparse.csr_matrix | None = None,
-        embed: Callable[[list[str]], np.ndarray] | None = None,
-        synonym_threshold: float = SYNONYM_THRESHOLD,
-        synonym_neighbours: int = SYNONYM_NEIGHBOURS,
-    ) -> GraphArrays:
-        """The arrays of a resolution: its relation counts (``relations``: already made, by
-        :func:`relation_counts`; else made here) and synonym edges when ``embed`` is given."""
-        rel = relations if relations is not None else relation_counts(res.triple_ends, len(res.keys))
-        syn = None
-        if embed is not None:
-            syn = synonym_edges(np.asarray(embed(list(res.keys)), dtype=np.float32), synonym_threshold,
-                                synonym_neighbours).astype(np.float32)
-        return cls(res, rel, syn)
-
-    # -- persistence -------------------------------------------------------
-    def files(self) -> dict[str, np.ndarray]:
-        r = self.resolution
-        out: dict[str, np.ndarray] = {}
-        optional = (("ner_mentions", r.ner_mentions), ("synonyms", self.synonyms))
-        for name, m in (("about", r.about), ("mentions", r.mentions), ("relations", self.relations), *optional):
-            if m is None:
-                continue
-            # Views where the dtype is already the stored one: a copy of every array at once was ~1 GB at 1M,
-            # alive beside the prepared graph that is derived while these are written.
-            out[f"{name}_indptr.npy"] = np.asarray(m.indptr, dtype=np.int64)
-            out[f"{name}_indices.npy"] = np.asarray(m.indices, dtype=np.int32)
-            out[f"{name}_data.npy"] = np.asarray(m.data, dtype=np.float32)
-        out["triple_ends.npy"] = r.triple_ends
-        return out
-
-    def meta(self) -> dict:
-        r = self.resolution
-        return {"keys": r.keys, "n_names": r.n_names, "n_passages": int(r.mentions.shape[0])}
-
-    @classmethod
-    def load(cls, directory: Path) -> GraphArrays:
-        return cls.from_files(lambda name: (directory / name).read_bytes())
-
-    @classmethod
-    def from_files(cls, read: Callable[[str], bytes]) -> GraphArrays:
-        """The arrays from their files' bytes, ``read(name)`` for each name of :meth:`files` (any store)."""
-        meta = parse_json(read("entities.json"))
-        n_e, n_p = len(meta["keys"]), meta["n_passages"]
-
-        def npy(name: str) -> np.ndarray:
-            return load_npy(io.BytesIO(read(name)), mmap=False)
-
-        def csr(name: str, shape: tuple[int, int]) -> sparse.csr_matrix:
-            arr = {part: npy(f"{name}_{part}.npy") for part in ("indptr", "indices", "data")}
-            return sparse.csr_matrix((arr["data"], arr["indices"], arr["indptr"]), shape=shape)
-
-        def optional(name: str, shape: tuple[int, int]) -> sparse.csr_matrix | None:
-            """Arrays only some indices store (synonym edges, NER mentions): None when absent."""
-            try:
-                return csr(name, shape)
-            except (FileNotFoundError, KeyError):
-                return None
-
-        res = Resolution(meta["keys"], meta["n_names"], csr("about", (n_e, n_p)), csr("mentions", (n_p, n_e)),
-                         npy("triple_ends.npy"), optional("ner_mentions", (n_p, n_e)))
-        return cls(res, csr("relations", (n_e, n_e)), optional("synonyms", (n_e, n_e)))
-
-
-def relation_counts(triple_ends: np.ndarray, n_entities: int) -> sparse.csr_matrix:
-    """Entity × entity triple counts, both ways (``triple_ends``: each triple's subject and object entity, -1:
-    none): the relations of a resolution of ``n_entities`` entities. Self-loops and unlinked ends count not."""
-    ends = triple_ends
-    keep = (ends[:, 0] >= 0) & (ends[:, 1] >= 0) & (ends[:, 0] != ends[:, 1])
-    h, t = ends[keep, 0].astype(np.int64), ends[keep, 1].astype(np.int64)
-    n = n_entities
-    rel = sparse.csr_matrix(
-        (np.ones(2 * len(h), dtype=np.float32), (np.concatenate([h, t]), np.concatenate([t, h]))), shape=(n, n)
-    )
-    rel.sum_duplicates()
-    return rel
-
 
 def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True,
                        earlier: Earlier | None = None) -> float:

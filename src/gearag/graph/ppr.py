@@ -54,16 +54,15 @@ from scipy import sparse
 
 from gearag import deadline as call_deadline
 from gearag import setops
+from gearag.graph.config import DAMPING as DAMPING
+from gearag.graph.config import PUSH_EPS as PUSH_EPS
+from gearag.graph.config import SOLVERS as SOLVERS
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 
-DAMPING = 0.5
 TOL = 1e-7
 MAX_ITER = 100
-#: Forward push: node ``u`` is pushed while its residual exceeds ``PUSH_EPS × deg(u)`` (seed mass 1).
-PUSH_EPS = 1e-6
-SOLVERS = ("power", "push")
 #: Forward push keeps each thread's estimate and residual in two dense float64 arrays (16 bytes a node, kept
 #: between queries, so a query neither allocates nor clears node-sized vectors) on graphs of at most this
 #: many nodes: 256 MB a thread. Larger graphs hold only the nodes a query touches, so the memory a query

@@ -41,7 +41,7 @@ from scipy import sparse
 
 from gearag import setops
 from gearag.data.jsonstrings import JsonStrings, strings_at
-from gearag.graph.layered import AppendedRows, LayeredCsr, NodeLayout
+from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.scaled import (
     ABOUT_SOURCE,
@@ -55,11 +55,13 @@ from gearag.graph.scaled import (
 )
 from gearag.graph.transition import Csr, relations, rows_matrix, weighted_relations
 from gearag.graph.trie import HashedNames, key_hashes
+from gearag.store.index import BASE_DIR
 from gearag.store.index import PREPARED as PREPARED
 from gearag.store.npy import load_npy, unwrapped
 
 if TYPE_CHECKING:
-    from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
+    from gearag.graph.config import PassageGraphConfig
+    from gearag.graph.graph_arrays import GraphArrays
     from gearag.store.index import Index
     from gearag.store.writer import IndexWriter
 
@@ -245,8 +247,6 @@ class PreparedGraph:
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:
         if self.delta_layout is not None:  # a base's and a delta's: the delta's files (the base's are its own)
-            from gearag.graph.layered_files import layered_files
-
             return layered_files(self)
         columns, about = self.columns, self.about
         if not isinstance(about, Csr):
@@ -296,8 +296,6 @@ class PreparedGraph:
             return unwrapped(array(name))
 
         if isinstance(meta.get("delta"), dict):  # a base's and a delta's
-            from gearag.graph.layered_files import open_layered
-
             return open_layered(cls, meta, read)
 
         def csr(prefix: str, scaled: bool = False) -> Csr:
@@ -482,3 +480,77 @@ def load_prepared(directory: Path) -> PreparedGraph | None:
     if not isinstance(meta, dict) or not readable(meta):
         return None
     return PreparedGraph.open(meta, lambda name: load_npy(directory / name))
+
+
+# -- a base's and a delta's prepared graph as files (docs/delta.md) ------------------------------------
+#
+# A generation written as a delta keeps the base generation's prepared files
+# as they are, hard-linked under ``prepared/base/`` (with the base's own
+# ``prepared.json`` copied into the delta's, under ``delta.base``), and writes
+# beside them only what the delta holds: per source of the transition, the
+# delta's rows (``delta_<source>_*.npy``), which row each layered row reads
+# there (``where_<source>.npy``, -1: the base's alone) and whether it follows
+# the base's row or replaces it (``appends_<source>.npy``); the names the
+# delta adds; the triples' ends it appends; and the per-node and per-entity
+# vectors (column sums, degrees, dangling nodes, specificity, the scale),
+# which are small and written whole.
+
+_NAMES = ("nodes", "name_hashes", "name_ids")
+
+
+def _rows_files(prefix: str, rows: LayeredCsr) -> dict[str, np.ndarray]:
+    out = {f"delta_{prefix}_{k}.npy": v for k, v in rows.delta.arrays().items()}
+    out[f"where_{prefix}.npy"] = np.asarray(rows.where, dtype=np.int32)
+    appends = rows.appends if rows.appends is not None else np.zeros(rows.n_rows, dtype=bool)
+    out[f"appends_{prefix}.npy"] = np.asarray(appends, dtype=bool)
+    return out
+
+
+def layered_files(g: PreparedGraph) -> dict[str, np.ndarray]:
+    """The files of a base's and a delta's prepared graph ``g`` that are the delta's (the section comment above)."""
+    columns, about, names, ends = g.columns, g.about, g.names, g.triple_ends
+    if not (isinstance(columns, Scaled) and isinstance(about, LayeredCsr) and isinstance(names, LayeredNames)
+            and isinstance(ends, AppendedRows)):
+        raise TypeError("only a graph kept as its sources is stored as a base's and a delta's")
+    out: dict[str, np.ndarray] = {}
+    for src in columns.sources:
+        if not isinstance(src.rows, LayeredCsr):
+            raise TypeError(f"source {src.name} is not a base's and a delta's")
+        if src.name != ABOUT_SOURCE:  # the about terms: stored once, as the about rows
+            out |= _rows_files(src.name, src.rows)
+    out |= _rows_files("about", about)
+    out |= {f"names_{k}.npy": v for k, v in names.delta.arrays().items()}
+    out |= {"scale.npy": columns.scale, "sums.npy": columns.sums, "degree.npy": columns.degree,
+            "dangling.npy": g.dangling, "specificity.npy": g.specificity, "triple_ends_tail.npy": ends.tail}
+    return out
+
+
+def open_layered(cls: type[PreparedGraph], meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> PreparedGraph:
+    """The base's and the delta's prepared graph stored under ``meta`` (``read(name)``: a file of the delta's
+    directory, ``base/…`` for the base's)."""
+    delta = meta["delta"]
+    base = cls.open(delta["base"], lambda name: read(f"{BASE_DIR}/{name}"))
+    b_cols, b_about = base.columns, base.about
+    if not (isinstance(b_cols, Scaled) and isinstance(b_about, Csr)):
+        raise ValueError("a delta's base must be kept as its sources")
+    n_p, n_e = int(meta["n_passages"]), int(meta["n_entities"])
+    layout = NodeLayout(n_p, n_e, int(delta["base_passages"]), int(delta["base_entities"]))
+
+    def layered(prefix: str, on: Csr) -> LayeredCsr:
+        indptr, indices, data = (read(f"delta_{prefix}_{k}.npy") for k in ("indptr", "indices", "data"))
+        sids = read(f"delta_{prefix}_sids.npy") if on.sids is not None else None
+        return LayeredCsr(on, Csr(indptr, indices, data, sids), read(f"where_{prefix}.npy"),
+                          read(f"appends_{prefix}.npy"))
+
+    about = layered("about", b_about)
+    sources = []
+    for src in b_cols.sources:
+        assert isinstance(src.rows, Csr)
+        sources.append(src._replace(rows=about if src.name == ABOUT_SOURCE else layered(src.name, src.rows)))
+    columns = Scaled(layout, tuple(sources), read("scale.npy"), read("sums.npy"), read("degree.npy"))
+    names = LayeredNames(base.names, HashedNames.from_arrays(*(read(f"names_{k}.npy") for k in _NAMES)))
+    usable = meta.get("usable_keys")
+    return cls(n_p, n_e, dict(meta["settings"]), columns, read("dangling.npy"), read("specificity.npy"), about,
+               AppendedRows(np.asarray(base.triple_ends), read("triple_ends_tail.npy")), names,
+               int(meta["n_mention_keys"]), usable if isinstance(usable, int) else None, delta_layout=layout,
+               base_meta=dict(delta["base"]), holds_ner=base.holds_ner)

@@ -42,7 +42,8 @@ from gearag.graph.resolve import AboutTerms
 from gearag.graph.transition import Csr
 
 if TYPE_CHECKING:
-    from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
+    from gearag.graph.config import PassageGraphConfig
+    from gearag.graph.graph_arrays import GraphArrays
 
 #: Entries whose float64 weights are summed at a time (a column's sum): bounds the transient.
 CHUNK = 1 << 23

@@ -11,7 +11,8 @@ from gearag.arrays import Csr as Csr
 from gearag.arrays import rows_matrix as rows_matrix
 
 if TYPE_CHECKING:
-    from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
+    from gearag.graph.config import PassageGraphConfig
+    from gearag.graph.graph_arrays import GraphArrays
 
 
 def relations(arrays: GraphArrays, config: PassageGraphConfig) -> sparse.csr_matrix:

@@ -13,7 +13,7 @@ kept), applies it to the base's prepared graph
   too), so the generation stands alone and the next add finds the base's
   state there;
 * ``graph/prepared/``: the layered prepared graph
-  (:mod:`gearag.graph.layered_files`; the base's files under ``base/``);
+  (:mod:`gearag.graph.prepared`; the base's files under ``base/``);
 * ``delta/``: the triple graph's delta (:func:`~gearag.store.graph.layered_graph_files`);
 * the new shards' endpoint tables and token indices, as a full generation
   keeps them.
@@ -47,14 +47,13 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, GearagError
 from gearag.graph.delta_apply import apply_delta
-from gearag.graph.layered_files import BASE_DIR
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, load_prepared
 from gearag.indexing.generation import delta_base, finished_generation, generation_delta, generation_name
 from gearag.options import setting
 from gearag.store import shards as shard_store
 from gearag.store.graph import layered_graph_files
-from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
+from gearag.store.index import BASE_DIR, MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union
 from gearag.store.writer import IndexWriter
 

@@ -1,0 +1,128 @@
+"""What an index stores of the passage graph: the entity resolution plus the entity–entity relation counts."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import sparse
+
+from gearag.data.jsonio import parse_json
+from gearag.graph.config import SYNONYM_NEIGHBOURS, SYNONYM_THRESHOLD
+from gearag.graph.resolve import Resolution, resolve_corpus
+from gearag.graph.synonyms import synonym_edges
+from gearag.store.npy import load_npy
+
+
+@dataclass
+class GraphArrays:
+    """What the index stores: the resolution plus the entity–entity relation counts."""
+
+    resolution: Resolution
+    relations: sparse.csr_matrix  #: entity × entity, triple counts (upper and lower both filled)
+    #: entity × entity synonym weights (cosine, symmetric); None when not computed.
+    synonyms: sparse.csr_matrix | None = None
+
+    @classmethod
+    def build(
+        cls,
+        titles: Sequence[str],
+        texts: Sequence[str],
+        subjects: Sequence[str],
+        objects: Sequence[str],
+        owner: Sequence[int] | np.ndarray,
+        named,
+        *,
+        ner_spans: Sequence[Sequence[str]] | None = None,
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+        synonym_threshold: float = SYNONYM_THRESHOLD,
+        synonym_neighbours: int = SYNONYM_NEIGHBOURS,
+    ) -> GraphArrays:
+        """Resolve the corpus; ``ner_spans`` adds NER mentions, ``embed`` (names → unit rows) synonym edges."""
+        res = resolve_corpus(titles, texts, subjects, objects, owner, named, ner_spans=ner_spans)
+        return cls.from_resolution(res, embed=embed, synonym_threshold=synonym_threshold,
+                                   synonym_neighbours=synonym_neighbours)
+
+    @classmethod
+    def from_resolution(
+        cls,
+        res: Resolution,
+        *,
+        relations: sparse.csr_matrix | None = None,
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+        synonym_threshold: float = SYNONYM_THRESHOLD,
+        synonym_neighbours: int = SYNONYM_NEIGHBOURS,
+    ) -> GraphArrays:
+        """The arrays of a resolution: its relation counts (``relations``: already made, by
+        :func:`relation_counts`; else made here) and synonym edges when ``embed`` is given."""
+        rel = relations if relations is not None else relation_counts(res.triple_ends, len(res.keys))
+        syn = None
+        if embed is not None:
+            syn = synonym_edges(np.asarray(embed(list(res.keys)), dtype=np.float32), synonym_threshold,
+                                synonym_neighbours).astype(np.float32)
+        return cls(res, rel, syn)
+
+    # -- persistence -------------------------------------------------------
+    def files(self) -> dict[str, np.ndarray]:
+        r = self.resolution
+        out: dict[str, np.ndarray] = {}
+        optional = (("ner_mentions", r.ner_mentions), ("synonyms", self.synonyms))
+        for name, m in (("about", r.about), ("mentions", r.mentions), ("relations", self.relations), *optional):
+            if m is None:
+                continue
+            # Views where the dtype is already the stored one: a copy of every array at once was ~1 GB at 1M,
+            # alive beside the prepared graph that is derived while these are written.
+            out[f"{name}_indptr.npy"] = np.asarray(m.indptr, dtype=np.int64)
+            out[f"{name}_indices.npy"] = np.asarray(m.indices, dtype=np.int32)
+            out[f"{name}_data.npy"] = np.asarray(m.data, dtype=np.float32)
+        out["triple_ends.npy"] = r.triple_ends
+        return out
+
+    def meta(self) -> dict:
+        r = self.resolution
+        return {"keys": r.keys, "n_names": r.n_names, "n_passages": int(r.mentions.shape[0])}
+
+    @classmethod
+    def load(cls, directory: Path) -> GraphArrays:
+        return cls.from_files(lambda name: (directory / name).read_bytes())
+
+    @classmethod
+    def from_files(cls, read: Callable[[str], bytes]) -> GraphArrays:
+        """The arrays from their files' bytes, ``read(name)`` for each name of :meth:`files` (any store)."""
+        meta = parse_json(read("entities.json"))
+        n_e, n_p = len(meta["keys"]), meta["n_passages"]
+
+        def npy(name: str) -> np.ndarray:
+            return load_npy(io.BytesIO(read(name)), mmap=False)
+
+        def csr(name: str, shape: tuple[int, int]) -> sparse.csr_matrix:
+            arr = {part: npy(f"{name}_{part}.npy") for part in ("indptr", "indices", "data")}
+            return sparse.csr_matrix((arr["data"], arr["indices"], arr["indptr"]), shape=shape)
+
+        def optional(name: str, shape: tuple[int, int]) -> sparse.csr_matrix | None:
+            """Arrays only some indices store (synonym edges, NER mentions): None when absent."""
+            try:
+                return csr(name, shape)
+            except (FileNotFoundError, KeyError):
+                return None
+
+        res = Resolution(meta["keys"], meta["n_names"], csr("about", (n_e, n_p)), csr("mentions", (n_p, n_e)),
+                         npy("triple_ends.npy"), optional("ner_mentions", (n_p, n_e)))
+        return cls(res, csr("relations", (n_e, n_e)), optional("synonyms", (n_e, n_e)))
+
+
+def relation_counts(triple_ends: np.ndarray, n_entities: int) -> sparse.csr_matrix:
+    """Entity × entity triple counts, both ways (``triple_ends``: each triple's subject and object entity, -1:
+    none): the relations of a resolution of ``n_entities`` entities. Self-loops and unlinked ends count not."""
+    ends = triple_ends
+    keep = (ends[:, 0] >= 0) & (ends[:, 1] >= 0) & (ends[:, 0] != ends[:, 1])
+    h, t = ends[keep, 0].astype(np.int64), ends[keep, 1].astype(np.int64)
+    n = n_entities
+    rel = sparse.csr_matrix(
+        (np.ones(2 * len(h), dtype=np.float32), (np.concatenate([h, t]), np.concatenate([t, h]))), shape=(n, n)
+    )
+    rel.sum_duplicates()
+    return rel
