@@ -127,7 +127,7 @@ def test_mapped_is_a_lazy_view(tmp_path: Path) -> None:
 
 
 def test_stored_passage_ids_read_only_the_ids(tmp_path: Path) -> None:
-    from gearag.store.index import stored_passage_ids
+    from gearag.store.passage_ids import stored_passage_ids
 
     records = _records(7)
     path = _write(tmp_path / "p.jsonl", records)

@@ -62,12 +62,11 @@ from gearag.store.index import (
     manifest_identity,
     passage_contents,
     read_manifest,
-    stored_passage_ids,
 )
 from gearag.store.lease import PLAIN, claimed
 from gearag.store.npy import write_blocks
 from gearag.store.passage_contents import CONTENT_HASHES, Content, content_hashes, find_contents
-from gearag.store.passage_ids import ID_HASHES, find_rows, write_passages
+from gearag.store.passage_ids import ID_HASHES, find_rows, stored_passage_ids, write_passages
 from gearag.store.rows import JsonlRows, line_offsets, offsets_rel
 from gearag.store.shards import (
     GENERATIONS_DIR,

@@ -281,31 +281,6 @@ def read_entities(path: Path, n: Any) -> Sequence[str]:
     return entities
 
 
-_ID_PREFIX = '{"id": '
-
-
-def stored_passage_ids(path: Path) -> list[str]:
-    """The passage ids of the ``passages.jsonl`` at ``path`` in row order, reading only each record's id.
-
-    gearag writes ``id`` first in every record, so the id string is decoded
-    where it starts; a record of another shape is parsed whole.
-    """
-    decoder = json.JSONDecoder()
-    ids: list[str] = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            try:
-                value = decoder.raw_decode(line, len(_ID_PREFIX))[0] if line.startswith(_ID_PREFIX) else None
-                if not isinstance(value, str):
-                    value = json.loads(line)["id"]
-                if not isinstance(value, str):
-                    raise TypeError("id is not a string")
-            except (ValueError, KeyError, TypeError):
-                raise IndexFormatError(f"{path}: row {n} is corrupt; rebuild the index") from None
-            ids.append(value)
-    return ids
-
-
 def passage_contents(passages: Sequence[Passage]) -> Sequence[str]:
     """Each passage's ``content`` (title, newline, text), made when read: the passages collection's texts
     without a second copy of the corpus."""

@@ -13,6 +13,7 @@ the file existed are read id by id, as before.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,10 +21,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gearag import setops
+from gearag.errors import IndexFormatError
 from gearag.hashing import stable_hashes
 from gearag.model import Passage
 from gearag.store.collection import load_array
-from gearag.store.index import passage_of_record, stored_offsets, stored_passage_ids
+from gearag.store.index import passage_of_record, stored_offsets
 from gearag.store.passage_contents import CONTENT_HASHES, content_hash
 from gearag.store.rows import JsonlRows
 
@@ -72,3 +74,28 @@ def write_passages(writer: IndexWriter, passages: Iterable[Passage]) -> None:
 
 
 __all__ = ["ID_HASHES", "find_rows", "write_passages"]
+
+
+_ID_PREFIX = '{"id": '
+
+
+def stored_passage_ids(path: Path) -> list[str]:
+    """The passage ids of the ``passages.jsonl`` at ``path`` in row order, reading only each record's id.
+
+    gearag writes ``id`` first in every record, so the id string is decoded
+    where it starts; a record of another shape is parsed whole.
+    """
+    decoder = json.JSONDecoder()
+    ids: list[str] = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            try:
+                value = decoder.raw_decode(line, len(_ID_PREFIX))[0] if line.startswith(_ID_PREFIX) else None
+                if not isinstance(value, str):
+                    value = json.loads(line)["id"]
+                if not isinstance(value, str):
+                    raise TypeError("id is not a string")
+            except (ValueError, KeyError, TypeError):
+                raise IndexFormatError(f"{path}: row {n} is corrupt; rebuild the index") from None
+            ids.append(value)
+    return ids
