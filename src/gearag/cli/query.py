@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -260,7 +261,7 @@ def bench(
     reply = reply_config(options, "gearag bench")
     config = BenchConfig(out_dir, datasets, methods, limit, full_corpus, corpus, questions, index_dir, extractors,
                          embedders, ablations, force, max_steps, engine, llm_base_url, llm_model,
-                         command=" ".join(["gearag", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
+                         command=shlex.join(["gearag", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"]
                          else "gearag bench", llm_gguf=llm_gguf, llm_max_tokens=reply.llm_max_tokens)
     run_bench(config, log=lambda line: err.print(safe(line), highlight=False, soft_wrap=True))
 
