@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -72,6 +72,9 @@ from gearag.store.lance.versions import (
     prune,
 )
 from gearag.tokenizer import tokenize
+
+if TYPE_CHECKING:  # the lance extra
+    from lancedb.index import IvfPq, IvfSq
 
 FORMAT = "gearag-lance"
 #: 2: the integer arrays moved from ``arrays`` to the ``files`` table, with the prepared passage graph.
@@ -120,7 +123,7 @@ class ExportConfig:
             raise ConfigError(f"--ann-index: unknown value {self.ann_index!r} (choose from {', '.join(ANN_INDEXES)})")
 
 
-def ann_config(kind: str, n_rows: int, dim: int, partitions: int = 0) -> Any:
+def ann_config(kind: str, n_rows: int, dim: int, partitions: int = 0) -> IvfPq | IvfSq:
     """LanceDB's vector index config for ``n_rows`` vectors of ``dim`` floats (dot product; ``partitions``, or
     √n when 0: assigning the rows then costs n·√n, so at 100M+ rows a cap makes the build tractable).
 
