@@ -38,7 +38,8 @@ unusable, offline used".
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from gearag.errors import LLMTimeoutError
@@ -54,6 +55,16 @@ def played(role: str, value: T, usable: bool, offline: Callable[[], T] | None) -
     use_offline = not usable and offline is not None
     record_reply(role, use_offline)
     return offline() if use_offline and offline is not None else value
+
+
+def played_all(role: str, values: Sequence[T], usable: Sequence[bool],
+               offline: Callable[[list[int]], Sequence[T]] | None) -> list[T]:
+    """:func:`played` for many calls at once: the offline engine is asked once, for the unusable ones only
+    (``offline(rows)`` → their values, in order), and each call is counted as :func:`played` counts it."""
+    bad = [i for i, ok in enumerate(usable) if not ok]
+    found = dict(zip(bad, offline(bad), strict=True)) if offline is not None and bad else {}
+    return [played(role, value, ok, partial(found.__getitem__, i) if i in found else None)
+            for i, (value, ok) in enumerate(zip(values, usable, strict=True))]
 
 
 def played_call(role: str, ask: Callable[[], T], usable: Callable[[T], bool], offline: Callable[[], T] | None) -> T:

@@ -26,7 +26,7 @@ from gearag.model import Passage
 from gearag.sirerag.aggregates import Aggregate, AggregateConfig, AggregateStats, Proposition, build_aggregates
 from gearag.sirerag.levels import LevelStore
 from gearag.sirerag.pool import Propositions
-from gearag.sirerag.summarise import LLMSummariser, Summariser
+from gearag.sirerag.summarise import Summariser
 from gearag.sirerag.tree import RELATEDNESS, SIMILARITY, Encode, Tree, TreeConfig, build_cross_tree, build_tree
 
 
@@ -70,12 +70,8 @@ def build_sirerag_trees(
 
     ``store`` checkpoints every finished tree level (an interrupted build resumes at the level it
     reached, :mod:`gearag.sirerag.levels`); ``salt`` is the summariser's and embedder's identity.
-    An :class:`~gearag.sirerag.summarise.LLMSummariser` without an encoder is given ``encode`` for its
-    offline fallback (the extractive summary of a cluster whose LLM summary is empty).
     """
     cfg = config or SiReRAGConfig()
-    if isinstance(summariser, LLMSummariser) and summariser.encode is None:
-        summariser.encode = encode
     if len(facts) != len(passages):
         raise ValueError(f"need one fact list per passage ({len(passages)}), got {len(facts)}")
     timings: dict[str, float] = {}

@@ -41,7 +41,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
 from gearag.model import Passage
@@ -284,16 +283,14 @@ def with_offline_fallback(passages: Sequence[Passage], facts: Sequence[list[Prop
     """``facts`` (the model's, one list per passage) with each empty list replaced by the offline engine's
     facts of that passage when ``fallback``; every passage counts as one ``propositions`` reply
     (:func:`gearag.llm.fallback.played`). spaCy is loaded only when a passage has none."""
-    from gearag.llm.fallback import played
+    from gearag.llm.fallback import played_all
     from gearag.llm.roles.sirerag import PROPOSITIONS
 
-    empty = [row for row, found in enumerate(facts) if not found]
-    offline: dict[int, list[Proposition]] = {}
-    if fallback and empty:  # one parse of them all; a passage's facts depend on it alone
-        offline = dict(zip(empty, offline_propositions([passages[r] for r in empty]), strict=True))
-    return [played(PROPOSITIONS.name, list(found), bool(found),
-                   partial(offline.__getitem__, row) if row in offline else None)
-            for row, found in enumerate(facts)]
+    def offline(rows: list[int]) -> list[list[Proposition]]:  # one parse of them all; each depends on itself
+        return offline_propositions([passages[r] for r in rows])
+
+    return played_all(PROPOSITIONS.name, [list(found) for found in facts], [bool(found) for found in facts],
+                      offline if fallback else None)
 
 
 def iter_fact_rows(facts_by_passage: Sequence[Sequence[Proposition]]) -> Iterator[tuple[int, Proposition]]:

@@ -29,7 +29,6 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -237,9 +236,8 @@ class LLMSummariser:
     ``fallback`` (default: the role's ``llm_fallback``, else on): a cluster whose summary is empty gets
     the :class:`ExtractiveSummariser`'s (``offline`` config) of the same cluster, and each cluster counts
     as one ``summarize`` reply (:func:`gearag.llm.fallback.played`). The extractive summary needs sentence
-    vectors: ``encode``, which :func:`gearag.sirerag.pipeline.build_sirerag_trees` gives when it is not
-    set (without one there is no fallback). The checkpoint keeps the model's summaries under the ``key``
-    given, so it serves the fallback on or off; :attr:`key` (what tree levels and the manifest are keyed
+    vectors: ``encode`` (without one there is no fallback). The checkpoint keeps the model's summaries under
+    the ``key`` given, so it serves the fallback on or off; :attr:`key` (what tree levels and the manifest are keyed
     by) ends in ``+fallback:<extractive key>`` when the fallback is on. Deterministic: the extractive
     summary of a cluster depends on that cluster alone.
     """
@@ -252,7 +250,9 @@ class LLMSummariser:
         self._raw_key = key
         self._checkpoint = checkpoint
         self._concurrency = max(1, concurrency)
-        self.fallback = bool(getattr(role, "llm_fallback", True)) if fallback is None else fallback
+        # The extractive summary needs sentence vectors: no encoder, no fallback.
+        self.fallback = encode is not None and (bool(getattr(role, "llm_fallback", True)) if fallback is None
+                                                else fallback)
         self.encode = encode
         self._offline_config = offline or ExtractiveConfig()
         self._offline: ExtractiveSummariser | None = None
@@ -287,15 +287,14 @@ class LLMSummariser:
     def _played(self, clusters: Sequence[Sequence[int]], texts: Sequence[str], embeddings: np.ndarray,
                 replies: list[str]) -> list[str]:
         """``replies`` with each empty one replaced by the extractive summary of its cluster (fallback on)."""
-        from gearag.llm.fallback import played
+        from gearag.llm.fallback import played_all
         from gearag.llm.roles.sirerag import SUMMARIZE
 
-        empty = [i for i, text in enumerate(replies) if not text]
-        offline: dict[int, str] = {}
-        if self.fallback and empty and self.encode is not None:
+        def offline(rows: list[int]) -> list[str]:
             if self._offline is None:  # one per summariser: its sentence vectors serve every level
+                assert self.encode is not None
                 self._offline = ExtractiveSummariser(self.encode, self._offline_config)
-            found = self._offline.summarise([clusters[i] for i in empty], texts, embeddings)
-            offline = dict(zip(empty, found, strict=True))
-        return [played(SUMMARIZE.name, text, bool(text), partial(offline.__getitem__, i) if i in offline else None)
-                for i, text in enumerate(replies)]
+            return self._offline.summarise([clusters[i] for i in rows], texts, embeddings)
+
+        return played_all(SUMMARIZE.name, replies, [bool(text) for text in replies],
+                          offline if self.fallback else None)
