@@ -241,9 +241,8 @@ def _model(coll: Collection) -> object:
 
 
 def search_bm25(coll: Collection, query: str, k: int) -> list[Hit]:
-    """The top ``k`` rows of ``coll`` by BM25 for ``query`` (rows without a query term left out), best first."""
-    if isinstance(coll, SearchingCollection):
-        return coll.search_bm25(query, k)
+    """The top ``k`` rows of ``coll`` by BM25 for ``query`` (rows without a query term left out), best first
+    (:func:`collection_bm25`'s, the backend's own full-text search included)."""
     return collection_bm25(coll).retrieve(query, k)
 
 
