@@ -56,7 +56,7 @@ from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
 from gearag.graph.passage_graph import passage_graph_for
-from gearag.llm.usage import usage_scope
+from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Fact, Hit, Reasoning
 from gearag.results import rank_scores
 from gearag.retrieve.fusion import rrf
@@ -258,6 +258,7 @@ class GearAgent:
             order = [p for p, _ in rrf(outputs, k=self.rrf_k)] if fusing else outputs[-1]
             evidence = self.evidence(question, reasoning, memory) if reasoning.answerable else []
             final = rank_scores((evidence_first(order, evidence) if self.config.evidence_first else order)[:k])
+            tokens_in, tokens_out = TokenMeter.totals(step_usage.tokens())
             steps.append(
                 StepTrace(
                     step=n,
@@ -268,8 +269,8 @@ class GearAgent:
                     reasoning={"answerable": reasoning.answerable, "text": reasoning.text,
                                "answer": reasoning.answer, "next_query": next_query},
                     passages=[p.title for p in rows_at(self.index.passages, rows[: self.config.chunks])],
-                    tokens_in=sum(t["prompt"] for t in step_usage.tokens().values()),
-                    tokens_out=sum(t["completion"] for t in step_usage.tokens().values()),
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
                     fallbacks=step_usage.fallbacks() or None,
                     seconds=round(time.perf_counter() - started, 4),
                     rows=rows,
