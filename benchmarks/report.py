@@ -4,7 +4,8 @@
     # defaults: benchmarks/out/bench, benchmarks/out/sirerag/results.json (skipped when absent)
     python benchmarks/report.py --llm LLM_DIR     # make bench-llm: LLM_DIR/offline and LLM_DIR/local*
 
-The bench's ``results.md`` goes between the ``results`` markers, a summary of it
+The bench's ``results.md`` goes between the ``results`` markers (latency for the
+spaCy-triple indices only: the summary's; every index's recall), a summary of it
 against the published numbers between the ``summary`` markers, the tables of
 ``benchmarks/sirerag_pools.py --report`` between the ``sirerag`` markers.
 With ``--llm``, the same rows run offline and with an LLM engine go side by
@@ -16,6 +17,7 @@ copied next to BENCHMARKS.md's other images in ``benchmarks/``.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -32,6 +34,8 @@ SUMMARY_ROWS = ("bm25", "dense", "hybrid", "title-link", "IRCoT (bm25)", "HippoR
 #: The rows that are not ours (the best of them is bold).
 OTHERS = SUMMARY_ROWS[:8]
 SETS = ("musique", "2wiki", "hotpotqa")
+#: The extractor of the indices the summary and the latency tables report (the others: their recall only).
+MAIN_EXTRACTOR = "spacy"
 #: Passage R@5 the HippoRAG 2 paper (Gutiérrez et al., 2025) reports, as ../shared/notes/anchors.md records them, on
 #: its own corpora, which are larger than these (MuSiQue 11,656 passages against 1,890 here; HotpotQA 9,221 against
 #: 994): anchors, not a like-for-like comparison.
@@ -47,7 +51,7 @@ def summary(results: dict) -> str:
     rows: dict[str, dict[str, dict]] = {}
     sizes: dict[str, int] = {}
     for run in results["runs"]:
-        if run["extractor"] != "spacy":
+        if run["extractor"] != MAIN_EXTRACTOR:
             continue
         for r in run["rows"]:
             rows.setdefault(r["label"], {})[run["dataset"]] = r
@@ -74,6 +78,13 @@ def summary(results: dict) -> str:
             "whose titles the question names, our baseline for what entity linking alone gives).")
     return "\n".join(out) + "\n\n" + note
 FIGURES = ("recall_by_iteration.png", "tokens_by_iteration.png")
+
+
+def main_costs(results_md: str) -> str:
+    """The bench's ``results.md`` without the latency tables of indices other than :data:`MAIN_EXTRACTOR`'s."""
+    parts = re.split(r"(?m)^(?=### )", results_md)
+    return "".join(part for part in parts
+                   if not part.startswith("### Cost · ") or part.startswith(f"### Cost · {MAIN_EXTRACTOR} "))
 
 
 def _method(label: str) -> str:
@@ -138,7 +149,7 @@ def main() -> None:
     bench = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "benchmarks" / "out" / "bench"
     sire = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "benchmarks" / "out" / "sirerag" / "results.json"
     text = MD.read_text() if MD.exists() else "# Benchmarks\n"
-    text = fill(text, START, END, (bench / "results.md").read_text(encoding="utf-8"))
+    text = fill(text, START, END, main_costs((bench / "results.md").read_text(encoding="utf-8")))
     text = fill(text, SUMMARY_START, SUMMARY_END, summary(json.loads((bench / "results.json").read_text())))
     if sire.exists():
         sys.path.insert(0, str(ROOT / "benchmarks"))

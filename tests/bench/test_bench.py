@@ -192,13 +192,25 @@ def test_the_llm_preset_selects_every_row_an_llm_engine_plays() -> None:
     assert len(no_ablations) == 4  # the paper-as-printed row is an ablation row
 
 
-def test_the_llm_block_puts_each_row_beside_its_offline_run() -> None:
+def _report_module():  # type: ignore[no-untyped-def]
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_report", Path(__file__).parents[2] / "benchmarks/report.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_the_results_block_keeps_the_latency_of_the_summarys_indices_only() -> None:
+    md = ("head\n\n### Recall · spacy\n\nr1\n\n### Cost · spacy · wordllama\n\nc1\n\n"
+          "### Recall · openie\n\nr2\n\n### Cost · openie · wordllama\n\nc2\n\n### Index builds\n\nb\n")
+    kept = _report_module().main_costs(md)
+    assert "c1" in kept and "c2" not in kept and all(part in kept for part in ("head", "r1", "r2", "b"))
+
+
+def test_the_llm_block_puts_each_row_beside_its_offline_run() -> None:
+    module = _report_module()
 
     def run(rows: list[dict]) -> dict:
         return {"command": "gearag bench", "machine": "m", "date": "d",
