@@ -1,4 +1,4 @@
-"""Synonym edges between entity names and NER-span mentions in the passage graph (issue 9, item 1).
+"""Synonym edges between entity names and NER-span mentions in the passage graph.
 
 Hand-built corpora; the synonym tests embed with the default embedder (wordllama, no torch), the NER
 tests use the spaCy extractor's model.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gearag.config import ResolveConfig
+from gearag.graph.edge_kinds import EdgeInputs, with_edge_kinds
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
 from gearag.graph.resolve import resolve_corpus
 from gearag.graph.trie import name_key
@@ -30,10 +32,15 @@ def _embed(keys: list[str]) -> np.ndarray:
     return make_embedder("wordllama").encode(keys)
 
 
-def _arrays(embed=_embed, ner_spans=None) -> GraphArrays:
-    return GraphArrays.build([t for t, _ in CORPUS], [x for _, x in CORPUS], [s for s, *_ in TRIPLES],
-                             [o for _, _, o, _ in TRIPLES], [p for *_, p in TRIPLES], is_named, embed=embed,
-                             ner_spans=ner_spans)
+def _arrays(embed=_embed, ner_spans=None, triples=TRIPLES, threshold: float = 0.8) -> GraphArrays:
+    """The corpus's graph arrays, with synonym edges when ``embed`` is given (through the edge-kind registry)."""
+    arrays = GraphArrays.build([t for t, _ in CORPUS], [x for _, x in CORPUS], [s for s, *_ in triples],
+                               [o for _, _, o, _ in triples], [p for *_, p in triples], is_named,
+                               ner_spans=ner_spans)
+    if embed is None:
+        return arrays
+    config = ResolveConfig(synonyms=True, synonym_threshold=threshold)
+    return with_edge_kinds(arrays, config, EdgeInputs(ner_spans=list, embed=embed))
 
 
 def _synonym(arrays: GraphArrays, a: str, b: str) -> float:
@@ -66,8 +73,7 @@ def test_synonym_edges_follow_the_threshold() -> None:
     arrays = _arrays(embed=embed)
     assert arrays.synonyms is not None
     assert arrays.synonyms[0, 1] == 0.0  # 0.6 < 0.8
-    low = GraphArrays.build([t for t, _ in CORPUS], [x for _, x in CORPUS], [], [], [], is_named, embed=embed,
-                            synonym_threshold=0.5)
+    low = _arrays(embed=embed, triples=[], threshold=0.5)
     assert low.synonyms is not None and low.synonyms[0, 1] == pytest.approx(0.6)
 
 

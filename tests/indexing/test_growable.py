@@ -6,13 +6,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_incremental import STUB, _passages, assert_same_index, not_growable, spy_priors
+from test_incremental import STUB, _passages, assert_same_index, assert_same_rankings, not_growable, spy_priors
 
-from conftest import StubExtractor, assert_clean_error, use_stub_extractor, write_jsonl
+from conftest import StubExtractor, use_stub_extractor, write_jsonl
 from gearag.config import ResolveConfig
 from gearag.errors import IndexFormatError
+from gearag.graph.passage_graph import graph_arrays_for
 from gearag.indexing import build_index, union_files
-from gearag.indexing.incremental import add_documents, delete_documents
+from gearag.indexing.incremental import add_documents, compact, delete_documents
+from gearag.indexing.ner import NER_SPANS
 from gearag.store import shards as shard_store
 from gearag.store.index import MANIFEST, manifest_identity, read_manifest
 from gearag.store.shards import shard_key
@@ -105,18 +107,52 @@ def test_damaged_state_fails_the_add_like_any_damaged_index_file(tmp_path: Path)
     assert manifest_identity(root) == before and read_manifest(root).get("layout") is None
 
 
-@pytest.mark.parametrize("option", ["--index-ner-mentions", "--synonyms"])
-def test_indices_an_add_cannot_extend_exactly_are_refused_and_keep_no_state(tmp_path: Path, cli, option: str) -> None:
-    """A generation has no NER mentions or synonym edges: an add would drop them silently, so it is refused."""
-    use_stub_extractor(StubExtractor())
-    passages, _ = _passages(8, 0)
-    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": p.id, "title": p.title, "text": p.text} for p in passages])
-    root = tmp_path / "idx"
-    result = cli("index", corpus, "--out", root, "--extractor", "stub", option)
-    assert result.code == 0, result.stderr
-    assert read_manifest(root).get("union") is None and not (root / "union").exists()
-    before = manifest_identity(root)
-    more = write_jsonl(tmp_path / "more.jsonl", [{"id": "new-1", "title": "New", "text": "A New page."}])
-    assert_clean_error(cli("add", root, more), option.removeprefix("--"), "gearag index")
-    assert manifest_identity(root) == before
+KINDS = {"ner": ResolveConfig(ner_mentions=True), "synonyms": ResolveConfig(synonyms=True),
+         "both": ResolveConfig(ner_mentions=True, synonyms=True)}
 
+
+@pytest.mark.parametrize("kinds", list(KINDS))
+def test_indices_with_optional_edge_kinds_grow_like_a_rebuild(tmp_path: Path, kinds: str) -> None:
+    """NER mentions and synonym edges are derived over the union by every add, delete and compact: each step
+    equals a from-scratch build of what the index then holds (graph arrays, prepared graph, rankings)."""
+    use_stub_extractor(StubExtractor())
+    passages, questions = _passages(36, 3)
+    config = replace(STUB, resolve=KINDS[kinds])
+    root = tmp_path / "idx"
+    built = build_index(passages[:20], root, config)
+    assert built.manifest.get("union") is not None  # growable: the build is the first shard of its adds
+    assert (root / NER_SPANS).exists() is config.resolve.ner_mentions
+
+    def check(index, held: list, name: str) -> None:  # type: ignore[no-untyped-def]
+        expected = build_index(held, tmp_path / name, not_growable(config))
+        assert_same_index(index, expected)
+        assert_same_rankings(index, expected, questions, ["gear", "hipporag2"])
+        stored = graph_arrays_for(index)
+        assert (stored.synonyms is not None) is config.resolve.synonyms
+        assert (stored.resolution.ner_mentions is not None) is config.resolve.ner_mentions
+
+    grown = add_documents(root, passages[20:30])
+    check(grown, passages[:30], "after-add")
+    gone = {passages[2].id, passages[24].id}
+    deleted = delete_documents(root, sorted(gone))
+    held = [p for p in passages[:30] if p.id not in gone]
+    check(deleted, held, "after-delete")
+    add_documents(root, passages[30:])
+    compacted = compact(root)
+    check(compacted, held + passages[30:], "after-compact")
+
+
+@pytest.mark.parametrize("option", ["--index-ner-mentions", "--synonyms"])
+def test_gearag_add_extends_an_index_built_with_an_optional_edge_kind(tmp_path: Path, cli, option: str) -> None:
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(10, 0)
+    rows = [{"id": p.id, "title": p.title, "text": p.text} for p in passages]
+    root = tmp_path / "idx"
+    assert cli("index", write_jsonl(tmp_path / "c.jsonl", rows[:8]), "--out", root, "--extractor", "stub",
+               option).code == 0
+    result = cli("add", root, write_jsonl(tmp_path / "more.jsonl", rows[8:]))
+    assert result.code == 0, result.stderr
+    generation = read_manifest(root / "generations" / read_manifest(root)["generation"]["name"])
+    edges = generation["edges"]
+    assert (edges["ner_mentions"] is not None, edges["synonym_edges"] is not None) == (
+        option == "--index-ner-mentions", option == "--synonyms")

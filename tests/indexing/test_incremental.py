@@ -78,6 +78,11 @@ def assert_same_index(a: Index, b: Index) -> None:
         diff = getattr(ga.resolution, name) - getattr(gb.resolution, name)
         assert abs(diff).sum() == 0
     np.testing.assert_array_equal(ga.resolution.triple_ends, gb.resolution.triple_ends)
+    for name, ma, mb in (("ner_mentions", ga.resolution.ner_mentions, gb.resolution.ner_mentions),
+                         ("synonyms", ga.synonyms, gb.synonyms), ("relations", ga.relations, gb.relations)):
+        assert (ma is None) == (mb is None), name  # the optional edge kinds: stored by both or by neither
+        if ma is not None:
+            assert ma.shape == mb.shape and abs(ma - mb).sum() == 0, name
     np.testing.assert_array_equal(passage_graph_for(a).specificity, passage_graph_for(b).specificity)
     pa, pb = stored_prepared(a), stored_prepared(b)  # what queries memory-map
     assert pa is not None and pb is not None and pa.meta() == pb.meta()

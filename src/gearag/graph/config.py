@@ -21,10 +21,6 @@ SOLVERS = ("power", "push")
 PASSAGE_WEIGHT = 0.01
 
 
-#: Synonym edges (HippoRAG §3.2 and its README: cosine ≥ 0.8 among a name's 100 nearest neighbours).
-SYNONYM_THRESHOLD = 0.8
-SYNONYM_NEIGHBOURS = 100
-
 #: PPR convergence for ranking: L1 change < 1e-5 (≈ 17 iterations at d = 0.5; the
 #: error after n iterations is at most dⁿ, far below the gaps between ranked passages).
 RANK_TOL = 1e-5

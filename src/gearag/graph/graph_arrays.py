@@ -11,9 +11,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.data.jsonio import parse_json
-from gearag.graph.config import SYNONYM_NEIGHBOURS, SYNONYM_THRESHOLD
 from gearag.graph.resolve import Resolution, resolve_corpus
-from gearag.graph.synonyms import synonym_edges
 from gearag.store.npy import load_npy
 
 
@@ -37,33 +35,17 @@ class GraphArrays:
         named,
         *,
         ner_spans: Sequence[Sequence[str]] | None = None,
-        embed: Callable[[list[str]], np.ndarray] | None = None,
-        synonym_threshold: float = SYNONYM_THRESHOLD,
-        synonym_neighbours: int = SYNONYM_NEIGHBOURS,
     ) -> GraphArrays:
-        """Resolve the corpus; ``ner_spans`` adds NER mentions, ``embed`` (names → unit rows) synonym edges."""
-        res = resolve_corpus(titles, texts, subjects, objects, owner, named, ner_spans=ner_spans)
-        return cls.from_resolution(res, embed=embed, synonym_threshold=synonym_threshold,
-                                   synonym_neighbours=synonym_neighbours)
+        """Resolve the corpus (``ner_spans``: with NER mentions) and count its relations. The optional edge
+        kinds an index stores are added by :func:`gearag.graph.edge_kinds.with_edge_kinds`."""
+        return cls.from_resolution(resolve_corpus(titles, texts, subjects, objects, owner, named,
+                                                  ner_spans=ner_spans))
 
     @classmethod
-    def from_resolution(
-        cls,
-        res: Resolution,
-        *,
-        relations: sparse.csr_matrix | None = None,
-        embed: Callable[[list[str]], np.ndarray] | None = None,
-        synonym_threshold: float = SYNONYM_THRESHOLD,
-        synonym_neighbours: int = SYNONYM_NEIGHBOURS,
-    ) -> GraphArrays:
+    def from_resolution(cls, res: Resolution, *, relations: sparse.csr_matrix | None = None) -> GraphArrays:
         """The arrays of a resolution: its relation counts (``relations``: already made, by
-        :func:`relation_counts`; else made here) and synonym edges when ``embed`` is given."""
-        rel = relations if relations is not None else relation_counts(res.triple_ends, len(res.keys))
-        syn = None
-        if embed is not None:
-            syn = synonym_edges(np.asarray(embed(list(res.keys)), dtype=np.float32), synonym_threshold,
-                                synonym_neighbours).astype(np.float32)
-        return cls(res, rel, syn)
+        :func:`relation_counts`; else made here)."""
+        return cls(res, relations if relations is not None else relation_counts(res.triple_ends, len(res.keys)))
 
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:

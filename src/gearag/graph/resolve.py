@@ -64,7 +64,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.trie import TokenTrie, name_key, starts_name, tokens
+from gearag.graph.trie import NameLookup, TokenTrie, name_key, starts_name, tokens
 
 #: Tier weights (see the module docstring). A title is the strongest evidence
 #: that a passage is about a name; derived names are weaker, and the head of a
@@ -351,18 +351,8 @@ def resolve_corpus(
             for m in trie.scan(tokens(text), require_capital=True):
                 men_rows.append(row)
                 men_cols.append(m.name)
-    ner_rows = array("q")
-    ner_cols = array("q")
-    if ner_spans is not None:
-        if len(ner_spans) != n_passages:
-            raise ValueError(f"ner_spans has {len(ner_spans)} rows for {n_passages} passages")
-        for row, spans in enumerate(ner_spans):
-            for surface in spans:
-                eid = endpoint(surface)
-                if eid >= 0:
-                    ner_rows.append(row)
-                    ner_cols.append(eid)
-
+    if ner_spans is not None and len(ner_spans) != n_passages:
+        raise ValueError(f"ner_spans has {len(ner_spans)} rows for {n_passages} passages")
     n_keys = len(keys)
     terms = AboutTerms(np.asarray(about_rows, dtype=np.int32), np.asarray(about_cols, dtype=np.int32),
                        np.asarray(about_raw, dtype=np.float32), np.asarray(about_names, dtype=np.int32), totals)
@@ -370,8 +360,84 @@ def resolve_corpus(
     about = summed_csr((np.asarray(about_raw) / totals[terms.names]).astype(np.float32),
                        terms.rows.astype(np.int64), terms.cols.astype(np.int64), (n_keys, n_passages))
     mentions = _incidence(men_rows, men_cols, (n_passages, n_keys))
-    ner = _incidence(ner_rows, ner_cols, (n_passages, n_keys)) if ner_spans is not None else None
-    return Resolution(keys, n_names, about, mentions, ends, ner, terms)
+    res = Resolution(keys, n_names, about, mentions, ends, None, terms)
+    return with_span_mentions(res, ner_spans, named) if ner_spans is not None else res
+
+
+def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> Resolution:
+    """``res`` with named-entity spans as one more mention source, kept apart in ``ner_mentions``.
+
+    ``spans``: per passage row, the texts of its spans. Each is resolved like a
+    triple endpoint: a name the resolution holds maps to that entity; any
+    other usable name becomes a new entity (ids after every other, in order of
+    first appearance) about the passages of the lexicon names it contains,
+    weighted by the share of its tokens they cover (the module docstring).
+    The same arrays whether ``res`` was resolved from scratch
+    (:func:`resolve_corpus`) or extended by an add
+    (:func:`gearag.indexing.union_resolve.resolve_union`): the new entities'
+    rows of ``about`` follow the existing ones, which stay as they are.
+    """
+    n_passages = int(res.mentions.shape[0])
+    if len(spans) != n_passages:
+        raise ValueError(f"ner_spans has {len(spans)} rows for {n_passages} passages")
+    if res.about_terms is None:
+        raise ValueError("the resolution keeps no about terms (one read back from an index's files)")
+    terms = res.about_terms
+    # Each lexicon name's own passages and tier weights, in insertion order (its terms are grouped by name).
+    own = np.flatnonzero(terms.rows < res.n_names)
+    own = own[np.argsort(terms.names[own], kind="stable")]
+    own_rows, own_w = terms.cols[own].tolist(), terms.raw[own].astype(np.float64).tolist()
+    ptr = np.zeros(res.n_names + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms.names[own], minlength=res.n_names), out=ptr[1:])
+    keys = list(res.keys)
+    n_before = len(keys)
+    ids = {k: i for i, k in enumerate(keys)}
+    lexicon = NameLookup(keys[: res.n_names])
+    t_rows, t_cols, t_raw, t_names = array("q"), array("q"), array("d"), array("q")
+    seen: dict[str, int] = {}
+
+    def entity(surface: str) -> int:
+        key = name_key(surface)
+        if not named(surface) or not usable_key(key):
+            return -1
+        eid = ids.get(key, -1)
+        if eid < 0:
+            eid = ids[key] = len(keys)
+            keys.append(key)
+            toks = key.split(" ")
+            for m in lexicon.scan(toks):
+                share = (m.end - m.start) / len(toks)
+                if share >= MIN_CONTAINED_SHARE:
+                    for at in range(int(ptr[m.name]), int(ptr[m.name + 1])):
+                        t_rows.append(eid)
+                        t_cols.append(own_rows[at])
+                        t_raw.append(share * own_w[at])
+                        t_names.append(m.name)
+        return eid
+
+    rows, cols = array("q"), array("q")
+    for row, surfaces in enumerate(spans):
+        for surface in surfaces:
+            eid = seen[surface] if surface in seen else seen.setdefault(surface, entity(surface))
+            if eid >= 0:
+                rows.append(row)
+                cols.append(eid)
+    n_keys = len(keys)
+    names = np.asarray(t_names, dtype=np.int32)
+    extra = summed_csr((np.asarray(t_raw) / terms.totals[names]).astype(np.float32),
+                       np.asarray(t_rows, dtype=np.int64), np.asarray(t_cols, dtype=np.int64), (n_keys, n_passages))
+    old = res.about
+    about = sparse.csr_matrix((np.concatenate([old.data, extra.data]), np.concatenate([old.indices, extra.indices]),
+                               np.concatenate([old.indptr, extra.indptr[n_before + 1:] + old.nnz])),
+                              shape=(n_keys, n_passages))
+    grown = AboutTerms(np.concatenate([terms.rows, np.asarray(t_rows, dtype=np.int32)]),
+                       np.concatenate([terms.cols, np.asarray(t_cols, dtype=np.int32)]),
+                       np.concatenate([terms.raw, np.asarray(t_raw, dtype=np.float32)]),
+                       np.concatenate([terms.names, names]), terms.totals)
+    m = res.mentions
+    mentions = sparse.csr_matrix((m.data, m.indices, m.indptr), shape=(n_passages, n_keys))
+    ner = _incidence(rows, cols, (n_passages, n_keys))
+    return Resolution(keys, res.n_names, about, mentions, res.triple_ends, ner, grown)
 
 
 def ascending(values: np.ndarray) -> bool:

@@ -1,7 +1,8 @@
 """Shards and generations of a sharded index (:mod:`gearag.store.shards`): how each is built.
 
 A shard is built by the ordinary pipeline (:func:`~gearag.indexing.pipeline.build_index`)
-with :data:`SHARD_STAGES`: extract (with its resumable checkpoint), graph (the
+with :data:`SHARD_STAGES`: extract (with its resumable checkpoint), ner (the passages'
+named-entity spans, for an index that stores NER mentions), graph (the
 shard's passages and cleaned triples), tokens (BM25 token ids and postings,
 so BM25 never re-tokenises and needs no global model) and embed. A
 generation is derived by :func:`write_generation` from the shards' stored
@@ -40,6 +41,7 @@ from gearag.indexing.bm25 import write_tokens
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
+from gearag.indexing.ner import NerStage, stored_ner_spans
 from gearag.indexing.stage import Build, Stage
 from gearag.indexing.union_files import ShardColumns, UnionDelta, UnionRows, write_union
 from gearag.indexing.union_graph import Removal
@@ -78,7 +80,7 @@ class TokensStage:
 
 
 #: A shard: the per-passage work only (no corpus-global graph resolution, BM25 model or trees).
-SHARD_STAGES: tuple[Stage, ...] = (ExtractStage(), GraphStage(union=False), TokensStage(), EmbedStage())
+SHARD_STAGES: tuple[Stage, ...] = (ExtractStage(), NerStage(), GraphStage(union=False), TokensStage(), EmbedStage())
 
 
 def generation_name(refs: list[ShardRef], tombstones: dict[str, np.ndarray]) -> str:
@@ -128,8 +130,7 @@ def write_generation(
         before = _reusable(delta_base(root / GENERATIONS_DIR / previous)) if previous else None
         done = read_manifest(before) if before is not None else {}  # the previous generation's manifest
         prior = _prior_resolution(before, done, refs, shards, tombstones, u)
-        columns = [ShardColumns(ref.name, s.triples.subjects, s.triples.objects, Mapped(s.passages, attrgetter("text")),
-                                u.union_rows(PASSAGES, i)) for i, (ref, s) in enumerate(zip(refs, shards, strict=True))]
+        columns = shard_columns(refs, shards, u)
         n_entities, timings, meta = write_union(w, config, columns, UnionRows(u.passages, u.triple_keep, owner),
                                                 before, done, prior,
                                                 tables_from=_reusable(root / GENERATIONS_DIR / previous)
@@ -158,13 +159,23 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
     base = base if base is not None else load_prepared(before / GRAPH_DIR / PREPARED)
     if prior is None or prior.removal is not None or base is None:
         return None
-    columns = [ShardColumns(ref.name, s.triples.subjects, s.triples.objects, Mapped(s.passages, attrgetter("text")),
-                            u.union_rows(PASSAGES, i)) for i, (ref, s) in enumerate(zip(refs, shards, strict=True))]
+    columns = shard_columns(refs, shards, u)
     graph = read_triple_graph(before, done.get("counts", {}).get("entities"))
     return union_files.union_delta(w, config, columns, UnionRows(u.passages, u.triple_keep,
                                                                  np.asarray(u.triples.passage)),
                                    before, done, prior, base, graph,
                                    _reusable(previous) if previous is not None else None)
+
+
+def shard_columns(refs: list[ShardRef], shards: list[Index], u: Union) -> list[ShardColumns]:
+    """What a generation reads of each shard (:class:`~gearag.indexing.union_files.ShardColumns`)."""
+
+    def columns(i: int, ref: ShardRef, s: Index) -> ShardColumns:
+        texts = Mapped(s.passages, attrgetter("text"))
+        return ShardColumns(ref.name, s.triples.subjects, s.triples.objects, texts, u.union_rows(PASSAGES, i),
+                            lambda: stored_ner_spans(s.path, texts))
+
+    return [columns(i, ref, s) for i, (ref, s) in enumerate(zip(refs, shards, strict=True))]
 
 
 def delta_base(generation: Path) -> Path:

@@ -142,14 +142,19 @@ class GraphStage:
         a build's peak counts more than the seconds they would overlap); its entity count."""
         assert build.triples is not None
         name = f"s-{shard_key(build.passages)}"
+        def spans() -> Sequence[Sequence[str]]:
+            assert build.ner_spans is not None, "NER mentions need the ner stage"
+            return build.ner_spans
+
         shard = ShardColumns(name, build.triples.subjects, build.triples.objects,
-                             Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)))
+                             Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)), spans)
         union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
-        n_entities, seconds, _ = write_union(build.writer, build.config, [shard], union, overlap=False)
+        n_entities, seconds, meta = write_union(build.writer, build.config, [shard], union, overlap=False)
         release_free_memory()  # what the preparation's transition thread freed would stay resident after the stage
         build.manifest["union"] = {"shard": name, "tables": shard_store.TABLES_VERSION,
                                    "union": shard_store.UNION_VERSION}
         build.resolved = build.config.resolve.entity_graph
         if build.resolved:  # what the resolve stage records of its own run
-            build.manifest["resolve"] = {"seconds": seconds, "synonym_edges": None, "ner_mentions": None}
+            build.manifest["resolve"] = {"seconds": seconds, "synonym_edges": None, "ner_mentions": None,
+                                         **meta.get("edges", {})}
         return n_entities

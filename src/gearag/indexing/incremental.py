@@ -45,9 +45,10 @@ from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import shard_tokens, write_token_ids
 from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
 from gearag.indexing.duplicates import NewDocuments, new_documents
-from gearag.indexing.generation import SHARD_STAGES, link_generation, write_generation
+from gearag.indexing.generation import SHARD_STAGES, link_generation, shard_columns, write_generation
+from gearag.indexing.ner import NER_SPANS
 from gearag.indexing.pipeline import build_index
-from gearag.indexing.union_files import cannot_grow, is_state_file
+from gearag.indexing.union_files import cannot_grow, is_state_file, union_spans
 from gearag.model import Passage
 from gearag.options import build_config
 from gearag.store.checkpoint import text_key
@@ -574,6 +575,8 @@ def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path],
         np.cumsum([len(d) for d in docs], out=indptr[1:])
         ids = (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32)
         write_token_ids(w, coll, vocab, ids, indptr)
+    if state.config.resolve.entity_graph and state.config.resolve.ner_mentions:  # the live rows' spans, kept
+        w.write_jsonl(NER_SPANS, union_spans(shard_columns(state.refs, list(u.shards), u), len(u.passages)))
     first = u.shards[0].manifest
     w.commit({"config": state.config.to_dict(), "extractor_key": first.get("extractor_key"),
               "embedding_dim": first.get("embedding_dim"), "counts": dict(state.manifest["counts"]),

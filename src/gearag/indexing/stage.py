@@ -90,6 +90,8 @@ class Build:
     #: Stage outputs.
     extracted: list[list[Fact]] | None = None
     triples: TripleColumns | None = None
+    #: Per passage, its named-entity span texts (the ner stage; only for an index that stores NER mentions).
+    ner_spans: list[list[str]] | None = None
     #: Set when the graph stage also wrote the entity resolution (a growable build): the resolve stage skips.
     resolved: bool = False
     collections: dict[str, CollectionBuild] = field(default_factory=dict)

@@ -14,7 +14,7 @@ call it, so a plain build's first add extends the build's own state.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +23,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.embed.base import make_embedder
 from gearag.graph.delta_apply import ResolutionDelta
+from gearag.graph.edge_kinds import EdgeInputs, stored_kinds, with_edge_kinds
 from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
 from gearag.graph.prepared import PREPARED, PreparedGraph, earlier_names
+from gearag.indexing.resolve import edge_counts, name_encoder
 from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex, shard_name_index, shard_token_index
 from gearag.indexing.union_graph import ENDPOINTS_DIR, EndpointTable, KeyStats, shard_table, union_triple_graph
 from gearag.indexing.union_resolve import NameStats, Prior, resolve_union
@@ -48,15 +51,11 @@ def is_state_file(rel: str) -> bool:
 def cannot_grow(config: IndexConfig) -> str | None:
     """Why ``gearag add`` cannot extend an index built with ``config`` exactly (None: it can).
 
-    A generation's resolution has no NER mentions or synonym edges, and the
-    trees cluster the whole corpus: an add would silently drop them.
+    The trees cluster the whole corpus: an add would silently drop them. Every
+    edge kind of the passage graph grows (:mod:`gearag.graph.edge_kinds`).
     """
     if config.trees.enabled:
         return "SiReRAG/RAPTOR tree pools (a clustering of the whole corpus)"
-    if config.resolve.ner_mentions:
-        return "NER mentions (--index-ner-mentions)"
-    if config.resolve.synonyms:
-        return "synonym edges between entity names (--synonyms)"
     return None
 
 
@@ -71,6 +70,8 @@ class ShardColumns:
     texts: Sequence[str]
     #: Shard passage row → union row (-1: deleted).
     union_rows: np.ndarray
+    #: The shard's passages' named-entity spans, read when an edge kind asks (:mod:`gearag.indexing.ner`).
+    ner_spans: Callable[[], Sequence[Sequence[str]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -148,9 +149,16 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
                 earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
             relations = resolved.relations.result() if resolved.relations is not None else None
-            timings["prepare"] = write_graph_arrays(w, GraphArrays.from_resolution(resolved.resolution,
-                                                                                  relations=relations),
-                                                  prepare=config.resolve.prepared_graph, earlier=earlier)
+            arrays = GraphArrays.from_resolution(resolved.resolution, relations=relations)
+            if stored_kinds(config.resolve):  # the optional edge kinds, over the union (their ids follow)
+                embed = name_encoder(lambda: make_embedder(config.embed.embedder), config.embed.batch, timings)
+                arrays = with_edge_kinds(arrays, config.resolve,
+                                         EdgeInputs(lambda: union_spans(shards, n_passages), embed))
+                earlier = None
+                meta["edges"] = edge_counts(arrays)
+            timings["prepare"] = write_graph_arrays(w, arrays, prepare=config.resolve.prepared_graph,
+                                                    earlier=earlier)
+            del arrays
             meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
             resolved.state.write(w)
             resolved.stats.write(w)
@@ -161,6 +169,19 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     if pending is not None:
         n_entities = pending.result()
     return n_entities, timings, meta
+
+
+def union_spans(shards: Sequence[ShardColumns], n_passages: int) -> list[Sequence[str]]:
+    """Per union passage row, its named-entity spans, from the shards' (every shard must keep them)."""
+    out: list[Sequence[str]] = [()] * n_passages
+    for shard in shards:
+        if shard.ner_spans is None:
+            raise ValueError(f"shard {shard.name}: its named-entity spans are not given")
+        spans = shard.ner_spans()
+        for row, at in enumerate(np.asarray(shard.union_rows).tolist()):
+            if at >= 0:
+                out[at] = spans[row]
+    return out
 
 
 def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], tables: list[EndpointTable],
@@ -204,8 +225,8 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
 
     tables_from = tables_from or before
     tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
-    if done.get("union") != UNION_VERSION:
-        return UnionDelta(None, None)
+    if done.get("union") != UNION_VERSION or stored_kinds(config.resolve):
+        return UnionDelta(None, None)  # the optional edge kinds are derived over the union (no delta yet)
     done_shards = done.get("shards") or []
     keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], tables, None)
     key_prior = KeyStats.read(before, n_keys)
