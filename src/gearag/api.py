@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gearag.methods import Method, make_method, method_config
 from gearag.results import Result, result_row
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 if TYPE_CHECKING:
     from gearag.store.lance.collection import LanceSearchConfig
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class Gearag:
     """One index and the retrieval methods over it."""
 
-    def __init__(self, index: Index, *, llm_roles: object | None = None) -> None:
+    def __init__(self, index: IndexStore, *, llm_roles: object | None = None) -> None:
         self.index = index
         self.llm_roles = llm_roles
 

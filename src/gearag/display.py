@@ -17,7 +17,7 @@ from rich.table import Table
 
 from gearag.results import RANK, Result, node_entry
 from gearag.store.collection import PASSAGES
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 #: C0 controls except tab and newline, DEL, and the C1 controls (U+0080–U+009F, e.g. CSI U+009B).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -53,7 +53,7 @@ def snippet(text: str, width: int = 110) -> str:
 
 
 def print_result(
-    console: Console, index: Index, question: str, result: Result, gold_rows: set[int] | None = None
+    console: Console, index: IndexStore, question: str, result: Result, gold_rows: set[int] | None = None
 ) -> None:
     """Print the answer (if any), the ranked passages and any expansion paths.
 

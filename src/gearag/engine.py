@@ -23,7 +23,7 @@ from gearag.registry import REGISTRY
 if TYPE_CHECKING:
     from gearag.expand.reader import Reader
     from gearag.llm.usage import UsageLedger
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 
 @dataclass
@@ -89,7 +89,7 @@ class EngineConfig:
         return replace(self, engine="offline", llm_base_url=None, llm_model=None, llm_gguf=None, llm_max_tokens=None)
 
 
-def make_engine(index: Index, config: EngineConfig, llm_roles: object | None = None) -> Engine:
+def make_engine(index: IndexStore, config: EngineConfig, llm_roles: object | None = None) -> Engine:
     """The engine ``config.engine`` over ``index``; ``llm_roles`` injects ready LLM roles (tests, the API)."""
     entry = REGISTRY.entry("engine", config.engine)
     check_engine_options(entry.name, config.llm_base_url, config.llm_model, config.llm_gguf)

@@ -15,7 +15,7 @@ from gearag.errors import ConfigError
 from gearag.options import build_config
 from gearag.registry import REGISTRY
 from gearag.results import Result
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -42,7 +42,7 @@ def method_config(name: str, options: Mapping[str, Any] | None = None) -> Datacl
 
 
 def make_method(
-    index: Index, name: str, config: Any = None, /, *, llm_roles: object | None = None, **options: Any
+    index: IndexStore, name: str, config: Any = None, /, *, llm_roles: object | None = None, **options: Any
 ) -> Method:
     """The method ``name`` bound to ``index``.
 

@@ -32,7 +32,7 @@ from gearag.store.collection import PASSAGES
 from gearag.trace import Trace
 
 if TYPE_CHECKING:
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 #: Digits kept of each score in a row.
 SCORE_DIGITS = 6
@@ -68,7 +68,8 @@ class Result:
         return label or "answer"
 
 
-def result_row(index: Index, result: Result, *, qid: str | None = None, question: str | None = None) -> dict[str, Any]:
+def result_row(index: IndexStore, result: Result, *, qid: str | None = None,
+               question: str | None = None) -> dict[str, Any]:
     """The run-file row of ``result`` (``id``/``question`` only when given)."""
     row: dict[str, Any] = {}
     if qid is not None:
@@ -97,7 +98,7 @@ def result_row(index: Index, result: Result, *, qid: str | None = None, question
     return row
 
 
-def node_entry(index: Index, hit: Hit) -> dict[str, Any]:
+def node_entry(index: IndexStore, hit: Hit) -> dict[str, Any]:
     """The run-file entry of a hit on a collection other than the passages (a pool node)."""
     coll = index.collection(hit.collection)
     sources = [index.passages[r] for r in coll.sources(hit.idx)]

@@ -24,7 +24,7 @@ from gearag.model import Fact
 from gearag.text import normalise_entity
 
 if TYPE_CHECKING:
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 
 def describe(fact: Fact) -> str:
@@ -58,7 +58,7 @@ def named_first(question: str, facts: Sequence[Fact]) -> list[Fact]:
                                                                   if not a]
 
 
-def evidence_rows(index: Index, facts: Iterable[Fact]) -> list[int]:
+def evidence_rows(index: IndexStore, facts: Iterable[Fact]) -> list[int]:
     """The passage rows ``facts`` were read from, first seen first (facts without a source name none)."""
     owner = index.triples.passage
     rows: dict[int, None] = {}
@@ -68,7 +68,7 @@ def evidence_rows(index: Index, facts: Iterable[Fact]) -> list[int]:
     return list(rows)
 
 
-def passage_facts(index: Index, rows: Iterable[int]) -> list[Fact]:
+def passage_facts(index: IndexStore, rows: Iterable[int]) -> list[Fact]:
     """Every triple of the passages ``rows`` as facts with their ids (what the offline answerer reads)."""
     ids = [t for row in rows if row >= 0 for t in index.passage_triples(row)]
     return index.triples.facts(ids) if ids else []

@@ -10,7 +10,7 @@ from gearag.engine import Answer, Answerer, Engine, EngineConfig, Reasoner, Rewr
 from gearag.expand.llm_reader import LLMReader, llm_roles
 from gearag.llm.fallback import played_call
 from gearag.model import Fact, Passage, Reasoning
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 if TYPE_CHECKING:
     from gearag.llm.roles import LLMRoles
@@ -61,7 +61,7 @@ class LLMAnswerer:
                            (lambda: offline.answer(question, passages, memory, rows)) if offline is not None else None)
 
 
-def llm_engine(index: Index, config: EngineConfig, roles: LLMRoles | None = None) -> Engine:
+def llm_engine(index: IndexStore, config: EngineConfig, roles: LLMRoles | None = None) -> Engine:
     """The ``openai`` and ``local`` engines (registry factory): every agent role through one LLM client and one
     ledger (``local``: the client's transport runs a GGUF model in process, :mod:`gearag.llm.local`).
 

@@ -61,7 +61,7 @@ from gearag.model import Fact, Hit, Reasoning
 from gearag.results import rank_scores
 from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 from gearag.store.rows import rows_at
 from gearag.trace import AgentTrace, StepTrace, StopReason
 
@@ -105,7 +105,7 @@ class TimeBudget:
 class GearAgent:
     """Multi-step retrieval with gist memory over one index and one engine."""
 
-    def __init__(self, index: Index, engine: Engine, config: AgentConfig = AgentConfig()) -> None:
+    def __init__(self, index: IndexStore, engine: Engine, config: AgentConfig = AgentConfig()) -> None:
         self.index = index
         self.engine = engine
         self.config = config
@@ -115,7 +115,8 @@ class GearAgent:
         self.triple_linker = TripleLinker(index, exp.link, config=exp.retriever)
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.chain = config.engine.chain_agent
-        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
+        # passage_graph_for is annotated with the concrete Index; it reads only the IndexStore part.
+        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None  # type: ignore[arg-type]
         #: Whether the output ranking is PPR's (``AgentConfig.final``): Eq. 9's passageLink lists are then not
         #: read, so no gist triple is linked (two BM25 searches each: ~a quarter of a GEAR query at 1M passages).
         self.ranks_by_ppr = config.final == "ppr" and self.graph is not None

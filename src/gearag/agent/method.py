@@ -11,7 +11,7 @@ from gearag.engine import make_engine
 from gearag.llm.usage import usage_scope
 from gearag.model import Reasoning
 from gearag.results import RANK, Result, rank_scores
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 from gearag.store.rows import rows_at
 from gearag.trace import AgentTrace, StepTrace
 
@@ -19,7 +19,7 @@ from gearag.trace import AgentTrace, StepTrace
 class GearMethod:
     """Runs the agent for each question, then (optionally) answers from the top passages."""
 
-    def __init__(self, index: Index, config: AgentConfig, llm_roles: object | None = None) -> None:
+    def __init__(self, index: IndexStore, config: AgentConfig, llm_roles: object | None = None) -> None:
         self.index = index
         self.config = config
         self.agent = GearAgent(index, make_engine(index, config.engine, llm_roles), config)

@@ -83,7 +83,7 @@ from gearag.model import Fact, Passage, Reasoning
 from gearag.question_analysis import QuestionInfo, analyse, matches_type
 from gearag.retrieve.bm25 import tokenize
 from gearag.store.collection import PASSAGES
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 from gearag.text import date_key, is_named, normalise_entity
 from gearag.words import DEFAULT_WORDS, WordLists, word_lists_for
 
@@ -115,13 +115,14 @@ class Resolver:
     #: (see the ambiguity policy in :mod:`gearag.graph.resolve`).
     MIN_SHARE = 0.5
 
-    def __init__(self, index: Index, words: WordLists = DEFAULT_WORDS) -> None:
+    def __init__(self, index: IndexStore, words: WordLists = DEFAULT_WORDS) -> None:
         from gearag.graph.passage_graph import graph_arrays_for
 
         self.index = index
         self.words = words
         self._kinds: dict[int, frozenset[str]] = {}
-        prepared = stored_prepared(index)
+        # stored_prepared and graph_arrays_for are annotated with the concrete Index; they read only IndexStore.
+        prepared = stored_prepared(index)  # type: ignore[arg-type]
         if prepared is not None:
             # The prepared graph's name hashes and about rows, memory-mapped: the resolution's ids and rows
             # without its strings (only usable keys have about edges, and every one a passage mentions is there).
@@ -129,7 +130,7 @@ class Resolver:
             self._find: Callable[[str], int | None] = names.get
             self._about_of: Callable[[int], Any] = lambda e: prepared.about_rows(np.asarray([e]))
         else:
-            res = graph_arrays_for(index).resolution
+            res = graph_arrays_for(index).resolution  # type: ignore[arg-type]
             self.n_keys, self.about, self._find = res.n_mention_keys, res.about, res.key_index().get
             self._about_of = lambda e: res.about[e]
         self._cache: dict[str, int | None] = {}
@@ -485,13 +486,14 @@ class OfflineAnswerer:
 
     LABEL = "offline answer candidate (extracted, no language model)"
 
-    def __init__(self, index: Index, reasoner: OfflineReasoner) -> None:
+    def __init__(self, index: IndexStore, reasoner: OfflineReasoner) -> None:
         self.index = index
         self.reasoner = reasoner
 
     def answer(self, question: str, passages: Sequence[Passage], memory: Sequence[Fact],
                rows: Sequence[int] | None = None) -> Answer:
-        """``rows``: the passages' index rows (else found by id: :meth:`Index.passage_rows` reads every id once)."""
+        """``rows``: the passages' index rows (else found by id: :meth:`IndexStore.passage_rows` reads every id
+        once)."""
         info = analyse(question, self.reasoner.words)
         reasoning = self.reasoner.reason(question, memory)
         if info.answer_type == "yesno":  # a chain's terminal does not answer "Are A and B both ...?"
@@ -530,7 +532,7 @@ class ChainGist:
     attributes ("is American", "is 1957 film") do none of these.
     """
 
-    def __init__(self, index: Index, resolver: Resolver, max_triples: int = 5,
+    def __init__(self, index: IndexStore, resolver: Resolver, max_triples: int = 5,
                  words: WordLists = DEFAULT_WORDS) -> None:
         self.reader = OfflineReader(index, OfflineReaderConfig(max_triples=max_triples), words)
         self.index = index
@@ -574,7 +576,7 @@ READ_TRIPLES = 10
 GIST_TRIPLES = 5
 
 
-def offline_engine(index: Index, config: EngineConfig | None = None, llm_roles: object | None = None) -> Engine:
+def offline_engine(index: IndexStore, config: EngineConfig | None = None, llm_roles: object | None = None) -> Engine:
     """The model-free engine (registry factory; it ignores ``llm_roles``).
 
     With ``chain_agent`` (an agent setting, :class:`gearag.agent.config.AgentEngineConfig`; default on)

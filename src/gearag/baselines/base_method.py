@@ -9,7 +9,7 @@ from gearag.results import RANK, Result, rank_scores
 from gearag.retrieve.config import RetrieverConfig
 from gearag.retrieve.factory import make_retriever
 from gearag.retrieve.pool import pool_collection
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 if TYPE_CHECKING:
     from gearag.baselines.qa import BaseMethodConfig
@@ -25,7 +25,7 @@ class BaseMethod:
     results (SiReRAG §5's QA protocol, :mod:`gearag.baselines.qa`).
     """
 
-    def __init__(self, index: Index, config: BaseMethodConfig | RetrieverConfig, retriever: str,
+    def __init__(self, index: IndexStore, config: BaseMethodConfig | RetrieverConfig, retriever: str,
                  llm_roles: object | None = None) -> None:
         from gearag.baselines.qa import BaseMethodConfig, PoolAnswerer
 
@@ -47,16 +47,16 @@ class BaseMethod:
         return Result(hits[:k], trace, answer)
 
     @classmethod
-    def bm25(cls, index: Index, config: BaseMethodConfig | RetrieverConfig,
+    def bm25(cls, index: IndexStore, config: BaseMethodConfig | RetrieverConfig,
              llm_roles: object | None = None) -> BaseMethod:
         return cls(index, config, "bm25", llm_roles)
 
     @classmethod
-    def dense(cls, index: Index, config: BaseMethodConfig | RetrieverConfig,
+    def dense(cls, index: IndexStore, config: BaseMethodConfig | RetrieverConfig,
               llm_roles: object | None = None) -> BaseMethod:
         return cls(index, config, "dense", llm_roles)
 
     @classmethod
-    def hybrid(cls, index: Index, config: BaseMethodConfig | RetrieverConfig,
+    def hybrid(cls, index: IndexStore, config: BaseMethodConfig | RetrieverConfig,
                llm_roles: object | None = None) -> BaseMethod:
         return cls(index, config, "hybrid", llm_roles)

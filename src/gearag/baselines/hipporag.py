@@ -32,7 +32,7 @@ from gearag.baselines.phrases import PhraseTable, phrase_table
 from gearag.embed import index_embedder
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.synonyms import synonym_edges
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 
 @dataclass
@@ -81,7 +81,7 @@ class HippoGraph:
                 "context_edges": int(self.table.passage_phrase.nnz)}
 
 
-def phrase_vectors(index: Index, table: PhraseTable) -> np.ndarray:
+def phrase_vectors(index: IndexStore, table: PhraseTable) -> np.ndarray:
     """Embeddings of the phrase nodes with the index's embedder (cached per index)."""
     def build() -> np.ndarray:
         return np.asarray(index_embedder(index).encode(table.phrases), dtype=np.float32)
@@ -89,7 +89,7 @@ def phrase_vectors(index: Index, table: PhraseTable) -> np.ndarray:
     return index.cached("hipporag:phrase_vectors", build)
 
 
-def phrases_of(index: Index) -> PhraseTable:
+def phrases_of(index: IndexStore) -> PhraseTable:
     """The phrase table of ``index`` (cached per index)."""
     t = index.triples
     return index.cached(
@@ -98,7 +98,7 @@ def phrases_of(index: Index) -> PhraseTable:
     )
 
 
-def hippo_graph(index: Index, config: PhraseGraphConfig) -> HippoGraph:
+def hippo_graph(index: IndexStore, config: PhraseGraphConfig) -> HippoGraph:
     """The HippoRAG graph of ``index`` for one synonym setting, built once and shared (thread-safe)."""
 
     def build() -> HippoGraph:

@@ -36,7 +36,7 @@ from gearag.llm.usage import usage_scope
 from gearag.model import Fact
 from gearag.results import Result
 from gearag.retrieve.base import top_k
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 from gearag.trace import HippoRAGTrace
 
 #: Phrase seeds listed in a trace.
@@ -72,7 +72,7 @@ class _Base:
 
     variant = ""
 
-    def __init__(self, index: Index, config: HippoRAGConfig | HippoRAG2Config, llm_roles: object | None) -> None:
+    def __init__(self, index: IndexStore, config: HippoRAGConfig | HippoRAG2Config, llm_roles: object | None) -> None:
         self.index = index
         self.config = config
         self.roles = baseline_roles(config.engine, llm_roles)
@@ -108,7 +108,7 @@ class HippoRAG(_Base):
 
     variant = "v1"
 
-    def __init__(self, index: Index, config: HippoRAGConfig, llm_roles: object | None = None) -> None:
+    def __init__(self, index: IndexStore, config: HippoRAGConfig, llm_roles: object | None = None) -> None:
         super().__init__(index, config, llm_roles)
         self.config: HippoRAGConfig = config
 
@@ -155,7 +155,7 @@ class HippoRAG2(_Base):
 
     variant = "v2"
 
-    def __init__(self, index: Index, config: HippoRAG2Config, llm_roles: object | None = None) -> None:
+    def __init__(self, index: IndexStore, config: HippoRAG2Config, llm_roles: object | None = None) -> None:
         super().__init__(index, config, llm_roles)
         self.config: HippoRAG2Config = config
         self.fact_vectors = index.collection("triples").vectors

@@ -45,7 +45,7 @@ from gearag.model import Hit
 from gearag.results import Result
 from gearag.retrieve import make_retriever
 from gearag.retrieve.base import top_k
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 from gearag.text import is_named
 from gearag.trace import IRCoTStep, IRCoTTrace
 
@@ -59,7 +59,7 @@ StepRetriever = Callable[[str, int], tuple[list[Hit], dict[str, Any] | None]]
 class IRCoTLoop:
     """The interleaved retrieve / reason loop over any step retriever."""
 
-    def __init__(self, index: Index, config: IRCoTConfig | HippoRAGIRCoTConfig, retrieve: StepRetriever,
+    def __init__(self, index: IndexStore, config: IRCoTConfig | HippoRAGIRCoTConfig, retrieve: StepRetriever,
                  retriever_name: str, roles: Any) -> None:
         self.index = index
         self.config = config
@@ -159,7 +159,7 @@ class IRCoTLoop:
         return Result(ranked[:k], IRCoTTrace(self.retriever_name, steps, self.engine, answered))
 
 
-def IRCoT(index: Index, config: IRCoTConfig, llm_roles: object | None = None) -> IRCoTLoop:  # noqa: N802
+def IRCoT(index: IndexStore, config: IRCoTConfig, llm_roles: object | None = None) -> IRCoTLoop:  # noqa: N802
     """``ircot``: IRCoT over a base retriever (BM25 by default)."""
     retriever = make_retriever(index, config.base, "passages")
 
@@ -169,7 +169,7 @@ def IRCoT(index: Index, config: IRCoTConfig, llm_roles: object | None = None) ->
     return IRCoTLoop(index, config, retrieve, config.base, baseline_roles(config.engine, llm_roles))
 
 
-def HippoRAGIRCoT(index: Index, config: HippoRAGIRCoTConfig,  # noqa: N802
+def HippoRAGIRCoT(index: IndexStore, config: HippoRAGIRCoTConfig,  # noqa: N802
                   llm_roles: object | None = None) -> IRCoTLoop:
     """``hipporag-ircot``: IRCoT with HippoRAG (v1 by default) retrieving at every step; one LLM ledger."""
     roles = baseline_roles(config.engine, llm_roles)

@@ -36,7 +36,7 @@ from gearag.store.collection import PASSAGES
 from gearag.trace import QATrace
 
 if TYPE_CHECKING:
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 #: Candidates SiReRAG's answerer reads (§5: "we select top 20 candidates ... for all methods").
 SIRERAG_QA_CANDIDATES = 20
@@ -57,7 +57,7 @@ class BaseMethodConfig:
     engine: AgentEngineConfig = setting(AgentEngineConfig, "")
 
 
-def hit_passage(index: Index, hit: Hit) -> Passage:
+def hit_passage(index: IndexStore, hit: Hit) -> Passage:
     """A retrieved result as the answerer sees it: the passage, or a pool node's text without a title."""
     if hit.collection == PASSAGES:
         return index.passages[hit.idx]
@@ -69,7 +69,7 @@ def hit_passage(index: Index, hit: Hit) -> Passage:
     return Passage(f"{coll.name}:{hit.idx}", "", str(record["text"]))
 
 
-def source_rows(index: Index, hits: Sequence[Hit], limit: int) -> list[int]:
+def source_rows(index: IndexStore, hits: Sequence[Hit], limit: int) -> list[int]:
     """Passage rows the hits cover, in rank order, each once, at most ``limit``."""
     rows: list[int] = []
     seen: set[int] = set()
@@ -87,7 +87,7 @@ def source_rows(index: Index, hits: Sequence[Hit], limit: int) -> list[int]:
 class PoolAnswerer:
     """Writes the answer of one question from a base method's top results (see the module docstring)."""
 
-    def __init__(self, index: Index, config: BaseMethodConfig, llm_roles: object | None = None) -> None:
+    def __init__(self, index: IndexStore, config: BaseMethodConfig, llm_roles: object | None = None) -> None:
         from gearag.engine import make_engine
 
         self.index = index

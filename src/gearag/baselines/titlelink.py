@@ -27,7 +27,7 @@ from gearag.retrieve.fusion import RRF_K, rrf
 from gearag.trace import LinkTrace
 
 if TYPE_CHECKING:
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class TitleMentions:
         return self._cache[row]
 
 
-def title_mentions_for(index: Index) -> TitleMentions:
+def title_mentions_for(index: IndexStore) -> TitleMentions:
     """The index's title matcher, built once."""
     return index.cached(
         "title_mentions", lambda: TitleMentions([p.title for p in index.passages], [p.text for p in index.passages])
@@ -82,7 +82,7 @@ def title_mentions_for(index: Index) -> TitleMentions:
 class TitleLinkRetriever:
     """BM25 top ``depth``, plus every passage whose title occurs in the top ``sources`` passages, fused by RRF."""
 
-    def __init__(self, index: Index, config: TitleLinkConfig) -> None:
+    def __init__(self, index: IndexStore, config: TitleLinkConfig) -> None:
         self.index = index
         self.config = config
         self.bm25 = make_retriever(index, "bm25", "passages")

@@ -24,7 +24,7 @@ import numpy as np
 from gearag.registry import REGISTRY
 
 if TYPE_CHECKING:
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 
 @runtime_checkable
@@ -55,7 +55,7 @@ def make_embedder(name: str) -> Embedder:
     return _CACHE[entry.name]
 
 
-def index_embedder(index: Index) -> Embedder:
+def index_embedder(index: IndexStore) -> Embedder:
     """The embedder ``index`` was built with (its queries are encoded by it), loaded once per index (under the
     index's lock: threads never load it twice)."""
     embedder: Embedder = index.cached("embedder", lambda: make_embedder(index.config.embed.embedder))

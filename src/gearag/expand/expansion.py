@@ -9,7 +9,7 @@ import numpy as np
 
 from gearag.expand.beam import Beam, BeamConfig, diverse_beam_search, flatten_breadth_first
 from gearag.expand.scoring import make_path_scorer
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 
 @dataclass
@@ -24,7 +24,7 @@ class ExpansionResult:
 class GraphExpander:
     """Runs diverse triple beam search over an index's triple graph."""
 
-    def __init__(self, index: Index, config: BeamConfig = BeamConfig(), scoring: str = "exact") -> None:
+    def __init__(self, index: IndexStore, config: BeamConfig = BeamConfig(), scoring: str = "exact") -> None:
         self.index = index
         self.config = config
         self.scoring = scoring
@@ -51,7 +51,7 @@ class GraphExpander:
         return lines
 
 
-def triples_of_passages(index: Index, rows: Sequence[int]) -> np.ndarray:
+def triples_of_passages(index: IndexStore, rows: Sequence[int]) -> np.ndarray:
     """All triple ids of the given passages, in passage order (NaiveGE's initial triples)."""
     ranges = [np.arange(r.start, r.stop) for r in (index.passage_triples(p) for p in rows)]
     return np.concatenate(ranges) if ranges else np.zeros(0, dtype=np.int64)

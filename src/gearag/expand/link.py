@@ -9,7 +9,7 @@ from gearag.retrieve import make_retriever
 from gearag.retrieve.config import RetrieverConfig
 from gearag.retrieve.fusion import rrf
 from gearag.store.collection import PASSAGES, TRIPLES
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 
 class TripleLinker:
@@ -19,7 +19,8 @@ class TripleLinker:
     index triple (``source`` set, as from the offline reader) links to itself.
     """
 
-    def __init__(self, index: Index, method: str = "bm25", top: int = 1, config: RetrieverConfig | None = None) -> None:
+    def __init__(self, index: IndexStore, method: str = "bm25", top: int = 1,
+                 config: RetrieverConfig | None = None) -> None:
         self.retriever = make_retriever(index, method, TRIPLES, config)
         self.top = top
 
@@ -40,7 +41,7 @@ class PassageLinker:
     Triple hits are mapped to their passages (first occurrence kept) before fusion.
     """
 
-    def __init__(self, index: Index, method: str = "bm25", config: RetrieverConfig | None = None) -> None:
+    def __init__(self, index: IndexStore, method: str = "bm25", config: RetrieverConfig | None = None) -> None:
         config = config or RetrieverConfig()
         self.index = index
         self.passages = make_retriever(index, method, PASSAGES, config)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from gearag.engine import EngineConfig
 from gearag.model import Fact
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 if TYPE_CHECKING:  # the LLM layer imports httpx: load it only when an LLM method runs
     from gearag.expand.reader import Reader
@@ -22,7 +22,7 @@ class LLMReader:
     counted under ``name`` (``reader``, or ``gist`` for the gist memory's reader).
     """
 
-    def __init__(self, index: Index, roles: LLMRoles, offline: Reader | None = None, name: str = "reader") -> None:
+    def __init__(self, index: IndexStore, roles: LLMRoles, offline: Reader | None = None, name: str = "reader") -> None:
         self.index = index
         self.roles = roles
         self.offline = offline

@@ -28,7 +28,7 @@ from gearag.llm.usage import UsageLedger, usage_scope
 from gearag.results import RANK, Result, rank_scores
 from gearag.retrieve.fusion import rrf
 from gearag.retrieve.pool import base_retriever
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 from gearag.store.rows import rows_at
 from gearag.trace import ExpansionTrace
 
@@ -36,7 +36,7 @@ from gearag.trace import ExpansionTrace
 class GraphExpansionMethod:
     """NaiveGE when ``reader`` is None, SyncGE otherwise."""
 
-    def __init__(self, index: Index, config: NaiveGEConfig | SyncGEConfig, reader: Reader | None = None,
+    def __init__(self, index: IndexStore, config: NaiveGEConfig | SyncGEConfig, reader: Reader | None = None,
                  ledger: UsageLedger | None = None) -> None:
         self.index = index
         self.config = config
@@ -47,7 +47,8 @@ class GraphExpansionMethod:
         self.base = base_retriever(index, exp.base, exp.retriever)  # passages, or a pool's nodes' sources
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.linker = TripleLinker(index, exp.link, config=exp.retriever) if reader is not None else None
-        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
+        # passage_graph_for is annotated with the concrete Index; it reads only the IndexStore part.
+        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None  # type: ignore[arg-type]
 
     def __call__(self, question: str, k: int) -> Result:
         if self.ledger is None:
@@ -93,12 +94,12 @@ class GraphExpansionMethod:
         return Result(rank_scores([i for i, _ in fused[:k]]), trace, score_kind=RANK)
 
 
-def NaiveGE(index: Index, config: NaiveGEConfig) -> GraphExpansionMethod:  # noqa: N802 - registry factory
+def NaiveGE(index: IndexStore, config: NaiveGEConfig) -> GraphExpansionMethod:  # noqa: N802 - registry factory
     """NaiveGE (§6.2): beams (Algorithm 1) from every triple of the base passages."""
     return GraphExpansionMethod(index, config)
 
 
-def SyncGE(index: Index, config: SyncGEConfig, llm_roles: object | None = None) -> GraphExpansionMethod:  # noqa: N802
+def SyncGE(index: IndexStore, config: SyncGEConfig, llm_roles: object | None = None) -> GraphExpansionMethod:  # noqa: N802
     """SyncGE (§4): the engine's reader picks proximal triples, tripleLink maps them to the index."""
     engine = make_engine(index, config.engine, llm_roles)
     return GraphExpansionMethod(index, config, engine.reader, engine.ledger)

@@ -31,7 +31,7 @@ from gearag.question_analysis import analyse, matches_type
 from gearag.retrieve.bm25 import bm25_scores
 from gearag.retrieve.fusion import rrf
 from gearag.store.collection import TRIPLES
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 from gearag.store.rows import rows_at
 from gearag.text import is_named, normalise_entity
 from gearag.words import DEFAULT_WORDS, WordLists
@@ -64,7 +64,7 @@ def _mentions(question_norm: str, entity_norm: str) -> bool:
 class OfflineReader:
     """Model-free reader: picks the retrieved passages' triples that bear on the question."""
 
-    def __init__(self, index: Index, config: OfflineReaderConfig = OfflineReaderConfig(),
+    def __init__(self, index: IndexStore, config: OfflineReaderConfig = OfflineReaderConfig(),
                  words: WordLists = DEFAULT_WORDS) -> None:
         self.index = index
         self.config = config

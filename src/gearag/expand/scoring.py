@@ -24,14 +24,14 @@ import numpy as np
 from gearag.embed import index_embedder
 from gearag.errors import ConfigError
 from gearag.expand.beam import PathScorer
-from gearag.store.collection import TRIPLES
-from gearag.store.index import Index
+from gearag.store.collection import TRIPLES, VectorRows
+from gearag.store.interface import IndexStore
 
 SCORING_MODES = ("exact", "sum")
 
 
 class StaticPathScorer(PathScorer):
-    def __init__(self, query_vec: np.ndarray, vectors: np.ndarray, weights: np.ndarray) -> None:
+    def __init__(self, query_vec: np.ndarray, vectors: VectorRows, weights: VectorRows) -> None:
         self.q = np.asarray(query_vec, dtype=np.float32)
         self.vectors = vectors
         self.weights = weights
@@ -57,7 +57,7 @@ class StaticPathScorer(PathScorer):
 
 
 class NeuralPathScorer(PathScorer):
-    def __init__(self, query_vec: np.ndarray, index: Index, mode: str = "exact", cache_size: int = 20_000) -> None:
+    def __init__(self, query_vec: np.ndarray, index: IndexStore, mode: str = "exact", cache_size: int = 20_000) -> None:
         if mode not in SCORING_MODES:
             raise ConfigError(f"unknown path scoring {mode!r} (choose from {', '.join(SCORING_MODES)})")
         self.q = np.asarray(query_vec, dtype=np.float32)
@@ -97,7 +97,7 @@ class NeuralPathScorer(PathScorer):
         return np.array([float(found[key] @ self.q) for key in keys])
 
 
-def make_path_scorer(index: Index, query: str, mode: str = "exact") -> PathScorer:
+def make_path_scorer(index: IndexStore, query: str, mode: str = "exact") -> PathScorer:
     """The scorer for ``query`` over ``index``: exact static arithmetic when the embedder allows it."""
     query_vec = index_embedder(index).encode([query])[0]
     triples = index.collection(TRIPLES)

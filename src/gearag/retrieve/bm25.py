@@ -19,13 +19,13 @@ from gearag.retrieve.base import Retriever, RetrieverBase, top_k
 from gearag.retrieve.bm25_matrix import index_flat
 from gearag.retrieve.bm25_maxscore import MaxScoreTopK, ModelPostings, Term, lucene_idf
 from gearag.retrieve.bm25_postings import PostingsBM25
-from gearag.store.collection import Collection, SearchingCollection
+from gearag.store.collection import CollectionStore, SearchingCollection
 from gearag.tokenizer import token_ids as chunk_token_ids
 from gearag.tokenizer import tokenize as tokenize
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 
 _NO_TERMS = "gearag_document_without_terms"
@@ -213,7 +213,7 @@ class BM25Retriever(MaxScoreTopK, RetrieverBase):
         return {t: int(indptr[i + 1] - indptr[i]) for t, i in self._vocab.items() if i < len(indptr) - 1}
 
 
-def collection_bm25(coll: Collection) -> Retriever:
+def collection_bm25(coll: CollectionStore) -> Retriever:
     """The BM25 retriever over ``coll``, built once per collection: the backend's own full-text search, else
     scored from a sharded index's postings, else the bm25s model stored with it."""
     if isinstance(coll, SearchingCollection):
@@ -225,7 +225,7 @@ def collection_bm25(coll: Collection) -> Retriever:
     return coll.cached("bm25_retriever", lambda: BM25Retriever(model, coll.name))
 
 
-def _model(coll: Collection) -> object:
+def _model(coll: CollectionStore) -> object:
     """The bm25s model over ``coll``'s rows (memory-mapped), loaded once; a damaged one is an IndexFormatError."""
     directory = coll.bm25_dir
 
@@ -240,13 +240,13 @@ def _model(coll: Collection) -> object:
     return coll.cached("bm25", load)
 
 
-def search_bm25(coll: Collection, query: str, k: int) -> list[Hit]:
+def search_bm25(coll: CollectionStore, query: str, k: int) -> list[Hit]:
     """The top ``k`` rows of ``coll`` by BM25 for ``query`` (rows without a query term left out), best first
     (:func:`collection_bm25`'s, the backend's own full-text search included)."""
     return collection_bm25(coll).retrieve(query, k)
 
 
-def bm25_scores(coll: Collection, query: str, rows: np.ndarray) -> np.ndarray:
+def bm25_scores(coll: CollectionStore, query: str, rows: np.ndarray) -> np.ndarray:
     """BM25 scores of ``rows`` of ``coll`` for ``query`` (0 where no query term occurs): the collection's score
     array at those rows, read from their postings alone (both BM25 retrievers' ``scores_at``)."""
     if isinstance(coll, SearchingCollection):
@@ -255,6 +255,6 @@ def bm25_scores(coll: Collection, query: str, rows: np.ndarray) -> np.ndarray:
     return np.asarray(retriever.scores_at(query, np.asarray(rows, dtype=np.int64)), dtype=np.float32)
 
 
-def bm25_retriever(index: Index, collection: str, config: RetrieverConfig) -> Retriever:
+def bm25_retriever(index: IndexStore, collection: str, config: RetrieverConfig) -> Retriever:
     """Registry factory: BM25 over one collection of ``index`` (bm25s, or the backend's full-text search)."""
     return collection_bm25(index.collection(collection))

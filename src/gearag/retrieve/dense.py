@@ -10,14 +10,14 @@ import numpy as np
 from gearag.embed.base import Embedder, index_embedder
 from gearag.model import Hit
 from gearag.retrieve.base import RetrieverBase, top_k
-from gearag.store.collection import Collection, SearchingCollection
+from gearag.store.collection import CollectionStore, SearchingCollection
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 
-def search_dense(coll: Collection, queries: np.ndarray, k: int) -> list[list[Hit]]:
+def search_dense(coll: CollectionStore, queries: np.ndarray, k: int) -> list[list[Hit]]:
     """The top ``k`` rows of ``coll`` by inner product with each unit query vector (rows of ``queries``), best
     first: exact over its vectors, or the backend's own vector search (:class:`SearchingCollection`)."""
     if isinstance(coll, SearchingCollection):
@@ -34,7 +34,7 @@ class DenseRetriever(RetrieverBase):
     """Inner-product search over a collection's unit rows (:func:`search_dense`: exact over a memory-mapped
     matrix in the embedded backend; flat or ANN in the Lance backend)."""
 
-    def __init__(self, embedder: Embedder, collection: Collection) -> None:
+    def __init__(self, embedder: Embedder, collection: CollectionStore) -> None:
         self.embedder = embedder
         self.coll = collection
         self.collection = collection.name
@@ -53,6 +53,6 @@ class DenseRetriever(RetrieverBase):
         return search_dense(self.coll, self.embedder.encode(list(queries)), k)
 
 
-def dense_retriever(index: Index, collection: str, config: RetrieverConfig) -> DenseRetriever:
+def dense_retriever(index: IndexStore, collection: str, config: RetrieverConfig) -> DenseRetriever:
     """Registry factory: cosine over one collection's vectors with the index's embedder."""
     return DenseRetriever(index_embedder(index), index.collection(collection))

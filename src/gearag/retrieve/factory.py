@@ -10,11 +10,11 @@ from gearag.retrieve.config import RetrieverConfig
 from gearag.store.collection import PASSAGES
 
 if TYPE_CHECKING:
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 
 def make_retriever(
-    index: Index, method: str = "bm25", collection: str = PASSAGES, config: RetrieverConfig | None = None
+    index: IndexStore, method: str = "bm25", collection: str = PASSAGES, config: RetrieverConfig | None = None
 ) -> Retriever:
     """The registered retriever ``method`` (``bm25``, ``dense``, ``hybrid``, ...) over ``collection``.
 

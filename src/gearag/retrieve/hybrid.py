@@ -12,7 +12,7 @@ from gearag.retrieve.fusion import RRF_K, rrf
 
 if TYPE_CHECKING:
     from gearag.retrieve.config import RetrieverConfig
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 
 class HybridRetriever(RetrieverBase):
@@ -44,7 +44,7 @@ class HybridRetriever(RetrieverBase):
         return [self._fuse([child[i] for child in per_child], k) for i in range(len(queries))]
 
 
-def hybrid_retriever(index: Index, collection: str, config: RetrieverConfig) -> HybridRetriever:
+def hybrid_retriever(index: IndexStore, collection: str, config: RetrieverConfig) -> HybridRetriever:
     """Registry factory: RRF of BM25 and dense over one collection (GEAR §6.1)."""
     children = [make_retriever(index, "bm25", collection, config), make_retriever(index, "dense", collection, config)]
     return HybridRetriever(children, rrf_k=config.rrf_k, depth=config.hybrid_depth, collection=collection)

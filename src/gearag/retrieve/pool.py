@@ -27,12 +27,12 @@ from gearag.retrieve.factory import make_retriever
 from gearag.store.collection import PASSAGES
 
 if TYPE_CHECKING:
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
 
 CHUNKS = "chunks"
 
 
-def pool_collection(index: Index, pool: str) -> str:
+def pool_collection(index: IndexStore, pool: str) -> str:
     """The collection holding ``pool``; a ConfigError says how to build it when the index lacks it."""
     if pool == CHUNKS:
         return PASSAGES
@@ -56,7 +56,7 @@ class SourcePassages(RetrieverBase):
     is exhausted.
     """
 
-    def __init__(self, index: Index, nodes: Retriever, passages: Retriever, collection: str,
+    def __init__(self, index: IndexStore, nodes: Retriever, passages: Retriever, collection: str,
                  *, passage_depth: int = 100) -> None:
         self.coll = index.collection(collection)
         self.nodes = nodes
@@ -94,7 +94,7 @@ class SourcePassages(RetrieverBase):
         return [self.retrieve(q, k) for q in queries]
 
 
-def base_retriever(index: Index, method: str, config: RetrieverConfig) -> Retriever:
+def base_retriever(index: IndexStore, method: str, config: RetrieverConfig) -> Retriever:
     """``h_base`` over passages: the retriever ``method`` over ``config.pool``, nodes mapped to passages."""
     if config.pool == CHUNKS:
         return make_retriever(index, method, PASSAGES, config)

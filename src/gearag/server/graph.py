@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 from gearag.text import normalise_entity
 
 _SCORE = re.compile(r"\s+\[-?[0-9.eE+-]+\]\s*$")
@@ -34,12 +34,12 @@ def parse_path(text: str) -> list[tuple[str, str, str]]:
     return [t for t in (parse_triple(part) for part in body.split(" → ")) if t is not None]
 
 
-def entity_ids(index: Index) -> dict[str, int]:
+def entity_ids(index: IndexStore) -> dict[str, int]:
     """Normalised entity name → entity id (built once per index)."""
     return index.cached("server:entity_ids", lambda: {name: i for i, name in enumerate(index.graph.entities)})
 
 
-def _triple_rows(index: Index) -> dict[tuple[str, str, str], int]:
+def _triple_rows(index: IndexStore) -> dict[tuple[str, str, str], int]:
     """(s, p, o) → the passage row of its first occurrence (built once per index)."""
 
     def build() -> dict[tuple[str, str, str], int]:
@@ -52,7 +52,7 @@ def _triple_rows(index: Index) -> dict[tuple[str, str, str], int]:
     return index.cached("server:triple_rows", build)
 
 
-def search_entities(index: Index, query: str, limit: int = 20) -> list[dict[str, Any]]:
+def search_entities(index: IndexStore, query: str, limit: int = 20) -> list[dict[str, Any]]:
     """Entities whose normalised name contains the normalised query: exact first, then prefix, then by degree."""
     q = normalise_entity(query)
     if not q:
@@ -66,7 +66,7 @@ def search_entities(index: Index, query: str, limit: int = 20) -> list[dict[str,
 class _Builder:
     """Accumulates nodes and edges with stable ids, at most ``max_nodes`` nodes."""
 
-    def __init__(self, index: Index, max_nodes: int) -> None:
+    def __init__(self, index: IndexStore, max_nodes: int) -> None:
         self.index = index
         self.max_nodes = max_nodes
         self.nodes: dict[str, dict[str, Any]] = {}
@@ -122,7 +122,7 @@ class _Builder:
         return {"nodes": list(self.nodes.values()), "edges": list(self.edges.values()), "truncated": self.truncated}
 
 
-def neighbourhood(index: Index, entity: str, depth: int, max_nodes: int) -> dict[str, Any] | None:
+def neighbourhood(index: IndexStore, entity: str, depth: int, max_nodes: int) -> dict[str, Any] | None:
     """Entities within ``depth`` triple hops of ``entity`` (breadth first, at most ``max_nodes`` nodes).
 
     None when the index has no such entity.
@@ -157,7 +157,7 @@ def neighbourhood(index: Index, entity: str, depth: int, max_nodes: int) -> dict
     return b.out()
 
 
-def beams_graph(index: Index, paths: Sequence[str], highlight: Iterable[Sequence[str]] = (),
+def beams_graph(index: IndexStore, paths: Sequence[str], highlight: Iterable[Sequence[str]] = (),
                 also: Iterable[Sequence[str]] = (), max_nodes: int = 120) -> dict[str, Any]:
     """A step's beams as a graph; triples in ``highlight`` (evidence, gist memory) are marked and drawn first.
 

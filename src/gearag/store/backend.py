@@ -2,7 +2,8 @@
 
 A location that is an object-store URI (``s3://...``) or a directory holding a Lance ``meta`` table
 opens with the ``lance`` backend; anything else is an embedded index directory. Both give an
-:class:`~gearag.store.index.Index`, so every method runs unchanged on either. The Lance backend's
+:class:`~gearag.store.interface.IndexStore` (:class:`~gearag.store.index.Index`,
+:class:`~gearag.store.lance.index.LanceIndex`), so every method runs unchanged on either. The Lance backend's
 query-time settings (:class:`~gearag.store.lance.collection.LanceSearchConfig`) are ignored for an
 embedded index; :func:`check_lance_settings` refuses them there for callers (the CLI) whose user
 asked for them.
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from gearag.errors import ConfigError
 from gearag.registry import REGISTRY
-from gearag.store.index import Index
+from gearag.store.interface import IndexStore
 
 if TYPE_CHECKING:
     from gearag.store.lance.collection import LanceSearchConfig
@@ -39,13 +40,13 @@ def check_lance_settings(location: str | Path, lance: LanceSearchConfig | None) 
         raise ConfigError(f"{flags}: only a Lance index takes Lance settings; {location} is an index directory")
 
 
-def open_index(location: str | Path, *, verify: bool = False, lance: LanceSearchConfig | None = None) -> Index:
+def open_index(location: str | Path, *, verify: bool = False, lance: LanceSearchConfig | None = None) -> IndexStore:
     """The index at ``location``, by the backend its location names; ``lance`` (default: its defaults) sets a
     Lance index's query-time settings and is ignored for an embedded one."""
     backend = backend_of(location)
     loader: Any = REGISTRY.entry("backend", backend).load()
     settings = {"config": lance} if backend == "lance" and lance is not None else {}
-    index: Index = loader(location, verify=verify, **settings)
+    index: IndexStore = loader(location, verify=verify, **settings)
     return index
 
 

@@ -110,6 +110,97 @@ def default_specs(counts: dict[str, int], *, weights: bool) -> dict[str, Collect
     }
 
 
+class LoadOnce:
+    """Values loaded once per key, on first use: thread-safe, and re-entrant, so a loader may need another
+    (a collection's row selection). ``deferred``: loaders to call instead of the one asked with, by key."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._values: dict[str, Any] = {}
+        self.deferred: dict[str, Callable[[], Any]] = {}
+
+    def get(self, key: str, load: Callable[[], T]) -> T:
+        value = self._values.get(key)
+        if value is None:
+            with self._lock:
+                value = self._values.get(key)
+                if value is None:
+                    value = self._values[key] = self.deferred.pop(key, load)()
+        return value
+
+
+class VectorRows(Protocol):
+    """A collection's vectors (or weights) as retrieval reads them: rows that index and multiply (``@``) like
+    a ``(rows, dim)`` matrix — a memory-mapped array, or a Lance column fetched on demand."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, key: Any, /) -> Any: ...
+
+    def __matmul__(self, other: Any, /) -> Any: ...
+
+
+class CollectionStore(Protocol):
+    """What the rest of gearag reads from one collection of an index: :class:`Collection` (the files of an index
+    directory) and :class:`gearag.store.lance.collection.LanceCollection` (a Lance table). Searching is
+    :mod:`gearag.retrieve`'s, or the collection's own when it is a :class:`SearchingCollection`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def spec(self) -> CollectionSpec: ...
+
+    @property
+    def root(self) -> Path:
+        """The index's location (its files are relative to it)."""
+        ...
+
+    @property
+    def bm25_postings(self) -> Callable[[], ShardPostings] | None:
+        """Reads the shards' postings BM25 is scored from (a sharded index), else None."""
+        ...
+
+    @property
+    def bm25_dir(self) -> Path:
+        """The bm25s model's directory (ConfigError: the collection has none)."""
+        ...
+
+    @property
+    def vectors(self) -> VectorRows:
+        """Unit-length row embeddings."""
+        ...
+
+    @property
+    def weights(self) -> VectorRows | None:
+        """Token-sum norms of a static embedder, None for neural embedders."""
+        ...
+
+    @property
+    def owner(self) -> np.ndarray:
+        """Row → its source passage row (ConfigError: rows with several sources)."""
+        ...
+
+    def __len__(self) -> int: ...
+
+    def texts(self) -> Sequence[str]:
+        """The text each row is retrieved by."""
+        ...
+
+    def cached(self, key: str, load: Callable[[], T]) -> T: ...
+
+    def rows_vectors(self, rows: np.ndarray | Sequence[int]) -> np.ndarray: ...
+
+    def rows_weights(self, rows: np.ndarray | Sequence[int]) -> np.ndarray | None: ...
+
+    def sources(self, row: int) -> list[int]: ...
+
+    def record(self, row: int) -> dict[str, Any]: ...
+
+
 @dataclass
 class Collection:
     """One loaded collection. Arrays are memory-mapped on first use (thread-safe).
@@ -130,10 +221,7 @@ class Collection:
     #: Reads the shards' postings BM25 is scored from instead of a bm25s model at ``spec.bm25`` (a sharded
     #: index: :mod:`gearag.store.postings`).
     bm25_postings: Callable[[], ShardPostings] | None = None
-    #: Re-entrant: a loader may need another lazily loaded part (the row selection).
-    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
-    _deferred: dict[str, Callable[[], Any]] = field(default_factory=dict, repr=False)
+    _loaded: LoadOnce = field(default_factory=LoadOnce, repr=False, compare=False)
 
     @classmethod
     def preloaded(cls, root: Path, spec: CollectionSpec, texts: Callable[[], Sequence[str]],
@@ -143,7 +231,7 @@ class Collection:
         once on first use) instead of ``spec``'s files: a sharded index's union of several shards
         (:mod:`gearag.store.shards`)."""
         collection = cls(root, spec, texts, bm25_postings)
-        collection._deferred.update(arrays)
+        collection._loaded.deferred.update(arrays)
         return collection
 
     @property
@@ -159,13 +247,7 @@ class Collection:
         return self._once(key, load)
 
     def _once(self, key: str, load: Callable[[], T]) -> T:
-        value = self._loaded.get(key)
-        if value is None:
-            with self._lock:
-                value = self._loaded.get(key)
-                if value is None:
-                    value = self._loaded[key] = self._deferred.pop(key, load)()
-        return value
+        return self._loaded.get(key, load)
 
     def _array(self, rel: str, ndim: int = 1) -> np.ndarray:
         """A memory-mapped array of this collection with one row per collection row."""
@@ -295,3 +377,7 @@ class RowRetriever(Protocol):
     def retrieve(self, query: str, k: int) -> list[Hit]: ...
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
+
+
+if TYPE_CHECKING:  # mypy checks that a collection of an index directory is a CollectionStore
+    _COLLECTION_STORE: type[CollectionStore] = Collection

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from scipy import sparse
@@ -22,8 +22,38 @@ from gearag.data.jsonstrings import ChainedStrings
 from gearag.text import normalise_entity
 
 
-class _Neighbours:
-    """A triple's neighbours through its ends' rows (what beam search reads)."""
+class TripleGraphStore(Protocol):
+    """What the rest of gearag reads from an index's triple graph (:attr:`gearag.store.interface.IndexStore.graph`):
+    :class:`TripleGraph`, :class:`LayeredTripleGraph` and the Lance backend's graph."""
+
+    @property
+    def entities(self) -> Sequence[str]:
+        """Normalised entity names, by entity id."""
+        ...
+
+    @property
+    def head(self) -> Any:
+        """Each triple's subject entity id (-1: none), int32: an array, or a base's and a delta's rows."""
+        ...
+
+    @property
+    def tail(self) -> Any:
+        """Each triple's object entity id (-1: none), as :attr:`head`."""
+        ...
+
+    @property
+    def n_entities(self) -> int: ...
+
+    def entity_triples(self, entity: int) -> np.ndarray: ...
+
+    def degree(self, entity: int) -> int: ...
+
+    def neighbours(self, triple: int) -> np.ndarray: ...
+
+
+class Neighbours:
+    """A triple's neighbours through its ends' rows (what beam search reads): a base without state, for every
+    triple graph that has ``head``, ``tail`` and :meth:`entity_triples`."""
 
     head: Any
     tail: Any
@@ -42,7 +72,7 @@ class _Neighbours:
 
 
 @dataclass(frozen=True)
-class TripleGraph(_Neighbours):
+class TripleGraph(Neighbours):
     """Entity ids per triple and the entity → triples adjacency."""
 
     entities: Sequence[str]  #: normalised entity names, indexed by entity id
@@ -132,7 +162,7 @@ class AppendedStrings(ChainedStrings):
 
 
 @dataclass(frozen=True)
-class LayeredTripleGraph(_Neighbours):
+class LayeredTripleGraph(Neighbours):
     """A :class:`TripleGraph` as a base's and a delta's (docs/delta.md): triples and entities appended, each
     entity's triples the base's followed by the delta's (:class:`~gearag.arrays.LayeredCsr`)."""
 

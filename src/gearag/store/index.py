@@ -36,26 +36,28 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gearag.config import IndexConfig
 from gearag.data.jsonio import load_json
-from gearag.errors import ConfigError, IndexFormatError
-from gearag.model import Fact, Passage, Triple
+from gearag.errors import IndexFormatError
+from gearag.model import Passage
 from gearag.store import checksum
 from gearag.store.checksum import file_digest
 from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec, default_specs, load_array
 from gearag.store.graph import LayeredTripleGraph, TripleGraph
+from gearag.store.interface import VARIANTS as VARIANTS
+from gearag.store.interface import IndexBase, IndexStore, T
 from gearag.store.lease import lease_name, take
 from gearag.store.npy import load_npy
-from gearag.store.rows import Column, JsonList, JsonlRows, Mapped, offsets_rel, rows_at
+from gearag.store.rows import JsonList, JsonlRows, Mapped, offsets_rel
+from gearag.store.triples import TripleTable as TripleTable
+from gearag.store.triples import triple_of_record as triple_of_record
 
 FORMAT = "gearag-index"
 #: 3 checksums files with XXH3-128 (:mod:`gearag.store.checksum`); 2 (SHA-256, and lists the index's
@@ -95,7 +97,6 @@ def _layout(path: Path, manifest: dict[str, Any]) -> Layout | None:
     return layout
 #: How often :meth:`Index.open` reads the manifest again when an update replaced it while it took its lease.
 LEASE_ATTEMPTS = 5
-T = TypeVar("T")
 
 #: The passage graph's directory in an index (a sharded index's is its generation's, ``manifest["graph_dir"]``),
 #: the prepared graph's directory in it, and where a delta's prepared directory keeps the base's files.
@@ -287,74 +288,10 @@ def passage_contents(passages: Sequence[Passage]) -> Sequence[str]:
     return Mapped(passages, attrgetter("content"))
 
 
-def triple_of_record(row: Any) -> tuple[str, str, str]:
-    """A ``triples.jsonl`` record (``[subject, predicate, object]``) as a tuple."""
-    s, p, o = row
-    return s, p, o
-
-
 @dataclass
-class TripleTable:
-    """The triples ``T`` as parallel columns; ``passage[i]`` is triple ``i``'s passage row."""
-
-    subjects: Sequence[str]
-    predicates: Sequence[str]
-    objects: Sequence[str]
-    passage: np.ndarray
-    #: The triples as ``[s, p, o]`` rows when the columns are views of them (a loaded index reads its
-    #: rows from ``triples.jsonl`` on demand, :mod:`gearag.store.rows`): one parse per triple read.
-    rows: Sequence[Sequence[str]] | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def of_rows(cls, rows: Sequence[Sequence[str]], passage: np.ndarray) -> TripleTable:
-        """The table whose columns are fields 0, 1, 2 of ``rows``."""
-        return cls(Column(rows, 0), Column(rows, 1), Column(rows, 2), passage, rows)
-
-    @classmethod
-    def read(cls, path: Path, passage: np.ndarray, offsets: np.ndarray | None = None) -> TripleTable:
-        """The table of the ``triples.jsonl`` at ``path``, its rows read on demand (not held as strings;
-        ``offsets``: its stored row offsets, if any)."""
-        return cls.of_rows(JsonlRows(path, triple_of_record, offsets), passage)
-
-    def __len__(self) -> int:
-        return len(self.subjects)
-
-    def __getitem__(self, i: int) -> Triple:
-        if self.rows is not None:
-            s, p, o = self.rows[i]
-            return Triple(s, p, o, int(self.passage[i]))
-        return Triple(self.subjects[i], self.predicates[i], self.objects[i], int(self.passage[i]))
-
-    def facts(self, ids: Sequence[int]) -> list[Fact]:
-        """Triples ``ids`` as facts (``source``: the id), read together: one parse per triple when the columns
-        are views of rows, else one read per column (one take each on a Lance index)."""
-        if self.rows is not None:
-            spo = rows_at(self.rows, ids)
-        else:
-            spo = list(zip(rows_at(self.subjects, ids), rows_at(self.predicates, ids), rows_at(self.objects, ids),
-                           strict=True))
-        return [Fact(s, p, o, source=int(t)) for t, (s, p, o) in zip(ids, spo, strict=True)]
-
-    def text(self, i: int) -> str:
-        if self.rows is not None:
-            return " ".join(self.rows[i])
-        return f"{self.subjects[i]} {self.predicates[i]} {self.objects[i]}"
-
-    def texts(self) -> Sequence[str]:
-        """Each triple as the text retrievers and embedders see: ``"s p o"`` (a view, read on demand, when
-        the table is a view of rows)."""
-        if self.rows is not None:
-            return Mapped(self.rows, " ".join)
-        return [f"{s} {p} {o}" for s, p, o in zip(self.subjects, self.predicates, self.objects, strict=True)]
-
-
-#: Variants of one cached object (per query-time config) an index keeps (:meth:`Index.cached`).
-VARIANTS = 16
-
-
-@dataclass
-class Index:
-    """A loaded index: passages ``C``, triples ``T``, the triple graph and every named collection.
+class Index(IndexBase):
+    """A loaded index directory: passages ``C``, triples ``T``, the triple graph and every named collection
+    (the embedded :class:`~gearag.store.interface.IndexStore`).
 
     Large arrays are memory-mapped and BM25 models load on first use. An
     index may be shared between threads: :meth:`cached` builds each derived
@@ -374,10 +311,6 @@ class Index:
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     #: The read lease of an index opened by :meth:`open` (:mod:`gearag.store.lease`), else None.
     lease: Any = field(default=None, repr=False, compare=False)
-
-    @property
-    def config(self) -> IndexConfig:
-        return IndexConfig.from_dict(self.manifest.get("config", {}))
 
     @property
     def location(self) -> str:
@@ -414,44 +347,6 @@ class Index:
         except (OSError, ValueError, KeyError, TypeError):
             raise IndexFormatError(f"{self.path}: {GRAPH_DIR}/{PREPARED}/ arrays are corrupt; "
                                    "rebuild the index") from None
-
-    def passage_triples(self, row: int) -> range:
-        """Triple ids extracted from passage ``row``."""
-        return range(int(self.passage_triple_indptr[row]), int(self.passage_triple_indptr[row + 1]))
-
-    def collection(self, name: str) -> Collection:
-        """The collection called ``name``; a ConfigError lists the index's collections otherwise."""
-        try:
-            return self.collections[name]
-        except KeyError:
-            raise ConfigError(
-                f"{self.path}: no collection {name!r} in this index (it has {', '.join(self.collections)})"
-            ) from None
-
-    def cached(self, key: str, build: Callable[[], T], *, variant: str | None = None) -> T:
-        """``build()`` once per index and key; thread-safe (re-entrant, so builders may nest).
-
-        ``variant`` (a config's repr) keeps the last :data:`VARIANTS` variants of ``key`` only, least recently
-        used first out: objects built per query-time config (a method, a retriever, a passage graph over the
-        stored arrays) must not grow without bound when a service's clients send many option sets.
-        """
-        with self._lock:
-            if variant is None:
-                if key not in self._cache:
-                    self._cache[key] = build()
-                return self._cache[key]
-            family: OrderedDict[str, Any] = self._cache.setdefault(key, OrderedDict())
-            if variant in family:
-                family.move_to_end(variant)
-                return family[variant]
-            value = family[variant] = build()
-            while len(family) > VARIANTS:
-                family.popitem(last=False)
-            return value
-
-    def passage_rows(self) -> dict[str, int]:
-        """Each passage id's row: read once per index, on first use (every passage: 3.7 s at a million)."""
-        return self.cached("passage_rows", lambda: {p.id: i for i, p in enumerate(self.passages)})
 
     def close(self) -> None:
         """Let go of the read lease (if any): a later update may then remove the files this index reads."""
@@ -583,3 +478,7 @@ def _records_texts(path: Path, spec: CollectionSpec) -> Callable[[], list[str]]:
         return [texts[int(r)] for r in select]
 
     return load
+
+
+if TYPE_CHECKING:  # mypy checks that an index directory is an IndexStore
+    _INDEX_STORE: type[IndexStore] = Index

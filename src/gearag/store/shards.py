@@ -66,7 +66,6 @@ from gearag.store.index import (
     SHARDED,
     Index,
     Layout,
-    TripleTable,
     _check_ids,
     _check_indptr,
     manifest_identity,
@@ -79,6 +78,7 @@ from gearag.store.index import (
 from gearag.store.postings import POSTINGS_FILES, ShardPostings, read_postings
 from gearag.store.rows import ConcatRows
 from gearag.store.stacked import StackedRows
+from gearag.store.triples import TripleTable
 
 SHARDS_DIR = "shards"
 GENERATIONS_DIR = "generations"

@@ -3,7 +3,8 @@
 * :mod:`~gearag.store.lance.storage` — URIs, object-store options (bounded timeouts), connecting;
 * :mod:`~gearag.store.lance.export` — ``gearag export INDEX_DIR URI``: a built index into Lance tables;
 * :mod:`~gearag.store.lance.collection` — a collection whose rows, vectors and searches live in a table;
-* :mod:`~gearag.store.lance.index` — the loaded index (same interface as :class:`gearag.store.index.Index`);
+* :mod:`~gearag.store.lance.index` — the loaded index (an :class:`~gearag.store.interface.IndexStore`, as
+  :class:`gearag.store.index.Index` is);
 * :mod:`~gearag.store.lance.files` — graph files read by position: copied once to a local cache, memory-mapped;
 * :mod:`~gearag.store.lance.memory` — capping glibc's malloc arenas (what freed scan buffers keep).
 

@@ -4,7 +4,7 @@
   every call's failure turned into a one-line error;
 * :class:`LanceRows` — a column read lazily: ``rows[i]``, ``rows[ids]``, ``rows[a:b]``, iteration in
   batches, and ``rows @ q`` for vector columns as a streamed scan (bounded memory, reads every row);
-* :class:`LanceCollection` — the :class:`~gearag.store.collection.Collection` seam over a table: dense
+* :class:`LanceCollection` — a :class:`~gearag.store.collection.CollectionStore` over a table: dense
   search (flat, or the IVF index the export built), BM25 through Lance full-text search over the
   pre-analysed ``tokens`` column, rows' vectors and weights by id.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -25,15 +25,18 @@ from gearag import setops
 from gearag.errors import ConfigError, GearagError
 from gearag.model import Hit
 from gearag.options import setting
-from gearag.store.collection import Collection, CollectionSpec
+from gearag.store.collection import CollectionSpec, CollectionStore, LoadOnce, SearchingCollection
 from gearag.store.lance.storage import Location, store_error
 from gearag.tokenizer import tokenize
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from gearag.store.postings import ShardPostings
+
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 #: Errors a Lance/object-store call raises (network, missing files, bad queries).
 STORE_ERRORS = (OSError, RuntimeError, ValueError, KeyError)
 
@@ -228,22 +231,41 @@ class LanceRows(Sequence[Any]):
         return out if dtype is None else out.astype(dtype)
 
 
-class LanceCollection(Collection):
-    """A collection of a Lance index: the :class:`Collection` seam over one table."""
+class LanceCollection:
+    """A collection of a Lance index: a :class:`~gearag.store.collection.CollectionStore` over one table, and a
+    :class:`~gearag.store.collection.SearchingCollection` (its vector and full-text searches)."""
+
+    #: BM25 is the table's full-text search (:meth:`search_bm25`), never a sharded index's postings.
+    bm25_postings: Callable[[], ShardPostings] | None = None
 
     def __init__(self, root: Path, spec: CollectionSpec, table: LanceTable, *, text_column: str, ann: bool,
                  weights: bool, config: LanceSearchConfig, owner: np.ndarray | None = None) -> None:
+        self.root = root
+        self.spec = spec
         self.table = table
         self._owner = owner
         self.ann = ann
         self.config = config
         self._has_weights = weights
+        self._loaded = LoadOnce()
         self._texts = LanceRows(table, text_column, cache_rows=config.cache_rows)
-        super().__init__(root, spec, lambda: self._texts)
+        #: The text each row is retrieved by (the passages' and triples' are set by the index: their content).
+        self.texts: Callable[[], Sequence[str]] = lambda: self._texts
         self._vectors: LanceRows | None = None
         self._weights: LanceRows | None = None
         self._sources_col = LanceRows(table, "sources", cache_rows=config.cache_rows)
         self._record_rows = LanceRows(table, "record", cache_rows=config.cache_rows)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def __len__(self) -> int:
+        return self.spec.rows
+
+    def cached(self, key: str, load: Callable[[], T]) -> T:
+        """``load()`` once per collection and key (thread-safe): what a reader builds over this table."""
+        return self._loaded.get(key, load)
 
     @property
     def bm25_dir(self) -> Path:
@@ -251,7 +273,7 @@ class LanceCollection(Collection):
                           "(search_bm25), there is no bm25s model")
 
     @property
-    def vectors(self) -> LanceRows:  # type: ignore[override]  # read on demand, not Collection's whole ndarray
+    def vectors(self) -> LanceRows:
         """The ``vector`` column as a read-only ``(rows, dim)`` matrix fetched on demand: it indexes, multiplies
         (``@``) and has a ``shape`` as the memory-mapped array of a directory index does."""
         if self._vectors is None:
@@ -260,7 +282,7 @@ class LanceCollection(Collection):
         return self._vectors
 
     @property
-    def weights(self) -> LanceRows | None:  # type: ignore[override]  # as vectors: a column, not an ndarray
+    def weights(self) -> LanceRows | None:
         """The ``weight`` column read on demand (None: the export has no weights, a neural embedder's)."""
         if not self._has_weights:
             return None
@@ -342,7 +364,7 @@ class LanceCollection(Collection):
         return np.asarray([score.get(int(r), 0.0) for r in rows], dtype=np.float32)
 
     def bm25_retriever(self) -> LanceBM25Retriever:
-        return self._once("bm25_retriever", lambda: LanceBM25Retriever(self))
+        return self.cached("bm25_retriever", lambda: LanceBM25Retriever(self))
 
     def rows_vectors(self, rows: np.ndarray | Sequence[int]) -> np.ndarray:
         return np.asarray(self.vectors[np.asarray(rows, dtype=np.int64)])
@@ -364,3 +386,8 @@ class LanceBM25Retriever:
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         return [self.retrieve(q, k) for q in queries]
+
+
+if TYPE_CHECKING:  # mypy checks that a Lance collection is a CollectionStore, searched natively
+    _COLLECTION_STORE: type[CollectionStore] = LanceCollection
+    _SEARCHING: type[SearchingCollection] = LanceCollection

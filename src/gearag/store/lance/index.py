@@ -1,4 +1,4 @@
-"""A loaded Lance index: the :class:`~gearag.store.index.Index` interface over Lance tables.
+"""A loaded Lance index: the :class:`~gearag.store.interface.IndexStore` interface over Lance tables.
 
 What is fetched on demand (bounded LRUs, so memory does not grow with the corpus): passage ids,
 titles and texts; triple subjects, predicates and objects; entity names; every vector and weight;
@@ -17,24 +17,27 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gearag.errors import IndexFormatError
 from gearag.model import Passage
-from gearag.store.collection import PASSAGES, TRIPLES, Collection, CollectionSpec
-from gearag.store.graph import TripleGraph
-from gearag.store.index import GRAPH_DIR, PREPARED, Index, T, TripleTable
+from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
+from gearag.store.graph import Neighbours
+from gearag.store.index import GRAPH_DIR, PREPARED
+from gearag.store.interface import IndexBase, IndexStore, T
 from gearag.store.lance.collection import STORE_ERRORS, LanceCollection, LanceRows, LanceSearchConfig, LanceTable
 from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, HELD_ARRAYS, ROW_INDEX, read_meta_version
 from gearag.store.lance.files import FILES_TABLE, LocalFiles, cache_root
 from gearag.store.lance.memory import limit_malloc_arenas
 from gearag.store.lance.storage import Location, connect, import_lancedb, parse_location, store_error
 from gearag.store.lance.versions import PinnedDb
+from gearag.store.triples import TripleTable
 
 log = logging.getLogger(__name__)
 
@@ -84,31 +87,60 @@ class LancePassages(Sequence[Passage]):
 
 
 @dataclass(frozen=True)
-class LanceTripleGraph(TripleGraph):
-    """The triple graph with its entity → triples postings fetched per entity (LRU-cached)."""
+class LanceTripleGraph(Neighbours):
+    """The triple graph (:class:`~gearag.store.graph.TripleGraphStore`) with its entity → triples postings
+    fetched per entity (LRU-cached) and its other arrays memory-mapped."""
 
-    postings: LanceRows | None = field(default=None, compare=False)
+    entities: Sequence[str]  #: normalised entity names, fetched by id
+    head: np.ndarray  #: int32 (T,), entity id of each triple's subject, -1 if none
+    tail: np.ndarray  #: int32 (T,), entity id of each triple's object, -1 if none
+    indptr: np.ndarray  #: int64 (E + 1,): where each entity's postings start (their counts: its degree)
+    postings: LanceRows = field(compare=False)  #: entity → its triple ids, sorted
+
+    @property
+    def n_entities(self) -> int:
+        return len(self.entities)
 
     def entity_triples(self, entity: int) -> np.ndarray:
-        if entity < 0 or self.postings is None:
+        """Triple ids in which ``entity`` is subject or object."""
+        if entity < 0:
             return np.zeros(0, dtype=np.int32)
         return np.asarray(self.postings[int(entity)], dtype=np.int32)
 
+    def degree(self, entity: int) -> int:
+        return 0 if entity < 0 else int(self.indptr[entity + 1] - self.indptr[entity])
 
-class LanceIndex(Index):
-    """An index read from Lance tables (see the module docstring for what is loaded)."""
 
+@dataclass
+class LanceIndex(IndexBase):
+    """An index read from Lance tables (see the module docstring for what is loaded): an
+    :class:`~gearag.store.interface.IndexStore`, as an index directory's :class:`~gearag.store.index.Index` is."""
+
+    path: Path  #: the location's URI as a path (:attr:`location` is the URI)
+    manifest: dict[str, Any]  #: the manifest of the index directory it was exported from
+    passages: LancePassages
+    triples: TripleTable
+    graph: LanceTripleGraph
+    passage_triple_indptr: np.ndarray
+    collections: dict[str, LanceCollection]
+    identity: str  #: SHA-256 of the export's ``meta`` (which export this is)
     lance_location: Location
     opened_as: str  #: the location as given to open it (an object-store URI keeps its options, e.g. the endpoint)
-    db: Any
-    meta: dict[str, Any]
+    db: Any = field(repr=False)
+    meta: dict[str, Any] = field(repr=False)  #: the export's ``meta`` row: its manifest, tables, files
     meta_version: int  #: the version of the ``meta`` table this export was read from (``gearag serve`` watches it)
-    files: LocalFiles  #: the files memory-mapped from the local cache
-    session: Any  #: the LanceDB session: its index and metadata caches, bounded by the config
+    files: LocalFiles = field(repr=False)  #: the files memory-mapped from the local cache
+    #: The LanceDB session: its index and metadata caches, bounded by the config.
+    session: Any = field(repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
     def location(self) -> str:
         return self.lance_location.uri
+
+    def close(self) -> None:
+        """Nothing to let go of: an export's tables are read at the versions it wrote, whatever a later one writes."""
 
     def read_prepared(self, open_: Callable[[dict[str, Any], Callable[[str], np.ndarray]], T | None]) -> T | None:
         """``open_(meta, read)`` of the prepared passage graph, memory-mapped from the local cache (None: the export
@@ -196,12 +228,11 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
     graph = LanceTripleGraph(
         entities=LanceRows(entities, "name", cache_rows=cache),
         head=arrays["arrays/triple_head.npy"], tail=arrays["arrays/triple_tail.npy"],
-        indptr=arrays["arrays/entity_indptr.npy"], indices=np.zeros(0, dtype=np.int32),
-        postings=LanceRows(entities, "triples", cache_rows=cache),
+        indptr=arrays["arrays/entity_indptr.npy"], postings=LanceRows(entities, "triples", cache_rows=cache),
     )
     if counts.get("passages") != passages_t.rows or counts.get("triples") != triples_t.rows:
         raise IndexFormatError(f"{loc}: tables do not match the manifest counts; export the index again")
-    collections: dict[str, Collection] = {}
+    collections: dict[str, LanceCollection] = {}
     for name, info in listed.items():
         spec = CollectionSpec.from_dict(name, info["spec"])
         text = "tokens" if name in (PASSAGES, TRIPLES) else "text"
@@ -213,14 +244,12 @@ def open_lance_index(location: str | Path, *, verify: bool = False,
         elif name == TRIPLES:
             coll.texts = _triple_texts(triples)
         collections[name] = coll
-    index = LanceIndex(
+    return LanceIndex(
         path=Path(loc.uri), manifest=manifest, passages=passages, triples=triples, graph=graph,
         passage_triple_indptr=arrays["arrays/passage_triple_indptr.npy"], collections=collections,
-        identity=identity,
+        identity=identity, lance_location=loc, opened_as=str(location), db=db, meta=meta, meta_version=meta_version,
+        files=files, session=session,
     )
-    index.lance_location, index.db, index.meta, index.files, index.session = loc, db, meta, files, session
-    index.opened_as, index.meta_version = str(location), meta_version
-    return index
 
 
 class _Texts(Sequence[str]):
@@ -248,3 +277,7 @@ def _triple_texts(t: TripleTable) -> Any:
     texts = _Texts(len(t), t.text, lambda: (f"{s} {p} {o}" for s, p, o in zip(t.subjects, t.predicates, t.objects,
                                                                               strict=True)))
     return lambda: texts
+
+
+if TYPE_CHECKING:  # mypy checks that a Lance index is an IndexStore
+    _INDEX_STORE: type[IndexStore] = LanceIndex
