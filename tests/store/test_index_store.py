@@ -47,6 +47,12 @@ def assert_has_members(obj: object, protocol: type) -> None:
 
 
 @pytest.fixture(scope="module")
+def embedded(tiny_index: Index) -> Index:
+    """The tiny index opened anew: what these tests cache and read stays out of the session's shared object."""
+    return Index.load(tiny_index.path)
+
+
+@pytest.fixture(scope="module")
 def lance(tiny_index: Index, tmp_path_factory: pytest.TempPathFactory) -> Any:
     pytest.importorskip("lancedb", reason="the lance extra is not installed")
     from gearag.indexing.export import export_index
@@ -57,9 +63,9 @@ def lance(tiny_index: Index, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(params=["embedded", "lance"])
-def store(request: pytest.FixtureRequest, tiny_index: Index) -> IndexStore:
+def store(request: pytest.FixtureRequest, embedded: Index) -> IndexStore:
     if request.param == "embedded":
-        return tiny_index
+        return embedded
     opened: IndexStore = request.getfixturevalue("lance")
     return opened
 
@@ -86,8 +92,8 @@ def test_the_lance_backend_derives_from_no_concrete_class_of_the_embedded_one(la
     assert not issubclass(LanceCollection, Collection) and not issubclass(LanceTripleGraph, TripleGraph)
 
 
-def test_both_read_the_same_passages_triples_and_graph(tiny_index: Index, lance: IndexStore) -> None:
-    a, b = tiny_index, lance
+def test_both_read_the_same_passages_triples_and_graph(embedded: Index, lance: IndexStore) -> None:
+    a, b = embedded, lance
     assert list(b.passages) == list(a.passages) and b.passage_rows() == a.passage_rows()
     assert b.config == a.config and b.manifest.get("counts") == a.manifest.get("counts")
     assert [b.triples[t] for t in range(len(a.triples))] == [a.triples[t] for t in range(len(a.triples))]
@@ -105,10 +111,10 @@ def test_both_read_the_same_passages_triples_and_graph(tiny_index: Index, lance:
         np.testing.assert_array_equal(gb.neighbours(t), ga.neighbours(t))
 
 
-def test_both_collections_hold_the_same_rows(tiny_index: Index, lance: IndexStore) -> None:
-    assert set(lance.collections) == set(tiny_index.collections)
+def test_both_collections_hold_the_same_rows(embedded: Index, lance: IndexStore) -> None:
+    assert set(lance.collections) == set(embedded.collections)
     for name in (PASSAGES, TRIPLES):
-        a, b = tiny_index.collection(name), lance.collection(name)
+        a, b = embedded.collection(name), lance.collection(name)
         rows = np.arange(len(a))
         assert list(b.texts()) == list(a.texts())
         assert [b.sources(int(r)) for r in rows] == [a.sources(int(r)) for r in rows]
@@ -121,13 +127,13 @@ def test_both_collections_hold_the_same_rows(tiny_index: Index, lance: IndexStor
             np.testing.assert_array_equal(wb, wa)
 
 
-def test_both_search_to_the_same_results(tiny_index: Index, lance: IndexStore) -> None:
+def test_both_search_to_the_same_results(embedded: Index, lance: IndexStore) -> None:
     """Dense: the same ranking (to float32 rounding). BM25: the same matching rows (the backends' BM25 variants
     differ, so scores may)."""
     queries = ["Who is the father of Stephen Curry?", "Which band was formed in Liverpool?"]
-    q = index_embedder(tiny_index).encode(queries)
+    q = index_embedder(embedded).encode(queries)
     for name in (PASSAGES, TRIPLES):
-        a, b = tiny_index.collection(name), lance.collection(name)
+        a, b = embedded.collection(name), lance.collection(name)
         for ha, hb in zip(search_dense(a, q, 5), search_dense(b, q, 5), strict=True):
             assert [h.collection for h in hb] == [name] * len(ha)
             for x, y in zip(ha, hb, strict=True):
@@ -149,9 +155,9 @@ def test_both_cache_what_is_built_over_them(store: IndexStore) -> None:
     assert store.cached("test:variant", lambda: "y", variant="b") == "y"
 
 
-def test_a_store_says_where_it_is(store: IndexStore, tiny_index: Index) -> None:
-    if store is tiny_index:
-        assert store.location == str(tiny_index.path)
+def test_a_store_says_where_it_is(store: IndexStore, embedded: Index) -> None:
+    if store is embedded:
+        assert store.location == str(embedded.path)
     else:
         assert Path(store.location.rstrip("/")).name == "lance"
     assert store.identity

@@ -116,7 +116,7 @@ class GearAgent:
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.chain = config.engine.chain_agent
         # passage_graph_for is annotated with the concrete Index; it reads only the IndexStore part.
-        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None  # type: ignore[arg-type]
+        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
         #: Whether the output ranking is PPR's (``AgentConfig.final``): Eq. 9's passageLink lists are then not
         #: read, so no gist triple is linked (two BM25 searches each: ~a quarter of a GEAR query at 1M passages).
         self.ranks_by_ppr = config.final == "ppr" and self.graph is not None

@@ -122,7 +122,7 @@ class Resolver:
         self.words = words
         self._kinds: dict[int, frozenset[str]] = {}
         # stored_prepared and graph_arrays_for are annotated with the concrete Index; they read only IndexStore.
-        prepared = stored_prepared(index)  # type: ignore[arg-type]
+        prepared = stored_prepared(index)
         if prepared is not None:
             # The prepared graph's name hashes and about rows, memory-mapped: the resolution's ids and rows
             # without its strings (only usable keys have about edges, and every one a passage mentions is there).
@@ -130,7 +130,7 @@ class Resolver:
             self._find: Callable[[str], int | None] = names.get
             self._about_of: Callable[[int], Any] = lambda e: prepared.about_rows(np.asarray([e]))
         else:
-            res = graph_arrays_for(index).resolution  # type: ignore[arg-type]
+            res = graph_arrays_for(index).resolution
             self.n_keys, self.about, self._find = res.n_mention_keys, res.about, res.key_index().get
             self._about_of = lambda e: res.about[e]
         self._cache: dict[str, int | None] = {}

@@ -48,7 +48,7 @@ class GraphExpansionMethod:
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.linker = TripleLinker(index, exp.link, config=exp.retriever) if reader is not None else None
         # passage_graph_for is annotated with the concrete Index; it reads only the IndexStore part.
-        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None  # type: ignore[arg-type]
+        self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
 
     def __call__(self, question: str, k: int) -> Result:
         if self.ledger is None:

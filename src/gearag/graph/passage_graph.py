@@ -59,7 +59,7 @@ from gearag.store.index import GRAPH_DIR as GRAPH_DIR
 from gearag.text import is_named
 
 if TYPE_CHECKING:
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
     from gearag.store.writer import IndexWriter
 
 #: Sub-directory of an index that holds the graph arrays.
@@ -94,12 +94,12 @@ def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool =
     return round(time.perf_counter() - started, 3)
 
 
-def stored_graph_arrays(index: Index) -> GraphArrays | None:
+def stored_graph_arrays(index: IndexStore) -> GraphArrays | None:
     """The passage-graph arrays ``index`` stores (under ``graph/``, or its backend's), None when it has none."""
     return index.read_graph_arrays(GraphArrays.from_files)
 
 
-def graph_arrays_for(index: Index) -> GraphArrays:
+def graph_arrays_for(index: IndexStore) -> GraphArrays:
     """The index's graph arrays: stored ones, else built from its passages and triples (cached)."""
 
     def build() -> GraphArrays:
@@ -281,7 +281,7 @@ class PassageGraph:
         return [int(r) for r in top[np.lexsort((top, -top_vals))]]
 
 
-def passage_graph_for(index: Index, config: PassageGraphConfig | None = None) -> PassageGraph:
+def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = None) -> PassageGraph:
     """A cached :class:`PassageGraph` for ``index`` and ``config``."""
     config = config or PassageGraphConfig()
 

@@ -62,7 +62,7 @@ from gearag.store.npy import load_npy, unwrapped
 if TYPE_CHECKING:
     from gearag.graph.config import PassageGraphConfig
     from gearag.graph.graph_arrays import GraphArrays
-    from gearag.store.index import Index
+    from gearag.store.interface import IndexStore
     from gearag.store.writer import IndexWriter
 
 #: Where an index keeps its prepared graph, under its graph directory.
@@ -464,7 +464,7 @@ def open_stored(meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> Prep
     return PreparedGraph.open(meta, read) if readable(meta) else None
 
 
-def stored_prepared(index: Index) -> PreparedGraph | None:
+def stored_prepared(index: IndexStore) -> PreparedGraph | None:
     """The prepared passage graph ``index`` stores (memory-mapped), None when it has none or one of another
     version."""
     return index.read_prepared(open_stored)
