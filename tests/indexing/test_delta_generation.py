@@ -75,7 +75,7 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
             monkeypatch.setattr(EndpointTable, "compute", counted)
             add_documents(tmp_path / "delta", batch, delta=DELTA_ADD)
             monkeypatch.undo()
-            assert len(computed) == 1  # the new shard's table only
+            assert len(computed) == 2  # the new shard's only: its own triple graph's, then the generation's
         else:  # from the command line
             corpus_file = tmp_path / "batch.jsonl"
             corpus_file.write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n"

@@ -18,6 +18,7 @@ from gearag.indexing.ner import NER_SPANS
 from gearag.store import shards as shard_store
 from gearag.store.index import MANIFEST, manifest_identity, read_manifest
 from gearag.store.shards import shard_key
+from oracles import reference_build
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -27,13 +28,16 @@ def _files(root: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("entity_graph", [True, False])
 def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path: Path, entity_graph: bool) -> None:
-    """Every file of a build without the state is in the growable build, byte for byte; the rest is the state."""
+    """A build is the union derivation over one shard: byte for byte the reference derivations' files
+    (``growable`` off), plus the state the first add extends (on)."""
     use_stub_extractor(StubExtractor())
     passages, _ = _passages(40, 0)
     config = replace(STUB, resolve=ResolveConfig(entity_graph=entity_graph))
     growable = build_index(passages, tmp_path / "growable", config)
     plain = build_index(passages, tmp_path / "plain", not_growable(config))
-    a, b = _files(growable.path), _files(plain.path)
+    reference = reference_build(passages, tmp_path / "reference", config)
+    a, b, ref = _files(growable.path), _files(plain.path), _files(reference.path)
+    assert set(b) == set(ref) and [rel for rel in ref if b[rel] != ref[rel]] == []
     assert set(b) <= set(a)
     assert [rel for rel in b if a[rel] != b[rel]] == []
     extra = {rel.split("/", 1)[0] for rel in set(a) - set(b)}
@@ -58,11 +62,11 @@ def test_the_first_add_extends_the_builds_state_and_equals_a_build_of_the_union(
     # The state moved to the generation; the shard holds the passages' files only.
     assert not any((root / "shards" / shard / d).exists() for d in union_files.STATE_DIRS)
     assert "union" not in read_manifest(root / "shards" / shard)
-    assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
+    assert_same_index(grown, reference_build(passages, tmp_path / "full", STUB))
     # A delete right after extends it as well (renumbered, not resolved from scratch).
     deleted = delete_documents(root, [passages[3].id, passages[30].id])
     rest = [p for i, p in enumerate(passages) if i not in (3, 30)]
-    assert_same_index(deleted, build_index(rest, tmp_path / "rest", not_growable(STUB)))
+    assert_same_index(deleted, reference_build(rest, tmp_path / "rest", STUB))
 
 
 def test_a_delete_right_after_the_build_renumbers_its_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,7 +78,7 @@ def test_a_delete_right_after_the_build_renumbers_its_state(tmp_path: Path, monk
     deleted = delete_documents(root, [passages[0].id, passages[17].id])
     assert seen == ([True], [True])  # the build's key and name statistics, renumbered: not computed again
     rest = [p for i, p in enumerate(passages) if i not in (0, 17)]
-    assert_same_index(deleted, build_index(rest, tmp_path / "rest", not_growable(STUB)))
+    assert_same_index(deleted, reference_build(rest, tmp_path / "rest", STUB))
 
 
 @pytest.mark.parametrize("why", ["not growable", "other rules"])
@@ -89,7 +93,7 @@ def test_without_usable_state_the_first_add_computes_it_and_is_still_exact(
     seen = spy_priors(monkeypatch)
     grown = add_documents(root, passages[20:])
     assert seen == ([False], [False])
-    assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
+    assert_same_index(grown, reference_build(passages, tmp_path / "full", STUB))
 
 
 def test_damaged_state_fails_the_add_like_any_damaged_index_file(tmp_path: Path) -> None:
@@ -124,7 +128,7 @@ def test_indices_with_optional_edge_kinds_grow_like_a_rebuild(tmp_path: Path, ki
     assert (root / NER_SPANS).exists() is config.resolve.ner_mentions
 
     def check(index, held: list, name: str) -> None:  # type: ignore[no-untyped-def]
-        expected = build_index(held, tmp_path / name, not_growable(config))
+        expected = reference_build(held, tmp_path / name, config)
         assert_same_index(index, expected)
         assert_same_rankings(index, expected, questions, ["gear", "hipporag2"])
         stored = graph_arrays_for(index)

@@ -32,13 +32,14 @@ from gearag.retrieve.bm25_postings import PostingsBM25
 from gearag.store import shards as shard_store
 from gearag.store.index import MANIFEST, Index, check_index, manifest_identity, read_manifest
 from gearag.store.stacked import StackedRows
+from oracles import reference_build
 
 METHODS = REGISTRY.names("method")
 STUB = IndexConfig.of(extractor="stub")
 
 
 def not_growable(config: IndexConfig) -> IndexConfig:
-    """``config`` with the plain graph and resolve stages (no union state): a reference the union code must equal."""
+    """``config`` with ``graph.growable`` off: a build that keeps no union state (its first add computes it)."""
     return replace(config, graph=replace(config.graph, growable=False))
 
 
@@ -131,7 +132,7 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
     the base build and then the first add's generation stored.
     """
     passages, questions = _passages(30, 4)
-    full = build_index(passages, tmp_path / "full", not_growable(IndexConfig()))
+    full = reference_build(passages, tmp_path / "full", IndexConfig())
     assert "union" not in full.manifest and not (tmp_path / "full" / "union").exists()
     n = len(passages)
     cut1, cut2 = n // 2, (3 * n) // 4
@@ -173,12 +174,12 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     monkeypatch.setattr(union_files, "resolve_union", real)
     assert removals == [True]  # the previous resolution, renumbered: not resolved from scratch
     remaining = [p for p in a + b if p.id not in gone]
-    expected = build_index(remaining, tmp_path / "expected", not_growable(STUB))
+    expected = reference_build(remaining, tmp_path / "expected", STUB)
     assert_same_index(deleted, expected)
     # A deleted id may be added again: tombstones name rows, not ids.
     again = [p for p in a if p.id == a[3].id] + passages[32:40]
     grown = add_documents(root, again)
-    expected2 = build_index(remaining + again, tmp_path / "expected2", not_growable(STUB))
+    expected2 = reference_build(remaining + again, tmp_path / "expected2", STUB)
     assert_same_index(grown, expected2)
     shards_before = len(grown.manifest["shards"])
     compacted = compact(root)
@@ -203,7 +204,7 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     monkeypatch.setattr(union_files, "resolve_union", spy)
     after = add_documents(root, passages[40:])
     assert priors == [True]
-    assert_same_index(after, build_index(remaining + again + passages[40:], tmp_path / "expected3", not_growable(STUB)))
+    assert_same_index(after, reference_build(remaining + again + passages[40:], tmp_path / "expected3", STUB))
 
 
 def test_converting_a_plain_index_reuses_the_token_ids_its_build_kept(tmp_path: Path,
@@ -221,7 +222,7 @@ def test_converting_a_plain_index_reuses_the_token_ids_its_build_kept(tmp_path: 
 
     monkeypatch.setattr(bm25_stage, "write_tokens", no_tokenising)  # what the conversion's shard_tokens calls
     grown = add_documents(tmp_path / "grown", passages[20:])
-    full = build_index(passages, tmp_path / "full", not_growable(STUB))
+    full = reference_build(passages, tmp_path / "full", STUB)
     assert_same_index(grown, full)  # BM25 statistics and scores included
     assert_same_rankings(grown, full, questions[:2], ["bm25"])
 
@@ -250,7 +251,7 @@ def test_converting_an_older_plain_index_stores_its_row_offsets_and_id_hashes(tm
         # found through the converted shard's id hashes (its own content would be skipped as already there)
         add_documents(root, [Passage(passages[3].id, "Other", "Other content.")])
     grown = add_documents(root, passages[20:])
-    assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
+    assert_same_index(grown, reference_build(passages, tmp_path / "full", STUB))
 
 
 def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
@@ -266,9 +267,9 @@ def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
     build_index(passages[:40], tmp_path / "grown", config)
     grown = add_documents(tmp_path / "grown", passages[40:60])  # 60 passages: cap 24, "hub" (25) is a hub
     assert "hub" not in grown.graph.entities
-    assert_same_index(grown, build_index(passages[:60], tmp_path / "full60", not_growable(config)))
+    assert_same_index(grown, reference_build(passages[:60], tmp_path / "full60", config))
     grown = add_documents(tmp_path / "grown", passages[60:])  # counted from the stored statistics
-    full = build_index(passages, tmp_path / "full", not_growable(config))
+    full = reference_build(passages, tmp_path / "full", config)
     assert "hub" in full.graph.entities and "big" not in full.graph.entities  # 25 <= 32 < 33
     assert_same_index(grown, full)
 
@@ -307,10 +308,11 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
     assert "hub" in first.graph.entities and "big" in first.graph.entities
     computed = _count_endpoint_tables(monkeypatch)
     grown = add_documents(root, passages[60:])  # cap 36: both are hubs now (37 passages each)
-    full = build_index(passages, tmp_path / "full", not_growable(config))
+    full = reference_build(passages, tmp_path / "full", config)
     assert "hub" not in full.graph.entities and "big" not in full.graph.entities
-    assert computed == [len(grown.triples) - int(np.sum([len(Index.load(root / "shards" / s["name"]).triples)
-                                                         for s in grown.manifest["shards"][:2]]))]
+    new = len(grown.triples) - int(np.sum([len(Index.load(root / "shards" / s["name"]).triples)
+                                           for s in grown.manifest["shards"][:2]]))
+    assert computed == [new, new]  # the new shard's own triple graph, then the generation's table of it
     assert_same_index(grown, full)
 
 
@@ -324,8 +326,8 @@ def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, mo
     computed = _count_endpoint_tables(monkeypatch)
     monkeypatch.setattr(shard_store, "TABLES_VERSION", shard_store.TABLES_VERSION + 1)  # rules changed since
     grown = add_documents(root, passages[20:])
-    assert len(computed) == 3  # every shard's table, not only the new one's
-    assert_same_index(grown, build_index(passages, tmp_path / "full", not_growable(STUB)))
+    assert len(computed) == 1 + 3  # the new shard's own triple graph, then every shard's table, not the new one's only
+    assert_same_index(grown, reference_build(passages, tmp_path / "full", STUB))
 
 
 _KILLED_ADD = textwrap.dedent("""
@@ -389,7 +391,7 @@ def test_sigkill_during_add_leaves_the_old_index_and_the_add_resumes(tmp_path: P
     use_stub_extractor(counting)
     grown = add_documents(root, new)
     assert len(counting.seen) == len(new) - stall
-    expected = build_index([*base, extra, *new], tmp_path / "expected", not_growable(STUB))
+    expected = reference_build([*base, extra, *new], tmp_path / "expected", STUB)
     assert_same_index(grown, expected)
     assert not list((root / "shards").glob(".*"))  # the work directory went with the success
 
@@ -529,7 +531,7 @@ def test_an_add_that_failed_after_its_shard_reuses_the_shard(tmp_path: Path, mon
     use_stub_extractor(counting)
     grown = add_documents(root, passages[9:])
     assert counting.seen == []  # the finished shard was found, nothing extracted again
-    assert_same_index(grown, build_index(passages, tmp_path / "expected", not_growable(STUB)))
+    assert_same_index(grown, reference_build(passages, tmp_path / "expected", STUB))
 
 
 def test_an_openie_index_takes_the_added_documents_triples_from_another_file(tmp_path: Path) -> None:
@@ -604,7 +606,7 @@ def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
     assert manifest_identity(root) == before and len(Index.load(root).passages) == 10
     assert not [p for p in (root / "generations").iterdir() if p.name.startswith(".")]  # no half-written one
     monkeypatch.undo()
-    expected = build_index(passages, tmp_path / "expected", not_growable(STUB))
+    expected = reference_build(passages, tmp_path / "expected", STUB)
     assert_same_index(add_documents(root, passages[10:]), expected)
 
 
@@ -639,11 +641,10 @@ def test_updates_count_relations_beside_the_resolution_and_builds_after_it(
     where, root, passages = _spied_build(tmp_path, monkeypatch, union_resolve, "relation_counts",
                                          lambda args, kwargs: threading.current_thread().name.split("_")[0])
     assert where == []  # a build's union (one shard, no overlap): GraphArrays.from_resolution counts them
-    assert_same_index(add_documents(root, passages[8:]), build_index(passages, tmp_path / "expected",
-                                                                     not_growable(STUB)))
+    assert_same_index(add_documents(root, passages[8:]), reference_build(passages, tmp_path / "expected", STUB))
     deleted = delete_documents(root, [passages[0].id])
     assert where == ["gearag-graph", "gearag-graph"]
-    assert_same_index(deleted, build_index(passages[1:], tmp_path / "expected2", not_growable(STUB)))
+    assert_same_index(deleted, reference_build(passages[1:], tmp_path / "expected2", STUB))
 
 
 def test_a_delete_on_a_plain_index_converts_it_and_removes_the_rows_it_located(tmp_path: Path) -> None:
@@ -656,4 +657,4 @@ def test_a_delete_on_a_plain_index_converts_it_and_removes_the_rows_it_located(t
     deleted = delete_documents(root, sorted(gone))
     assert deleted.manifest.get("layout") == "sharded" and len(deleted.passages) == 9
     rest = [p for p in passages if p.id not in gone]
-    assert_same_index(deleted, build_index(rest, tmp_path / "expected", not_growable(STUB)))
+    assert_same_index(deleted, reference_build(rest, tmp_path / "expected", STUB))

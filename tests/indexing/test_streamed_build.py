@@ -20,7 +20,7 @@ from gearag.indexing.embed import EmbedStage, embed_to_file, load_or_embed
 from gearag.indexing.executor import LocalExecutor, embed_texts
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
-from gearag.indexing.resolve import ResolveStage
+from gearag.indexing.ner import NerStage
 from gearag.indexing.stage import Build, TripleColumns
 from gearag.indexing.trees import TreesStage
 from gearag.model import Fact, Passage
@@ -97,7 +97,7 @@ def test_streamed_build_equals_the_in_memory_build(corpus: list[Passage], tmp_pa
     config = IndexConfig.from_dict({"extract": {"extractor": "stub"}, "embed": {"embedder": "wordllama", "batch": 37}})
     reference = build_index(corpus, tmp_path / "reference", config, extractor=StubExtractor(),
                             executor=InMemoryExecutor(),  # type: ignore[arg-type]
-                            stages=(ExtractStage(), GraphStage(), ResolveStage(), TreesStage(),
+                            stages=(ExtractStage(), NerStage(), GraphStage(), TreesStage(),
                                     WholeCorpusBM25Stage(), EmbedStage()))
     monkeypatch.setattr(bm25_module, "TOKENIZE_CHUNK", 53)
     # write_index (what `gearag index` runs): the same build, returning the manifest without loading the index.

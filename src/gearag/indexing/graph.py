@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
 import numpy as np
 
-from gearag.config import GraphConfig
-from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.indexing.union_files import ShardColumns, UnionRows, cannot_grow, write_union
+from gearag.indexing.union_graph import corpus_triple_graph
 from gearag.malloc import release_free_memory
 from gearag.store import shards as shard_store
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
-from gearag.store.graph import TripleGraph
 from gearag.store.index import passage_contents
 from gearag.store.passage_ids import write_passages
 from gearag.store.rows import Mapped
 from gearag.store.shards import shard_key
-from gearag.text import is_named, normalise_entity
 
 log = logging.getLogger(__name__)
 
@@ -31,35 +28,6 @@ def _clean(value: str) -> str:
     value = str(value)
     clean = " ".join(value.split())
     return value if clean == value else clean
-
-
-def linkable_for(
-    config: GraphConfig, subjects: Sequence[str], objects: Sequence[str], owner: Sequence[int] | np.ndarray,
-    n_passages: int,
-) -> Callable[[str], bool]:
-    """The endpoint filter for ``link_entities`` and ``max_entity_share``.
-
-    ``named`` falls back to ``all`` (with a warning) for a corpus with almost
-    no capitalised endpoints, e.g. lower-cased text, where it would link nothing.
-    """
-    named: Callable[[str], bool] = is_named
-    if config.link_entities == "all":
-        named = bool
-    else:
-        sample = list(subjects[:NAMED_SAMPLE]) + list(objects[:NAMED_SAMPLE])
-        if too_few_named(sum(map(is_named, sample)), len(sample)):
-            log.warning("few capitalised triple endpoints: linking every endpoint (link_entities=all)")
-            named = bool
-    if config.max_entity_share >= 1.0:
-        return named
-    cap = hub_cap(config.max_entity_share, n_passages)
-    seen: dict[str, set[int]] = {}
-    for s, o, p in zip(subjects, objects, owner, strict=True):
-        for e in (s, o):
-            if named(e):
-                seen.setdefault(normalise_entity(e), set()).add(p)
-    hubs = {e for e, rows in seen.items() if len(rows) > cap}
-    return lambda e: named(e) and normalise_entity(e) not in hubs
 
 
 def triple_columns(extracted: Sequence[Iterable[Iterable[str]]]) -> TripleColumns:
@@ -84,13 +52,14 @@ def triple_columns(extracted: Sequence[Iterable[Iterable[str]]]) -> TripleColumn
 class GraphStage:
     """Writes the passages, the cleaned triples and the triple graph.
 
-    In a plain build whose ``graph.growable`` is on (and that ``gearag add``
-    can extend: :func:`~gearag.indexing.union_files.cannot_grow`), the triple
-    graph and the entity resolution are made by
-    :func:`~gearag.indexing.union_files.write_union` for the build as one
-    shard: the same arrays, plus the state the index's first add extends (the
-    resolve stage then has nothing left to do). ``union=False``: the triple
-    graph only (a shard of a sharded index, whose generation makes the rest).
+    A plain build's triple graph and entity resolution (with the optional
+    edge kinds) are made by :func:`~gearag.indexing.union_files.write_union`
+    over the build as one shard from nothing: the derivation every
+    ``gearag add``, delete and compact runs over the union of the shards. With
+    ``graph.growable`` on (and an index ``gearag add`` can extend:
+    :func:`~gearag.indexing.union_files.cannot_grow`) the build keeps the state
+    its first add extends. ``union=False``: the triple graph only (a shard of a
+    sharded index, whose generation makes the rest), by the same derivation.
     """
 
     name = "graph"
@@ -103,12 +72,11 @@ class GraphStage:
         cols = triple_columns(build.extracted)
         build.extracted = None  # the columns replace it (later stages read build.triples)
         n = len(build.passages)
-        growable = self.union and build.config.graph.growable and cannot_grow(build.config) is None
         w = build.writer
         write_passages(w, build.passages)
-        if not growable:
-            linkable = linkable_for(build.config.graph, cols.subjects, cols.objects, cols.owner, n)
-            graph = TripleGraph.build(cols.subjects, cols.objects, linkable)
+        if not self.union:
+            graph = corpus_triple_graph(build.config.graph, cols.subjects, cols.objects,
+                                        np.asarray(cols.owner, dtype=np.int64), n)
             w.write_json("entities.json", graph.entities)
             w.write_array("arrays/triple_head.npy", graph.head)
             w.write_array("arrays/triple_tail.npy", graph.tail)
@@ -127,8 +95,9 @@ class GraphStage:
         indptr = cols.indptr
         del cols
         build.triples = TripleColumns.read(w.path("triples.jsonl"), owner, indptr)
-        if growable:
-            n_entities = self._union(build, owner)
+        if self.union:
+            keep = build.config.graph.growable and cannot_grow(build.config) is None
+            n_entities = self._union(build, owner, keep)
         build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), passage_contents(build.passages))
         build.collections[TRIPLES] = CollectionBuild(
             CollectionSpec(TRIPLES, n_triples, sources="arrays/triple_passage.npy"),
@@ -137,11 +106,13 @@ class GraphStage:
         build.manifest["counts"] = {"passages": n, "triples": n_triples, "entities": n_entities}
 
     @staticmethod
-    def _union(build: Build, owner: np.ndarray) -> int:
-        """The triple graph, resolution and union state of the build as one shard (the two one after the other:
-        a build's peak counts more than the seconds they would overlap); its entity count."""
+    def _union(build: Build, owner: np.ndarray, keep_state: bool) -> int:
+        """The triple graph and resolution of the build as one shard, with (``keep_state``) the union state its
+        first add extends (the two one after the other: a build's peak counts more than the seconds they would
+        overlap); its entity count."""
         assert build.triples is not None
         name = f"s-{shard_key(build.passages)}"
+
         def spans() -> Sequence[Sequence[str]]:
             assert build.ner_spans is not None, "NER mentions need the ner stage"
             return build.ner_spans
@@ -149,12 +120,12 @@ class GraphStage:
         shard = ShardColumns(name, build.triples.subjects, build.triples.objects,
                              Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)), spans)
         union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
-        n_entities, seconds, meta = write_union(build.writer, build.config, [shard], union, overlap=False)
+        n_entities, seconds, meta = write_union(build.writer, build.config, [shard], union, overlap=False,
+                                                keep_state=keep_state)
         release_free_memory()  # what the preparation's transition thread freed would stay resident after the stage
-        build.manifest["union"] = {"shard": name, "tables": shard_store.TABLES_VERSION,
-                                   "union": shard_store.UNION_VERSION}
-        build.resolved = build.config.resolve.entity_graph
-        if build.resolved:  # what the resolve stage records of its own run
-            build.manifest["resolve"] = {"seconds": seconds, "synonym_edges": None, "ner_mentions": None,
-                                         **meta.get("edges", {})}
+        if keep_state:
+            build.manifest["union"] = {"shard": name, "tables": shard_store.TABLES_VERSION,
+                                       "union": shard_store.UNION_VERSION}
+        if build.config.resolve.entity_graph:
+            build.manifest["resolve"] = {"seconds": seconds, **meta["edges"]}
         return n_entities

@@ -1,6 +1,7 @@
 """Offline index construction (GEAR §3) as a pipeline of stages with one atomic commit.
 
-The default stages are extract → ner (only with NER mentions) → graph → resolve → trees → bm25 → embed
+The default stages are extract → ner (only with NER mentions) → graph (with the entity resolution) → trees →
+bm25 → embed
 (:data:`DEFAULT_STAGES`); ``trees`` (SiReRAG/RAPTOR pools) does nothing
 unless ``config.trees`` asks for them. Each writes into the temporary directory of an
 :class:`~gearag.store.writer.IndexWriter`; the manifest (config, counts, the
@@ -26,7 +27,6 @@ from gearag.indexing.executor import LOCAL, BatchExecutor
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
 from gearag.indexing.ner import NerStage
-from gearag.indexing.resolve import ResolveStage
 from gearag.indexing.stage import Build, Stage
 from gearag.indexing.trees import TreesStage
 from gearag.model import Passage
@@ -34,7 +34,7 @@ from gearag.store.index import Index, read_manifest
 from gearag.store.writer import IndexWriter, index_location
 
 DEFAULT_STAGES: tuple[Stage, ...] = (
-    ExtractStage(), NerStage(), GraphStage(), ResolveStage(), TreesStage(), BM25Stage(), EmbedStage()
+    ExtractStage(), NerStage(), GraphStage(), TreesStage(), BM25Stage(), EmbedStage()
 )
 
 

@@ -92,8 +92,6 @@ class Build:
     triples: TripleColumns | None = None
     #: Per passage, its named-entity span texts (the ner stage; only for an index that stores NER mentions).
     ner_spans: list[list[str]] | None = None
-    #: Set when the graph stage also wrote the entity resolution (a growable build): the resolve stage skips.
-    resolved: bool = False
     collections: dict[str, CollectionBuild] = field(default_factory=dict)
     #: Extra manifest entries (extractor key, counts, usage, ...).
     manifest: dict[str, Any] = field(default_factory=dict)

@@ -23,12 +23,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gearag.config import IndexConfig
-from gearag.embed.base import make_embedder
+from gearag.embed.base import Embedder, make_embedder
 from gearag.graph.delta_apply import ResolutionDelta
 from gearag.graph.edge_kinds import EdgeInputs, stored_kinds, with_edge_kinds
 from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
 from gearag.graph.prepared import PREPARED, PreparedGraph, earlier_names
-from gearag.indexing.resolve import edge_counts, name_encoder
 from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex, shard_name_index, shard_token_index
 from gearag.indexing.union_graph import ENDPOINTS_DIR, EndpointTable, KeyStats, shard_table, union_triple_graph
 from gearag.indexing.union_resolve import NameStats, Prior, resolve_union
@@ -87,8 +86,8 @@ class UnionRows:
 
 def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
                 before: Path | None = None, done: dict[str, Any] | None = None,
-                prior: Prior | None = None, overlap: bool = True,
-                tables_from: Path | None = None) -> tuple[int, dict[str, float], dict[str, Any]]:
+                prior: Prior | None = None, overlap: bool = True, tables_from: Path | None = None,
+                keep_state: bool = True) -> tuple[int, dict[str, float], dict[str, Any]]:
     """Write the union's triple graph, resolution and state into ``w``; its entity count, timings and notes.
 
     ``before``: a generation whose per-shard tables are hard-linked for the
@@ -102,7 +101,8 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     the stage and 4–9% more time, docs/benchmarks-log.md "Growable builds: the graph
     stage's two steps one after the other"). ``tables_from``: where the per-shard tables and indices are
     hard-linked from (default ``before``; after a delta generation, that generation: it has the tables of
-    the shards since its base).
+    the shards since its base). ``keep_state=False``: the arrays only, without the state (a build that is
+    not growable). The notes hold ``edges`` (:func:`edge_counts`) when the resolution is on.
     """
     done = done or {}
     timings: dict[str, float] = {}
@@ -155,7 +155,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
                 arrays = with_edge_kinds(arrays, config.resolve,
                                          EdgeInputs(lambda: union_spans(shards, n_passages), embed))
                 earlier = None
-                meta["edges"] = edge_counts(arrays)
+            meta["edges"] = edge_counts(arrays)
             timings["prepare"] = write_graph_arrays(w, arrays, prepare=config.resolve.prepared_graph,
                                                     earlier=earlier)
             del arrays
@@ -168,7 +168,34 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             pool.shutdown(wait=True)
     if pending is not None:
         n_entities = pending.result()
+    if not keep_state:
+        for directory in STATE_DIRS:
+            w.discard(directory)
     return n_entities, timings, meta
+
+
+def name_encoder(embedder: Callable[[], Embedder], batch: int,
+                 seconds: dict[str, float] | None = None) -> Callable[[list[str]], np.ndarray]:
+    """Entity names → unit rows with ``embedder()`` (loaded on the first call), ``batch`` names per call, as
+    the synonym edges are encoded (``seconds["embed_names"]``: how long it took)."""
+
+    def encode(keys: list[str]) -> np.ndarray:
+        started = time.perf_counter()
+        model = embedder()
+        out = np.concatenate([model.encode(keys[i : i + batch]) for i in range(0, len(keys), batch)] or
+                             [np.zeros((0, model.dim), dtype=np.float32)])
+        if seconds is not None:
+            seconds["embed_names"] = round(time.perf_counter() - started, 3)
+        return out
+
+    return encode
+
+
+def edge_counts(arrays: GraphArrays) -> dict[str, int | None]:
+    """What a manifest records of the optional edge kinds (None: not stored)."""
+    res = arrays.resolution
+    return {"synonym_edges": int(arrays.synonyms.nnz // 2) if arrays.synonyms is not None else None,
+            "ner_mentions": int(res.ner_mentions.nnz) if res.ner_mentions is not None else None}
 
 
 def union_spans(shards: Sequence[ShardColumns], n_passages: int) -> list[Sequence[str]]:

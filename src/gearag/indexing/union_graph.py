@@ -1,25 +1,27 @@
 """The union's triple graph from per-shard endpoint tables: the hub cut and entity ids as array work.
 
-:func:`gearag.indexing.graph.linkable_for` and :meth:`TripleGraph.build` call
-``is_named`` and ``normalise_entity`` on every triple endpoint in Python; over
-the union of a grown index that was most of a generation (49 s of a 100k
-add). Neither result depends on anything but the endpoint's text, so a
-generation keeps, per shard, an *endpoint table* (``endpoints/<shard>/``):
-the shard's distinct normalised keys (``keys.json``), each triple's subject
-and object key ids (``ends.npy``, -1 for an empty key) and whether each is a
-name (``named.npy``). A shard's table is computed once, by the first
-generation that lists the shard, and hard-linked into every later one.
+The whole-corpus derivation (``linkable_for`` + ``reference_triple_graph``,
+now the tests' reference in ``tests/oracles.py``) calls ``is_named`` and
+``normalise_entity`` on every triple endpoint in Python; over the union of a
+grown index that was most of a generation (49 s of a 100k add). Neither result
+depends on anything but the endpoint's text, so a generation keeps, per shard,
+an *endpoint table* (``endpoints/<shard>/``): the shard's distinct normalised
+keys (``keys.json``), each triple's subject and object key ids (``ends.npy``,
+-1 for an empty key) and whether each is a name (``named.npy``). A shard's
+table is computed once, by the first generation that lists the shard, and
+hard-linked into every later one.
 
 :func:`union_triple_graph` then derives, with numpy over the live triples,
-exactly what a from-scratch build derives: the ``named`` fallback on the
-first 5,000 subjects and objects, the ``max_entity_share`` hub cut over the
-union's passage count, entity ids in first-appearance order (every subject,
-then every object, as ``TripleGraph.build`` assigns them) and the CSR
-adjacency. Keys are numbered by the union's vocabulary
+exactly what that derivation gives (a build is this over its passages as one
+shard: :func:`corpus_triple_graph`): the ``named`` fallback on the first 5,000
+subjects and objects, the ``max_entity_share`` hub cut over the union's
+passage count, entity ids in first-appearance order (every subject, then every
+object, as ``reference_triple_graph`` assigns them) and the CSR adjacency.
+Keys are numbered by the union's vocabulary
 (:mod:`gearag.indexing.union_vocab`), and :class:`KeyStats` keeps, per key,
-its first subject and object positions and its passage count, so an add
-that appends a shard counts that shard's triples only; ids and the hub cut
-stay exact while the Python work per add is the new shard's endpoints.
+its first subject and object positions and its passage count, so an add that
+appends a shard counts that shard's triples only; ids and the hub cut stay
+exact while the Python work per add is the new shard's endpoints.
 """
 
 from __future__ import annotations
@@ -312,7 +314,7 @@ def hub_keys(config: GraphConfig, passages: np.ndarray, n_passages: int) -> np.n
 
 
 def entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int) -> np.ndarray:
-    """The keys that are entities, in ``TripleGraph.build``'s order: by first appearance over every subject,
+    """The keys that are entities, in ``reference_triple_graph``'s order: by first appearance over every subject,
     then every object (``first``: (K, 2) live-triple positions, -1: never; ``n_triples`` live triples)."""
     seen = (first >= 0).any(axis=1) & ~hub
     where = np.where(first[:, 0] >= 0, first[:, 0], n_triples + first[:, 1])
@@ -323,7 +325,7 @@ def entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int) -> np.ndarr
 def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
                        owner: np.ndarray, n_passages: int, vocab: UnionVocab, prior: KeyStats | None = None,
                        counted: int = 0, removal: Removal | None = None) -> tuple[TripleGraph, KeyStats]:
-    """The triple graph a build of the union makes (``linkable_for`` + ``TripleGraph.build``), from the tables.
+    """The triple graph a build of the union makes (``linkable_for`` + ``reference_triple_graph``), from the tables.
 
     ``triple_keep``: per shard, its live triples; ``owner``: each live triple's
     union passage row; ``vocab``: the union's keys. ``prior``: the stats of
@@ -371,3 +373,14 @@ def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], tri
     stats.entity = entity[:-1].astype(np.int32)
     # The keys in entity order: gathered as JSON text from a stored vocabulary (entities.json is written as it is).
     return TripleGraph.from_ids(taken(vocab.items, order), ids[:, 0], ids[:, 1]), stats
+
+
+def corpus_triple_graph(config: GraphConfig, subjects: Sequence[str], objects: Sequence[str], owner: np.ndarray,
+                        n_passages: int) -> TripleGraph:
+    """The triple graph of one corpus (a shard's own): :func:`union_triple_graph` over it as the one shard,
+    from nothing."""
+    table = EndpointTable.compute(subjects, objects)
+    vocab = UnionVocab.extend(None, [table.keys])
+    graph, _ = union_triple_graph(config, [table], [np.ones(len(subjects), dtype=bool)], np.asarray(owner),
+                                  n_passages, vocab)
+    return graph

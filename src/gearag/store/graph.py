@@ -19,7 +19,6 @@ from scipy import sparse
 from gearag import setops
 from gearag.arrays import AppendedRows, Csr, LayeredCsr
 from gearag.data.jsonstrings import ChainedStrings
-from gearag.text import normalise_entity
 
 
 class TripleGraphStore(Protocol):
@@ -80,29 +79,6 @@ class TripleGraph(Neighbours):
     tail: np.ndarray  #: int32 (T,), entity id of each triple's object, -1 if none
     indptr: np.ndarray  #: int64 (E + 1,)
     indices: np.ndarray  #: int32 (nnz,), triple ids, sorted within each entity
-
-    @classmethod
-    def build(
-        cls, subjects: Sequence[str], objects: Sequence[str], linkable: Callable[[str], bool] | None = None
-    ) -> TripleGraph:
-        """Graph over triples ``(subjects[i], ·, objects[i])``.
-
-        Endpoints for which ``linkable`` is false get entity id -1 and link
-        nothing (``None``: every non-empty endpoint links).
-        """
-        ids: dict[str, int] = {}
-
-        def entity_id(name: str) -> int:
-            if linkable is not None and not linkable(name):
-                return -1
-            key = normalise_entity(name)
-            if not key:
-                return -1
-            return ids.setdefault(key, len(ids))
-
-        head = np.fromiter((entity_id(s) for s in subjects), dtype=np.int32, count=len(subjects))
-        tail = np.fromiter((entity_id(o) for o in objects), dtype=np.int32, count=len(objects))
-        return cls.from_ids(list(ids), head, tail)
 
     @classmethod
     def from_ids(cls, entities: Sequence[str], head: np.ndarray, tail: np.ndarray) -> TripleGraph:

@@ -311,6 +311,17 @@ class IndexWriter:
         else:
             self._seal_later(rel)
 
+    def discard(self, rel_dir: str) -> None:
+        """Leave the directory ``rel_dir`` (and what this build wrote or linked into it) out of the index."""
+        prefix = rel_dir.rstrip("/") + "/"
+        for rel in [r for r in self._sealing if r.startswith(prefix)]:
+            future = self._sealing.pop(rel)
+            if not future.cancel():
+                future.exception()  # its checksum is being taken: waited for, not raced by the removal
+        for rel in [r for r in self._linked if r.startswith(prefix)]:
+            del self._linked[rel]
+        shutil.rmtree(self.tmp / rel_dir, ignore_errors=True)
+
     def write_jsonl(self, rel: str, rows: Iterable[Any], *, offsets: bool = False) -> None:
         """One JSON record per line; with ``offsets``, each line's start is stored too (:func:`offsets_rel`),
         so that loading the file needs no scan for its newlines."""

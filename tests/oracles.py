@@ -1,0 +1,150 @@
+"""Reference derivations of the corpus-wide artifacts: what the union derivation must equal.
+
+gearag derives the triple graph (with its hub cut) and the entity resolution
+of every index one way: ``write_union`` over the shards, a plain build being
+one shard from nothing (:mod:`gearag.indexing.union_files`). These are the
+straightforward whole-corpus computations it replaced: ``linkable_for`` +
+``reference_triple_graph`` and ``resolve_corpus`` (+ the edge-kind registry), as a
+build's graph and resolve stages. :func:`reference_build` builds an index with
+them, and the tests compare every grown, shrunk and compacted index with it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from gearag.config import GraphConfig, IndexConfig
+from gearag.graph.edge_kinds import EdgeInputs, with_edge_kinds
+from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
+from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
+from gearag.indexing import build_index
+from gearag.indexing.bm25 import BM25Stage
+from gearag.indexing.embed import EmbedStage
+from gearag.indexing.extract import ExtractStage
+from gearag.indexing.graph import triple_columns
+from gearag.indexing.ner import NerStage
+from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
+from gearag.indexing.trees import TreesStage
+from gearag.indexing.union_files import edge_counts, name_encoder
+from gearag.model import Passage
+from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
+from gearag.store.graph import TripleGraph
+from gearag.store.index import Index, passage_contents
+from gearag.store.passage_ids import write_passages
+from gearag.text import is_named, normalise_entity
+
+log = logging.getLogger(__name__)
+
+
+def linkable_for(
+    config: GraphConfig, subjects: Sequence[str], objects: Sequence[str], owner: Sequence[int] | np.ndarray,
+    n_passages: int,
+) -> Callable[[str], bool]:
+    """The endpoint filter for ``link_entities`` and ``max_entity_share``, string by string.
+
+    ``named`` falls back to ``all`` for a corpus with almost no capitalised
+    endpoints; an endpoint in more than the hub cap's passages links nothing.
+    """
+    named: Callable[[str], bool] = is_named
+    if config.link_entities == "all":
+        named = bool
+    else:
+        sample = list(subjects[:NAMED_SAMPLE]) + list(objects[:NAMED_SAMPLE])
+        if too_few_named(sum(map(is_named, sample)), len(sample)):
+            named = bool
+    if config.max_entity_share >= 1.0:
+        return named
+    cap = hub_cap(config.max_entity_share, n_passages)
+    seen: dict[str, set[int]] = {}
+    for s, o, p in zip(subjects, objects, owner, strict=True):
+        for e in (s, o):
+            if named(e):
+                seen.setdefault(normalise_entity(e), set()).add(p)
+    hubs = {e for e, rows in seen.items() if len(rows) > cap}
+    return lambda e: named(e) and normalise_entity(e) not in hubs
+
+
+def reference_triple_graph(subjects: Sequence[str], objects: Sequence[str],
+                           linkable: Callable[[str], bool] | None = None) -> TripleGraph:
+    """The graph over triples ``(subjects[i], ·, objects[i])``, endpoint by endpoint: an endpoint ``linkable``
+    refuses (or whose normalised key is empty) gets entity id -1; ids in first-appearance order, every
+    subject before every object (``None``: every non-empty endpoint links)."""
+    ids: dict[str, int] = {}
+
+    def entity_id(name: str) -> int:
+        if linkable is not None and not linkable(name):
+            return -1
+        key = normalise_entity(name)
+        return ids.setdefault(key, len(ids)) if key else -1
+
+    head = np.fromiter((entity_id(s) for s in subjects), dtype=np.int32, count=len(subjects))
+    tail = np.fromiter((entity_id(o) for o in objects), dtype=np.int32, count=len(objects))
+    return TripleGraph.from_ids(list(ids), head, tail)
+
+
+class ReferenceGraphStage:
+    """Passages, cleaned triples and the triple graph by ``linkable_for`` + ``TripleGraph.build``."""
+
+    name = "graph"
+
+    def run(self, build: Build) -> None:
+        assert build.extracted is not None
+        cols = triple_columns(build.extracted)
+        build.extracted = None
+        n = len(build.passages)
+        w = build.writer
+        write_passages(w, build.passages)
+        graph = reference_triple_graph(cols.subjects, cols.objects,
+                                       linkable_for(build.config.graph, cols.subjects, cols.objects, cols.owner, n))
+        w.write_json("entities.json", graph.entities)
+        for name, array in (("triple_head", graph.head), ("triple_tail", graph.tail),
+                            ("entity_indptr", graph.indptr), ("entity_indices", graph.indices)):
+            w.write_array(f"arrays/{name}.npy", array)
+        w.write_jsonl("triples.jsonl", (list(t) for t in zip(cols.subjects, cols.predicates, cols.objects,
+                                                              strict=True)), offsets=True)
+        owner = np.asarray(cols.owner, dtype=np.int32)
+        w.write_array("arrays/triple_passage.npy", owner)
+        w.write_array("arrays/passage_triple_indptr.npy", cols.indptr)
+        build.triples = TripleColumns.read(w.path("triples.jsonl"), owner, cols.indptr)
+        build.collections[PASSAGES] = CollectionBuild(CollectionSpec(PASSAGES, n), passage_contents(build.passages))
+        build.collections[TRIPLES] = CollectionBuild(
+            CollectionSpec(TRIPLES, len(cols.subjects), sources="arrays/triple_passage.npy"),
+            build.triples.lazy_texts(), weights=True)
+        build.manifest["counts"] = {"passages": n, "triples": len(cols.subjects), "entities": graph.n_entities}
+
+
+class ReferenceResolveStage:
+    """The entity resolution by ``resolve_corpus`` over the whole corpus, plus the registered edge kinds."""
+
+    name = "resolve"
+
+    def run(self, build: Build) -> None:
+        cfg = build.config.resolve
+        if not cfg.entity_graph:
+            return
+        assert build.triples is not None
+        cols = build.triples
+        arrays = GraphArrays.build([p.title for p in build.passages], [p.text for p in build.passages],
+                                   cols.subjects, cols.objects, cols.owner, is_named)
+
+        def spans() -> Sequence[Sequence[str]]:
+            assert build.ner_spans is not None
+            return build.ner_spans
+
+        arrays = with_edge_kinds(arrays, cfg, EdgeInputs(spans, name_encoder(build.embedder, build.config.embed.batch)))
+        write_graph_arrays(build.writer, arrays, prepare=cfg.prepared_graph)
+        build.manifest["resolve"] = edge_counts(arrays)
+
+
+REFERENCE_STAGES = (ExtractStage(), NerStage(), ReferenceGraphStage(), ReferenceResolveStage(), TreesStage(),
+                    BM25Stage(), EmbedStage())
+
+
+def reference_build(passages: Sequence[Passage], out: Path, config: IndexConfig) -> Index:
+    """An index of ``passages`` whose triple graph and resolution are the reference derivations (no union
+    state: the growable flag is irrelevant to it)."""
+    return build_index(passages, out, config, stages=REFERENCE_STAGES)
