@@ -217,7 +217,7 @@ class PreparedGraph:
           its sources and the degrees are counted again (:func:`~gearag.graph.scaled.reweighted`).
         - ``passage_nodes=False`` (HippoRAG 1's entity-only graph): its transition is the relations (and
           synonym edges) source, its passage scores read the mentions source.
-        - ``ner_mentions`` does not matter to a graph that holds none (every growable index).
+        - ``ner_mentions`` does not matter to a graph that holds none (an index built without NER mentions).
         """
         if not isinstance(self.columns, Scaled) or self.serves(config):
             return None

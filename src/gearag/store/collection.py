@@ -201,8 +201,27 @@ class CollectionStore(Protocol):
     def record(self, row: int) -> dict[str, Any]: ...
 
 
+class SpecRows:
+    """What every collection answers from its spec and its :class:`LoadOnce` (no state of its own)."""
+
+    spec: CollectionSpec
+    _loaded: LoadOnce
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def __len__(self) -> int:
+        return self.spec.rows
+
+    def cached(self, key: str, load: Callable[[], T]) -> T:
+        """``load()`` once per collection and key (thread-safe; re-entrant, so loaders may nest): what a
+        reader builds over this collection's storage (a BM25 model, a retriever) lives as long as it."""
+        return self._loaded.get(key, load)
+
+
 @dataclass
-class Collection:
+class Collection(SpecRows):
     """One loaded collection. Arrays are memory-mapped on first use (thread-safe).
 
     Storage only: it hands out rows, vectors, the BM25 model's directory or
@@ -233,18 +252,6 @@ class Collection:
         collection = cls(root, spec, texts, bm25_postings)
         collection._loaded.deferred.update(arrays)
         return collection
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    def __len__(self) -> int:
-        return self.spec.rows
-
-    def cached(self, key: str, load: Callable[[], T]) -> T:
-        """``load()`` once per collection and key (thread-safe; re-entrant, so loaders may nest): what a
-        reader builds over this collection's storage (a BM25 model, a retriever) lives as long as it."""
-        return self._once(key, load)
 
     def _once(self, key: str, load: Callable[[], T]) -> T:
         return self._loaded.get(key, load)

@@ -25,7 +25,7 @@ from gearag import setops
 from gearag.errors import ConfigError, GearagError
 from gearag.model import Hit
 from gearag.options import setting
-from gearag.store.collection import CollectionSpec, CollectionStore, LoadOnce, SearchingCollection
+from gearag.store.collection import CollectionSpec, CollectionStore, LoadOnce, SearchingCollection, SpecRows
 from gearag.store.lance.storage import Location, store_error
 from gearag.tokenizer import tokenize
 
@@ -231,7 +231,7 @@ class LanceRows(Sequence[Any]):
         return out if dtype is None else out.astype(dtype)
 
 
-class LanceCollection:
+class LanceCollection(SpecRows):
     """A collection of a Lance index: a :class:`~gearag.store.collection.CollectionStore` over one table, and a
     :class:`~gearag.store.collection.SearchingCollection` (its vector and full-text searches)."""
 
@@ -255,17 +255,6 @@ class LanceCollection:
         self._weights: LanceRows | None = None
         self._sources_col = LanceRows(table, "sources", cache_rows=config.cache_rows)
         self._record_rows = LanceRows(table, "record", cache_rows=config.cache_rows)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    def __len__(self) -> int:
-        return self.spec.rows
-
-    def cached(self, key: str, load: Callable[[], T]) -> T:
-        """``load()`` once per collection and key (thread-safe): what a reader builds over this table."""
-        return self._loaded.get(key, load)
 
     @property
     def bm25_dir(self) -> Path:
