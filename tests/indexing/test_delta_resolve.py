@@ -13,7 +13,7 @@ from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.graph.scaled import TermsByName
 from gearag.indexing.delta_resolve import resolve_delta
 from gearag.indexing.token_index import TokenIndex
-from gearag.indexing.union_graph import EndpointTable
+from gearag.indexing.union_graph import EndpointTable, UnionTriples
 from gearag.indexing.union_resolve import Prior, resolve_union
 from gearag.indexing.union_vocab import UnionVocab
 from gearag.model import Passage
@@ -38,7 +38,7 @@ ADDED_TRIPLES = [("Zed Alpha", "Beta", 0), ("Beta", "Delta", 1), ("Kappa Club", 
 
 
 def _resolve(passages, tables, keeps, owner, vocab, prior=None, indices=(), name_indices=()):
-    out = resolve_union(passages, tables, keeps, owner, vocab, prior, indices, name_indices)
+    out = resolve_union(passages, UnionTriples(tables, keeps, owner), vocab, prior, indices, name_indices)
     prepared = PreparedGraph.build(GraphArrays.from_resolution(out.resolution), PassageGraphConfig())
     return out, prepared
 
@@ -113,7 +113,8 @@ def _small(added: list[Passage], added_triples: list[tuple[str, str, int]]):
     index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
     names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
     prior = Prior(base.state, len(BASE), 1, base.stats)
-    resolved = resolve_delta(union, [t0, t1], [keep0, keep1], owner, UnionVocab.extend(None, [t0.names, t1.names]),
+    resolved = resolve_delta(union, UnionTriples([t0, t1], [keep0, keep1], owner),
+                             UnionVocab.extend(None, [t0.names, t1.names]),
                              prior, base_p, [index], [names])
     assert resolved is not None
     got = resolved[0]

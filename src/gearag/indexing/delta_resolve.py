@@ -52,7 +52,7 @@ from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames, NameLookup, key_hashes
 from gearag.indexing.delta_scan import TextScan, scan_texts
 from gearag.indexing.token_index import TokenIndex
-from gearag.indexing.union_graph import EndpointTable, union_ends
+from gearag.indexing.union_graph import UnionTriples, union_ends
 from gearag.indexing.union_resolve import (
     NameStats,
     Prior,
@@ -191,8 +191,8 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
                       NodeLayout(n_passages, e_new + len(new_ep), new_from, e_base))
 
 
-def resolve_delta(passages: Sequence[Passage], tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
-                  owner: np.ndarray, vocab: UnionVocab, prior: Prior, base: PreparedGraph,
+def resolve_delta(passages: Sequence[Passage], live: UnionTriples, vocab: UnionVocab, prior: Prior,
+                  base: PreparedGraph,
                   indices: Sequence[tuple[TokenIndex, np.ndarray]] = (),
                   name_indices: Sequence[TokenIndex] = (),
                   previous_scan: TextScan | None = None) -> tuple[ResolutionDelta, TextScan] | None:
@@ -206,6 +206,7 @@ def resolve_delta(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     delete, a base that is not a full generation's graph kept as its sources, or a new name whose hash
     another name has.
     """
+    tables, triple_keep, owner = live
     cols, base_ends = base.columns, base.triple_ends
     if (prior.names is None or prior.removal is not None or not isinstance(cols, Scaled)
             or not cols.layout.plain_layout or base.n_passages != prior.new_from or base.n_usable is None

@@ -15,8 +15,6 @@ None is returned: a full generation decides.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from gearag import setops
@@ -24,8 +22,8 @@ from gearag.config import GraphConfig
 from gearag.data.jsonstrings import taken
 from gearag.graph.layered import AppendedRows, LayeredCsr
 from gearag.indexing.union_graph import (
-    EndpointTable,
     KeyStats,
+    UnionTriples,
     entity_order,
     first_seen,
     hub_keys,
@@ -37,12 +35,12 @@ from gearag.indexing.union_vocab import UnionVocab
 from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph
 
 
-def triples_delta(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
-                  owner: np.ndarray, n_passages: int, vocab: UnionVocab, prior: KeyStats, counted: int,
-                  base: TripleGraph, base_passages: int) -> LayeredTripleGraph | None:
+def triples_delta(config: GraphConfig, live: UnionTriples, n_passages: int, vocab: UnionVocab, prior: KeyStats,
+                  counted: int, base: TripleGraph, base_passages: int) -> LayeredTripleGraph | None:
     """The union's triple graph as ``base``'s plus a delta (module docstring): ``prior`` are the base's key
     statistics over its ``counted`` shards, ``base_passages`` its passage count; the rest are
     :func:`~gearag.indexing.union_graph.union_triple_graph`'s arguments. None: a full generation decides."""
+    tables, triple_keep, owner = live
     named_all = links_all(config, tables, triple_keep)
     if named_all != prior.named_all:
         return None

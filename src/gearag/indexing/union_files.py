@@ -29,7 +29,14 @@ from gearag.graph.edge_kinds import EdgeInputs, stored_kinds, with_edge_kinds
 from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
 from gearag.graph.prepared import PREPARED, PreparedGraph, earlier_names
 from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex, shard_name_index, shard_token_index
-from gearag.indexing.union_graph import ENDPOINTS_DIR, EndpointTable, KeyStats, shard_table, union_triple_graph
+from gearag.indexing.union_graph import (
+    ENDPOINTS_DIR,
+    EndpointTable,
+    KeyStats,
+    UnionTriples,
+    shard_table,
+    union_triple_graph,
+)
 from gearag.indexing.union_resolve import NameStats, Prior, resolve_union
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.model import Passage
@@ -111,6 +118,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     names_of = [s.name for s in shards]
     tables_from = tables_from or before  # the previous generation: a delta one has the tables since its base
     tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
+    triples = UnionTriples(tables, union.triple_keep, union.owner)
     kept = before if before is not None and done.get("union") == UNION_VERSION else None
     done_shards = done.get("shards") or []
     n_passages = len(union.passages)
@@ -119,7 +127,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         """The union's triple graph, written; its entity count."""
         keys, n_keys = _vocab(kept, done_shards, "keys", names_of, tables, w)
         key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
-        graph, key_stats = union_triple_graph(config.graph, tables, union.triple_keep, union.owner, n_passages, keys,
+        graph, key_stats = union_triple_graph(config.graph, triples, n_passages, keys,
                                               key_prior, prior.shards if key_prior is not None and prior else 0,
                                               prior.removal if prior is not None else None)
         key_stats.write(w)
@@ -142,7 +150,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             resolve_started = time.perf_counter()
             names, indices, name_indices = _resolution_inputs(w, shards, tables, tables_from, done_shards, kept,
                                                               prior)
-            resolved = resolve_union(union.passages, tables, union.triple_keep, union.owner, names, prior,
+            resolved = resolve_union(union.passages, triples, names, prior,
                                      indices[: prior.shards if prior is not None else 0], name_indices,
                                      background=pool)
             earlier = None
@@ -257,17 +265,18 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     done_shards = done.get("shards") or []
     keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], tables, None)
     key_prior = KeyStats.read(before, n_keys)
-    triples = triples_delta(config.graph, tables, union.triple_keep, union.owner, len(union.passages), keys,
-                            key_prior, prior.shards, base_graph, prior.new_from) if key_prior is not None else None
+    triples = UnionTriples(tables, union.triple_keep, union.owner)
+    graph = triples_delta(config.graph, triples, len(union.passages), keys, key_prior, prior.shards, base_graph,
+                          prior.new_from) if key_prior is not None else None
     names, indices, name_indices = _resolution_inputs(w, shards, tables, tables_from, done_shards, before, prior,
                                                       write_vocab=False)
     # The text scan of the last delta add over the same base (tables_from: the previous generation), if it was one.
-    resolved = resolve_delta(union.passages, tables, union.triple_keep, union.owner, names, prior, base, indices,
+    resolved = resolve_delta(union.passages, triples, names, prior, base, indices,
                              name_indices, TextScan.read(tables_from) if tables_from != before else None)
     if resolved is None:
-        return UnionDelta(None, triples)
+        return UnionDelta(None, graph)
     resolved[1].write(w)
-    return UnionDelta(resolved[0], triples)
+    return UnionDelta(resolved[0], graph)
 
 
 def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -182,6 +182,16 @@ def shard_table(previous: Path | None, shard: str, subjects: Sequence[str], obje
                             lambda: EndpointTable.compute(subjects, objects), EndpointTable.write, w)
 
 
+class UnionTriples(NamedTuple):
+    """The union's triples as every union derivation reads them (the triple graph's and the resolution's, full
+    and delta): per shard its endpoint table and which of its triples are live, and each live triple's union
+    passage row (shard order)."""
+
+    tables: Sequence[EndpointTable]
+    keep: Sequence[np.ndarray]
+    owner: np.ndarray
+
+
 @dataclass(frozen=True)
 class Removal:
     """How a delete renumbers the previous generation's rows: per prior passage row and per prior live triple,
@@ -322,17 +332,17 @@ def entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int) -> np.ndarr
     return order[np.argsort(where[order], kind="stable")]
 
 
-def union_triple_graph(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
-                       owner: np.ndarray, n_passages: int, vocab: UnionVocab, prior: KeyStats | None = None,
-                       counted: int = 0, removal: Removal | None = None) -> tuple[TripleGraph, KeyStats]:
+def union_triple_graph(config: GraphConfig, live: UnionTriples, n_passages: int, vocab: UnionVocab,
+                       prior: KeyStats | None = None, counted: int = 0,
+                       removal: Removal | None = None) -> tuple[TripleGraph, KeyStats]:
     """The triple graph a build of the union makes (``linkable_for`` + ``reference_triple_graph``), from the tables.
 
-    ``triple_keep``: per shard, its live triples; ``owner``: each live triple's
-    union passage row; ``vocab``: the union's keys. ``prior``: the stats of
+    ``live``: the union's live triples; ``vocab``: the union's keys. ``prior``: the stats of
     the first ``counted`` shards (their live triples unchanged), so only the
     later shards' triples are counted; or, with ``removal`` (a delete), of
     every shard before the delete, from which the deleted triples are taken away.
     """
+    tables, triple_keep, owner = live
     ends = union_ends(vocab.remaps, [t.ends for t in tables], triple_keep)
     named_parts = [t.named[k] for t, k in zip(tables, triple_keep, strict=True)]
     named = np.concatenate(named_parts) if named_parts else np.zeros((0, 2), bool)
@@ -381,6 +391,6 @@ def corpus_triple_graph(config: GraphConfig, subjects: Sequence[str], objects: S
     from nothing."""
     table = EndpointTable.compute(subjects, objects)
     vocab = UnionVocab.extend(None, [table.keys])
-    graph, _ = union_triple_graph(config, [table], [np.ones(len(subjects), dtype=bool)], np.asarray(owner),
-                                  n_passages, vocab)
+    graph, _ = union_triple_graph(config, UnionTriples([table], [np.ones(len(subjects), dtype=bool)],
+                                                       np.asarray(owner)), n_passages, vocab)
     return graph

@@ -65,7 +65,7 @@ from gearag.graph.resolve import (
 from gearag.graph.trie import NameLookup
 from gearag.indexing.text_mentions import mention_matrix, text_mentions
 from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
-from gearag.indexing.union_graph import EndpointTable, Removal, first_seen, union_ends
+from gearag.indexing.union_graph import Removal, UnionTriples, first_seen, union_ends
 from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.model import Passage
 from gearag.store.collection import load_array
@@ -291,13 +291,12 @@ class UnionResolution(NamedTuple):
     relations: Future[sparse.csr_matrix] | None = None
 
 
-def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray],
-                  owner: np.ndarray, vocab: UnionVocab, prior: Prior | None = None,
+def resolve_union(passages: Sequence[Passage], live: UnionTriples, vocab: UnionVocab, prior: Prior | None = None,
                   indices: Sequence[tuple[TokenIndex, np.ndarray]] = (),
                   name_indices: Sequence[TokenIndex] = (), background: Executor | None = None) -> UnionResolution:
     """``resolve_corpus`` of the union, reusing ``prior`` (the resolution of its first ``prior.new_from`` passages).
 
-    ``vocab``: the union's endpoint names (the tables' ``names``);
+    ``live``: the union's live triples; ``vocab``: the union's endpoint names (the tables' ``names``);
     ``indices``: per earlier shard, its token index and shard row → union row
     map (-1: deleted); ``name_indices``: per shard ``prior.names`` covers, the
     token index of its table's names. Both are only read with a prior.
@@ -305,6 +304,7 @@ def resolve_union(passages: Sequence[Passage], tables: Sequence[EndpointTable], 
     ends are known, beside the about and mention matrices (at a million
     passages, ~1.4 s that otherwise followed them on one core).
     """
+    tables, triple_keep, owner = live
     n_passages = len(passages)
     vanished: list[str] = []  # lexicon names a delete took away: where they matched is scanned again
     lost = np.zeros(0, dtype=np.int64)  # endpoint names whose first appearance was deleted
