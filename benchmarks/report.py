@@ -139,6 +139,9 @@ def fill(text: str, start: str, end: str, body: str) -> str:
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        return
     if len(sys.argv) == 3 and sys.argv[1] == "--llm":
         llm_dir = Path(sys.argv[2])
         offline = json.loads((llm_dir / "offline" / "results.json").read_text())
