@@ -351,8 +351,6 @@ def resolve_corpus(
             for m in trie.scan(tokens(text), require_capital=True):
                 men_rows.append(row)
                 men_cols.append(m.name)
-    if ner_spans is not None and len(ner_spans) != n_passages:
-        raise ValueError(f"ner_spans has {len(ner_spans)} rows for {n_passages} passages")
     n_keys = len(keys)
     terms = AboutTerms(np.asarray(about_rows, dtype=np.int32), np.asarray(about_cols, dtype=np.int32),
                        np.asarray(about_raw, dtype=np.float32), np.asarray(about_names, dtype=np.int32), totals)
@@ -418,7 +416,9 @@ def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: C
     rows, cols = array("q"), array("q")
     for row, surfaces in enumerate(spans):
         for surface in surfaces:
-            eid = seen[surface] if surface in seen else seen.setdefault(surface, entity(surface))
+            eid = seen.get(surface)
+            if eid is None:
+                eid = seen[surface] = entity(surface)
             if eid >= 0:
                 rows.append(row)
                 cols.append(eid)

@@ -46,7 +46,7 @@ from gearag.indexing.bm25 import shard_tokens, write_token_ids
 from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
 from gearag.indexing.duplicates import NewDocuments, new_documents
 from gearag.indexing.generation import SHARD_STAGES, link_generation, shard_columns, write_generation
-from gearag.indexing.ner import NER_SPANS
+from gearag.indexing.ner import NER_SPANS, keeps_ner_spans
 from gearag.indexing.pipeline import build_index
 from gearag.indexing.union_files import cannot_grow, is_state_file, union_spans
 from gearag.model import Passage
@@ -575,7 +575,7 @@ def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path],
         np.cumsum([len(d) for d in docs], out=indptr[1:])
         ids = (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32)
         write_token_ids(w, coll, vocab, ids, indptr)
-    if state.config.resolve.entity_graph and state.config.resolve.ner_mentions:  # the live rows' spans, kept
+    if keeps_ner_spans(state.config.resolve):  # the live rows' spans
         w.write_jsonl(NER_SPANS, union_spans(shard_columns(state.refs, list(u.shards), u), len(u.passages)))
     first = u.shards[0].manifest
     w.commit({"config": state.config.to_dict(), "extractor_key": first.get("extractor_key"),

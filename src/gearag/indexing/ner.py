@@ -15,17 +15,18 @@ from pathlib import Path
 
 import orjson
 
+from gearag.config import ResolveConfig
 from gearag.errors import IndexFormatError
+from gearag.graph.edge_kinds import EDGE_KINDS, stored_kinds
 from gearag.indexing.stage import Build
 
 #: The spans' file, beside ``passages.jsonl`` (row ``i``: passage row ``i``'s span texts).
 NER_SPANS = "ner_spans.jsonl"
 
 
-def wants_ner_spans(build: Build) -> bool:
-    """Whether ``build``'s index stores NER mentions (and so its passages' spans)."""
-    cfg = build.config.resolve
-    return cfg.entity_graph and cfg.ner_mentions
+def keeps_ner_spans(config: ResolveConfig) -> bool:
+    """Whether an index built with ``config`` stores NER mentions (and so keeps its passages' spans)."""
+    return EDGE_KINDS["ner_mentions"] in stored_kinds(config)
 
 
 class NerStage:
@@ -34,7 +35,7 @@ class NerStage:
     name = "ner"
 
     def run(self, build: Build) -> None:
-        if not wants_ner_spans(build):
+        if not keeps_ner_spans(build.config.resolve):
             return
         from gearag.graph.ner import ner_spans
 

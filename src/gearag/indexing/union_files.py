@@ -77,7 +77,7 @@ class ShardColumns:
     #: Shard passage row → union row (-1: deleted).
     union_rows: np.ndarray
     #: The shard's passages' named-entity spans, read when an edge kind asks (:mod:`gearag.indexing.ner`).
-    ner_spans: Callable[[], Sequence[Sequence[str]]] | None = None
+    ner_spans: Callable[[], Sequence[Sequence[str]]]
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         if config.resolve.entity_graph:
             resolve_started = time.perf_counter()
             names, indices, name_indices = _resolution_inputs(w, shards, tables, tables_from, done_shards, kept,
-                                                              prior)
+                                                              prior, keep_indices=keep_state)
             resolved = resolve_union(union.passages, triples, names, prior,
                                      indices[: prior.shards if prior is not None else 0], name_indices,
                                      background=pool)
@@ -207,11 +207,9 @@ def edge_counts(arrays: GraphArrays) -> dict[str, int | None]:
 
 
 def union_spans(shards: Sequence[ShardColumns], n_passages: int) -> list[Sequence[str]]:
-    """Per union passage row, its named-entity spans, from the shards' (every shard must keep them)."""
+    """Per union passage row, its named-entity spans, from the shards'."""
     out: list[Sequence[str]] = [()] * n_passages
     for shard in shards:
-        if shard.ner_spans is None:
-            raise ValueError(f"shard {shard.name}: its named-entity spans are not given")
         spans = shard.ner_spans()
         for row, at in enumerate(np.asarray(shard.union_rows).tolist()):
             if at >= 0:
@@ -221,16 +219,19 @@ def union_spans(shards: Sequence[ShardColumns], n_passages: int) -> list[Sequenc
 
 def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], tables: list[EndpointTable],
                        tables_from: Path | None, done_shards: list[str], kept: Path | None, prior: Prior | None,
-                       write_vocab: bool = True) -> tuple[UnionVocab, list[tuple[TokenIndex, np.ndarray]],
-                                                          list[TokenIndex]]:
+                       write_vocab: bool = True, keep_indices: bool = True,
+                       ) -> tuple[UnionVocab, list[tuple[TokenIndex, np.ndarray]], list[TokenIndex]]:
     """What :func:`resolve_union` (or :func:`resolve_delta`) reads besides the shards: the union's vocabulary of
     endpoint names (written; ``prior.names`` read from ``kept`` when there is one), every shard's token index
     of texts (a union resolution reads the prior's shards') and, for the prior's shards, their token indices of
     names. Every shard's indices are kept for the next add (written here, hard-linked from ``tables_from``
-    where it has them)."""
+    where it has them); ``keep_indices=False`` (a build that keeps no state, so has no prior): none are made."""
     names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables, w if write_vocab else None)
     if prior is not None and kept is not None:
         prior.names = NameStats.read(kept, n_names)
+    if not keep_indices:
+        assert prior is None, "a resolution with a prior reads the earlier shards' indices"
+        return names, [], []
     name_indices = [shard_name_index(tables_from, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
     p = prior.shards if prior is not None else 0
     indices = [(shard_token_index(tables_from, s.name, s.texts, w), s.union_rows) for s in shards]
@@ -258,10 +259,10 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     from gearag.indexing.delta_scan import TextScan
     from gearag.indexing.delta_triples import triples_delta
 
-    tables_from = tables_from or before
-    tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
     if done.get("union") != UNION_VERSION or stored_kinds(config.resolve):
         return UnionDelta(None, None)  # the optional edge kinds are derived over the union (no delta yet)
+    tables_from = tables_from or before
+    tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
     done_shards = done.get("shards") or []
     keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], tables, None)
     key_prior = KeyStats.read(before, n_keys)
