@@ -1,9 +1,9 @@
 """What a delta would hold after an add, and whether a push over base + delta ranks as the union (docs/delta.md).
 
-    PYTHONPATH=src python benchmarks/delta_size.py --base BASE_IDX --union UNION_IDX --questions Q.json [--n 200]
+    PYTHONPATH=src:tests python benchmarks/delta_size.py --base BASE_IDX --union UNION_IDX --questions Q.json [--n 200]
 
 ``UNION_IDX`` is ``BASE_IDX`` after ``gearag add`` (e.g. a hard-linked copy, added to). The script
-finds the delta by comparing the two stored prepared graphs (:func:`gearag.graph.delta.delta_of`, the
+finds the delta by comparing the two stored prepared graphs (``delta_of`` in ``tests/delta_oracles.py``, the
 brute-force reference: it reads both graphs whole), prints its size against the union's, then ranks
 ``--n`` questions by PPR from their entities over the union's graph and over base + delta,
 alternating, and prints how many rankings are equal and each one's median and p90 time. It also times
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from gearag.graph.delta import delta_of, entity_map, resolution_delta_of
+from delta_oracles import delta_of, entity_map, resolution_delta_of  # tests/ on PYTHONPATH
 from gearag.graph.delta_apply import apply_delta
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import PassageGraph

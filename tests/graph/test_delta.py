@@ -1,4 +1,4 @@
-"""A prepared graph as a base plus a delta (gearag.graph.delta, docs/delta.md): the union's graph with other ids."""
+"""A prepared graph as a base plus a delta (tests/delta_oracles.py, docs/delta.md): the union's graph with other ids."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import StubExtractor, use_stub_extractor, wiki_slice
+from delta_oracles import AppendedRows, delta_of, entity_map
 from gearag.config import IndexConfig
-from gearag.graph.delta import AppendedRows, delta_of, entity_map
 from gearag.graph.layered import LayeredCsr, LayeredNames
 from gearag.graph.passage_graph import PassageGraph, graph_arrays_for
 from gearag.graph.prepared import stored_prepared
@@ -206,7 +206,7 @@ def test_applying_the_resolutions_delta_gives_the_union_graphs_delta(grown) -> N
     """From what the add changed in the resolution (mentions, about terms, relations, scales, triples, names),
     the prepared graph's delta is made without reading what the add left alone: the same sources' weights,
     column sums, degrees, specificity and rankings as the union's graph."""
-    from gearag.graph.delta import resolution_delta_of
+    from delta_oracles import resolution_delta_of
     from gearag.graph.delta_apply import apply_delta
     from gearag.graph.scaled import TermsByName
 
@@ -253,7 +253,7 @@ def test_the_triple_graph_as_a_base_and_a_delta_has_the_unions_neighbours(built,
     """Beam search's graph: the base's entities and triples kept, the union's other entities and triples after
     them, each entity's new triples appended; every triple has the union's neighbours. Where the add moved the
     hub cut (an entity's triples unlinked), no delta says the union."""
-    from gearag.graph.delta import triple_graph_delta
+    from delta_oracles import triple_graph_delta
     from gearag.store.graph import LayeredTripleGraph
 
     base, hubbed, _ = built

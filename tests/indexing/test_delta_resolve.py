@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gearag.graph.delta import entity_map, resolution_delta_of, triple_graph_delta
+from delta_oracles import entity_map, resolution_delta_of, triple_graph_delta
 from gearag.graph.delta_apply import ResolutionDelta, apply_delta
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig

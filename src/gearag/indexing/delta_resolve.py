@@ -26,7 +26,7 @@ after them), only the rows the add changes are made, source by source:
 * the *scale* of every lexicon name that gained pages (one over its new
   total), the new triples' ends and the names new to the index.
 
-The reference is :func:`gearag.graph.delta.resolution_delta_of`, which
+The reference is the tests' oracle ``resolution_delta_of`` (``tests/delta_oracles.py``), which
 compares the base's and the union's full prepared graphs (tested equal, row
 by row). What still reads union-size arrays here (once each, vectorised):
 the base's endpoint-only names ordered by first appearance, and the

@@ -1,6 +1,6 @@
 """The triple graph of an add as its base's plus a delta, from the base's kept key statistics (docs/delta.md).
 
-:func:`triples_delta` gives what :func:`gearag.graph.delta.triple_graph_delta`
+:func:`triples_delta` gives what the tests' oracle (``triple_graph_delta``)
 finds by comparing two full triple graphs (GEAR's beam search, §4.2), from
 the add's own triples: the base's entity ids kept, new keys numbered after
 them in the union's first-appearance order, the new triples appended, each

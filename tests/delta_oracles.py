@@ -1,4 +1,5 @@
-"""A prepared passage graph as a base and a delta, found by comparing two full ones (docs/delta.md).
+"""The tests' oracle for deltas: a prepared passage graph as a base and a delta, found by comparing two full ones
+(docs/delta.md).
 
 :func:`delta_of` takes the prepared graph of a base generation and that of
 the union after an add (both as a build makes them, with raw weights:
@@ -8,8 +9,8 @@ numbered after them (:class:`NodeLayout`), and per column only what differs:
 the weight a target gained, appended to the base's column, or the whole
 column where one lost weight. The scale (one per title name), column sums,
 degrees and other per-node vectors are the union's, renumbered. It is the
-reference the add's own delta is checked against, and the slow way to
-write one: it reads both graphs whole.
+reference the add's own delta (:mod:`gearag.indexing.delta_resolve`,
+:mod:`gearag.graph.delta_apply`) is checked against; it reads both graphs whole.
 
 The layered graph and the union's are the same graph with other ids (a
 target's weight may be split over two entries, which the push adds), so a
