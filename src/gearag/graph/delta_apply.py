@@ -21,9 +21,10 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag import setops
+from gearag.graph.edge_kinds import transition_sources
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, TermsByName, updated_sums
+from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName, updated_sums
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
@@ -42,6 +43,11 @@ class ResolutionDelta(NamedTuple):
     #: The base's terms read with each scale the add changed (the others' empty), when the resolve half found
     #: them: what :func:`apply_delta` reads of :class:`TermsByName` (None: it must be given the base's whole).
     by_name: TermsByName | None = None
+
+    @property
+    def sources(self) -> dict[str, LayeredCsr]:
+        """The transition sources the resolution grows, by name (their transposes follow them: :func:`apply_delta`)."""
+        return {"mentions": self.mentions, ABOUT_SOURCE: self.terms, "relations": self.relations}
 
 
 class _Changes(NamedTuple):
@@ -148,7 +154,11 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
     (any source) did not reach; a node with a replaced row, or a new node, is counted whole."""
     layout = layered.layout
     n_base = layout.base_passages + layout.base_entities
-    b = {s.name: s.rows for s in base.sources}
+    # A (passage, entity) pair, either way, was in the base when a passage → entity source had it (each entity →
+    # passage source is the transpose of one: the registry's transpose_of); an (entity, entity) pair when an
+    # entity → entity source had it.
+    by_passage = [_csr(s.rows) for s in base.sources if s.of_passages and not s.to_passages]
+    between = [_csr(s.rows) for s in base.sources if not s.of_passages and not s.to_passages]
     degree = np.zeros(layout.n_nodes, dtype=np.int32)
     degree[:n_base] = base.degree
     recount = [np.arange(n_base, layout.n_nodes, dtype=np.int64)]
@@ -166,8 +176,6 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
         pair_nodes.append(np.repeat(grown, counts))
         pair_targets.append((np.asarray(targets, dtype=np.int64), src.of_passages, src.to_passages))
     whole = setops.unique(np.concatenate(recount))
-    # Pairs (passage, entity) in either direction were in the base when the mentions or the terms by passage
-    # (both by passage, sorted) had them; (entity, entity) when the relations had them.
     found_nodes, found_keys = [], []
     for owners, (targets, of_passages, to_passages) in zip(pair_nodes, pair_targets, strict=True):
         if of_passages:  # passage → entity
@@ -175,12 +183,11 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
         elif to_passages:  # entity → passage
             passages, entities = targets, owners
         else:  # entity → entity
-            old = ~in_sorted_rows(_csr(b["relations"]), owners, targets)
+            old = ~_in_any(between, owners, targets)
             found_nodes.append(layout.entity_nodes(owners[old]))
             found_keys.append(layout.entity_nodes(targets[old]))
             continue
-        old = ~(in_sorted_rows(_csr(b["mentions"]), passages, entities)
-                | in_sorted_rows(_csr(b[SCALED_SOURCES[1]]), passages, entities))
+        old = ~_in_any(by_passage, passages, entities)
         if of_passages:
             found_nodes.append(layout.passage_nodes(passages[old]))
             found_keys.append(layout.entity_nodes(entities[old]))
@@ -193,6 +200,14 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
     np.add.at(degree, pairs // layout.n_nodes, 1)
     degree[whole] = layered.distinct_targets(whole)  # the few nodes whose rows were replaced, and new ones
     return degree
+
+
+def _in_any(sources: list[Csr], rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Whether any of ``sources`` (rows sorted) holds each pair (``rows[i]``, ``values[i]``)."""
+    found = np.zeros(len(rows), dtype=bool)
+    for m in sources:
+        found |= in_sorted_rows(m, rows, values)
+    return found
 
 
 def _csr(rows: Csr | LayeredCsr) -> Csr:
@@ -210,19 +225,29 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | 
     cols = base.columns
     if not isinstance(cols, Scaled) or not cols.layout.plain_layout:
         return None
-    by_source = {s.name: s for s in cols.sources}
-    if set(by_source) != {"mentions", "backlinks", *SCALED_SOURCES, "relations"}:
-        return None  # synonym edges, no about weight or no backlinks: not yet kept as deltas
     layout = d.layout
-    mentions, terms, relations = d.mentions, d.terms, d.relations
-    if not (mentions.base is by_source["mentions"].rows and terms.base is by_source[ABOUT_SOURCE].rows
-            and relations.base is by_source["relations"].rows):
+    by_source = {s.name: s for s in cols.sources}
+    grown = d.sources
+    rows: dict[str, LayeredCsr] = {}
+    for kind in transition_sources():  # a transpose after its source, whose changes it gains the other way
+        src = by_source.get(kind.name)
+        if (kind.transpose_of or kind.name) not in grown:  # a kind no delta grows (synonym edges) must be absent
+            if src is not None:
+                return None
+            continue
+        if src is None:
+            return None  # the base left it out (a weight of 0): not kept as deltas
+        if kind.transpose_of is None:
+            if grown[kind.name].base is not src.rows:
+                return None  # another base
+            rows[kind.name] = grown[kind.name]
+        else:
+            base_t = src.rows
+            assert isinstance(base_t, Csr)
+            rows[kind.name] = _transposed(base_t, _changes(rows[kind.transpose_of]),
+                                          layout.n_passages if kind.of_passages else layout.n_entities, kind.scaled)
+    if set(by_source) != set(rows):
         return None
-    backlinks_t, passage_terms_t = by_source["backlinks"].rows, by_source[SCALED_SOURCES[1]].rows
-    assert isinstance(backlinks_t, Csr) and isinstance(passage_terms_t, Csr)
-    rows = {"mentions": mentions, ABOUT_SOURCE: terms, "relations": relations,
-            "backlinks": _transposed(backlinks_t, _changes(mentions), layout.n_entities, scaled=False),
-            SCALED_SOURCES[1]: _transposed(passage_terms_t, _changes(terms), layout.n_passages, scaled=True)}
     sources = tuple(s._replace(rows=rows[s.name]) for s in cols.sources)
     n_nodes = layout.n_nodes
     layered = Scaled(layout, sources, np.asarray(d.scale, dtype=np.float64), np.zeros(n_nodes),

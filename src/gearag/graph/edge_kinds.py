@@ -1,38 +1,54 @@
-"""The passage graph's optional edge kinds: each one registered derivation over the corpus's resolution.
+"""The passage graph's edge kinds: one registry, from the arrays an index stores to how a push reads them.
 
-The graph's core edges (mentions, about, relations) come from the entity
-resolution itself (:mod:`gearag.graph.resolve`). The edge kinds an index
-stores on request are registered here, each as an :class:`EdgeKind`:
+Every edge kind is an :class:`EdgeKind`: the ``ResolveConfig`` switch that
+stores it (none for the core kinds, which every entity graph holds), how its
+edges are derived, and the sources the PPR transition reads it through
+(:class:`TransitionSource`: which nodes to which, the query setting that
+weighs it, whether its entries carry the about terms' scale ids, and which
+source it is the transpose of).
 
-==================  ===========================  ===========================  =================================
-kind                stored when (``--…``)        weighed at query time by     reads
-==================  ===========================  ===========================  =================================
-``ner_mentions``    ``index_ner_mentions``       ``ner_mentions`` (on/off)    the passages' NER spans
-``synonyms``        ``synonyms``                 ``synonym_weight``           the entity names, embedded
-==================  ===========================  ===========================  =================================
+- ``mentions`` (core): passage → entity ``mentions`` (weight 1) and their transpose
+  ``backlinks`` (``backlink_weight``);
+- ``about`` (core): entity → passage ``terms`` and their transpose ``terms_by_passage``
+  (``about_weight``; raw, with scale ids);
+- ``relations`` (core): entity → entity triple counts (weight 1);
+- ``ner_mentions`` (``--index-ner-mentions``): the passages' NER spans resolved like triple ends; no
+  source of its own, read as mentions when the query's ``ner_mentions`` is on;
+- ``synonyms`` (``--synonyms``): entity → entity ``synonyms`` between names whose embeddings are
+  close (``synonym_weight``).
 
-A kind's ``derive`` takes the graph arrays made so far and returns them with
-its edges; kinds run in registration order (NER mentions add entities, so
-they come before the synonyms, which join every entity's name). Every path
-that makes an index's graph arrays calls :func:`with_edge_kinds`: a build
-(:func:`gearag.indexing.union_files.write_union` over its passages as one
-shard) and every add, delete and compact (the same ``write_union`` over the
-union of the shards). An index built with a kind therefore grows like a
-rebuild. Each input is read only
-when a kind asks for it (:class:`EdgeInputs`): the NER spans are a
-per-passage file every shard keeps (:mod:`gearag.indexing.ner`).
+The core kinds come from the entity resolution itself (the union derivation,
+:func:`gearag.indexing.union_files.write_union`, for a build and for every
+add, delete and compact). An optional kind's ``derive`` takes the graph
+arrays made so far and returns them with its edges; kinds run in
+registration order (NER mentions add entities, so they come before the
+synonyms, which join every entity's name). Every path that makes an index's
+graph arrays calls :func:`with_edge_kinds`, so an index built with a kind
+grows like a rebuild. Each input is read only when a kind asks for it
+(:class:`EdgeInputs`): the NER spans are a per-passage file every shard keeps
+(:mod:`gearag.indexing.ner`).
+
+What reads the registry: the transition (:func:`gearag.graph.scaled.scaled_columns`
+makes one source per registered :class:`TransitionSource` the graph holds,
+in registry order; :func:`~gearag.graph.scaled.reweighted` weighs them by
+their settings), the derived entity-only graph (every entity → entity
+source), the stored prepared graph (a source's files and scale ids), and an
+add's delta (:func:`gearag.graph.delta_apply.apply_delta`: a source that is
+another's transpose gains that source's changes the other way).
 
 To add an edge kind: write its derivation (GraphArrays → GraphArrays, exact
-whatever the order passages arrived in), register it here with the
-``ResolveConfig`` switch that stores it, store its matrix in
-:class:`~gearag.graph.graph_arrays.GraphArrays`, and give the transition its
-weight (:mod:`gearag.graph.scaled`).
+whatever the order passages arrived in), store its matrix in
+:class:`~gearag.graph.graph_arrays.GraphArrays`, and register it here with
+the ``ResolveConfig`` switch that stores it and its transition sources (and
+the query setting that weighs them, a field of
+:class:`~gearag.graph.config.PassageGraphConfig`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -53,16 +69,36 @@ class EdgeInputs:
     embed: Callable[[list[str]], np.ndarray]
 
 
+class TransitionSource(NamedTuple):
+    """How the PPR transition reads one edge kind's edges in one direction (:mod:`gearag.graph.scaled`)."""
+
+    name: str  #: its name in a stored prepared graph (``source_<name>_*.npy``)
+    of_passages: bool  #: its rows are passages (else entities)
+    to_passages: bool  #: its targets are passages (else entities)
+    #: The :class:`~gearag.graph.config.PassageGraphConfig` setting that weighs it (None: weight 1, always kept).
+    weight: str | None = None
+    scaled: bool = False  #: its entries carry scale ids (about terms, read with their title name's scale)
+    #: The source it is the transpose of (made from it; an add's delta gains its changes the other way).
+    transpose_of: str | None = None
+
+
 @dataclass(frozen=True)
 class EdgeKind:
-    """One optional edge kind of the passage graph."""
+    """One edge kind of the passage graph (module docstring)."""
 
     name: str
-    #: The :class:`~gearag.config.ResolveConfig` switch that stores it.
-    setting: str
-    #: The query-time :class:`~gearag.graph.config.PassageGraphConfig` setting that weighs (or uses) it.
-    weight: str
-    derive: Callable[[GraphArrays, ResolveConfig, EdgeInputs], GraphArrays]
+    #: The :class:`~gearag.config.ResolveConfig` switch that stores it; None: a core kind, always stored.
+    setting: str | None
+    #: The query-time :class:`~gearag.graph.config.PassageGraphConfig` setting that weighs (or switches) it.
+    weight: str | None
+    #: Its derivation over the graph arrays made so far; None: a core kind, made by the resolution itself.
+    derive: Callable[[GraphArrays, ResolveConfig, EdgeInputs], GraphArrays] | None
+    #: How the transition reads it, in the order a push sums a column.
+    sources: tuple[TransitionSource, ...] = ()
+
+    @property
+    def optional(self) -> bool:
+        return self.setting is not None
 
 
 #: The registry, in the order kinds derive (a kind that adds entities before one over every entity).
@@ -73,22 +109,45 @@ def register_edge_kind(kind: EdgeKind) -> EdgeKind:
     """Register ``kind`` (after every kind registered so far)."""
     if kind.name in EDGE_KINDS:
         raise ValueError(f"edge kind {kind.name!r} is registered already")
-    if not hasattr(ResolveConfig(), kind.setting):
+    if kind.setting is not None and not hasattr(ResolveConfig(), kind.setting):
         raise ValueError(f"edge kind {kind.name!r}: ResolveConfig has no setting {kind.setting!r}")
+    if (kind.setting is None) != (kind.derive is None):
+        raise ValueError(f"edge kind {kind.name!r}: an optional kind has a derivation, a core kind none")
+    names = {s.name for k in EDGE_KINDS.values() for s in k.sources}
+    for src in kind.sources:
+        if src.name in names or (src.transpose_of is not None and src.transpose_of not in names):
+            raise ValueError(f"edge kind {kind.name!r}: source {src.name!r} is registered already, or the "
+                             f"transpose of a source not registered before it")
+        names.add(src.name)
     EDGE_KINDS[kind.name] = kind
     return kind
 
 
 def stored_kinds(config: ResolveConfig) -> list[EdgeKind]:
-    """The kinds an index built with ``config`` stores, in derivation order."""
-    return [k for k in EDGE_KINDS.values() if getattr(config, k.setting)] if config.entity_graph else []
+    """The optional kinds an index built with ``config`` stores, in derivation order."""
+    return [k for k in EDGE_KINDS.values() if k.setting is not None and getattr(config, k.setting)] \
+        if config.entity_graph else []
 
 
 def with_edge_kinds(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
-    """``arrays`` with the edges of every kind ``config`` stores."""
+    """``arrays`` with the edges of every optional kind ``config`` stores."""
     for kind in stored_kinds(config):
+        assert kind.derive is not None
         arrays = kind.derive(arrays, config, inputs)
     return arrays
+
+
+def transition_sources() -> tuple[TransitionSource, ...]:
+    """Every registered kind's transition sources, in registry order (the order a push sums a column)."""
+    return tuple(src for kind in EDGE_KINDS.values() for src in kind.sources)
+
+
+def transition_source(name: str) -> TransitionSource:
+    """The registered source called ``name``."""
+    for src in transition_sources():
+        if src.name == name:
+            return src
+    raise KeyError(f"no transition source {name!r} is registered")
 
 
 def _ner_mentions(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
@@ -111,5 +170,16 @@ def _synonyms(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) ->
     return replace(arrays, synonyms=edges.astype(np.float32))
 
 
+register_edge_kind(EdgeKind("mentions", None, "backlink_weight", None, (
+    TransitionSource("mentions", of_passages=True, to_passages=False),
+    TransitionSource("backlinks", of_passages=False, to_passages=True, weight="backlink_weight",
+                     transpose_of="mentions"))))
+register_edge_kind(EdgeKind("about", None, "about_weight", None, (
+    TransitionSource("terms", of_passages=False, to_passages=True, weight="about_weight", scaled=True),
+    TransitionSource("terms_by_passage", of_passages=True, to_passages=False, weight="about_weight", scaled=True,
+                     transpose_of="terms"))))
+register_edge_kind(EdgeKind("relations", None, None, None, (
+    TransitionSource("relations", of_passages=False, to_passages=False),)))
 register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", "ner_mentions", _ner_mentions))
-register_edge_kind(EdgeKind("synonyms", "synonyms", "synonym_weight", _synonyms))
+register_edge_kind(EdgeKind("synonyms", "synonyms", "synonym_weight", _synonyms, (
+    TransitionSource("synonyms", of_passages=False, to_passages=False, weight="synonym_weight"),)))

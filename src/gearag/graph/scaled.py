@@ -37,6 +37,7 @@ from scipy import sparse
 
 from gearag import setops
 from gearag.arrays import ranges
+from gearag.graph.edge_kinds import transition_sources
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.resolve import AboutTerms
 from gearag.graph.transition import Csr
@@ -49,8 +50,8 @@ if TYPE_CHECKING:
 CHUNK = 1 << 23
 #: The source that is the about terms by entity (the prepared graph's ``about`` itself, stored once).
 ABOUT_SOURCE = "terms"
-#: The sources whose entries have scale ids (about terms).
-SCALED_SOURCES = (ABOUT_SOURCE, "terms_by_passage")
+#: The sources whose entries have scale ids (about terms), from the edge-kind registry.
+SCALED_SOURCES = tuple(src.name for src in transition_sources() if src.scaled)
 
 
 class Source(NamedTuple):
@@ -205,9 +206,8 @@ def _csr(m: sparse.csr_matrix) -> Csr:
 
 
 #: The query-time setting (:class:`~gearag.graph.passage_graph.PassageGraphConfig`) that weighs each source whose
-#: weight is one; the others weigh 1.
-WEIGHT_SETTINGS = {"backlinks": "backlink_weight", ABOUT_SOURCE: "about_weight", SCALED_SOURCES[1]: "about_weight",
-                   "synonyms": "synonym_weight"}
+#: weight is one (the edge-kind registry's); the others weigh 1.
+WEIGHT_SETTINGS = {src.name: src.weight for src in transition_sources() if src.weight is not None}
 
 
 def reweighted(columns: Scaled, weights: dict[str, float]) -> Scaled:
@@ -281,45 +281,51 @@ def _row_sums(m: Csr, scale: np.ndarray | None = None) -> np.ndarray:
 
 def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sparse.csr_matrix,
                    about: sparse.csr_matrix, terms: Csr, scale: np.ndarray) -> Scaled:
-    """The passage-node graph's transition as its sources (:class:`Scaled`).
+    """The passage-node graph's transition as its sources (:class:`Scaled`): one per registered transition
+    source (:func:`~gearag.graph.edge_kinds.transition_sources`) the graph holds and weighs above 0, in
+    registry order, its column sums added in that order.
 
     ``mentions``: passage × entity, as the graph uses them; ``about``: the
     summed about weights (entity × passage: its pattern gives the distinct
     targets); ``terms``, ``scale``: the same as terms (:func:`about_terms`).
-    Besides the sources, only the backlinks and the terms by passage (two
-    transposes) and the per-node column sums and degrees are made.
+    Besides the sources, only their transposes (the backlinks and the terms
+    by passage) and the per-node column sums and degrees are made.
     """
     p, e = mentions.shape
-    back, a_w, s_w = config.backlink_weight, config.about_weight, config.synonym_weight
-    m = _csr(mentions)
-    m_t = mentions.T.tocsr()
-    backlinks = _csr(m_t)
-    sources = [Source("mentions", m, True, False, 1.0)]
-    # Column sums: passages' (mentions, then about terms), entities' (backlinks, terms, relations, synonyms).
-    p_sum = _row_sums(m)
-    e_sum = np.zeros(e)
-    if back > 0:
-        sources.append(Source("backlinks", backlinks, False, True, back))
-        e_sum += back * _row_sums(backlinks)
-    if a_w > 0 and len(terms.data):
-        assert terms.sids is not None
-        indptr, pos, owner = regrouped(terms, terms.indices, p)  # the terms by passage
-        by_passage = Csr(indptr, owner, np.asarray(terms.data)[pos], terms.sids[pos])
-        del pos, owner
-        sources += [Source(ABOUT_SOURCE, terms, False, True, a_w),
-                    Source(SCALED_SOURCES[1], by_passage, True, False, a_w)]
-        p_sum += a_w * _row_sums(by_passage, scale)
-        e_sum += a_w * _row_sums(terms, scale)
-    rel = arrays.relations
-    sources.append(Source("relations", _csr(rel), False, False, 1.0))
-    e_sum += _row_sums(sources[-1].rows)  # type: ignore[arg-type]
-    syn = arrays.synonyms if arrays.synonyms is not None and s_w > 0 else None
-    if syn is not None:
-        sources.append(Source("synonyms", _csr(syn), False, False, s_w))
-        e_sum += s_w * _row_sums(sources[-1].rows)  # type: ignore[arg-type]
-    degree = _degrees(mentions, m_t, about if a_w > 0 else None, back > 0, rel, syn)
+    held: dict[str, Csr | None] = {"mentions": _csr(mentions), ABOUT_SOURCE: terms if len(terms.data) else None,
+                                   "relations": _csr(arrays.relations),
+                                   "synonyms": _csr(arrays.synonyms) if arrays.synonyms is not None else None}
+    sources: list[Source] = []
+    p_sum, e_sum = np.zeros(p), np.zeros(e)
+    for kind in transition_sources():
+        weight = 1.0 if kind.weight is None else float(getattr(config, kind.weight))
+        rows = held.get(kind.transpose_of) if kind.transpose_of is not None else held.get(kind.name)
+        if weight <= 0 or rows is None:
+            continue
+        if kind.transpose_of is not None:
+            rows = held[kind.name] = transposed(rows, p if kind.of_passages else e)
+        else:
+            held[kind.name] = rows
+        sources.append(Source(kind.name, rows, kind.of_passages, kind.to_passages, weight))
+        row_sums = _row_sums(rows, scale if kind.scaled else None)
+        col_sums = p_sum if kind.of_passages else e_sum
+        col_sums += row_sums if kind.weight is None else weight * row_sums
+    by_name = {src.name: src for src in sources}
+    m_t = held.get("backlinks")
+    m_t = m_t if m_t is not None else transposed(_csr(mentions), e)
+    degree = _degrees(mentions, sparse.csr_matrix((m_t.data, m_t.indices, m_t.indptr), shape=(e, p)),
+                      about if ABOUT_SOURCE in by_name else None, "backlinks" in by_name, arrays.relations,
+                      arrays.synonyms if "synonyms" in by_name else None)
     return Scaled(NodeLayout.plain(p, e), tuple(sources), np.asarray(scale, dtype=np.float64),
                   np.concatenate([p_sum, e_sum]), degree)
+
+
+def transposed(rows: Csr, n_targets: int) -> Csr:
+    """``rows`` by target (a stable counting sort of its entries: each target's entries in row order), with
+    their scale ids where they have them."""
+    indptr, pos, owner = regrouped(rows, rows.indices, n_targets)
+    data = np.asarray(rows.data)[pos]
+    return Csr(indptr, owner, data, rows.sids[pos]) if rows.sids is not None else Csr(indptr, owner, data)
 
 
 def _pattern(m: sparse.csr_matrix) -> sparse.csr_matrix:

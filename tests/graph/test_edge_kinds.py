@@ -1,0 +1,70 @@
+"""The edge-kind registry (gearag.graph.edge_kinds): what it accepts, and the transition made from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from gearag.graph.edge_kinds import (
+    EDGE_KINDS,
+    EdgeKind,
+    TransitionSource,
+    register_edge_kind,
+    transition_source,
+    transition_sources,
+)
+from gearag.graph.passage_graph import PassageGraphConfig, graph_arrays_for
+from gearag.graph.prepared import WEIGHTS, PreparedGraph
+from gearag.graph.scaled import SCALED_SOURCES, WEIGHT_SETTINGS, Scaled
+
+
+def _derive(arrays, config, inputs):
+    return arrays
+
+
+@pytest.mark.parametrize("kind, message", [
+    (EdgeKind("mentions", None, None, None), "registered already"),
+    (EdgeKind("x", "no_such_switch", None, _derive), "no setting"),
+    (EdgeKind("x", "synonyms", None, None), "a derivation"),
+    (EdgeKind("x", None, None, _derive), "a derivation"),
+    (EdgeKind("x", None, None, None, (TransitionSource("relations", False, False),)), "registered already"),
+    (EdgeKind("x", None, None, None, (TransitionSource("y", False, True, transpose_of="z"),)), "not registered"),
+])
+def test_registration_refuses_what_the_transition_could_not_read(kind: EdgeKind, message: str) -> None:
+    before = dict(EDGE_KINDS)
+    with pytest.raises(ValueError, match=message):
+        register_edge_kind(kind)
+    assert before == EDGE_KINDS
+
+
+def test_the_settings_tables_are_the_registrys() -> None:
+    names = [src.name for src in transition_sources()]
+    assert len(names) == len(set(names))
+    assert set(SCALED_SOURCES) == {s.name for s in transition_sources() if s.scaled}
+    assert {s.name: s.weight for s in transition_sources() if s.weight is not None} == WEIGHT_SETTINGS
+    assert set(WEIGHTS) == set(WEIGHT_SETTINGS.values())
+    for src in transition_sources():
+        assert transition_source(src.name) is src
+        if src.transpose_of is not None:  # a transpose runs the other way, after its source
+            base = transition_source(src.transpose_of)
+            assert (src.of_passages, src.to_passages) == (base.to_passages, base.of_passages)
+            assert names.index(base.name) < names.index(src.name)
+    with pytest.raises(KeyError):
+        transition_source("no such source")
+
+
+def test_the_transition_holds_the_registered_sources_it_weighs_in_registry_order(wiki) -> None:
+    """One source per registered source the graph holds, in registry order, each with its setting's weight; a
+    weight of 0 leaves a source (and no other) out."""
+    index, _ = wiki
+    arrays = graph_arrays_for(index)
+    for config in (PassageGraphConfig(), PassageGraphConfig(backlink_weight=0.3, about_weight=1.7),
+                   PassageGraphConfig(backlink_weight=0.0), PassageGraphConfig(about_weight=0.0)):
+        columns = PreparedGraph.build(arrays, config).columns
+        assert isinstance(columns, Scaled)
+        want = [s for s in transition_sources() if s.name != "synonyms"  # the index stores none
+                and (s.weight is None or getattr(config, s.weight) > 0)]
+        assert [s.name for s in columns.sources] == [s.name for s in want]
+        for got, kind in zip(columns.sources, want, strict=True):
+            assert (got.of_passages, got.to_passages) == (kind.of_passages, kind.to_passages)
+            assert got.weight == (1.0 if kind.weight is None else getattr(config, kind.weight))
+            assert (got.rows.sids is not None) == kind.scaled
