@@ -21,8 +21,9 @@ from typing import Any
 
 from gearag.bench.memory import rss_mb
 from gearag.cli import main
+from gearag.derive import union_files, union_graph, union_resolve
 from gearag.graph import passage_graph, prepared, resolve, trie
-from gearag.indexing import generation, union_files, union_graph, union_resolve
+from gearag.indexing import generation
 from gearag.store import writer
 
 MODULES = (union_resolve, union_graph, union_files, generation, prepared, passage_graph, resolve)

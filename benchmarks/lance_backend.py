@@ -163,8 +163,8 @@ def lance_cache_mb() -> str:
 def stages(location: str, dataset: str, limit: int, cache_rows: int | None = None,
            questions_file: str | None = None) -> None:
     """Resident memory after each stage of use (both backends import the Lance libraries first)."""
+    from gearag.derive.graph_for import graph_arrays_for
     from gearag.embed import index_embedder
-    from gearag.graph.passage_graph import graph_arrays_for
     from gearag.retrieve.bm25 import search_bm25
     from gearag.store.lance.storage import import_lancedb
 

@@ -29,7 +29,7 @@ def main() -> None:
     import_lancedb()
     from gearag.api import Gearag
     from gearag.data import load_questions
-    from gearag.graph.passage_graph import graph_arrays_for
+    from gearag.derive.graph_for import graph_arrays_for
 
     questions = [q.question for q in load_questions(sys.argv[3])[:150]] if len(sys.argv) > 3 else []
     if mode == "open":

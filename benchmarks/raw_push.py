@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gearag.graph.passage_graph import passage_graph_for
+from gearag.derive.graph_for import passage_graph_for
 from gearag.graph.ppr import PageRankOperator
 from gearag.store.index import Index
 from gearag.store.npy import load_npy

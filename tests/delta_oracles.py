@@ -9,7 +9,7 @@ numbered after them (:class:`NodeLayout`), and per column only what differs:
 the weight a target gained, appended to the base's column, or the whole
 column where one lost weight. The scale (one per title name), column sums,
 degrees and other per-node vectors are the union's, renumbered. It is the
-reference the add's own delta (:mod:`gearag.indexing.delta_resolve`,
+reference the add's own delta (:mod:`gearag.derive.delta_resolve`,
 :mod:`gearag.graph.delta_apply`) is checked against; it reads both graphs whole.
 
 The layered graph and the union's are the same graph with other ids (a

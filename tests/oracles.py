@@ -2,7 +2,7 @@
 
 gearag derives the triple graph (with its hub cut) and the entity resolution
 of every index one way: ``write_union`` over the shards, a plain build being
-one shard from nothing (:mod:`gearag.indexing.union_files`). These are the
+one shard from nothing (:mod:`gearag.derive.union_files`). These are the
 straightforward whole-corpus computations it replaced: ``linkable_for`` +
 ``reference_triple_graph`` and ``resolve_corpus`` (+ the edge-kind registry), as a
 build's graph and resolve stages. :func:`reference_build` builds an index with
@@ -12,15 +12,28 @@ them, and the tests compare every grown, shrunk and compacted index with it.
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from gearag.config import GraphConfig, IndexConfig
+from gearag.derive.union_files import edge_counts, name_encoder
 from gearag.graph.edge_kinds import EdgeInputs, with_edge_kinds
 from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
 from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
+from gearag.graph.resolve import (
+    MIN_CONTAINED_SHARE,
+    AboutTerms,
+    Resolution,
+    _incidence,
+    build_lexicon,
+    summed_csr,
+    usable_key,
+    with_span_mentions,
+)
+from gearag.graph.trie import TokenTrie, name_key, tokens
 from gearag.indexing import build_index
 from gearag.indexing.bm25 import BM25Stage
 from gearag.indexing.embed import EmbedStage
@@ -29,7 +42,6 @@ from gearag.indexing.graph import triple_columns
 from gearag.indexing.ner import NerStage
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.indexing.trees import TreesStage
-from gearag.indexing.union_files import edge_counts, name_encoder
 from gearag.model import Passage
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import TripleGraph
@@ -101,9 +113,9 @@ class ReferenceGraphStage:
         graph = reference_triple_graph(cols.subjects, cols.objects,
                                        linkable_for(build.config.graph, cols.subjects, cols.objects, cols.owner, n))
         w.write_json("entities.json", graph.entities)
-        for name, array in (("triple_head", graph.head), ("triple_tail", graph.tail),
-                            ("entity_indptr", graph.indptr), ("entity_indices", graph.indices)):
-            w.write_array(f"arrays/{name}.npy", array)
+        for name, values in (("triple_head", graph.head), ("triple_tail", graph.tail),
+                             ("entity_indptr", graph.indptr), ("entity_indices", graph.indices)):
+            w.write_array(f"arrays/{name}.npy", values)
         w.write_jsonl("triples.jsonl", (list(t) for t in zip(cols.subjects, cols.predicates, cols.objects,
                                                               strict=True)), offsets=True)
         owner = np.asarray(cols.owner, dtype=np.int32)
@@ -117,6 +129,113 @@ class ReferenceGraphStage:
         build.manifest["counts"] = {"passages": n, "triples": len(cols.subjects), "entities": graph.n_entities}
 
 
+def resolve_corpus(
+    titles: Sequence[str],
+    texts: Sequence[str],
+    subjects: Sequence[str],
+    objects: Sequence[str],
+    owner: Sequence[int] | np.ndarray,
+    named: Callable[[str], bool],
+    *,
+    scan_text: bool = True,
+    ner_spans: Sequence[Sequence[str]] | None = None,
+) -> Resolution:
+    """Resolve the whole corpus's mentions in one pass (:mod:`gearag.graph.resolve`'s rules): the reference the union
+    derivation (:mod:`gearag.derive.union_resolve`) equals, array for array.
+
+    ``ner_spans``: per passage, the texts of its named-entity spans (an extra
+    mention source, stored apart in ``Resolution.ner_mentions``).
+    """
+    n_passages = len(titles)
+    lexicon = build_lexicon(titles, texts)
+    keys = list(lexicon)
+    ids = {k: i for i, k in enumerate(keys)}
+    n_names = len(keys)
+    trie = TokenTrie()
+    for k, i in ids.items():
+        trie.add(k.split(" "), i)
+
+    # Machine-word arrays, not lists: a list holds an int object per entry (~36 bytes; there are several
+    # entries per triple), an array 8 bytes. Same values, so the same matrices.
+    about_rows = array("q")
+    about_cols = array("q")
+    about_raw = array("d")
+    about_names = array("q")
+    totals = np.zeros(n_names)
+    for i, k in enumerate(keys):
+        cands = lexicon[k]
+        totals[i] = sum(cands.values())
+        for row, w in cands.items():
+            about_rows.append(i)
+            about_cols.append(row)
+            about_raw.append(w)
+            about_names.append(i)
+
+    # Triple endpoints → entity ids (new ids for names the lexicon lacks).
+    endpoint_ids: dict[str, int] = {}
+
+    def endpoint(surface: str) -> int:
+        if surface in endpoint_ids:
+            return endpoint_ids[surface]
+        eid = -1
+        if named(surface):
+            key = name_key(surface)
+            if usable_key(key):
+                eid = ids.get(key, -1)
+                if eid < 0:
+                    eid = ids[key] = len(keys)
+                    keys.append(key)
+                    _contained(key, eid)
+        endpoint_ids[surface] = eid
+        return eid
+
+    def _contained(key: str, eid: int) -> None:
+        toks = key.split(" ")
+        for m in trie.scan(toks):
+            share = (m.end - m.start) / len(toks)
+            if share < MIN_CONTAINED_SHARE:
+                continue
+            for row, w in lexicon[keys[m.name]].items():
+                about_rows.append(eid)
+                about_cols.append(row)
+                about_raw.append(share * w)
+                about_names.append(m.name)
+
+    men_rows = array("q")
+    men_cols = array("q")
+    ends = np.full((len(subjects), 2), -1, dtype=np.int32)
+    for t, (s, o, p) in enumerate(zip(subjects, objects, owner, strict=True)):
+        for side, surface in enumerate((s, o)):
+            eid = endpoint(surface)
+            ends[t, side] = eid
+            if eid >= 0:
+                men_rows.append(int(p))
+                men_cols.append(eid)
+    if scan_text and n_names:
+        for row, text in enumerate(texts):
+            for m in trie.scan(tokens(text), require_capital=True):
+                men_rows.append(row)
+                men_cols.append(m.name)
+    n_keys = len(keys)
+    terms = AboutTerms(np.asarray(about_rows, dtype=np.int32), np.asarray(about_cols, dtype=np.int32),
+                       np.asarray(about_raw, dtype=np.float32), np.asarray(about_names, dtype=np.int32), totals)
+    # Each term normalised from its float64 raw weight (share · w / total, as the terms were always made).
+    about = summed_csr((np.asarray(about_raw) / totals[terms.names]).astype(np.float32),
+                       terms.rows.astype(np.int64), terms.cols.astype(np.int64), (n_keys, n_passages))
+    mentions = _incidence(men_rows, men_cols, (n_passages, n_keys))
+    res = Resolution(keys, n_names, about, mentions, ends, None, terms)
+    return with_span_mentions(res, ner_spans, named) if ner_spans is not None else res
+
+
+def graph_arrays(titles: Sequence[str], texts: Sequence[str], subjects: Sequence[str], objects: Sequence[str],
+                 owner: Sequence[int] | np.ndarray, named: Callable[[str], bool], *,
+                 ner_spans: Sequence[Sequence[str]] | None = None) -> GraphArrays:
+    """:func:`resolve_corpus` with its relation counts (``ner_spans``: with NER mentions); the optional edge kinds
+    are added by ``with_edge_kinds``."""
+    return GraphArrays.from_resolution(resolve_corpus(titles, texts, subjects, objects, owner, named,
+                                                      ner_spans=ner_spans))
+
+
 class ReferenceResolveStage:
     """The entity resolution by ``resolve_corpus`` over the whole corpus, plus the registered edge kinds."""
 
@@ -128,8 +247,8 @@ class ReferenceResolveStage:
             return
         assert build.triples is not None
         cols = build.triples
-        arrays = GraphArrays.build([p.title for p in build.passages], [p.text for p in build.passages],
-                                   cols.subjects, cols.objects, cols.owner, is_named)
+        arrays = graph_arrays([p.title for p in build.passages], [p.text for p in build.passages],
+                              cols.subjects, cols.objects, cols.owner, is_named)
 
         def spans() -> Sequence[Sequence[str]]:
             assert build.ner_spans is not None

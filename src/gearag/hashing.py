@@ -1,8 +1,8 @@
 """Stable 64-bit hashes of strings: the same in every process (Python's ``hash`` is salted per process).
 
 Indices store them to find strings without reading every stored string:
-the union's vocabularies and token indices (:mod:`gearag.indexing.union_vocab`,
-:mod:`gearag.indexing.union_resolve`) and the passages' ids
+the union's vocabularies and token indices (:mod:`gearag.derive.union_vocab`,
+:mod:`gearag.derive.union_resolve`) and the passages' ids
 (:mod:`gearag.store.passage_ids`). Two strings may share a hash, so every
 user confirms a match against the string itself (or only widens a
 candidate set with it).

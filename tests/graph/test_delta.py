@@ -10,8 +10,9 @@ import pytest
 from conftest import StubExtractor, use_stub_extractor, wiki_slice
 from delta_oracles import AppendedRows, delta_of, entity_map
 from gearag.config import IndexConfig
+from gearag.derive.graph_for import graph_arrays_for
 from gearag.graph.layered import LayeredCsr, LayeredNames
-from gearag.graph.passage_graph import PassageGraph, graph_arrays_for
+from gearag.graph.passage_graph import PassageGraph
 from gearag.graph.prepared import stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gearag.derive.graph_for import graph_arrays_for
 from gearag.graph.edge_kinds import (
     EDGE_KINDS,
     EdgeKind,
@@ -12,7 +13,7 @@ from gearag.graph.edge_kinds import (
     transition_source,
     transition_sources,
 )
-from gearag.graph.passage_graph import PassageGraphConfig, graph_arrays_for
+from gearag.graph.passage_graph import PassageGraphConfig
 from gearag.graph.prepared import WEIGHTS, PreparedGraph
 from gearag.graph.scaled import SCALED_SOURCES, WEIGHT_SETTINGS, Scaled
 

@@ -8,9 +8,10 @@ from scipy import sparse
 
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
 from gearag.graph.ppr import PageRankOperator, personalized_pagerank
-from gearag.graph.resolve import build_lexicon, leading_name, opening_names, resolve_corpus, title_names
+from gearag.graph.resolve import build_lexicon, leading_name, opening_names, title_names
 from gearag.graph.trie import TokenTrie, name_key, tokens
 from gearag.text import is_named
+from oracles import graph_arrays, resolve_corpus
 
 # -- trie -------------------------------------------------------------------
 
@@ -109,7 +110,7 @@ def test_corpus_without_titles_resolves_nothing_and_does_not_break() -> None:
     assert res.n_names == 0 and res.about.nnz == 0
     assert res.passage_links().nnz == 0
     assert res.mentions.nnz == 3  # endpoints are still entities that passages mention
-    graph = PassageGraph(GraphArrays.build(["", ""], [x for _, x in corpus], ["Seth Curry", "Duke Blue Devils"],
+    graph = PassageGraph(graph_arrays(["", ""], [x for _, x in corpus], ["Seth Curry", "Duke Blue Devils"],
                                            ["Duke Blue Devils", "team"], [0, 1], is_named))
     ranked = graph.rank("Where did Seth Curry play?", [(0, 1.0)], [], 2)
     assert ranked[0] == 0 and set(ranked) == {0, 1}
@@ -287,7 +288,7 @@ def _demo_graph(config: PassageGraphConfig = PassageGraphConfig()) -> PassageGra
 
     triples = [("Seth Curry", "played for", "Duke Blue Devils", 4), ("Stephen Curry", "born in", "Akron, Ohio", 0),
                ("Stephen Curry", "son of", "Dell Curry", 0), ("Seth Curry", "brother of", "Stephen Curry", 4)]
-    arrays = GraphArrays.build([t for t, _ in PASSAGES], [x for _, x in PASSAGES], [s for s, *_ in triples],
+    arrays = graph_arrays([t for t, _ in PASSAGES], [x for _, x in PASSAGES], [s for s, *_ in triples],
                                [o for _, _, o, _ in triples], [p for *_, p in triples], is_named)
     return PassageGraph(arrays, config)
 
@@ -372,12 +373,14 @@ def test_stop_words_are_spacys_without_importing_spacy() -> None:
     import sys
 
     code = ("import sys; from gearag.graph.resolve import stop_words; words = stop_words(); "
+
             "print(len(words), 'spacy' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split()[1:] == ["False", "False"]
     from spacy.lang.en.stop_words import STOP_WORDS
 
     from gearag.graph.resolve import stop_words
+
 
     assert stop_words() == frozenset(STOP_WORDS) and "the" in stop_words()
 
@@ -401,6 +404,7 @@ def test_summed_csr_is_scipys_coo_conversion_array_for_array(ordered: bool) -> N
     """Rows in order take the short path (no COO sort); either way the arrays are scipy's, duplicates summed
     in the same order (float32 sums are order-sensitive, so equality is exact)."""
     from gearag.graph.resolve import summed_csr
+
 
     rng = np.random.default_rng(11)
     rows = rng.integers(0, 50, 4000)

@@ -11,8 +11,9 @@ import pytest
 
 from conftest import StubExtractor, wiki_slice
 from gearag.config import IndexConfig
+from gearag.derive.graph_for import graph_arrays_for, passage_graph_for
 from gearag.errors import IndexFormatError
-from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig, graph_arrays_for, passage_graph_for
+from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared, stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig, graph_arrays_for
+from gearag.derive.graph_for import graph_arrays_for
+from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.graph.scaled import Scaled, about_terms, scaled_columns, source_degrees
@@ -67,8 +68,8 @@ def test_terms_with_their_names_read_as_the_normalised_weights(wiki) -> None:
     index, _ = wiki
     stored = graph_arrays_for(index)
     res = stored.resolution
-    from gearag.graph.resolve import resolve_corpus
     from gearag.text import is_named
+    from oracles import resolve_corpus
 
     tt = index.triples
     fresh = resolve_corpus([p.title for p in index.passages], [p.text for p in index.passages], tt.subjects,
@@ -108,8 +109,9 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
     The NER setting is no change to an index without NER mentions; a source left out cannot come back."""
     from dataclasses import replace
 
+    from gearag.derive import graph_for
+    from gearag.derive.graph_for import passage_graph_for
     from gearag.graph import passage_graph
-    from gearag.graph.passage_graph import passage_graph_for
 
     index, questions = wiki
     stored = stored_prepared(index)
@@ -149,7 +151,7 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
 
     configs = (PassageGraphConfig(backlink_weight=0.5), PassageGraphConfig(about_weight=0.0),
                PassageGraphConfig(passage_nodes=False))
-    monkeypatch.setattr(passage_graph, "graph_arrays_for", no_build)
+    monkeypatch.setattr(graph_for, "graph_arrays_for", no_build)
     graphs = [passage_graph_for(index, config) for config in configs]
     monkeypatch.undo()
     for config, graph in zip(configs, graphs, strict=True):

@@ -12,9 +12,9 @@ import pytest
 from gearag.config import ResolveConfig
 from gearag.graph.edge_kinds import EdgeInputs, with_edge_kinds
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
-from gearag.graph.resolve import resolve_corpus
 from gearag.graph.trie import name_key
 from gearag.text import is_named
+from oracles import graph_arrays, resolve_corpus
 
 CORPUS = [
     ("John F. Kennedy", "John F. Kennedy was an American politician from Boston."),
@@ -34,7 +34,7 @@ def _embed(keys: list[str]) -> np.ndarray:
 
 def _arrays(embed=_embed, ner_spans=None, triples=TRIPLES, threshold: float = 0.8) -> GraphArrays:
     """The corpus's graph arrays, with synonym edges when ``embed`` is given (through the edge-kind registry)."""
-    arrays = GraphArrays.build([t for t, _ in CORPUS], [x for _, x in CORPUS], [s for s, *_ in triples],
+    arrays = graph_arrays([t for t, _ in CORPUS], [x for _, x in CORPUS], [s for s, *_ in triples],
                                [o for _, _, o, _ in triples], [p for *_, p in triples], is_named,
                                ner_spans=ner_spans)
     if embed is None:
@@ -142,7 +142,7 @@ def test_ner_spans_from_spacy_are_names_not_values() -> None:
 def test_index_stores_synonyms_and_ner_mentions(tmp_path) -> None:
     from gearag.config import IndexConfig, ResolveConfig
     from gearag.demo import PASSAGES
-    from gearag.graph.passage_graph import graph_arrays_for
+    from gearag.derive.graph_for import graph_arrays_for
     from gearag.indexing import build_index
     from gearag.model import Passage
 

@@ -15,12 +15,12 @@ from conftest import StubExtractor, use_stub_extractor, wiki_slice
 from gearag.api import Gearag
 from gearag.cli import main
 from gearag.config import IndexConfig
+from gearag.derive.union_graph import EndpointTable
 from gearag.errors import ConfigError
 from gearag.graph.prepared import stored_prepared
 from gearag.indexing import build_index
 from gearag.indexing.delta_generation import DeltaConfig
 from gearag.indexing.incremental import add_documents, compact, delete_documents
-from gearag.indexing.union_graph import EndpointTable
 from gearag.model import Passage
 from gearag.store.index import Index, read_manifest
 from gearag.store.shards import DELTA, GENERATIONS_DIR, generation_ref
@@ -92,13 +92,8 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
         _same_results(tmp_path / "delta", tmp_path / "full", questions)
     # Other settings: the delta's stored sources weighed or joined otherwise, as the full add's graph prepared
     # anew (a weight of 0 drops edges; the entity-only graph; NER mentions off, of which there are none).
-    from gearag.graph.passage_graph import (
-        PassageGraph,
-        PassageGraphConfig,
-        graph_arrays_for,
-        passage_graph_for,
-        stored_graph_arrays,
-    )
+    from gearag.derive.graph_for import graph_arrays_for, passage_graph_for
+    from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, stored_graph_arrays
     from gearag.graph.scaled import Scaled, source_degrees
 
     delta_index, full_index = Index.load(tmp_path / "delta"), Index.load(tmp_path / "full")

@@ -10,9 +10,10 @@ from test_incremental import STUB, _passages, assert_same_index, assert_same_ran
 
 from conftest import StubExtractor, use_stub_extractor, write_jsonl
 from gearag.config import ResolveConfig
+from gearag.derive import union_files
+from gearag.derive.graph_for import graph_arrays_for
 from gearag.errors import IndexFormatError
-from gearag.graph.passage_graph import graph_arrays_for
-from gearag.indexing import build_index, union_files
+from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, compact, delete_documents
 from gearag.indexing.ner import NER_SPANS
 from gearag.store import shards as shard_store

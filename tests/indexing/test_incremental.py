@@ -20,8 +20,8 @@ from conftest import REPO, StubExtractor, assert_clean_error, use_stub_extractor
 from gearag.api import Gearag
 from gearag.config import IndexConfig, TreesConfig
 from gearag.data import load_corpus
+from gearag.derive.graph_for import graph_arrays_for, passage_graph_for
 from gearag.errors import DataError, IndexFormatError
-from gearag.graph.passage_graph import graph_arrays_for, passage_graph_for
 from gearag.graph.prepared import stored_prepared
 from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, compact, delete_documents
@@ -104,7 +104,7 @@ def assert_same_rankings(a: Index, b: Index, questions: list[str], methods: list
 def spy_priors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[bool], list[bool]]:
     """Per generation from now on: whether its triple graph, and whether its resolution, started from stored
     state. Two lists: the two run on two threads, in either order."""
-    from gearag.indexing import union_files
+    from gearag.derive import union_files
 
     graph: list[bool] = []
     names: list[bool] = []
@@ -160,7 +160,7 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     build_index(a, root, STUB)
     add_documents(root, b)
     gone = {a[3].id, a[7].id, b[0].id, b[5].id}
-    from gearag.indexing import union_files
+    from gearag.derive import union_files
 
     real = union_files.resolve_union
     removals: list[bool] = []
@@ -276,7 +276,7 @@ def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
 
 def _count_endpoint_tables(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record the triple count of every endpoint table computed from now on (the list fills as adds run)."""
-    from gearag.indexing import union_graph
+    from gearag.derive import union_graph
 
     computed: list[int] = []
     real = union_graph.EndpointTable.compute.__func__  # type: ignore[attr-defined]
@@ -586,7 +586,7 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
     assert [added.triples[t].subject for t in range(len(added.triples))][-2:] == ["Entity4 Alpha", "Entity5 Alpha"]
 
 
-@pytest.mark.parametrize("where", ["indexing.union_files.union_triple_graph", "indexing.union_files.resolve_union",
+@pytest.mark.parametrize("where", ["derive.union_files.union_triple_graph", "derive.union_files.resolve_union",
                                    "graph.passage_graph.write_prepared", "graph.prepared.scaled_columns"])
 def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
@@ -636,7 +636,7 @@ def test_updates_count_relations_beside_the_resolution_and_builds_after_it(
     own thread. Both ways give a build's arrays."""
     import threading
 
-    from gearag.indexing import union_resolve
+    from gearag.derive import union_resolve
 
     where, root, passages = _spied_build(tmp_path, monkeypatch, union_resolve, "relation_counts",
                                          lambda args, kwargs: threading.current_thread().name.split("_")[0])

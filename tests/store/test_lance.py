@@ -226,7 +226,7 @@ def test_open_memory_maps_the_graph_files_from_a_local_copy(lance: LanceIndex, t
 
 def test_lance_queries_rank_through_the_prepared_graph_as_embedded_does(
         slice_index: tuple[Index, list[str]], lance: LanceIndex) -> None:
-    from gearag.graph.passage_graph import passage_graph_for
+    from gearag.derive.graph_for import passage_graph_for
 
     index, questions = slice_index
     ge, gl = passage_graph_for(index), passage_graph_for(lance)
@@ -554,7 +554,7 @@ def test_a_prepared_graph_of_another_version_is_prepared_in_memory_instead(
         slice_index: tuple[Index, list[str]], lance: LanceIndex, tmp_path: Path) -> None:
     import shutil
 
-    from gearag.graph.passage_graph import passage_graph_for
+    from gearag.derive.graph_for import passage_graph_for
     from gearag.store.lance.storage import META_TABLE, connect, parse_location
 
     index, questions = slice_index

@@ -52,10 +52,10 @@ from gearag.agent.evidence import (
 )
 from gearag.agent.memory import MemoryLinks
 from gearag.agent.slots import connected
+from gearag.derive.graph_for import passage_graph_for
 from gearag.engine import Engine
 from gearag.expand.expansion import GraphExpander
 from gearag.expand.link import PassageLinker, TripleLinker
-from gearag.graph.passage_graph import passage_graph_for
 from gearag.llm.usage import TokenMeter, usage_scope
 from gearag.model import Fact, Hit, Reasoning
 from gearag.results import rank_scores
@@ -115,7 +115,6 @@ class GearAgent:
         self.triple_linker = TripleLinker(index, exp.link, config=exp.retriever)
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.chain = config.engine.chain_agent
-        # passage_graph_for is annotated with the concrete Index; it reads only the IndexStore part.
         self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
         #: Whether the output ranking is PPR's (``AgentConfig.final``): Eq. 9's passageLink lists are then not
         #: read, so no gist triple is linked (two BM25 searches each: ~a quarter of a GEAR query at 1M passages).

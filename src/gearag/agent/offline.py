@@ -116,12 +116,11 @@ class Resolver:
     MIN_SHARE = 0.5
 
     def __init__(self, index: IndexStore, words: WordLists = DEFAULT_WORDS) -> None:
-        from gearag.graph.passage_graph import graph_arrays_for
+        from gearag.derive.graph_for import graph_arrays_for
 
         self.index = index
         self.words = words
         self._kinds: dict[int, frozenset[str]] = {}
-        # stored_prepared and graph_arrays_for are annotated with the concrete Index; they read only IndexStore.
         prepared = stored_prepared(index)
         if prepared is not None:
             # The prepared graph's name hashes and about rows, memory-mapped: the resolution's ids and rows

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import time
 
+from gearag.derive.graph_for import passage_graph_for
 from gearag.engine import make_engine
 from gearag.expand.config import NaiveGEConfig, SyncGEConfig
 from gearag.expand.expansion import GraphExpander, triples_of_passages
 from gearag.expand.link import TripleLinker
 from gearag.expand.reader import Reader
-from gearag.graph.passage_graph import passage_graph_for
 from gearag.llm.usage import UsageLedger, usage_scope
 from gearag.results import RANK, Result, rank_scores
 from gearag.retrieve.fusion import rrf
@@ -47,7 +47,6 @@ class GraphExpansionMethod:
         self.base = base_retriever(index, exp.base, exp.retriever)  # passages, or a pool's nodes' sources
         self.expander = GraphExpander(index, exp.beam, exp.scoring)
         self.linker = TripleLinker(index, exp.link, config=exp.retriever) if reader is not None else None
-        # passage_graph_for is annotated with the concrete Index; it reads only the IndexStore part.
         self.graph = passage_graph_for(index, exp.passage_graph) if exp.graph != "beams" else None
 
     def __call__(self, question: str, k: int) -> Result:

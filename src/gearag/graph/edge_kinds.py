@@ -18,7 +18,7 @@ source it is the transpose of).
   close (``synonym_weight``).
 
 The core kinds come from the entity resolution itself (the union derivation,
-:func:`gearag.indexing.union_files.write_union`, for a build and for every
+:func:`gearag.derive.union_files.write_union`, for a build and for every
 add, delete and compact). An optional kind's ``derive`` takes the graph
 arrays made so far and returns them with its edges; kinds run in
 registration order (NER mentions add entities, so they come before the

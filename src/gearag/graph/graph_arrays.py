@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +11,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag.data.jsonio import parse_json
-from gearag.graph.resolve import Resolution, resolve_corpus
+from gearag.graph.resolve import Resolution
 from gearag.store.npy import load_npy
 
 
@@ -23,23 +23,6 @@ class GraphArrays:
     relations: sparse.csr_matrix  #: entity × entity, triple counts (upper and lower both filled)
     #: entity × entity synonym weights (cosine, symmetric); None when not computed.
     synonyms: sparse.csr_matrix | None = None
-
-    @classmethod
-    def build(
-        cls,
-        titles: Sequence[str],
-        texts: Sequence[str],
-        subjects: Sequence[str],
-        objects: Sequence[str],
-        owner: Sequence[int] | np.ndarray,
-        named,
-        *,
-        ner_spans: Sequence[Sequence[str]] | None = None,
-    ) -> GraphArrays:
-        """Resolve the corpus (``ner_spans``: with NER mentions) and count its relations. The optional edge
-        kinds an index stores are added by :func:`gearag.graph.edge_kinds.with_edge_kinds`."""
-        return cls.from_resolution(resolve_corpus(titles, texts, subjects, objects, owner, named,
-                                                  ner_spans=ner_spans))
 
     @classmethod
     def from_resolution(cls, res: Resolution, *, relations: sparse.csr_matrix | None = None) -> GraphArrays:

@@ -2,7 +2,7 @@
 
 LinearRAG (ICLR 2026) builds its whole graph from spaCy NER; HippoRAG links
 query entities by NER. Here the spans are one more mention source of
-:func:`gearag.graph.resolve.resolve_corpus`: each span that names something
+:func:`gearag.graph.resolve.with_span_mentions`: each span that names something
 (not a date, number or quantity) is resolved like a triple endpoint. The
 pipeline is the spaCy extractor's (:func:`gearag.extract.spacy.load_nlp`),
 run with its ``ner`` component alone (it has its own token vectors), over

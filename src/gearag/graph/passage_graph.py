@@ -51,12 +51,11 @@ from gearag.graph.config import PassageGraphConfig as PassageGraphConfig
 from gearag.graph.graph_arrays import GraphArrays as GraphArrays
 from gearag.graph.graph_arrays import relation_counts as relation_counts
 from gearag.graph.ppr import PageRankOperator
-from gearag.graph.prepared import Earlier, PreparedGraph, settings_of, stored_prepared, write_prepared
+from gearag.graph.prepared import Earlier, PreparedGraph, settings_of, write_prepared
 from gearag.graph.resolve import stop_words
 from gearag.graph.scaled import Scaled
 from gearag.graph.trie import tokens
 from gearag.store.index import GRAPH_DIR as GRAPH_DIR
-from gearag.text import is_named
 
 if TYPE_CHECKING:
     from gearag.store.interface import IndexStore
@@ -97,20 +96,6 @@ def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool =
 def stored_graph_arrays(index: IndexStore) -> GraphArrays | None:
     """The passage-graph arrays ``index`` stores (under ``graph/``, or its backend's), None when it has none."""
     return index.read_graph_arrays(GraphArrays.from_files)
-
-
-def graph_arrays_for(index: IndexStore) -> GraphArrays:
-    """The index's graph arrays: stored ones, else built from its passages and triples (cached)."""
-
-    def build() -> GraphArrays:
-        stored = stored_graph_arrays(index)
-        if stored is not None:
-            return stored
-        tt = index.triples
-        return GraphArrays.build([p.title for p in index.passages], [p.text for p in index.passages],
-                                 tt.subjects, tt.objects, np.asarray(tt.passage), is_named)
-
-    return index.cached("graph_arrays", build)
 
 
 class PassageGraph:
@@ -279,19 +264,3 @@ class PassageGraph:
         pos = np.argpartition(-vals, k)[:k] if len(reached) > k else np.arange(len(reached))
         top, top_vals = reached[pos], vals[pos]
         return [int(r) for r in top[np.lexsort((top, -top_vals))]]
-
-
-def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = None) -> PassageGraph:
-    """A cached :class:`PassageGraph` for ``index`` and ``config``."""
-    config = config or PassageGraphConfig()
-
-    def build() -> PassageGraph:
-        stored = stored_prepared(index)  # memory-mapped: nothing corpus-sized is built per process
-        if stored is not None and stored.serves(config):
-            return PassageGraph(stored, config)
-        derived = stored.derived(config) if stored is not None else None
-        if derived is not None:  # the stored sources, weighed or joined otherwise: no graph built from the corpus
-            return PassageGraph(derived, config)
-        return PassageGraph(graph_arrays_for(index), config)
-
-    return index.cached("passage_graph", build, variant=repr(config))

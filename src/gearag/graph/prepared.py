@@ -334,7 +334,7 @@ class Earlier:
     """The prepared names of an earlier index whose keys are all keys of the one being prepared.
 
     ``renumbered[i]`` is the id, in the new keys, of the earlier key ``i``
-    (:func:`~gearag.indexing.union_resolve.resolve_union` gives it when an add
+    (:func:`~gearag.derive.union_resolve.resolve_union` gives it when an add
     only appends passages: lexicon names keep their ids, endpoint-only names
     move past the new lexicon names). The new names are then the earlier
     sorted hashes with their ids renumbered, plus the hashes of the keys the

@@ -48,7 +48,13 @@ passage–entity edges).
   matrix (``Resolution.ner_mentions``) so the graph can use them or not.
 
 Output: compact CSR arrays (``about``: entity → passage with weights;
-``mentions``: passage → entity), see :class:`Resolution`.
+``mentions``: passage → entity), see :class:`Resolution`. This module holds
+the rules (the lexicon's tiers, usable keys, the containment share) and the
+types; the resolution of a corpus is derived by
+:func:`gearag.derive.union_resolve.resolve_union`, a build's as its one shard
+from nothing, an add's from what the previous generation kept. The tests'
+oracle ``resolve_corpus`` (``tests/oracles.py``) is the same rules as one
+plain pass over the corpus.
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.trie import NameLookup, TokenTrie, name_key, starts_name, tokens
+from gearag.graph.trie import NameLookup, name_key, starts_name, tokens
 
 #: Tier weights (see the module docstring). A title is the strongest evidence
 #: that a passage is about a name; derived names are weaker, and the head of a
@@ -265,103 +271,6 @@ class Resolution:
         return {k: i for i, k in enumerate(self.keys)}
 
 
-def resolve_corpus(
-    titles: Sequence[str],
-    texts: Sequence[str],
-    subjects: Sequence[str],
-    objects: Sequence[str],
-    owner: Sequence[int] | np.ndarray,
-    named: Callable[[str], bool],
-    *,
-    scan_text: bool = True,
-    ner_spans: Sequence[Sequence[str]] | None = None,
-) -> Resolution:
-    """Resolve the corpus's mentions (see the module docstring).
-
-    ``ner_spans``: per passage, the texts of its named-entity spans (an extra
-    mention source, stored apart in ``Resolution.ner_mentions``).
-    """
-    n_passages = len(titles)
-    lexicon = build_lexicon(titles, texts)
-    keys = list(lexicon)
-    ids = {k: i for i, k in enumerate(keys)}
-    n_names = len(keys)
-    trie = TokenTrie()
-    for k, i in ids.items():
-        trie.add(k.split(" "), i)
-
-    # Machine-word arrays, not lists: a list holds an int object per entry (~36 bytes; there are several
-    # entries per triple), an array 8 bytes. Same values, so the same matrices.
-    about_rows = array("q")
-    about_cols = array("q")
-    about_raw = array("d")
-    about_names = array("q")
-    totals = np.zeros(n_names)
-    for i, k in enumerate(keys):
-        cands = lexicon[k]
-        totals[i] = sum(cands.values())
-        for row, w in cands.items():
-            about_rows.append(i)
-            about_cols.append(row)
-            about_raw.append(w)
-            about_names.append(i)
-
-    # Triple endpoints → entity ids (new ids for names the lexicon lacks).
-    endpoint_ids: dict[str, int] = {}
-
-    def endpoint(surface: str) -> int:
-        if surface in endpoint_ids:
-            return endpoint_ids[surface]
-        eid = -1
-        if named(surface):
-            key = name_key(surface)
-            if usable_key(key):
-                eid = ids.get(key, -1)
-                if eid < 0:
-                    eid = ids[key] = len(keys)
-                    keys.append(key)
-                    _contained(key, eid)
-        endpoint_ids[surface] = eid
-        return eid
-
-    def _contained(key: str, eid: int) -> None:
-        toks = key.split(" ")
-        for m in trie.scan(toks):
-            share = (m.end - m.start) / len(toks)
-            if share < MIN_CONTAINED_SHARE:
-                continue
-            for row, w in lexicon[keys[m.name]].items():
-                about_rows.append(eid)
-                about_cols.append(row)
-                about_raw.append(share * w)
-                about_names.append(m.name)
-
-    men_rows = array("q")
-    men_cols = array("q")
-    ends = np.full((len(subjects), 2), -1, dtype=np.int32)
-    for t, (s, o, p) in enumerate(zip(subjects, objects, owner, strict=True)):
-        for side, surface in enumerate((s, o)):
-            eid = endpoint(surface)
-            ends[t, side] = eid
-            if eid >= 0:
-                men_rows.append(int(p))
-                men_cols.append(eid)
-    if scan_text and n_names:
-        for row, text in enumerate(texts):
-            for m in trie.scan(tokens(text), require_capital=True):
-                men_rows.append(row)
-                men_cols.append(m.name)
-    n_keys = len(keys)
-    terms = AboutTerms(np.asarray(about_rows, dtype=np.int32), np.asarray(about_cols, dtype=np.int32),
-                       np.asarray(about_raw, dtype=np.float32), np.asarray(about_names, dtype=np.int32), totals)
-    # Each term normalised from its float64 raw weight (share · w / total, as the terms were always made).
-    about = summed_csr((np.asarray(about_raw) / totals[terms.names]).astype(np.float32),
-                       terms.rows.astype(np.int64), terms.cols.astype(np.int64), (n_keys, n_passages))
-    mentions = _incidence(men_rows, men_cols, (n_passages, n_keys))
-    res = Resolution(keys, n_names, about, mentions, ends, None, terms)
-    return with_span_mentions(res, ner_spans, named) if ner_spans is not None else res
-
-
 def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> Resolution:
     """``res`` with named-entity spans as one more mention source, kept apart in ``ner_mentions``.
 
@@ -370,10 +279,10 @@ def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: C
     other usable name becomes a new entity (ids after every other, in order of
     first appearance) about the passages of the lexicon names it contains,
     weighted by the share of its tokens they cover (the module docstring).
-    The same arrays whether ``res`` was resolved from scratch
-    (:func:`resolve_corpus`) or extended by an add
-    (:func:`gearag.indexing.union_resolve.resolve_union`): the new entities'
-    rows of ``about`` follow the existing ones, which stay as they are.
+    The same arrays whatever passages ``res`` was resolved over in which
+    order (:func:`gearag.derive.union_resolve.resolve_union` for a build and
+    every add): the new entities' rows of ``about`` follow the existing ones,
+    which stay as they are.
     """
     n_passages = int(res.mentions.shape[0])
     if len(spans) != n_passages:

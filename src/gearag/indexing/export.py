@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, graph_arrays_for
+from gearag.derive.graph_for import graph_arrays_for
+from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig
 from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.store.index import BASE_DIR, PREPARED, Index
 from gearag.store.lance import export as lance_export

@@ -6,17 +6,17 @@ named-entity spans, for an index that stores NER mentions), graph (the
 shard's passages and cleaned triples), tokens (BM25 token ids and postings,
 so BM25 never re-tokenises and needs no global model) and embed. A
 generation is derived by :func:`write_generation` from the shards' stored
-results (:func:`~gearag.indexing.union_files.write_union`): the union's
+results (:func:`~gearag.derive.union_files.write_union`): the union's
 triple graph and hub cut from per-shard endpoint tables
-(:mod:`gearag.indexing.union_graph`) and its entity resolution
-extended from the previous generation's (:mod:`gearag.indexing.union_resolve`),
+(:mod:`gearag.derive.union_graph`) and its entity resolution
+extended from the previous generation's (:mod:`gearag.derive.union_resolve`),
 each equal to what a from-scratch build computes, so every corpus-global
 statistic is exact. Per-shard tables already in the previous generation
 are hard-linked, not recomputed, and the union's state (``union/``: key and
 name vocabularies and statistics) is extended when the generation only
 appends shards to the previous one (an add's text and endpoint work is its
 own shard's), or renumbered when it only deletes rows of them (a
-:class:`~gearag.indexing.union_graph.Removal`). The triple graph and the
+:class:`~gearag.derive.union_graph.Removal`). The triple graph and the
 entity resolution are made on two threads. What every add and delete still
 rewrites is the union-size graph arrays. A converted plain index's first
 generation is hard-linked from it (:func:`link_generation`).
@@ -33,22 +33,22 @@ from typing import Any
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.derive import union_files
+from gearag.derive.union_files import ShardColumns, UnionDelta, UnionRows, write_union
+from gearag.derive.union_graph import Removal
+from gearag.derive.union_resolve import (
+    Prior,
+    ResolveState,
+)
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
-from gearag.indexing import union_files
 from gearag.indexing.bm25 import write_tokens
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
 from gearag.indexing.ner import NerStage, stored_ner_spans
 from gearag.indexing.stage import Build, Stage
-from gearag.indexing.union_files import ShardColumns, UnionDelta, UnionRows, write_union
-from gearag.indexing.union_graph import Removal
-from gearag.indexing.union_resolve import (
-    Prior,
-    ResolveState,
-)
 from gearag.store import shards as shard_store
 from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
@@ -147,7 +147,7 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
                      config: IndexConfig, before: Path, base: PreparedGraph | None = None,
                      union: Union | None = None, previous: Path | None = None) -> UnionDelta | None:
     """What adding the shards after those of generation ``before`` changed in it, as deltas over it
-    (:func:`~gearag.indexing.union_files.union_delta`), with the per-shard tables they read written into
+    (:func:`~gearag.derive.union_files.union_delta`), with the per-shard tables they read written into
     ``w``; None where not an add onto ``before`` or it kept no state or prepared graph. ``base``: ``before``'s
     prepared graph, when the caller has it open (the delta's rows are over its arrays, which
     :func:`~gearag.graph.delta_apply.apply_delta` checks); ``union``: the shards' union, when the caller has it;
@@ -168,7 +168,7 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
 
 
 def shard_columns(refs: list[ShardRef], shards: list[Index], u: Union) -> list[ShardColumns]:
-    """What a generation reads of each shard (:class:`~gearag.indexing.union_files.ShardColumns`)."""
+    """What a generation reads of each shard (:class:`~gearag.derive.union_files.ShardColumns`)."""
 
     def columns(i: int, ref: ShardRef, s: Index) -> ShardColumns:
         texts = Mapped(s.passages, attrgetter("text"))
@@ -258,7 +258,7 @@ def link_generation(src: Path, root: Path, refs: list[ShardRef], counts: dict[st
     hard-linked (a generation build would reproduce them exactly), no tombstones.
 
     ``state``: the union state a growable build kept for that shard
-    (:func:`~gearag.indexing.union_files.kept_state`), linked too, so the
+    (:func:`~gearag.derive.union_files.kept_state`), linked too, so the
     first add extends it instead of computing it for the whole corpus.
     """
     name = generation_name(refs, {})

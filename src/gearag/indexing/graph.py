@@ -8,9 +8,9 @@ from operator import attrgetter
 
 import numpy as np
 
+from gearag.derive.union_files import ShardColumns, UnionRows, cannot_grow, write_union
+from gearag.derive.union_graph import corpus_triple_graph
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
-from gearag.indexing.union_files import ShardColumns, UnionRows, cannot_grow, write_union
-from gearag.indexing.union_graph import corpus_triple_graph
 from gearag.malloc import release_free_memory
 from gearag.store import shards as shard_store
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
@@ -53,11 +53,11 @@ class GraphStage:
     """Writes the passages, the cleaned triples and the triple graph.
 
     A plain build's triple graph and entity resolution (with the optional
-    edge kinds) are made by :func:`~gearag.indexing.union_files.write_union`
+    edge kinds) are made by :func:`~gearag.derive.union_files.write_union`
     over the build as one shard from nothing: the derivation every
     ``gearag add``, delete and compact runs over the union of the shards. With
     ``graph.growable`` on (and an index ``gearag add`` can extend:
-    :func:`~gearag.indexing.union_files.cannot_grow`) the build keeps the state
+    :func:`~gearag.derive.union_files.cannot_grow`) the build keeps the state
     its first add extends. ``union=False``: the triple graph only (a shard of a
     sharded index, whose generation makes the rest), by the same derivation.
     """

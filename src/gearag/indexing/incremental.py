@@ -39,6 +39,7 @@ import numpy as np
 from gearag import setops
 from gearag.config import IndexConfig
 from gearag.data.ids import numbered_after, read_ids
+from gearag.derive.union_files import cannot_grow, is_state_file, union_spans
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
 from gearag.hashing import stable_hashes
@@ -48,7 +49,6 @@ from gearag.indexing.duplicates import NewDocuments, new_documents
 from gearag.indexing.generation import SHARD_STAGES, link_generation, shard_columns, write_generation
 from gearag.indexing.ner import NER_SPANS, keeps_ner_spans
 from gearag.indexing.pipeline import build_index
-from gearag.indexing.union_files import cannot_grow, is_state_file, union_spans
 from gearag.model import Passage
 from gearag.options import build_config
 from gearag.store.checkpoint import text_key

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gearag.graph.resolve import Resolution, resolve_corpus
-from gearag.indexing.token_index import TokenIndex
-from gearag.indexing.union_graph import EndpointTable, Removal, UnionTriples
-from gearag.indexing.union_resolve import Prior, resolve_union
-from gearag.indexing.union_vocab import UnionVocab
+from gearag.derive.token_index import TokenIndex
+from gearag.derive.union_graph import EndpointTable, Removal, UnionTriples
+from gearag.derive.union_resolve import Prior, resolve_union
+from gearag.derive.union_vocab import UnionVocab
+from gearag.graph.resolve import Resolution
 from gearag.model import Passage
 from gearag.text import is_named
+from oracles import resolve_corpus
 
 BASE = [
     Passage("b0", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990."),
@@ -150,7 +151,7 @@ def test_a_delete_renumbers_and_rescans_only_what_gone_names_touch_and_equals_a_
 
 
 def test_the_state_keeps_the_first_token_spans_and_a_damaged_table_is_computed_again(tmp_path) -> None:
-    from gearag.indexing.union_resolve import LONGEST, RESOLVE_DIR, ResolveState
+    from gearag.derive.union_resolve import LONGEST, RESOLVE_DIR, ResolveState
     from gearag.store.writer import IndexWriter
 
     s0, o0, w0 = _triples(BASE, 0)

@@ -18,7 +18,7 @@ subjects and objects, the ``max_entity_share`` hub cut over the union's
 passage count, entity ids in first-appearance order (every subject, then every
 object, as ``reference_triple_graph`` assigns them) and the CSR adjacency.
 Keys are numbered by the union's vocabulary
-(:mod:`gearag.indexing.union_vocab`), and :class:`KeyStats` keeps, per key,
+(:mod:`gearag.derive.union_vocab`), and :class:`KeyStats` keeps, per key,
 its first subject and object positions and its passage count, so an add that
 appends a shard counts that shard's triples only; ids and the hub cut stay
 exact while the Python work per add is the new shard's endpoints.
@@ -39,11 +39,11 @@ from gearag import setops
 from gearag.config import GraphConfig
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import taken
+from gearag.derive.union_vocab import UNION_DIR, UnionVocab
 from gearag.errors import GearagError, IndexFormatError
 from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
 from gearag.graph.resolve import usable_key
 from gearag.graph.trie import name_key
-from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.store.collection import load_array
 from gearag.store.graph import TripleGraph
 from gearag.store.rows import zip_columns

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gearag.derive.text_mentions import _merged, mention_matrix
 from gearag.graph.resolve import _incidence
-from gearag.indexing.text_mentions import _merged, mention_matrix
 
 
 def test_entries_in_row_order_are_merged_as_a_stable_sort_would() -> None:

@@ -1,6 +1,6 @@
 """The text matches and lexicon of a delta add, kept for the next delta add over the same base (docs/delta.md).
 
-A delta add resolves every shard since its base again (:mod:`gearag.indexing.delta_resolve`), and its
+A delta add resolves every shard since its base again (:mod:`gearag.derive.delta_resolve`), and its
 largest part that grows with them is the text scan: every passage since the base, and every base
 passage holding all the tokens of a lexicon name new since the base, is scanned for lexicon names
 (leftmost-longest). The next delta add over the same base knows all of that already except what its
@@ -10,7 +10,7 @@ it holds every token of a gained name (the rule full generations follow, :func:`
 text_mentions.rows_holding`). So a delta generation keeps its scan (:class:`TextScan`), and the next
 delta add scans its own passages and the rows holding a name gained since, keeping the other rows'
 matches. Likewise the lexicon: the entries of the passages since the base are kept, and the next delta
-add reads only its own passages' titles and openings (:func:`~gearag.indexing.union_resolve.grown_lexicon`).
+add reads only its own passages' titles and openings (:func:`~gearag.derive.union_resolve.grown_lexicon`).
 Tested equal to scanning everything again.
 """
 
@@ -23,11 +23,11 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag import setops
+from gearag.derive.text_mentions import rows_holding, scanned_again
+from gearag.derive.token_index import TokenIndex
+from gearag.derive.union_resolve import GrownLexicon, LexiconSince
 from gearag.errors import GearagError
 from gearag.graph.trie import NameLookup
-from gearag.indexing.text_mentions import rows_holding, scanned_again
-from gearag.indexing.token_index import TokenIndex
-from gearag.indexing.union_resolve import GrownLexicon, LexiconSince
 from gearag.model import Passage
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter
@@ -51,7 +51,7 @@ class TextScan(NamedTuple):
     entries: tuple[np.ndarray, np.ndarray, np.ndarray]  #: the lexicon entries of the passages since the base
 
     def lexicon(self, base_names: int, new_from: int, n_passages: int) -> LexiconSince | None:
-        """The lexicon since the base (for :func:`~gearag.indexing.union_resolve.grown_lexicon`), if it is of a
+        """The lexicon since the base (for :func:`~gearag.derive.union_resolve.grown_lexicon`), if it is of a
         base of ``base_names`` names whose passages end at ``new_from``, and of no more than ``n_passages``."""
         ok = (self.base_names == base_names and new_from <= self.passages <= n_passages
               and len(self.new_names) == self.names - self.base_names)

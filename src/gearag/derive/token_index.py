@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from gearag import setops
+from gearag.derive.union_graph import EndpointTable, reuse_or_compute
+from gearag.derive.union_vocab import UNION_DIR
 from gearag.errors import GearagError
 from gearag.graph.trie import tokens
 from gearag.hashing import stable_hashes
-from gearag.indexing.union_graph import EndpointTable, reuse_or_compute
-from gearag.indexing.union_vocab import UNION_DIR
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter
 

@@ -1,8 +1,7 @@
-"""The union's entity resolution, extended by an add instead of recomputed.
+"""The entity resolution of the union of the shards (:mod:`gearag.graph.resolve`'s rules), extended by an add.
 
-:func:`gearag.graph.resolve.resolve_corpus` over the union scans every
-passage's text for every title-derived name, so a from-scratch resolution per
-``gearag add`` grew with the corpus. Its parts depend on the rest of the
+Resolving from scratch scans every passage's text for every title-derived
+name, so a from-scratch resolution per ``gearag add`` grew with the corpus. Its parts depend on the rest of the
 corpus in a few known ways only, which this module uses:
 
 * the *lexicon* (title, base, head and alias names, :func:`build_lexicon`) is
@@ -12,10 +11,10 @@ corpus in a few known ways only, which this module uses:
   only when a name new to the lexicon occurs in it: only passages that hold
   every token of some new name are scanned again (each shard keeps a
   token → passages index, ``resolve/<shard>/``), with the new passages
-  (:mod:`gearag.indexing.text_mentions`);
+  (:mod:`gearag.derive.text_mentions`);
 * the *endpoint* names come from the shards' endpoint tables
-  (:mod:`gearag.indexing.union_graph`) through the union's vocabulary of
-  names (:mod:`gearag.indexing.union_vocab`). Per name, :class:`NameStats`
+  (:mod:`gearag.derive.union_graph`) through the union's vocabulary of
+  names (:mod:`gearag.derive.union_vocab`). Per name, :class:`NameStats`
   keeps where it first appears, its lexicon id and the lexicon names its
   tokens contain; an add counts its own triples, gives new lexicon names
   their ids, and scans again only the names a new lexicon name can occur
@@ -32,8 +31,8 @@ previous generation's state is renumbered without the deleted rows, and only
 what a vanished lexicon name may have matched in is scanned again. Without
 the state (the first add after a conversion, or a generation an older
 gearag wrote), everything is scanned: the same code with every passage and
-name "new". The result is the :class:`~gearag.graph.resolve.Resolution`
-``resolve_corpus`` returns for the union, array for array (tested).
+name "new". The result is the :class:`~gearag.graph.resolve.Resolution` the tests'
+oracle ``resolve_corpus`` (one plain pass over the union) returns, array for array.
 """
 
 from __future__ import annotations
@@ -53,6 +52,10 @@ from gearag import setops
 from gearag.arrays import ranges
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import JsonStrings, strings_at
+from gearag.derive.text_mentions import mention_matrix, text_mentions
+from gearag.derive.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
+from gearag.derive.union_graph import Removal, UnionTriples, first_seen, union_ends
+from gearag.derive.union_vocab import UNION_DIR, UnionVocab
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import relation_counts
 from gearag.graph.resolve import (
@@ -63,10 +66,6 @@ from gearag.graph.resolve import (
     summed_csr,
 )
 from gearag.graph.trie import NameLookup
-from gearag.indexing.text_mentions import mention_matrix, text_mentions
-from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
-from gearag.indexing.union_graph import Removal, UnionTriples, first_seen, union_ends
-from gearag.indexing.union_vocab import UNION_DIR, UnionVocab
 from gearag.model import Passage
 from gearag.store.collection import load_array
 from gearag.store.writer import IndexWriter
@@ -294,7 +293,8 @@ class UnionResolution(NamedTuple):
 def resolve_union(passages: Sequence[Passage], live: UnionTriples, vocab: UnionVocab, prior: Prior | None = None,
                   indices: Sequence[tuple[TokenIndex, np.ndarray]] = (),
                   name_indices: Sequence[TokenIndex] = (), background: Executor | None = None) -> UnionResolution:
-    """``resolve_corpus`` of the union, reusing ``prior`` (the resolution of its first ``prior.new_from`` passages).
+    """The resolution of the union (the oracle ``resolve_corpus``'s, array for array), reusing ``prior`` (the
+    resolution of its first ``prior.new_from`` passages).
 
     ``live``: the union's live triples; ``vocab``: the union's endpoint names (the tables' ``names``);
     ``indices``: per earlier shard, its token index and shard row → union row
@@ -349,8 +349,8 @@ def resolve_union(passages: Sequence[Passage], live: UnionTriples, vocab: UnionV
     ends = union_ends(vocab.remaps, name_ends, triple_keep, through=entity.astype(np.int32))
     relations = background.submit(relation_counts, ends, len(keys)) if background is not None else None
     # Every name below is freed once used: the matrices that follow are an add's peak.
-    # -- the matrices, as resolve_corpus assembles them -------------------------------------------------
-    # An endpoint-only name is about the passages of the lexicon names it contains (resolve_corpus._contained).
+    # -- the matrices, as one plain pass assembles them -------------------------------------------------
+    # An endpoint-only name is about the passages of the lexicon names it contains (as one plain pass adds them).
     contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w)
     for part, values in zip((about_rows, about_cols, about_raw, about_names), contained, strict=True):
         part.append(values)
@@ -436,7 +436,7 @@ def _contained_about(stats: NameStats, ep: np.ndarray, n_names: int, name_ptr: n
                      by_name_w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The about terms of the endpoint-only names ``ep`` (entity ids ``n_names + i``): for each lexicon
     name one contains (share ``s``), each of that name's passages with raw weight ``s * w``, in the
-    order ``resolve_corpus`` appends them: (entities, passages, raw weights, the contained names)."""
+    order one plain pass appends them: (entities, passages, raw weights, the contained names)."""
     per = stats.cont_ptr[ep + 1] - stats.cont_ptr[ep]
     at = ranges(stats.cont_ptr[ep], per)
     contained = stats.cont_name[at]

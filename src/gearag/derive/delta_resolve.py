@@ -6,9 +6,9 @@ resolving the union: in the appending numbering (the base's entity ids
 kept; new lexicon names, then new endpoint-only names by first appearance,
 after them), only the rows the add changes are made, source by source:
 
-* *entities*: the lexicon grows as :func:`~gearag.indexing.union_resolve.grown_lexicon`
+* *entities*: the lexicon grows as :func:`~gearag.derive.union_resolve.grown_lexicon`
   says and the endpoint names' statistics as
-  :func:`~gearag.indexing.union_resolve.endpoint_name_stats` says (the names a
+  :func:`~gearag.derive.union_resolve.endpoint_name_stats` says (the names a
   new lexicon name may occur in are scanned again). An endpoint-only name of
   the base that gained a page keeps its id and becomes a lexicon name;
 * *mentions* (passage rows): the new passages' triple ends and text matches;
@@ -43,6 +43,16 @@ import numpy as np
 from gearag import setops
 from gearag.arrays import ranges
 from gearag.data.jsonstrings import strings_at
+from gearag.derive.delta_scan import TextScan, scan_texts
+from gearag.derive.token_index import TokenIndex
+from gearag.derive.union_graph import UnionTriples, union_ends
+from gearag.derive.union_resolve import (
+    NameStats,
+    Prior,
+    endpoint_name_stats,
+    grown_lexicon,
+)
+from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph, _usable
@@ -50,16 +60,6 @@ from gearag.graph.resolve import ascending
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames, NameLookup, key_hashes
-from gearag.indexing.delta_scan import TextScan, scan_texts
-from gearag.indexing.token_index import TokenIndex
-from gearag.indexing.union_graph import UnionTriples, union_ends
-from gearag.indexing.union_resolve import (
-    NameStats,
-    Prior,
-    endpoint_name_stats,
-    grown_lexicon,
-)
-from gearag.indexing.union_vocab import UnionVocab
 from gearag.model import Passage
 
 
@@ -198,7 +198,7 @@ def resolve_delta(passages: Sequence[Passage], live: UnionTriples, vocab: UnionV
                   previous_scan: TextScan | None = None) -> tuple[ResolutionDelta, TextScan] | None:
     """What the add of the passages after ``prior.new_from`` (and of the shards after ``prior.shards``) changed
     in the resolution, over ``base`` (the prior's prepared graph), with the text scan it made (kept for the
-    next delta add: :mod:`gearag.indexing.delta_scan`); the arguments are :func:`resolve_union`'s, but
+    next delta add: :mod:`gearag.derive.delta_scan`); the arguments are :func:`resolve_union`'s, but
     ``indices`` are every shard's (the base's and those since: a previous delta add's ``previous_scan`` is
     updated where a name gained since it occurs).
 

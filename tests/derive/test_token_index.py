@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from gearag.indexing.token_index import TokenIndex, TokenQuery
+from gearag.derive.token_index import TokenIndex, TokenQuery
 
 WORDS = ["Paris", "paris", "Texas", "John", "Smith", "de", "la", "Rosa", "River", "Old", "New", "York"]
 

@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 
 from delta_oracles import entity_map, resolution_delta_of, triple_graph_delta
+from gearag.derive.delta_resolve import resolve_delta
+from gearag.derive.token_index import TokenIndex
+from gearag.derive.union_graph import EndpointTable, UnionTriples
+from gearag.derive.union_resolve import Prior, resolve_union
+from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, apply_delta
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
 from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.graph.scaled import TermsByName
-from gearag.indexing.delta_resolve import resolve_delta
-from gearag.indexing.token_index import TokenIndex
-from gearag.indexing.union_graph import EndpointTable, UnionTriples
-from gearag.indexing.union_resolve import Prior, resolve_union
-from gearag.indexing.union_vocab import UnionVocab
 from gearag.model import Passage
 from gearag.store import shards as shard_store
 
@@ -172,10 +172,10 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, hu
 
     from conftest import StubExtractor, use_stub_extractor, wiki_slice
     from gearag.config import IndexConfig
-    from gearag.graph.passage_graph import graph_arrays_for
+    from gearag.derive.delta_scan import TextScan
+    from gearag.derive.graph_for import graph_arrays_for
     from gearag.indexing import build_index
     from gearag.indexing.delta_generation import DeltaConfig
-    from gearag.indexing.delta_scan import TextScan
     from gearag.indexing.generation import generation_delta
     from gearag.indexing.incremental import _load_state, add_documents
     from gearag.store.index import Index, read_manifest

@@ -23,13 +23,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gearag.config import IndexConfig
-from gearag.embed.base import Embedder, make_embedder
-from gearag.graph.delta_apply import ResolutionDelta
-from gearag.graph.edge_kinds import EdgeInputs, stored_kinds, with_edge_kinds
-from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
-from gearag.graph.prepared import PREPARED, PreparedGraph, earlier_names
-from gearag.indexing.token_index import RESOLVE_DIR, TokenIndex, shard_name_index, shard_token_index
-from gearag.indexing.union_graph import (
+from gearag.derive.token_index import RESOLVE_DIR, TokenIndex, shard_name_index, shard_token_index
+from gearag.derive.union_graph import (
     ENDPOINTS_DIR,
     EndpointTable,
     KeyStats,
@@ -37,8 +32,13 @@ from gearag.indexing.union_graph import (
     shard_table,
     union_triple_graph,
 )
-from gearag.indexing.union_resolve import NameStats, Prior, resolve_union
-from gearag.indexing.union_vocab import UNION_DIR, UnionVocab, common_prefix
+from gearag.derive.union_resolve import NameStats, Prior, resolve_union
+from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
+from gearag.embed.base import Embedder, make_embedder
+from gearag.graph.delta_apply import ResolutionDelta
+from gearag.graph.edge_kinds import EdgeInputs, stored_kinds, with_edge_kinds
+from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
+from gearag.graph.prepared import PREPARED, PreparedGraph, earlier_names
 from gearag.model import Passage
 from gearag.store.graph import LayeredTripleGraph, TripleGraph
 from gearag.store.shards import UNION_VERSION
@@ -241,7 +241,7 @@ def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], tables: l
 class UnionDelta(NamedTuple):
     """What an add changed in a generation, as deltas over it (None: a delta cannot say it)."""
 
-    resolution: ResolutionDelta | None  #: of the entity resolution (:mod:`gearag.indexing.delta_resolve`)
+    resolution: ResolutionDelta | None  #: of the entity resolution (:mod:`gearag.derive.delta_resolve`)
     triples: LayeredTripleGraph | None  #: the triple graph, as the base's plus a delta
 
 
@@ -250,14 +250,14 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
                 base_graph: TripleGraph, tables_from: Path | None = None) -> UnionDelta:
     """What the add of the shards after ``prior.shards`` changed in generation ``before`` (``done``: its
     manifest; ``base``, ``base_graph``: its prepared graph and triple graph): the resolution's delta
-    (:func:`~gearag.indexing.delta_resolve.resolve_delta`) and the triple graph's
-    (:func:`~gearag.indexing.delta_triples.triples_delta`), from the state it kept. The per-shard tables and
+    (:func:`~gearag.derive.delta_resolve.resolve_delta`) and the triple graph's
+    (:func:`~gearag.derive.delta_triples.triples_delta`), from the state it kept. The per-shard tables and
     indices they read are written into ``w`` as :func:`write_union` writes them, hard-linked from
     ``tables_from`` (default ``before``: the previous generation, a delta one keeps the tables of the shards
     since its base) where it has them."""
-    from gearag.indexing.delta_resolve import resolve_delta
-    from gearag.indexing.delta_scan import TextScan
-    from gearag.indexing.delta_triples import triples_delta
+    from gearag.derive.delta_resolve import resolve_delta
+    from gearag.derive.delta_scan import TextScan
+    from gearag.derive.delta_triples import triples_delta
 
     if done.get("union") != UNION_VERSION or stored_kinds(config.resolve):
         return UnionDelta(None, None)  # the optional edge kinds are derived over the union (no delta yet)

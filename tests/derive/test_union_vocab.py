@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gearag.data.jsonstrings import JsonStrings
-from gearag.indexing.union_vocab import UnionVocab, common_prefix
+from gearag.derive.union_vocab import UnionVocab, common_prefix
 from gearag.store.writer import IndexWriter
 
 SHARDS = [["b", "a", "c"], ["c", "d"], ["a", "e", "b", "f"]]
@@ -87,7 +87,7 @@ def test_a_map_that_does_not_fit_its_shard_is_not_trusted(tmp_path: Path) -> Non
 def test_extended_hashes_are_the_sorted_hashes_of_every_string(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The new strings' hashes are merged in as a stable sort of all of them would place them, equal hashes
     included (forced here by a hash of the length), and every string is found."""
-    from gearag.indexing import union_vocab
+    from gearag.derive import union_vocab
 
     monkeypatch.setattr(union_vocab, "stable_hashes", lambda strings: np.array([len(s) for s in strings],
                                                                                dtype=np.uint64))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from gearag.config import GraphConfig
-from gearag.indexing.union_graph import EndpointTable, Removal, UnionTriples, union_triple_graph
-from gearag.indexing.union_vocab import UnionVocab
+from gearag.derive.union_graph import EndpointTable, Removal, UnionTriples, union_triple_graph
+from gearag.derive.union_vocab import UnionVocab
 
 # (subject, object, passage): "Hub" is in most passages (the hub cut), "Rare" first appears in passage 0.
 TRIPLES = [("Rare", "Hub", 0), ("Alpha", "Hub", 1), ("Hub", "Beta", 2), ("Rare", "Alpha", 3), ("Beta", "Hub", 4),
@@ -50,7 +50,7 @@ def test_deleting_passages_gives_the_stats_and_graph_of_what_remains(gone: list[
 
 
 def test_the_endpoint_memo_is_bounded_and_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gearag.indexing import union_graph
+    from gearag.derive import union_graph
 
     subjects = [f"Name {i % 7}" for i in range(50)] + ["the river", "Name 1", "x"]
     objects = [f"Place {i % 5}" for i in range(50)] + ["Name 2", "", "Place 3"]

@@ -5,8 +5,8 @@ finds by comparing two full triple graphs (GEAR's beam search, §4.2), from
 the add's own triples: the base's entity ids kept, new keys numbered after
 them in the union's first-appearance order, the new triples appended, each
 entity's new triples appended to its postings. It counts the new triples'
-passages per key into the base's :class:`~gearag.indexing.union_graph.KeyStats`
-as :func:`~gearag.indexing.union_graph.union_triple_graph` does; where that
+passages per key into the base's :class:`~gearag.derive.union_graph.KeyStats`
+as :func:`~gearag.derive.union_graph.union_triple_graph` does; where that
 moves the hub cut over the base's keys (a key crossing ``max_entity_share``
 of the passages either way, which relinks or unlinks base triples) or flips
 the "few capitalised endpoints" fallback, no delta can say the union and
@@ -20,8 +20,7 @@ import numpy as np
 from gearag import setops
 from gearag.config import GraphConfig
 from gearag.data.jsonstrings import taken
-from gearag.graph.layered import AppendedRows, LayeredCsr
-from gearag.indexing.union_graph import (
+from gearag.derive.union_graph import (
     KeyStats,
     UnionTriples,
     entity_order,
@@ -31,7 +30,8 @@ from gearag.indexing.union_graph import (
     passages_per_key,
     union_ends,
 )
-from gearag.indexing.union_vocab import UnionVocab
+from gearag.derive.union_vocab import UnionVocab
+from gearag.graph.layered import AppendedRows, LayeredCsr
 from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph
 
 
@@ -39,7 +39,7 @@ def triples_delta(config: GraphConfig, live: UnionTriples, n_passages: int, voca
                   counted: int, base: TripleGraph, base_passages: int) -> LayeredTripleGraph | None:
     """The union's triple graph as ``base``'s plus a delta (module docstring): ``prior`` are the base's key
     statistics over its ``counted`` shards, ``base_passages`` its passage count; the rest are
-    :func:`~gearag.indexing.union_graph.union_triple_graph`'s arguments. None: a full generation decides."""
+    :func:`~gearag.derive.union_graph.union_triple_graph`'s arguments. None: a full generation decides."""
     tables, triple_keep, owner = live
     named_all = links_all(config, tables, triple_keep)
     if named_all != prior.named_all:

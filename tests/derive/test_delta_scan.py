@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
+from gearag.derive.delta_scan import TextScan, scan_texts
+from gearag.derive.token_index import TokenIndex
+from gearag.derive.union_resolve import GrownLexicon, grown_lexicon
 from gearag.graph.trie import NameLookup
-from gearag.indexing.delta_scan import TextScan, scan_texts
-from gearag.indexing.token_index import TokenIndex
-from gearag.indexing.union_resolve import GrownLexicon, grown_lexicon
 from gearag.model import Passage
 from gearag.store.writer import IndexWriter
 
@@ -73,7 +73,7 @@ def test_a_scan_through_the_previous_one_is_the_scan_of_everything(tmp_path: Pat
 def test_a_lexicon_grown_through_an_earlier_one_is_the_lexicon_grown_at_once() -> None:
     """The names new since the old lexicon get the same ids, and the passages the same entries, whether the
     passages since it are read at once or after an earlier call over the first of them."""
-    from gearag.indexing.union_resolve import LexiconSince, ResolveState
+    from gearag.derive.union_resolve import LexiconSince, ResolveState
 
     passages = BASE + SHARD_A + SHARD_B
     old = ResolveState(BASE_NAMES, (np.zeros(0, np.int64),) * 3, (np.zeros(0, np.int64),) * 2, None)
