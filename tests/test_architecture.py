@@ -162,7 +162,7 @@ def test_packages_import_downward_only() -> None:
         parts = module.split(".")
         return parts[1] if len(parts) > 2 or (SRC / ROOT / parts[-1]).is_dir() else None
 
-    up = sorted(f"{module} -> {target}" for module, targets in import_graph(with_type_checking=False).items()
+    up = sorted(f"{module} -> {target}" for module, targets in import_graph(with_type_checking=True).items()
                 for target in targets
                 if (a := package(module)) in layer and (b := package(target)) in layer and layer[b] > layer[a]
                 and (module, target) not in CLIMBS)

@@ -21,7 +21,6 @@ from gearag.options import setting
 from gearag.registry import REGISTRY
 
 if TYPE_CHECKING:
-    from gearag.expand.reader import Reader
     from gearag.llm.usage import UsageLedger
     from gearag.store.interface import IndexStore
 
@@ -32,6 +31,13 @@ class Answer:
     #: How to present it: an LLM answer, or the offline engine's extracted candidate.
     label: str
     evidence: list[str] = field(default_factory=list)
+
+
+class Reader(Protocol):
+    """Proximal triples for a question from its retrieved passages and the gist memory (GEAR §4.1;
+    :mod:`gearag.expand.reader`)."""
+
+    def read(self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()) -> list[Fact]: ...
 
 
 class Reasoner(Protocol):

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
 from gearag import setops
 from gearag.embed import index_embedder
+from gearag.engine import Reader as Reader
 from gearag.model import Fact
 from gearag.question_analysis import analyse, matches_type
 from gearag.retrieve.bm25 import bm25_scores
@@ -35,12 +35,6 @@ from gearag.store.interface import IndexStore
 from gearag.store.rows import rows_at
 from gearag.text import is_named, normalise_entity
 from gearag.words import DEFAULT_WORDS, WordLists
-
-
-class Reader(Protocol):
-    def read(
-        self, question: str, passages: Sequence[int], memory: Sequence[Fact] = ()
-    ) -> list[Fact]: ...
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gearag.extract.base import TripleExtractor
 from gearag.model import Fact, Passage
 from gearag.progress import track
 from gearag.store.checkpoint import ExtractionCheckpoint, checkpoint_name, passage_hash
 
-if TYPE_CHECKING:
-    from gearag.indexing.executor import BatchExecutor
+
+class ExtractExecutor(Protocol):
+    """What extraction needs of a build's executor (:class:`gearag.indexing.executor.BatchExecutor`)."""
+
+    def extract(self, extractor: TripleExtractor, passages: Sequence[Passage], *,
+                description: str) -> Iterator[tuple[int, list[Fact]]]: ...
+
 
 #: fsync the checkpoint every this many passages (it is flushed after each one).
 SYNC_EVERY = 64
@@ -34,7 +39,7 @@ def extract_with_checkpoint(
     work_dir: Path | None,
     *,
     description: str = "extracting triples",
-    executor: BatchExecutor | None = None,
+    executor: ExtractExecutor | None = None,
 ) -> list[list[Fact]]:
     """Extract triples for every passage, resuming from ``work_dir`` if a run was interrupted.
 
@@ -72,7 +77,7 @@ def extract_with_checkpoint(
 
 
 def _finished(
-    extractor: TripleExtractor, passages: Sequence[Passage], executor: BatchExecutor | None, description: str
+    extractor: TripleExtractor, passages: Sequence[Passage], executor: ExtractExecutor | None, description: str
 ) -> Iterator[tuple[int, list[Fact]]]:
     """``(i, triples of passages[i])`` as they finish: in order here, in any order from an executor."""
     if executor is not None:
