@@ -31,12 +31,12 @@ class TripleGraphStore(Protocol):
         ...
 
     @property
-    def head(self) -> Any:
+    def head(self) -> np.ndarray | AppendedRows:
         """Each triple's subject entity id (-1: none), int32: an array, or a base's and a delta's rows."""
         ...
 
     @property
-    def tail(self) -> Any:
+    def tail(self) -> np.ndarray | AppendedRows:
         """Each triple's object entity id (-1: none), as :attr:`head`."""
         ...
 
@@ -54,8 +54,8 @@ class Neighbours:
     """A triple's neighbours through its ends' rows (what beam search reads): a base without state, for every
     triple graph that has ``head``, ``tail`` and :meth:`entity_triples`."""
 
-    head: Any
-    tail: Any
+    head: np.ndarray | AppendedRows
+    tail: np.ndarray | AppendedRows
 
     def entity_triples(self, entity: int) -> np.ndarray:
         raise NotImplementedError
@@ -143,9 +143,9 @@ class LayeredTripleGraph(Neighbours):
     entity's triples the base's followed by the delta's (:class:`~gearag.arrays.LayeredCsr`)."""
 
     entities: Sequence[str]
-    head: Any  #: int32 per triple (:class:`~gearag.arrays.AppendedRows`)
-    tail: Any
-    postings: Any  #: entity → triple ids (:class:`~gearag.arrays.LayeredCsr`)
+    head: AppendedRows  #: int32 per triple
+    tail: AppendedRows
+    postings: LayeredCsr  #: entity → triple ids
 
     @property
     def n_entities(self) -> int:
