@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import json
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from gearag.derive.graph_for import graph_arrays_for
+from gearag.graph import edge_kinds
 from gearag.graph.edge_kinds import (
     EDGE_KINDS,
     EdgeKind,
@@ -13,9 +19,10 @@ from gearag.graph.edge_kinds import (
     transition_source,
     transition_sources,
 )
-from gearag.graph.passage_graph import PassageGraphConfig
+from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
 from gearag.graph.prepared import WEIGHTS, PreparedGraph
 from gearag.graph.scaled import SCALED_SOURCES, WEIGHT_SETTINGS, Scaled
+from gearag.graph.transition import relations
 
 
 def _derive(arrays, config, inputs):
@@ -69,3 +76,55 @@ def test_the_transition_holds_the_registered_sources_it_weighs_in_registry_order
             assert (got.of_passages, got.to_passages) == (kind.of_passages, kind.to_passages)
             assert got.weight == (1.0 if kind.weight is None else getattr(config, kind.weight))
             assert (got.rows.sids is not None) == kind.scaled
+
+
+def _co_mentions(arrays, config, inputs):  # a toy kind: entities mentioned by one passage, joined
+    pattern = (arrays.resolution.mentions > 0).astype(np.float32)
+    co = (pattern.T @ pattern).tocsr()
+    co.setdiag(0)
+    co.eliminate_zeros()
+    co.data[:] = 1.0
+    return replace(arrays, entity_edges={**arrays.entity_edges, "co_mentions": co.astype(np.float32)})
+
+
+def test_a_new_kind_is_one_registration(wiki, monkeypatch, tmp_path) -> None:
+    """A kind registered with one entity → entity source reaches the transition (its edges, at weight 1, beside the
+    relations), the entity-only graph, the stored graph arrays and the stored prepared graph; nothing else is
+    edited."""
+    index, questions = wiki
+    kind = EdgeKind("co_mentions", "synonyms", None, _co_mentions,
+                    (TransitionSource("co_mentions", of_passages=False, to_passages=False),))
+    monkeypatch.setattr(edge_kinds, "EDGE_KINDS", dict(EDGE_KINDS))  # the registration is this test's only
+    register_edge_kind(kind)
+    arrays = _co_mentions(graph_arrays_for(index), None, None)
+    co = arrays.entity_edges["co_mentions"]
+    config = PassageGraphConfig()
+    prepared = PreparedGraph.build(arrays, config)
+    columns = prepared.columns
+    assert isinstance(columns, Scaled) and [s.name for s in columns.sources][-1] == "co_mentions"
+    plain = PreparedGraph.build(graph_arrays_for(index), config).columns
+    assert isinstance(plain, Scaled)
+    # The entity rows of the transition gain exactly the new edges: the column sums grow by their count.
+    p = prepared.n_passages
+    np.testing.assert_allclose(columns.sums[p:] - plain.sums[p:], np.asarray(co.sum(axis=1)).ravel(), rtol=1e-9)
+    want = (arrays.relations.astype(np.float64) + co.astype(np.float64)).tocsr()
+    got = relations(arrays, replace(config, passage_nodes=False))
+    assert abs(got - want).sum() == 0
+    # Stored and read back, both the arrays and the prepared graph.
+    again = GraphArrays.from_files(lambda name: _npy_bytes(arrays, name))
+    assert abs(again.entity_edges["co_mentions"] - co).sum() == 0
+    files = prepared.files()
+    assert "source_co_mentions_indptr.npy" in files
+    reopened = PreparedGraph.open(json.loads(json.dumps(prepared.meta())), lambda name: files[name])
+    assert isinstance(reopened.columns, Scaled) and [s.name for s in reopened.columns.sources] == \
+        [s.name for s in columns.sources]
+    graph = PassageGraph(reopened, config)
+    assert any(graph.rank(q, k=5) for q in questions)
+
+
+def _npy_bytes(arrays: GraphArrays, name: str) -> bytes:
+    if name == "entities.json":
+        return json.dumps(arrays.meta()).encode()
+    buf = io.BytesIO()
+    np.save(buf, arrays.files()[name])
+    return buf.getvalue()

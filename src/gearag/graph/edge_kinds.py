@@ -37,11 +37,12 @@ add's delta (:func:`gearag.graph.delta_apply.apply_delta`: a source that is
 another's transpose gains that source's changes the other way).
 
 To add an edge kind: write its derivation (GraphArrays → GraphArrays, exact
-whatever the order passages arrived in), store its matrix in
-:class:`~gearag.graph.graph_arrays.GraphArrays`, and register it here with
-the ``ResolveConfig`` switch that stores it and its transition sources (and
-the query setting that weighs them, a field of
-:class:`~gearag.graph.config.PassageGraphConfig`).
+whatever the order passages arrived in) putting its entity × entity matrix
+in :attr:`GraphArrays.entity_edges <gearag.graph.graph_arrays.GraphArrays.entity_edges>`
+under its source's name, and register it here with the ``ResolveConfig``
+switch that stores it, its transition source and the query setting that
+weighs it (a field of :class:`~gearag.graph.config.PassageGraphConfig`;
+none: weight 1).
 """
 
 from __future__ import annotations

@@ -292,14 +292,22 @@ def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sp
     by passage) and the per-node column sums and degrees are made.
     """
     p, e = mentions.shape
-    held: dict[str, Csr | None] = {"mentions": _csr(mentions), ABOUT_SOURCE: terms if len(terms.data) else None,
-                                   "relations": _csr(arrays.relations),
-                                   "synonyms": _csr(arrays.synonyms) if arrays.synonyms is not None else None}
+    # The resolution's sources as the graph uses them; every other source reads its stored matrix.
+    held: dict[str, Csr | None] = {"mentions": _csr(mentions), ABOUT_SOURCE: terms if len(terms.data) else None}
+    between: list[sparse.csr_matrix] = []  # the entity → entity matrices kept, for the degrees
     sources: list[Source] = []
     p_sum, e_sum = np.zeros(p), np.zeros(e)
     for kind in transition_sources():
         weight = 1.0 if kind.weight is None else float(getattr(config, kind.weight))
-        rows = held.get(kind.transpose_of) if kind.transpose_of is not None else held.get(kind.name)
+        if kind.transpose_of is not None:
+            rows = held.get(kind.transpose_of)
+        elif kind.name in held:
+            rows = held[kind.name]
+        else:
+            m = arrays.matrix(kind.name)
+            rows = _csr(m) if m is not None else None
+            if m is not None and weight > 0 and not kind.of_passages and not kind.to_passages:
+                between.append(m)
         if weight <= 0 or rows is None:
             continue
         if kind.transpose_of is not None:
@@ -314,8 +322,7 @@ def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sp
     m_t = held.get("backlinks")
     m_t = m_t if m_t is not None else transposed(_csr(mentions), e)
     degree = _degrees(mentions, sparse.csr_matrix((m_t.data, m_t.indices, m_t.indptr), shape=(e, p)),
-                      about if ABOUT_SOURCE in by_name else None, "backlinks" in by_name, arrays.relations,
-                      arrays.synonyms if "synonyms" in by_name else None)
+                      about if ABOUT_SOURCE in by_name else None, "backlinks" in by_name, between)
     return Scaled(NodeLayout.plain(p, e), tuple(sources), np.asarray(scale, dtype=np.float64),
                   np.concatenate([p_sum, e_sum]), degree)
 
@@ -339,9 +346,10 @@ def _pattern(m: sparse.csr_matrix) -> sparse.csr_matrix:
 
 
 def _degrees(mentions: sparse.csr_matrix, m_t: sparse.csr_matrix, about: sparse.csr_matrix | None,
-             backlinks: bool, rel: sparse.csr_matrix, syn: sparse.csr_matrix | None) -> np.ndarray:
+             backlinks: bool, between: list[sparse.csr_matrix]) -> np.ndarray:
     """Distinct targets per node: a passage's entities mentioned or about it; an entity's passages (by
-    backlink or about) and its related entities (by relation or synonym). A pair reached both ways counts once."""
+    backlink or about) and its related entities (by any entity → entity source kept: ``between``, the relations
+    first). A pair reached both ways counts once."""
     p, e = mentions.shape
     passages = np.diff(mentions.indptr).astype(np.int64)
     entities = np.diff(m_t.indptr).astype(np.int64) if backlinks else np.zeros(e, dtype=np.int64)
@@ -353,7 +361,9 @@ def _degrees(mentions: sparse.csr_matrix, m_t: sparse.csr_matrix, about: sparse.
         passages -= np.bincount(both.indices, minlength=p)
         if backlinks:
             entities -= np.diff(both.indptr)
-    related = _pattern(rel) if syn is None else _pattern(_pattern(rel) + _pattern(syn))
+    related = _pattern(between[0])
+    for m in between[1:]:
+        related = _pattern(related + _pattern(m))
     entities += np.diff(related.indptr)
     return np.concatenate([passages, entities]).astype(np.int32)
 

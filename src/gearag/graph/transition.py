@@ -9,6 +9,7 @@ from scipy import sparse
 
 from gearag.arrays import Csr as Csr
 from gearag.arrays import rows_matrix as rows_matrix
+from gearag.graph.edge_kinds import transition_sources
 
 if TYPE_CHECKING:
     from gearag.graph.config import PassageGraphConfig
@@ -16,14 +17,15 @@ if TYPE_CHECKING:
 
 
 def relations(arrays: GraphArrays, config: PassageGraphConfig) -> sparse.csr_matrix:
-    """Entity–entity edge weights: triple counts, plus the synonym edges times their weight."""
-    return weighted_relations(arrays.relations, arrays.synonyms, config.synonym_weight)
-
-
-def weighted_relations(counts: sparse.spmatrix, synonyms: sparse.spmatrix | None,
-                       synonym_weight: float) -> sparse.csr_matrix:
-    """:func:`relations` of the relation counts and the synonym edges (None: none) themselves (float64)."""
-    rel = counts.astype(np.float64)
-    if synonyms is not None and synonym_weight > 0:
-        rel = (rel + synonym_weight * synonyms.astype(np.float64)).tocsr()
+    """Entity–entity edge weights (float64): every registered entity → entity source's stored matrix times its
+    weight, summed in registry order (the triple counts first, weight 1; then the synonym edges, …)."""
+    rel: sparse.csr_matrix | None = None
+    for src in transition_sources():
+        m = None if src.of_passages or src.to_passages else arrays.matrix(src.name)
+        weight = 1.0 if src.weight is None else float(getattr(config, src.weight))
+        if m is None or weight <= 0:
+            continue
+        m = m.astype(np.float64)
+        rel = m if rel is None else (rel + (m if src.weight is None else weight * m)).tocsr()
+    assert rel is not None  # the relations: weight 1, always stored
     return rel
