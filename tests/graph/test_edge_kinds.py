@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import replace
 
@@ -108,10 +107,19 @@ def test_a_new_kind_is_one_registration(wiki, monkeypatch, tmp_path) -> None:
     p = prepared.n_passages
     np.testing.assert_allclose(columns.sums[p:] - plain.sums[p:], np.asarray(co.sum(axis=1)).ravel(), rtol=1e-9)
     want = (arrays.relations.astype(np.float64) + co.astype(np.float64)).tocsr()
-    got = relations(arrays, replace(config, passage_nodes=False))
-    assert abs(got - want).sum() == 0
+    entity_only = replace(config, passage_nodes=False)
+    assert abs(relations(arrays, entity_only) - want).sum() == 0
+    derived, fresh = prepared.derived(entity_only), PreparedGraph.build(arrays, entity_only)
+    assert derived is not None
+    for got, expected in zip(derived.columns, fresh.columns, strict=True):  # the entity-only graph, as built
+        assert (got is None) == (expected is None)
+        if got is not None:
+            np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
     # Stored and read back, both the arrays and the prepared graph.
-    again = GraphArrays.from_files(lambda name: _npy_bytes(arrays, name))
+    (tmp_path / "entities.json").write_text(json.dumps(arrays.meta()))
+    for name, values in arrays.files().items():
+        np.save(tmp_path / name, values)
+    again = GraphArrays.load(tmp_path)
     assert abs(again.entity_edges["co_mentions"] - co).sum() == 0
     files = prepared.files()
     assert "source_co_mentions_indptr.npy" in files
@@ -121,10 +129,3 @@ def test_a_new_kind_is_one_registration(wiki, monkeypatch, tmp_path) -> None:
     graph = PassageGraph(reopened, config)
     assert any(graph.rank(q, k=5) for q in questions)
 
-
-def _npy_bytes(arrays: GraphArrays, name: str) -> bytes:
-    if name == "entities.json":
-        return json.dumps(arrays.meta()).encode()
-    buf = io.BytesIO()
-    np.save(buf, arrays.files()[name])
-    return buf.getvalue()

@@ -82,6 +82,11 @@ class TransitionSource(NamedTuple):
     #: The source it is the transpose of (made from it; an add's delta gains its changes the other way).
     transpose_of: str | None = None
 
+    def weight_in(self, config: object) -> float:
+        """Its weight under ``config`` (a :class:`~gearag.graph.config.PassageGraphConfig`): 1 when no setting
+        weighs it."""
+        return 1.0 if self.weight is None else float(getattr(config, self.weight))
+
 
 @dataclass(frozen=True)
 class EdgeKind:

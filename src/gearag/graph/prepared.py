@@ -41,7 +41,7 @@ from scipy import sparse
 
 from gearag import setops
 from gearag.data.jsonstrings import JsonStrings, strings_at
-from gearag.graph.edge_kinds import transition_source, transition_sources
+from gearag.graph.edge_kinds import transition_sources
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.scaled import (
@@ -54,7 +54,7 @@ from gearag.graph.scaled import (
     reweighted,
     scaled_columns,
 )
-from gearag.graph.transition import Csr, relations, rows_matrix
+from gearag.graph.transition import Csr, entity_relations, relations, rows_matrix
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.index import BASE_DIR
 from gearag.store.index import PREPARED as PREPARED
@@ -230,18 +230,8 @@ class PreparedGraph:
         if want["passage_nodes"]:
             columns = reweighted(self.columns, {k: want[k] for k in WEIGHTS})
             return replace(self, settings=want, columns=columns, dangling=columns.dangling)
-        # The entity-only graph: every entity → entity source weighed by its setting, summed in registry order.
-        rel: sparse.csr_matrix | None = None
-        for src in self.columns.sources:
-            if src.of_passages or src.to_passages:
-                continue
-            kind = transition_source(src.name)
-            weight = 1.0 if kind.weight is None else float(want[kind.weight])
-            if weight > 0:
-                m = _joined(src, self.n_entities)
-                rel = m if rel is None else (rel + (m if kind.weight is None else weight * m)).tocsr()
-        assert rel is not None  # the relations: weight 1, always held
         by_name = {src.name: src for src in self.columns.sources}
+        rel = entity_relations(by_name, lambda name: _joined(by_name[name], self.n_entities), config)
         from gearag.graph.ppr import PageRankOperator
 
         operator = PageRankOperator(rel, dtype=np.float32, columns=True)

@@ -293,12 +293,13 @@ def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sp
     """
     p, e = mentions.shape
     # The resolution's sources as the graph uses them; every other source reads its stored matrix.
-    held: dict[str, Csr | None] = {"mentions": _csr(mentions), ABOUT_SOURCE: terms if len(terms.data) else None}
+    mention_rows = _csr(mentions)
+    held: dict[str, Csr | None] = {"mentions": mention_rows, ABOUT_SOURCE: terms if len(terms.data) else None}
     between: list[sparse.csr_matrix] = []  # the entity → entity matrices kept, for the degrees
     sources: list[Source] = []
     p_sum, e_sum = np.zeros(p), np.zeros(e)
     for kind in transition_sources():
-        weight = 1.0 if kind.weight is None else float(getattr(config, kind.weight))
+        weight = kind.weight_in(config)
         if kind.transpose_of is not None:
             rows = held.get(kind.transpose_of)
         elif kind.name in held:
@@ -320,7 +321,7 @@ def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sp
         col_sums += row_sums if kind.weight is None else weight * row_sums
     by_name = {src.name: src for src in sources}
     m_t = held.get("backlinks")
-    m_t = m_t if m_t is not None else transposed(_csr(mentions), e)
+    m_t = m_t if m_t is not None else transposed(mention_rows, e)
     degree = _degrees(mentions, sparse.csr_matrix((m_t.data, m_t.indices, m_t.indptr), shape=(e, p)),
                       about if ABOUT_SOURCE in by_name else None, "backlinks" in by_name, between)
     return Scaled(NodeLayout.plain(p, e), tuple(sources), np.asarray(scale, dtype=np.float64),
