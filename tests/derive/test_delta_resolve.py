@@ -9,7 +9,7 @@ from delta_oracles import entity_map, resolution_delta_of, triple_graph_delta
 from gearag.derive.delta_resolve import resolve_delta
 from gearag.derive.token_index import TokenIndex
 from gearag.derive.union_graph import EndpointTable, UnionTriples
-from gearag.derive.union_resolve import Prior, resolve_union
+from gearag.derive.union_resolve import Prior, ResolveInputs, resolve_union
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, apply_delta
 from gearag.graph.layered import LayeredCsr
@@ -38,7 +38,8 @@ ADDED_TRIPLES = [("Zed Alpha", "Beta", 0), ("Beta", "Delta", 1), ("Kappa Club", 
 
 
 def _resolve(passages, tables, keeps, owner, vocab, prior=None, indices=(), name_indices=()):
-    out = resolve_union(passages, UnionTriples(tables, keeps, owner), vocab, prior, indices, name_indices)
+    live = UnionTriples(tables, keeps, owner)
+    out = resolve_union(ResolveInputs(passages, live, vocab, prior, indices, name_indices))
     prepared = PreparedGraph.build(GraphArrays.from_resolution(out.resolution), PassageGraphConfig())
     return out, prepared
 
@@ -113,9 +114,9 @@ def _small(added: list[Passage], added_triples: list[tuple[str, str, int]]):
     index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
     names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
     prior = Prior(base.state, len(BASE), 1, base.stats)
-    resolved = resolve_delta(union, UnionTriples([t0, t1], [keep0, keep1], owner),
-                             UnionVocab.extend(None, [t0.names, t1.names]),
-                             prior, base_p, [index], [names])
+    resolved = resolve_delta(ResolveInputs(union, UnionTriples([t0, t1], [keep0, keep1], owner),
+                                           UnionVocab.extend(None, [t0.names, t1.names]), prior, [index], [names]),
+                             base_p)
     assert resolved is not None
     got = resolved[0]
     entity_of = entity_map(list(base.resolution.keys), list(union_r.resolution.keys))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gearag.config import GraphConfig
-from gearag.derive.union_graph import EndpointTable, Removal, UnionTriples, union_triple_graph
+from gearag.derive.union_graph import EndpointTable, Removal, TripleInputs, UnionTriples, union_triple_graph
 from gearag.derive.union_vocab import UnionVocab
 
 # (subject, object, passage): "Hub" is in most passages (the hub cut), "Rare" first appears in passage 0.
@@ -20,7 +20,8 @@ def _graph(triples: list[tuple[str, str, int]], n_passages: int, **kw):  # type:
     vocab = UnionVocab.extend(None, [table.keys])
     keep = kw.pop("keep", np.ones(len(triples), bool))
     owner = kw.pop("owner", np.asarray([t[2] for t in triples]))
-    return union_triple_graph(CONFIG, UnionTriples([table], [keep], owner), n_passages, vocab, **kw), table, vocab
+    inputs = TripleInputs(UnionTriples([table], [keep], owner), n_passages, vocab, **kw)
+    return union_triple_graph(CONFIG, inputs), table, vocab
 
 
 @pytest.mark.parametrize("gone", [[0], [0, 3], [1, 2, 4], [8], [0, 1, 2, 3]])

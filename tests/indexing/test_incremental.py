@@ -111,11 +111,11 @@ def spy_priors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[bool], list[bool]]
     real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
 
     def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        graph.append(args[4] is not None)  # union_triple_graph(config, live, n_passages, vocab, prior, ...)
+        graph.append(args[1].prior is not None)  # union_triple_graph(config, inputs)
         return real_graph(*args, **kwargs)
 
     def resolve_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        names.append(args[3] is not None and args[3].names is not None)  # resolve_union(passages, live, vocab, prior)
+        names.append(args[0].prior is not None and args[0].prior.names is not None)  # resolve_union(inputs)
         return real_resolve(*args, **kwargs)
 
     monkeypatch.setattr(union_files, "union_triple_graph", graph_spy)
@@ -165,9 +165,9 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     real = union_files.resolve_union
     removals: list[bool] = []
 
-    def spy_delete(passages, live, vocab, prior, *rest, **named):  # type: ignore[no-untyped-def]
-        removals.append(prior is not None and prior.removal is not None)
-        return real(passages, live, vocab, prior, *rest, **named)
+    def spy_delete(inputs, **named):  # type: ignore[no-untyped-def]
+        removals.append(inputs.prior is not None and inputs.prior.removal is not None)
+        return real(inputs, **named)
 
     monkeypatch.setattr(union_files, "resolve_union", spy_delete)
     deleted = delete_documents(root, sorted(gone))
@@ -197,9 +197,9 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     priors: list[bool] = []
     real = union_files.resolve_union
 
-    def spy(passages, live, vocab, prior, *rest, **named):  # type: ignore[no-untyped-def]
-        priors.append(prior is not None and prior.names is not None)
-        return real(passages, live, vocab, prior, *rest, **named)
+    def spy(inputs, **named):  # type: ignore[no-untyped-def]
+        priors.append(inputs.prior is not None and inputs.prior.names is not None)
+        return real(inputs, **named)
 
     monkeypatch.setattr(union_files, "resolve_union", spy)
     after = add_documents(root, passages[40:])

@@ -35,7 +35,6 @@ containment rows searched for the lexicon names that gained pages.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -44,11 +43,10 @@ from gearag import setops
 from gearag.arrays import ranges
 from gearag.data.jsonstrings import strings_at
 from gearag.derive.delta_scan import TextScan, scan_texts
-from gearag.derive.token_index import TokenIndex
-from gearag.derive.union_graph import UnionTriples, union_ends
+from gearag.derive.union_graph import union_ends
 from gearag.derive.union_resolve import (
     NameStats,
-    Prior,
+    ResolveInputs,
     endpoint_name_stats,
     grown_lexicon,
 )
@@ -60,7 +58,6 @@ from gearag.graph.resolve import ascending
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames, NameLookup, key_hashes
-from gearag.model import Passage
 
 
 class _Entries:
@@ -191,24 +188,20 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
                       NodeLayout(n_passages, e_new + len(new_ep), new_from, e_base))
 
 
-def resolve_delta(passages: Sequence[Passage], live: UnionTriples, vocab: UnionVocab, prior: Prior,
-                  base: PreparedGraph,
-                  indices: Sequence[tuple[TokenIndex, np.ndarray]] = (),
-                  name_indices: Sequence[TokenIndex] = (),
+def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
                   previous_scan: TextScan | None = None) -> tuple[ResolutionDelta, TextScan] | None:
     """What the add of the passages after ``prior.new_from`` (and of the shards after ``prior.shards``) changed
     in the resolution, over ``base`` (the prior's prepared graph), with the text scan it made (kept for the
-    next delta add: :mod:`gearag.derive.delta_scan`); the arguments are :func:`resolve_union`'s, but
-    ``indices`` are every shard's (the base's and those since: a previous delta add's ``previous_scan`` is
-    updated where a name gained since it occurs).
+    next delta add: :mod:`gearag.derive.delta_scan`). ``inputs.indices`` are every shard's (the base's and
+    those since: a previous delta add's ``previous_scan`` is updated where a name gained since it occurs).
 
     None where a delta cannot say it (a full generation decides): no prior endpoint-name statistics, a
     delete, a base that is not a full generation's graph kept as its sources, or a new name whose hash
     another name has.
     """
-    tables, triple_keep, owner = live
+    passages, (tables, triple_keep, owner), vocab, prior = inputs.passages, inputs.live, inputs.vocab, inputs.prior
     cols, base_ends = base.columns, base.triple_ends
-    if (prior.names is None or prior.removal is not None or not isinstance(cols, Scaled)
+    if (prior is None or prior.names is None or prior.removal is not None or not isinstance(cols, Scaled)
             or not cols.layout.plain_layout or base.n_passages != prior.new_from or base.n_usable is None
             or not isinstance(base_ends, np.ndarray)):
         return None
@@ -225,8 +218,7 @@ def resolve_delta(passages: Sequence[Passage], live: UnionTriples, vocab: UnionV
     matcher = NameLookup(names, lexicon.ids, (old.longest, n_prior) if old.longest is not None else None)
     touched = names[n_prior:]  # names new to the lexicon: what they occur in is scanned again
     name_ends = [t.name_ends for t in tables]
-    stats, rescanned = endpoint_name_stats(name_ends, triple_keep, vocab, prior, name_indices, names, lexicon.ids,
-                                           n_prior, matcher, touched, np.zeros(0, dtype=np.int64))
+    stats, rescanned = endpoint_name_stats(inputs, prior, lexicon, matcher, touched, np.zeros(0, dtype=np.int64))
     ids = _numbering(stats, prior.names, vocab, names, n_prior, base.n_entities, len(passages), prior.new_from)
     if ids is None:
         return None
@@ -239,7 +231,7 @@ def resolve_delta(passages: Sequence[Passage], live: UnionTriples, vocab: UnionV
     h, t = ends_tail[pair, 0].astype(np.int64), ends_tail[pair, 1].astype(np.int64)
     rel.add(np.concatenate([h, t]), np.concatenate([t, h]), np.ones(2 * len(h)))
     relations = rel.layered(b_relations, layout.n_entities, np.zeros(0, dtype=np.int64))
-    scan = scan_texts(passages, prior.new_from, indices, lexicon, matcher, previous_scan)
+    scan = scan_texts(passages, prior.new_from, inputs.indices, lexicon, matcher, previous_scan)
     mentions = _mentions(owner, len(base_ends), ends_tail, b_mentions, base_ends, scan, ids.lex_entity, layout)
     terms, scale = _terms(ids, stats, prior.names, rescanned, lexicon.added, n_prior, b_terms, cols.scale)
     new_names = _new_names(base, names, vocab, ids, n_prior)

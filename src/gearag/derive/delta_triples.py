@@ -22,25 +22,26 @@ from gearag.config import GraphConfig
 from gearag.data.jsonstrings import taken
 from gearag.derive.union_graph import (
     KeyStats,
-    UnionTriples,
+    TripleInputs,
+    count_keys,
     entity_order,
-    first_seen,
     hub_keys,
     links_all,
-    passages_per_key,
+    named_ends,
     union_ends,
 )
-from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.layered import AppendedRows, LayeredCsr
 from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph
 
 
-def triples_delta(config: GraphConfig, live: UnionTriples, n_passages: int, vocab: UnionVocab, prior: KeyStats,
-                  counted: int, base: TripleGraph, base_passages: int) -> LayeredTripleGraph | None:
-    """The union's triple graph as ``base``'s plus a delta (module docstring): ``prior`` are the base's key
-    statistics over its ``counted`` shards, ``base_passages`` its passage count; the rest are
-    :func:`~gearag.derive.union_graph.union_triple_graph`'s arguments. None: a full generation decides."""
-    tables, triple_keep, owner = live
+def triples_delta(config: GraphConfig, inputs: TripleInputs, base: TripleGraph,
+                  base_passages: int) -> LayeredTripleGraph | None:
+    """The union's triple graph as ``base``'s plus a delta (module docstring): ``inputs.prior`` are the base's
+    key statistics over its ``inputs.counted`` shards, ``base_passages`` its passage count. None: a full
+    generation decides."""
+    (tables, triple_keep, owner), vocab, prior, counted = inputs.live, inputs.keys, inputs.prior, inputs.counted
+    if prior is None or inputs.removal is not None:
+        return None
     named_all = links_all(config, tables, triple_keep)
     if named_all != prior.named_all:
         return None
@@ -49,33 +50,24 @@ def triples_delta(config: GraphConfig, live: UnionTriples, n_passages: int, voca
     new = union_ends(vocab.remaps[counted:], [t.ends for t in tables[counted:]], triple_keep[counted:])
     if sum(int(np.count_nonzero(k)) for k in triple_keep[:counted]) != t_base:
         return None  # the statistics are not those of this base's triples
-    named_parts = [t.named[k] for t, k in zip(tables[counted:], triple_keep[counted:], strict=True)]
-    named = np.concatenate(named_parts) if named_parts else np.zeros((0, 2), dtype=bool)
-    if named_all:
-        named = np.ones_like(named)
-    ok = named & (new >= 0)
-    passages = np.zeros(n_keys, dtype=np.int64)
-    passages[:n_known] = prior.passages
-    passages += passages_per_key(new, np.asarray(owner)[t_base:], ok, n_keys)
-    hub_before = hub_keys(config, np.asarray(prior.passages), base_passages)
-    hub = hub_keys(config, passages, n_passages)
-    if np.any(hub[:n_known] != hub_before):
+    stats = KeyStats.grown(prior, n_keys, named_all)
+    ok = count_keys(stats, new, named_ends(tables[counted:], triple_keep[counted:], named_all),
+                    np.asarray(owner)[t_base:], t_base)
+    hub = hub_keys(config, stats.passages, inputs.n_passages)
+    if np.any(hub[:n_known] != hub_keys(config, np.asarray(prior.passages), base_passages)):
         return None  # the cut moved over the base's keys: its triples would link otherwise
-    first = np.full((n_keys, 2), -1, dtype=np.int64)
-    first[:n_known] = prior.first
     entity = np.full(n_keys + 1, -1, dtype=np.int64)  # per key, the last: -1 for -1
     if prior.entity is not None:  # kept by the base: its keys need not be ordered again
         entity[:n_known] = prior.entity
         if int(prior.entity.max(initial=-1)) + 1 != base.n_entities:
             return None
     else:
-        base_order = entity_order(first, hub, t_base)
+        base_order = entity_order(np.asarray(prior.first), hub[:n_known], t_base)
         if len(base_order) != base.n_entities:
             return None
         entity[base_order] = np.arange(len(base_order), dtype=np.int64)
     positions = np.arange(t_base, t_base + len(new), dtype=np.int64)
-    for side in (0, 1):
-        first_seen(first[:, side], new[:, side][ok[:, side]], positions[ok[:, side]])
+    first = stats.first
     # New entities: keys of the new triples that are not the base's, in the union's order (only their places).
     ends_keys = setops.unique(new[ok])
     fresh = ends_keys[(entity[ends_keys] < 0) & ~hub[ends_keys]]

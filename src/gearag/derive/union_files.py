@@ -23,16 +23,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gearag.config import IndexConfig
-from gearag.derive.token_index import RESOLVE_DIR, TokenIndex, shard_name_index, shard_token_index
+from gearag.derive.token_index import RESOLVE_DIR, shard_name_index, shard_token_index
 from gearag.derive.union_graph import (
     ENDPOINTS_DIR,
     EndpointTable,
     KeyStats,
+    TripleInputs,
     UnionTriples,
     shard_table,
     union_triple_graph,
 )
-from gearag.derive.union_resolve import NameStats, Prior, resolve_union
+from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, resolve_union
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
 from gearag.graph.delta_apply import ResolutionDelta
@@ -127,9 +128,9 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         """The union's triple graph, written; its entity count."""
         keys, n_keys = _vocab(kept, done_shards, "keys", names_of, tables, w)
         key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
-        graph, key_stats = union_triple_graph(config.graph, triples, n_passages, keys,
-                                              key_prior, prior.shards if key_prior is not None and prior else 0,
-                                              prior.removal if prior is not None else None)
+        graph, key_stats = union_triple_graph(config.graph, TripleInputs(
+            triples, n_passages, keys, key_prior, prior.shards if key_prior is not None and prior else 0,
+            prior.removal if prior is not None else None))
         key_stats.write(w)
         w.write_json("entities.json", graph.entities)
         w.write_array("arrays/triple_head.npy", graph.head)
@@ -148,11 +149,9 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     try:
         if config.resolve.entity_graph:
             resolve_started = time.perf_counter()
-            names, indices, name_indices = _resolution_inputs(w, shards, tables, tables_from, done_shards, kept,
-                                                              prior, keep_indices=keep_state)
-            resolved = resolve_union(union.passages, triples, names, prior,
-                                     indices[: prior.shards if prior is not None else 0], name_indices,
-                                     background=pool)
+            inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, kept, prior,
+                                        keep_indices=keep_state)
+            resolved = resolve_union(inputs, background=pool)
             earlier = None
             if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
                 earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
@@ -217,25 +216,25 @@ def union_spans(shards: Sequence[ShardColumns], n_passages: int) -> list[Sequenc
     return out
 
 
-def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], tables: list[EndpointTable],
+def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows, triples: UnionTriples,
                        tables_from: Path | None, done_shards: list[str], kept: Path | None, prior: Prior | None,
-                       write_vocab: bool = True, keep_indices: bool = True,
-                       ) -> tuple[UnionVocab, list[tuple[TokenIndex, np.ndarray]], list[TokenIndex]]:
-    """What :func:`resolve_union` (or :func:`resolve_delta`) reads besides the shards: the union's vocabulary of
-    endpoint names (written; ``prior.names`` read from ``kept`` when there is one), every shard's token index
-    of texts (a union resolution reads the prior's shards') and, for the prior's shards, their token indices of
-    names. Every shard's indices are kept for the next add (written here, hard-linked from ``tables_from``
-    where it has them); ``keep_indices=False`` (a build that keeps no state, so has no prior): none are made."""
+                       write_vocab: bool = True, keep_indices: bool = True) -> ResolveInputs:
+    """What :func:`resolve_union` (or :func:`resolve_delta`) reads: besides the union's passages and triples,
+    its vocabulary of endpoint names (written; ``prior.names`` read from ``kept`` when there is one), every
+    shard's token index of texts and, for the prior's shards, their token indices of names. Every shard's
+    indices are kept for the next add (written here, hard-linked from ``tables_from`` where it has them);
+    ``keep_indices=False`` (a build that keeps no state, so has no prior): none are made."""
+    tables = triples.tables
     names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables, w if write_vocab else None)
     if prior is not None and kept is not None:
         prior.names = NameStats.read(kept, n_names)
     if not keep_indices:
         assert prior is None, "a resolution with a prior reads the earlier shards' indices"
-        return names, [], []
+        return ResolveInputs(union.passages, triples, names)
     name_indices = [shard_name_index(tables_from, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
     p = prior.shards if prior is not None else 0
     indices = [(shard_token_index(tables_from, s.name, s.texts, w), s.union_rows) for s in shards]
-    return names, indices, name_indices[:p]
+    return ResolveInputs(union.passages, triples, names, prior, indices, name_indices[:p])
 
 
 class UnionDelta(NamedTuple):
@@ -267,13 +266,12 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], tables, None)
     key_prior = KeyStats.read(before, n_keys)
     triples = UnionTriples(tables, union.triple_keep, union.owner)
-    graph = triples_delta(config.graph, triples, len(union.passages), keys, key_prior, prior.shards, base_graph,
-                          prior.new_from) if key_prior is not None else None
-    names, indices, name_indices = _resolution_inputs(w, shards, tables, tables_from, done_shards, before, prior,
-                                                      write_vocab=False)
+    graph = triples_delta(config.graph, TripleInputs(triples, len(union.passages), keys, key_prior, prior.shards),
+                          base_graph, prior.new_from)
+    inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
+                                write_vocab=False)
     # The text scan of the last delta add over the same base (tables_from: the previous generation), if it was one.
-    resolved = resolve_delta(union.passages, triples, names, prior, base, indices,
-                             name_indices, TextScan.read(tables_from) if tables_from != before else None)
+    resolved = resolve_delta(inputs, base, TextScan.read(tables_from) if tables_from != before else None)
     if resolved is None:
         return UnionDelta(None, graph)
     resolved[1].write(w)
@@ -281,7 +279,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
 
 
 def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
-           tables: list[EndpointTable], w: IndexWriter | None) -> tuple[UnionVocab, int]:
+           tables: Sequence[EndpointTable], w: IndexWriter | None) -> tuple[UnionVocab, int]:
     """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s (a
     generation of ``previous_shards``) for the leading shards both list, and written into ``w`` (None: not
     written; a delta generation keeps its base's); with how many strings it took from ``previous`` (0: none).

@@ -223,6 +223,15 @@ class KeyStats:
         #: instead of ordering every key again (docs/delta.md)
         self.entity = entity
 
+    @classmethod
+    def grown(cls, prior: KeyStats | None, n_keys: int, named_all: bool) -> KeyStats:
+        """``prior`` (or nothing) with rows for keys up to ``n_keys`` (new rows: never seen, no passages)."""
+        stats = cls(np.full((n_keys, 2), -1, dtype=np.int64), np.zeros(n_keys, dtype=np.int64), named_all)
+        if prior is not None:
+            stats.first[: len(prior.first)] = prior.first
+            stats.passages[: len(prior.passages)] = prior.passages
+        return stats
+
     def write(self, w: IndexWriter) -> None:
         w.write_array(f"{UNION_DIR}/key_first.npy", self.first)
         w.write_array(f"{UNION_DIR}/key_passages.npy", self.passages)
@@ -332,49 +341,63 @@ def entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int) -> np.ndarr
     return order[np.argsort(where[order], kind="stable")]
 
 
-def union_triple_graph(config: GraphConfig, live: UnionTriples, n_passages: int, vocab: UnionVocab,
-                       prior: KeyStats | None = None, counted: int = 0,
-                       removal: Removal | None = None) -> tuple[TripleGraph, KeyStats]:
-    """The triple graph a build of the union makes (``linkable_for`` + ``reference_triple_graph``), from the tables.
+class TripleInputs(NamedTuple):
+    """What the triple graph reads of the union, full (:func:`union_triple_graph`) or as a delta over its base
+    (:func:`~gearag.derive.delta_triples.triples_delta`)."""
 
-    ``live``: the union's live triples; ``vocab``: the union's keys. ``prior``: the stats of
-    the first ``counted`` shards (their live triples unchanged), so only the
-    later shards' triples are counted; or, with ``removal`` (a delete), of
-    every shard before the delete, from which the deleted triples are taken away.
-    """
-    tables, triple_keep, owner = live
+    live: UnionTriples
+    n_passages: int
+    keys: UnionVocab  #: the union's vocabulary of keys
+    prior: KeyStats | None = None  #: the statistics of the first ``counted`` shards (None: nothing counted)
+    counted: int = 0
+    removal: Removal | None = None  #: a delete: ``prior`` is of every shard before it, the deleted triples taken away
+
+
+def named_ends(tables: Sequence[EndpointTable], keep: Sequence[np.ndarray], named_all: bool) -> np.ndarray:
+    """(T, 2) per live triple of ``tables``: whether each end counts as a name (every end under the fallback)."""
+    parts = [t.named[k] for t, k in zip(tables, keep, strict=True)]
+    named = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=bool)
+    return np.ones_like(named) if named_all else named
+
+
+def count_keys(stats: KeyStats, ends: np.ndarray, named: np.ndarray, owner: np.ndarray, start: int) -> np.ndarray:
+    """Count the live triples from position ``start`` on (``ends``, ``named``, ``owner``: theirs) into ``stats``:
+    the keys' first appearances and their passages (the triples are in no counted shard, so their pairs add to
+    the counts); which ends counted."""
+    ok = named & (ends >= 0)
+    positions = np.arange(start, start + len(ends), dtype=np.int64)
+    for side in (0, 1):
+        first_seen(stats.first[:, side], ends[:, side][ok[:, side]], positions[ok[:, side]])
+    stats.passages += passages_per_key(ends, owner, ok, len(stats.passages))
+    return ok
+
+
+def union_triple_graph(config: GraphConfig, inputs: TripleInputs) -> tuple[TripleGraph, KeyStats]:
+    """The triple graph a build of the union makes (``linkable_for`` + ``reference_triple_graph``), from the tables:
+    only the triples after ``inputs.counted`` shards are counted into ``inputs.prior`` (or, with a removal, the
+    deleted ones taken away from it)."""
+    (tables, triple_keep, owner), vocab, removal = inputs.live, inputs.keys, inputs.removal
     ends = union_ends(vocab.remaps, [t.ends for t in tables], triple_keep)
-    named_parts = [t.named[k] for t, k in zip(tables, triple_keep, strict=True)]
-    named = np.concatenate(named_parts) if named_parts else np.zeros((0, 2), bool)
     n_keys = len(vocab.items)
     named_all = links_all(config, tables, triple_keep)
     if named_all and config.link_entities != "all":
         log.warning("few capitalised triple endpoints: linking every endpoint (link_entities=all)")
-    if named_all:
-        named = np.ones_like(named)
+    named = named_ends(tables, triple_keep, named_all)
+    prior, counted = inputs.prior, inputs.counted
     if prior is None or prior.named_all != named_all:
         prior, counted = None, 0
     lost = None
     if prior is not None and removal is not None:
-        gone_named = np.concatenate([t.named[g] for t, g in zip(tables, removal.gone, strict=True)] or
-                                    [np.zeros((0, 2), bool)])
         gone_ends = union_ends(vocab.remaps, [t.ends for t in tables], removal.gone)
-        prior, lost = prior.without(removal, gone_ends, np.ones_like(gone_named) if named_all else gone_named)
+        prior, lost = prior.without(removal, gone_ends, named_ends(tables, removal.gone, named_all))
     start = sum(int(np.count_nonzero(k)) for k in triple_keep[:counted])
-    stats = KeyStats(np.full((n_keys, 2), -1, dtype=np.int64), np.zeros(n_keys, dtype=np.int64), named_all)
-    if prior is not None:
-        stats.first[: len(prior.first)] = prior.first
-        stats.passages[: len(prior.passages)] = prior.passages
-    ok = named[start:] & (ends[start:] >= 0)
-    positions = np.arange(start, len(ends), dtype=np.int64)
+    stats = KeyStats.grown(prior, n_keys, named_all)
+    count_keys(stats, ends[start:], named[start:], owner[start:], start)
     for side in (0, 1):
-        first_seen(stats.first[:, side], ends[start:, side][ok[:, side]], positions[ok[:, side]])
         if lost is not None and lost[:, side].any():  # keys whose first appearance was deleted: the next one
             at = np.flatnonzero(named[:, side] & (ends[:, side] >= 0) & lost[np.maximum(ends[:, side], 0), side])
             first_seen(stats.first[:, side], ends[at, side], at)
-    # The new triples' passages are not in any counted shard: their pairs add to the counts.
-    stats.passages += passages_per_key(ends[start:], owner[start:], ok, n_keys)
-    hub = hub_keys(config, stats.passages, n_passages)
+    hub = hub_keys(config, stats.passages, inputs.n_passages)
     linkable = named & (ends >= 0) & ~hub[np.maximum(ends, 0)]
     order = entity_order(stats.first, hub, len(ends))
     entity = np.full(n_keys + 1, -1, dtype=np.int64)
@@ -391,6 +414,6 @@ def corpus_triple_graph(config: GraphConfig, subjects: Sequence[str], objects: S
     from nothing."""
     table = EndpointTable.compute(subjects, objects)
     vocab = UnionVocab.extend(None, [table.keys])
-    graph, _ = union_triple_graph(config, UnionTriples([table], [np.ones(len(subjects), dtype=bool)],
-                                                       np.asarray(owner)), n_passages, vocab)
+    live = UnionTriples([table], [np.ones(len(subjects), dtype=bool)], np.asarray(owner))
+    graph, _ = union_triple_graph(config, TripleInputs(live, n_passages, vocab))
     return graph

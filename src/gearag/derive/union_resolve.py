@@ -290,21 +290,29 @@ class UnionResolution(NamedTuple):
     relations: Future[sparse.csr_matrix] | None = None
 
 
-def resolve_union(passages: Sequence[Passage], live: UnionTriples, vocab: UnionVocab, prior: Prior | None = None,
-                  indices: Sequence[tuple[TokenIndex, np.ndarray]] = (),
-                  name_indices: Sequence[TokenIndex] = (), background: Executor | None = None) -> UnionResolution:
-    """The resolution of the union (the oracle ``resolve_corpus``'s, array for array), reusing ``prior`` (the
-    resolution of its first ``prior.new_from`` passages).
+class ResolveInputs(NamedTuple):
+    """What the resolution reads of the union, full (:func:`resolve_union`) or as a delta over its base
+    (:func:`~gearag.derive.delta_resolve.resolve_delta`)."""
 
-    ``live``: the union's live triples; ``vocab``: the union's endpoint names (the tables' ``names``);
-    ``indices``: per earlier shard, its token index and shard row → union row
-    map (-1: deleted); ``name_indices``: per shard ``prior.names`` covers, the
-    token index of its table's names. Both are only read with a prior.
+    passages: Sequence[Passage]
+    live: UnionTriples
+    vocab: UnionVocab  #: the union's endpoint names (the tables' ``names``)
+    prior: Prior | None = None  #: the resolution of the union's first ``prior.new_from`` passages
+    #: Per shard: its token index of texts and shard row → union row map (-1: deleted). Read with a prior.
+    indices: Sequence[tuple[TokenIndex, np.ndarray]] = ()
+    #: Per shard ``prior.names`` covers: the token index of its table's names. Read with a prior.
+    name_indices: Sequence[TokenIndex] = ()
+
+
+def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> UnionResolution:
+    """The resolution of the union (the oracle ``resolve_corpus``'s, array for array), reusing ``inputs.prior``.
+
     ``background``: where the relation counts are made as soon as the entity
     ends are known, beside the about and mention matrices (at a million
     passages, ~1.4 s that otherwise followed them on one core).
     """
-    tables, triple_keep, owner = live
+    passages, (tables, triple_keep, owner), vocab, prior = inputs.passages, inputs.live, inputs.vocab, inputs.prior
+    indices = inputs.indices[: prior.shards if prior is not None else 0]  # a later shard's rows are all scanned
     n_passages = len(passages)
     vanished: list[str] = []  # lexicon names a delete took away: where they matched is scanned again
     lost = np.zeros(0, dtype=np.int64)  # endpoint names whose first appearance was deleted
@@ -337,8 +345,7 @@ def resolve_union(passages: Sequence[Passage], live: UnionTriples, vocab: UnionV
     name_ends = [t.name_ends for t in tables]
     items = vocab.items
     touched = names[n_prior_names:] + vanished  # lexicon names new or gone: what they occur in may change
-    stats, _ = endpoint_name_stats(name_ends, triple_keep, vocab, prior, name_indices, names, ids, n_prior_names,
-                                   matcher, touched, lost)
+    stats, _ = endpoint_name_stats(inputs, prior, lexicon, matcher, touched, lost)
     # -- entity ids: the lexicon's, then endpoint-only names in first-appearance order ---------------
     entity, ep = stats.entities(n_names)
     stats.entity = entity[:-1].astype(np.int32)
@@ -383,14 +390,15 @@ def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.
     return np.concatenate([np.arange(n_prior_names, dtype=np.int64), moved])
 
 
-def endpoint_name_stats(name_ends: Sequence[np.ndarray], triple_keep: Sequence[np.ndarray], vocab: UnionVocab,
-                        prior: Prior | None, name_indices: Sequence[TokenIndex], names: list[str],
-                        ids: dict[str, int], n_prior_names: int, matcher: NameLookup, touched: list[str],
-                        lost: np.ndarray) -> tuple[NameStats, np.ndarray]:
-    """The union's :class:`NameStats`: the prior's (when it has them) with the later shards' triples
-    counted, new lexicon names given their ids, and the names a new or deleted (``touched``) lexicon name may
-    occur in scanned again; ``lost``: names whose first appearance a delete removed (found again here). With
+def endpoint_name_stats(inputs: ResolveInputs, prior: Prior | None, lexicon: GrownLexicon, matcher: NameLookup,
+                        touched: list[str], lost: np.ndarray) -> tuple[NameStats, np.ndarray]:
+    """The union's :class:`NameStats`: ``prior``'s (when it has them) with the later shards' triples
+    counted, ``lexicon``'s new names given their ids, and the names a new or deleted (``touched``) lexicon name
+    may occur in scanned again; ``lost``: names whose first appearance a delete removed (found again here). With
     the names whose containment rows were scanned (again)."""
+    (tables, triple_keep, _), vocab = inputs.live, inputs.vocab
+    name_ends = [t.name_ends for t in tables]
+    names, ids, n_prior_names = lexicon.names, lexicon.ids, lexicon.n_prior
     known = prior.names if prior is not None else None
     counted = prior.shards if prior is not None and known is not None else 0
     items = vocab.items
@@ -411,7 +419,7 @@ def endpoint_name_stats(name_ends: Sequence[np.ndarray], triple_keep: Sequence[n
         # Old names holding every token of a new (or deleted) lexicon name may contain it now: scanned again.
         if touched:
             query = TokenQuery.of(touched)
-            for index, remap in zip(name_indices, vocab.remaps[:counted], strict=True):
+            for index, remap in zip(inputs.name_indices, vocab.remaps[:counted], strict=True):
                 stats.scanned[remap[index.holding_any(query)]] = False
     stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in strings_at(items, np.arange(n_known, len(items)))),
                                       dtype=np.int64, count=len(items) - n_known)
