@@ -42,7 +42,7 @@ def test_raw_columns_read_as_the_whole_matrix_operators(wiki) -> None:
     n = len(arrays.resolution.keys)
     rng = np.random.default_rng(0)
     syn = sparse.random(n, n, density=0.01, random_state=rng, format="csr", dtype=np.float32)
-    with_synonyms = GraphArrays(arrays.resolution, arrays.relations, (syn + syn.T).tocsr())
+    with_synonyms = GraphArrays(arrays.resolution, arrays.relations, {"synonyms": (syn + syn.T).tocsr()})
     for a, config in ((arrays, PassageGraphConfig()), (arrays, PassageGraphConfig(about_weight=0.0)),
                       (arrays, PassageGraphConfig(backlink_weight=0.3, about_weight=1.7)),
                       (arrays, PassageGraphConfig(backlink_weight=0.0)),

@@ -173,7 +173,7 @@ def _synonyms(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) ->
     keys = list(arrays.resolution.keys)
     edges = synonym_edges(np.asarray(inputs.embed(keys), dtype=np.float32), config.synonym_threshold,
                           config.synonym_neighbours)
-    return replace(arrays, synonyms=edges.astype(np.float32))
+    return replace(arrays, entity_edges={**arrays.entity_edges, "synonyms": edges.astype(np.float32)})
 
 
 register_edge_kind(EdgeKind("mentions", None, "backlink_weight", None, (

@@ -21,19 +21,19 @@ class GraphArrays:
 
     resolution: Resolution
     relations: sparse.csr_matrix  #: entity × entity, triple counts (upper and lower both filled)
-    #: entity × entity synonym weights (cosine, symmetric); None when not computed.
-    synonyms: sparse.csr_matrix | None = None
-    #: The entity × entity matrices of other registered edge kinds, by transition source name
-    #: (:mod:`gearag.graph.edge_kinds`): what a new kind stores without a field of its own.
+    #: The entity × entity matrices of the optional edge kinds the index stores, by transition source name
+    #: (:mod:`gearag.graph.edge_kinds`): the synonym weights (cosine, symmetric) as ``synonyms``, and whatever
+    #: kind is registered next.
     entity_edges: dict[str, sparse.csr_matrix] = field(default_factory=dict)
+
+    @property
+    def synonyms(self) -> sparse.csr_matrix | None:
+        """The synonym edges (None: not stored)."""
+        return self.entity_edges.get("synonyms")
 
     def matrix(self, source: str) -> sparse.csr_matrix | None:
         """The stored matrix a transition source of that name reads (None: this index has none)."""
-        if source == "relations":
-            return self.relations
-        if source == "synonyms":
-            return self.synonyms
-        return self.entity_edges.get(source)
+        return self.relations if source == "relations" else self.entity_edges.get(source)
 
     @classmethod
     def from_resolution(cls, res: Resolution, *, relations: sparse.csr_matrix | None = None) -> GraphArrays:
@@ -45,7 +45,7 @@ class GraphArrays:
     def files(self) -> dict[str, np.ndarray]:
         r = self.resolution
         out: dict[str, np.ndarray] = {}
-        optional = (("ner_mentions", r.ner_mentions), ("synonyms", self.synonyms), *self.entity_edges.items())
+        optional = (("ner_mentions", r.ner_mentions), *self.entity_edges.items())
         for name, m in (("about", r.about), ("mentions", r.mentions), ("relations", self.relations), *optional):
             if m is None:
                 continue
@@ -60,7 +60,7 @@ class GraphArrays:
     def meta(self) -> dict:
         r = self.resolution
         out = {"keys": r.keys, "n_names": r.n_names, "n_passages": int(r.mentions.shape[0])}
-        return out | {"entity_edges": sorted(self.entity_edges)} if self.entity_edges else out
+        return out | {"entity_edges": list(self.entity_edges)} if self.entity_edges else out
 
     @classmethod
     def load(cls, directory: Path) -> GraphArrays:
@@ -88,8 +88,11 @@ class GraphArrays:
 
         res = Resolution(meta["keys"], meta["n_names"], csr("about", (n_e, n_p)), csr("mentions", (n_p, n_e)),
                          npy("triple_ends.npy"), optional("ner_mentions", (n_p, n_e)))
-        return cls(res, csr("relations", (n_e, n_e)), optional("synonyms", (n_e, n_e)),
-                   {str(name): csr(str(name), (n_e, n_e)) for name in meta.get("entity_edges", [])})
+        edges = {str(name): csr(str(name), (n_e, n_e)) for name in meta.get("entity_edges", [])}
+        if "entity_edges" not in meta:  # none listed (or written before the listing): at most the synonym edges
+            synonyms = optional("synonyms", (n_e, n_e))
+            edges = {"synonyms": synonyms} if synonyms is not None else {}
+        return cls(res, csr("relations", (n_e, n_e)), edges)
 
 
 def relation_counts(triple_ends: np.ndarray, n_entities: int) -> sparse.csr_matrix:
