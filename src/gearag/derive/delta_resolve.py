@@ -53,11 +53,11 @@ from gearag.derive.union_resolve import (
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.layered import LayeredCsr, NodeLayout
-from gearag.graph.prepared import PreparedGraph, _usable
+from gearag.graph.prepared import PreparedGraph, names_beside
 from gearag.graph.resolve import ascending
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
 from gearag.graph.transition import Csr
-from gearag.graph.trie import HashedNames, NameLookup, key_hashes
+from gearag.graph.trie import HashedNames, NameLookup
 
 
 class _Entries:
@@ -347,23 +347,10 @@ def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions:
 
 def _new_names(base: PreparedGraph, names: list[str], vocab: UnionVocab, ids: _Numbering,
                n_prior: int) -> tuple[HashedNames, int] | None:
-    """The usable keys of the new entities, hashed as :meth:`HashedNames.from_keys` would (the prefixes the
-    base's names lack, the keys' hashes sorted), with how many there are; None where a new key's hash is
-    another's (the full build's rule decides)."""
+    """The usable keys of the new entities, hashed beside the base's names
+    (:func:`~gearag.graph.prepared.names_beside`), with how many there are; None where a new key's hash is
+    another's."""
     fresh = n_prior + np.flatnonzero(ids.fresh)
     keys = [names[i] for i in fresh.tolist()] + strings_at(vocab.items, ids.new_ep)
-    entities = np.concatenate([ids.lex_entity[fresh], ids.entity[ids.new_ep]])
-    usable = _usable(keys)
-    entities = entities[usable]
-    hashes, prefixes = key_hashes([k for k, u in zip(keys, usable.tolist(), strict=True) if u])
-    order = np.argsort(hashes, kind="stable")
-    hashes, entities = hashes[order], entities[order]
-    old = base.names
-    old_hashes = np.asarray(old.name_hashes)
-    if np.any(hashes[1:] == hashes[:-1]) or np.any(
-            setops.present(old_hashes, hashes, np.searchsorted(old_hashes, hashes))):
-        return None
-    extra = setops.unique(np.concatenate([hashes, prefixes]))
-    old_nodes = np.asarray(old.nodes)
-    nodes = extra[~setops.present(old_nodes, extra, np.searchsorted(old_nodes, extra))]
-    return HashedNames.from_arrays(nodes, hashes, entities), len(entities)
+    added = names_beside(base.names, keys, np.concatenate([ids.lex_entity[fresh], ids.entity[ids.new_ep]]))
+    return None if added is None else (added, added.size)

@@ -351,24 +351,34 @@ class Earlier:
         fresh = counted.copy()
         fresh[old_ids] = False  # earlier keys that were not usable are judged again, as a full build would
         candidates = np.flatnonzero(fresh)
-        texts = strings_at(keys, candidates)
-        usable = _usable(texts)
-        ids = candidates[usable]
-        hashes, prefixes = key_hashes([t for t, u in zip(texts, usable.tolist(), strict=True) if u])
-        order = np.argsort(hashes, kind="stable")
-        hashes, ids = hashes[order], ids[order]
-        old_hashes = np.asarray(old.name_hashes)
-        at = np.searchsorted(old_hashes, hashes)
-        if np.any(hashes[1:] == hashes[:-1]) or np.any(setops.present(old_hashes, hashes, at)):
-            return None  # two keys share a hash: the full build's rule (the last key wins) decides
-        name_hashes, name_ids = np.insert(old_hashes, at, hashes), np.insert(old_ids, at, ids)
-        old_nodes = np.asarray(old.nodes)
-        extra = setops.unique(np.concatenate([hashes, prefixes]))
-        where = np.searchsorted(old_nodes, extra)
-        new = ~setops.present(old_nodes, extra, where)
-        nodes = np.insert(old_nodes, where[new], extra[new])
+        added = names_beside(old, strings_at(keys, candidates), candidates)
+        if added is None:
+            return None
+        old_hashes, old_nodes = np.asarray(old.name_hashes), np.asarray(old.nodes)
+        at = np.searchsorted(old_hashes, added.name_hashes)
+        name_hashes, name_ids = np.insert(old_hashes, at, added.name_hashes), np.insert(old_ids, at, added.name_ids)
+        nodes = np.insert(old_nodes, np.searchsorted(old_nodes, added.nodes), added.nodes)
         self.extended = True
-        return HashedNames.from_arrays(nodes, name_hashes, name_ids), old.size + len(ids)
+        return HashedNames.from_arrays(nodes, name_hashes, name_ids), old.size + added.size
+
+
+def names_beside(old: HashedNames, keys: Sequence[str], ids: np.ndarray) -> HashedNames | None:
+    """The usable ``keys`` (of entities ``ids``) hashed beside ``old``'s names, as :meth:`HashedNames.from_keys`
+    hashes all of them at once: their hashes sorted with their ids, and the hashed prefixes ``old`` lacks.
+    None where a hash is shared (by two of the keys, or by a key and one of ``old``'s names): the full build's
+    rule (the last key wins) decides."""
+    usable = _usable(keys)
+    ids = np.asarray(ids, dtype=np.int64)[usable]
+    hashes, prefixes = key_hashes([k for k, u in zip(keys, usable.tolist(), strict=True) if u])
+    order = np.argsort(hashes, kind="stable")
+    hashes, ids = hashes[order], ids[order]
+    old_hashes, old_nodes = np.asarray(old.name_hashes), np.asarray(old.nodes)
+    if np.any(hashes[1:] == hashes[:-1]) or np.any(
+            setops.present(old_hashes, hashes, np.searchsorted(old_hashes, hashes))):
+        return None
+    extra = setops.unique(np.concatenate([hashes, prefixes]))
+    return HashedNames.from_arrays(extra[~setops.present(old_nodes, extra, np.searchsorted(old_nodes, extra))],
+                                   hashes, ids)
 
 
 def held_ner(meta: dict[str, Any]) -> bool | None:
