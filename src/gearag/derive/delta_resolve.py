@@ -46,6 +46,7 @@ from gearag.derive.delta_scan import TextScan, scan_texts
 from gearag.derive.union_graph import union_ends
 from gearag.derive.union_resolve import (
     NameStats,
+    PagesByName,
     ResolveInputs,
     endpoint_name_stats,
     grown_lexicon,
@@ -93,50 +94,37 @@ def _own_pages(terms: Csr, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return at[own], np.asarray(idx, dtype=np.int64)[own], np.asarray(data, dtype=np.float64)[own]
 
 
-class _Pages:
-    """Every page of some lexicon names after the add (the base's and the new), grouped by name."""
-
-    def __init__(self, names: np.ndarray, n_prior: int, terms: Csr | None,
-                 added: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-        """``terms``: the base's about terms (None: the new pages only)."""
-        self.names = setops.unique(np.asarray(names, dtype=np.int64))
-        old = self.names[self.names < n_prior] if terms is not None else self.names[:0]
-        at, rows, weights = _own_pages(terms, old) if terms is not None else (old, old, old.astype(np.float64))
-        pos_old = np.searchsorted(self.names, old)[at]  # a base lexicon name's entity id is its lexicon id
-        k, r, w = added
-        mine = setops.isin(k, self.names)
-        pos = np.concatenate([pos_old, np.searchsorted(self.names, k[mine].astype(np.int64))])
-        by = np.argsort(pos, kind="stable")
-        self.rows = np.concatenate([rows, r[mine]])[by]
-        self.weights = np.concatenate([weights, w[mine]])[by]
-        self.ptr = np.zeros(len(self.names) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pos, minlength=len(self.names)), out=self.ptr[1:])
-
-    def terms(self, owners: np.ndarray, contained: np.ndarray,
-              shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """For each (owner, contained name, share): a term over each page of that name: (owner, passage,
-        ``share · w``, the contained name)."""
-        at = np.searchsorted(self.names, contained)
-        spans = self.ptr[at + 1] - self.ptr[at]
-        pos = ranges(self.ptr[at], spans)
-        raw = (np.repeat(np.asarray(shares, dtype=np.float64), spans) * self.weights[pos]).astype(np.float32)
-        return np.repeat(owners, spans), self.rows[pos], raw.astype(np.float64), np.repeat(contained, spans)
+def _pages(names: np.ndarray, n_prior: int, terms: Csr | None,
+           added: tuple[np.ndarray, np.ndarray, np.ndarray]) -> PagesByName:
+    """Every page of lexicon names ``names`` after the add (the base's, from its about ``terms``, and the new;
+    ``terms`` None: the new pages only), grouped by name."""
+    names = setops.unique(np.asarray(names, dtype=np.int64))
+    old = names[names < n_prior] if terms is not None else names[:0]
+    at, rows, weights = _own_pages(terms, old) if terms is not None else (old, old, old.astype(np.float64))
+    pos_old = np.searchsorted(names, old)[at]  # a base lexicon name's entity id is its lexicon id
+    k, r, w = added
+    mine = setops.isin(k, names)
+    pos = np.concatenate([pos_old, np.searchsorted(names, k[mine].astype(np.int64))])
+    by = np.argsort(pos, kind="stable")
+    ptr = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pos, minlength=len(names)), out=ptr[1:])
+    return PagesByName(ptr, np.concatenate([rows, r[mine]])[by], np.concatenate([weights, w[mine]])[by], names)
 
 
-def _cont_rows(stats: NameStats, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Containment rows ``rows`` of ``stats`` flat: (row, contained lexicon name, share)."""
-    ptr = stats.cont_ptr
-    spans = ptr[rows + 1] - ptr[rows]
-    at = ranges(ptr[rows], spans)
-    return np.repeat(rows, spans), np.asarray(stats.cont_name)[at], np.asarray(stats.cont_share)[at]
+def _contained_terms(terms: _Entries, pages: PagesByName, owners: np.ndarray, contained: np.ndarray,
+                     shares: np.ndarray, lex_entity: np.ndarray) -> None:
+    """Add to ``terms`` the about terms of (owner, contained name, share) triples over each page of the name
+    (:meth:`~gearag.derive.union_resolve.PagesByName.about`), their raw weights rounded as they are stored."""
+    o, pas, raw, via = pages.about(owners, contained.astype(np.int64), np.asarray(shares, dtype=np.float64))
+    terms.add(o, pas, raw.astype(np.float32).astype(np.float64), 1 + lex_entity[via])
 
 
 def _same_cont(a: NameStats, b: NameStats, rows: np.ndarray) -> np.ndarray:
     """Whether each of ``rows`` holds the same contained names and shares in ``a`` and ``b``."""
     same = (a.cont_ptr[rows + 1] - a.cont_ptr[rows]) == (b.cont_ptr[rows + 1] - b.cont_ptr[rows])
     check = rows[same]
-    ra, na, sa = _cont_rows(a, check)
-    _, nb, sb = _cont_rows(b, check)
+    ra, na, sa = a.contained(check)
+    _, nb, sb = b.contained(check)
     differs = setops.unique(ra[(na != nb) | (sa != sb)])
     same[np.flatnonzero(same)[setops.isin(check, differs)]] = False
     return same
@@ -292,18 +280,15 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     scanned = rescanned[rescanned < n_known]
     scanned = scanned[setops.isin(scanned, base_ep)]
     changed = scanned[~_same_cont(base_stats, stats, scanned)]
-    w_rows, w_names, w_shares = _cont_rows(stats, np.concatenate([changed, ids.new_ep]).astype(np.int64))
-    o, pas, raw, via = _Pages(w_names, n_prior, b_terms, added).terms(entity[w_rows], w_names.astype(np.int64),
-                                                                     w_shares)
-    terms.add(o, pas, raw, 1 + lex_entity[via])
+    w_rows, w_names, w_shares = stats.contained(np.concatenate([changed, ids.new_ep]).astype(np.int64))
+    _contained_terms(terms, _pages(w_names, n_prior, b_terms, added), entity[w_rows], w_names, w_shares, lex_entity)
     hit = np.flatnonzero(setops.isin(np.asarray(stats.cont_name), old_gained))  # the one union-size search
     h_rows = np.searchsorted(stats.cont_ptr, hit, side="right") - 1
     grows = setops.isin(h_rows, base_ep) & ~setops.isin(h_rows, changed)
     hit, h_rows = hit[grows], h_rows[grows]
     h_names = np.asarray(stats.cont_name)[hit].astype(np.int64)
-    o, pas, raw, via = _Pages(h_names, n_prior, None, added).terms(entity[h_rows], h_names,
-                                                                  np.asarray(stats.cont_share)[hit])
-    terms.add(o, pas, raw, 1 + lex_entity[via])
+    _contained_terms(terms, _pages(h_names, n_prior, None, added), entity[h_rows], h_names,
+                     np.asarray(stats.cont_share)[hit], lex_entity)
     kind_changed = lex_entity[n_prior + np.flatnonzero(~ids.fresh)]  # base endpoint-only names, lexicon names now
     replaced = np.concatenate([entity[changed], kind_changed]).astype(np.int64)
     return terms.layered(b_terms, ids.layout.n_entities, replaced), scale

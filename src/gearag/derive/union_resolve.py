@@ -177,6 +177,12 @@ class NameStats:
         self.cont_name, self.cont_share, self.cont_ptr = names, shares, ptr
         self.scanned[rows] = True
 
+    def contained(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Containment rows ``rows`` flat: (row, contained lexicon name, share) per entry, in row order."""
+        spans = self.cont_ptr[rows + 1] - self.cont_ptr[rows]
+        at = ranges(self.cont_ptr[rows], spans)
+        return np.repeat(rows, spans), np.asarray(self.cont_name)[at], np.asarray(self.cont_share)[at]
+
     def entities(self, n_names: int) -> tuple[np.ndarray, np.ndarray]:
         """Each name's entity id in a resolution of ``n_names`` lexicon names (its lexicon id, or for an
         endpoint-only name ``n_names +`` its rank by first appearance; -1: not live), with -1 appended (read
@@ -212,6 +218,27 @@ class NameStats:
             entity = None
         return cls(first, lex, scanned, ptr, name, share,
                    entity=entity if entity is not None and len(entity) == n_names else None)
+
+
+class PagesByName(NamedTuple):
+    """Lexicon names' pages grouped by name: the ``i``-th name's are ``rows[ptr[i]:ptr[i + 1]]``, with their tier
+    weights; the ``i``-th name is ``names[i]`` (sorted), or name ``i`` when ``names`` is None (every name)."""
+
+    ptr: np.ndarray
+    rows: np.ndarray
+    weights: np.ndarray
+    names: np.ndarray | None = None
+
+    def about(self, owners: np.ndarray, contained: np.ndarray,
+              shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """An endpoint-only name is about the pages of the lexicon names it contains: for each (owner, contained
+        name, share), a term over each page of that name, in that order: (owner, passage, raw weight
+        ``share · w``, the contained name)."""
+        at = contained if self.names is None else np.searchsorted(self.names, contained)
+        spans = self.ptr[at + 1] - self.ptr[at]
+        pos = ranges(self.ptr[at], spans)
+        return (np.repeat(owners, spans), self.rows[pos], np.repeat(shares, spans) * self.weights[pos],
+                np.repeat(contained, spans))
 
 
 @dataclass
@@ -358,7 +385,9 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
     # Every name below is freed once used: the matrices that follow are an add's peak.
     # -- the matrices, as one plain pass assembles them -------------------------------------------------
     # An endpoint-only name is about the passages of the lexicon names it contains (as one plain pass adds them).
-    contained = _contained_about(stats, ep, n_names, name_ptr, by_name_rows, by_name_w)
+    c_rows, c_names, c_shares = stats.contained(ep)  # an endpoint-only name's entity is ``entity[its row]``
+    contained = PagesByName(name_ptr, by_name_rows, by_name_w).about(entity[c_rows], c_names, c_shares)
+    del c_rows, c_names, c_shares
     for part, values in zip((about_rows, about_cols, about_raw, about_names), contained, strict=True):
         part.append(values)
     del contained, by_name_rows, by_name_w, own
@@ -438,22 +467,6 @@ def endpoint_name_stats(inputs: ResolveInputs, prior: Prior | None, lexicon: Gro
     stats.rescanned(todo, np.frombuffer(sizes, dtype=np.int64), np.frombuffer(found_names, dtype=np.int64),
                     np.frombuffer(found_shares, dtype=np.float64))
     return stats, todo
-
-
-def _contained_about(stats: NameStats, ep: np.ndarray, n_names: int, name_ptr: np.ndarray, by_name_rows: np.ndarray,
-                     by_name_w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The about terms of the endpoint-only names ``ep`` (entity ids ``n_names + i``): for each lexicon
-    name one contains (share ``s``), each of that name's passages with raw weight ``s * w``, in the
-    order one plain pass appends them: (entities, passages, raw weights, the contained names)."""
-    per = stats.cont_ptr[ep + 1] - stats.cont_ptr[ep]
-    at = ranges(stats.cont_ptr[ep], per)
-    contained = stats.cont_name[at]
-    spans = name_ptr[contained + 1] - name_ptr[contained]
-    pos = ranges(name_ptr[contained], spans)
-    # Per (name, contained name) pair, repeated over that name's passages (repeats, not gathers: the same values).
-    rows = np.repeat(np.repeat(n_names + np.arange(len(ep), dtype=np.int64), per), spans)
-    raw = np.repeat(stats.cont_share[at], spans) * by_name_w[pos]
-    return rows, by_name_rows[pos], raw, np.repeat(contained, spans)
 
 
 def _shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tuple[Prior, list[str], np.ndarray]:
