@@ -53,6 +53,7 @@ from gearag.derive.union_resolve import (
 )
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
+from gearag.graph.graph_arrays import relation_pairs
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph, names_beside
 from gearag.graph.resolve import ascending
@@ -215,9 +216,8 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
     p = prior.shards
     ends_tail = union_ends(vocab.remaps[p:], name_ends[p:], triple_keep[p:], through=ids.entity.astype(np.int32))
     rel = _Entries()
-    pair = (ends_tail[:, 0] >= 0) & (ends_tail[:, 1] >= 0) & (ends_tail[:, 0] != ends_tail[:, 1])
-    h, t = ends_tail[pair, 0].astype(np.int64), ends_tail[pair, 1].astype(np.int64)
-    rel.add(np.concatenate([h, t]), np.concatenate([t, h]), np.ones(2 * len(h)))
+    rel_rows, rel_cols = relation_pairs(ends_tail)
+    rel.add(rel_rows, rel_cols, np.ones(len(rel_rows)))
     relations = rel.layered(b_relations, layout.n_entities, np.zeros(0, dtype=np.int64))
     scan = scan_texts(passages, prior.new_from, inputs.indices, lexicon, matcher, previous_scan)
     mentions = _mentions(owner, len(base_ends), ends_tail, b_mentions, base_ends, scan, ids.lex_entity, layout)

@@ -95,15 +95,19 @@ class GraphArrays:
         return cls(res, csr("relations", (n_e, n_e)), edges)
 
 
-def relation_counts(triple_ends: np.ndarray, n_entities: int) -> sparse.csr_matrix:
-    """Entity × entity triple counts, both ways (``triple_ends``: each triple's subject and object entity, -1:
-    none): the relations of a resolution of ``n_entities`` entities. Self-loops and unlinked ends count not."""
+def relation_pairs(triple_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (row, column) entity pairs of triples' relations, each both ways (``triple_ends``: each triple's
+    subject and object entity, -1: none): self-loops and unlinked ends count not."""
     ends = triple_ends
     keep = (ends[:, 0] >= 0) & (ends[:, 1] >= 0) & (ends[:, 0] != ends[:, 1])
     h, t = ends[keep, 0].astype(np.int64), ends[keep, 1].astype(np.int64)
-    n = n_entities
-    rel = sparse.csr_matrix(
-        (np.ones(2 * len(h), dtype=np.float32), (np.concatenate([h, t]), np.concatenate([t, h]))), shape=(n, n)
-    )
+    return np.concatenate([h, t]), np.concatenate([t, h])
+
+
+def relation_counts(triple_ends: np.ndarray, n_entities: int) -> sparse.csr_matrix:
+    """Entity × entity triple counts (:func:`relation_pairs`, summed): the relations of a resolution of
+    ``n_entities`` entities."""
+    rows, cols = relation_pairs(triple_ends)
+    rel = sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(n_entities, n_entities))
     rel.sum_duplicates()
     return rel
