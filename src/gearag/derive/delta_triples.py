@@ -67,12 +67,9 @@ def triples_delta(config: GraphConfig, inputs: TripleInputs, base: TripleGraph,
             return None
         entity[base_order] = np.arange(len(base_order), dtype=np.int64)
     positions = np.arange(t_base, t_base + len(new), dtype=np.int64)
-    first = stats.first
     # New entities: keys of the new triples that are not the base's, in the union's order (only their places).
     ends_keys = setops.unique(new[ok])
-    fresh = ends_keys[(entity[ends_keys] < 0) & ~hub[ends_keys]]
-    where = np.where(first[fresh, 0] >= 0, first[fresh, 0], t_base + len(new) + first[fresh, 1])
-    fresh = fresh[np.argsort(where, kind="stable")]
+    fresh = entity_order(stats.first, hub, t_base + len(new), ends_keys[entity[ends_keys] < 0])
     entity[fresh] = base.n_entities + np.arange(len(fresh), dtype=np.int64)
     linkable = ok & ~hub[np.maximum(new, 0)]
     ids = entity[np.where(linkable, new, n_keys)].astype(np.int32)

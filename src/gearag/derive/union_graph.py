@@ -332,13 +332,14 @@ def hub_keys(config: GraphConfig, passages: np.ndarray, n_passages: int) -> np.n
     return passages > hub_cap(config.max_entity_share, n_passages)
 
 
-def entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int) -> np.ndarray:
+def entity_order(first: np.ndarray, hub: np.ndarray, n_triples: int,
+                 keys: np.ndarray | None = None) -> np.ndarray:
     """The keys that are entities, in ``reference_triple_graph``'s order: by first appearance over every subject,
-    then every object (``first``: (K, 2) live-triple positions, -1: never; ``n_triples`` live triples)."""
-    seen = (first >= 0).any(axis=1) & ~hub
-    where = np.where(first[:, 0] >= 0, first[:, 0], n_triples + first[:, 1])
-    order = np.flatnonzero(seen)
-    return order[np.argsort(where[order], kind="stable")]
+    then every object (``first``: (K, 2) live-triple positions, -1: never; ``n_triples`` live triples).
+    ``keys``: only those (seen keys), in that order among themselves."""
+    order = np.flatnonzero((first >= 0).any(axis=1) & ~hub) if keys is None else keys[~hub[keys]]
+    where = np.where(first[order, 0] >= 0, first[order, 0], n_triples + first[order, 1])
+    return order[np.argsort(where, kind="stable")]
 
 
 class TripleInputs(NamedTuple):
