@@ -43,6 +43,7 @@ from gearag import setops
 from gearag.arrays import ranges
 from gearag.data.jsonstrings import strings_at
 from gearag.derive.delta_scan import TextScan, scan_texts
+from gearag.derive.text_mentions import end_mentions
 from gearag.derive.union_graph import union_ends
 from gearag.derive.union_resolve import (
     NameStats,
@@ -301,9 +302,8 @@ def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions:
     or is replaced where its row lost one (a base row is its triple ends and its text matches)."""
     new_from, n = layout.base_passages, layout.n_entities  # pairs below are ``passage * n + entity``
     owner = np.asarray(owner, dtype=np.int64)
-    flat = np.asarray(ends_tail, dtype=np.int64).ravel()
-    linked = flat >= 0
-    pairs = [np.repeat(owner[t_base:], 2)[linked] * n + flat[linked]]
+    new_rows, new_entities = end_mentions(owner[t_base:], ends_tail)
+    pairs = [new_rows * n + new_entities]
     found = scan.match_rows * n + lex_entity[scan.match_names]
     pairs.append(found[found >= new_from * n])
     replaced = np.zeros(0, dtype=np.int64)
@@ -316,9 +316,8 @@ def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions:
             tri = ranges(lo, hi - lo)
         else:
             tri = np.flatnonzero(setops.isin(base_owner, rows))
-        ends = np.asarray(base_ends, dtype=np.int64)[tri].ravel()
-        now = setops.unique(np.concatenate([(base_owner[tri].repeat(2) * n + ends)[ends >= 0],
-                                        found[found < new_from * n]]))
+        end_rows, end_entities = end_mentions(base_owner[tri], base_ends[tri])
+        now = setops.unique(np.concatenate([end_rows * n + end_entities, found[found < new_from * n]]))
         counts, idx, _, _ = b_mentions.gather(rows)
         before = setops.unique(np.repeat(rows, counts) * n + np.asarray(idx, dtype=np.int64))
         replaced = setops.unique(setops.setdiff(before, now) // n)  # a row that lost a pair is replaced whole
