@@ -170,8 +170,7 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
     entity[:n_known] = base_entity
     named = np.flatnonzero(live & (stats.lex >= 0))
     entity[named] = lex_entity[stats.lex[named]]
-    new_ep = np.flatnonzero(live & (stats.lex < 0) & (entity[:-1] < 0))
-    new_ep = new_ep[np.argsort(stats.first[new_ep], kind="stable")]
+    new_ep = stats.endpoint_only(entity[:-1] < 0)
     e_new = e_base + int(fresh.sum())
     entity[new_ep] = e_new + np.arange(len(new_ep), dtype=np.int64)
     return _Numbering(lex_entity, entity, base_entity, fresh, new_ep,

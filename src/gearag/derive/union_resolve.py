@@ -183,13 +183,18 @@ class NameStats:
         at = ranges(self.cont_ptr[rows], spans)
         return np.repeat(rows, spans), np.asarray(self.cont_name)[at], np.asarray(self.cont_share)[at]
 
+    def endpoint_only(self, among: np.ndarray | bool = True) -> np.ndarray:
+        """The live names no lexicon name is (of the rows ``among`` holds), in first-appearance order: the order
+        their entity ids follow the lexicon's."""
+        ep = np.flatnonzero((self.first >= 0) & (self.lex < 0) & among)
+        return ep[np.argsort(self.first[ep], kind="stable")]
+
     def entities(self, n_names: int) -> tuple[np.ndarray, np.ndarray]:
         """Each name's entity id in a resolution of ``n_names`` lexicon names (its lexicon id, or for an
         endpoint-only name ``n_names +`` its rank by first appearance; -1: not live), with -1 appended (read
         for -1); and the endpoint-only names in that order."""
         live = self.first >= 0
-        ep = np.flatnonzero(live & (self.lex < 0))
-        ep = ep[np.argsort(self.first[ep], kind="stable")]
+        ep = self.endpoint_only()
         entity = np.full(len(self.lex) + 1, -1, dtype=np.int64)
         named = live & (self.lex >= 0)
         entity[:-1][named] = self.lex[named]
