@@ -31,7 +31,7 @@ from gearag.derive.union_graph import (
     union_ends,
 )
 from gearag.graph.layered import AppendedRows, LayeredCsr
-from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph
+from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph, triple_edges
 
 
 def triples_delta(config: GraphConfig, inputs: TripleInputs, base: TripleGraph,
@@ -75,11 +75,7 @@ def triples_delta(config: GraphConfig, inputs: TripleInputs, base: TripleGraph,
     ids = entity[np.where(linkable, new, n_keys)].astype(np.int32)
     # Postings: each new triple under its ends (a self-loop once), appended to the base's rows.
     n_entities = base.n_entities + len(fresh)
-    ends = ids.astype(np.int64)
-    keep = ends >= 0
-    keep[:, 1] &= ends[:, 1] != ends[:, 0]
-    rows = ends[keep]
-    triples = np.broadcast_to(positions[:, None], ends.shape)[keep]
+    rows, triples = triple_edges(ids.astype(np.int64), positions)
     by = np.lexsort((triples, rows))
     rows, triples = rows[by], triples[by]
     postings = LayeredCsr.over(base.postings_csr(), n_entities, np.zeros(0, dtype=np.int64), rows, triples,

@@ -89,11 +89,8 @@ class TripleGraph(Neighbours):
         # Edges (entity, triple) from heads and tails, in triple order; a self-loop counts once. A counting
         # sort by entity (scipy's COO → CSR, stable) keeps each entity's triples ascending: O(edges), where
         # a lexsort of the 34M edges of a million passages took seconds.
-        pairs = np.stack([np.asarray(head), np.asarray(tail)], axis=1)
-        keep = pairs >= 0
-        keep[:, 1] &= pairs[:, 1] != pairs[:, 0]
-        ents = pairs[keep]
-        trips = np.broadcast_to(np.arange(n_triples, dtype=np.int32)[:, None], (n_triples, 2))[keep]
+        ents, trips = triple_edges(np.stack([np.asarray(head), np.asarray(tail)], axis=1),
+                                   np.arange(n_triples, dtype=np.int32))
         csr = sparse.coo_matrix((np.ones(len(ents), dtype=np.int8), (ents, trips)),
                                 shape=(len(ids), n_triples)).tocsr()
         indptr = csr.indptr.astype(np.int64)
@@ -116,6 +113,14 @@ class TripleGraph(Neighbours):
     def postings_csr(self) -> Csr:
         """The entity → triples rows as a :class:`~gearag.arrays.Csr` (every weight 1, not stored)."""
         return _postings(np.asarray(self.indptr), self.indices)
+
+
+def triple_edges(ends: np.ndarray, triples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (entity, triple) edges of triples ``triples`` whose subject and object entity ids are ``ends``
+    ((T, 2), -1: none), in triple order: each linked end once, a self-loop once."""
+    keep = ends >= 0
+    keep[:, 1] &= ends[:, 1] != ends[:, 0]
+    return ends[keep], np.broadcast_to(triples[:, None], ends.shape)[keep]
 
 
 def _postings(indptr: np.ndarray, indices: np.ndarray) -> Csr:
