@@ -48,7 +48,7 @@ def triples_delta(config: GraphConfig, inputs: TripleInputs, base: TripleGraph,
     n_keys, n_known = len(vocab.items), len(prior.passages)
     t_base = len(base.head)
     new = union_ends(vocab.remaps[counted:], [t.ends for t in tables[counted:]], triple_keep[counted:])
-    if sum(int(np.count_nonzero(k)) for k in triple_keep[:counted]) != t_base:
+    if inputs.live.live_before(counted) != t_base:
         return None  # the statistics are not those of this base's triples
     stats = KeyStats.grown(prior, n_keys, named_all)
     ok = count_keys(stats, new, named_ends(tables[counted:], triple_keep[counted:], named_all),

@@ -191,6 +191,10 @@ class UnionTriples(NamedTuple):
     keep: Sequence[np.ndarray]
     owner: np.ndarray
 
+    def live_before(self, shards: int) -> int:
+        """How many live triples the first ``shards`` shards hold: where the next shard's live triples start."""
+        return sum(int(np.count_nonzero(k)) for k in self.keep[:shards])
+
 
 @dataclass(frozen=True)
 class Removal:
@@ -391,7 +395,7 @@ def union_triple_graph(config: GraphConfig, inputs: TripleInputs) -> tuple[Tripl
     if prior is not None and removal is not None:
         gone_ends = union_ends(vocab.remaps, [t.ends for t in tables], removal.gone)
         prior, lost = prior.without(removal, gone_ends, named_ends(tables, removal.gone, named_all))
-    start = sum(int(np.count_nonzero(k)) for k in triple_keep[:counted])
+    start = inputs.live.live_before(counted)
     stats = KeyStats.grown(prior, n_keys, named_all)
     count_keys(stats, ends[start:], named[start:], owner[start:], start)
     for side in (0, 1):

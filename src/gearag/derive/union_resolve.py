@@ -437,7 +437,7 @@ def endpoint_name_stats(inputs: ResolveInputs, prior: Prior | None, lexicon: Gro
     counted = prior.shards if prior is not None and known is not None else 0
     items = vocab.items
     stats = NameStats.grown(known, len(items))
-    start = sum(int(np.count_nonzero(k)) for k in triple_keep[:counted])
+    start = inputs.live.live_before(counted)
     # Only the later shards' ends (their union name ids) are read: the earlier ones' were counted.
     seq = union_ends(vocab.remaps[counted:], name_ends[counted:], triple_keep[counted:]).ravel()  # subject, object…
     valid = seq >= 0
