@@ -118,15 +118,14 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     started = time.perf_counter()
     names_of = [s.name for s in shards]
     tables_from = tables_from or before  # the previous generation: a delta one has the tables since its base
-    tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
-    triples = UnionTriples(tables, union.triple_keep, union.owner)
+    triples = _union_triples(w, shards, union, tables_from)
     kept = before if before is not None and done.get("union") == UNION_VERSION else None
     done_shards = done.get("shards") or []
     n_passages = len(union.passages)
 
     def triple_graph() -> int:
         """The union's triple graph, written; its entity count."""
-        keys, n_keys = _vocab(kept, done_shards, "keys", names_of, tables, w)
+        keys, n_keys = _vocab(kept, done_shards, "keys", names_of, triples.tables, w)
         key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
         graph, key_stats = union_triple_graph(config.graph, TripleInputs(
             triples, n_passages, keys, key_prior, prior.shards if key_prior is not None and prior else 0,
@@ -261,11 +260,10 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     if done.get("union") != UNION_VERSION or stored_kinds(config.resolve):
         return UnionDelta(None, None)  # the optional edge kinds are derived over the union (no delta yet)
     tables_from = tables_from or before
-    tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
+    triples = _union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
-    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], tables, None)
+    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables, None)
     key_prior = KeyStats.read(before, n_keys)
-    triples = UnionTriples(tables, union.triple_keep, union.owner)
     graph = triples_delta(config.graph, TripleInputs(triples, len(union.passages), keys, key_prior, prior.shards),
                           base_graph, prior.new_from)
     inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
@@ -276,6 +274,14 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         return UnionDelta(None, graph)
     resolved[1].write(w)
     return UnionDelta(resolved[0], graph)
+
+
+def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,
+                   tables_from: Path | None) -> UnionTriples:
+    """The union's live triples over every shard's endpoint table (written into ``w``, hard-linked from
+    ``tables_from`` where it has the shard's)."""
+    tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
+    return UnionTriples(tables, union.triple_keep, union.owner)
 
 
 def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
