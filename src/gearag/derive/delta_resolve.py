@@ -46,9 +46,11 @@ from gearag.derive.delta_scan import TextScan, scan_texts
 from gearag.derive.text_mentions import end_mentions
 from gearag.derive.union_graph import union_ends
 from gearag.derive.union_resolve import (
+    GrownLexicon,
     NameStats,
     PagesByName,
     ResolveInputs,
+    ResolveState,
     endpoint_name_stats,
     grown_lexicon,
 )
@@ -97,13 +99,14 @@ def _own_pages(terms: Csr, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _pages(names: np.ndarray, n_prior: int, terms: Csr | None,
-           added: tuple[np.ndarray, np.ndarray, np.ndarray]) -> PagesByName:
+           added: tuple[np.ndarray, np.ndarray, np.ndarray], lex_entity: np.ndarray) -> PagesByName:
     """Every page of lexicon names ``names`` after the add (the base's, from its about ``terms``, and the new;
-    ``terms`` None: the new pages only), grouped by name."""
+    ``terms`` None: the new pages only), grouped by name; ``lex_entity``: each lexicon name's entity id."""
     names = setops.unique(np.asarray(names, dtype=np.int64))
     old = names[names < n_prior] if terms is not None else names[:0]
-    at, rows, weights = _own_pages(terms, old) if terms is not None else (old, old, old.astype(np.float64))
-    pos_old = np.searchsorted(names, old)[at]  # a base lexicon name's entity id is its lexicon id
+    at, rows, weights = _own_pages(terms, lex_entity[old]) if terms is not None else (old, old,
+                                                                                      old.astype(np.float64))
+    pos_old = np.searchsorted(names, old)[at]
     k, r, w = added
     mine = setops.isin(k, names)
     pos = np.concatenate([pos_old, np.searchsorted(names, k[mine].astype(np.int64))])
@@ -136,6 +139,7 @@ class _Numbering(NamedTuple):
     """The appending numbering of an add's entities (module docstring)."""
 
     lex_entity: np.ndarray  #: the entity id of each lexicon name
+    lex_of: np.ndarray  #: the lexicon id of each base entity (-1: an endpoint-only name's)
     entity: np.ndarray  #: the entity id of each endpoint name (-1: not live), and -1 last (read for -1)
     base_entity: np.ndarray  #: the base's entity id of each of the base's endpoint names
     fresh: np.ndarray  #: per lexicon name new to the lexicon: a new entity (else a base endpoint-only name's)
@@ -144,20 +148,27 @@ class _Numbering(NamedTuple):
 
 
 def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names: list[str], n_prior: int,
-               e_base: int, n_passages: int, new_from: int) -> _Numbering | None:
+               base_lex: np.ndarray | None, e_base: int, n_passages: int, new_from: int) -> _Numbering | None:
     """Base entities keep their ids; new lexicon names come next in lexicon order (a base endpoint-only name
-    that gained a page keeps its id), then new endpoint-only names by first appearance. None: ``base_stats``
-    do not number ``e_base`` entities."""
+    that gained a page keeps its id), then new endpoint-only names by first appearance. ``base_lex``: the
+    base's lexicon names' entity ids (None: their lexicon ids, as a full generation from the union numbers
+    them). None: ``base_stats`` do not number ``e_base`` entities."""
     n_known = len(base_stats.lex)
+    lex_entity = np.arange(len(names), dtype=np.int64)
+    if base_lex is not None:
+        lex_entity[:n_prior] = base_lex
     if base_stats.entity is not None:  # kept by the base
         base_entity = np.asarray(base_stats.entity, dtype=np.int64)
-        if int(base_entity.max(initial=n_prior - 1)) + 1 != e_base:
+        if max(int(base_entity.max(initial=-1)), int(lex_entity[:n_prior].max(initial=-1))) + 1 != e_base:
             return None
-    else:
+    elif base_lex is None:
         base_entity = base_stats.entities(n_prior)[0][:-1]  # ordered again
         if n_prior + int(np.count_nonzero(base_entity >= n_prior)) != e_base:
             return None
-    lex_entity = np.arange(len(names), dtype=np.int64)
+    else:
+        return None
+    lex_of = np.full(e_base, -1, dtype=np.int64)
+    lex_of[lex_entity[:n_prior]] = np.arange(n_prior, dtype=np.int64)
     held = vocab.find(names[n_prior:])
     was = np.full(len(held), -1, dtype=np.int64)
     known = (held >= 0) & (held < n_known)
@@ -173,12 +184,40 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
     new_ep = stats.endpoint_only(entity[:-1] < 0)
     e_new = e_base + int(fresh.sum())
     entity[new_ep] = e_new + np.arange(len(new_ep), dtype=np.int64)
-    return _Numbering(lex_entity, entity, base_entity, fresh, new_ep,
+    return _Numbering(lex_entity, lex_of, entity, base_entity, fresh, new_ep,
                       NodeLayout(n_passages, e_new + len(new_ep), new_from, e_base))
 
 
+class ResolvedDelta(NamedTuple):
+    """What :func:`resolve_delta` gives: the resolution's delta, the text scan it made, and what
+    :meth:`state` makes of them."""
+
+    delta: ResolutionDelta
+    scan: TextScan
+    lexicon: GrownLexicon
+    stats: NameStats  #: the endpoint names' statistics after the add, with their entity ids
+    ids: _Numbering
+    prior: ResolveState
+    longest: dict[str, int]
+
+    def state(self) -> ResolveState:
+        """The resolve state after the add, in the appending numbering: what a generation that keeps the add
+        whole keeps for the next one (the base's entries and text mentions, the rows scanned again replaced)."""
+        old, scan = self.prior, self.scan
+        tr, tn = old.text
+        kept = ~setops.isin(tr, scan.again)
+        rows = np.concatenate([np.asarray(tr, dtype=np.int64)[kept], scan.match_rows])
+        order = np.argsort(rows, kind="stable")
+        names = np.concatenate([np.asarray(tn, dtype=np.int64)[kept], scan.match_names])[order]
+        lex = tuple(np.concatenate([o, a]) for o, a in zip(old.lex, self.lexicon.added, strict=True))
+        entity = self.ids.lex_entity
+        rebuilt = np.array_equal(entity, np.arange(len(entity)))
+        return ResolveState(self.lexicon.names, (lex[0], lex[1], lex[2]), (rows[order], names.astype(np.int32)),
+                            self.longest, None if rebuilt else entity)
+
+
 def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
-                  previous_scan: TextScan | None = None) -> tuple[ResolutionDelta, TextScan] | None:
+                  previous_scan: TextScan | None = None) -> ResolvedDelta | None:
     """What the add of the passages after ``prior.new_from`` (and of the shards after ``prior.shards``) changed
     in the resolution, over ``base`` (the prior's prepared graph), with the text scan it made (kept for the
     next delta add: :mod:`gearag.derive.delta_scan`). ``inputs.indices`` are every shard's (the base's and
@@ -208,7 +247,8 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
     touched = names[n_prior:]  # names new to the lexicon: what they occur in is scanned again
     name_ends = [t.name_ends for t in tables]
     stats, rescanned = endpoint_name_stats(inputs, prior, lexicon, matcher, touched, np.zeros(0, dtype=np.int64))
-    ids = _numbering(stats, prior.names, vocab, names, n_prior, base.n_entities, len(passages), prior.new_from)
+    ids = _numbering(stats, prior.names, vocab, names, n_prior, old.lex_entity, base.n_entities, len(passages),
+                     prior.new_from)
     if ids is None:
         return None
     layout = ids.layout
@@ -226,18 +266,22 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
     if new_names is None:
         return None
     moved = np.flatnonzero(scale[: len(cols.scale)] != cols.scale) - 1  # lexicon names whose scale the add moved
-    by_name = _base_terms_by_name(b_terms, prior.names, ids.base_entity, moved, len(cols.scale))
-    return ResolutionDelta(layout, mentions, terms, relations, scale, ends_tail.astype(np.int32), new_names[0],
-                           base.n_usable + new_names[1], by_name), scan
+    by_name = _base_terms_by_name(b_terms, prior.names, ids, moved, len(cols.scale))
+    stats.entity = ids.entity[:-1].astype(np.int32)
+    delta = ResolutionDelta(layout, mentions, terms, relations, scale, ends_tail.astype(np.int32), new_names[0],
+                            base.n_usable + new_names[1], by_name)
+    return ResolvedDelta(delta, scan, lexicon, stats, ids, old, matcher.longest)
 
 
-def _base_terms_by_name(b_terms: Csr, base_stats: NameStats, base_entity: np.ndarray, moved: np.ndarray,
+def _base_terms_by_name(b_terms: Csr, base_stats: NameStats, ids: _Numbering, moved: np.ndarray,
                         n_scales: int) -> TermsByName:
-    """The base's terms read with the scales of lexicon names ``moved`` (``1 + x``), as :class:`TermsByName`
-    with the other scale ids empty: each name's own terms and those of the base's endpoint names containing
-    it (its containment rows searched for them), without regrouping every term (~1 s at a million passages)."""
-    hit = np.flatnonzero(setops.isin(np.asarray(base_stats.cont_name), moved))
-    containing = base_entity[np.searchsorted(base_stats.cont_ptr, hit, side="right") - 1]
+    """The base's terms read with the scales of the entities ``moved`` (``1 + x``: lexicon names), as
+    :class:`TermsByName` with the other scale ids empty: each name's own terms and those of the base's endpoint
+    names containing it (its containment rows searched for them), without regrouping every term (~1 s at a
+    million passages)."""
+    moved_lex = ids.lex_of[moved]
+    hit = np.flatnonzero(setops.isin(np.asarray(base_stats.cont_name), moved_lex[moved_lex >= 0]))
+    containing = ids.base_entity[np.searchsorted(base_stats.cont_ptr, hit, side="right") - 1]
     owners = setops.unique(np.concatenate([moved, containing[containing >= 0]]))
     counts, idx, data, sids = b_terms.gather(owners)
     assert sids is not None
@@ -267,7 +311,7 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     terms.add(ent_k, r, w, 1 + ent_k)  # every lexicon name's new pages
     # Totals: the base's own pages' weights (tier weights: exact sums) and the new ones.
     old_gained = gained[gained < n_prior]
-    at, _, own_w = _own_pages(b_terms, old_gained)
+    at, _, own_w = _own_pages(b_terms, lex_entity[old_gained])
     totals = np.bincount(np.searchsorted(gained, old_gained)[at], weights=own_w, minlength=len(gained)) \
         + np.bincount(np.searchsorted(gained, k), weights=w, minlength=len(gained))  # float64 even when empty
     scale = np.zeros(1 + ids.layout.n_entities)
@@ -276,18 +320,20 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     # Endpoint-only names: new ones, and base ones whose containment changed, get whole rows; the others gain a
     # term over each new page of a name they contain.
     n_known = len(base_stats.lex)
-    base_ep = np.flatnonzero((stats.first[:n_known] >= 0) & (stats.lex[:n_known] < 0) & (ids.base_entity >= n_prior))
+    base_ep = np.flatnonzero((stats.first[:n_known] >= 0) & (stats.lex[:n_known] < 0) & (ids.base_entity >= 0)
+                             & (base_stats.lex < 0))
     scanned = rescanned[rescanned < n_known]
     scanned = scanned[setops.isin(scanned, base_ep)]
     changed = scanned[~_same_cont(base_stats, stats, scanned)]
     w_rows, w_names, w_shares = stats.contained(np.concatenate([changed, ids.new_ep]).astype(np.int64))
-    _contained_terms(terms, _pages(w_names, n_prior, b_terms, added), entity[w_rows], w_names, w_shares, lex_entity)
+    _contained_terms(terms, _pages(w_names, n_prior, b_terms, added, lex_entity), entity[w_rows], w_names, w_shares,
+                     lex_entity)
     hit = np.flatnonzero(setops.isin(np.asarray(stats.cont_name), old_gained))  # the one union-size search
     h_rows = np.searchsorted(stats.cont_ptr, hit, side="right") - 1
     grows = setops.isin(h_rows, base_ep) & ~setops.isin(h_rows, changed)
     hit, h_rows = hit[grows], h_rows[grows]
     h_names = np.asarray(stats.cont_name)[hit].astype(np.int64)
-    _contained_terms(terms, _pages(h_names, n_prior, None, added), entity[h_rows], h_names,
+    _contained_terms(terms, _pages(h_names, n_prior, None, added, lex_entity), entity[h_rows], h_names,
                      np.asarray(stats.cont_share)[hit], lex_entity)
     kind_changed = lex_entity[n_prior + np.flatnonzero(~ids.fresh)]  # base endpoint-only names, lexicon names now
     replaced = np.concatenate([entity[changed], kind_changed]).astype(np.int64)

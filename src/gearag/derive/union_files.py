@@ -272,8 +272,8 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     resolved = resolve_delta(inputs, base, TextScan.read(tables_from) if tables_from != before else None)
     if resolved is None:
         return UnionDelta(None, graph)
-    resolved[1].write(w)
-    return UnionDelta(resolved[0], graph)
+    resolved.scan.write(w)
+    return UnionDelta(resolved.delta, graph)
 
 
 def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,

@@ -73,19 +73,25 @@ from gearag.store.writer import IndexWriter
 STATE_FILES = ("names.json", "lex_names.npy", "lex_rows.npy", "lex_weights.npy", "text_rows.npy", "text_names.npy")
 #: The lexicon names' first tokens → most tokens in a name starting with each (:class:`ResolveState`).
 LONGEST = "longest.json"
+#: Each lexicon name's entity id, kept where it is not its lexicon id (:attr:`ResolveState.lex_entity`).
+LEX_ENTITY = "lex_entity.npy"
 
 
 class ResolveState:
     """What a generation keeps for the next add: the lexicon's entries and the text mentions."""
 
     def __init__(self, names: list[str], lex: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 text: tuple[np.ndarray, np.ndarray], longest: dict[str, int] | None = None) -> None:
+                 text: tuple[np.ndarray, np.ndarray], longest: dict[str, int] | None = None,
+                 lex_entity: np.ndarray | None = None) -> None:
         self.names = names  #: lexicon names in id order
         self.lex = lex  #: (name id, passage row, tier weight) per entry, in insertion order
         self.text = text  #: (passage row, name id) per text mention
         #: :attr:`NameLookup.longest` of the names (None: not kept, computed again): extended by the next add
         #: instead of made from every name (~1.5 s at a million passages)
         self.longest = longest
+        #: Each lexicon name's entity id, where an add appended entities (None: its lexicon id, as the union's
+        #: resolution numbers them: lexicon names first)
+        self.lex_entity = lex_entity
 
     def write(self, w: IndexWriter) -> None:
         w.write_json(f"{RESOLVE_DIR}/names.json", self.names)
@@ -93,6 +99,8 @@ class ResolveState:
             w.write_array(f"{RESOLVE_DIR}/{name}", values)
         if self.longest is not None:
             w.write_json(f"{RESOLVE_DIR}/{LONGEST}", self.longest)
+        if self.lex_entity is not None:
+            w.write_array(f"{RESOLVE_DIR}/{LEX_ENTITY}", self.lex_entity)
 
     @classmethod
     def read(cls, directory: Path, n_passages: int) -> ResolveState | None:
@@ -112,7 +120,15 @@ class ResolveState:
             longest = None
         if not isinstance(longest, dict) or not all(type(v) is int and v > 0 for v in longest.values()):
             longest = None  # not a table of spans: computed again
-        return cls(names, (lk, lr, lw), (tr, tn), longest)
+        lex_entity = None
+        if (directory / RESOLVE_DIR / LEX_ENTITY).is_file():
+            try:
+                lex_entity = np.asarray(load_array(directory, f"{RESOLVE_DIR}/{LEX_ENTITY}"), dtype=np.int64)
+            except (OSError, ValueError, GearagError):
+                return None
+            if lex_entity.shape != (len(names),):
+                return None
+        return cls(names, (lk, lr, lw), (tr, tn), longest, lex_entity)
 
 
 class NameStats:

@@ -1,0 +1,74 @@
+"""A base's and a delta's prepared graph as one plain prepared graph (docs/delta.md, "Next: one derivation").
+
+A delta generation's prepared graph (:func:`~gearag.graph.delta_apply.apply_delta`) reads each source's
+row from the base or from the delta, numbers its nodes in four ranges and looks names up in two layers.
+:func:`flattened` gathers it into the form a full generation stores, keeping the delta's (appending) entity
+numbering: every source's rows whole (a row's entries ordered by target, the entries a push would add
+up summed per target and scale id), the nodes as passages then entities, the names as one sorted layer.
+A push reads the same edges with the same weights from either; the column sums, degrees, scales and
+specificities are the delta's, moved to the plain node numbering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gearag import setops
+from gearag.graph.delta_apply import net_weights
+from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
+from gearag.graph.prepared import PreparedGraph
+from gearag.graph.scaled import Scaled
+from gearag.graph.transition import Csr
+from gearag.graph.trie import HashedNames
+
+
+def flat_rows(rows: Csr | LayeredCsr) -> Csr:
+    """Every row of ``rows`` (a base's and a delta's, or plain) as one plain matrix: a row's entries by target
+    (then scale id), repeats of a (target, scale id) summed; float32 weights, int32 targets and scale ids."""
+    n = rows.n_rows
+    counts, idx, data, sids = rows.gather(np.arange(n, dtype=np.int64))
+    row = np.repeat(np.arange(n, dtype=np.int64), counts)
+    sid = np.zeros(len(row), dtype=np.int64) if sids is None else np.asarray(sids, dtype=np.int64)
+    row, target, sid, weight = net_weights(row, np.asarray(idx, dtype=np.int64), sid,
+                                           np.asarray(data, dtype=np.float64))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    return Csr(indptr, target.astype(np.int32), weight.astype(np.float32),
+               sid.astype(np.int32) if sids is not None else None)
+
+
+def merged_names(names: HashedNames) -> HashedNames:
+    """Two layers of hashed names (:class:`~gearag.graph.layered.LayeredNames`) as one; plain ones as they are.
+    Where both layers hold a hash, the delta's id is kept, as a lookup in the two layers gives."""
+    if not isinstance(names, LayeredNames):
+        return names
+    base, delta = names.base, names.delta
+    b_hashes, b_ids = np.asarray(base.name_hashes), np.asarray(base.name_ids)
+    d_hashes, d_ids = np.asarray(delta.name_hashes), np.asarray(delta.name_ids)
+    kept = ~setops.isin(b_hashes, d_hashes)
+    b_hashes, b_ids = b_hashes[kept], b_ids[kept]
+    at = np.searchsorted(b_hashes, d_hashes)
+    nodes = setops.union(np.asarray(base.nodes), np.asarray(delta.nodes))
+    return HashedNames.from_arrays(nodes, np.insert(b_hashes, at, d_hashes), np.insert(b_ids, at, d_ids))
+
+
+def flattened(g: PreparedGraph) -> PreparedGraph:
+    """``g`` (a base's and a delta's, kept as its sources) as one plain prepared graph in the same entity
+    numbering (module docstring); ``g`` itself when it is plain already."""
+    cols = g.columns
+    if g.delta_layout is None or not isinstance(cols, Scaled):
+        return g
+    layout = g.layout
+    plain = NodeLayout.plain(layout.n_passages, layout.n_entities)
+    node = np.concatenate([layout.passage_nodes(np.arange(layout.n_passages)),
+                           layout.entity_nodes(np.arange(layout.n_entities))])  # plain node → layered node
+    sources = tuple(src._replace(rows=flat_rows(src.rows)) for src in cols.sources)
+    # The about edges are the about-terms source's rows: gathered once.
+    about = next((new.rows for old, new in zip(cols.sources, sources, strict=True) if old.rows is g.about), None)
+    columns = Scaled(plain, sources, np.asarray(cols.scale), np.asarray(cols.sums)[node],
+                     np.asarray(cols.degree)[node])
+    ends = g.triple_ends.whole() if isinstance(g.triple_ends, AppendedRows) else g.triple_ends
+    return PreparedGraph(g.n_passages, g.n_entities, dict(g.settings), columns, columns.dangling,
+                         np.asarray(g.specificity), about if about is not None else flat_rows(g.about),
+                         np.asarray(ends), merged_names(g.names), g.n_mention_keys, g.n_usable,
+                         holds_ner=g.holds_ner)
