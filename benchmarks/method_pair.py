@@ -1,12 +1,13 @@
 """Two indexes side by side under every retrieval method: the same passages, rank by rank, or not.
 
-    PYTHONPATH=src python benchmarks/method_pair.py --a IDX_A --b IDX_B --questions Q.json [--n 100] [--slow 30]
+    PYTHONPATH=src python benchmarks/method_pair.py --a IDX_A --b IDX_B --questions Q.json [--n 100] [--slow 30] \
+        [--methods gear,syncge]
 
-For each registered method, each question's top 10 passages (by passage id, so that two indexes whose
-rows differ compare) on both indexes. The iterative methods (IRCoT and HippoRAG + IRCoT) take the first
-``--slow`` questions only. Prints, per method, how many of its rankings differ and the first two that do.
-Where two indexes hold the same passages and triples but number their entities differently (a delta add
-against a full add of the same passages), every ranking should be equal.
+For each registered method (or each of ``--methods``), each question's top 10 passages (by passage id, so
+that two indexes whose rows differ compare) on both indexes. The iterative methods (IRCoT and HippoRAG +
+IRCoT) take the first ``--slow`` questions only. Prints, per method, how many of its rankings differ and
+the first two that do. Where two indexes hold the same passages and triples but number their entities
+differently (a delta add against a full add of the same passages), every ranking should be equal.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ def top_ids(g: Gearag, question: str, method: str) -> list[str]:
 
 
 def main() -> None:
-    args = pair_args(__doc__, "a", "b", extra=(("--slow", 30),))
+    args = pair_args(__doc__, "a", "b", extra=(("--slow", 30),), names=("--methods",))
     a, b = Gearag.open(args.a), Gearag.open(args.b)
     questions = questions_of(args)
     differ_total = 0
-    for method in REGISTRY.names("method"):
+    for method in args.methods.split(",") if args.methods else REGISTRY.names("method"):
         asked = questions[: args.slow] if method in ITERATIVE else questions
         differ = [(q, x, y) for q in asked if (x := top_ids(a, q, method)) != (y := top_ids(b, q, method))]
         differ_total += len(differ)

@@ -47,15 +47,18 @@ def compare(graphs: dict[str, PassageGraph], questions: list[str]) -> None:
         print(f"{name}: median {statistics.median(ts) * 1e3:.2f} ms, p90 {np.quantile(ts, 0.9) * 1e3:.2f} ms")
 
 
-def pair_args(doc: str, first: str, second: str, extra: tuple[tuple[str, int], ...] = ()) -> argparse.Namespace:
+def pair_args(doc: str, first: str, second: str, extra: tuple[tuple[str, int], ...] = (),
+              names: tuple[str, ...] = ()) -> argparse.Namespace:
     """The command line of a script that reads two indexes (``--first``, ``--second``) and ``--questions``;
-    ``extra``: more whole-number options, with their defaults."""
+    ``extra``: more whole-number options, with their defaults; ``names``: text options (default none)."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     for name in (first, second, "questions"):
         ap.add_argument(f"--{name}", type=Path, required=True)
     ap.add_argument("--n", type=int, default=200)
     for option, default in extra:
         ap.add_argument(option, type=int, default=default)
+    for option in names:
+        ap.add_argument(option, default=None)
     return ap.parse_args()
 
 

@@ -32,6 +32,7 @@ from gearag.retrieve.bm25_postings import PostingsBM25
 from gearag.store import shards as shard_store
 from gearag.store.index import MANIFEST, Index, check_index, manifest_identity, read_manifest
 from gearag.store.stacked import StackedRows
+from numbering import assert_same_graph_up_to_numbering, flattened_generation
 from oracles import reference_build
 
 METHODS = REGISTRY.names("method")
@@ -49,15 +50,21 @@ def _passages(n: int, n_questions: int) -> tuple[list[Passage], list[str]]:
 
 
 def assert_same_index(a: Index, b: Index) -> None:
-    """Same rows, graph, global statistics and BM25/dense scores (b built from scratch)."""
+    """Same rows, graph, global statistics and BM25/dense scores (b built from scratch). Where ``a``'s generation
+    is an add's delta written whole, its entities are numbered as the add appended them: its graphs are
+    compared with ``b``'s through the map of the two numberings (:func:`assert_same_graph_up_to_numbering`)."""
     assert a.passages == b.passages
     assert (a.triples.subjects, a.triples.predicates, a.triples.objects) == (
         b.triples.subjects, b.triples.predicates, b.triples.objects)
     np.testing.assert_array_equal(a.triples.passage, b.triples.passage)
     np.testing.assert_array_equal(a.passage_triple_indptr, b.passage_triple_indptr)
-    assert a.graph.entities == b.graph.entities  # ids in first-appearance order, hub cut on the union
-    for name in ("head", "tail", "indptr", "indices"):
-        np.testing.assert_array_equal(getattr(a.graph, name), getattr(b.graph, name))
+    flat = flattened_generation(a)
+    if flat:
+        assert_same_graph_up_to_numbering(a, b)
+    else:
+        assert a.graph.entities == b.graph.entities  # ids in first-appearance order, hub cut on the union
+        for name in ("head", "tail", "indptr", "indices"):
+            np.testing.assert_array_equal(getattr(a.graph, name), getattr(b.graph, name))
     assert a.manifest["counts"] == b.manifest["counts"]
     for coll in ("passages", "triples"):
         ca, cb = a.collection(coll), b.collection(coll)
@@ -84,6 +91,8 @@ def assert_same_index(a: Index, b: Index) -> None:
         assert (ma is None) == (mb is None), name  # the optional edge kinds: stored by both or by neither
         if ma is not None:
             assert ma.shape == mb.shape and abs(ma - mb).sum() == 0, name
+    if flat:
+        return  # its resolution arrays are not stored (the ones above are built from its passages)
     np.testing.assert_array_equal(passage_graph_for(a).specificity, passage_graph_for(b).specificity)
     pa, pb = stored_prepared(a), stored_prepared(b)  # what queries memory-map
     assert pa is not None and pb is not None and pa.meta() == pb.meta()
@@ -129,7 +138,7 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
 
     The reference is built without the union state (``growable`` off: the plain graph and resolve stages).
     Each add counts only its own shard's endpoints: it starts from the union state (key and name statistics)
-    the base build and then the first add's generation stored.
+    the base build and then the first add's generation stored, and writes its delta whole.
     """
     passages, questions = _passages(30, 4)
     full = reference_build(passages, tmp_path / "full", IndexConfig())
@@ -140,9 +149,9 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
     graph_prior, names_prior = spy_priors(monkeypatch)
     add_documents(tmp_path / "grown", passages[cut1:cut2])
     grown = add_documents(tmp_path / "grown", passages[cut2:])
-    assert graph_prior == [True, True] and names_prior == [True, True]
-    generation = read_manifest(tmp_path / "grown" / "generations" / grown.manifest["generation"]["name"])
-    assert generation["prepared_names"] == "extended"  # the first add's names merged with the new keys' hashes
+    # Each add is its delta over the stored state (the key and name statistics), written whole: the union's
+    # derivation, which would count every shard's endpoints again, runs for neither.
+    assert graph_prior == [] and names_prior == [] and flattened_generation(grown)
     assert grown.manifest["layout"] == "sharded" and len(grown.manifest["shards"]) == 3
     assert grown.graph.n_entities > 0 and len(grown.triples) > n
     # Three shards' vectors are read in place (memory maps), never concatenated into one array.
@@ -203,7 +212,7 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
 
     monkeypatch.setattr(union_files, "resolve_union", spy)
     after = add_documents(root, passages[40:])
-    assert priors == [True]
+    assert priors == [] and flattened_generation(after)  # the add's delta over the compact's state, written whole
     assert_same_index(after, reference_build(remaining + again + passages[40:], tmp_path / "expected3", STUB))
 
 
@@ -312,8 +321,32 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
     assert "hub" not in full.graph.entities and "big" not in full.graph.entities
     new = len(grown.triples) - int(np.sum([len(Index.load(root / "shards" / s["name"]).triples)
                                            for s in grown.manifest["shards"][:2]]))
-    assert computed == [new, new]  # the new shard's own triple graph, then the generation's table of it
+    # The new shard's own triple graph, the add's delta (declined: the hub cut moved), then the union's generation.
+    assert computed == [new, new, new]
     assert_same_index(grown, full)
+
+
+def test_an_add_the_delta_cannot_say_extends_a_generation_written_whole(tmp_path: Path) -> None:
+    """An add whose delta is written whole numbers entities as it appended them; the next add moves the hub cut,
+    so it is derived from the union from that generation's state (its names extended through the map of the
+    two numberings), and equals a build."""
+    use_stub_extractor(StubExtractor())
+    config = replace(STUB, graph=replace(STUB.graph, max_entity_share=0.4))
+
+    def page(i: int) -> Passage:  # "Hub" in 10 of 40, 10 of 50, then 40 of 80: a hub (cap 32) only then
+        words = ["Hub"] if i < 10 or i >= 50 else []
+        return Passage(f"h{i}", f"Place {i}", "This place names " + " and ".join([*words, f"Thing{i % 5}"]) + ".")
+
+    passages = [page(i) for i in range(80)]
+    root = tmp_path / "grown"
+    build_index(passages[:40], root, config)
+    first = add_documents(root, passages[40:50])
+    assert flattened_generation(first) and "hub" in first.graph.entities
+    grown = add_documents(root, passages[50:])
+    generation = read_manifest(root / "generations" / grown.manifest["generation"]["name"])
+    assert not flattened_generation(grown) and generation["prepared_names"] == "extended"
+    assert "hub" not in grown.graph.entities
+    assert_same_index(grown, reference_build(passages, tmp_path / "full", config))
 
 
 def test_tables_of_another_version_are_recomputed_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -523,6 +556,7 @@ def test_an_add_that_failed_after_its_shard_reuses_the_shard(tmp_path: Path, mon
         raise KeyboardInterrupt  # killed between the shard's commit and the generation
 
     monkeypatch.setattr(incremental, "write_generation", crash)
+    monkeypatch.setattr(incremental, "write_delta_generation", crash)
     with pytest.raises(KeyboardInterrupt):
         add_documents(root, passages[9:])
     assert manifest_identity(root) == before and len(Index.load(root).passages) == 9
@@ -586,16 +620,28 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
     assert [added.triples[t].subject for t in range(len(added.triples))][-2:] == ["Entity4 Alpha", "Entity5 Alpha"]
 
 
+def union_generations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on, an add derives its generation from the union (renumbered as a build numbers it), as where
+    no delta can say it: the union's derivation under test."""
+    import gearag.indexing.incremental as incremental
+
+    monkeypatch.setattr(incremental, "write_delta_generation", lambda *args, **kwargs: None)
+
+
 @pytest.mark.parametrize("where", ["derive.union_files.union_triple_graph", "derive.union_files.resolve_union",
-                                   "graph.passage_graph.write_prepared", "graph.prepared.scaled_columns"])
+                                   "graph.passage_graph.write_prepared", "graph.prepared.scaled_columns",
+                                   "graph.flatten.flat_rows"])
 def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     """The triple graph, the prepared graph and its transition are made on threads of their own: their errors
-    reach the caller as the resolution's does, the previous index stays as it was, and nothing is left behind."""
+    reach the caller as the resolution's does, the previous index stays as it was, and nothing is left behind.
+    So does an error while an add's delta is written whole."""
     import importlib
 
     module, name = where.rsplit(".", 1)
     root, passages, before = _sharded(tmp_path, 10)
+    if module != "graph.flatten":
+        union_generations(monkeypatch)
 
     def broken(*args: object, **kwargs: object) -> None:
         raise IndexFormatError(f"{name}: damaged")
@@ -641,6 +687,7 @@ def test_updates_count_relations_beside_the_resolution_and_builds_after_it(
     where, root, passages = _spied_build(tmp_path, monkeypatch, union_resolve, "relation_counts",
                                          lambda args, kwargs: threading.current_thread().name.split("_")[0])
     assert where == []  # a build's union (one shard, no overlap): GraphArrays.from_resolution counts them
+    union_generations(monkeypatch)
     assert_same_index(add_documents(root, passages[8:]), reference_build(passages, tmp_path / "expected", STUB))
     deleted = delete_documents(root, [passages[0].id])
     assert where == ["gearag-graph", "gearag-graph"]

@@ -35,10 +35,10 @@ from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph,
 
 
 def triples_delta(config: GraphConfig, inputs: TripleInputs, base: TripleGraph,
-                  base_passages: int) -> LayeredTripleGraph | None:
-    """The union's triple graph as ``base``'s plus a delta (module docstring): ``inputs.prior`` are the base's
-    key statistics over its ``inputs.counted`` shards, ``base_passages`` its passage count. None: a full
-    generation decides."""
+                  base_passages: int) -> tuple[LayeredTripleGraph, KeyStats] | None:
+    """The union's triple graph as ``base``'s plus a delta (module docstring), with the key statistics after
+    the add (their entity ids the appending ones): ``inputs.prior`` are the base's key statistics over its
+    ``inputs.counted`` shards, ``base_passages`` its passage count. None: a full generation decides."""
     (tables, triple_keep, owner), vocab, prior, counted = inputs.live, inputs.keys, inputs.prior, inputs.counted
     if prior is None or inputs.removal is not None:
         return None
@@ -80,6 +80,7 @@ def triples_delta(config: GraphConfig, inputs: TripleInputs, base: TripleGraph,
     rows, triples = rows[by], triples[by]
     postings = LayeredCsr.over(base.postings_csr(), n_entities, np.zeros(0, dtype=np.int64), rows, triples,
                                np.ones(len(rows), dtype=np.float32), np.zeros(len(rows), dtype=np.int64))
+    stats.entity = entity[:-1].astype(np.int32)
     return LayeredTripleGraph(AppendedStrings(base.entities, taken(vocab.items, fresh)),
                               AppendedRows(np.asarray(base.head), ids[:, 0]),
-                              AppendedRows(np.asarray(base.tail), ids[:, 1]), postings)
+                              AppendedRows(np.asarray(base.tail), ids[:, 1]), postings), stats

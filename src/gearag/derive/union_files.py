@@ -41,7 +41,7 @@ from gearag.graph.edge_kinds import EdgeInputs, stored_kinds, with_edge_kinds
 from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
 from gearag.graph.prepared import PREPARED, PreparedGraph, earlier_names
 from gearag.model import Passage
-from gearag.store.graph import LayeredTripleGraph, TripleGraph
+from gearag.store.graph import LayeredTripleGraph, TripleGraph, triple_graph_files
 from gearag.store.shards import UNION_VERSION
 from gearag.store.writer import IndexWriter
 
@@ -131,11 +131,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             triples, n_passages, keys, key_prior, prior.shards if key_prior is not None and prior else 0,
             prior.removal if prior is not None else None))
         key_stats.write(w)
-        w.write_json("entities.json", graph.entities)
-        w.write_array("arrays/triple_head.npy", graph.head)
-        w.write_array("arrays/triple_tail.npy", graph.tail)
-        w.write_array("arrays/entity_indptr.npy", graph.indptr)
-        w.write_array("arrays/entity_indices.npy", graph.indices)
+        w.write_files(triple_graph_files(graph))
         timings["graph"] = round(time.perf_counter() - started, 3)
         return graph.n_entities
 
@@ -245,14 +241,16 @@ class UnionDelta(NamedTuple):
 
 def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
                 before: Path, done: dict[str, Any], prior: Prior, base: PreparedGraph,
-                base_graph: TripleGraph, tables_from: Path | None = None) -> UnionDelta:
+                base_graph: TripleGraph, tables_from: Path | None = None, keep_state: bool = False) -> UnionDelta:
     """What the add of the shards after ``prior.shards`` changed in generation ``before`` (``done``: its
     manifest; ``base``, ``base_graph``: its prepared graph and triple graph): the resolution's delta
     (:func:`~gearag.derive.delta_resolve.resolve_delta`) and the triple graph's
     (:func:`~gearag.derive.delta_triples.triples_delta`), from the state it kept. The per-shard tables and
     indices they read are written into ``w`` as :func:`write_union` writes them, hard-linked from
     ``tables_from`` (default ``before``: the previous generation, a delta one keeps the tables of the shards
-    since its base) where it has them."""
+    since its base) where it has them. ``keep_state``: the state after the add (vocabularies, key and name
+    statistics, the resolve state, in the appending numbering) is written too, for a generation that keeps
+    the add whole and is the next add's base; else the text scan, for the next delta add over the same base."""
     from gearag.derive.delta_resolve import resolve_delta
     from gearag.derive.delta_scan import TextScan
     from gearag.derive.delta_triples import triples_delta
@@ -262,18 +260,25 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     tables_from = tables_from or before
     triples = _union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
-    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables, None)
+    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables,
+                          w if keep_state else None)
     key_prior = KeyStats.read(before, n_keys)
     graph = triples_delta(config.graph, TripleInputs(triples, len(union.passages), keys, key_prior, prior.shards),
                           base_graph, prior.new_from)
     inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
-                                write_vocab=False)
+                                write_vocab=keep_state)
     # The text scan of the last delta add over the same base (tables_from: the previous generation), if it was one.
     resolved = resolve_delta(inputs, base, TextScan.read(tables_from) if tables_from != before else None)
+    layered = graph[0] if graph is not None else None
     if resolved is None:
-        return UnionDelta(None, graph)
-    resolved.scan.write(w)
-    return UnionDelta(resolved.delta, graph)
+        return UnionDelta(None, layered)
+    if not keep_state:
+        resolved.scan.write(w)
+    elif graph is not None:
+        resolved.state().write(w)
+        resolved.stats.write(w)
+        graph[1].write(w)
+    return UnionDelta(resolved.delta, layered)
 
 
 def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,

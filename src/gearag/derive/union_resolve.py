@@ -425,19 +425,27 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
     mentions = mention_matrix(owner, ends, text_rows, text_names, (n_passages, len(keys)))
     state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names), matcher.longest)
     known = prior.names if prior is not None else None
-    renumbered = _renumbered(known, n_prior_names, entity) if known is not None and not removed else None
+    renumbered = _renumbered(known, old.lex_entity if old is not None else None, n_prior_names, entity) \
+        if known is not None and not removed else None
     return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None, terms), state, stats, renumbered,
                            relations)
 
 
-def _renumbered(known: NameStats, n_prior_names: int, entity: np.ndarray) -> np.ndarray | None:
-    """Where each entity of the prior's resolution is now (its keys: the prior's lexicon names, then its
-    endpoint-only names by first appearance); None if one is gone (not an append)."""
-    _, ep = known.entities(n_prior_names)
-    moved = entity[ep]
-    if np.any(moved < 0):
-        return None
-    return np.concatenate([np.arange(n_prior_names, dtype=np.int64), moved])
+def _renumbered(known: NameStats, lex_entity: np.ndarray | None, n_prior_names: int,
+                entity: np.ndarray) -> np.ndarray | None:
+    """Where each entity of the prior's resolution is now (a lexicon name's id is its lexicon id); None if one
+    is gone (not an append). The prior's ids: ``lex_entity`` and ``known.entity`` where an add appended them,
+    else the union's numbering (its lexicon names, then its endpoint-only names by first appearance)."""
+    if lex_entity is None or known.entity is None:
+        _, ep = known.entities(n_prior_names)
+        moved = entity[ep]
+        return None if np.any(moved < 0) else np.concatenate([np.arange(n_prior_names, dtype=np.int64), moved])
+    was = np.asarray(known.entity, dtype=np.int64)
+    ep = np.flatnonzero((was >= 0) & (known.lex < 0))
+    out = np.full(max(int(was.max(initial=-1)), int(lex_entity.max(initial=-1))) + 1, -1, dtype=np.int64)
+    out[lex_entity] = np.arange(n_prior_names, dtype=np.int64)
+    out[was[ep]] = entity[ep]
+    return None if np.any(out < 0) else out
 
 
 def endpoint_name_stats(inputs: ResolveInputs, prior: Prior | None, lexicon: GrownLexicon, matcher: NameLookup,

@@ -3,8 +3,8 @@
 A delta generation's prepared graph (:func:`~gearag.graph.delta_apply.apply_delta`) reads each source's
 row from the base or from the delta, numbers its nodes in four ranges and looks names up in two layers.
 :func:`flattened` gathers it into the form a full generation stores, keeping the delta's (appending) entity
-numbering: every source's rows whole (a row's entries ordered by target, the entries a push would add
-up summed per target and scale id), the nodes as passages then entities, the names as one sorted layer.
+numbering: every source's rows whole (a touched row's entries as a push reads them, the base's then the
+delta's), the nodes as passages then entities, the names as one sorted layer.
 A push reads the same edges with the same weights from either; the column sums, degrees, scales and
 specificities are the delta's, moved to the plain node numbering.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gearag import setops
-from gearag.graph.delta_apply import net_weights
+from gearag.arrays import ranges
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
 from gearag.graph.scaled import Scaled
@@ -22,19 +22,41 @@ from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
 
-def flat_rows(rows: Csr | LayeredCsr) -> Csr:
-    """Every row of ``rows`` (a base's and a delta's, or plain) as one plain matrix: a row's entries by target
-    (then scale id), repeats of a (target, scale id) summed; float32 weights, int32 targets and scale ids."""
-    n = rows.n_rows
-    counts, idx, data, sids = rows.gather(np.arange(n, dtype=np.int64))
-    row = np.repeat(np.arange(n, dtype=np.int64), counts)
-    sid = np.zeros(len(row), dtype=np.int64) if sids is None else np.asarray(sids, dtype=np.int64)
-    row, target, sid, weight = net_weights(row, np.asarray(idx, dtype=np.int64), sid,
-                                           np.asarray(data, dtype=np.float64))
+def flat_rows(rows: Csr | LayeredCsr, by_target: bool) -> Csr:
+    """Every row of ``rows`` (a base's and a delta's, or plain) as one plain matrix: the rows the delta left
+    alone as the base has them, copied in bulk; each row it touched as a push reads it (the base's entries,
+    then the delta's), ordered by target where ``by_target`` (a row whose targets are entities: an add's
+    degree count bisects them, :func:`~gearag.graph.delta_apply.in_sorted_rows`)."""
+    if isinstance(rows, Csr):
+        return rows
+    base, n = rows.base, rows.n_rows
+    touched = np.flatnonzero(np.asarray(rows.where) >= 0)
+    counts, idx, data, sids = rows.gather(touched)
+    target = np.asarray(idx, dtype=np.int64)
+    if by_target:  # a stable sort of the touched rows' entries by (row, target): one int64 key
+        order = np.argsort(np.repeat(np.arange(len(touched), dtype=np.int64), counts) * (int(target.max(initial=0)) + 1)
+                           + target, kind="stable")
+        target, data = target[order], np.asarray(data)[order]
+        sids = np.asarray(sids)[order] if sids is not None else None
+    size = np.zeros(n, dtype=np.int64)
+    size[: base.n_rows] = np.diff(np.asarray(base.indptr))
+    size[touched] = counts
     indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
-    return Csr(indptr, target.astype(np.int32), weight.astype(np.float32),
-               sid.astype(np.int32) if sids is not None else None)
+    np.cumsum(size, out=indptr[1:])
+    lone = np.ones(base.n_rows, dtype=bool)  # base rows the delta left alone: their entries as they are
+    lone[touched[touched < base.n_rows]] = False
+    kept = np.repeat(lone, np.diff(np.asarray(base.indptr)))
+    new = np.zeros(int(indptr[-1]), dtype=bool)
+    new[ranges(indptr[touched], counts)] = True
+
+    def spliced(old: np.ndarray, fresh: np.ndarray, dtype: type) -> np.ndarray:
+        out: np.ndarray = np.empty(len(new), dtype=dtype)
+        out[~new] = np.asarray(old)[kept]
+        out[new] = fresh
+        return out
+
+    return Csr(indptr, spliced(base.indices, target, np.int32), spliced(base.data, np.asarray(data), np.float32),
+               spliced(base.sids, np.asarray(sids), np.int32) if base.sids is not None and sids is not None else None)
 
 
 def merged_names(names: HashedNames) -> HashedNames:
@@ -62,13 +84,13 @@ def flattened(g: PreparedGraph) -> PreparedGraph:
     plain = NodeLayout.plain(layout.n_passages, layout.n_entities)
     node = np.concatenate([layout.passage_nodes(np.arange(layout.n_passages)),
                            layout.entity_nodes(np.arange(layout.n_entities))])  # plain node → layered node
-    sources = tuple(src._replace(rows=flat_rows(src.rows)) for src in cols.sources)
+    sources = tuple(src._replace(rows=flat_rows(src.rows, not src.to_passages)) for src in cols.sources)
     # The about edges are the about-terms source's rows: gathered once.
     about = next((new.rows for old, new in zip(cols.sources, sources, strict=True) if old.rows is g.about), None)
     columns = Scaled(plain, sources, np.asarray(cols.scale), np.asarray(cols.sums)[node],
                      np.asarray(cols.degree)[node])
     ends = g.triple_ends.whole() if isinstance(g.triple_ends, AppendedRows) else g.triple_ends
     return PreparedGraph(g.n_passages, g.n_entities, dict(g.settings), columns, columns.dangling,
-                         np.asarray(g.specificity), about if about is not None else flat_rows(g.about),
+                         np.asarray(g.specificity), about if about is not None else flat_rows(g.about, False),
                          np.asarray(ends), merged_names(g.names), g.n_mention_keys, g.n_usable,
                          holds_ner=g.holds_ner)

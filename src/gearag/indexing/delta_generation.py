@@ -21,12 +21,17 @@ kept), applies it to the base's prepared graph
 Deltas are cumulative without a merge: every add resolves all the shards
 since the base against the base's state, so a reader combines exactly two
 layers and the work grows with what was added since the base, not with the
-index. Where no delta can say the union (a hub cut or capitalisation
-fallback that moves, a hash shared by two names, a base kept another way)
-it returns None and the caller writes a full generation, which becomes the
-next base. A delete and ``compact`` always write full generations.
+index. Past the bound the same delta is written whole (``flat``): a full
+generation in the delta's appending entity numbering, its prepared graph
+and triple graph flattened (:mod:`gearag.graph.flatten`) and the state
+after the add kept, so it is the next base. Where no delta can say the
+union (a hub cut or capitalisation fallback that moves, a hash shared by
+two names, a base kept another way) it returns None and the caller derives
+a full generation from the union instead
+(:func:`~gearag.indexing.generation.write_generation`, numbered as a build
+numbers it). A delete and ``compact`` take that way too.
 
-Not stored in a delta generation: the resolution's graph arrays
+Not stored in a delta generation, nor in one written whole: the resolution's graph arrays
 (``graph/about_*``, ``mentions_*``, …). Passage-graph settings other than the
 stored ones are derived from the stored graph's sources instead
 (:meth:`~gearag.graph.prepared.PreparedGraph.derived`: other weights, a weight
@@ -47,12 +52,13 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, GearagError
 from gearag.graph.delta_apply import apply_delta
+from gearag.graph.flatten import flattened
 from gearag.graph.passage_graph import GRAPH_DIR
-from gearag.graph.prepared import PREPARED, load_prepared
+from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
 from gearag.indexing.generation import delta_base, finished_generation, generation_delta, generation_name
 from gearag.options import setting
 from gearag.store import shards as shard_store
-from gearag.store.graph import layered_graph_files
+from gearag.store.graph import LayeredTripleGraph, layered_graph_files, triple_graph_files
 from gearag.store.index import BASE_DIR, MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union
 from gearag.store.writer import IndexWriter
@@ -112,10 +118,12 @@ def wants_delta(config: DeltaConfig, root: Path, previous: str, n_passages: int,
 
 
 def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
-                           config: IndexConfig, previous: str, union: Union) -> tuple[str, str, dict[str, int]] | None:
+                           config: IndexConfig, previous: str, union: Union,
+                           flat: bool = False) -> tuple[str, str, dict[str, int]] | None:
     """The generation of ``shards`` as the base of generation ``previous`` plus a delta (module docstring); its
-    name, manifest hash and counts. None: no delta can say it (the caller writes a full generation)."""
-    name = f"{generation_name(refs, tombstones)}-{DELTA}"
+    name, manifest hash and counts. None: no delta can say it (the caller writes a full generation from the
+    union). ``flat``: the same delta written as a full generation (:func:`_write_flat`), the next add's base."""
+    name = generation_name(refs, tombstones) + ("" if flat else f"-{DELTA}")
     out = root / GENERATIONS_DIR / name
     found = finished_generation(root, name, refs)  # written by an interrupted run
     if found is not None:
@@ -128,7 +136,8 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with IndexWriter(out, overwrite=out.exists()) as w:
-        delta = generation_delta(w, refs, shards, tombstones, config, base_dir, base, union, previous_dir)
+        delta = generation_delta(w, refs, shards, tombstones, config, base_dir, base, union, previous_dir,
+                                 keep_state=flat)
         if delta is None or delta.resolution is None or delta.triples is None:
             return None  # not committed: the writer removes what it wrote
         timings["resolve"] = round(time.perf_counter() - started, 3)
@@ -136,6 +145,16 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
         if layered is None:
             return None
         timings["apply"] = round(time.perf_counter() - started - timings["resolve"], 3)
+        counts = {"passages": len(union.passages), "triples": len(union.triples),
+                  "entities": delta.triples.n_entities}
+        w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
+        if flat:
+            _write_flat(w, layered, delta.triples)
+            timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
+            w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
+                      "tables": shard_store.TABLES_VERSION, "union": shard_store.UNION_VERSION,
+                      "build_seconds": timings, "prepared_names": "flattened"})
+            return name, manifest_identity(out), counts
         base_manifest = read_manifest(base_dir)
         for rel in sorted(base_manifest.get("files") or {}):
             w.link(f"{DELTA_BASE}/{rel}", base_dir / rel, base_dir)
@@ -146,17 +165,21 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
         for file, values in layered.files().items():
             w.write_array(f"{prepared}/{file}", values)
         w.write_json(f"{prepared}/prepared.json", layered.meta())
-        for rel, values in layered_graph_files(delta.triples).items():
-            if rel.endswith(".json"):
-                w.write_json(rel, values)
-            else:
-                w.write_array(rel, values)
-        w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
-        counts = {"passages": len(union.passages), "triples": len(union.triples),
-                  "entities": delta.triples.n_entities}
+        w.write_files(layered_graph_files(delta.triples))
         timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
         meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
                                 DELTA: {"base": DELTA_BASE, "shards": base_manifest.get("shards")},
                                 "tables": shard_store.TABLES_VERSION, "build_seconds": timings}
         w.commit(meta)
     return name, manifest_identity(out), counts
+
+
+def _write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph) -> None:
+    """Write a delta's prepared graph and triple graph as a full generation's, in the delta's (appending)
+    numbering (:func:`~gearag.graph.flatten.flattened`): no resolution arrays, as in a delta generation."""
+    flat = flattened(layered)
+    prepared = f"{GRAPH_DIR}/{PREPARED}"
+    for file, values in flat.files().items():
+        w.write_array(f"{prepared}/{file}", np.asarray(values))
+    w.write_json(f"{prepared}/prepared.json", flat.meta())
+    w.write_files(triple_graph_files(triples.whole()))

@@ -145,14 +145,16 @@ def write_generation(
 
 def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
                      config: IndexConfig, before: Path, base: PreparedGraph | None = None,
-                     union: Union | None = None, previous: Path | None = None) -> UnionDelta | None:
+                     union: Union | None = None, previous: Path | None = None,
+                     keep_state: bool = False) -> UnionDelta | None:
     """What adding the shards after those of generation ``before`` changed in it, as deltas over it
     (:func:`~gearag.derive.union_files.union_delta`), with the per-shard tables they read written into
     ``w``; None where not an add onto ``before`` or it kept no state or prepared graph. ``base``: ``before``'s
     prepared graph, when the caller has it open (the delta's rows are over its arrays, which
     :func:`~gearag.graph.delta_apply.apply_delta` checks); ``union``: the shards' union, when the caller has it;
     ``previous``: the generation the add follows (a delta one over ``before``), whose per-shard tables are
-    hard-linked (default ``before``)."""
+    hard-linked (default ``before``); ``keep_state``: the state after the add is written too (a generation
+    that keeps the add whole: :func:`~gearag.derive.union_files.union_delta`)."""
     u = union or union_of([r.name for r in refs], shards, tombstones)
     done = read_manifest(before)
     prior = _prior_resolution(_reusable(before), done, refs, shards, tombstones, u)
@@ -164,7 +166,7 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
     return union_files.union_delta(w, config, columns, UnionRows(u.passages, u.triple_keep,
                                                                  np.asarray(u.triples.passage)),
                                    before, done, prior, base, graph,
-                                   _reusable(previous) if previous is not None else None)
+                                   _reusable(previous) if previous is not None else None, keep_state)
 
 
 def shard_columns(refs: list[ShardRef], shards: list[Index], u: Union) -> list[ShardColumns]:

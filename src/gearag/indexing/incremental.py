@@ -415,8 +415,10 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         started = time.perf_counter()
         u = union_of([r.name for r in refs], shards, state.tombstones)
         as_delta = wants_delta(delta or DeltaConfig(), root, state.generation, len(u.passages), len(refs))
+        # The add's derivation, written as a delta within the bound and whole (the next base) past it; where no
+        # delta can say the union, the union's generation is derived from the base's state instead.
         written = write_delta_generation(root, refs, shards, state.tombstones, state.config, state.generation,
-                                         u) if as_delta else None
+                                         u, flat=not as_delta)
         gname, gsha, counts = written or write_generation(root, refs, shards, state.tombstones, state.config,
                                                           state.generation, union=u)
         seconds["generation"] = round(time.perf_counter() - started, 3)

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+import orjson
 from scipy import sparse
 
 from gearag import setops
 from gearag.arrays import AppendedRows, Csr, LayeredCsr
-from gearag.data.jsonstrings import ChainedStrings
+from gearag.data.jsonstrings import ChainedStrings, JsonStrings
+from gearag.store.rows import JsonList
 
 
 class TripleGraphStore(Protocol):
@@ -178,6 +180,31 @@ class LayeredTripleGraph(Neighbours):
 
 #: Where a delta generation keeps its triple graph's delta (the base's arrays are the base generation's).
 DELTA_DIR = "delta"
+
+
+def _json_text(strings: Sequence[str]) -> bytes:
+    """``strings`` as a compact JSON list: a stored list read on demand as its file's bytes (not parsed)."""
+    if isinstance(strings, JsonList):
+        return strings.path.read_bytes()
+    return JsonStrings.of(strings).json()
+
+
+def _entities_json(entities: Sequence[str]) -> Sequence[str] | orjson.Fragment:
+    """Entity keys as :meth:`~gearag.store.writer.IndexWriter.write_json` takes them: a base's and a delta's as
+    one list, their JSON texts joined (a million passages' 6.7M base keys are not parsed and written again)."""
+    if not isinstance(entities, AppendedStrings):
+        return entities
+    parts = [_json_text(p).strip() for p in entities.parts if len(p)]
+    if not all(p.startswith(b"[") and p.endswith(b"]") for p in parts):
+        return list(entities)
+    return orjson.Fragment(b"[" + b",".join(p[1:-1] for p in parts) + b"]")
+
+
+def triple_graph_files(g: TripleGraph) -> dict[str, Any]:
+    """The files of a generation (or a plain index) that store ``g``: its entity keys, triple ends and postings."""
+    return {"entities.json": _entities_json(g.entities), "arrays/triple_head.npy": g.head,
+            "arrays/triple_tail.npy": g.tail, "arrays/entity_indptr.npy": g.indptr,
+            "arrays/entity_indices.npy": g.indices}
 
 
 def layered_graph_files(g: LayeredTripleGraph) -> dict[str, Any]:

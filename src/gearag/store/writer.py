@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -343,6 +343,14 @@ class IndexWriter:
     def write_array(self, rel: str, array: np.ndarray) -> None:
         save_npy(self.path(rel), array)
         self._seal_later(rel)
+
+    def write_files(self, files: Mapping[str, Any]) -> None:
+        """Write each of ``files`` (path → value): JSON where the path ends in ``.json``, else an array."""
+        for rel, value in files.items():
+            if rel.endswith(".json"):
+                self.write_json(rel, value)
+            else:
+                self.write_array(rel, np.asarray(value))
 
     def _seal_later(self, rel: str) -> None:
         """Flush and checksum ``rel`` (just written) in the background (class docstring)."""

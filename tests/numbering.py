@@ -1,0 +1,114 @@
+"""Two indexes whose entities are numbered differently, compared through the entities' keys.
+
+A sharded index whose generation is an add's delta written whole (docs/delta.md, "one derivation")
+numbers its entities as the add appended them; a build numbers them from nothing. Its graphs are then a
+build's with other entity ids: :func:`assert_same_graph_up_to_numbering` maps one numbering onto the
+other by the entities' keys (the triple graph's own, the resolution's from the generation's state) and
+compares every edge, weight, name and per-node vector.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gearag.graph.prepared import stored_prepared
+from gearag.store import shards as shard_store
+from gearag.store.index import Index, read_manifest
+
+
+def flattened_generation(index: Index) -> bool:
+    """Whether ``index`` is a sharded index whose generation is an add's delta written whole (its entities
+    numbered as the add appended them, not as a build numbers them)."""
+    if index.manifest.get("layout") != "sharded":
+        return False
+    gen = read_manifest(index.path / shard_store.GENERATIONS_DIR / index.manifest["generation"]["name"])
+    return gen.get("prepared_names") == "flattened"
+
+
+def resolution_keys(index: Index) -> list[str]:
+    """Each entity's key in the resolution of ``index``, in its own numbering: the stored graph arrays', or, for
+    a generation that stores none, what its state says (lexicon names and endpoint names by entity id)."""
+    from gearag.derive.union_graph import EndpointTable
+    from gearag.derive.union_resolve import NameStats, ResolveState
+    from gearag.derive.union_vocab import UnionVocab
+    from gearag.graph.passage_graph import stored_graph_arrays
+    from gearag.indexing.incremental import _load_state
+
+    arrays = stored_graph_arrays(index)
+    if arrays is not None:
+        return list(arrays.resolution.keys)
+    state = _load_state(index.path, index.manifest)
+    gen = index.path / shard_store.GENERATIONS_DIR / state.generation
+    items = list(UnionVocab.extend(None, [EndpointTable.compute(s.triples.subjects, s.triples.objects).names
+                                          for s in state.shards]).items)
+    names, resolved = NameStats.read(gen, len(items)), ResolveState.read(gen, len(index.passages))
+    assert names is not None and names.entity is not None and resolved is not None
+    lex_entity = resolved.lex_entity if resolved.lex_entity is not None else np.arange(len(resolved.names))
+    keys: dict[int, str] = {int(e): k for e, k in zip(lex_entity.tolist(), resolved.names, strict=True)}
+    for i, e in enumerate(np.asarray(names.entity).tolist()):
+        if e >= 0:
+            keys.setdefault(int(e), items[i])
+    assert sorted(keys) == list(range(len(keys)))
+    return [keys[e] for e in range(len(keys))]
+
+
+def _entries(rows, mapped_rows, mapped_targets, perm) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """Every entry of ``rows`` as (row, target, scale id, weight), entity ids mapped through ``perm`` where the
+    rows or targets are entities', repeats summed, sorted."""
+    n = rows.n_rows
+    counts, idx, data, sids = rows.gather(np.arange(n, dtype=np.int64))
+    row = np.repeat(np.arange(n), counts)
+    idx = np.asarray(idx, dtype=np.int64)
+    sid = np.zeros(len(idx), dtype=np.int64) if sids is None else np.asarray(sids, dtype=np.int64)
+    row = perm[row] if mapped_rows else row
+    idx = perm[idx] if mapped_targets else idx
+    sid = np.where(sid > 0, 1 + perm[np.maximum(sid - 1, 0)], 0)
+    total: dict[tuple, float] = {}
+    for key, w in zip(zip(row.tolist(), idx.tolist(), sid.tolist(), strict=True), np.asarray(data).tolist(),
+                      strict=True):
+        total[key] = total.get(key, 0.0) + w
+    return sorted(total.items())
+
+
+def assert_same_graph_up_to_numbering(a: Index, b: Index) -> None:
+    """The triple graph and the prepared passage graph of ``a`` are ``b``'s with other entity ids: mapped by
+    their keys, the same edges with the same weights (sums to a float's rounding), names and triple ends."""
+    ga, gb = a.graph, b.graph
+    assert sorted(ga.entities) == sorted(gb.entities)
+    to_b = {k: i for i, k in enumerate(gb.entities)}
+    perm = np.asarray([to_b[k] for k in ga.entities] + [-1], dtype=np.int64)  # -1 maps to -1
+    for name in ("head", "tail"):
+        np.testing.assert_array_equal(perm[np.asarray(getattr(ga, name))], np.asarray(getattr(gb, name)))
+    for e in range(ga.n_entities):
+        np.testing.assert_array_equal(ga.entity_triples(e), gb.entity_triples(int(perm[e])))
+    keys_a, keys_b = resolution_keys(a), resolution_keys(b)
+    assert sorted(keys_a) == sorted(keys_b)
+    to_b = {k: i for i, k in enumerate(keys_b)}
+    perm = np.asarray([to_b[k] for k in keys_a] + [-1], dtype=np.int64)
+    pa, pb = stored_prepared(a), stored_prepared(b)
+    assert pa is not None and pb is not None
+    assert (pa.n_passages, pa.n_entities, pa.n_usable, pa.settings) == (pb.n_passages, pb.n_entities, pb.n_usable,
+                                                                         pb.settings)
+    np.testing.assert_array_equal(perm[np.asarray(pa.triple_ends)], np.asarray(pb.triple_ends))
+    np.testing.assert_array_equal(np.asarray(pa.specificity), np.asarray(pb.specificity)[perm[:-1]])
+    ca, cb = pa.columns, pb.columns
+    assert [s.meta() for s in ca.sources] == [s.meta() for s in cb.sources]
+    for sa, sb in zip(ca.sources, cb.sources, strict=True):
+        ea = _entries(sa.rows, not sa.of_passages, not sa.to_passages, perm)
+        eb = _entries(sb.rows, False, False, np.arange(pb.n_entities + 1))
+        assert [k for k, _ in ea] == [k for k, _ in eb], sa.name
+        np.testing.assert_allclose([w for _, w in ea], [w for _, w in eb], rtol=1e-6, err_msg=sa.name)
+    p = pa.n_passages
+    node = np.concatenate([np.arange(p), p + perm[:-1]])  # a's plain node → b's
+    for name, rtol in (("sums", 1e-9), ("degree", 0)):
+        got, want = np.zeros(len(node)), np.asarray(getattr(cb, name), dtype=np.float64)
+        got[node] = np.asarray(getattr(ca, name), dtype=np.float64)
+        np.testing.assert_allclose(got, want, rtol=rtol, err_msg=name)
+    scale_a, scale_b = np.asarray(ca.scale), np.asarray(cb.scale)
+    lexicon = np.flatnonzero(perm[:-1] < len(scale_b) - 1)
+    np.testing.assert_array_equal(scale_a[1 + lexicon], scale_b[1 + perm[lexicon]])
+    names_a = sorted(zip(np.asarray(pa.names.name_hashes).tolist(), perm[np.asarray(pa.names.name_ids)].tolist(),
+                         strict=True))
+    names_b = sorted(zip(np.asarray(pb.names.name_hashes).tolist(), np.asarray(pb.names.name_ids).tolist(),
+                         strict=True))
+    assert names_a == names_b
