@@ -236,7 +236,9 @@ class UnionDelta(NamedTuple):
     """What an add changed in a generation, as deltas over it (None: a delta cannot say it)."""
 
     resolution: ResolutionDelta | None  #: of the entity resolution (:mod:`gearag.derive.delta_resolve`)
-    triples: LayeredTripleGraph | None  #: the triple graph, as the base's plus a delta
+    #: The triple graph, as the base's plus a delta; the union's whole where the add moved its hub cut (only for a
+    #: generation written whole: ``keep_state``).
+    triples: LayeredTripleGraph | TripleGraph | None
 
 
 def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
@@ -263,22 +265,33 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables,
                           w if keep_state else None)
     key_prior = KeyStats.read(before, n_keys)
-    graph = triples_delta(config.graph, TripleInputs(triples, len(union.passages), keys, key_prior, prior.shards),
-                          base_graph, prior.new_from)
-    inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
-                                write_vocab=keep_state)
-    # The text scan of the last delta add over the same base (tables_from: the previous generation), if it was one.
-    resolved = resolve_delta(inputs, base, TextScan.read(tables_from) if tables_from != before else None)
-    layered = graph[0] if graph is not None else None
+    triple_inputs = TripleInputs(triples, len(union.passages), keys, key_prior, prior.shards)
+    graph: tuple[LayeredTripleGraph | TripleGraph, KeyStats] | None = triples_delta(config.graph, triple_inputs,
+                                                                                     base_graph, prior.new_from)
+    # Where the add moved the hub cut or the capitalisation fallback, a generation written whole takes the union's
+    # triple graph (its own numbering, apart from the resolution's), made beside the resolution's delta.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") \
+        if graph is None and keep_state else None
+    pending = pool.submit(union_triple_graph, config.graph, triple_inputs) if pool is not None else None
+    try:
+        inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
+                                    write_vocab=keep_state)
+        # The text scan of the last delta add over the same base (tables_from: the previous generation), if it was.
+        resolved = resolve_delta(inputs, base, TextScan.read(tables_from) if tables_from != before else None)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    if pending is not None:
+        graph = pending.result()
     if resolved is None:
-        return UnionDelta(None, layered)
+        return UnionDelta(None, graph[0] if graph is not None else None)
     if not keep_state:
         resolved.scan.write(w)
     elif graph is not None:
         resolved.state().write(w)
         resolved.stats.write(w)
         graph[1].write(w)
-    return UnionDelta(resolved.delta, layered)
+    return UnionDelta(resolved.delta, graph[0] if graph is not None else None)
 
 
 def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,

@@ -24,10 +24,11 @@ layers and the work grows with what was added since the base, not with the
 index. Past the bound the same delta is written whole (``flat``): a full
 generation in the delta's appending entity numbering, its prepared graph
 and triple graph flattened (:mod:`gearag.graph.flatten`) and the state
-after the add kept, so it is the next base. Where no delta can say the
-union (a hub cut or capitalisation fallback that moves, a hash shared by
-two names, a base kept another way) it returns None and the caller derives
-a full generation from the union instead
+after the add kept, so it is the next base (where the add moved the hub
+cut or the capitalisation fallback, with the union's triple graph). Where
+no delta can say the union (that move, for a delta generation; a hash
+shared by two names; a base kept another way) it returns None and the
+caller derives a full generation from the union instead
 (:func:`~gearag.indexing.generation.write_generation`, numbered as a build
 numbers it). A delete and ``compact`` take that way too.
 
@@ -58,7 +59,7 @@ from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
 from gearag.indexing.generation import delta_base, finished_generation, generation_delta, generation_name
 from gearag.options import setting
 from gearag.store import shards as shard_store
-from gearag.store.graph import LayeredTripleGraph, layered_graph_files, triple_graph_files
+from gearag.store.graph import LayeredTripleGraph, TripleGraph, layered_graph_files, triple_graph_files
 from gearag.store.index import BASE_DIR, MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union
 from gearag.store.writer import IndexWriter
@@ -138,7 +139,8 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
     with IndexWriter(out, overwrite=out.exists()) as w:
         delta = generation_delta(w, refs, shards, tombstones, config, base_dir, base, union, previous_dir,
                                  keep_state=flat)
-        if delta is None or delta.resolution is None or delta.triples is None:
+        if delta is None or delta.resolution is None or delta.triples is None or (
+                not flat and not isinstance(delta.triples, LayeredTripleGraph)):
             return None  # not committed: the writer removes what it wrote
         timings["resolve"] = round(time.perf_counter() - started, 3)
         layered = apply_delta(base, delta.resolution)  # the terms by scale it reads: the resolve half's
@@ -155,6 +157,7 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
                       "tables": shard_store.TABLES_VERSION, "union": shard_store.UNION_VERSION,
                       "build_seconds": timings, "prepared_names": "flattened"})
             return name, manifest_identity(out), counts
+        assert isinstance(delta.triples, LayeredTripleGraph)
         base_manifest = read_manifest(base_dir)
         for rel in sorted(base_manifest.get("files") or {}):
             w.link(f"{DELTA_BASE}/{rel}", base_dir / rel, base_dir)
@@ -174,12 +177,13 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
     return name, manifest_identity(out), counts
 
 
-def _write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph) -> None:
-    """Write a delta's prepared graph and triple graph as a full generation's, in the delta's (appending)
-    numbering (:func:`~gearag.graph.flatten.flattened`): no resolution arrays, as in a delta generation."""
+def _write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph | TripleGraph) -> None:
+    """Write a delta's prepared graph and triple graph (or the union's, where the add moved the hub cut) as a full
+    generation's, in the delta's (appending) numbering (:func:`~gearag.graph.flatten.flattened`): no resolution
+    arrays, as in a delta generation."""
     flat = flattened(layered)
     prepared = f"{GRAPH_DIR}/{PREPARED}"
     for file, values in flat.files().items():
         w.write_array(f"{prepared}/{file}", np.asarray(values))
     w.write_json(f"{prepared}/prepared.json", flat.meta())
-    w.write_files(triple_graph_files(triples.whole()))
+    w.write_files(triple_graph_files(triples.whole() if isinstance(triples, LayeredTripleGraph) else triples))
