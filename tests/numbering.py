@@ -10,6 +10,7 @@ compares every edge, weight, name and per-node vector.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gearag.graph.prepared import stored_prepared
 from gearag.store import shards as shard_store
@@ -112,3 +113,11 @@ def assert_same_graph_up_to_numbering(a: Index, b: Index) -> None:
     names_b = sorted(zip(np.asarray(pb.names.name_hashes).tolist(), np.asarray(pb.names.name_ids).tolist(),
                          strict=True))
     assert names_a == names_b
+
+
+def union_generations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on, an add derives its generation from the union, numbered as a build numbers it (as where no
+    delta can say it): the union's derivation under test, or a reference in a build's numbering."""
+    import gearag.indexing.incremental as incremental
+
+    monkeypatch.setattr(incremental, "write_delta_generation", lambda *args, **kwargs: None)

@@ -20,6 +20,7 @@ from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents
 from gearag.model import Passage
 from gearag.store.index import Index
+from numbering import union_generations
 
 STUB = IndexConfig.of(extractor="stub")
 
@@ -38,7 +39,9 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     # and so does every term over their pages.
     namesakes = [Passage(f"n{i}", f"{p.title} (film)", f"{p.title} is a film. {p.text[:200]}")
                  for i, p in enumerate(passages[:120:12])]
-    union = add_documents(root / "union", passages[120:] + namesakes)
+    with pytest.MonkeyPatch.context() as mp:  # the brute force's reference: the union in a build's numbering
+        union_generations(mp)
+        union = add_documents(root / "union", passages[120:] + namesakes)
     return Index.load(root / "base"), union, [q["question"] for q in questions]
 
 
@@ -261,8 +264,10 @@ def test_the_triple_graph_as_a_base_and_a_delta_has_the_unions_neighbours(built,
     assert triple_graph_delta(base.graph, hubbed.graph) is None  # "it" became a hub: its triples unlinked
     shutil.copytree(base.path, tmp_path / "union")
     rows, _ = wiki_slice(150, 0)
-    union = add_documents(tmp_path / "union", [Passage(f"w{i}", r["title"], r["text"])
-                                               for i, r in enumerate(rows) if i >= 120])
+    with pytest.MonkeyPatch.context() as mp:
+        union_generations(mp)
+        union = add_documents(tmp_path / "union", [Passage(f"w{i}", r["title"], r["text"])
+                                                   for i, r in enumerate(rows) if i >= 120])
     b, u = base.graph, union.graph
     layered = triple_graph_delta(b, u)
     assert isinstance(layered, LayeredTripleGraph)

@@ -32,7 +32,7 @@ from gearag.retrieve.bm25_postings import PostingsBM25
 from gearag.store import shards as shard_store
 from gearag.store.index import MANIFEST, Index, check_index, manifest_identity, read_manifest
 from gearag.store.stacked import StackedRows
-from numbering import assert_same_graph_up_to_numbering, flattened_generation
+from numbering import assert_same_graph_up_to_numbering, flattened_generation, union_generations
 from oracles import reference_build
 
 METHODS = REGISTRY.names("method")
@@ -623,14 +623,6 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
         added = add_documents(out, docs[4:], extractor_options={"llm_base_url": server.base_url, "llm_model": "m"})
         assert len(server.requests) == before + 2  # the two new passages, nothing else
     assert [added.triples[t].subject for t in range(len(added.triples))][-2:] == ["Entity4 Alpha", "Entity5 Alpha"]
-
-
-def union_generations(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From now on, an add derives its generation from the union (renumbered as a build numbers it), as where
-    no delta can say it: the union's derivation under test."""
-    import gearag.indexing.incremental as incremental
-
-    monkeypatch.setattr(incremental, "write_delta_generation", lambda *args, **kwargs: None)
 
 
 @pytest.mark.parametrize("where", ["derive.union_files.union_triple_graph", "derive.union_files.resolve_union",
