@@ -54,7 +54,7 @@ def test_an_add_rescans_only_what_new_names_touch_and_equals_a_resolution_of_the
     s1, o1, w1 = _triples(ADDED, len(BASE))
     t0, t1 = EndpointTable.compute(s0, o0), EndpointTable.compute(s1, o1)
     keep0, keep1 = np.ones(len(s0), bool), np.ones(len(s1), bool)
-    base_res, state, stats, _, _ = resolve_union(ResolveInputs(BASE, UnionTriples([t0], [keep0], np.asarray(w0)),
+    base_res, state, stats, _ = resolve_union(ResolveInputs(BASE, UnionTriples([t0], [keep0], np.asarray(w0)),
                                                  UnionVocab.extend(None, [t0.names])))
     _equal(base_res, resolve_corpus([p.title for p in BASE], [p.text for p in BASE], s0, o0, w0, is_named))
 
@@ -68,16 +68,10 @@ def test_an_add_rescans_only_what_new_names_touch_and_equals_a_resolution_of_the
         vocab = UnionVocab.extend(None, [t0.names, t1.names])
         prior = Prior(state, len(BASE), 1, names_prior)
         live = UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1))
-        grown, _, _, renumbered, _ = resolve_union(ResolveInputs(union, live, vocab, prior, [index], [names]))
+        grown, _, _, _ = resolve_union(ResolveInputs(union, live, vocab, prior, [index], [names]))
         _equal(grown, expected)
-        if names_prior is None:
-            assert renumbered is None  # without the prior's endpoint names, where its entities went is unknown
-        else:  # every base entity's new id: "zed alpha" moved into the lexicon, later endpoint names shifted
-            assert renumbered is not None and [grown.keys[i] for i in renumbered] == base_res.keys
-            zed = base_res.keys.index("zed alpha")
-            assert zed >= base_res.n_names and renumbered[zed] < grown.n_names
     # Without the token index the base passage that names "Omega Point" keeps its old (stale) mentions.
-    stale, _, _, _, _ = resolve_union(ResolveInputs(union, UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1)),
+    stale, _, _, _ = resolve_union(ResolveInputs(union, UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1)),
                                    UnionVocab.extend(None, [t0.names, t1.names]), Prior(state, len(BASE), 1, None)))
     assert abs(stale.mentions - expected.mentions).sum() > 0
 
@@ -88,7 +82,7 @@ def test_an_endpoint_name_holding_a_new_title_is_scanned_again() -> None:
     s1, o1, w1 = ["Zed Alpha"], ["Beta"], [3]
     t0, t1 = EndpointTable.compute(s0, o0), EndpointTable.compute(s1, o1)
     keep0, keep1 = np.ones(len(s0), bool), np.ones(len(s1), bool)
-    _, state, stats, _, _ = resolve_union(ResolveInputs(BASE, UnionTriples([t0], [keep0], np.asarray(w0)),
+    _, state, stats, _ = resolve_union(ResolveInputs(BASE, UnionTriples([t0], [keep0], np.asarray(w0)),
                                           UnionVocab.extend(None, [t0.names])))
     union = BASE + ADDED
     expected = resolve_corpus([p.title for p in union], [p.text for p in union], s0 + s1, o0 + o1, w0 + w1,
@@ -97,7 +91,7 @@ def test_an_endpoint_name_holding_a_new_title_is_scanned_again() -> None:
     assert expected.about[band].nnz  # contained "zed alpha", a new title
     names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
     index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
-    grown, _, _, _, _ = resolve_union(ResolveInputs(union, UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1)),
+    grown, _, _, _ = resolve_union(ResolveInputs(union, UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1)),
                                    UnionVocab.extend(None, [t0.names, t1.names]), Prior(state, len(BASE), 1, stats),
                                    [index], [names]))
     _equal(grown, expected)
@@ -105,7 +99,7 @@ def test_an_endpoint_name_holding_a_new_title_is_scanned_again() -> None:
     # Without the names' token index, the old name keeps its old (empty) containment: the index is what finds it.
     empty = TokenIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32))
     live = UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1))
-    blind, _, _, _, _ = resolve_union(ResolveInputs(union, live, vocab, Prior(state, len(BASE), 1, stats), [index],
+    blind, _, _, _ = resolve_union(ResolveInputs(union, live, vocab, Prior(state, len(BASE), 1, stats), [index],
                                                     [empty]))
     assert blind.about[blind.keys.index("zed alpha band")].nnz == 0
 
@@ -133,7 +127,7 @@ def test_a_delete_renumbers_and_rescans_only_what_gone_names_touch_and_equals_a_
     vocab = UnionVocab.extend(None, [table.names])
     every = np.ones(len(subjects), bool)
     live = UnionTriples([table], [every], np.asarray(owner))
-    _, state, stats, _, _ = resolve_union(ResolveInputs(CORPUS, live, vocab))
+    _, state, stats, _ = resolve_union(ResolveInputs(CORPUS, live, vocab))
     keep_rows = np.ones(len(CORPUS), bool)
     keep_rows[gone] = False
     rows = np.where(keep_rows, np.cumsum(keep_rows) - 1, -1)
@@ -147,9 +141,8 @@ def test_a_delete_renumbers_and_rescans_only_what_gone_names_touch_and_equals_a_
     names = TokenIndex.compute(table.names, lambda k: k.split(" "))
     prior = Prior(state, len(rest), 1, stats, Removal(rows, triples))
     live = UnionTriples([table], [keep_t], rows[np.asarray(owner)][keep_t])
-    shrunk, _, _, renumbered, _ = resolve_union(ResolveInputs(rest, live, vocab, prior, [index], [names]))
+    shrunk, _, _, _ = resolve_union(ResolveInputs(rest, live, vocab, prior, [index], [names]))
     _equal(shrunk, expected)
-    assert renumbered is None  # entities went away: the prepared names are hashed again
 
 
 def test_the_state_keeps_the_first_token_spans_and_a_damaged_table_is_computed_again(tmp_path) -> None:
@@ -158,7 +151,7 @@ def test_the_state_keeps_the_first_token_spans_and_a_damaged_table_is_computed_a
 
     s0, o0, w0 = _triples(BASE, 0)
     t0 = EndpointTable.compute(s0, o0)
-    _, state, _, _, _ = resolve_union(ResolveInputs(BASE, UnionTriples([t0], [np.ones(len(s0), bool)], np.asarray(w0)),
+    _, state, _, _ = resolve_union(ResolveInputs(BASE, UnionTriples([t0], [np.ones(len(s0), bool)], np.asarray(w0)),
                                    UnionVocab.extend(None, [t0.names])))
     assert state.longest and state.longest["gamma"] == 3  # "gamma ray album"
     with IndexWriter(tmp_path / "g") as w:

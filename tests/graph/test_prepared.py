@@ -157,30 +157,22 @@ def _names_of(keys: list[str], counted: np.ndarray):
     return HashedNames.from_keys([keys[i] for i in ids.tolist()], ids), len(ids)
 
 
-def test_an_adds_names_extend_the_earlier_ones_exactly_or_are_hashed_again() -> None:
-    """Earlier names renumbered and merged with the new keys' equal the new keys hashed from scratch."""
-    from gearag.graph.prepared import Earlier
+def test_new_names_hashed_beside_the_earlier_ones_read_as_all_hashed_at_once() -> None:
+    """A delta's new keys hashed beside its base's names (``names_beside``) and merged are the names of every key
+    hashed at once; a hash the two would share declines (the full build's rule decides)."""
+    from gearag.graph.flatten import merged_names
+    from gearag.graph.layered import LayeredNames
+    from gearag.graph.prepared import names_beside
 
-    old = ["alpha beta", "the", "gamma ray", "delta", "zed alpha band", "omega point lighthouse"]
-    old_counted = np.array([True, True, True, True, True, False])  # the last one: in no passage yet
-    # An add: two new lexicon names before the endpoint-only names (which move), three new endpoint names.
-    new = ["alpha beta", "the", "gamma ray", "zed alpha", "a", "delta", "zed alpha band",
-           "omega point lighthouse", "new york city", "gamma"]
-    renumbered = np.array([0, 1, 2, 5, 6, 7])
-    counted = np.ones(len(new), dtype=bool)
-    names, n_usable = _names_of(old, old_counted)
-    settings = {"s": 1}
-    earlier = Earlier(names, n_usable, settings, renumbered)
-    got = earlier.extend(new, counted)
-    expected, n_expected = _names_of(new, counted)
-    assert got is not None and earlier.extended and got[1] == n_expected
+    old = ["alpha beta", "the", "gamma ray", "delta", "zed alpha band"]
+    new = ["zed alpha", "a", "new york city", "gamma"]
+    names, _ = _names_of(old, np.ones(len(old), dtype=bool))
+    added = names_beside(names, new, np.arange(len(old), len(old) + len(new)))
+    assert added is not None and added.size == 3  # "a" is too short to look up
+    expected, _ = _names_of(old + new, np.ones(len(old) + len(new), dtype=bool))
+    merged = merged_names(LayeredNames(names, added))
     for part, array in expected.arrays().items():
-        np.testing.assert_array_equal(got[0].arrays()[part], array, err_msg=part)
-    assert got[0].get("omega point lighthouse") == 7 and got[0].get("zed alpha") == 3  # counted now; new
-    assert got[0].get("zed alpha band") == 6 and got[0].get("the") is None
-    # Where extending could differ from hashing every key, it declines (the caller hashes them all).
-    assert Earlier(names, n_usable + 1, settings, renumbered).extend(new, counted) is None  # lost a name
-    assert Earlier(names, n_usable, settings, renumbered).extend([*new, "delta"], np.ones(11, bool)) is None
-    no_longer = counted.copy()
-    no_longer[5] = False  # "delta" was usable; the new index does not count it
-    assert Earlier(names, n_usable, settings, renumbered).extend(new, no_longer) is None
+        np.testing.assert_array_equal(np.asarray(merged.arrays()[part]), array, err_msg=part)
+    assert merged.get("zed alpha") == 5 and merged.get("zed alpha band") == 4 and merged.get("the") is None
+    assert names_beside(names, ["delta"], np.asarray([9])) is None  # a hash the earlier names hold
+    assert names_beside(names, ["omega", "omega"], np.asarray([9, 10])) is None  # two new keys share one

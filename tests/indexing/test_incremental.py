@@ -330,8 +330,8 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
 def test_an_add_the_delta_cannot_say_extends_a_generation_written_whole(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """An add whose delta is written whole numbers entities as it appended them; the next one's delta cannot be
-    said (a new name's hash is another's), so it is derived from the union from that generation's state (its
-    names extended through the map of the two numberings), and equals a build."""
+    said (a new name's hash is another's), so it is derived from the union from that generation's state,
+    renumbered as a build numbers it, and equals a build."""
     from gearag.derive import delta_resolve
 
     use_stub_extractor(StubExtractor())
@@ -349,7 +349,7 @@ def test_an_add_the_delta_cannot_say_extends_a_generation_written_whole(tmp_path
     monkeypatch.setattr(delta_resolve, "names_beside", lambda *args: None)
     grown = add_documents(root, passages[50:])
     generation = read_manifest(root / "generations" / grown.manifest["generation"]["name"])
-    assert not flattened_generation(grown) and generation["prepared_names"] == "extended"
+    assert not flattened_generation(grown) and generation["prepared_names"] == "hashed"
     assert "hub" not in grown.graph.entities
     assert_same_index(grown, reference_build(passages, tmp_path / "full", config))
 

@@ -38,8 +38,8 @@ from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
 from gearag.graph.delta_apply import ResolutionDelta
 from gearag.graph.edge_kinds import EdgeInputs, stored_kinds, with_edge_kinds
-from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
-from gearag.graph.prepared import PREPARED, PreparedGraph, earlier_names
+from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
+from gearag.graph.prepared import PreparedGraph
 from gearag.model import Passage
 from gearag.store.graph import LayeredTripleGraph, TripleGraph, triple_graph_files
 from gearag.store.shards import UNION_VERSION
@@ -147,21 +147,16 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, kept, prior,
                                         keep_indices=keep_state)
             resolved = resolve_union(inputs, background=pool)
-            earlier = None
-            if before is not None and resolved.renumbered is not None and config.resolve.prepared_graph:
-                earlier = earlier_names(before / GRAPH_DIR / PREPARED, resolved.renumbered)
             relations = resolved.relations.result() if resolved.relations is not None else None
             arrays = GraphArrays.from_resolution(resolved.resolution, relations=relations)
             if stored_kinds(config.resolve):  # the optional edge kinds, over the union (their ids follow)
                 embed = name_encoder(lambda: make_embedder(config.embed.embedder), config.embed.batch, timings)
                 arrays = with_edge_kinds(arrays, config.resolve,
                                          EdgeInputs(lambda: union_spans(shards, n_passages), embed))
-                earlier = None
             meta["edges"] = edge_counts(arrays)
-            timings["prepare"] = write_graph_arrays(w, arrays, prepare=config.resolve.prepared_graph,
-                                                    earlier=earlier)
+            timings["prepare"] = write_graph_arrays(w, arrays, prepare=config.resolve.prepared_graph)
             del arrays
-            meta["prepared_names"] = "extended" if earlier is not None and earlier.extended else "hashed"
+            meta["prepared_names"] = "hashed"
             resolved.state.write(w)
             resolved.stats.write(w)
             timings["resolve"] = round(time.perf_counter() - resolve_started, 3)

@@ -331,8 +331,6 @@ class UnionResolution(NamedTuple):
     resolution: Resolution
     state: ResolveState  #: what the next add needs
     stats: NameStats  #: the union's endpoint-name statistics
-    #: With a prior: per entity of the prior's resolution, its id in this one (else None).
-    renumbered: np.ndarray | None
     #: The relation counts (:func:`~gearag.graph.passage_graph.relation_counts`), being made on the
     #: ``background`` executor :func:`resolve_union` was given (None: none was).
     relations: Future[sparse.csr_matrix] | None = None
@@ -364,7 +362,6 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
     n_passages = len(passages)
     vanished: list[str] = []  # lexicon names a delete took away: where they matched is scanned again
     lost = np.zeros(0, dtype=np.int64)  # endpoint names whose first appearance was deleted
-    removed = prior is not None and prior.removal is not None
     if prior is not None and prior.removal is not None:
         prior, vanished, lost = _shrunk(prior, prior.removal, passages)
     new_from = prior.new_from if prior is not None else 0
@@ -424,28 +421,7 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
                                           new_from)
     mentions = mention_matrix(owner, ends, text_rows, text_names, (n_passages, len(keys)))
     state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names), matcher.longest)
-    known = prior.names if prior is not None else None
-    renumbered = _renumbered(known, old.lex_entity if old is not None else None, n_prior_names, entity) \
-        if known is not None and not removed else None
-    return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None, terms), state, stats, renumbered,
-                           relations)
-
-
-def _renumbered(known: NameStats, lex_entity: np.ndarray | None, n_prior_names: int,
-                entity: np.ndarray) -> np.ndarray | None:
-    """Where each entity of the prior's resolution is now (a lexicon name's id is its lexicon id); None if one
-    is gone (not an append). The prior's ids: ``lex_entity`` and ``known.entity`` where an add appended them,
-    else the union's numbering (its lexicon names, then its endpoint-only names by first appearance)."""
-    if lex_entity is None or known.entity is None:
-        _, ep = known.entities(n_prior_names)
-        moved = entity[ep]
-        return None if np.any(moved < 0) else np.concatenate([np.arange(n_prior_names, dtype=np.int64), moved])
-    was = np.asarray(known.entity, dtype=np.int64)
-    ep = np.flatnonzero((was >= 0) & (known.lex < 0))
-    out = np.full(max(int(was.max(initial=-1)), int(lex_entity.max(initial=-1))) + 1, -1, dtype=np.int64)
-    out[lex_entity] = np.arange(n_prior_names, dtype=np.int64)
-    out[was[ep]] = entity[ep]
-    return None if np.any(out < 0) else out
+    return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None, terms), state, stats, relations)
 
 
 def endpoint_name_stats(inputs: ResolveInputs, prior: Prior | None, lexicon: GrownLexicon, matcher: NameLookup,

@@ -51,7 +51,7 @@ from gearag.graph.config import PassageGraphConfig as PassageGraphConfig
 from gearag.graph.graph_arrays import GraphArrays as GraphArrays
 from gearag.graph.graph_arrays import relation_counts as relation_counts
 from gearag.graph.ppr import PageRankOperator
-from gearag.graph.prepared import Earlier, PreparedGraph, settings_of, write_prepared
+from gearag.graph.prepared import PreparedGraph, settings_of, write_prepared
 from gearag.graph.resolve import stop_words
 from gearag.graph.scaled import Scaled
 from gearag.graph.trie import tokens
@@ -63,11 +63,9 @@ if TYPE_CHECKING:
 
 #: Sub-directory of an index that holds the graph arrays.
 
-def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True,
-                       earlier: Earlier | None = None) -> float:
+def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True) -> float:
     """Store ``arrays`` under ``graph/`` of an index being written (the one hook in indexing), and with
-    ``prepare`` the passage graph prepared from them for the default query settings (:mod:`gearag.graph.prepared`;
-    ``earlier``: the names of the index these arrays add to, extended instead of hashed again).
+    ``prepare`` the passage graph prepared from them for the default query settings (:mod:`gearag.graph.prepared`).
 
     The prepared graph only reads the arrays, so it is derived on a second
     thread while they are written (numpy, scipy and file writes release the
@@ -79,7 +77,7 @@ def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool =
     """
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-prepare") as pool:
-        pending = pool.submit(PreparedGraph.build, arrays, PassageGraphConfig(), earlier, hash_names=False) \
+        pending = pool.submit(PreparedGraph.build, arrays, PassageGraphConfig(), hash_names=False) \
             if prepare else None
         writer.write_json(f"{GRAPH_DIR}/entities.json", arrays.meta())
         written: dict[int, tuple[np.ndarray, str]] = {}

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,16 +137,13 @@ class PreparedGraph:
         return self.delta_layout or NodeLayout.plain(self.n_passages, self.n_entities)
 
     @classmethod
-    def build(cls, arrays: GraphArrays, config: PassageGraphConfig, earlier: Earlier | None = None,
-              hash_names: bool = True) -> PreparedGraph:
+    def build(cls, arrays: GraphArrays, config: PassageGraphConfig, hash_names: bool = True) -> PreparedGraph:
         """Derive the arrays from the index's graph arrays under ``config`` (the edges of
         :mod:`gearag.graph.passage_graph`'s module docstring).
 
-        ``earlier``: the prepared graph of an index these arrays only add to (an
-        add's previous generation), whose hashed names are extended instead of
-        hashing every key again; the result is the same either way. Keys to hash
-        (no ``earlier``, or it declined) are left to :meth:`hash_names` when
-        ``hash_names`` is False. The passage-node transition is kept as its sources
+        The keys to hash are left to :meth:`hash_names` when ``hash_names`` is
+        False (so that the transition is written and let go first). The
+        passage-node transition is kept as its sources
         (:func:`~gearag.graph.scaled.scaled_columns`).
         """
         from gearag.graph.ppr import PageRankOperator
@@ -171,30 +167,19 @@ class PreparedGraph:
         counted = (np.arange(n_entities) < res.n_names) | (df > 0)
         only = res.n_mention_keys if res.ner_mentions is not None and not config.ner_mentions else None
         terms, scale = about_terms(about, res.about_terms, only)
-        # The transition (array work that releases the GIL) is made on a second thread while an add's names
-        # are extended. Hashing every key instead (a build, a first add) waits for it, so that the two peaks do
-        # not add up where the preparation is the peak (docs/benchmarks-log.md, "Adds at 1M, and a push workspace…").
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-transition") as pool:
-            transition = pool.submit(scaled_columns, arrays, config, mentions, about, terms, scale) \
-                if config.passage_nodes else None
-            extended = earlier.extend(res.keys, counted) if earlier is not None and earlier.settings == settings_of(
-                config) else None
-            columns: Csr | Scaled
-            if transition is not None:
-                columns = transition.result()
-                dangling = columns.dangling
-            else:  # the entity-only graph: small (entities only), made the plain way
-                operator = PageRankOperator(relations(arrays, config), dtype=np.float32, columns=True)
-                columns, dangling = Csr.of(operator.columns), operator.dangling
+        columns: Csr | Scaled
+        if config.passage_nodes:
+            columns = scaled_columns(arrays, config, mentions, about, terms, scale)
+            dangling = columns.dangling
+        else:  # the entity-only graph: small (entities only), made the plain way
+            operator = PageRankOperator(relations(arrays, config), dtype=np.float32, columns=True)
+            columns, dangling = Csr.of(operator.columns), operator.dangling
         unhashed = None
-        if extended is not None:
-            names, n_usable = extended
+        ids = np.flatnonzero(_usable(res.keys) & counted)
+        if hash_names:
+            names, n_usable = _hashed(res.keys, ids), len(ids)
         else:
-            ids = np.flatnonzero(_usable(res.keys) & counted)
-            if hash_names:
-                names, n_usable = _hashed(res.keys, ids), len(ids)
-            else:
-                names, n_usable, unhashed = HashedNames.from_keys([], np.zeros(0, np.int64)), None, ids
+            names, n_usable, unhashed = HashedNames.from_keys([], np.zeros(0, np.int64)), None, ids
         return cls(n_passages, n_entities, settings_of(config), columns, dangling, specificity,
                    terms, res.triple_ends, names, res.n_mention_keys, n_usable,
                    mentions if not config.passage_nodes else None, unhashed,
@@ -319,49 +304,6 @@ class PreparedGraph:
                    usable if isinstance(usable, int) else None, holds_ner=held_ner(meta))
 
 
-@dataclass
-class Earlier:
-    """The prepared names of an earlier index whose keys are all keys of the one being prepared.
-
-    ``renumbered[i]`` is the id, in the new keys, of the earlier key ``i``
-    (:func:`~gearag.derive.union_resolve.resolve_union` gives it when an add
-    only appends passages: lexicon names keep their ids, endpoint-only names
-    move past the new lexicon names). The new names are then the earlier
-    sorted hashes with their ids renumbered, plus the hashes of the keys the
-    earlier names did not hold, merged in: work in the new keys, not in all
-    of them (hashing 6.8M keys took ~8 s of every add at a million passages).
-    """
-
-    names: HashedNames
-    n_usable: int | None
-    settings: dict[str, Any]
-    renumbered: np.ndarray
-    extended: bool = False  #: set once :meth:`extend` gave names (it may decline: then keys are hashed)
-
-    def extend(self, keys: Sequence[str], counted: np.ndarray) -> tuple[HashedNames, int] | None:
-        """The names of ``keys`` whose mask ``counted`` holds (and :func:`usable_key`), with how many there are,
-        as :meth:`HashedNames.from_keys` makes them; None where extending could differ from that (the earlier
-        names lost one to a shared hash, a new key shares one, or an earlier usable key is no longer counted)."""
-        old = self.names
-        if self.n_usable != old.size or (len(self.renumbered) and int(self.renumbered.max()) >= len(keys)):
-            return None
-        old_ids = self.renumbered[np.asarray(old.name_ids)]
-        if not counted[old_ids].all():
-            return None
-        fresh = counted.copy()
-        fresh[old_ids] = False  # earlier keys that were not usable are judged again, as a full build would
-        candidates = np.flatnonzero(fresh)
-        added = names_beside(old, strings_at(keys, candidates), candidates)
-        if added is None:
-            return None
-        old_hashes, old_nodes = np.asarray(old.name_hashes), np.asarray(old.nodes)
-        at = np.searchsorted(old_hashes, added.name_hashes)
-        name_hashes, name_ids = np.insert(old_hashes, at, added.name_hashes), np.insert(old_ids, at, added.name_ids)
-        nodes = np.insert(old_nodes, np.searchsorted(old_nodes, added.nodes), added.nodes)
-        self.extended = True
-        return HashedNames.from_arrays(nodes, name_hashes, name_ids), old.size + added.size
-
-
 def names_beside(old: HashedNames, keys: Sequence[str], ids: np.ndarray) -> HashedNames | None:
     """The usable ``keys`` (of entities ``ids``) hashed beside ``old``'s names, as :meth:`HashedNames.from_keys`
     hashes all of them at once: their hashes sorted with their ids, and the hashed prefixes ``old`` lacks.
@@ -393,15 +335,6 @@ def _joined(src: Source, n_targets: int) -> sparse.csr_matrix:
     m = rows_matrix(counts, np.asarray(indices), np.asarray(data, dtype=np.float64), n_targets)
     m.sum_duplicates()
     return m
-
-
-def earlier_names(directory: Path, renumbered: np.ndarray) -> Earlier | None:
-    """The prepared names stored in ``directory`` (an earlier index's ``graph/prepared``) for
-    :meth:`PreparedGraph.build`, memory-mapped; None when there are none this gearag can extend."""
-    stored = load_prepared(directory)
-    if stored is None or stored.n_usable is None or len(renumbered) != stored.n_entities:
-        return None
-    return Earlier(stored.names, stored.n_usable, stored.settings, np.asarray(renumbered, dtype=np.int64))
 
 
 def _usable(keys: Sequence[str]) -> np.ndarray:
