@@ -139,7 +139,6 @@ class _Numbering(NamedTuple):
     """The appending numbering of an add's entities (module docstring)."""
 
     lex_entity: np.ndarray  #: the entity id of each lexicon name
-    lex_of: np.ndarray  #: the lexicon id of each base entity (-1: an endpoint-only name's)
     entity: np.ndarray  #: the entity id of each endpoint name (-1: not live), and -1 last (read for -1)
     base_entity: np.ndarray  #: the base's entity id of each of the base's endpoint names
     fresh: np.ndarray  #: per lexicon name new to the lexicon: a new entity (else a base endpoint-only name's)
@@ -167,8 +166,6 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
             return None
     else:
         return None
-    lex_of = np.full(e_base, -1, dtype=np.int64)
-    lex_of[lex_entity[:n_prior]] = np.arange(n_prior, dtype=np.int64)
     held = vocab.find(names[n_prior:])
     was = np.full(len(held), -1, dtype=np.int64)
     known = (held >= 0) & (held < n_known)
@@ -184,7 +181,7 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
     new_ep = stats.endpoint_only(entity[:-1] < 0)
     e_new = e_base + int(fresh.sum())
     entity[new_ep] = e_new + np.arange(len(new_ep), dtype=np.int64)
-    return _Numbering(lex_entity, lex_of, entity, base_entity, fresh, new_ep,
+    return _Numbering(lex_entity, entity, base_entity, fresh, new_ep,
                       NodeLayout(n_passages, e_new + len(new_ep), new_from, e_base))
 
 
@@ -209,10 +206,9 @@ class ResolvedDelta(NamedTuple):
         rows = np.concatenate([np.asarray(tr, dtype=np.int64)[kept], scan.match_rows])
         order = np.argsort(rows, kind="stable")
         names = np.concatenate([np.asarray(tn, dtype=np.int64)[kept], scan.match_names])[order]
-        lex = tuple(np.concatenate([o, a]) for o, a in zip(old.lex, self.lexicon.added, strict=True))
         entity = self.ids.lex_entity
         rebuilt = np.array_equal(entity, np.arange(len(entity)))
-        return ResolveState(self.lexicon.names, (lex[0], lex[1], lex[2]), (rows[order], names.astype(np.int32)),
+        return ResolveState(self.lexicon.names, self.lexicon.entries(old), (rows[order], names.astype(np.int32)),
                             self.longest, None if rebuilt else entity)
 
 
@@ -266,21 +262,21 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
     if new_names is None:
         return None
     moved = np.flatnonzero(scale[: len(cols.scale)] != cols.scale) - 1  # lexicon names whose scale the add moved
-    by_name = _base_terms_by_name(b_terms, prior.names, ids, moved, len(cols.scale))
+    by_name = _base_terms_by_name(b_terms, prior.names, ids, n_prior, moved, len(cols.scale))
     stats.entity = ids.entity[:-1].astype(np.int32)
     delta = ResolutionDelta(layout, mentions, terms, relations, scale, ends_tail.astype(np.int32), new_names[0],
                             base.n_usable + new_names[1], by_name)
     return ResolvedDelta(delta, scan, lexicon, stats, ids, old, matcher.longest)
 
 
-def _base_terms_by_name(b_terms: Csr, base_stats: NameStats, ids: _Numbering, moved: np.ndarray,
+def _base_terms_by_name(b_terms: Csr, base_stats: NameStats, ids: _Numbering, n_prior: int, moved: np.ndarray,
                         n_scales: int) -> TermsByName:
     """The base's terms read with the scales of the entities ``moved`` (``1 + x``: lexicon names), as
     :class:`TermsByName` with the other scale ids empty: each name's own terms and those of the base's endpoint
     names containing it (its containment rows searched for them), without regrouping every term (~1 s at a
     million passages)."""
-    moved_lex = ids.lex_of[moved]
-    hit = np.flatnonzero(setops.isin(np.asarray(base_stats.cont_name), moved_lex[moved_lex >= 0]))
+    moved_lex = np.flatnonzero(setops.isin(ids.lex_entity[:n_prior], moved))  # the base lexicon names among them
+    hit = np.flatnonzero(setops.isin(np.asarray(base_stats.cont_name), moved_lex))
     containing = ids.base_entity[np.searchsorted(base_stats.cont_ptr, hit, side="right") - 1]
     owners = setops.unique(np.concatenate([moved, containing[containing >= 0]]))
     counts, idx, data, sids = b_terms.gather(owners)

@@ -282,6 +282,13 @@ class GrownLexicon(NamedTuple):
     n_prior: int  #: how many names the prior had
     added: tuple[np.ndarray, np.ndarray, np.ndarray]  #: the new passages' entries: name id, union row, tier weight
 
+    def entries(self, old: ResolveState | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every entry of the grown lexicon: ``old``'s (the state it grew from), then :attr:`added`."""
+        if old is None:
+            return self.added
+        k, r, w = (np.concatenate([o, a]) for o, a in zip(old.lex, self.added, strict=True))
+        return k, r, w
+
 
 class LexiconSince(NamedTuple):
     """What :func:`grown_lexicon` found over the passages from its ``new_from`` up to ``passages``."""
@@ -369,8 +376,7 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
     # -- the lexicon: the prior's entries, then the new passages' ------------------------------
     lexicon = grown_lexicon(passages, old, new_from)
     names, ids, n_prior_names = lexicon.names, lexicon.ids, lexicon.n_prior
-    lex_k, lex_r, lex_w = (np.concatenate([o, a]) for o, a in zip(old.lex, lexicon.added, strict=True)) if old \
-        else lexicon.added
+    lex_k, lex_r, lex_w = lexicon.entries(old)
     n_names = len(names)
     # Per name: its passages in insertion (= row) order, and their total weight.
     order = np.argsort(lex_k, kind="stable")
