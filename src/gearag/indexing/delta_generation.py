@@ -151,39 +151,44 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
                   "entities": delta.triples.n_entities}
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         if flat:
-            _write_flat(w, layered, delta.triples)
-            timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
-            w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
-                      "tables": shard_store.TABLES_VERSION, "union": shard_store.UNION_VERSION,
-                      "build_seconds": timings, "prepared_names": "flattened"})
-            return name, manifest_identity(out), counts
-        assert isinstance(delta.triples, LayeredTripleGraph)
-        base_manifest = read_manifest(base_dir)
-        for rel in sorted(base_manifest.get("files") or {}):
-            w.link(f"{DELTA_BASE}/{rel}", base_dir / rel, base_dir)
-        w.link(f"{DELTA_BASE}/{MANIFEST}", base_dir / MANIFEST, base_dir)
-        prepared = f"{GRAPH_DIR}/{PREPARED}"
-        for f in sorted((base_dir / prepared).iterdir()):
-            w.link(f"{prepared}/{BASE_DIR}/{f.name}", f, base_dir)
-        for file, values in layered.files().items():
-            w.write_array(f"{prepared}/{file}", values)
-        w.write_json(f"{prepared}/prepared.json", layered.meta())
-        w.write_files(layered_graph_files(delta.triples))
+            kept = _write_flat(w, layered, delta.triples)
+        else:
+            assert isinstance(delta.triples, LayeredTripleGraph)
+            kept = _write_layers(w, base_dir, layered, delta.triples)
         timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
-        meta: dict[str, Any] = {"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
-                                DELTA: {"base": DELTA_BASE, "shards": base_manifest.get("shards")},
-                                "tables": shard_store.TABLES_VERSION, "build_seconds": timings}
-        w.commit(meta)
+        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, **kept,
+                  "tables": shard_store.TABLES_VERSION, "build_seconds": timings})
     return name, manifest_identity(out), counts
 
 
-def _write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph | TripleGraph) -> None:
+def _prepared_files(g: PreparedGraph) -> dict[str, Any]:
+    """The files of ``g`` under ``graph/prepared/`` (its arrays and ``prepared.json``), by path."""
+    prepared = f"{GRAPH_DIR}/{PREPARED}"
+    return {f"{prepared}/{file}": values for file, values in g.files().items()} | {
+        f"{prepared}/prepared.json": g.meta()}
+
+
+def _write_layers(w: IndexWriter, base_dir: Path, layered: PreparedGraph,
+                  triples: LayeredTripleGraph) -> dict[str, Any]:
+    """Write a delta generation: every file of the base generation ``base_dir`` hard-linked under ``base/``
+    (its prepared graph's under ``graph/prepared/base/`` too), the delta's prepared graph and triple graph
+    beside them; the manifest's entry that names the base."""
+    base_manifest = read_manifest(base_dir)
+    for rel in sorted(base_manifest.get("files") or {}):
+        w.link(f"{DELTA_BASE}/{rel}", base_dir / rel, base_dir)
+    w.link(f"{DELTA_BASE}/{MANIFEST}", base_dir / MANIFEST, base_dir)
+    prepared = f"{GRAPH_DIR}/{PREPARED}"
+    for f in sorted((base_dir / prepared).iterdir()):
+        w.link(f"{prepared}/{BASE_DIR}/{f.name}", f, base_dir)
+    w.write_files(_prepared_files(layered))
+    w.write_files(layered_graph_files(triples))
+    return {DELTA: {"base": DELTA_BASE, "shards": base_manifest.get("shards")}}
+
+
+def _write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph | TripleGraph) -> dict[str, Any]:
     """Write a delta's prepared graph and triple graph (or the union's, where the add moved the hub cut) as a full
     generation's, in the delta's (appending) numbering (:func:`~gearag.graph.flatten.flattened`): no resolution
-    arrays, as in a delta generation."""
-    flat = flattened(layered)
-    prepared = f"{GRAPH_DIR}/{PREPARED}"
-    for file, values in flat.files().items():
-        w.write_array(f"{prepared}/{file}", np.asarray(values))
-    w.write_json(f"{prepared}/prepared.json", flat.meta())
+    arrays, as in a delta generation. The manifest's entries that make it a base for the next add."""
+    w.write_files(_prepared_files(flattened(layered)))
     w.write_files(triple_graph_files(triples.whole() if isinstance(triples, LayeredTripleGraph) else triples))
+    return {"union": shard_store.UNION_VERSION, "prepared_names": "flattened"}
