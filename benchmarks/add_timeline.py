@@ -21,18 +21,19 @@ from typing import Any
 
 from gearag.bench.memory import rss_mb
 from gearag.cli import main
-from gearag.derive import union_files, union_graph, union_resolve
+from gearag.derive import delta_resolve, endpoints, triple_graph, union_files, union_resolve
 from gearag.graph import passage_graph, prepared, resolve, trie
 from gearag.indexing import generation
 from gearag.store import writer
 
-MODULES = (union_resolve, union_graph, union_files, generation, prepared, passage_graph, resolve)
+MODULES = (union_resolve, delta_resolve, triple_graph, endpoints, union_files, generation, prepared, passage_graph,
+           resolve)
 #: (module, function) pairs whose every call is logged.
-STEPS = [(union_graph, "union_triple_graph"), (union_resolve, "resolve_union"),
+STEPS = [(triple_graph, "triple_graph"), (union_resolve, "resolve_union"), (delta_resolve, "resolve_delta"),
          (passage_graph, "write_graph_arrays"), (prepared, "scaled_columns"), (union_files, "_vocab"),
-         (resolve, "summed_csr"), (union_resolve, "_contained_about"), (union_graph, "union_ends"),
-         (prepared, "write_prepared"), (union_resolve, "_endpoint_name_stats"), (generation, "write_generation"),
-         (union_files, "write_union"), (union_graph, "shard_table"), (generation, "_prior_resolution")]
+         (resolve, "summed_csr"), (endpoints, "union_ends"),
+         (prepared, "write_prepared"), (union_resolve, "endpoint_name_stats"), (generation, "write_generation"),
+         (union_files, "write_union"), (endpoints, "shard_table"), (generation, "_prior_resolution")]
 #: (class, method) pairs whose calls are logged, and those only totalled per thread.
 METHODS = [(prepared.PreparedGraph, "build"), (passage_graph.GraphArrays, "from_resolution"),
            (writer.IndexWriter, "commit"), (trie.NameLookup, "__init__")]

@@ -1,12 +1,13 @@
 """Two versions of gearag side by side on one index: adds (delta and full) and queries, alternating.
 
     python benchmarks/code_pair.py BASE WORK --add CORPUS:TRIPLES --questions Q.json \
-        --old OLD/src --new NEW/src [--rounds 5] [--query-rounds 4] [--kinds delta,full]
+        --old OLD/src --new NEW/src [--rounds 5] [--query-rounds 4] [--kinds delta,full] [--delete IDS]
 
 ``OLD`` and ``NEW`` are checkouts (``git worktree add``) whose ``src`` each run puts first on
 ``PYTHONPATH``. Per round and kind, each version adds the corpus (``--extractor openie:TRIPLES``,
 ``--generation KIND``) onto a fresh hard-linked copy of BASE (an index with shards: a plain one's first
-add would also convert it), the order of the two swapped every round; then each version, in turn, runs
+add would also convert it), the order of the two swapped every round; the kind ``delete`` runs
+``gearag delete`` of the ids in ``--delete`` instead; then each version, in turn, runs
 bm25, syncge and gear over the questions in its own process (the query child of ``scale.py``: warm-up,
 median latency, R@5/R@15). One JSON line per run (wall seconds and peak RSS of the add's process, its
 generation's step seconds; a query run's medians and recall), then the medians per version.
@@ -40,14 +41,16 @@ def _query(src: Path, index: Path, questions: Path) -> str:
     return done.stdout
 
 
-def _add(src: Path, base: Path, work: Path, corpus: Path, triples: Path, kind: str) -> dict[str, object]:
+def _add(src: Path, base: Path, work: Path, corpus: Path, triples: Path, kind: str,
+         delete: Path | None = None) -> dict[str, object]:
     if work.exists():
         shutil.rmtree(work)
     subprocess.run(["cp", "-al", str(base), str(work)], check=True)
     env = {**os.environ, "PYTHONPATH": str(src), "GEARAG_PROGRESS": "0"}
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", GEARAG, "add", str(work), str(corpus), "--extractor",
-                             f"openie:{triples}", "--generation", kind], env=env, stdout=subprocess.DEVNULL,
+    command = ["delete", str(work), str(delete)] if kind == "delete" else \
+        ["add", str(work), str(corpus), "--extractor", f"openie:{triples}", "--generation", kind]
+    proc = subprocess.Popen([sys.executable, "-c", GEARAG, *command], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
@@ -74,7 +77,8 @@ def main() -> None:
     ap.add_argument("--new", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--query-rounds", type=int, default=4)
-    ap.add_argument("--kinds", default="delta,full")
+    ap.add_argument("--kinds", default="delta,full", help="of delta, full and delete")
+    ap.add_argument("--delete", type=Path, help="the passage ids the delete kind deletes, one per line")
     args = ap.parse_args()
     corpus, triples = (Path(p) for p in args.add.split(":", 1))
     code = {"old": args.old, "new": args.new}
@@ -89,7 +93,8 @@ def main() -> None:
         for kind in args.kinds.split(","):
             for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
                 emit({"run": "add", "kind": kind, "code": name, "round": r,
-                      **_add(code[name], args.base, args.work / f"{name}-{kind}", corpus, triples, kind)})
+                      **_add(code[name], args.base, args.work / f"{name}-{kind}", corpus, triples, kind,
+                            args.delete)})
     for r in range(args.query_rounds):
         for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
             out = _query(code[name], args.base, args.questions)

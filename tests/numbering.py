@@ -29,7 +29,7 @@ def flattened_generation(index: Index) -> bool:
 def resolution_keys(index: Index) -> list[str]:
     """Each entity's key in the resolution of ``index``, in its own numbering: the stored graph arrays', or, for
     a generation that stores none, what its state says (lexicon names and endpoint names by entity id)."""
-    from gearag.derive.union_graph import EndpointTable
+    from gearag.derive.endpoints import EndpointTable
     from gearag.derive.union_resolve import NameStats, ResolveState
     from gearag.derive.union_vocab import UnionVocab
     from gearag.graph.passage_graph import stored_graph_arrays

@@ -7,8 +7,8 @@ import pytest
 
 from delta_oracles import entity_map, resolution_delta_of, triple_graph_delta
 from gearag.derive.delta_resolve import resolve_delta
+from gearag.derive.endpoints import EndpointTable, UnionTriples
 from gearag.derive.token_index import TokenIndex
-from gearag.derive.union_graph import EndpointTable, UnionTriples
 from gearag.derive.union_resolve import Prior, ResolveInputs, resolve_union
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, apply_delta

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gearag.derive.endpoints import EndpointTable, UnionTriples
 from gearag.derive.token_index import TokenIndex
-from gearag.derive.union_graph import EndpointTable, Removal, UnionTriples
-from gearag.derive.union_resolve import Prior, ResolveInputs, resolve_union
+from gearag.derive.union_resolve import Prior, Removal, ResolveInputs, resolve_union
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.resolve import Resolution
 from gearag.model import Passage

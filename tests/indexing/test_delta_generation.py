@@ -15,7 +15,7 @@ from conftest import StubExtractor, use_stub_extractor, wiki_slice
 from gearag.api import Gearag
 from gearag.cli import main
 from gearag.config import IndexConfig
-from gearag.derive.union_graph import EndpointTable
+from gearag.derive.endpoints import EndpointTable
 from gearag.errors import ConfigError
 from gearag.graph.prepared import stored_prepared
 from gearag.indexing import build_index

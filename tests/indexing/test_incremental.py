@@ -111,23 +111,24 @@ def assert_same_rankings(a: Index, b: Index, questions: list[str], methods: list
 
 
 def spy_priors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[bool], list[bool]]:
-    """Per generation from now on: whether its triple graph, and whether its resolution, started from stored
-    state. Two lists: the two run on two threads, in either order."""
+    """Per generation from now on: whether its triple graph started from stored key statistics, and whether the
+    union's resolution (``resolve_union``, which an add's delta does not call) started from stored state. Two
+    lists: the two run on two threads, in either order."""
     from gearag.derive import union_files
 
     graph: list[bool] = []
     names: list[bool] = []
-    real_graph, real_resolve = union_files.union_triple_graph, union_files.resolve_union
+    real_graph, real_resolve = union_files.triple_graph, union_files.resolve_union
 
     def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        graph.append(args[1].prior is not None)  # union_triple_graph(config, inputs)
+        graph.append(args[1].prior is not None)  # triple_graph(config, inputs, ...)
         return real_graph(*args, **kwargs)
 
     def resolve_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         names.append(args[0].prior is not None and args[0].prior.names is not None)  # resolve_union(inputs)
         return real_resolve(*args, **kwargs)
 
-    monkeypatch.setattr(union_files, "union_triple_graph", graph_spy)
+    monkeypatch.setattr(union_files, "triple_graph", graph_spy)
     monkeypatch.setattr(union_files, "resolve_union", resolve_spy)
     return graph, names
 
@@ -149,9 +150,10 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
     graph_prior, names_prior = spy_priors(monkeypatch)
     add_documents(tmp_path / "grown", passages[cut1:cut2])
     grown = add_documents(tmp_path / "grown", passages[cut2:])
-    # Each add is its delta over the stored state (the key and name statistics), written whole: the union's
-    # derivation, which would count every shard's endpoints again, runs for neither.
-    assert graph_prior == [] and names_prior == [] and flattened_generation(grown)
+    # Each add is its delta over the stored state (the key and name statistics), written whole: the triple graph
+    # counts the add's shard onto the kept statistics, and the union's resolution, which would match every
+    # shard's endpoint names again, runs for neither.
+    assert graph_prior == [True, True] and names_prior == [] and flattened_generation(grown)
     assert grown.manifest["layout"] == "sharded" and len(grown.manifest["shards"]) == 3
     assert grown.graph.n_entities > 0 and len(grown.triples) > n
     # Three shards' vectors are read in place (memory maps), never concatenated into one array.
@@ -285,16 +287,16 @@ def test_hub_cut_and_entity_ids_are_those_of_the_union(tmp_path: Path) -> None:
 
 def _count_endpoint_tables(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record the triple count of every endpoint table computed from now on (the list fills as adds run)."""
-    from gearag.derive import union_graph
+    from gearag.derive import endpoints
 
     computed: list[int] = []
-    real = union_graph.EndpointTable.compute.__func__  # type: ignore[attr-defined]
+    real = endpoints.EndpointTable.compute.__func__  # type: ignore[attr-defined]
 
     def counting(cls, subjects, objects):  # type: ignore[no-untyped-def]
         computed.append(len(subjects))
         return real(cls, subjects, objects)
 
-    monkeypatch.setattr(union_graph.EndpointTable, "compute", classmethod(counting))
+    monkeypatch.setattr(endpoints.EndpointTable, "compute", classmethod(counting))
     return computed
 
 
@@ -625,7 +627,7 @@ def test_add_with_an_llm_extractor_takes_the_endpoint_options(tmp_path: Path, mo
     assert [added.triples[t].subject for t in range(len(added.triples))][-2:] == ["Entity4 Alpha", "Entity5 Alpha"]
 
 
-@pytest.mark.parametrize("where", ["derive.union_files.union_triple_graph", "derive.union_files.resolve_union",
+@pytest.mark.parametrize("where", ["derive.union_files.triple_graph", "derive.union_files.resolve_union",
                                    "graph.passage_graph.write_prepared", "graph.prepared.scaled_columns",
                                    "graph.flatten.flat_rows"])
 def test_a_failure_on_any_generation_thread_fails_the_add_and_keeps_the_index(

@@ -6,14 +6,15 @@ add extends. A build is that derivation over its passages as one shard, from
 nothing; an add, a delete and a compact call the same functions
 (:func:`gearag.derive.union_files.write_union`, docs/architecture.md).
 
-* :mod:`~gearag.derive.union_graph` — the triple graph and its hub cut (per-shard endpoint tables, key statistics);
+* :mod:`~gearag.derive.triple_graph` — the triple graph and its hub cut, from nothing or onto a base (key statistics);
+* :mod:`~gearag.derive.endpoints` — the per-shard endpoint tables every derivation reads the triples through;
 * :mod:`~gearag.derive.union_resolve` — the entity resolution (lexicon, endpoint names, about terms, mentions);
 * :mod:`~gearag.derive.union_vocab` — the union's key and name vocabularies, kept between generations;
 * :mod:`~gearag.derive.text_mentions`, :mod:`~gearag.derive.token_index` — names found in the passages' texts,
   and the per-shard token indices an add scans again;
 * :mod:`~gearag.derive.union_files` — all of it written into a generation (and the optional edge kinds, the
   passage graph prepared from it);
-* :mod:`~gearag.derive.delta_resolve`, :mod:`~gearag.derive.delta_scan`, :mod:`~gearag.derive.delta_triples` —
+* :mod:`~gearag.derive.delta_resolve`, :mod:`~gearag.derive.delta_scan` —
   what an add changed, over the last full generation, for a delta generation (docs/delta.md).
 
 The artifacts' types and what queries read of them live in :mod:`gearag.graph` and :mod:`gearag.store`,

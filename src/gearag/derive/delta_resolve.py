@@ -43,8 +43,8 @@ from gearag import setops
 from gearag.arrays import ranges
 from gearag.data.jsonstrings import strings_at
 from gearag.derive.delta_scan import TextScan, scan_texts
+from gearag.derive.endpoints import union_ends
 from gearag.derive.text_mentions import end_mentions
-from gearag.derive.union_graph import union_ends
 from gearag.derive.union_resolve import (
     GrownLexicon,
     NameStats,

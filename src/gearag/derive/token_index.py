@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from gearag import setops
-from gearag.derive.union_graph import EndpointTable, reuse_or_compute
+from gearag.derive.endpoints import EndpointTable, reuse_or_compute
 from gearag.derive.union_vocab import UNION_DIR
 from gearag.errors import GearagError
 from gearag.graph.trie import tokens

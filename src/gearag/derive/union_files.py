@@ -23,16 +23,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable, UnionTriples, shard_table
 from gearag.derive.token_index import RESOLVE_DIR, shard_name_index, shard_token_index
-from gearag.derive.union_graph import (
-    ENDPOINTS_DIR,
-    EndpointTable,
-    KeyStats,
-    TripleInputs,
-    UnionTriples,
-    shard_table,
-    union_triple_graph,
-)
+from gearag.derive.triple_graph import KeyStats, TripleInputs, triple_graph
 from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, resolve_union
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
@@ -123,13 +116,16 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     done_shards = done.get("shards") or []
     n_passages = len(union.passages)
 
-    def triple_graph() -> int:
+    def write_triple_graph() -> int:
         """The union's triple graph, written; its entity count."""
         keys, n_keys = _vocab(kept, done_shards, "keys", names_of, triples.tables, w)
-        key_prior = KeyStats.read(kept, n_keys) if kept is not None and prior is not None else None
-        graph, key_stats = union_triple_graph(config.graph, TripleInputs(
-            triples, n_passages, keys, key_prior, prior.shards if key_prior is not None and prior else 0,
-            prior.removal if prior is not None else None))
+        # An add counts its shards onto the kept statistics; a delete derives the graph from nothing.
+        added = prior is not None and prior.removal is None
+        key_prior = KeyStats.read(kept, n_keys) if kept is not None and added else None
+        out = triple_graph(config.graph, TripleInputs(triples, n_passages, keys, key_prior,
+                                                      prior.shards if key_prior is not None and prior else 0))
+        assert out is not None and isinstance(out[0], TripleGraph)  # no base given: whole
+        graph, key_stats = out[0], out[1]
         key_stats.write(w)
         w.write_files(triple_graph_files(graph))
         timings["graph"] = round(time.perf_counter() - started, 3)
@@ -139,8 +135,8 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     # graph is made on a second thread (numpy and scipy release the GIL), so their array work overlaps.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") \
         if config.resolve.entity_graph and overlap else None
-    pending = pool.submit(triple_graph) if pool is not None else None
-    n_entities = triple_graph() if pending is None else 0
+    pending = pool.submit(write_triple_graph) if pool is not None else None
+    n_entities = write_triple_graph() if pending is None else 0
     try:
         if config.resolve.entity_graph:
             resolve_started = time.perf_counter()
@@ -242,15 +238,14 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     """What the add of the shards after ``prior.shards`` changed in generation ``before`` (``done``: its
     manifest; ``base``, ``base_graph``: its prepared graph and triple graph): the resolution's delta
     (:func:`~gearag.derive.delta_resolve.resolve_delta`) and the triple graph's
-    (:func:`~gearag.derive.delta_triples.triples_delta`), from the state it kept. The per-shard tables and
-    indices they read are written into ``w`` as :func:`write_union` writes them, hard-linked from
+    (:func:`~gearag.derive.triple_graph.triple_graph` onto ``base_graph``), from the state it kept. The
+    per-shard tables and indices they read are written into ``w`` as :func:`write_union` writes them, hard-linked from
     ``tables_from`` (default ``before``: the previous generation, a delta one keeps the tables of the shards
     since its base) where it has them. ``keep_state``: the state after the add (vocabularies, key and name
     statistics, the resolve state, in the appending numbering) is written too, for a generation that keeps
     the add whole and is the next add's base; else the text scan, for the next delta add over the same base."""
     from gearag.derive.delta_resolve import resolve_delta
     from gearag.derive.delta_scan import TextScan
-    from gearag.derive.delta_triples import triples_delta
 
     if done.get("union") != UNION_VERSION or stored_kinds(config.resolve):
         return UnionDelta(None, None)  # the optional edge kinds are derived over the union (no delta yet)
@@ -259,24 +254,16 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     done_shards = done.get("shards") or []
     keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables,
                           w if keep_state else None)
-    key_prior = KeyStats.read(before, n_keys)
-    triple_inputs = TripleInputs(triples, len(union.passages), keys, key_prior, prior.shards)
-    graph: tuple[LayeredTripleGraph | TripleGraph, KeyStats] | None = triples_delta(config.graph, triple_inputs,
-                                                                                     base_graph, prior.new_from)
-    # Where the add moved the hub cut or the capitalisation fallback, a generation written whole takes the union's
-    # triple graph (its own numbering, apart from the resolution's), made beside the resolution's delta.
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") \
-        if graph is None and keep_state else None
-    pending = pool.submit(union_triple_graph, config.graph, triple_inputs) if pool is not None else None
-    try:
+    triple_inputs = TripleInputs(triples, len(union.passages), keys, KeyStats.read(before, n_keys), prior.shards)
+    # The triple graph beside the resolution's delta: the base's plus a delta, or where the add moved the hub cut
+    # or the capitalisation fallback, for a generation written whole, the union's (its own numbering, apart from
+    # the resolution's).
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") as pool:
+        pending = pool.submit(triple_graph, config.graph, triple_inputs, base_graph, prior.new_from, keep_state)
         inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
                                     write_vocab=keep_state)
         # The text scan of the last delta add over the same base (tables_from: the previous generation), if it was.
         resolved = resolve_delta(inputs, base, TextScan.read(tables_from) if tables_from != before else None)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-    if pending is not None:
         graph = pending.result()
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)

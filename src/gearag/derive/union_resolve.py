@@ -13,7 +13,7 @@ corpus in a few known ways only, which this module uses:
   token → passages index, ``resolve/<shard>/``), with the new passages
   (:mod:`gearag.derive.text_mentions`);
 * the *endpoint* names come from the shards' endpoint tables
-  (:mod:`gearag.derive.union_graph`) through the union's vocabulary of
+  (:mod:`gearag.derive.endpoints`) through the union's vocabulary of
   names (:mod:`gearag.derive.union_vocab`). Per name, :class:`NameStats`
   keeps where it first appears, its lexicon id and the lexicon names its
   tokens contain; an add counts its own triples, gives new lexicon names
@@ -52,9 +52,9 @@ from gearag import setops
 from gearag.arrays import ranges
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import JsonStrings, strings_at
+from gearag.derive.endpoints import UnionTriples, first_seen, union_ends
 from gearag.derive.text_mentions import mention_matrix, text_mentions
 from gearag.derive.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
-from gearag.derive.union_graph import Removal, UnionTriples, first_seen, union_ends
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import relation_counts
@@ -260,6 +260,15 @@ class PagesByName(NamedTuple):
         pos = ranges(self.ptr[at], spans)
         return (np.repeat(owners, spans), self.rows[pos], np.repeat(shares, spans) * self.weights[pos],
                 np.repeat(contained, spans))
+
+
+@dataclass(frozen=True)
+class Removal:
+    """How a delete renumbers the previous generation's rows: per prior passage row and per prior live triple,
+    its index in the union now (-1: deleted)."""
+
+    rows: np.ndarray
+    triples: np.ndarray
 
 
 @dataclass

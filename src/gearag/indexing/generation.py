@@ -8,15 +8,16 @@ so BM25 never re-tokenises and needs no global model) and embed. A
 generation is derived by :func:`write_generation` from the shards' stored
 results (:func:`~gearag.derive.union_files.write_union`): the union's
 triple graph and hub cut from per-shard endpoint tables
-(:mod:`gearag.derive.union_graph`) and its entity resolution
+(:mod:`gearag.derive.triple_graph`, :mod:`gearag.derive.endpoints`) and its entity resolution
 extended from the previous generation's (:mod:`gearag.derive.union_resolve`),
 each equal to what a from-scratch build computes, so every corpus-global
 statistic is exact. Per-shard tables already in the previous generation
 are hard-linked, not recomputed, and the union's state (``union/``: key and
 name vocabularies and statistics) is extended when the generation only
 appends shards to the previous one (an add's text and endpoint work is its
-own shard's), or renumbered when it only deletes rows of them (a
-:class:`~gearag.derive.union_graph.Removal`). The triple graph and the
+own shard's); the resolution's is renumbered when the generation only deletes rows of them (a
+:class:`~gearag.derive.union_resolve.Removal`), while the triple graph is derived again from the tables.
+The triple graph and the
 entity resolution are made on two threads. What every add and delete still
 rewrites is the union-size graph arrays. A converted plain index's first
 generation is hard-linked from it (:func:`link_generation`).
@@ -35,11 +36,7 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.derive import union_files
 from gearag.derive.union_files import ShardColumns, UnionDelta, UnionRows, write_union
-from gearag.derive.union_graph import Removal
-from gearag.derive.union_resolve import (
-    Prior,
-    ResolveState,
-)
+from gearag.derive.union_resolve import Prior, Removal, ResolveState
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
@@ -234,8 +231,7 @@ def _prior_resolution(before: Path | None, done: dict[str, Any], refs: list[Shar
 def _removal(u: Union, old: dict[str, np.ndarray]) -> Removal | None:
     """Where the rows of the union minus the ``old`` tombstones are in ``u`` (None: ``u`` is not that union
     minus more rows)."""
-    rows, triples, gone, gone_passages = [], [], [], []
-    offset = 0
+    rows, triples = [], []
     for i, (name, shard) in enumerate(zip(u.names, u.shards, strict=True)):
         keep = np.ones(len(shard.passages), dtype=bool)
         dead = old.get(name, np.zeros(0, np.int64))
@@ -246,12 +242,8 @@ def _removal(u: Union, old: dict[str, np.ndarray]) -> Removal | None:
             return None
         rows.append(u.union_rows(PASSAGES, i)[keep])
         owner = np.asarray(shard.triples.passage, dtype=np.int64)
-        was = keep[owner] if len(owner) else np.zeros(0, dtype=bool)
-        triples.append(u.union_rows(TRIPLES, i)[was])
-        gone.append(was & ~u.triple_keep[i])
-        gone_passages.append(offset + owner[gone[-1]])
-        offset += len(keep)
-    return Removal(np.concatenate(rows), np.concatenate(triples), tuple(gone), np.concatenate(gone_passages))
+        triples.append(u.union_rows(TRIPLES, i)[keep[owner] if len(owner) else np.zeros(0, dtype=bool)])
+    return Removal(np.concatenate(rows), np.concatenate(triples))
 
 
 def link_generation(src: Path, root: Path, refs: list[ShardRef], counts: dict[str, int],

@@ -8,8 +8,8 @@ from operator import attrgetter
 
 import numpy as np
 
+from gearag.derive.triple_graph import corpus_triple_graph
 from gearag.derive.union_files import ShardColumns, UnionRows, cannot_grow, write_union
-from gearag.derive.union_graph import corpus_triple_graph
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.malloc import release_free_memory
 from gearag.store import shards as shard_store

@@ -19,7 +19,7 @@ per-passage results (extraction, embedding, tokenisation, BM25 postings). A
 shards' stored results and the previous generation's per-shard tables
 (hard-linked), so entity ids, the hub cut (``max_entity_share`` of the
 union's passage count), entity specificity and the resolution are those of
-one index built from the union (:mod:`gearag.derive.union_graph`,
+one index built from the union (:mod:`gearag.derive.triple_graph`,
 :mod:`gearag.derive.union_resolve`, :mod:`gearag.derive.union_vocab`). BM25 has no global model: its
 statistics are merged over the shards' postings when the index is first queried
 (:mod:`gearag.store.postings`, scored by :class:`~gearag.retrieve.bm25_postings.PostingsBM25`), scores equal to a
