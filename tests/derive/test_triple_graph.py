@@ -50,7 +50,7 @@ def _corpus(n: int, first: int, names: list[str]) -> Triples:
 def test_an_add_onto_a_base_appends_and_is_the_whole_graph_with_the_bases_ids() -> None:
     config = GraphConfig(max_entity_share=1.0)
     # "Omega" is only an object in the base: a build numbers it after the added shard's new subjects.
-    base_triples = _corpus(12, 0, ["Alpha", "Beta", "Gamma", "Delta"]) + [("Alpha", "Omega", 11)]
+    base_triples = [*_corpus(12, 0, ["Alpha", "Beta", "Gamma", "Delta"]), ("Alpha", "Omega", 11)]
     added = _corpus(6, 12, ["Gamma", "Epsilon", "Alpha", "Zeta", "Eta"])
     base, prior = _whole(config, [base_triples], 12)
     out = triple_graph(config, _inputs([base_triples, added], 18, prior=prior, counted=1), base, 12)

@@ -220,17 +220,18 @@ class ChainedStrings(Sequence[str]):
         """These strings, then ``more``."""
         return ChainedStrings([*self.parts, more])
 
-    def at(self, ids: np.ndarray) -> list[str]:
-        """``[self[i] for i in ids]``: each part's strings gathered at once (:func:`strings_at`), not located
-        one by one."""
+    def take(self, ids: np.ndarray) -> JsonStrings:
+        """The strings at ``ids``, in that order, as JSON text: each part's gathered as text
+        (:meth:`JsonStrings.take`), then put in order; no part's whole text is copied, none decoded."""
         ids = np.asarray(ids, dtype=np.int64)
         part = np.searchsorted(self.bounds, ids, side="right") - 1
-        out: list[str] = [""] * len(ids)
-        for p in setops.unique(part).tolist():
-            mine = np.flatnonzero(part == p)
-            for i, text in zip(mine.tolist(), strings_at(self.parts[p], ids[mine] - self.bounds[p]), strict=True):
-                out[i] = text
-        return out
+        by_part = np.argsort(part, kind="stable")
+        pieces = [JsonStrings.of(self.parts[p]).take(ids[by_part][part[by_part] == p] - self.bounds[p])
+                  for p in setops.unique(part).tolist()]
+        joined = JsonStrings.concat(pieces) if pieces else JsonStrings.of([])
+        if np.array_equal(by_part, np.arange(len(ids))):
+            return joined  # already in part order
+        return joined.take(np.argsort(by_part))
 
 
 def strings_at(strings: Sequence[str], ids: np.ndarray) -> list[str]:
@@ -240,12 +241,12 @@ def strings_at(strings: Sequence[str], ids: np.ndarray) -> list[str]:
 
 
 def taken(strings: Sequence[str], ids: np.ndarray) -> Sequence[str]:
-    """The strings at ``ids``: gathered as text when ``strings`` is :class:`JsonStrings`, else a list (of a
-    :class:`ChainedStrings`, gathered part by part)."""
+    """The strings at ``ids``: gathered as text when ``strings`` is :class:`JsonStrings` or a
+    :class:`ChainedStrings` (part by part), else a list."""
     if isinstance(strings, JsonStrings):
         return strings.take(ids)
     if isinstance(strings, ChainedStrings):
-        return strings.at(ids)
+        return strings.take(ids)
     return [strings[i] for i in np.asarray(ids).tolist()]
 
 
