@@ -44,7 +44,10 @@ def test_slices_gathers_and_joins_give_the_lists_text(monkeypatch: pytest.Monkey
     assert taken(ODD, ids) == picked and isinstance(taken(ODD, ids), list)
 
 
-def test_chained_strings_are_gathered_part_by_part_in_the_order_asked() -> None:
+@pytest.mark.parametrize("at_a_time", [1 << 20, 3])  # one gather, or several with parts mixed in each
+def test_chained_strings_are_gathered_part_by_part_in_the_order_asked(monkeypatch: pytest.MonkeyPatch,
+                                                                       at_a_time: int) -> None:
+    monkeypatch.setattr(jsonstrings, "GATHER_STRINGS", at_a_time)
     parts = [JsonStrings.of(ODD[:5]), list(ODD[5:9]), [], JsonStrings.of(ODD[9:])]
     chained = ChainedStrings(parts)
     ids = np.array([12, 0, 5, 4, 12, 9, 8, len(ODD) - 1], dtype=np.int64)

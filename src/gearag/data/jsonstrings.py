@@ -155,16 +155,7 @@ class JsonStrings(Sequence[str]):
     def take(self, ids: np.ndarray) -> JsonStrings:
         """The strings at ``ids``, in that order: their bytes gathered (by :data:`GATHER_STRINGS` at a time)."""
         ids = np.asarray(ids, dtype=np.int64)
-        starts, ends = self.spans[ids, 0], self.spans[ids, 1]
-        sizes = ends - starts + 1  # each string with the byte after it, made a comma below
-        where = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=where[1:])
-        out = np.empty(int(where[-1]), dtype=np.uint8)
-        for at in range(0, len(ids), GATHER_STRINGS):
-            part = slice(at, at + GATHER_STRINGS)
-            out[where[at] : where[min(at + GATHER_STRINGS, len(ids))]] = self.data[ranges(starts[part], sizes[part])]
-        out[where[1:] - 1] = _COMMA
-        return JsonStrings(out, np.stack([where[:-1], where[1:] - 1], axis=1))
+        return _gathered([self], np.zeros(len(ids), dtype=np.int64), ids)
 
     @classmethod
     def concat(cls, parts: Sequence[Sequence[str]]) -> JsonStrings:
@@ -221,17 +212,40 @@ class ChainedStrings(Sequence[str]):
         return ChainedStrings([*self.parts, more])
 
     def take(self, ids: np.ndarray) -> JsonStrings:
-        """The strings at ``ids``, in that order, as JSON text: each part's gathered as text
-        (:meth:`JsonStrings.take`), then put in order; no part's whole text is copied, none decoded."""
+        """The strings at ``ids``, in that order, as JSON text gathered from each part's (no part's whole text
+        copied, none decoded)."""
         ids = np.asarray(ids, dtype=np.int64)
         part = np.searchsorted(self.bounds, ids, side="right") - 1
-        by_part = np.argsort(part, kind="stable")
-        pieces = [JsonStrings.of(self.parts[p]).take(ids[by_part][part[by_part] == p] - self.bounds[p])
-                  for p in setops.unique(part).tolist()]
-        joined = JsonStrings.concat(pieces) if pieces else JsonStrings.of([])
-        if np.array_equal(by_part, np.arange(len(ids))):
-            return joined  # already in part order
-        return joined.take(np.argsort(by_part))
+        used = set(setops.unique(part).tolist())
+        texts = [JsonStrings.of(p if i in used else []) for i, p in enumerate(self.parts)]
+        return _gathered(texts, part, ids - self.bounds[part] if len(ids) else ids)
+
+
+def _gathered(texts: Sequence[JsonStrings], part: np.ndarray, local: np.ndarray) -> JsonStrings:
+    """String ``local[i]`` of ``texts[part[i]]`` for each ``i``, in that order, as one text: the bytes gathered
+    :data:`GATHER_STRINGS` strings at a time (a bound on the index arrays), each string with the byte after it
+    made a comma."""
+    starts, ends = np.empty(len(local), dtype=np.int64), np.empty(len(local), dtype=np.int64)
+    used = setops.unique(part).tolist()
+    for p in used:
+        mine = np.flatnonzero(part == p) if len(used) > 1 else slice(None)
+        starts[mine], ends[mine] = texts[p].spans[local[mine], 0], texts[p].spans[local[mine], 1]
+    sizes = ends - starts + 1
+    where = np.zeros(len(local) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=where[1:])
+    out = np.empty(int(where[-1]), dtype=np.uint8)
+    for at in range(0, len(local), GATHER_STRINGS):
+        chunk = slice(at, at + GATHER_STRINGS)
+        here = setops.unique(part[chunk]).tolist() if len(used) > 1 else used
+        if len(here) == 1:  # one part: the chunk's bytes are one run of the output
+            out[where[at] : where[min(at + GATHER_STRINGS, len(local))]] = \
+                texts[here[0]].data[ranges(starts[chunk], sizes[chunk])]
+            continue
+        for p in here:
+            mine = at + np.flatnonzero(part[chunk] == p)
+            out[ranges(where[mine], sizes[mine])] = texts[p].data[ranges(starts[mine], sizes[mine])]
+    out[where[1:] - 1] = _COMMA
+    return JsonStrings(out, np.stack([where[:-1], where[1:] - 1], axis=1))
 
 
 def strings_at(strings: Sequence[str], ids: np.ndarray) -> list[str]:
