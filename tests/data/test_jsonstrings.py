@@ -44,20 +44,12 @@ def test_slices_gathers_and_joins_give_the_lists_text(monkeypatch: pytest.Monkey
     assert taken(ODD, ids) == picked and isinstance(taken(ODD, ids), list)
 
 
-@pytest.mark.parametrize("at_a_time", [1 << 20, 3])  # one gather, or several with parts mixed in each
-def test_chained_strings_are_gathered_part_by_part_in_the_order_asked(monkeypatch: pytest.MonkeyPatch,
-                                                                       at_a_time: int) -> None:
-    monkeypatch.setattr(jsonstrings, "GATHER_STRINGS", at_a_time)
+def test_chained_strings_are_gathered_part_by_part_in_the_order_asked() -> None:
     parts = [JsonStrings.of(ODD[:5]), list(ODD[5:9]), [], JsonStrings.of(ODD[9:])]
     chained = ChainedStrings(parts)
     ids = np.array([12, 0, 5, 4, 12, 9, 8, len(ODD) - 1], dtype=np.int64)
-    text = taken(chained, ids)
-    assert isinstance(text, JsonStrings)  # gathered as text, written as it is
-    assert text.strings() == [ODD[i] for i in ids] == strings_at(chained, ids)
-    assert orjson.loads(text.json()) == [ODD[i] for i in ids]
-    in_order = np.array([0, 4, 5, 12], dtype=np.int64)  # already in part order: no second gather
-    assert chained.take(in_order).strings() == [ODD[i] for i in in_order]
-    assert chained.take(np.zeros(0, dtype=np.int64)).strings() == [] == strings_at(chained, np.zeros(0, np.int64))
+    assert chained.at(ids) == [ODD[i] for i in ids] == strings_at(chained, ids)
+    assert chained.at(np.zeros(0, dtype=np.int64)) == []
     assert list(chained) == list(ODD) and chained[3:7] == ODD[3:7]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gearag.data.jsonstrings import ChainedStrings, JsonStrings
+from gearag.data.jsonstrings import JsonStrings
 from gearag.derive.union_vocab import UnionVocab, common_prefix
 from gearag.store.writer import IndexWriter
 
@@ -27,21 +27,20 @@ def test_extending_a_stored_prefix_equals_the_vocabulary_of_every_shard(tmp_path
     first = UnionVocab.extend(None, SHARDS[:2])
     _write(tmp_path / "g1", first, ["s0", "s1"])
     stored = UnionVocab.read(tmp_path / "g1", "keys", ["s0", "s1"], [3, 2])
-    assert stored is not None and list(stored.items) == first.items
-    # Read as text where it is, shard by shard: no string is parsed until one is read, no text joined.
-    assert isinstance(stored.items, ChainedStrings) and all(isinstance(p, JsonStrings) for p in stored.items.parts)
+    assert stored is not None and stored.items == first.items
+    assert isinstance(stored.items, JsonStrings)  # read as text: no string is parsed until one is read
     grown = UnionVocab.extend(stored, SHARDS[2:])  # the shards after the stored ones
-    assert list(grown.items) == full.items and isinstance(grown.items, ChainedStrings)
+    assert grown.items == full.items and isinstance(grown.items, JsonStrings)
     assert all(np.array_equal(a, b) for a, b in zip(grown.remaps, full.remaps, strict=True))
     # The next generation hard-links the leading shards' files; only the new shard's are written.
     _write(tmp_path / "g2", grown, ["s0", "s1", "s2"], tmp_path / "g1", 2)
     assert os.path.samefile(tmp_path / "g2/union/keys/s0.json", tmp_path / "g1/union/keys/s0.json")
     assert os.path.samefile(tmp_path / "g2/union/keys/s0.spans.npy", tmp_path / "g1/union/keys/s0.spans.npy")
     again = UnionVocab.read(tmp_path / "g2", "keys", ["s0", "s1", "s2"], [3, 2, 4])
-    assert again is not None and list(again.items) == full.items
+    assert again is not None and again.items == full.items
     # A prefix reads as the vocabulary of those shards alone.
     head = UnionVocab.read(tmp_path / "g2", "keys", ["s0"], [3])
-    assert head is not None and list(head.items) == ["b", "a", "c"]
+    assert head is not None and head.items == ["b", "a", "c"]
 
 
 def test_stored_spans_are_read_instead_of_a_scan_and_written_where_a_generation_lacked_them(
@@ -50,7 +49,7 @@ def test_stored_spans_are_read_instead_of_a_scan_and_written_where_a_generation_
     _write(tmp_path / "g1", UnionVocab.extend(None, odd), ["s0", "s1"])
     for shard in ("s0", "s1"):
         (tmp_path / f"g1/union/keys/{shard}.spans.npy").unlink()  # as a generation written before spans were kept
-    scanned = UnionVocab.read(tmp_path / "g1", "keys", ["s0", "s1"], [4, 2])
+    scanned = UnionVocab.read(tmp_path / "g1", "keys", ["s0", "s1"], [4, 2], chained=True)
     assert scanned is not None and list(scanned.items) == odd[0] + odd[1]
     _write(tmp_path / "g2", scanned, ["s0", "s1"], tmp_path / "g1", 2)  # the next generation stores them
     assert (tmp_path / "g2/union/keys/s0.spans.npy").is_file()
@@ -60,9 +59,10 @@ def test_stored_spans_are_read_instead_of_a_scan_and_written_where_a_generation_
         raise AssertionError("scanned")
 
     monkeypatch.setattr(jsonstrings, "string_spans", no_scan)
-    read = UnionVocab.read(tmp_path / "g2", "keys", ["s0", "s1"], [4, 2])
-    assert read is not None and list(read.items) == odd[0] + odd[1]
-    assert read.find(["a,b", "say \"hi\"", "nope"]).tolist() == [5, 1, -1]
+    for chained in (True, False):
+        read = UnionVocab.read(tmp_path / "g2", "keys", ["s0", "s1"], [4, 2], chained=chained)
+        assert read is not None and list(read.items) == odd[0] + odd[1]
+        assert read.find(["a,b", "say \"hi\"", "nope"]).tolist() == [5, 1, -1]
     monkeypatch.undo()
     # Spans that do not fit the text (another writer's) are not trusted: the text is scanned.
     (tmp_path / "g2/union/keys/s1.json").write_text(r'["\\\"",  "a,b"]', encoding="utf-8")
@@ -74,7 +74,7 @@ def test_a_vocabulary_another_writer_spaced_out_is_parsed(tmp_path: Path) -> Non
     _write(tmp_path / "g", UnionVocab.extend(None, SHARDS[:2]), ["s0", "s1"])
     (tmp_path / "g/union/keys/s0.json").write_text('["b", "a", "c"]', encoding="utf-8")  # not orjson's text
     read = UnionVocab.read(tmp_path / "g", "keys", ["s0", "s1"], [3, 2])
-    assert read is not None and list(read.items) == ["b", "a", "c", "d"]
+    assert read is not None and read.items == ["b", "a", "c", "d"]
 
 
 def test_a_map_that_does_not_fit_its_shard_is_not_trusted(tmp_path: Path) -> None:

@@ -155,7 +155,16 @@ class JsonStrings(Sequence[str]):
     def take(self, ids: np.ndarray) -> JsonStrings:
         """The strings at ``ids``, in that order: their bytes gathered (by :data:`GATHER_STRINGS` at a time)."""
         ids = np.asarray(ids, dtype=np.int64)
-        return _gathered([self], np.zeros(len(ids), dtype=np.int64), ids)
+        starts, ends = self.spans[ids, 0], self.spans[ids, 1]
+        sizes = ends - starts + 1  # each string with the byte after it, made a comma below
+        where = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=where[1:])
+        out = np.empty(int(where[-1]), dtype=np.uint8)
+        for at in range(0, len(ids), GATHER_STRINGS):
+            part = slice(at, at + GATHER_STRINGS)
+            out[where[at] : where[min(at + GATHER_STRINGS, len(ids))]] = self.data[ranges(starts[part], sizes[part])]
+        out[where[1:] - 1] = _COMMA
+        return JsonStrings(out, np.stack([where[:-1], where[1:] - 1], axis=1))
 
     @classmethod
     def concat(cls, parts: Sequence[Sequence[str]]) -> JsonStrings:
@@ -211,41 +220,17 @@ class ChainedStrings(Sequence[str]):
         """These strings, then ``more``."""
         return ChainedStrings([*self.parts, more])
 
-    def take(self, ids: np.ndarray) -> JsonStrings:
-        """The strings at ``ids``, in that order, as JSON text gathered from each part's (no part's whole text
-        copied, none decoded)."""
+    def at(self, ids: np.ndarray) -> list[str]:
+        """``[self[i] for i in ids]``: each part's strings gathered at once (:func:`strings_at`), not located
+        one by one."""
         ids = np.asarray(ids, dtype=np.int64)
         part = np.searchsorted(self.bounds, ids, side="right") - 1
-        used = set(setops.unique(part).tolist())
-        texts = [JsonStrings.of(p if i in used else []) for i, p in enumerate(self.parts)]
-        return _gathered(texts, part, ids - self.bounds[part] if len(ids) else ids)
-
-
-def _gathered(texts: Sequence[JsonStrings], part: np.ndarray, local: np.ndarray) -> JsonStrings:
-    """String ``local[i]`` of ``texts[part[i]]`` for each ``i``, in that order, as one text: the bytes gathered
-    :data:`GATHER_STRINGS` strings at a time (a bound on the index arrays), each string with the byte after it
-    made a comma."""
-    starts, ends = np.empty(len(local), dtype=np.int64), np.empty(len(local), dtype=np.int64)
-    used = setops.unique(part).tolist()
-    for p in used:
-        mine = np.flatnonzero(part == p) if len(used) > 1 else slice(None)
-        starts[mine], ends[mine] = texts[p].spans[local[mine], 0], texts[p].spans[local[mine], 1]
-    sizes = ends - starts + 1
-    where = np.zeros(len(local) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=where[1:])
-    out = np.empty(int(where[-1]), dtype=np.uint8)
-    for at in range(0, len(local), GATHER_STRINGS):
-        chunk = slice(at, at + GATHER_STRINGS)
-        here = setops.unique(part[chunk]).tolist() if len(used) > 1 else used
-        if len(here) == 1:  # one part: the chunk's bytes are one run of the output
-            out[where[at] : where[min(at + GATHER_STRINGS, len(local))]] = \
-                texts[here[0]].data[ranges(starts[chunk], sizes[chunk])]
-            continue
-        for p in here:
-            mine = at + np.flatnonzero(part[chunk] == p)
-            out[ranges(where[mine], sizes[mine])] = texts[p].data[ranges(starts[mine], sizes[mine])]
-    out[where[1:] - 1] = _COMMA
-    return JsonStrings(out, np.stack([where[:-1], where[1:] - 1], axis=1))
+        out: list[str] = [""] * len(ids)
+        for p in setops.unique(part).tolist():
+            mine = np.flatnonzero(part == p)
+            for i, text in zip(mine.tolist(), strings_at(self.parts[p], ids[mine] - self.bounds[p]), strict=True):
+                out[i] = text
+        return out
 
 
 def strings_at(strings: Sequence[str], ids: np.ndarray) -> list[str]:
@@ -255,12 +240,12 @@ def strings_at(strings: Sequence[str], ids: np.ndarray) -> list[str]:
 
 
 def taken(strings: Sequence[str], ids: np.ndarray) -> Sequence[str]:
-    """The strings at ``ids``: gathered as text when ``strings`` is :class:`JsonStrings` or a
-    :class:`ChainedStrings` (part by part), else a list."""
+    """The strings at ``ids``: gathered as text when ``strings`` is :class:`JsonStrings`, else a list (of a
+    :class:`ChainedStrings`, gathered part by part)."""
     if isinstance(strings, JsonStrings):
         return strings.take(ids)
     if isinstance(strings, ChainedStrings):
-        return strings.take(ids)
+        return strings.at(ids)
     return [strings[i] for i in np.asarray(ids).tolist()]
 
 

@@ -295,7 +295,8 @@ def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards:
     prior, p = None, 0
     if previous is not None:
         p = common_prefix(previous_shards, shards)
-        prior = UnionVocab.read(previous, what, shards[:p], [t.id_bound(what) for t in tables[:p]]) if p else None
+        prior = UnionVocab.read(previous, what, shards[:p], [t.id_bound(what) for t in tables[:p]],
+                                chained=w is None) if p else None
     start = len(prior.remaps) if prior is not None else 0
     vocab = UnionVocab.extend(prior, [getattr(t, what) for t in tables[start:]])
     if w is not None:

@@ -51,7 +51,7 @@ from scipy import sparse
 from gearag import setops
 from gearag.arrays import ranges
 from gearag.data.jsonio import load_json
-from gearag.data.jsonstrings import JsonStrings, strings_at, taken
+from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.derive.endpoints import UnionTriples, first_seen, union_ends
 from gearag.derive.text_mentions import mention_matrix, text_mentions
 from gearag.derive.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
@@ -410,9 +410,8 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
     entity, ep = stats.entities(n_names)
     stats.entity = entity[:-1].astype(np.int32)
     # The endpoint-only names as text when the vocabulary is (graph/entities.json is then written as it is).
-    picked = taken(items, ep)
-    keys: Sequence[str] = JsonStrings.concat([names, picked]) if isinstance(picked, JsonStrings) \
-        else names + list(picked)
+    keys: Sequence[str] = JsonStrings.concat([names, items.take(ep)]) if isinstance(items, JsonStrings) \
+        else names + [items[k] for k in ep.tolist()]
     # Each shard's names mapped to entity ids first: no (T, 2) array of union name ids is made.
     ends = union_ends(vocab.remaps, name_ends, triple_keep, through=entity.astype(np.int32))
     relations = background.submit(relation_counts, ends, len(keys)) if background is not None else None

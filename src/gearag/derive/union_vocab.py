@@ -48,9 +48,8 @@ class UnionVocab:
 
     def __init__(self, items: Sequence[str], remaps: list[np.ndarray], hashes: np.ndarray | None = None,
                  hash_ids: np.ndarray | None = None, spans: Sequence[np.ndarray | None] = ()) -> None:
-        #: union id → string: a list, or the stored shards' JSON texts one after the other (:class:`ChainedStrings`
-        #: of :class:`JsonStrings`: strings are decoded where one is compared, and gathered as text where the
-        #: generation writes them in entity order)
+        #: union id → string: a list, or the stored vocabulary's JSON text (:class:`JsonStrings`: strings are
+        #: decoded where one is compared, and gathered as text where the generation writes them in entity order)
         self.items = items
         self.remaps = remaps  #: per shard: table id → union id
         if hashes is None or hash_ids is None:
@@ -114,6 +113,8 @@ class UnionVocab:
         items: Sequence[str]
         if isinstance(prior.items, ChainedStrings):
             items = prior.items.plus(list(fresh))
+        elif isinstance(prior.items, JsonStrings):
+            items = JsonStrings.concat([prior.items, list(fresh)])
         else:
             items = [*prior.items, *fresh]
         return cls(items, remaps, hashes, hash_ids, prior.spans)
@@ -148,12 +149,13 @@ class UnionVocab:
         w.write_array(f"{UNION_DIR}/{what}_hash_ids.npy", self.hash_ids)
 
     @classmethod
-    def read(cls, directory: Path, what: str, shards: Sequence[str], sizes: Sequence[int]) -> UnionVocab | None:
+    def read(cls, directory: Path, what: str, shards: Sequence[str], sizes: Sequence[int],
+             chained: bool = False) -> UnionVocab | None:
         """The vocabulary of leading shards ``shards`` stored in ``directory``; None when absent or inconsistent.
 
-        ``sizes``: per shard, how many table ids its map must cover. The shards' strings are kept where they
-        were read (:class:`ChainedStrings`), not joined into one text: an add looks a few up, and a generation
-        gathers those it writes part by part (joining ~600 MB of text at 1M took a full add 2–3 s per copy).
+        ``sizes``: per shard, how many table ids its map must cover. ``chained``: the shards' strings are kept
+        where they were read (:class:`ChainedStrings`), not joined into one text (for a reader that looks a
+        few up and writes none).
         """
         parts: list[Sequence[str]] = []
         remaps = []
@@ -182,7 +184,7 @@ class UnionVocab:
                 remaps.append(remap)
         except (OSError, ValueError, GearagError):
             return None
-        items = ChainedStrings(parts)
+        items = ChainedStrings(parts) if chained else JsonStrings.concat(parts)
         try:  # the sorted hashes, when stored for exactly these strings (else recomputed)
             hashes = np.asarray(load_array(directory, f"{UNION_DIR}/{what}_hashes.npy"))
             hash_ids = np.asarray(load_array(directory, f"{UNION_DIR}/{what}_hash_ids.npy"))
