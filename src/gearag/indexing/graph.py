@@ -14,6 +14,7 @@ from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.malloc import release_free_memory
 from gearag.store import shards as shard_store
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
+from gearag.store.graph import triple_graph_files
 from gearag.store.index import passage_contents
 from gearag.store.passage_ids import write_passages
 from gearag.store.rows import Mapped
@@ -77,11 +78,7 @@ class GraphStage:
         if not self.union:
             graph = corpus_triple_graph(build.config.graph, cols.subjects, cols.objects,
                                         np.asarray(cols.owner, dtype=np.int64), n)
-            w.write_json("entities.json", graph.entities)
-            w.write_array("arrays/triple_head.npy", graph.head)
-            w.write_array("arrays/triple_tail.npy", graph.tail)
-            w.write_array("arrays/entity_indptr.npy", graph.indptr)
-            w.write_array("arrays/entity_indices.npy", graph.indices)
+            w.write_files(triple_graph_files(graph))
             n_entities = graph.n_entities
             del graph
         rows = zip(cols.subjects, cols.predicates, cols.objects, strict=True)
