@@ -93,8 +93,9 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
 
     ``before``: a generation whose per-shard tables are hard-linked for the
     shards it lists (``done``: its manifest); ``prior``: its resolution, when
-    this union only appends shards to it or only deletes rows of its shards.
-    None of them: everything is computed from the shards (a plain build, a
+    this union only appends shards to it or only deletes rows of its shards
+    (an add's triple graph is counted onto its key statistics too; a delete's
+    is derived from nothing over the tables). None of them: everything is computed from the shards (a plain build, a
     first add after an index whose state was not kept). ``overlap``: the
     triple graph is made on a second thread beside the resolution (an add or
     a delete, whose wall time counts); False makes them one after the other (a build, whose peak
