@@ -95,8 +95,9 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     shards it lists (``done``: its manifest); ``prior``: its resolution, when
     this union only appends shards to it or only deletes rows of its shards
     (an add's triple graph is counted onto its key statistics too; a delete's
-    is derived from nothing over the tables). None of them: everything is computed from the shards (a plain build, a
-    first add after an index whose state was not kept). ``overlap``: the
+    is derived from nothing over the tables). None of them: everything is
+    computed from the shards (a plain build, a first add after an index whose
+    state was not kept). ``overlap``: the
     triple graph is made on a second thread beside the resolution (an add or
     a delete, whose wall time counts); False makes them one after the other (a build, whose peak
     memory counts: the two peaks no longer add up; at 100k, 17–18% less for
@@ -240,9 +241,9 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     manifest; ``base``, ``base_graph``: its prepared graph and triple graph): the resolution's delta
     (:func:`~gearag.derive.delta_resolve.resolve_delta`) and the triple graph's
     (:func:`~gearag.derive.triple_graph.triple_graph` onto ``base_graph``), from the state it kept. The
-    per-shard tables and indices they read are written into ``w`` as :func:`write_union` writes them, hard-linked from
-    ``tables_from`` (default ``before``: the previous generation, a delta one keeps the tables of the shards
-    since its base) where it has them. ``keep_state``: the state after the add (vocabularies, key and name
+    per-shard tables and indices they read are written into ``w`` as :func:`write_union` writes them,
+    hard-linked from ``tables_from`` (default ``before``: the previous generation, a delta one keeps the tables
+    of the shards since its base) where it has them. ``keep_state``: the state after the add (vocabularies, key and name
     statistics, the resolve state, in the appending numbering) is written too, for a generation that keeps
     the add whole and is the next add's base; else the text scan, for the next delta add over the same base."""
     from gearag.derive.delta_resolve import resolve_delta

@@ -354,9 +354,9 @@ def write_prepared(writer: IndexWriter, graph_dir: str, prepared: PreparedGraph,
     ``<graph_dir>/prepared/`` of an index being written; ``keys``: the resolution's, by entity id.
 
     ``written``: ``id(array)`` → where this build wrote that very array (alive), for the prepared arrays
-    that are the graph arrays themselves: those are hard links, not written again. Names that are hashed,
-    not extended (a build, a first add), are hashed after the other arrays are written and the transition
-    let go: the two no longer add up at a growable build's graph-stage peak.
+    that are the graph arrays themselves: those are hard links, not written again. The names (left unhashed by
+    :meth:`PreparedGraph.build`) are hashed after the other arrays are written and the transition let go: the
+    two no longer add up at a growable build's graph-stage peak.
     """
     rel = f"{graph_dir}/{PREPARED}"
     written = written or {}

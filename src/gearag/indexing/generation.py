@@ -15,10 +15,10 @@ statistic is exact. Per-shard tables already in the previous generation
 are hard-linked, not recomputed, and the union's state (``union/``: key and
 name vocabularies and statistics) is extended when the generation only
 appends shards to the previous one (an add's text and endpoint work is its
-own shard's); the resolution's is renumbered when the generation only deletes rows of them (a
-:class:`~gearag.derive.union_resolve.Removal`), while the triple graph is derived again from the tables.
-The triple graph and the
-entity resolution are made on two threads. What every add and delete still
+own shard's); the resolution's is renumbered when the generation only
+deletes rows of them (a :class:`~gearag.derive.union_resolve.Removal`),
+while the triple graph is derived again from the tables. The triple graph
+and the entity resolution are made on two threads. What every add and delete still
 rewrites is the union-size graph arrays. A converted plain index's first
 generation is hard-linked from it (:func:`link_generation`).
 """
