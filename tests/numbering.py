@@ -26,9 +26,10 @@ def flattened_generation(index: Index) -> bool:
     return gen.get("prepared_names") == "flattened"
 
 
-def resolution_keys(index: Index) -> list[str]:
+def resolution_keys(index: Index) -> list[str | None]:
     """Each entity's key in the resolution of ``index``, in its own numbering: the stored graph arrays', or, for
-    a generation that stores none, what its state says (lexicon names and endpoint names by entity id)."""
+    a generation that stores none, what its state says (lexicon names and endpoint names by entity id; None for
+    an entity a delete left with no edge, whose id it kept)."""
     from gearag.derive.endpoints import EndpointTable
     from gearag.derive.union_resolve import NameStats, ResolveState
     from gearag.derive.union_vocab import UnionVocab
@@ -49,8 +50,7 @@ def resolution_keys(index: Index) -> list[str]:
     for i, e in enumerate(np.asarray(names.entity).tolist()):
         if e >= 0:
             keys.setdefault(int(e), items[i])
-    assert sorted(keys) == list(range(len(keys)))
-    return [keys[e] for e in range(len(keys))]
+    return [keys.get(e) for e in range(max(keys, default=-1) + 1)]  # type: ignore[misc]
 
 
 def _entries(rows, mapped_rows, mapped_targets, perm) -> list[tuple]:  # type: ignore[no-untyped-def]
@@ -82,16 +82,19 @@ def assert_same_graph_up_to_numbering(a: Index, b: Index) -> None:
         np.testing.assert_array_equal(perm[np.asarray(getattr(ga, name))], np.asarray(getattr(gb, name)))
     for e in range(ga.n_entities):
         np.testing.assert_array_equal(ga.entity_triples(e), gb.entity_triples(int(perm[e])))
-    keys_a, keys_b = resolution_keys(a), resolution_keys(b)
-    assert sorted(keys_a) == sorted(keys_b)
-    to_b = {k: i for i, k in enumerate(keys_b)}
-    perm = np.asarray([to_b[k] for k in keys_a] + [-1], dtype=np.int64)
     pa, pb = stored_prepared(a), stored_prepared(b)
     assert pa is not None and pb is not None
-    assert (pa.n_passages, pa.n_entities, pa.n_usable, pa.settings) == (pb.n_passages, pb.n_entities, pb.n_usable,
-                                                                         pb.settings)
+    keys_a, keys_b = resolution_keys(a), resolution_keys(b)
+    keys_a += [None] * (pa.n_entities - len(keys_a))  # the last ids may be entities left with no edge too
+    assert sorted(k for k in keys_a if k is not None) == sorted(keys_b)  # type: ignore[type-var]
+    to_b = {k: i for i, k in enumerate(keys_b)}
+    perm = np.asarray([to_b[k] if k is not None else -1 for k in keys_a] + [-1], dtype=np.int64)
+    holes = np.flatnonzero(perm[:-1] < 0)  # entities a delete left with no edge (their ids kept): b has none
+    assert (pa.n_passages, pa.n_entities - len(holes), pa.n_usable, pa.settings) == (
+        pb.n_passages, pb.n_entities, pb.n_usable, pb.settings)
     np.testing.assert_array_equal(perm[np.asarray(pa.triple_ends)], np.asarray(pb.triple_ends))
-    np.testing.assert_array_equal(np.asarray(pa.specificity), np.asarray(pb.specificity)[perm[:-1]])
+    live = np.flatnonzero(perm[:-1] >= 0)
+    np.testing.assert_array_equal(np.asarray(pa.specificity)[live], np.asarray(pb.specificity)[perm[live]])
     ca, cb = pa.columns, pb.columns
     assert [s.meta() for s in ca.sources] == [s.meta() for s in cb.sources]
     for sa, sb in zip(ca.sources, cb.sources, strict=True):
@@ -100,13 +103,15 @@ def assert_same_graph_up_to_numbering(a: Index, b: Index) -> None:
         assert [k for k, _ in ea] == [k for k, _ in eb], sa.name
         np.testing.assert_allclose([w for _, w in ea], [w for _, w in eb], rtol=1e-6, err_msg=sa.name)
     p = pa.n_passages
-    node = np.concatenate([np.arange(p), p + perm[:-1]])  # a's plain node → b's
+    node = np.concatenate([np.arange(p), np.where(perm[:-1] >= 0, p + perm[:-1], -1)])  # a's node → b's (-1: a hole)
     for name, rtol in (("sums", 1e-9), ("degree", 0)):
-        got, want = np.zeros(len(node)), np.asarray(getattr(cb, name), dtype=np.float64)
-        got[node] = np.asarray(getattr(ca, name), dtype=np.float64)
+        got, want = np.zeros(len(cb.sums)), np.asarray(getattr(cb, name), dtype=np.float64)
+        mine = np.asarray(getattr(ca, name), dtype=np.float64)
+        got[node[node >= 0]] = mine[node >= 0]
         np.testing.assert_allclose(got, want, rtol=rtol, err_msg=name)
+        assert not mine[node < 0].any(), name  # a hole has no out-edge
     scale_a, scale_b = np.asarray(ca.scale), np.asarray(cb.scale)
-    lexicon = np.flatnonzero(perm[:-1] < len(scale_b) - 1)
+    lexicon = np.flatnonzero((perm[:-1] >= 0) & (perm[:-1] < len(scale_b) - 1))
     np.testing.assert_array_equal(scale_a[1 + lexicon], scale_b[1 + perm[lexicon]])
     names_a = sorted(zip(np.asarray(pa.names.name_hashes).tolist(), perm[np.asarray(pa.names.name_ids)].tolist(),
                          strict=True))

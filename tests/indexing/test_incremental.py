@@ -171,19 +171,20 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     build_index(a, root, STUB)
     add_documents(root, b)
     gone = {a[3].id, a[7].id, b[0].id, b[5].id}
-    from gearag.derive import union_files
+    from gearag.derive import delta_delete, union_files
 
-    real = union_files.resolve_union
+    real_deletion = delta_delete.resolve_deletion
     removals: list[bool] = []
 
-    def spy_delete(inputs, **named):  # type: ignore[no-untyped-def]
-        removals.append(inputs.prior is not None and inputs.prior.removal is not None)
-        return real(inputs, **named)
+    def spy_delete(inputs, base):  # type: ignore[no-untyped-def]
+        out = real_deletion(inputs, base)
+        removals.append(out is not None)
+        return out
 
-    monkeypatch.setattr(union_files, "resolve_union", spy_delete)
+    monkeypatch.setattr(delta_delete, "resolve_deletion", spy_delete)
     deleted = delete_documents(root, sorted(gone))
-    monkeypatch.setattr(union_files, "resolve_union", real)
-    assert removals == [True]  # the previous resolution, renumbered: not resolved from scratch
+    monkeypatch.setattr(delta_delete, "resolve_deletion", real_deletion)
+    assert removals == [True] and flattened_generation(deleted)  # the delete's delta over the state, written whole
     remaining = [p for p in a + b if p.id not in gone]
     expected = reference_build(remaining, tmp_path / "expected", STUB)
     assert_same_index(deleted, expected)

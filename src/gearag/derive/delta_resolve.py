@@ -65,7 +65,7 @@ from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames, NameLookup
 
 
-class _Entries:
+class Entries:
     """Entries of a delta being made, as flat lists of arrays: layered row, target, raw weight, scale id."""
 
     def __init__(self) -> None:
@@ -98,7 +98,7 @@ def _own_pages(terms: Csr, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return at[own], np.asarray(idx, dtype=np.int64)[own], np.asarray(data, dtype=np.float64)[own]
 
 
-def _pages(names: np.ndarray, n_prior: int, terms: Csr | None,
+def pages_of(names: np.ndarray, n_prior: int, terms: Csr | None,
            added: tuple[np.ndarray, np.ndarray, np.ndarray], lex_entity: np.ndarray) -> PagesByName:
     """Every page of lexicon names ``names`` after the add (the base's, from its about ``terms``, and the new;
     ``terms`` None: the new pages only), grouped by name; ``lex_entity``: each lexicon name's entity id."""
@@ -116,7 +116,7 @@ def _pages(names: np.ndarray, n_prior: int, terms: Csr | None,
     return PagesByName(ptr, np.concatenate([rows, r[mine]])[by], np.concatenate([weights, w[mine]])[by], names)
 
 
-def _contained_terms(terms: _Entries, pages: PagesByName, owners: np.ndarray, contained: np.ndarray,
+def contained_terms(terms: Entries, pages: PagesByName, owners: np.ndarray, contained: np.ndarray,
                      shares: np.ndarray, lex_entity: np.ndarray) -> None:
     """Add to ``terms`` the about terms of (owner, contained name, share) triples over each page of the name
     (:meth:`~gearag.derive.union_resolve.PagesByName.about`), their raw weights rounded as they are stored."""
@@ -158,8 +158,8 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
         lex_entity[:n_prior] = base_lex
     if base_stats.entity is not None:  # kept by the base
         base_entity = np.asarray(base_stats.entity, dtype=np.int64)
-        if max(int(base_entity.max(initial=-1)), int(lex_entity[:n_prior].max(initial=-1))) + 1 != e_base:
-            return None
+        if max(int(base_entity.max(initial=-1)), int(lex_entity[:n_prior].max(initial=-1))) >= e_base:
+            return None  # (below it: a delete left the last entities with no edge, their ids kept)
     elif base_lex is None:
         base_entity = base_stats.entities(n_prior)[0][:-1]  # ordered again
         if n_prior + int(np.count_nonzero(base_entity >= n_prior)) != e_base:
@@ -251,7 +251,7 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
     # The new triples' ends, and their relations both ways.
     p = prior.shards
     ends_tail = union_ends(vocab.remaps[p:], name_ends[p:], triple_keep[p:], through=ids.entity.astype(np.int32))
-    rel = _Entries()
+    rel = Entries()
     rel_rows, rel_cols = relation_pairs(ends_tail)
     rel.add(rel_rows, rel_cols, np.ones(len(rel_rows)))
     relations = rel.layered(b_relations, layout.n_entities, np.zeros(0, dtype=np.int64))
@@ -262,22 +262,23 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
     if new_names is None:
         return None
     moved = np.flatnonzero(scale[: len(cols.scale)] != cols.scale) - 1  # lexicon names whose scale the add moved
-    by_name = _base_terms_by_name(b_terms, prior.names, ids, n_prior, moved, len(cols.scale))
+    by_name = base_terms_by_name(b_terms, prior.names, ids.lex_entity[:n_prior], ids.base_entity, moved,
+                                 len(cols.scale))
     stats.entity = ids.entity[:-1].astype(np.int32)
     delta = ResolutionDelta(layout, mentions, terms, relations, scale, ends_tail.astype(np.int32), new_names[0],
                             base.n_usable + new_names[1], by_name)
     return ResolvedDelta(delta, scan, lexicon, stats, ids, old, matcher.longest)
 
 
-def _base_terms_by_name(b_terms: Csr, base_stats: NameStats, ids: _Numbering, n_prior: int, moved: np.ndarray,
-                        n_scales: int) -> TermsByName:
+def base_terms_by_name(b_terms: Csr, base_stats: NameStats, lex_entity: np.ndarray, base_entity: np.ndarray,
+                       moved: np.ndarray, n_scales: int) -> TermsByName:
     """The base's terms read with the scales of the entities ``moved`` (``1 + x``: lexicon names), as
     :class:`TermsByName` with the other scale ids empty: each name's own terms and those of the base's endpoint
     names containing it (its containment rows searched for them), without regrouping every term (~1 s at a
-    million passages)."""
-    moved_lex = np.flatnonzero(setops.isin(ids.lex_entity[:n_prior], moved))  # the base lexicon names among them
+    million passages). ``lex_entity``: the base's lexicon names' entity ids; ``base_entity``: its endpoint names'."""
+    moved_lex = np.flatnonzero(setops.isin(lex_entity, moved))  # the base lexicon names among them
     hit = np.flatnonzero(setops.isin(np.asarray(base_stats.cont_name), moved_lex))
-    containing = ids.base_entity[np.searchsorted(base_stats.cont_ptr, hit, side="right") - 1]
+    containing = base_entity[np.searchsorted(base_stats.cont_ptr, hit, side="right") - 1]
     owners = setops.unique(np.concatenate([moved, containing[containing >= 0]]))
     counts, idx, data, sids = b_terms.gather(owners)
     assert sids is not None
@@ -302,7 +303,7 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     k, r, w = added
     k = k.astype(np.int64)
     gained = setops.unique(k)
-    terms = _Entries()
+    terms = Entries()
     ent_k = lex_entity[k]
     terms.add(ent_k, r, w, 1 + ent_k)  # every lexicon name's new pages
     # Totals: the base's own pages' weights (tier weights: exact sums) and the new ones.
@@ -322,14 +323,14 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     scanned = scanned[setops.isin(scanned, base_ep)]
     changed = scanned[~_same_cont(base_stats, stats, scanned)]
     w_rows, w_names, w_shares = stats.contained(np.concatenate([changed, ids.new_ep]).astype(np.int64))
-    _contained_terms(terms, _pages(w_names, n_prior, b_terms, added, lex_entity), entity[w_rows], w_names, w_shares,
+    contained_terms(terms, pages_of(w_names, n_prior, b_terms, added, lex_entity), entity[w_rows], w_names, w_shares,
                      lex_entity)
     hit = np.flatnonzero(setops.isin(np.asarray(stats.cont_name), old_gained))  # the one union-size search
     h_rows = np.searchsorted(stats.cont_ptr, hit, side="right") - 1
     grows = setops.isin(h_rows, base_ep) & ~setops.isin(h_rows, changed)
     hit, h_rows = hit[grows], h_rows[grows]
     h_names = np.asarray(stats.cont_name)[hit].astype(np.int64)
-    _contained_terms(terms, _pages(h_names, n_prior, None, added, lex_entity), entity[h_rows], h_names,
+    contained_terms(terms, pages_of(h_names, n_prior, None, added, lex_entity), entity[h_rows], h_names,
                      np.asarray(stats.cont_share)[hit], lex_entity)
     kind_changed = lex_entity[n_prior + np.flatnonzero(~ids.fresh)]  # base endpoint-only names, lexicon names now
     replaced = np.concatenate([entity[changed], kind_changed]).astype(np.int64)
@@ -365,7 +366,7 @@ def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions:
         whole = setops.isin(now // n, replaced)
         pairs += [now[whole], setops.setdiff(now[~whole], before)]  # the others gain what they did not have
     unique = setops.unique(np.concatenate(pairs))  # a pair once: an incidence
-    out = _Entries()
+    out = Entries()
     out.add(unique // n, unique % n, np.ones(len(unique)))
     return out.layered(b_mentions, layout.n_passages, replaced)
 

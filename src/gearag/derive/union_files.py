@@ -237,36 +237,51 @@ class UnionDelta(NamedTuple):
 def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
                 before: Path, done: dict[str, Any], prior: Prior, base: PreparedGraph,
                 base_graph: TripleGraph, tables_from: Path | None = None, keep_state: bool = False) -> UnionDelta:
-    """What the add of the shards after ``prior.shards`` changed in generation ``before`` (``done``: its
-    manifest; ``base``, ``base_graph``: its prepared graph and triple graph): the resolution's delta
-    (:func:`~gearag.derive.delta_resolve.resolve_delta`) and the triple graph's
-    (:func:`~gearag.derive.triple_graph.triple_graph` onto ``base_graph``), from the state it kept. The
-    per-shard tables and indices they read are written into ``w`` as :func:`write_union` writes them,
-    hard-linked from ``tables_from`` (default ``before``: the previous generation, a delta one keeps the tables
-    of the shards since its base) where it has them. ``keep_state``: the state after the add (vocabularies, key and name
-    statistics, the resolve state, in the appending numbering) is written too, for a generation that keeps
-    the add whole and is the next add's base; else the text scan, for the next delta add over the same base."""
+    """What the add of the shards after ``prior.shards`` (or the delete ``prior.removal``) changed in generation
+    ``before`` (``done``: its manifest; ``base``, ``base_graph``: its prepared graph and triple graph): the
+    resolution's delta (:func:`~gearag.derive.delta_resolve.resolve_delta`, a delete's
+    :func:`~gearag.derive.delta_delete.resolve_deletion`) and the triple graph's
+    (:func:`~gearag.derive.triple_graph.triple_graph` onto ``base_graph``; a delete's from nothing), from the
+    state it kept. The per-shard tables and indices they read are written into ``w`` as :func:`write_union`
+    writes them, hard-linked from ``tables_from`` (default ``before``: the previous generation, a delta one keeps
+    the tables of the shards since its base) where it has them. ``keep_state``: the state after the change
+    (vocabularies, key and name statistics, the resolve state, in the appending numbering) is written too, for a
+    generation that keeps it whole and is the next add's base (a delete always does); else the text scan, for
+    the next delta add over the same base."""
+    from gearag.derive.delta_delete import resolve_deletion
     from gearag.derive.delta_resolve import resolve_delta
     from gearag.derive.delta_scan import TextScan
 
-    if done.get("union") != UNION_VERSION or stored_kinds(config.resolve):
+    deleted = prior.removal is not None
+    if done.get("union") != UNION_VERSION or stored_kinds(config.resolve) or (deleted and not keep_state):
         return UnionDelta(None, None)  # the optional edge kinds are derived over the union (no delta yet)
     tables_from = tables_from or before
     triples = _union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
     keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables,
                           w if keep_state else None)
-    triple_inputs = TripleInputs(triples, len(union.passages), keys, KeyStats.read(before, n_keys), prior.shards)
+    triple_inputs = TripleInputs(triples, len(union.passages), keys, None if deleted else KeyStats.read(before, n_keys),
+                                 0 if deleted else prior.shards)
     # The triple graph beside the resolution's delta: the base's plus a delta, or where the add moved the hub cut
     # or the capitalisation fallback, for a generation written whole, the union's (its own numbering, apart from
-    # the resolution's).
+    # the resolution's); a delete's from nothing.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") as pool:
-        pending = pool.submit(triple_graph, config.graph, triple_inputs, base_graph, prior.new_from, keep_state)
+        pending = pool.submit(triple_graph, config.graph, triple_inputs, None if deleted else base_graph,
+                              prior.new_from, keep_state)
         inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
                                     write_vocab=keep_state)
-        # The text scan of the last delta add over the same base (tables_from: the previous generation), if it was.
-        resolved = resolve_delta(inputs, base, TextScan.read(tables_from) if tables_from != before else None)
+        if deleted:
+            gone = resolve_deletion(inputs, base)
+        else:  # the text scan of the last delta add over the same base (tables_from: the previous generation)
+            resolved = resolve_delta(inputs, base, TextScan.read(tables_from) if tables_from != before else None)
         graph = pending.result()
+    if deleted:
+        if gone is None or graph is None:
+            return UnionDelta(None, graph[0] if graph is not None else None)
+        gone.state.write(w)
+        gone.stats.write(w)
+        graph[1].write(w)
+        return UnionDelta(gone.delta, graph[0])
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)
     if not keep_state:

@@ -26,7 +26,7 @@ corpus in a few known ways only, which this module uses:
 
 The generation stores what the next add needs (``resolve/``: the lexicon's
 entries and the text mentions; ``union/``: the name vocabulary and
-statistics). A delete is the mirror of an add (:func:`_shrunk`): the
+statistics). A delete is the mirror of an add (:func:`shrunk`): the
 previous generation's state is renumbered without the deleted rows, and only
 what a vanished lexicon name may have matched in is scanned again. Without
 the state (the first add after a conversion, or a generation an older
@@ -379,7 +379,7 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
     vanished: list[str] = []  # lexicon names a delete took away: where they matched is scanned again
     lost = np.zeros(0, dtype=np.int64)  # endpoint names whose first appearance was deleted
     if prior is not None and prior.removal is not None:
-        prior, vanished, lost = _shrunk(prior, prior.removal, passages)
+        prior, vanished, lost, _ = shrunk(prior, prior.removal, passages)
     new_from = prior.new_from if prior is not None else 0
     old = prior.state if prior is not None else None
     # -- the lexicon: the prior's entries, then the new passages' ------------------------------
@@ -489,9 +489,11 @@ def endpoint_name_stats(inputs: ResolveInputs, prior: Prior | None, lexicon: Gro
     return stats, todo
 
 
-def _shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tuple[Prior, list[str], np.ndarray]:
+def shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tuple[Prior, list[str], np.ndarray,
+                                                                                 np.ndarray]:
     """``prior`` as it would have been without the deleted rows: with the lexicon names that vanished (no
-    passage left) and the endpoint names whose first appearance was deleted.
+    passage left), the endpoint names whose first appearance was deleted, and each old lexicon id's new one
+    (-1: vanished; one more entry, -1 for -1).
 
     The mirror of an add. A lexicon name's id is its place in ``build_lexicon``'s
     insertion order: by its first passage, then by its place among that
@@ -557,4 +559,4 @@ def _shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tupl
         empty = np.zeros(0, dtype=np.int64)
         stats.rescanned(stale, np.zeros(len(stale), np.int64), empty, empty.astype(np.float64))  # emptied, then
         stats.scanned[stale] = False  # scanned again
-    return Prior(state, len(passages), prior.shards, stats), vanished, lost
+    return Prior(state, len(passages), prior.shards, stats), vanished, lost, new_id

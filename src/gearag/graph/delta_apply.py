@@ -29,6 +29,14 @@ from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
 
+class Deletion(NamedTuple):
+    """What a delete takes away from its base (:mod:`gearag.derive.delta_delete`): the flatten drops the rows."""
+
+    rows: np.ndarray  #: per base passage row, its row after the delete (-1: deleted)
+    triples: np.ndarray  #: per base triple, its index after the delete (-1: deleted)
+    unnamed: np.ndarray  #: the entities left with no edge whose keys the base's names held (taken out of them)
+
+
 class ResolutionDelta(NamedTuple):
     """What an add changed in the resolution, in the appending numbering (module docstring)."""
 
@@ -43,6 +51,8 @@ class ResolutionDelta(NamedTuple):
     #: The base's terms read with each scale the add changed (the others' empty), when the resolve half found
     #: them: what :func:`apply_delta` reads of :class:`TermsByName` (None: it must be given the base's whole).
     by_name: TermsByName | None = None
+    #: Set for a delete (its rows empty in the base's numbering until the flatten drops them).
+    deletion: Deletion | None = None
 
     @property
     def sources(self) -> dict[str, LayeredCsr]:

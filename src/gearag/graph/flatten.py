@@ -15,6 +15,7 @@ import numpy as np
 
 from gearag import setops
 from gearag.arrays import ranges
+from gearag.graph.delta_apply import Deletion
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
 from gearag.graph.scaled import Scaled
@@ -74,9 +75,10 @@ def merged_names(names: HashedNames) -> HashedNames:
     return HashedNames.from_arrays(nodes, np.insert(b_hashes, at, d_hashes), np.insert(b_ids, at, d_ids))
 
 
-def flattened(g: PreparedGraph) -> PreparedGraph:
+def flattened(g: PreparedGraph, deletion: Deletion | None = None) -> PreparedGraph:
     """``g`` (a base's and a delta's, kept as its sources) as one plain prepared graph in the same entity
-    numbering (module docstring); ``g`` itself when it is plain already."""
+    numbering (module docstring); ``g`` itself when it is plain already. ``deletion``: the delete ``g``'s delta
+    says (:func:`without_deleted`)."""
     cols = g.columns
     if g.delta_layout is None or not isinstance(cols, Scaled):
         return g
@@ -90,7 +92,52 @@ def flattened(g: PreparedGraph) -> PreparedGraph:
     columns = Scaled(plain, sources, np.asarray(cols.scale), np.asarray(cols.sums)[node],
                      np.asarray(cols.degree)[node])
     ends = g.triple_ends.whole() if isinstance(g.triple_ends, AppendedRows) else g.triple_ends
-    return PreparedGraph(g.n_passages, g.n_entities, dict(g.settings), columns, columns.dangling,
+    flat = PreparedGraph(g.n_passages, g.n_entities, dict(g.settings), columns, columns.dangling,
                          np.asarray(g.specificity), about if about is not None else flat_rows(g.about, False),
                          np.asarray(ends), merged_names(g.names), g.n_mention_keys, g.n_usable,
                          holds_ner=g.holds_ner)
+    return flat if deletion is None else without_deleted(flat, deletion)
+
+
+def _kept_rows(m: Csr, keep: np.ndarray) -> Csr:
+    """The rows of ``m`` where ``keep`` (bool per row), in order."""
+    counts = np.diff(np.asarray(m.indptr))
+    indptr = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(counts[keep], out=indptr[1:])
+    mine = np.repeat(keep, counts)
+    return Csr(indptr, np.asarray(m.indices)[mine], np.asarray(m.data)[mine],
+               np.asarray(m.sids)[mine] if m.sids is not None else None)
+
+
+def without_deleted(g: PreparedGraph, deletion: Deletion) -> PreparedGraph:
+    """Plain ``g`` without the passages a delete took away (their rows are empty in ``g``): passage rows dropped
+    and passage targets renumbered, the deleted triples' ends dropped, and the names of entities left with no
+    edge taken out. Entity ids stay (such an entity keeps its id, with no edge)."""
+    cols = g.columns
+    assert isinstance(cols, Scaled) and cols.layout.plain_layout
+    keep = np.asarray(deletion.rows) >= 0
+    to_row = np.asarray(deletion.rows, dtype=np.int32)
+
+    def moved(rows: Csr | LayeredCsr, of_passages: bool, to_passages: bool) -> Csr:
+        assert isinstance(rows, Csr)
+        if to_passages:
+            target = to_row[np.asarray(rows.indices)]
+            assert not len(target) or int(target.min()) >= 0, "a target among the deleted passages"
+            rows = rows._replace(indices=target)
+        return _kept_rows(rows, keep) if of_passages else rows
+
+    sources = tuple(src._replace(rows=moved(src.rows, src.of_passages, src.to_passages)) for src in cols.sources)
+    about = next((new.rows for old, new in zip(cols.sources, sources, strict=True) if old.rows is g.about), None)
+    node = np.concatenate([keep, np.ones(g.n_entities, dtype=bool)])
+    sums, degree = np.asarray(cols.sums)[node], np.asarray(cols.degree)[node]
+    sums[degree == 0] = 0.0  # a node left with no edge: its sum's float residue is no out-edge
+    n_passages = int(keep.sum())
+    columns = Scaled(NodeLayout.plain(n_passages, g.n_entities), sources, np.asarray(cols.scale), sums, degree)
+    names = g.names
+    named = ~setops.isin(np.asarray(names.name_ids, dtype=np.int64), deletion.unnamed)
+    names = HashedNames.from_arrays(np.asarray(names.nodes), np.asarray(names.name_hashes)[named],
+                                    np.asarray(names.name_ids)[named])
+    assert about is not None
+    return PreparedGraph(n_passages, g.n_entities, dict(g.settings), columns, columns.dangling,
+                         np.asarray(g.specificity), about, np.asarray(g.triple_ends)[np.asarray(deletion.triples) >= 0],
+                         names, g.n_mention_keys, g.n_usable, holds_ner=g.holds_ner)

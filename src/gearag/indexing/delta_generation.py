@@ -30,7 +30,9 @@ no delta can say the union (that move, for a delta generation; a hash
 shared by two names; a base kept another way) it returns None and the
 caller derives a full generation from the union instead
 (:func:`~gearag.indexing.generation.write_generation`, numbered as a build
-numbers it). A delete and ``compact`` take that way too.
+numbers it). A delete from a full generation is written whole the
+same way (its delta over that generation, whose entity ids it keeps:
+:mod:`gearag.derive.delta_delete`); ``compact`` takes the union's way.
 
 Not stored in a delta generation, nor in one written whole: the resolution's graph arrays
 (``graph/about_*``, ``mentions_*``, …). Passage-graph settings other than the
@@ -52,7 +54,7 @@ import numpy as np
 
 from gearag.config import IndexConfig
 from gearag.errors import ConfigError, GearagError
-from gearag.graph.delta_apply import apply_delta
+from gearag.graph.delta_apply import Deletion, apply_delta
 from gearag.graph.flatten import flattened
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
@@ -151,7 +153,7 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
                   "entities": delta.triples.n_entities}
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         if flat:
-            kept = _write_flat(w, layered, delta.triples)
+            kept = _write_flat(w, layered, delta.triples, delta.resolution.deletion)
         else:
             assert isinstance(delta.triples, LayeredTripleGraph)
             kept = _write_layers(w, base_dir, layered, delta.triples)
@@ -185,10 +187,11 @@ def _write_layers(w: IndexWriter, base_dir: Path, layered: PreparedGraph,
     return {DELTA: {"base": DELTA_BASE, "shards": base_manifest.get("shards")}}
 
 
-def _write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph | TripleGraph) -> dict[str, Any]:
+def _write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph | TripleGraph,
+                deletion: Deletion | None = None) -> dict[str, Any]:
     """Write a delta's prepared graph and triple graph (or the union's, where the add moved the hub cut) as a full
     generation's, in the delta's (appending) numbering (:func:`~gearag.graph.flatten.flattened`): no resolution
     arrays, as in a delta generation. The manifest's entries that make it a base for the next add."""
-    w.write_files(_prepared_files(flattened(layered)))
+    w.write_files(_prepared_files(flattened(layered, deletion)))
     w.write_files(triple_graph_files(triples.whole() if isinstance(triples, LayeredTripleGraph) else triples))
     return {"union": shard_store.UNION_VERSION, "prepared_names": "flattened"}

@@ -144,10 +144,10 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
                      config: IndexConfig, before: Path, base: PreparedGraph | None = None,
                      union: Union | None = None, previous: Path | None = None,
                      keep_state: bool = False) -> UnionDelta | None:
-    """What adding the shards after those of generation ``before`` changed in it, as deltas over it
-    (:func:`~gearag.derive.union_files.union_delta`), with the per-shard tables they read written into
-    ``w``; None where not an add onto ``before`` or it kept no state or prepared graph. ``base``: ``before``'s
-    prepared graph, when the caller has it open (the delta's rows are over its arrays, which
+    """What adding the shards after those of generation ``before`` (or deleting rows of its shards) changed in
+    it, as deltas over it (:func:`~gearag.derive.union_files.union_delta`), with the per-shard tables they read
+    written into ``w``; None where neither (a delete is kept whole only), or it kept no state or prepared graph.
+    ``base``: ``before``'s prepared graph, when the caller has it open (the delta's rows are over its arrays, which
     :func:`~gearag.graph.delta_apply.apply_delta` checks); ``union``: the shards' union, when the caller has it;
     ``previous``: the generation the add follows (a delta one over ``before``), whose per-shard tables are
     hard-linked (default ``before``); ``keep_state``: the state after the add is written too (a generation
@@ -156,7 +156,7 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
     done = read_manifest(before)
     prior = _prior_resolution(_reusable(before), done, refs, shards, tombstones, u)
     base = base if base is not None else load_prepared(before / GRAPH_DIR / PREPARED)
-    if prior is None or prior.removal is not None or base is None:
+    if prior is None or base is None or (prior.removal is not None and not keep_state):
         return None
     columns = shard_columns(refs, shards, u)
     graph = read_triple_graph(before, done.get("counts", {}).get("entities"))

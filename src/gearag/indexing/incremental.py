@@ -508,8 +508,12 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
                 tombstones[ref.name] = setops.union(tombstones.get(ref.name, np.zeros(0, np.int64)),
                                                   sorted(rows.values()))
         started = time.perf_counter()
-        gname, gsha, counts = write_generation(root, state.refs, state.shards, tombstones, state.config,
-                                               state.generation)
+        u = union_of([r.name for r in state.refs], state.shards, tombstones)
+        # The delete's delta over the generation it deletes from, written whole; else derived from the union.
+        written = write_delta_generation(root, state.refs, state.shards, tombstones, state.config, state.generation,
+                                         u, flat=True)
+        gname, gsha, counts = written or write_generation(root, state.refs, state.shards, tombstones, state.config,
+                                                          state.generation, union=u)
         seconds = {"generation": round(time.perf_counter() - started, 3)}
         if on_step:
             on_step("generation", seconds["generation"])

@@ -1,0 +1,200 @@
+"""The resolve half of a delete, as a delta over the generation it deletes from (docs/delta.md, item 8).
+
+A delete keeps every entity id of its base. :func:`resolve_deletion` gives
+the :class:`~gearag.graph.delta_apply.ResolutionDelta` of a delete in the
+base's numbering (its passage rows and entity ids), making only the rows
+the delete changed, source by source:
+
+* *entities*: the lexicon and the endpoint names' statistics shrink as
+  :func:`~gearag.derive.union_resolve.shrunk` says, and the names a vanished
+  lexicon name may have occurred in are scanned again
+  (:func:`~gearag.derive.union_resolve.endpoint_name_stats`). A lexicon name
+  left with no page that is still an endpoint keeps its id as an
+  endpoint-only name; an entity left with neither (its name in no live
+  passage and no live triple) keeps its id with no edge and no name: a
+  *hole*, which a rebuild does not number (``gearag compact`` renumbers);
+* *mentions* (passage rows): a deleted passage's row is emptied; a live
+  passage holding every token of a vanished lexicon name is scanned again
+  and its row replaced (its triples' ends and its text matches);
+* *about terms* (entity rows): an entity with a term over a deleted passage
+  loses those terms; an endpoint-only name whose contained names were
+  scanned again (or that was a lexicon name) replaces its row with its
+  terms over every page of the names it contains; the scale of every
+  lexicon name that lost pages is one over its new total;
+* *relations*: the rows of the deleted triples' ends, with those triples'
+  pairs taken away.
+
+:func:`gearag.graph.flatten.flattened` then drops the deleted passages' rows
+and renumbers the passage targets (:class:`~gearag.graph.delta_apply.Deletion`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from gearag import setops
+from gearag.derive.delta_resolve import Entries, base_terms_by_name, contained_terms, pages_of
+from gearag.derive.text_mentions import end_mentions, rows_holding, scanned_again
+from gearag.derive.union_resolve import (
+    NameStats,
+    ResolveInputs,
+    ResolveState,
+    endpoint_name_stats,
+    grown_lexicon,
+    shrunk,
+)
+from gearag.graph.delta_apply import Deletion, ResolutionDelta, net_weights
+from gearag.graph.graph_arrays import relation_pairs
+from gearag.graph.layered import LayeredCsr, NodeLayout
+from gearag.graph.prepared import PreparedGraph
+from gearag.graph.scaled import ABOUT_SOURCE, Scaled
+from gearag.graph.transition import Csr
+from gearag.graph.trie import HashedNames, NameLookup
+
+
+class ResolvedDeletion(NamedTuple):
+    """What :func:`resolve_deletion` gives: the delta, and the state after the delete (in the new passage rows)."""
+
+    delta: ResolutionDelta
+    state: ResolveState
+    stats: NameStats  #: the endpoint names' statistics after the delete, with their entity ids
+
+
+def _base_entities(base_stats: NameStats, old: ResolveState, e_base: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The base's lexicon names' and endpoint names' entity ids (None: its statistics do not number ``e_base``)."""
+    n_names = len(old.names)
+    lex_entity = old.lex_entity if old.lex_entity is not None else np.arange(n_names, dtype=np.int64)
+    if base_stats.entity is not None:
+        base_entity = np.asarray(base_stats.entity, dtype=np.int64)
+    elif old.lex_entity is None:
+        base_entity = base_stats.entities(n_names)[0][:-1]
+    else:
+        return None
+    if max(int(base_entity.max(initial=-1)), int(lex_entity.max(initial=-1))) >= e_base:
+        return None
+    return np.asarray(lex_entity, dtype=np.int64), base_entity
+
+
+def _replaced_rows(base: Csr, rows: np.ndarray, keep: np.ndarray,
+                   extra: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, ...]:
+    """Rows ``rows`` of ``base`` as entries (row, target, weight, scale id), those with ``keep[target]`` false
+    dropped; with ``extra`` entries (signed weights) summed in and every key left at 0 or below dropped."""
+    counts, idx, data, sids = base.gather(rows)
+    row, target = np.repeat(rows, counts), np.asarray(idx, dtype=np.int64)
+    weight = np.asarray(data, dtype=np.float64)
+    sid = np.asarray(sids, dtype=np.int64) if sids is not None else np.zeros(len(row), dtype=np.int64)
+    mine = keep[target]
+    row, target, weight, sid = row[mine], target[mine], weight[mine], sid[mine]
+    if extra is None:
+        return row, target, weight, sid
+    row, target, sid, weight = net_weights(*(np.concatenate([a, b]) for a, b in
+                                             zip((row, target, sid, weight), (extra[0], extra[1], extra[3], extra[2]),
+                                                 strict=True)))
+    left = weight > 0
+    return row[left], target[left], weight[left], sid[left]
+
+
+def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDeletion | None:
+    """What the delete ``inputs.prior.removal`` says changed in the resolution of ``base`` (the prior's prepared
+    graph, a full generation's kept as its sources), with the state after it (module docstring). None where a
+    delta cannot say it: no prior statistics, a base kept another way, or one whose statistics number other
+    entities."""
+    passages, prior = inputs.passages, inputs.prior
+    cols, base_ends = base.columns, base.triple_ends
+    if (prior is None or prior.removal is None or prior.names is None or not isinstance(cols, Scaled)
+            or not cols.layout.plain_layout or base.n_usable is None or not isinstance(base_ends, np.ndarray)
+            or base.n_passages != len(prior.removal.rows) or len(base_ends) != len(prior.removal.triples)):
+        return None
+    src = {s.name: s.rows for s in cols.sources}
+    b_mentions, b_terms, b_relations = src.get("mentions"), src.get(ABOUT_SOURCE), src.get("relations")
+    by_passage = src.get("terms_by_passage")
+    if not all(isinstance(m, Csr) for m in (b_mentions, b_terms, b_relations, by_passage)):
+        return None
+    assert isinstance(b_mentions, Csr) and isinstance(b_terms, Csr) and isinstance(b_relations, Csr)
+    assert isinstance(by_passage, Csr)
+    removal, old, n_p, e = prior.removal, prior.state, base.n_passages, base.n_entities
+    numbered = _base_entities(prior.names, old, e)
+    if numbered is None:
+        return None
+    old_lex_entity, base_entity = numbered
+    small, vanished, lost, new_id = shrunk(prior, removal, passages)
+    lexicon = grown_lexicon(passages, small.state, len(passages))
+    names = lexicon.names
+    matcher = NameLookup(names, lexicon.ids, (old.longest, len(names)) if old.longest is not None else None)
+    stats, rescanned = endpoint_name_stats(inputs._replace(prior=small), small, lexicon, matcher, vanished, lost)
+    # -- entity ids: the base's kept; a vanished lexicon name still an endpoint keeps its id ----------------
+    alive = new_id[:-1] >= 0
+    lex_entity = np.zeros(len(names), dtype=np.int64)
+    lex_entity[new_id[:-1][alive]] = old_lex_entity[alive]
+    live = stats.first >= 0
+    entity = np.full(len(stats.lex) + 1, -1, dtype=np.int64)
+    named = live & (stats.lex >= 0)
+    entity[:-1][named] = lex_entity[stats.lex[named]]
+    ep = live & (stats.lex < 0)
+    entity[:-1][ep] = base_entity[ep]
+    if np.any(entity[:-1][ep] < 0):
+        return None  # a live name the base did not number
+    holes = np.ones(e, dtype=bool)
+    holes[lex_entity] = False
+    holes[entity[:-1][live]] = False
+    holes = np.flatnonzero(holes)
+    # -- mentions: deleted rows emptied, rows that held a vanished name's tokens made again ----------------
+    dead_rows = np.flatnonzero(removal.rows < 0)
+    old_row = np.flatnonzero(removal.rows >= 0)  # new passage row → base row
+    again = rows_holding(inputs.indices, vanished) if vanished else set()
+    text = scanned_again(passages, small.state.text, again, matcher)
+    again_rows = np.fromiter(sorted(again), dtype=np.int64, count=len(again))
+    live_triples = removal.triples >= 0
+    owner = np.asarray(inputs.live.owner, dtype=np.int64)
+    tri = np.flatnonzero(setops.isin(owner, again_rows))
+    end_rows, end_entities = end_mentions(owner[tri], base_ends[live_triples][tri])
+    at = setops.isin(text[0], again_rows)
+    pairs = setops.unique(np.concatenate([end_rows * e + end_entities,
+                                          text[0][at].astype(np.int64) * e + lex_entity[text[1][at]]]))
+    mentions = Entries()
+    mentions.add(old_row[pairs // e], pairs % e, np.ones(len(pairs)))
+    # -- about terms: terms over deleted pages dropped; endpoint names scanned again made whole -------------
+    k, r, w = small.state.lex
+    scale = np.zeros(1 + e)
+    scale[: len(cols.scale)] = cols.scale
+    lost_pages = setops.unique(old.lex[0][removal.rows[old.lex[1]] < 0].astype(np.int64))
+    shrinking = new_id[lost_pages]
+    shrinking = shrinking[shrinking >= 0]
+    totals = np.bincount(k, weights=w, minlength=len(names))
+    scale[1 + lex_entity[shrinking]] = 1.0 / totals[shrinking]
+    scale[1 + old_lex_entity[~alive]] = 0.0
+    whole = rescanned  # live endpoint-only names whose contained names were found again
+    _, idx, _, _ = by_passage.gather(dead_rows)
+    touched = setops.unique(np.concatenate([np.asarray(idx, dtype=np.int64), holes]))
+    cut = touched[~setops.isin(touched, entity[whole]) & ~setops.isin(touched, holes)]  # a hole's row: emptied
+    keep = np.ones(n_p, dtype=bool)
+    keep[dead_rows] = False
+    terms = Entries()
+    terms.add(*_replaced_rows(b_terms, cut, keep))
+    w_rows, w_names, w_shares = stats.contained(whole.astype(np.int64))
+    pages = pages_of(w_names, len(names), None, (k.astype(np.int64), old_row[r], w), lex_entity)
+    contained_terms(terms, pages, entity[w_rows], w_names, w_shares, lex_entity)
+    # -- relations: the deleted triples' pairs taken away from their ends' rows -------------------------------
+    gone_rows, gone_cols = relation_pairs(np.asarray(base_ends)[~live_triples])
+    ends_of = setops.unique(gone_rows)
+    relations = Entries()
+    relations.add(*_replaced_rows(b_relations, ends_of, np.ones(e, dtype=bool),
+                                  (gone_rows, gone_cols, -np.ones(len(gone_rows)), np.zeros(len(gone_rows), np.int64))))
+    moved = np.flatnonzero(scale[: len(cols.scale)] != cols.scale) - 1
+    by_name = base_terms_by_name(b_terms, prior.names, old_lex_entity, base_entity, moved, len(cols.scale))
+    dropped = holes[setops.isin(holes, np.asarray(base.names.name_ids, dtype=np.int64))]
+    layout = NodeLayout.plain(n_p, e)
+    layered: dict[str, LayeredCsr] = {
+        "mentions": mentions.layered(b_mentions, n_p, setops.union(dead_rows, old_row[again_rows])),
+        "terms": terms.layered(b_terms, e, setops.union(touched, entity[whole])),
+        "relations": relations.layered(b_relations, e, ends_of)}
+    delta = ResolutionDelta(layout, layered["mentions"], layered["terms"], layered["relations"], scale,
+                            np.zeros((0, 2), dtype=np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)),
+                            base.n_usable - len(dropped), by_name,
+                            Deletion(removal.rows, removal.triples, dropped))
+    stats.entity = entity[:-1].astype(np.int32)
+    state = ResolveState(names, small.state.lex, (text[0].astype(np.int64), text[1].astype(np.int32)), matcher.longest,
+                         lex_entity)
+    return ResolvedDeletion(delta, state, stats)
