@@ -253,6 +253,23 @@ def test_membership_in_sorted_rows_is_found_by_bisection() -> None:
     assert not in_sorted_rows(m, np.zeros(0, np.int64), np.zeros(0, np.int64)).size
 
 
+def test_entries_are_netted_in_the_order_of_a_three_key_lexsort() -> None:
+    from gearag.graph.delta_apply import net_weights
+
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 7, 2_000):  # few distinct keys: many entries share a (row, target), some with other scale ids
+        row, target, sid = rng.integers(0, 9, n), rng.integers(0, 6, n), rng.integers(0, 3, n)
+        signed = rng.normal(size=n)
+        by = np.lexsort((sid, target, row))
+        first = np.ones(n, dtype=bool)
+        first[1:] = np.diff(row[by]) != 0
+        first[1:] |= (np.diff(target[by]) != 0) | (np.diff(sid[by]) != 0)
+        got = net_weights(row, target, sid, signed)
+        for have, want in zip(got[:3], (row[by][first], target[by][first], sid[by][first]), strict=True):
+            np.testing.assert_array_equal(have, want)
+        np.testing.assert_allclose(got[3], np.bincount(np.cumsum(first) - 1, weights=signed[by]))
+
+
 def test_the_triple_graph_as_a_base_and_a_delta_has_the_unions_neighbours(built, tmp_path) -> None:
     """Beam search's graph: the base's entities and triples kept, the union's other entities and triples after
     them, each entity's new triples appended; every triple has the union's neighbours. Where the add moved the

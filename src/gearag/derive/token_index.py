@@ -84,7 +84,8 @@ class TokenIndex:
     def holding_any(self, names: Sequence[str] | TokenQuery) -> np.ndarray:
         """Rows holding every token of at least one of ``names`` (name keys, or a :class:`TokenQuery` of them,
         hashed once for many indices), each once or more: every token looked up at once, then the rows of
-        each name whose tokens all occur intersected."""
+        each name whose tokens all occur intersected, its rarest token's first (each token's rows are sorted:
+        the rows left are looked up in the next token's by bisection, never sorted with them)."""
         query = names if isinstance(names, TokenQuery) else TokenQuery.of(names)
         if not len(query.hashes):
             return np.zeros(0, np.int32)
@@ -95,12 +96,18 @@ class TokenIndex:
         indptr = self.indptr
         parts = []
         for name in np.flatnonzero(held).tolist():
+            span = slice(int(query.starts[name]), int(query.starts[name + 1]))
+            first, last = indptr[lo[span]], indptr[hi[span]]
             found = None
-            for a, b in zip(lo[query.starts[name] : query.starts[name + 1]].tolist(),
-                            hi[query.starts[name] : query.starts[name + 1]].tolist(), strict=True):
-                rows = self.rows[int(indptr[a]) : int(indptr[b])]
-                rows = setops.unique(rows) if b - a > 1 else rows
-                found = rows if found is None else np.intersect1d(found, rows, assume_unique=True)
+            for at in np.argsort(last - first, kind="stable").tolist():  # the rarest token first
+                rows = self.rows[int(first[at]) : int(last[at])]
+                if hi[span][at] - lo[span][at] > 1:  # tokens sharing a hash: their rows merged
+                    rows = setops.unique(rows)
+                if found is None:
+                    found = rows
+                else:
+                    pos = np.minimum(np.searchsorted(rows, found), len(rows) - 1)
+                    found = found[rows[pos] == found]
                 if not len(found):
                     break
             if found is not None and len(found):

@@ -81,11 +81,30 @@ def _entries(m: Csr, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def net_weights(row: np.ndarray, target: np.ndarray, sid: np.ndarray,
                 signed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Entries summed per (row, target, scale id): each key once, in that order, with its total weight."""
-    by = np.lexsort((sid, target, row))
+    by = _by_key(row, target, sid)
     row, target, sid, signed = row[by], target[by], sid[by], signed[by]
     first = np.ones(len(row), dtype=bool)
     first[1:] = (row[1:] != row[:-1]) | (target[1:] != target[:-1]) | (sid[1:] != sid[:-1])
     return row[first], target[first], sid[first], np.bincount(np.cumsum(first) - 1, weights=signed)
+
+
+def _by_key(row: np.ndarray, target: np.ndarray, sid: np.ndarray) -> np.ndarray:
+    """``np.lexsort((sid, target, row))``: a stable sort of one int64 key (row, target) where it fits, with the
+    few entries sharing a pair ordered by scale id after it (a three-key lexsort of an add's or a delete's
+    replaced term rows took ~7 s at 1M passages; the one-key sort a tenth of that)."""
+    span = int(target.max(initial=0)) + 1
+    if not len(row) or (int(row.max()) + 1) * span >= 1 << 62:
+        return np.lexsort((sid, target, row))
+    key = row.astype(np.int64) * span + target
+    by = np.argsort(key, kind="stable")
+    key = key[by]
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    group = np.cumsum(first) - 1
+    shared = np.flatnonzero(np.bincount(group)[group] > 1)
+    if len(shared):
+        by[shared] = by[shared][np.lexsort((sid[by[shared]], key[shared]))]
+    return by
 
 
 def _changes(m: LayeredCsr) -> _Changes:

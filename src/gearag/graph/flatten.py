@@ -66,6 +66,8 @@ def merged_names(names: HashedNames) -> HashedNames:
     if not isinstance(names, LayeredNames):
         return names
     base, delta = names.base, names.delta
+    if not len(delta.name_hashes):  # a delete's: no name added
+        return base
     b_hashes, b_ids = np.asarray(base.name_hashes), np.asarray(base.name_ids)
     d_hashes, d_ids = np.asarray(delta.name_hashes), np.asarray(delta.name_ids)
     kept = ~setops.isin(b_hashes, d_hashes)

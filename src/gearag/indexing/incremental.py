@@ -517,7 +517,7 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
         seconds = {"generation": round(time.perf_counter() - started, 3)}
         if on_step:
             on_step("generation", seconds["generation"])
-        return _commit(state, state.refs, state.shards, (gname, gsha), counts, seconds, "delete")
+        return _commit(state, state.refs, state.shards, (gname, gsha), counts, seconds, "delete", union=u)
 
 
 def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
