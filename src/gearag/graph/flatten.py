@@ -80,25 +80,46 @@ def merged_names(names: HashedNames) -> HashedNames:
 def flattened(g: PreparedGraph, deletion: Deletion | None = None) -> PreparedGraph:
     """``g`` (a base's and a delta's, kept as its sources) as one plain prepared graph in the same entity
     numbering (module docstring); ``g`` itself when it is plain already. ``deletion``: the delete ``g``'s delta
-    says (:func:`without_deleted`)."""
+    says (its passages' rows are empty in ``g``): their rows are dropped and the passage targets renumbered
+    source by source, the deleted triples' ends dropped, and the names of the entities left with no edge
+    taken out. Entity ids stay (such an entity keeps its id, with no edge)."""
     cols = g.columns
     if g.delta_layout is None or not isinstance(cols, Scaled):
         return g
     layout = g.layout
-    plain = NodeLayout.plain(layout.n_passages, layout.n_entities)
     node = np.concatenate([layout.passage_nodes(np.arange(layout.n_passages)),
                            layout.entity_nodes(np.arange(layout.n_entities))])  # plain node → layered node
-    sources = tuple(src._replace(rows=flat_rows(src.rows, not src.to_passages)) for src in cols.sources)
+    keep = np.asarray(deletion.rows) >= 0 if deletion is not None else np.ones(layout.n_passages, dtype=bool)
+
+    def plain(rows: Csr | LayeredCsr, of_passages: bool, to_passages: bool) -> Csr:
+        out = flat_rows(rows, not to_passages)
+        if deletion is None:
+            return out
+        if to_passages:
+            target = np.asarray(deletion.rows, dtype=np.int32)[np.asarray(out.indices)]
+            assert not len(target) or int(target.min()) >= 0, "a target among the deleted passages"
+            out = out._replace(indices=target)
+        return _kept_rows(out, keep) if of_passages else out
+
+    # One source at a time: a delete's rows are dropped before the next source is gathered.
+    sources = tuple(src._replace(rows=plain(src.rows, src.of_passages, src.to_passages)) for src in cols.sources)
     # The about edges are the about-terms source's rows: gathered once.
     about = next((new.rows for old, new in zip(cols.sources, sources, strict=True) if old.rows is g.about), None)
-    columns = Scaled(plain, sources, np.asarray(cols.scale), np.asarray(cols.sums)[node],
-                     np.asarray(cols.degree)[node])
-    ends = g.triple_ends.whole() if isinstance(g.triple_ends, AppendedRows) else g.triple_ends
-    flat = PreparedGraph(g.n_passages, g.n_entities, dict(g.settings), columns, columns.dangling,
-                         np.asarray(g.specificity), about if about is not None else flat_rows(g.about, False),
-                         np.asarray(ends), merged_names(g.names), g.n_mention_keys, g.n_usable,
-                         holds_ner=g.holds_ner)
-    return flat if deletion is None else without_deleted(flat, deletion)
+    live = np.concatenate([keep, np.ones(layout.n_entities, dtype=bool)])
+    sums, degree = np.asarray(cols.sums)[node][live], np.asarray(cols.degree)[node][live]
+    ends = np.asarray(g.triple_ends.whole() if isinstance(g.triple_ends, AppendedRows) else g.triple_ends)
+    names = merged_names(g.names)
+    if deletion is not None:
+        sums[degree == 0] = 0.0  # a node left with no edge: its sum's float residue is no out-edge
+        ends = ends[np.asarray(deletion.triples) >= 0]
+        named = ~setops.isin(np.asarray(names.name_ids, dtype=np.int64), deletion.unnamed)
+        names = HashedNames.from_arrays(np.asarray(names.nodes), np.asarray(names.name_hashes)[named],
+                                        np.asarray(names.name_ids)[named])
+    n_passages = int(keep.sum())
+    columns = Scaled(NodeLayout.plain(n_passages, layout.n_entities), sources, np.asarray(cols.scale), sums, degree)
+    return PreparedGraph(n_passages, g.n_entities, dict(g.settings), columns, columns.dangling,
+                         np.asarray(g.specificity), about if about is not None else plain(g.about, False, True),
+                         ends, names, g.n_mention_keys, g.n_usable, holds_ner=g.holds_ner)
 
 
 def _kept_rows(m: Csr, keep: np.ndarray) -> Csr:
@@ -109,37 +130,3 @@ def _kept_rows(m: Csr, keep: np.ndarray) -> Csr:
     mine = np.repeat(keep, counts)
     return Csr(indptr, np.asarray(m.indices)[mine], np.asarray(m.data)[mine],
                np.asarray(m.sids)[mine] if m.sids is not None else None)
-
-
-def without_deleted(g: PreparedGraph, deletion: Deletion) -> PreparedGraph:
-    """Plain ``g`` without the passages a delete took away (their rows are empty in ``g``): passage rows dropped
-    and passage targets renumbered, the deleted triples' ends dropped, and the names of entities left with no
-    edge taken out. Entity ids stay (such an entity keeps its id, with no edge)."""
-    cols = g.columns
-    assert isinstance(cols, Scaled) and cols.layout.plain_layout
-    keep = np.asarray(deletion.rows) >= 0
-    to_row = np.asarray(deletion.rows, dtype=np.int32)
-
-    def moved(rows: Csr | LayeredCsr, of_passages: bool, to_passages: bool) -> Csr:
-        assert isinstance(rows, Csr)
-        if to_passages:
-            target = to_row[np.asarray(rows.indices)]
-            assert not len(target) or int(target.min()) >= 0, "a target among the deleted passages"
-            rows = rows._replace(indices=target)
-        return _kept_rows(rows, keep) if of_passages else rows
-
-    sources = tuple(src._replace(rows=moved(src.rows, src.of_passages, src.to_passages)) for src in cols.sources)
-    about = next((new.rows for old, new in zip(cols.sources, sources, strict=True) if old.rows is g.about), None)
-    node = np.concatenate([keep, np.ones(g.n_entities, dtype=bool)])
-    sums, degree = np.asarray(cols.sums)[node], np.asarray(cols.degree)[node]
-    sums[degree == 0] = 0.0  # a node left with no edge: its sum's float residue is no out-edge
-    n_passages = int(keep.sum())
-    columns = Scaled(NodeLayout.plain(n_passages, g.n_entities), sources, np.asarray(cols.scale), sums, degree)
-    names = g.names
-    named = ~setops.isin(np.asarray(names.name_ids, dtype=np.int64), deletion.unnamed)
-    names = HashedNames.from_arrays(np.asarray(names.nodes), np.asarray(names.name_hashes)[named],
-                                    np.asarray(names.name_ids)[named])
-    assert about is not None
-    return PreparedGraph(n_passages, g.n_entities, dict(g.settings), columns, columns.dangling,
-                         np.asarray(g.specificity), about, np.asarray(g.triple_ends)[np.asarray(deletion.triples) >= 0],
-                         names, g.n_mention_keys, g.n_usable, holds_ner=g.holds_ner)
