@@ -10,6 +10,7 @@ from test_incremental import STUB, _passages, assert_same_index, assert_same_ran
 from conftest import StubExtractor, use_stub_extractor
 from gearag.derive import delta_delete
 from gearag.indexing import build_index
+from gearag.indexing.delta_generation import DeltaConfig
 from gearag.indexing.incremental import add_documents, delete_documents
 from gearag.store.index import Index
 from numbering import flattened_generation
@@ -54,3 +55,28 @@ def test_deletes_through_the_delta_equal_rebuilds_and_the_next_add_extends_them(
     assert all(vanished for vanished, _ in seen) and any(again for _, again in seen)
     grown = add_documents(root, extra)
     assert_same_index(grown, reference_build(rest + extra, tmp_path / "expected_add", STUB))
+
+
+def test_a_delete_right_after_a_delta_generation_writes_its_add_whole_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The delete's base is the delta generation's add written whole (a full generation): rows of the base's
+    shard and of the added one are deleted through the delta, and only the delete's generation is kept."""
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(36, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:28], root, STUB)
+    add_documents(root, passages[28:], delta=DeltaConfig(write="delta"))
+    said: list[bool] = []
+    real = delta_delete.resolve_deletion
+
+    def spy(inputs, base):  # type: ignore[no-untyped-def]
+        out = real(inputs, base)
+        said.append(out is not None)
+        return out
+
+    monkeypatch.setattr(delta_delete, "resolve_deletion", spy)
+    gone = {passages[2].id, passages[29].id, passages[33].id}
+    deleted = delete_documents(root, sorted(gone))
+    assert said == [True] and flattened_generation(deleted)
+    assert len(list((root / "generations").iterdir())) == 1
+    assert_same_index(deleted, reference_build([p for p in passages if p.id not in gone], tmp_path / "rest", STUB))

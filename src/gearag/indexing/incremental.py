@@ -46,7 +46,13 @@ from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import shard_tokens, write_token_ids
 from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
 from gearag.indexing.duplicates import NewDocuments, new_documents
-from gearag.indexing.generation import SHARD_STAGES, link_generation, shard_columns, write_generation
+from gearag.indexing.generation import (
+    SHARD_STAGES,
+    delta_base,
+    link_generation,
+    shard_columns,
+    write_generation,
+)
 from gearag.indexing.ner import NER_SPANS, keeps_ner_spans
 from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
@@ -509,11 +515,17 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
                                                   sorted(rows.values()))
         started = time.perf_counter()
         u = union_of([r.name for r in state.refs], state.shards, tombstones)
-        # The delete's delta over the generation it deletes from, written whole; else derived from the union.
-        written = write_delta_generation(root, state.refs, state.shards, tombstones, state.config, state.generation,
+        # The delete's delta over the generation it deletes from, written whole; else derived from the union. A
+        # delta generation's add is written whole first (removed once the delete's generation is committed).
+        previous = state.generation
+        if delta_base(root / GENERATIONS_DIR / previous) != root / GENERATIONS_DIR / previous:
+            whole = write_delta_generation(root, state.refs, state.shards, state.tombstones, state.config, previous,
+                                           state.union(), flat=True)
+            previous = whole[0] if whole is not None else previous
+        written = write_delta_generation(root, state.refs, state.shards, tombstones, state.config, previous,
                                          u, flat=True)
         gname, gsha, counts = written or write_generation(root, state.refs, state.shards, tombstones, state.config,
-                                                          state.generation, union=u)
+                                                          previous, union=u)
         seconds = {"generation": round(time.perf_counter() - started, 3)}
         if on_step:
             on_step("generation", seconds["generation"])
