@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag import setops
-from gearag.derive.delta_resolve import Entries, base_terms_by_name, contained_terms, pages_of
+from gearag.derive.delta_resolve import Entries, base_entities, base_terms_by_name, contained_terms, pages_of
 from gearag.derive.text_mentions import end_mentions, rows_holding, scanned_again
 from gearag.derive.union_resolve import (
     NameStats,
@@ -60,21 +60,6 @@ class ResolvedDeletion(NamedTuple):
     delta: ResolutionDelta
     state: ResolveState
     stats: NameStats  #: the endpoint names' statistics after the delete, with their entity ids
-
-
-def _base_entities(base_stats: NameStats, old: ResolveState, e_base: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The base's lexicon names' and endpoint names' entity ids (None: its statistics do not number ``e_base``)."""
-    n_names = len(old.names)
-    lex_entity = old.lex_entity if old.lex_entity is not None else np.arange(n_names, dtype=np.int64)
-    if base_stats.entity is not None:
-        base_entity = np.asarray(base_stats.entity, dtype=np.int64)
-    elif old.lex_entity is None:
-        base_entity = base_stats.entities(n_names)[0][:-1]
-    else:
-        return None
-    if max(int(base_entity.max(initial=-1)), int(lex_entity.max(initial=-1))) >= e_base:
-        return None
-    return np.asarray(lex_entity, dtype=np.int64), base_entity
 
 
 def _replaced_rows(base: Csr, rows: np.ndarray, keep: np.ndarray,
@@ -115,7 +100,7 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     assert isinstance(b_mentions, Csr) and isinstance(b_terms, Csr) and isinstance(b_relations, Csr)
     assert isinstance(by_passage, Csr)
     removal, old, n_p, e = prior.removal, prior.state, base.n_passages, base.n_entities
-    numbered = _base_entities(prior.names, old, e)
+    numbered = base_entities(prior.names, old.lex_entity, len(old.names), e)
     if numbered is None:
         return None
     old_lex_entity, base_entity = numbered

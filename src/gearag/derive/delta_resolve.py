@@ -146,19 +146,15 @@ class _Numbering(NamedTuple):
     layout: NodeLayout
 
 
-def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names: list[str], n_prior: int,
-               base_lex: np.ndarray | None, e_base: int, n_passages: int, new_from: int) -> _Numbering | None:
-    """Base entities keep their ids; new lexicon names come next in lexicon order (a base endpoint-only name
-    that gained a page keeps its id), then new endpoint-only names by first appearance. ``base_lex``: the
-    base's lexicon names' entity ids (None: their lexicon ids, as a full generation from the union numbers
-    them). None: ``base_stats`` do not number ``e_base`` entities."""
-    n_known = len(base_stats.lex)
-    lex_entity = np.arange(len(names), dtype=np.int64)
-    if base_lex is not None:
-        lex_entity[:n_prior] = base_lex
+def base_entities(base_stats: NameStats, base_lex: np.ndarray | None, n_prior: int,
+                  e_base: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The entity ids of the base's ``n_prior`` lexicon names (``base_lex``; None: their lexicon ids, as a full
+    generation from the union numbers them) and of its endpoint names (kept by ``base_stats``, or ordered again
+    over a union-numbered base). None: ``base_stats`` do not number ``e_base`` entities."""
+    lex_entity = np.asarray(base_lex, dtype=np.int64) if base_lex is not None else np.arange(n_prior, dtype=np.int64)
     if base_stats.entity is not None:  # kept by the base
         base_entity = np.asarray(base_stats.entity, dtype=np.int64)
-        if max(int(base_entity.max(initial=-1)), int(lex_entity[:n_prior].max(initial=-1))) >= e_base:
+        if max(int(base_entity.max(initial=-1)), int(lex_entity.max(initial=-1))) >= e_base:
             return None  # (below it: a delete left the last entities with no edge, their ids kept)
     elif base_lex is None:
         base_entity = base_stats.entities(n_prior)[0][:-1]  # ordered again
@@ -166,6 +162,20 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
             return None
     else:
         return None
+    return lex_entity, base_entity
+
+
+def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names: list[str], n_prior: int,
+               base_lex: np.ndarray | None, e_base: int, n_passages: int, new_from: int) -> _Numbering | None:
+    """Base entities keep their ids (:func:`base_entities`); new lexicon names come next in lexicon order (a
+    base endpoint-only name that gained a page keeps its id), then new endpoint-only names by first
+    appearance. None: ``base_stats`` do not number ``e_base`` entities."""
+    n_known = len(base_stats.lex)
+    numbered = base_entities(base_stats, base_lex, n_prior, e_base)
+    if numbered is None:
+        return None
+    lex_entity = np.arange(len(names), dtype=np.int64)
+    lex_entity[:n_prior], base_entity = numbered
     held = vocab.find(names[n_prior:])
     was = np.full(len(held), -1, dtype=np.int64)
     known = (held >= 0) & (held < n_known)
