@@ -46,13 +46,7 @@ from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import shard_tokens, write_token_ids
 from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
 from gearag.indexing.duplicates import NewDocuments, new_documents
-from gearag.indexing.generation import (
-    SHARD_STAGES,
-    delta_base,
-    link_generation,
-    shard_columns,
-    write_generation,
-)
+from gearag.indexing.generation import SHARD_STAGES, delta_base, link_generation, shard_columns, write_generation
 from gearag.indexing.ner import NER_SPANS, keeps_ner_spans
 from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
