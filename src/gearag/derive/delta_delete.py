@@ -157,7 +157,6 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     keep = np.ones(n_p, dtype=bool)
     keep[dead_rows] = False
     terms = Entries()
-    terms.add(*_replaced_rows(b_terms, cut, keep))
     w_rows, w_names, w_shares = stats.contained(whole.astype(np.int64))
     pages = pages_of(w_names, len(names), None, (k.astype(np.int64), old_row[r], w), lex_entity)
     contained_terms(terms, pages, entity[w_rows], w_names, w_shares, lex_entity)
@@ -173,7 +172,7 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     layout = NodeLayout.plain(n_p, e)
     layered: dict[str, LayeredCsr] = {
         "mentions": mentions.layered(b_mentions, n_p, setops.union(dead_rows, old_row[again_rows])),
-        "terms": terms.layered(b_terms, e, setops.union(touched, entity[whole])),
+        "terms": terms.layered(b_terms, e, setops.union(touched, entity[whole]), _replaced_rows(b_terms, cut, keep)),
         "relations": relations.layered(b_relations, e, ends_of)}
     delta = ResolutionDelta(layout, layered["mentions"], layered["terms"], layered["relations"], scale,
                             np.zeros((0, 2), dtype=np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)),

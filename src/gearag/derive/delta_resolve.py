@@ -76,15 +76,21 @@ class Entries:
         sids = np.broadcast_to(np.asarray(sid, dtype=np.int64), row.shape)
         self.parts.append((row, np.asarray(target, dtype=np.int64), np.asarray(data, dtype=np.float64), sids))
 
-    def layered(self, base: Csr, n_rows: int, replaced: np.ndarray) -> LayeredCsr:
+    def layered(self, base: Csr, n_rows: int, replaced: np.ndarray,
+                single: tuple[np.ndarray, ...] | None = None) -> LayeredCsr:
         """The base's rows plus these entries (summed per row, target and scale id): rows ``replaced`` replace
-        the base's, the other base rows are appended to, rows past the base's are new."""
+        the base's, the other base rows are appended to, rows past the base's are new. ``single``: more entries
+        (row, target, weight, scale id), one per key already and in rows these have none of (not summed: a
+        sort of millions of a delete's kept term entries at 1M)."""
         if self.parts:
             row, target, data, sid = (np.concatenate(p) for p in zip(*self.parts, strict=True))
         else:
             row = target = sid = np.zeros(0, dtype=np.int64)
             data = np.zeros(0)
         row, target, sid, data = net_weights(row, target, sid, data)
+        if single is not None:
+            row, target, data, sid = (np.concatenate([a, np.asarray(b, dtype=a.dtype)]) for a, b in
+                                      zip((row, target, data, sid), single, strict=True))
         return LayeredCsr.over(base, n_rows, replaced, row, target, data, sid)
 
 
