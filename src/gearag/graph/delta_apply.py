@@ -33,7 +33,7 @@ class Deletion(NamedTuple):
     """What a delete takes away from its base (:mod:`gearag.derive.delta_delete`): the flatten drops the rows."""
 
     rows: np.ndarray  #: per base passage row, its row after the delete (-1: deleted)
-    triples: np.ndarray  #: per base triple, its index after the delete (-1: deleted)
+    triples: np.ndarray  #: per live triple of the base, its index after the delete (-1: deleted)
     unnamed: np.ndarray  #: the entities left with no edge whose keys the base's names held (taken out of them)
 
 
@@ -91,7 +91,7 @@ def net_weights(row: np.ndarray, target: np.ndarray, sid: np.ndarray,
 def _by_key(row: np.ndarray, target: np.ndarray, sid: np.ndarray) -> np.ndarray:
     """``np.lexsort((sid, target, row))``: a stable sort of one int64 key (row, target) where it fits, with the
     few entries sharing a pair ordered by scale id after it (a three-key lexsort of an add's or a delete's
-    replaced term rows took ~7 s at 1M passages; the one-key sort a tenth of that)."""
+    replaced term rows took ~7 s at 1M passages; the one-key sort about a fifth of that)."""
     span = int(target.max(initial=0)) + 1
     if not len(row) or (int(row.max()) + 1) * span >= 1 << 62:
         return np.lexsort((sid, target, row))
