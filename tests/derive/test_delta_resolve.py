@@ -292,3 +292,69 @@ def test_a_delta_over_a_flattened_delta_ranks_as_the_union() -> None:
     # Every node's column sum and degree as the union's, through the map of the two numberings.
     nodes = np.asarray(layered2.columns.sums), np.asarray(union2_p.columns.sums)
     assert sorted(np.round(nodes[0], 9)) == sorted(np.round(nodes[1], 9))
+
+
+def _empty_base(config: PassageGraphConfig) -> PreparedGraph:
+    """A prepared graph of no passage and no entity, with every core source (empty) a build would hold."""
+    from gearag.graph.edge_kinds import transition_sources
+    from gearag.graph.layered import NodeLayout
+    from gearag.graph.prepared import settings_of
+    from gearag.graph.scaled import Scaled, Source
+    from gearag.graph.transition import Csr
+    from gearag.graph.trie import HashedNames
+
+    def empty(scaled: bool) -> Csr:
+        return Csr(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32),
+                   np.zeros(0, np.int32) if scaled else None)
+
+    sources = tuple(Source(k.name, empty(k.scaled), k.of_passages, k.to_passages, k.weight_in(config))
+                    for k in transition_sources() if k.name != "synonyms" and k.weight_in(config) > 0)
+    cols = Scaled(NodeLayout.plain(0, 0), sources, np.ones(1), np.zeros(0), np.zeros(0, np.int32))
+    terms = next(s.rows for s in sources if s.name == "terms")
+    return PreparedGraph(0, 0, settings_of(config), cols, cols.dangling, np.zeros(0), terms,
+                         np.zeros((0, 2), np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)), 0, 0,
+                         holds_ner=False)
+
+
+def test_the_delta_over_an_empty_base_is_the_build() -> None:
+    """A build as an add onto nothing (docs/delta.md, "one derivation"): every passage new over an empty base,
+    the appending numbering is the build's (lexicon names, then endpoint-only names by first appearance) and
+    the flattened graph holds the build's edges, weights, scales, sums, degrees, names and triple ends."""
+    from gearag.derive.union_resolve import NameStats, ResolveState
+    from gearag.graph.flatten import flattened
+
+    t0, keep0, w0 = _tables(BASE_TRIPLES)
+    t1, keep1, w1 = _tables(ADDED_TRIPLES)
+    passages, owner = BASE + ADDED, np.asarray(w0 + [w + len(BASE) for w in w1])
+    vocab = UnionVocab.extend(None, [t0.names, t1.names])
+    built, built_p = _resolve(passages, [t0, t1], [keep0, keep1], owner, vocab)
+    nothing = ResolveState([], (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0)),
+                           (np.zeros(0, np.int64), np.zeros(0, np.int32)))
+    indices = [(TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE))),
+               (TokenIndex.compute([p.text for p in ADDED]), np.arange(len(BASE), len(passages)))]
+    empty = _empty_base(PassageGraphConfig())
+    resolved = resolve_delta(ResolveInputs(passages, UnionTriples([t0, t1], [keep0, keep1], owner), vocab,
+                                           Prior(nothing, 0, 0, NameStats.grown(None, 0)), indices), empty)
+    assert resolved is not None
+    layered = apply_delta(empty, resolved.delta)
+    assert layered is not None
+    flat = flattened(layered)
+    keys = dict(zip(resolved.ids.lex_entity.tolist(), resolved.lexicon.names, strict=True))
+    for i, e in enumerate(resolved.ids.entity[:-1].tolist()):
+        if e >= 0:
+            keys.setdefault(e, vocab.items[i])
+    assert [keys[e] for e in range(len(keys))] == list(built.resolution.keys)  # the build's numbering
+    assert (flat.n_passages, flat.n_entities, flat.n_usable) == (built_p.n_passages, built_p.n_entities,
+                                                                 built_p.n_usable)
+    for got, want in zip(flat.columns.sources, built_p.columns.sources, strict=True):
+        assert got.meta() == want.meta()
+        rows = np.arange(want.rows.n_rows)
+        assert _weights(got.rows, rows) == _weights(want.rows, rows), got.name
+    cols, want_cols = flat.columns, built_p.columns
+    np.testing.assert_allclose(cols.sums, want_cols.sums, rtol=1e-12)
+    np.testing.assert_array_equal(cols.degree, want_cols.degree)
+    np.testing.assert_array_equal(np.asarray(cols.scale)[: len(want_cols.scale)], want_cols.scale)
+    np.testing.assert_array_equal(flat.specificity, built_p.specificity)
+    np.testing.assert_array_equal(flat.triple_ends, built_p.triple_ends)
+    assert sorted(zip(flat.names.name_hashes.tolist(), flat.names.name_ids.tolist(), strict=True)) == sorted(
+        zip(built_p.names.name_hashes.tolist(), built_p.names.name_ids.tolist(), strict=True))
