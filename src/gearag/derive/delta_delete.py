@@ -55,11 +55,16 @@ from gearag.graph.trie import HashedNames, NameLookup
 
 
 class ResolvedDeletion(NamedTuple):
-    """What :func:`resolve_deletion` gives: the delta, and the state after the delete (in the new passage rows)."""
+    """What :func:`resolve_deletion` gives: the delta, and the state after the delete (in the new passage rows),
+    read as :class:`~gearag.derive.delta_resolve.ResolvedDelta`'s is (:meth:`state`)."""
 
     delta: ResolutionDelta
-    state: ResolveState
+    after: ResolveState
     stats: NameStats  #: the endpoint names' statistics after the delete, with their entity ids
+
+    def state(self) -> ResolveState:
+        """The resolve state after the delete: what the generation keeps for the next add."""
+        return self.after
 
 
 def _replaced_rows(base: Csr, rows: np.ndarray, keep: np.ndarray,

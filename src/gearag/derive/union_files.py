@@ -249,7 +249,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     generation that keeps it whole and is the next add's base (a delete always does); else the text scan, for
     the next delta add over the same base."""
     from gearag.derive.delta_delete import resolve_deletion
-    from gearag.derive.delta_resolve import resolve_delta
+    from gearag.derive.delta_resolve import ResolvedDelta, resolve_delta
     from gearag.derive.delta_scan import TextScan
 
     deleted = prior.removal is not None
@@ -270,21 +270,15 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
                               prior.new_from, keep_state)
         inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
                                     write_vocab=keep_state)
-        if deleted:
-            gone = resolve_deletion(inputs, base)
-        else:  # the text scan of the last delta add over the same base (tables_from: the previous generation)
-            resolved = resolve_delta(inputs, base, TextScan.read(tables_from) if tables_from != before else None)
+        # An add's reads the text scan of the last delta add over the same base (tables_from: the previous
+        # generation), if it was.
+        resolved = resolve_deletion(inputs, base) if deleted else resolve_delta(
+            inputs, base, TextScan.read(tables_from) if tables_from != before else None)
         graph = pending.result()
-    if deleted:
-        if gone is None or graph is None:
-            return UnionDelta(None, graph[0] if graph is not None else None)
-        gone.state.write(w)
-        gone.stats.write(w)
-        graph[1].write(w)
-        return UnionDelta(gone.delta, graph[0])
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)
-    if not keep_state:
+    if not keep_state:  # an add's delta generation (a delete is kept whole)
+        assert isinstance(resolved, ResolvedDelta)
         resolved.scan.write(w)
     elif graph is not None:
         resolved.state().write(w)

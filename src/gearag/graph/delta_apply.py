@@ -38,7 +38,8 @@ class Deletion(NamedTuple):
 
 
 class ResolutionDelta(NamedTuple):
-    """What an add changed in the resolution, in the appending numbering (module docstring)."""
+    """What an add changed in the resolution, in the appending numbering (module docstring), or a delete in
+    the base's (:attr:`deletion`)."""
 
     layout: NodeLayout  #: the base's passages and entities, and all of them after the add
     mentions: LayeredCsr  #: passage × entity, 1.0 a pair, over the base's mentions source

@@ -90,13 +90,14 @@ def flattened(g: PreparedGraph, deletion: Deletion | None = None) -> PreparedGra
     node = np.concatenate([layout.passage_nodes(np.arange(layout.n_passages)),
                            layout.entity_nodes(np.arange(layout.n_entities))])  # plain node → layered node
     keep = np.asarray(deletion.rows) >= 0 if deletion is not None else np.ones(layout.n_passages, dtype=bool)
+    to_row = np.asarray(deletion.rows, dtype=np.int32) if deletion is not None else None  # a passage's row after
 
     def plain(rows: Csr | LayeredCsr, of_passages: bool, to_passages: bool) -> Csr:
         out = flat_rows(rows, not to_passages)
-        if deletion is None:
+        if to_row is None:
             return out
         if to_passages:
-            target = np.asarray(deletion.rows, dtype=np.int32)[np.asarray(out.indices)]
+            target = to_row[np.asarray(out.indices)]
             assert not len(target) or int(target.min()) >= 0, "a target among the deleted passages"
             out = out._replace(indices=target)
         return _kept_rows(out, keep) if of_passages else out
