@@ -256,7 +256,7 @@ class ReferenceResolveStage:
 
         arrays = with_edge_kinds(arrays, cfg, EdgeInputs(spans, name_encoder(build.embedder, build.config.embed.batch)))
         write_graph_arrays(build.writer, arrays, prepare=cfg.prepared_graph)
-        build.manifest["resolve"] = edge_counts(arrays)
+        build.manifest["resolve"] = edge_counts(arrays.entity_edges, arrays.resolution.ner_mentions)
 
 
 REFERENCE_STAGES = (ExtractStage(), NerStage(), ReferenceGraphStage(), ReferenceResolveStage(), TreesStage(),

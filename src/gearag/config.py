@@ -45,7 +45,7 @@ class GraphConfig:
     #: resolution the way a generation of a sharded index does (the same
     #: arrays), so the index's first add is as fast as later ones instead of
     #: computing this state for the whole corpus (~7 min at 1M). Not kept for
-    #: indices an add cannot extend (tree pools, NER mentions, synonym edges).
+    #: indices an add cannot extend (tree pools).
     growable: bool = setting(True, "Keep the state gearag add extends, so the index's first add is as fast as "
                                    "later ones (--no-growable: ~9% less disk; the first add computes it).")
 

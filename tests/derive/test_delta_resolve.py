@@ -213,7 +213,7 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, mo
                                      previous=tmp_path / "scratch0" if n_add else None)
             w.commit({"kind": "generation", "tables": shard_store.TABLES_VERSION})
         assert delta is not None and TextScan.read(tmp_path / f"scratch{n_add}") is not None
-        got, triples = delta
+        got, triples = delta.resolution, delta.triples
         entity_of = entity_map(base_keys, list(graph_arrays_for(union).resolution.keys))
         want = resolution_delta_of(b, stored_prepared(union), entity_of)
         assert got is not None and want is not None

@@ -302,3 +302,25 @@ def test_the_triple_graph_as_a_base_and_a_delta_has_the_unions_neighbours(built,
     rows = layered.postings
     grew = np.flatnonzero(np.asarray(rows.where[: b.n_entities]) >= 0)
     assert len(grew) and np.asarray(rows.appends)[grew].all()  # base entities only gained triples
+
+
+def test_rows_that_differ_keep_only_the_rows_a_source_derived_again_changed() -> None:
+    """A row with another target or weight at the same count is the delta's as much as one that grew; rows past
+    the base are new; the others are read from the base."""
+    from scipy import sparse
+
+    from gearag.graph.delta_apply import rows_that_differ
+
+    def csr(m: np.ndarray) -> Csr:
+        s = sparse.csr_matrix(m.astype(np.float32))
+        return Csr(s.indptr, s.indices, s.data, None)
+
+    base = np.array([[0, 1, 0], [1, 0, 2], [0, 2, 0]])
+    new = np.array([[0, 1, 0, 0], [1, 0, 0, 3], [0, 2.5, 0, 0], [0, 0, 0, 0], [1, 0, 0, 0]])
+    layered = rows_that_differ(csr(base), csr(new))
+    assert layered.n_rows == 5
+    assert (np.asarray(layered.where) >= 0).tolist() == [False, True, True, True, True]
+    for row in range(5):
+        _, idx, data, _ = layered.gather(np.array([row]))
+        want = sparse.csr_matrix(new.astype(np.float32))[row]
+        assert idx.tolist() == want.indices.tolist() and data.tolist() == want.data.tolist(), row

@@ -61,19 +61,23 @@ def test_synonym_edge_between_near_identical_names_and_none_between_unrelated() 
 
 
 def test_synonym_edges_follow_the_threshold() -> None:
-    keys_vectors = np.eye(3, dtype=np.float32)
-    keys_vectors[1] = [0.6, 0.8, 0.0]  # cosine 0.6 with name 0
+    def embed_for(triples: list) -> object:  # entity 1's name at cosine 0.6 with entity 0's, the rest apart
+        first, second = _arrays(embed=None, triples=triples).resolution.keys[:2]
 
-    def embed(keys: list[str]) -> np.ndarray:
-        out = np.zeros((len(keys), 3), dtype=np.float32)
-        out[:, 2] = 1.0
-        out[:3] = keys_vectors
-        return out
+        def embed(keys: list[str]) -> np.ndarray:
+            out = np.zeros((len(keys), 3), dtype=np.float32)
+            out[:, 2] = 1.0
+            for i, key in enumerate(keys):
+                if key in (first, second):
+                    out[i] = [1.0, 0.0, 0.0] if key == first else [0.6, 0.8, 0.0]
+            return out
 
-    arrays = _arrays(embed=embed)
+        return embed
+
+    arrays = _arrays(embed=embed_for(TRIPLES))
     assert arrays.synonyms is not None
     assert arrays.synonyms[0, 1] == 0.0  # 0.6 < 0.8
-    low = _arrays(embed=embed, triples=[], threshold=0.5)
+    low = _arrays(embed=embed_for([]), triples=[], threshold=0.5)
     assert low.synonyms is not None and low.synonyms[0, 1] == pytest.approx(0.6)
 
 
@@ -210,3 +214,29 @@ def test_the_agents_resolver_leaves_out_names_only_ner_found() -> None:
         resolver = Resolver(Stored(prepared))  # type: ignore[arg-type]
         assert resolver.row("Boston Marathon") is None
         assert resolver.row("Akron") == resolver.row("akron") is not None
+
+
+def test_synonym_matrix_is_the_same_whatever_ids_the_names_have() -> None:
+    """The names are compared in key order: permuted ids (and ids without a name) give the same edges bit for
+    bit, ties among equally near neighbours included (what lets a delta derive them in its own numbering)."""
+    from gearag.graph.synonyms import synonym_matrix
+
+    names = ["john kennedy", "john f kennedy", "jfk", "boston", "boston city", "akron", "akron ohio", "kennedy"]
+    # "kennedy" twice as near to both spellings: a tie broken by key, not by id
+    def embed(keys: list[str]) -> np.ndarray:
+        out = _embed([k if k != "kennedy" else "john kennedy" for k in keys])
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    first = synonym_matrix(names, embed, 0.3, 1)
+    order = np.random.default_rng(3).permutation(len(names))
+    moved: list[str | None] = [None] * (len(names) + 2)  # two ids with no name among them
+    at = np.asarray([i + (i >= 3) + (i >= 6) for i in range(len(names))])
+    for j, i in enumerate(order):
+        moved[at[j]] = names[i]
+    second = synonym_matrix(moved, embed, 0.3, 1)
+    back = np.full(len(moved), -1)
+    back[at] = order  # a moved id → the first's
+    assert second.nnz == first.nnz > 0
+    got = second.tocoo()
+    assert sorted(zip(back[got.row].tolist(), back[got.col].tolist(), got.data.tolist(), strict=True)) == \
+        sorted(zip(*(a.tolist() for a in (first.tocoo().row, first.tocoo().col, first.tocoo().data)), strict=True))

@@ -20,6 +20,8 @@ from gearag.config import ResolveConfig
 from gearag.derive import union_files
 from gearag.derive.graph_for import graph_arrays_for
 from gearag.errors import IndexFormatError
+from gearag.graph.prepared import stored_prepared
+from gearag.graph.scaled import Scaled
 from gearag.indexing import build_index
 from gearag.indexing.incremental import add_documents, compact, delete_documents
 from gearag.indexing.ner import NER_SPANS
@@ -124,13 +126,16 @@ def test_damaged_state_fails_the_add_like_any_damaged_index_file(tmp_path: Path)
 
 
 KINDS = {"ner": ResolveConfig(ner_mentions=True), "synonyms": ResolveConfig(synonyms=True),
+         # one neighbour each, among many: an add takes an old name's neighbour, a delete gives one back
+         "nearest": ResolveConfig(synonyms=True, synonym_neighbours=1, synonym_threshold=0.3),
          "both": ResolveConfig(ner_mentions=True, synonyms=True)}
 
 
 @pytest.mark.parametrize("kinds", list(KINDS))
 def test_indices_with_optional_edge_kinds_grow_like_a_rebuild(tmp_path: Path, kinds: str) -> None:
-    """NER mentions and synonym edges are derived over the union by every add, delete and compact: each step
-    equals a from-scratch build of what the index then holds (graph arrays, prepared graph, rankings)."""
+    """Synonym edges are derived again over the entity keys by an add's or a delete's delta, NER mentions over the
+    union (as a compact derives both): each step equals a from-scratch build of what the index then holds (graph
+    arrays, prepared graph up to numbering, rankings)."""
     use_stub_extractor(StubExtractor())
     passages, questions = _passages(36, 3)
     config = replace(STUB, resolve=KINDS[kinds])
@@ -143,6 +148,13 @@ def test_indices_with_optional_edge_kinds_grow_like_a_rebuild(tmp_path: Path, ki
         expected = reference_build(held, tmp_path / name, config)
         assert_same_index(index, expected)
         assert_same_rankings(index, expected, questions, ["gear", "hipporag2"])
+        # Synonym edges are derived again over the keys by a delta; NER mentions add entities: the union's way.
+        assert flattened_generation(index) is (kinds in ("synonyms", "nearest") and name != "after-compact")
+        if flattened_generation(index):
+            prepared = stored_prepared(index)
+            assert prepared is not None and isinstance(prepared.columns, Scaled)
+            assert "synonyms" in {s.name for s in prepared.columns.sources}
+            return
         stored = graph_arrays_for(index)
         assert (stored.synonyms is not None) is config.resolve.synonyms
         assert (stored.resolution.ner_mentions is not None) is config.resolve.ner_mentions

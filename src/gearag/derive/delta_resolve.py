@@ -35,6 +35,7 @@ containment rows searched for the lexicon names that gained pages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -226,6 +227,21 @@ class ResolvedDelta(NamedTuple):
         rebuilt = np.array_equal(entity, np.arange(len(entity)))
         return ResolveState(self.lexicon.names, self.lexicon.entries(old), (rows[order], names.astype(np.int32)),
                             self.longest, None if rebuilt else entity)
+
+
+def entity_keys(state: ResolveState, stats: NameStats, items: Sequence[str], n_entities: int) -> list[str | None]:
+    """Each entity's key after a change, by entity id: its lexicon name (``state``) or its endpoint name
+    (``items``, the names vocabulary, through ``stats.entity``); None for an id a delete left with no edge."""
+    keys: list[str | None] = [None] * n_entities
+    lex_entity = state.lex_entity if state.lex_entity is not None else np.arange(len(state.names))
+    assert stats.entity is not None, "statistics that number the entities"
+    endpoint = np.asarray(stats.entity, dtype=np.int64)
+    named = np.flatnonzero(endpoint >= 0)
+    for e, key in zip(endpoint[named].tolist(), strings_at(items, named), strict=True):
+        keys[e] = key
+    for e, key in zip(np.asarray(lex_entity).tolist(), state.names, strict=True):
+        keys[e] = key  # a lexicon name's own spelling where an endpoint name is the same entity
+    return keys
 
 
 def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+from scipy import sparse
 
 from gearag.config import IndexConfig
 from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable, UnionTriples, shard_table
@@ -29,10 +30,12 @@ from gearag.derive.triple_graph import KeyStats, TripleInputs, triple_graph
 from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, resolve_union
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
-from gearag.graph.delta_apply import ResolutionDelta
-from gearag.graph.edge_kinds import EdgeInputs, stored_kinds, with_edge_kinds
+from gearag.graph.delta_apply import ResolutionDelta, rows_that_differ
+from gearag.graph.edge_kinds import EdgeInputs, keyed_kinds, stored_kinds, with_edge_kinds
 from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
 from gearag.graph.prepared import PreparedGraph
+from gearag.graph.scaled import Scaled
+from gearag.graph.transition import Csr
 from gearag.model import Passage
 from gearag.store.graph import LayeredTripleGraph, TripleGraph, triple_graph_files
 from gearag.store.shards import UNION_VERSION
@@ -151,7 +154,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
                 embed = name_encoder(lambda: make_embedder(config.embed.embedder), config.embed.batch, timings)
                 arrays = with_edge_kinds(arrays, config.resolve,
                                          EdgeInputs(lambda: union_spans(shards, n_passages), embed))
-            meta["edges"] = edge_counts(arrays)
+            meta["edges"] = edge_counts(arrays.entity_edges, arrays.resolution.ner_mentions)
             timings["prepare"] = write_graph_arrays(w, arrays, prepare=config.resolve.prepared_graph)
             del arrays
             meta["prepared_names"] = "hashed"
@@ -186,11 +189,12 @@ def name_encoder(embedder: Callable[[], Embedder], batch: int,
     return encode
 
 
-def edge_counts(arrays: GraphArrays) -> dict[str, int | None]:
-    """What a manifest records of the optional edge kinds (None: not stored)."""
-    res = arrays.resolution
-    return {"synonym_edges": int(arrays.synonyms.nnz // 2) if arrays.synonyms is not None else None,
-            "ner_mentions": int(res.ner_mentions.nnz) if res.ner_mentions is not None else None}
+def edge_counts(entity_edges: dict[str, sparse.csr_matrix], ner: sparse.csr_matrix | None) -> dict[str, int | None]:
+    """What a manifest records of the optional edge kinds (None: not stored): the symmetric synonym pairs of
+    ``entity_edges`` and the NER mentions ``ner``."""
+    synonyms = entity_edges.get("synonyms")
+    return {"synonym_edges": int(synonyms.nnz // 2) if synonyms is not None else None,
+            "ner_mentions": int(ner.nnz) if ner is not None else None}
 
 
 def union_spans(shards: Sequence[ShardColumns], n_passages: int) -> list[Sequence[str]]:
@@ -232,6 +236,8 @@ class UnionDelta(NamedTuple):
     #: The triple graph, as the base's plus a delta; the union's whole where the add moved its hub cut (only for a
     #: generation written whole: ``keep_state``).
     triples: LayeredTripleGraph | TripleGraph | None
+    #: What the generation's manifest records of the optional edge kinds (:func:`edge_counts`).
+    edges: dict[str, int | None] | None = None
 
 
 def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
@@ -249,12 +255,13 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     generation that keeps it whole and is the next add's base (a delete always does); else the text scan, for
     the next delta add over the same base."""
     from gearag.derive.delta_delete import resolve_deletion
-    from gearag.derive.delta_resolve import ResolvedDelta, resolve_delta
+    from gearag.derive.delta_resolve import ResolvedDelta, entity_keys, resolve_delta
     from gearag.derive.delta_scan import TextScan
 
     deleted = prior.removal is not None
-    if done.get("union") != UNION_VERSION or stored_kinds(config.resolve) or (deleted and not keep_state):
-        return UnionDelta(None, None)  # the optional edge kinds are derived over the union (no delta yet)
+    kinds = keyed_kinds(config.resolve)
+    if done.get("union") != UNION_VERSION or kinds is None or (deleted and not keep_state):
+        return UnionDelta(None, None)  # NER mentions are derived over the union (no delta yet)
     tables_from = tables_from or before
     triples = _union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
@@ -277,6 +284,16 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         graph = pending.result()
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)
+    delta, whole = resolved.delta, {}
+    if kinds:  # derived again over the keys after the change; the rows that moved are the delta's
+        named = entity_keys(resolved.state(), resolved.stats, inputs.vocab.items, delta.layout.n_entities)
+        edge_inputs = EdgeInputs(lambda: (), name_encoder(lambda: make_embedder(config.embed.embedder),
+                                                          config.embed.batch))
+        whole = {k.name: k.over_keys(named, config.resolve, edge_inputs) for k in kinds if k.over_keys is not None}
+        held = {src.name: src.rows for src in base.columns.sources} if isinstance(base.columns, Scaled) else {}
+        # A kind the base left out (a weight of 0) is not in the delta: the apply declines.
+        delta = delta._replace(edges={name: rows_that_differ(rows, Csr(m.indptr, m.indices, m.data, None))
+                                      for name, m in whole.items() if isinstance(rows := held.get(name), Csr)})
     if not keep_state:  # an add's delta generation (a delete is kept whole)
         assert isinstance(resolved, ResolvedDelta)
         resolved.scan.write(w)
@@ -284,7 +301,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         resolved.state().write(w)
         resolved.stats.write(w)
         graph[1].write(w)
-    return UnionDelta(resolved.delta, graph[0] if graph is not None else None)
+    return UnionDelta(delta, graph[0] if graph is not None else None, edge_counts(whole, None))
 
 
 def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,

@@ -54,11 +54,34 @@ class ResolutionDelta(NamedTuple):
     by_name: TermsByName | None = None
     #: Set for a delete (its rows empty in the base's numbering until the flatten drops them).
     deletion: Deletion | None = None
+    #: The optional kinds' sources, derived again over the keys after the change (:func:`rows_that_differ`), by
+    #: name (:func:`~gearag.graph.edge_kinds.keyed_kinds`).
+    edges: dict[str, LayeredCsr] | None = None
 
     @property
     def sources(self) -> dict[str, LayeredCsr]:
-        """The transition sources the resolution grows, by name (their transposes follow them: :func:`apply_delta`)."""
-        return {"mentions": self.mentions, ABOUT_SOURCE: self.terms, "relations": self.relations}
+        """The transition sources the change grows, by name (their transposes follow them: :func:`apply_delta`)."""
+        return {"mentions": self.mentions, ABOUT_SOURCE: self.terms, "relations": self.relations,
+                **(self.edges or {})}
+
+
+def rows_that_differ(base: Csr, new: Csr) -> LayeredCsr:
+    """``new`` (a whole matrix over at least ``base``'s rows) as ``base`` and a delta of the rows that differ
+    from it (an entry, a target or a weight), and of the rows past it: a source derived again whole keeps
+    only what the change moved."""
+    n_base, n = base.n_rows, len(new.indptr) - 1
+    old_counts = base.counts(np.arange(n_base, dtype=np.int64))
+    new_counts = np.diff(np.asarray(new.indptr))
+    differ = old_counts != new_counts[:n_base]
+    same = np.flatnonzero(~differ & (old_counts > 0))
+    _, old_idx, old_data, _ = base.gather(same)
+    _, new_idx, new_data, _ = new.gather(same)
+    moved = (np.asarray(old_idx) != np.asarray(new_idx)) | (np.asarray(old_data) != np.asarray(new_data))
+    differ[same[np.repeat(np.arange(len(same)), old_counts[same])[moved]]] = True
+    listed = np.concatenate([np.flatnonzero(differ), np.arange(n_base, n)]).astype(np.int64)
+    counts, idx, data, _ = new.gather(listed)
+    return LayeredCsr.from_entries(base, n, listed, np.zeros(0, dtype=np.int64), np.repeat(listed, counts),
+                                   np.asarray(idx, dtype=np.int64), np.asarray(data), np.zeros(len(idx), np.int64))
 
 
 class _Changes(NamedTuple):
@@ -247,7 +270,7 @@ def _csr(rows: Csr | LayeredCsr) -> Csr:
 
 def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | None = None) -> PreparedGraph | None:
     """The prepared graph after the add ``d`` describes, as ``base`` (a full generation's, kept as its sources)
-    plus a delta; None where this cannot say it (another base, NER mentions, synonym edges, no backlinks).
+    plus a delta; None where this cannot say it (another base, a source the base left out, no backlinks).
     ``by_name``: the base's about terms by scale id (default: ``d.by_name``)."""
     by_name = by_name if by_name is not None else d.by_name
     if by_name is None:
@@ -261,7 +284,7 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | 
     rows: dict[str, LayeredCsr] = {}
     for kind in transition_sources():  # a transpose after its source, whose changes it gains the other way
         src = by_source.get(kind.name)
-        if (kind.transpose_of or kind.name) not in grown:  # a kind no delta grows (synonym edges) must be absent
+        if (kind.transpose_of or kind.name) not in grown:  # a kind the delta does not grow must be absent
             if src is not None:
                 return None
             continue

@@ -17,16 +17,19 @@ source it is the transpose of).
 - ``synonyms`` (``--synonyms``): entity → entity ``synonyms`` between names whose embeddings are
   close (``synonym_weight``).
 
-The core kinds come from the entity resolution itself (the union derivation,
-:func:`gearag.derive.union_files.write_union`, for a build and for every
-add, delete and compact). An optional kind's ``derive`` takes the graph
-arrays made so far and returns them with its edges; kinds run in
-registration order (NER mentions add entities, so they come before the
-synonyms, which join every entity's name). Every path that makes an index's
-graph arrays calls :func:`with_edge_kinds`, so an index built with a kind
-grows like a rebuild. Each input is read only when a kind asks for it
-(:class:`EdgeInputs`): the NER spans are a per-passage file every shard keeps
-(:mod:`gearag.indexing.ner`).
+The core kinds come from the entity resolution itself (the union's derivation
+for a build and a compact, :func:`gearag.derive.union_files.write_union`; an
+add's or a delete's delta, :func:`gearag.derive.union_files.union_delta`). An
+optional kind's ``derive`` takes the graph arrays made so far and returns them
+with its edges; kinds run in registration order (NER mentions add entities,
+so they come before the synonyms, which join every entity's name). Every path
+that makes an index's graph arrays calls :func:`with_edge_kinds`. A kind that
+is a function of the entity keys alone (:attr:`EdgeKind.over_keys`: the
+synonyms) is derived again over the keys after a delta too, which keeps the
+rows that changed; an index with any other optional kind (NER mentions) is
+grown through the union's derivation. Either way it grows like a rebuild.
+Each input is read only when a kind asks for it (:class:`EdgeInputs`): the NER
+spans are a per-passage file every shard keeps (:mod:`gearag.indexing.ner`).
 
 What reads the registry: the transition (:func:`gearag.graph.scaled.scaled_columns`
 makes one source per registered :class:`TransitionSource` the graph holds,
@@ -52,11 +55,12 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 
 from gearag.config import ResolveConfig
 from gearag.graph.graph_arrays import GraphArrays
 from gearag.graph.resolve import with_span_mentions
-from gearag.graph.synonyms import synonym_edges
+from gearag.graph.synonyms import synonym_matrix
 from gearag.text import is_named
 
 
@@ -101,6 +105,10 @@ class EdgeKind:
     derive: Callable[[GraphArrays, ResolveConfig, EdgeInputs], GraphArrays] | None
     #: How the transition reads it, in the order a push sums a column.
     sources: tuple[TransitionSource, ...] = ()
+    #: Its entity × entity edges as a function of the entity keys alone (None: a core kind, or one that adds
+    #: entities, as NER mentions do): an add or a delete through the delta derives them again over the keys
+    #: after it, in its own numbering, and keeps the rows that changed (:func:`keyed_kinds`).
+    over_keys: Callable[[Sequence[str | None], ResolveConfig, EdgeInputs], sparse.csr_matrix] | None = None
 
     @property
     def optional(self) -> bool:
@@ -133,6 +141,13 @@ def stored_kinds(config: ResolveConfig) -> list[EdgeKind]:
     """The optional kinds an index built with ``config`` stores, in derivation order."""
     return [k for k in EDGE_KINDS.values() if k.setting is not None and getattr(config, k.setting)] \
         if config.entity_graph else []
+
+
+def keyed_kinds(config: ResolveConfig) -> list[EdgeKind] | None:
+    """The optional kinds an index built with ``config`` stores, when every one is derived from the entity keys
+    alone (:attr:`EdgeKind.over_keys`); None when one is not (NER mentions: the union's derivation)."""
+    kinds = stored_kinds(config)
+    return kinds if all(k.over_keys is not None for k in kinds) else None
 
 
 def with_edge_kinds(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
@@ -168,12 +183,16 @@ def _ner_mentions(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs
     return replace(arrays, resolution=res, relations=relations)
 
 
+def _synonym_edges(keys: Sequence[str | None], config: ResolveConfig, inputs: EdgeInputs) -> sparse.csr_matrix:
+    """Synonym edges between every entity's name (HippoRAG §3.2; :func:`~gearag.graph.synonyms.synonym_matrix`:
+    the same names give the same edges whatever their ids)."""
+    return synonym_matrix(keys, inputs.embed, config.synonym_threshold, config.synonym_neighbours)
+
+
 def _synonyms(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
-    """Synonym edges between every entity's name (HippoRAG §3.2; :mod:`gearag.graph.synonyms`)."""
-    keys = list(arrays.resolution.keys)
-    edges = synonym_edges(np.asarray(inputs.embed(keys), dtype=np.float32), config.synonym_threshold,
-                          config.synonym_neighbours)
-    return replace(arrays, entity_edges={**arrays.entity_edges, "synonyms": edges.astype(np.float32)})
+    """The synonym edges over the resolution's keys, as the graph arrays' ``synonyms``."""
+    edges = _synonym_edges(list(arrays.resolution.keys), config, inputs)
+    return replace(arrays, entity_edges={**arrays.entity_edges, "synonyms": edges})
 
 
 register_edge_kind(EdgeKind("mentions", None, "backlink_weight", None, (
@@ -188,4 +207,4 @@ register_edge_kind(EdgeKind("relations", None, None, None, (
     TransitionSource("relations", of_passages=False, to_passages=False),)))
 register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", "ner_mentions", _ner_mentions))
 register_edge_kind(EdgeKind("synonyms", "synonyms", "synonym_weight", _synonyms, (
-    TransitionSource("synonyms", of_passages=False, to_passages=False, weight="synonym_weight"),)))
+    TransitionSource("synonyms", of_passages=False, to_passages=False, weight="synonym_weight"),), _synonym_edges))

@@ -11,6 +11,8 @@ Curry"). One implementation serves the HippoRAG baseline's phrase graph
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 from scipy import sparse
 
@@ -55,3 +57,27 @@ def synonym_edges(vectors: np.ndarray, threshold: float, max_neighbours: int,
     m = sparse.coo_matrix((np.concatenate(vals_out), (np.concatenate(rows_out), np.concatenate(cols_out))),
                           shape=(n, n)).tocsr()
     return m.maximum(m.T).tocsr()
+
+
+def synonym_matrix(keys: Sequence[str | None], embed: Callable[[list[str]], np.ndarray], threshold: float,
+                   max_neighbours: int) -> sparse.csr_matrix:
+    """:func:`synonym_edges` between the entities ``keys`` name (None: an entity without a name, which has none),
+    as float32, ``len(keys)`` square.
+
+    The names are embedded and compared in the order of their keys, not of their ids, so the same names give
+    the same edges bit for bit whatever ids they have: a neighbour's rank among equally similar ones, the
+    embedder's batches and the matrix product's blocks follow the keys. That is what lets an add or a delete
+    derive them again over its own numbering and equal a rebuild (:mod:`gearag.graph.edge_kinds`).
+    """
+    ids = np.asarray([i for i, k in enumerate(keys) if k is not None], dtype=np.int64)
+    named = [keys[i] for i in ids.tolist()]
+    order = np.asarray(sorted(range(len(named)), key=named.__getitem__), dtype=np.int64)
+    n = len(keys)
+    if not len(order):
+        return sparse.csr_matrix((n, n), dtype=np.float32)
+    edges = synonym_edges(np.asarray(embed([named[i] for i in order.tolist()]), dtype=np.float32), threshold,
+                          max_neighbours).tocoo()
+    at = ids[order]  # key order → entity id
+    out = sparse.csr_matrix((edges.data.astype(np.float32), (at[edges.row], at[edges.col])), shape=(n, n))
+    out.sort_indices()
+    return out

@@ -27,7 +27,7 @@ and triple graph flattened (:mod:`gearag.graph.flatten`) and the state
 after the add kept, so it is the next base (where the add moved the hub
 cut or the capitalisation fallback, with the union's triple graph). Where
 no delta can say the union (that move, for a delta generation; a hash
-shared by two names; a base kept another way) it returns None and the
+shared by two names; a base kept another way; an index with NER mentions) it returns None and the
 caller derives a full generation from the union instead
 (:func:`~gearag.indexing.generation.write_generation`, numbered as a build
 numbers it). A delete from a full generation is written whole the
@@ -159,7 +159,7 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
             kept = _write_layers(w, base_dir, layered, delta.triples)
         timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, **kept,
-                  "tables": shard_store.TABLES_VERSION, "build_seconds": timings})
+                  "tables": shard_store.TABLES_VERSION, "build_seconds": timings, "edges": delta.edges})
     return name, manifest_identity(out), counts
 
 

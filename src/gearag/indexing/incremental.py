@@ -18,8 +18,8 @@ ids computed once) with a generation hard-linked from its own graph files and
 the union state a growable build kept (``graph.growable``), which that first
 add extends; the new root replaces the plain directory by rename. ``compact``
 makes the merged shard's state, so the add after it extends that too. Indices
-with SiReRAG/RAPTOR tree pools, NER mentions or synonym edges are refused: a
-generation has none of them (the trees cluster the whole corpus).
+with SiReRAG/RAPTOR tree pools are refused: a generation has none (the trees
+cluster the whole corpus).
 """
 
 from __future__ import annotations
