@@ -40,10 +40,11 @@ def graph_arrays_for(index: IndexStore) -> GraphArrays:
 
 
 def derived_graph_arrays(index: IndexStore) -> GraphArrays:
-    """The graph arrays a build of ``index``'s passages and triples with the entity graph on would store (its
-    optional edge kinds left out, as an index stored without the graph keeps no input of theirs)."""
+    """The graph arrays a build of ``index``'s passages and triples with the entity graph on would store: with
+    its synonym edges (a function of the entity keys), without NER mentions (their spans are not read here)."""
     cfg = index.config
-    config = replace(cfg, resolve=replace(cfg.resolve, entity_graph=True, prepared_graph=False, synonyms=False,
+    config = replace(cfg, resolve=replace(cfg.resolve, entity_graph=True, prepared_graph=False,
+                                          synonyms=cfg.resolve.synonyms and cfg.resolve.entity_graph,
                                           ner_mentions=False))
     passages, triples = index.passages, index.triples
     owner = np.asarray(triples.passage, dtype=np.int32)
