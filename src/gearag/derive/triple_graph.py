@@ -81,6 +81,11 @@ class KeyStats:
             stats.passages[: len(prior.passages)] = prior.passages
         return stats
 
+    def taken(self, rows: np.ndarray) -> KeyStats:
+        """The statistics of keys ``rows`` (per new key id, its id here), in that order."""
+        return KeyStats(self.first[rows], self.passages[rows], self.named_all,
+                        np.asarray(self.entity)[rows] if self.entity is not None else None)
+
     def write(self, w: IndexWriter) -> None:
         w.write_array(f"{UNION_DIR}/key_first.npy", self.first)
         w.write_array(f"{UNION_DIR}/key_passages.npy", self.passages)

@@ -116,14 +116,14 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     started = time.perf_counter()
     names_of = [s.name for s in shards]
     tables_from = tables_from or before  # the previous generation: a delta one has the tables since its base
-    triples = _union_triples(w, shards, union, tables_from)
+    triples = union_triples(w, shards, union, tables_from)
     kept = before if before is not None and done.get("union") == UNION_VERSION else None
     done_shards = done.get("shards") or []
     n_passages = len(union.passages)
 
     def write_triple_graph() -> int:
         """The union's triple graph, written; its entity count."""
-        keys, n_keys = _vocab(kept, done_shards, "keys", names_of, triples.tables, w)
+        keys, n_keys = vocab_over(kept, done_shards, "keys", names_of, triples.tables, w)
         # An add counts its shards onto the kept statistics; a delete derives the graph from nothing.
         added = prior is not None and prior.removal is None
         key_prior = KeyStats.read(kept, n_keys) if kept is not None and added else None
@@ -217,7 +217,8 @@ def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: Un
     indices are kept for the next add (written here, hard-linked from ``tables_from`` where it has them);
     ``keep_indices=False`` (a build that keeps no state, so has no prior): none are made."""
     tables = triples.tables
-    names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables, w if write_vocab else None)
+    names, n_names = vocab_over(kept, done_shards, "names", [s.name for s in shards], tables,
+                                w if write_vocab else None)
     if prior is not None and kept is not None:
         prior.names = NameStats.read(kept, n_names)
     if not keep_indices:
@@ -263,9 +264,9 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     if done.get("union") != UNION_VERSION or kinds is None or (deleted and not keep_state):
         return UnionDelta(None, None)  # NER mentions are derived over the union (no delta yet)
     tables_from = tables_from or before
-    triples = _union_triples(w, shards, union, tables_from)
+    triples = union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
-    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables,
+    keys, n_keys = vocab_over(before, done_shards, "keys", [s.name for s in shards], triples.tables,
                           w if keep_state else None)
     triple_inputs = TripleInputs(triples, len(union.passages), keys, None if deleted else KeyStats.read(before, n_keys),
                                  0 if deleted else prior.shards)
@@ -304,7 +305,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     return UnionDelta(delta, graph[0] if graph is not None else None, edge_counts(whole, None))
 
 
-def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,
+def union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,
                    tables_from: Path | None) -> UnionTriples:
     """The union's live triples over every shard's endpoint table (written into ``w``, hard-linked from
     ``tables_from`` where it has the shard's)."""
@@ -312,7 +313,7 @@ def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionR
     return UnionTriples(tables, union.triple_keep, union.owner)
 
 
-def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
+def vocab_over(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
            tables: Sequence[EndpointTable], w: IndexWriter | None) -> tuple[UnionVocab, int]:
     """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s (a
     generation of ``previous_shards``) for the leading shards both list, and written into ``w`` (None: not

@@ -193,6 +193,16 @@ class NameStats:
         self.cont_name, self.cont_share, self.cont_ptr = names, shares, ptr
         self.scanned[rows] = True
 
+    def taken(self, rows: np.ndarray) -> NameStats:
+        """The statistics of names ``rows`` (per new name id, its id here), in that order."""
+        spans = np.diff(self.cont_ptr)[rows]
+        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(spans, out=ptr[1:])
+        at = ranges(self.cont_ptr[rows], spans)
+        return NameStats(self.first[rows], self.lex[rows], self.scanned[rows], ptr, np.asarray(self.cont_name)[at],
+                         np.asarray(self.cont_share)[at], np.asarray(self.entity)[rows] if self.entity is not None
+                         else None)
+
     def contained(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Containment rows ``rows`` flat: (row, contained lexicon name, share) per entry, in row order."""
         spans = self.cont_ptr[rows + 1] - self.cont_ptr[rows]

@@ -46,7 +46,14 @@ from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import shard_tokens, write_token_ids
 from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
 from gearag.indexing.duplicates import NewDocuments, new_documents
-from gearag.indexing.generation import SHARD_STAGES, delta_base, link_generation, shard_columns, write_generation
+from gearag.indexing.generation import (
+    SHARD_STAGES,
+    compact_generation,
+    delta_base,
+    link_generation,
+    shard_columns,
+    write_generation,
+)
 from gearag.indexing.ner import NER_SPANS, keeps_ner_spans
 from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
@@ -544,15 +551,21 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
         u = state.union()
         name = f"c-{text_key(state.generation, size=8)}"
         shard_dir = root / SHARDS_DIR / name
-        gdir = root / GENERATIONS_DIR / state.generation
+        previous = state.generation  # a delta generation's add written whole first, as a delete does
+        if delta_base(root / GENERATIONS_DIR / previous) != root / GENERATIONS_DIR / previous:
+            whole = write_delta_generation(root, state.refs, state.shards, state.tombstones, state.config, previous,
+                                           u, flat=True)
+            previous = whole[0] if whole is not None else previous
         with IndexWriter(shard_dir, overwrite=shard_dir.exists()) as w:
-            _write_merged_shard(w, u, gdir, [root / r.rel for r in state.refs], state)
+            _write_merged_shard(w, u, root / GENERATIONS_DIR / previous, [root / r.rel for r in state.refs], state)
         del u  # the generation reads the merged shard, not the old shards' rows
         shard = Index.load(shard_dir)
         refs = [ShardRef(name, shard.identity)]
-        # The merged shard's state (endpoint table, token indices, its map into the union's vocabularies) is
-        # made here, so the next add extends it: compacting takes what that add would otherwise pay.
-        gname, gsha, counts = write_generation(root, refs, [shard], {}, state.config)
+        # The union is unchanged: the generation's graphs are kept and its state re-keyed to the merged shard (the
+        # per-shard tables and indices made here, so the next add extends them); else derived from the shard.
+        old = [(r.name, len(s.triples)) for r, s in zip(state.refs, state.shards, strict=True)]
+        gname, gsha, counts = compact_generation(root, refs[0], shard, old, previous) or write_generation(
+            root, refs, [shard], {}, state.config)
         seconds = {"compact": round(time.perf_counter() - started, 3)}
         if on_step:
             on_step("compact", seconds["compact"])
