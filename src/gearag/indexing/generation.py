@@ -4,23 +4,22 @@ A shard is built by the ordinary pipeline (:func:`~gearag.indexing.pipeline.buil
 with :data:`SHARD_STAGES`: extract (with its resumable checkpoint), ner (the passages'
 named-entity spans, for an index that stores NER mentions), graph (the
 shard's passages and cleaned triples), tokens (BM25 token ids and postings,
-so BM25 never re-tokenises and needs no global model) and embed. A
-generation is derived by :func:`write_generation` from the shards' stored
-results (:func:`~gearag.derive.union_files.write_union`): the union's
-triple graph and hub cut from per-shard endpoint tables
-(:mod:`gearag.derive.triple_graph`, :mod:`gearag.derive.endpoints`) and its entity resolution
-extended from the previous generation's (:mod:`gearag.derive.union_resolve`),
-each equal to what a from-scratch build computes, so every corpus-global
-statistic is exact. Per-shard tables already in the previous generation
-are hard-linked, not recomputed, and the union's state (``union/``: key and
-name vocabularies and statistics) is extended when the generation only
-appends shards to the previous one (an add's text and endpoint work is its
-own shard's); the resolution's is renumbered when the generation only
-deletes rows of them (a :class:`~gearag.derive.union_resolve.Removal`),
-while the triple graph is derived again from the tables. The triple graph
-and the entity resolution are made on two threads. What every add and delete still
-rewrites is the union-size graph arrays. A converted plain index's first
-generation is hard-linked from it (:func:`link_generation`).
+so BM25 never re-tokenises and needs no global model) and embed.
+
+A generation is the union of the shards minus the deleted rows, with its
+triple graph, entity resolution and prepared graph, each equal to what a
+from-scratch build computes. An add or a delete writes it as a delta over
+the last generation written whole (:func:`generation_delta`, and
+:mod:`gearag.indexing.delta_generation`, which stores it as a delta or whole).
+A compact keeps the graphs and re-keys the state to the merged shard
+(:func:`write_merged_shard`, :func:`compact_generation`). Where none of them
+can say it (an index with NER mentions, a new name whose hash another has, a
+previous generation kept another way), :func:`write_generation` derives it
+from the union (:func:`~gearag.derive.union_files.write_union`), extending the
+previous generation's state where it can and numbering entities as a build
+does. Per-shard tables already in the previous generation are hard-linked,
+not recomputed. A converted plain index's first generation is hard-linked
+from it (:func:`link_generation`).
 """
 
 from __future__ import annotations
@@ -36,20 +35,22 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.derive import union_files
 from gearag.derive.rekey import rekeyed_state
-from gearag.derive.union_files import ShardColumns, UnionDelta, UnionRows, write_union
+from gearag.derive.union_files import ShardColumns, UnionDelta, UnionRows, union_spans, write_union
 from gearag.derive.union_resolve import Prior, Removal, ResolveState
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
-from gearag.indexing.bm25 import write_tokens
+from gearag.indexing.bm25 import write_token_ids, write_tokens
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
 from gearag.indexing.graph import GraphStage
-from gearag.indexing.ner import NerStage, stored_ner_spans
+from gearag.indexing.ner import NER_SPANS, NerStage, keeps_ner_spans, stored_ner_spans
 from gearag.indexing.stage import Build, Stage
 from gearag.store import shards as shard_store
 from gearag.store.collection import PASSAGES, TRIPLES
 from gearag.store.index import MANIFEST, Index, manifest_identity, read_manifest
+from gearag.store.npy import write_blocks
+from gearag.store.passage_ids import write_passages
 from gearag.store.rows import Mapped
 from gearag.store.shards import (
     DELTA_BASE,
@@ -278,6 +279,44 @@ def compact_generation(root: Path, ref: ShardRef, shard: Index, old: list[tuple[
                                                             "files", "shards", "build_seconds")}
         w.commit({**kept, "shards": [ref.name]})
     return name, manifest_identity(out), dict(done["counts"])
+
+
+def write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], config: IndexConfig,
+                       refs: list[ShardRef], counts: dict[str, int]) -> None:
+    """One shard holding the live rows of the union ``u`` of the shards at ``paths`` (``refs``): a plain index
+    whose graph is generation ``gdir``'s (a compact's; ``counts``: the index's)."""
+    write_passages(w, u.passages)
+    tt = u.triples
+    w.write_jsonl("triples.jsonl", (list(t) for t in zip(tt.subjects, tt.predicates, tt.objects, strict=True)),
+                  offsets=True)
+    w.write_array("arrays/triple_passage.npy", np.asarray(tt.passage, dtype=np.int32))
+    w.write_array("arrays/passage_triple_indptr.npy", u.passage_triple_indptr)
+    for rel in ("entities.json", "arrays/triple_head.npy", "arrays/triple_tail.npy", "arrays/entity_indptr.npy",
+                "arrays/entity_indices.npy"):
+        w.link(rel, gdir / rel, gdir)
+    collections: dict[str, Any] = {}
+    for coll in SHARDED_COLLECTIONS:
+        rows = len(u.passages) if coll == PASSAGES else len(tt)
+        spec: dict[str, Any] = {"rows": rows, "vectors": f"vectors/{coll}.npy"}
+        vectors = u.stacked(coll, lambda c: c.vectors)
+        write_blocks(w.path(spec["vectors"]), vectors.shape, vectors.dtype, vectors.chunks(1 << 16))
+        if all(s.collections[coll].spec.weights for s in u.shards):
+            spec["weights"] = "vectors/triple_weights.npy" if coll == TRIPLES else f"vectors/{coll}_weights.npy"
+            w.write_array(spec["weights"], u.concat(coll, lambda c: c.weights))
+        if coll == TRIPLES:
+            spec["sources"] = "arrays/triple_passage.npy"
+        collections[coll] = spec
+        vocab, docs = u.tokens(coll, paths)
+        indptr = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum([len(d) for d in docs], out=indptr[1:])
+        ids = (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32)
+        write_token_ids(w, coll, vocab, ids, indptr)
+    if keeps_ner_spans(config.resolve):  # the live rows' spans
+        w.write_jsonl(NER_SPANS, union_spans(shard_columns(refs, list(u.shards), u), len(u.passages)))
+    first = u.shards[0].manifest
+    w.commit({"config": config.to_dict(), "extractor_key": first.get("extractor_key"),
+              "embedding_dim": first.get("embedding_dim"), "counts": counts,
+              "collections": collections})
 
 
 def link_generation(src: Path, root: Path, refs: list[ShardRef], counts: dict[str, int],

@@ -39,11 +39,11 @@ import numpy as np
 from gearag import setops
 from gearag.config import IndexConfig
 from gearag.data.ids import numbered_after, read_ids
-from gearag.derive.union_files import cannot_grow, is_state_file, union_spans
+from gearag.derive.union_files import cannot_grow, is_state_file
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
 from gearag.hashing import stable_hashes
-from gearag.indexing.bm25 import shard_tokens, write_token_ids
+from gearag.indexing.bm25 import shard_tokens
 from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
 from gearag.indexing.duplicates import NewDocuments, new_documents
 from gearag.indexing.generation import (
@@ -51,10 +51,9 @@ from gearag.indexing.generation import (
     compact_generation,
     delta_base,
     link_generation,
-    shard_columns,
     write_generation,
+    write_merged_shard,
 )
-from gearag.indexing.ner import NER_SPANS, keeps_ner_spans
 from gearag.indexing.pipeline import build_index
 from gearag.model import Passage
 from gearag.options import build_config
@@ -72,9 +71,8 @@ from gearag.store.index import (
     read_manifest,
 )
 from gearag.store.lease import PLAIN, claimed
-from gearag.store.npy import write_blocks
 from gearag.store.passage_contents import CONTENT_HASHES, Content, content_hashes, find_contents
-from gearag.store.passage_ids import ID_HASHES, find_rows, stored_passage_ids, write_passages
+from gearag.store.passage_ids import ID_HASHES, find_rows, stored_passage_ids
 from gearag.store.rows import JsonlRows, line_offsets, offsets_rel
 from gearag.store.shards import (
     GENERATIONS_DIR,
@@ -516,13 +514,8 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
                                                   sorted(rows.values()))
         started = time.perf_counter()
         u = union_of([r.name for r in state.refs], state.shards, tombstones)
-        # The delete's delta over the generation it deletes from, written whole; else derived from the union. A
-        # delta generation's add is written whole first (removed once the delete's generation is committed).
-        previous = state.generation
-        if delta_base(root / GENERATIONS_DIR / previous) != root / GENERATIONS_DIR / previous:
-            whole = write_delta_generation(root, state.refs, state.shards, state.tombstones, state.config, previous,
-                                           state.union(), flat=True)
-            previous = whole[0] if whole is not None else previous
+        # The delete's delta over the generation it deletes from, written whole; else derived from the union.
+        previous = _whole(state)
         written = write_delta_generation(root, state.refs, state.shards, tombstones, state.config, previous,
                                          u, flat=True)
         gname, gsha, counts = written or write_generation(root, state.refs, state.shards, tombstones, state.config,
@@ -531,6 +524,18 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
         if on_step:
             on_step("generation", seconds["generation"])
         return _commit(state, state.refs, state.shards, (gname, gsha), counts, seconds, "delete", union=u)
+
+
+def _whole(state: _State, union: Union | None = None) -> str:
+    """The current generation written whole: itself, or a delta generation's add written as a full generation
+    first (removed once the next generation is committed), which a delete or a compact then starts from.
+    ``union``: the current union, when the caller has it."""
+    gen = state.root / GENERATIONS_DIR / state.generation
+    if delta_base(gen) == gen:
+        return state.generation
+    whole = write_delta_generation(state.root, state.refs, state.shards, state.tombstones, state.config,
+                                   state.generation, union or state.union(), flat=True)
+    return whole[0] if whole is not None else state.generation
 
 
 def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
@@ -551,13 +556,10 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
         u = state.union()
         name = f"c-{text_key(state.generation, size=8)}"
         shard_dir = root / SHARDS_DIR / name
-        previous = state.generation  # a delta generation's add written whole first, as a delete does
-        if delta_base(root / GENERATIONS_DIR / previous) != root / GENERATIONS_DIR / previous:
-            whole = write_delta_generation(root, state.refs, state.shards, state.tombstones, state.config, previous,
-                                           u, flat=True)
-            previous = whole[0] if whole is not None else previous
+        previous = _whole(state, u)
         with IndexWriter(shard_dir, overwrite=shard_dir.exists()) as w:
-            _write_merged_shard(w, u, root / GENERATIONS_DIR / previous, [root / r.rel for r in state.refs], state)
+            write_merged_shard(w, u, root / GENERATIONS_DIR / previous, [root / r.rel for r in state.refs],
+                               state.config, state.refs, dict(state.manifest["counts"]))
         del u  # the generation reads the merged shard, not the old shards' rows
         shard = Index.load(shard_dir)
         refs = [ShardRef(name, shard.identity)]
@@ -570,42 +572,6 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
         if on_step:
             on_step("compact", seconds["compact"])
         return _commit(state, refs, [shard], (gname, gsha), counts, seconds, "compact")
-
-
-def _write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], state: _State) -> None:
-    """One shard holding the union's live rows: a plain index whose graph is the current generation's."""
-    write_passages(w, u.passages)
-    tt = u.triples
-    w.write_jsonl("triples.jsonl", (list(t) for t in zip(tt.subjects, tt.predicates, tt.objects, strict=True)),
-                  offsets=True)
-    w.write_array("arrays/triple_passage.npy", np.asarray(tt.passage, dtype=np.int32))
-    w.write_array("arrays/passage_triple_indptr.npy", u.passage_triple_indptr)
-    for rel in ("entities.json", "arrays/triple_head.npy", "arrays/triple_tail.npy", "arrays/entity_indptr.npy",
-                "arrays/entity_indices.npy"):
-        w.link(rel, gdir / rel, gdir)
-    collections: dict[str, Any] = {}
-    for coll in SHARDED_COLLECTIONS:
-        rows = len(u.passages) if coll == PASSAGES else len(tt)
-        spec: dict[str, Any] = {"rows": rows, "vectors": f"vectors/{coll}.npy"}
-        vectors = u.stacked(coll, lambda c: c.vectors)
-        write_blocks(w.path(spec["vectors"]), vectors.shape, vectors.dtype, vectors.chunks(1 << 16))
-        if all(s.collections[coll].spec.weights for s in u.shards):
-            spec["weights"] = "vectors/triple_weights.npy" if coll == TRIPLES else f"vectors/{coll}_weights.npy"
-            w.write_array(spec["weights"], u.concat(coll, lambda c: c.weights))
-        if coll == TRIPLES:
-            spec["sources"] = "arrays/triple_passage.npy"
-        collections[coll] = spec
-        vocab, docs = u.tokens(coll, paths)
-        indptr = np.zeros(len(docs) + 1, dtype=np.int64)
-        np.cumsum([len(d) for d in docs], out=indptr[1:])
-        ids = (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32)
-        write_token_ids(w, coll, vocab, ids, indptr)
-    if keeps_ner_spans(state.config.resolve):  # the live rows' spans
-        w.write_jsonl(NER_SPANS, union_spans(shard_columns(state.refs, list(u.shards), u), len(u.passages)))
-    first = u.shards[0].manifest
-    w.commit({"config": state.config.to_dict(), "extractor_key": first.get("extractor_key"),
-              "embedding_dim": first.get("embedding_dim"), "counts": dict(state.manifest["counts"]),
-              "collections": collections})
 
 
 __all__ = ["add_documents", "check_index_dir", "compact", "delete_documents", "held_ids", "next_auto_id", "read_ids"]
