@@ -2,9 +2,11 @@
 
 Each function takes what the previous generation kept (or nothing), the
 shards and what was removed, and gives the artifact with the state the next
-add extends. A build is that derivation over its passages as one shard, from
-nothing; an add, a delete and a compact call the same functions
-(:func:`gearag.derive.union_files.write_union`, docs/architecture.md).
+add extends. An add and a delete give it as a delta over the last generation
+written whole (:func:`gearag.derive.union_files.union_delta`); a build, and a
+generation no delta can say, derive it from nothing over the shards
+(:func:`gearag.derive.union_files.write_union`); a compact derives nothing,
+re-keying the state to the merged shard (docs/architecture.md).
 
 * :mod:`~gearag.derive.triple_graph` — the triple graph and its hub cut, from nothing or onto a base (key statistics);
 * :mod:`~gearag.derive.endpoints` — the per-shard endpoint tables every derivation reads the triples through;
@@ -14,8 +16,9 @@ nothing; an add, a delete and a compact call the same functions
   and the per-shard token indices an add scans again;
 * :mod:`~gearag.derive.union_files` — all of it written into a generation (and the optional edge kinds, the
   passage graph prepared from it);
-* :mod:`~gearag.derive.delta_resolve`, :mod:`~gearag.derive.delta_scan` —
-  what an add changed, over the last full generation, for a delta generation (docs/delta.md).
+* :mod:`~gearag.derive.delta_resolve`, :mod:`~gearag.derive.delta_scan`, :mod:`~gearag.derive.delta_delete` —
+  what an add or a delete changed, over the last generation written whole (docs/delta.md);
+* :mod:`~gearag.derive.rekey` — a compact's state, re-keyed to the merged shard.
 
 The artifacts' types and what queries read of them live in :mod:`gearag.graph` and :mod:`gearag.store`,
 below this package; running the derivations as build stages and writing generations is :mod:`gearag.indexing`,
