@@ -30,6 +30,7 @@ def resolution_keys(index: Index) -> list[str | None]:
     """Each entity's key in the resolution of ``index``, in its own numbering: the stored graph arrays', or, for
     a generation that stores none, what its state says (lexicon names and endpoint names by entity id; None for
     an entity a delete left with no edge, whose id it kept)."""
+    from gearag.derive.delta_resolve import entity_keys
     from gearag.derive.endpoints import EndpointTable
     from gearag.derive.union_resolve import NameStats, ResolveState
     from gearag.derive.union_vocab import UnionVocab
@@ -46,11 +47,8 @@ def resolution_keys(index: Index) -> list[str | None]:
     names, resolved = NameStats.read(gen, len(items)), ResolveState.read(gen, len(index.passages))
     assert names is not None and names.entity is not None and resolved is not None
     lex_entity = resolved.lex_entity if resolved.lex_entity is not None else np.arange(len(resolved.names))
-    keys: dict[int, str] = {int(e): k for e, k in zip(lex_entity.tolist(), resolved.names, strict=True)}
-    for i, e in enumerate(np.asarray(names.entity).tolist()):
-        if e >= 0:
-            keys.setdefault(int(e), items[i])
-    return [keys.get(e) for e in range(max(keys, default=-1) + 1)]  # type: ignore[misc]
+    n = 1 + max(int(np.max(lex_entity, initial=-1)), int(np.max(names.entity, initial=-1)))
+    return entity_keys(resolved, names, items, n)
 
 
 def _entries(rows, mapped_rows, mapped_targets, perm) -> list[tuple]:  # type: ignore[no-untyped-def]

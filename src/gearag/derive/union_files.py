@@ -267,7 +267,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     triples = union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
     keys, n_keys = vocab_over(before, done_shards, "keys", [s.name for s in shards], triples.tables,
-                          w if keep_state else None)
+                              w if keep_state else None)
     triple_inputs = TripleInputs(triples, len(union.passages), keys, None if deleted else KeyStats.read(before, n_keys),
                                  0 if deleted else prior.shards)
     # The triple graph beside the resolution's delta: the base's plus a delta, or where the add moved the hub cut
@@ -306,7 +306,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
 
 
 def union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,
-                   tables_from: Path | None) -> UnionTriples:
+                  tables_from: Path | None) -> UnionTriples:
     """The union's live triples over every shard's endpoint table (written into ``w``, hard-linked from
     ``tables_from`` where it has the shard's)."""
     tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
@@ -314,7 +314,7 @@ def union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRo
 
 
 def vocab_over(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
-           tables: Sequence[EndpointTable], w: IndexWriter | None) -> tuple[UnionVocab, int]:
+               tables: Sequence[EndpointTable], w: IndexWriter | None) -> tuple[UnionVocab, int]:
     """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s (a
     generation of ``previous_shards``) for the leading shards both list, and written into ``w`` (None: not
     written; a delta generation keeps its base's); with how many strings it took from ``previous`` (0: none).

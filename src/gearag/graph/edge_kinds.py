@@ -18,7 +18,7 @@ source it is the transpose of).
   close (``synonym_weight``).
 
 The core kinds come from the entity resolution itself (the union's derivation
-for a build and a compact, :func:`gearag.derive.union_files.write_union`; an
+for a build and what no delta can say, :func:`gearag.derive.union_files.write_union`; an
 add's or a delete's delta, :func:`gearag.derive.union_files.union_delta`). An
 optional kind's ``derive`` takes the graph arrays made so far and returns them
 with its edges; kinds run in registration order (NER mentions add entities,
