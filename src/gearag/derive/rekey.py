@@ -4,9 +4,13 @@ A compact merges every shard into one without the deleted rows, in union order. 
 and neither do its resolution, prepared graph and triple graph: their passage rows are the union's rows and
 their triple indices its live triples, in the same order. So nothing is derived again. The generation's
 graph files are hard-linked (:func:`gearag.indexing.generation.compact_generation`), and of its state only
-what is kept per shard is made for the merged one (:func:`rekeyed_state`): its endpoint table, the token
-indices of its texts and names, and the key and name vocabularies over it. The key and name statistics are
-kept per vocabulary id, so they are moved to the new ids (:meth:`~gearag.derive.triple_graph.KeyStats.taken`,
+what is kept per shard is made for the merged one (:func:`rekeyed_state`), composed from the old shards'
+without reading a string: the endpoint table (the live triples' ends through the union's vocabularies,
+numbered again by first appearance), the two vocabularies over it (the union's strings and hashes, taken in
+that order), the token indices of its texts and names (the old shards' postings with their rows mapped to
+the merged shard's: :meth:`~gearag.derive.token_index.TokenIndex.merged`), each equal to what the merged
+shard's own rows would make (tested). The key and name statistics are kept per vocabulary id, so they are
+moved to the new ids (:meth:`~gearag.derive.triple_graph.KeyStats.taken`,
 :meth:`~gearag.derive.union_resolve.NameStats.taken`). The resolve state (the lexicon, the text mentions) is
 kept per union row, so it stays as it is. Entity ids stay too: an id a delete left with no edge keeps it.
 """
@@ -15,47 +19,81 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable
-from gearag.derive.token_index import RESOLVE_DIR, shard_name_index, shard_token_index
+from gearag.derive.token_index import RESOLVE_DIR, TokenIndex
 from gearag.derive.triple_graph import KeyStats
-from gearag.derive.union_files import ShardColumns, UnionRows, union_triples, vocab_over
 from gearag.derive.union_resolve import NameStats
-from gearag.derive.union_vocab import UnionVocab
+from gearag.derive.union_vocab import UNION_DIR, UnionVocab
 from gearag.store.shards import UNION_VERSION
 from gearag.store.writer import IndexWriter
 
 
-def rekeyed_state(w: IndexWriter, merged: ShardColumns, union: UnionRows, before: Path, done: dict[str, Any],
-                  old: Sequence[tuple[str, int]]) -> bool:
-    """Write into ``w`` the state of generation ``before`` (``done``: its manifest; ``old``: its shards' names
-    and triple counts) re-keyed to ``merged``, the one shard of its union's live rows (``union``: as that
-    shard's own). False: ``before`` kept no state this can read; the caller derives the generation instead.
-    """
-    names = [name for name, _ in old]
+class OldShard(NamedTuple):
+    """One of the shards a compact merges, as the merged shard takes its rows."""
+
+    name: str
+    n_triples: int
+    rows: np.ndarray  #: per passage row of the shard, its row in the merged shard (-1: deleted)
+    triple_keep: np.ndarray  #: per triple of the shard, whether it is live (kept in the merged shard, in order)
+
+
+def _merged_ids(union_ids: list[np.ndarray], n_union: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The live triples' ends as union ids ((T, 2) per shard, -1: none) numbered as one table numbers them, by
+    first appearance: the ends in those ids, the union id of each, and each union id's (-1: not live)."""
+    flat = np.concatenate([ids.reshape(-1) for ids in union_ids])
+    held = np.flatnonzero(flat >= 0)
+    distinct, first = np.unique(flat[held], return_index=True)
+    union_of = distinct[np.argsort(first, kind="stable")]
+    new = np.full(n_union, -1, dtype=np.int64)
+    new[union_of] = np.arange(len(union_of))
+    ends = np.full(len(flat), -1, dtype=np.int32)
+    ends[held] = new[flat[held]]
+    return ends.reshape(-1, 2), union_of, new
+
+
+def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any], old: Sequence[OldShard]) -> bool:
+    """Write into ``w`` the state of generation ``before`` (``done``: its manifest; ``old``: its shards) re-keyed
+    to shard ``merged``, the one shard of its union's live rows, every part composed from what ``before`` keeps
+    per shard (module docstring). False: ``before`` kept no state this can read; the caller derives the
+    generation instead."""
+    names = [s.name for s in old]
     if done.get("union") != UNION_VERSION or done.get("shards") != names:
         return False
-    tables = [EndpointTable.read(before / ENDPOINTS_DIR / name, n) for name, n in old]
-    if any(t is None for t in tables):
+    read = [EndpointTable.read(before / ENDPOINTS_DIR / s.name, s.n_triples) for s in old]
+    tables = [t for t in read if t is not None]
+    texts = [TokenIndex.read(before / RESOLVE_DIR / s.name, len(s.rows)) for s in old]
+    if len(tables) != len(old) or any(i is None for i in texts):
         return False
-    table = union_triples(w, [merged], union, None).tables[0]
+    ends, vocabs, to_merged = {}, {}, {}
     for what in ("keys", "names"):
-        prior = UnionVocab.read(before, what, names, [t.id_bound(what) for t in tables if t is not None],
-                                chained=True)
-        if prior is None:
+        vocab = UnionVocab.read(before, what, names, [t.id_bound(what) for t in tables])
+        stats = (KeyStats.read if what == "keys" else NameStats.read)(before, len(vocab.items)) \
+            if vocab is not None else None
+        if vocab is None or stats is None:
             return False
-        vocab, _ = vocab_over(None, [], what, [merged.name], [table], w)
-        old_of = prior.find(list(vocab.items))  # each merged string's id in the old vocabulary
-        stats = KeyStats.read(before, len(prior.items)) if what == "keys" else NameStats.read(before,
-                                                                                           len(prior.items))
-        if stats is None or np.any(old_of < 0):
-            return False
-        stats.taken(old_of).write(w)
-    shard_token_index(None, merged.name, merged.texts, w)
-    shard_name_index(None, merged.name, table, w)
+        local = [(t.ends if what == "keys" else t.name_ends)[s.triple_keep] for t, s in zip(tables, old, strict=True)]
+        union_ids = [np.where(ids >= 0, remap[np.maximum(ids, 0)], -1)
+                     for ids, remap in zip(local, vocab.remaps, strict=True)]
+        ends[what], union_of, new = _merged_ids(union_ids, len(vocab.items))
+        vocabs[what] = vocab.taken(union_of)
+        vocabs[what].write(w, what, [merged])
+        stats.taken(union_of).write(w)
+        to_merged[what] = [new[remap] for remap in vocab.remaps]  # per shard: table id → merged id
+    named = np.concatenate([t.named[s.triple_keep] for t, s in zip(tables, old, strict=True)])
+    EndpointTable(list(vocabs["keys"].items), ends["keys"], named, list(vocabs["names"].items),
+                  ends["names"]).write(w, f"{ENDPOINTS_DIR}/{merged}")
+    by_name = [TokenIndex.read(before / UNION_DIR / "name_tokens" / s.name, t.id_bound("names"))
+               for s, t in zip(old, tables, strict=True)]
+    if any(i is None for i in by_name):
+        return False
+    TokenIndex.merged([(i, s.rows) for i, s in zip(texts, old, strict=True) if i is not None]).write(
+        w, f"{RESOLVE_DIR}/{merged}")
+    TokenIndex.merged([(i, m) for i, m in zip(by_name, to_merged["names"], strict=True) if i is not None]).write(
+        w, f"{UNION_DIR}/name_tokens/{merged}")
     for f in sorted((before / RESOLVE_DIR).iterdir()):
         if f.is_file():  # the lexicon and the text mentions, per union row (the per-shard indices are dirs)
             w.link(f"{RESOLVE_DIR}/{f.name}", f, before)

@@ -77,6 +77,26 @@ class TokenIndex:
         np.cumsum(np.bincount(toks, minlength=len(ids)), out=indptr[1:])
         return cls(hashes[by_hash], indptr, rows[order].astype(np.int32))
 
+    @classmethod
+    def merged(cls, parts: Sequence[tuple[TokenIndex, np.ndarray]]) -> TokenIndex:
+        """One index of several indices' rows, each with its rows' row in the merged one (-1: left out): every
+        hash's rows joined and sorted, each once; a hash whose rows were all left out dropped. What
+        :meth:`compute` gives over the merged rows' texts, save that tokens sharing a hash share an entry."""
+        hashes, rows = [], []
+        for index, to_row in parts:
+            mapped = np.asarray(to_row, dtype=np.int64)[np.asarray(index.rows, dtype=np.int64)]
+            kept = mapped >= 0
+            hashes.append(np.repeat(np.asarray(index.hashes), np.diff(np.asarray(index.indptr)))[kept])
+            rows.append(mapped[kept])
+        h, r = np.concatenate(hashes), np.concatenate(rows)
+        order = np.lexsort((r, h))
+        h, r = h[order], r[order]
+        fresh = np.ones(len(h), dtype=bool)
+        fresh[1:] = (h[1:] != h[:-1]) | (r[1:] != r[:-1])  # a row twice under one hash: once
+        h, r = h[fresh], r[fresh]
+        starts = np.flatnonzero(np.concatenate([[True], h[1:] != h[:-1]])) if len(h) else np.zeros(0, np.int64)
+        return cls(h[starts], np.append(starts, len(h)).astype(np.int64), r.astype(np.int32))
+
     def holding(self, words: list[str]) -> np.ndarray:
         """Rows whose text has every one of ``words`` (case-folded tokens); perhaps a few more (shared hashes)."""
         return self.holding_any([" ".join(words)])

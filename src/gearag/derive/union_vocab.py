@@ -85,6 +85,16 @@ class UnionVocab:
                 pos += 1
         return out
 
+    def taken(self, ids: np.ndarray) -> UnionVocab:
+        """The vocabulary of one shard whose table holds strings ``ids`` of this one, in that order (its map the
+        identity), with the hashes this one has for them (none computed again)."""
+        by_id = np.empty_like(self.hashes)
+        by_id[self.hash_ids] = self.hashes
+        hashes = by_id[ids]
+        order = np.argsort(hashes, kind="stable")
+        return UnionVocab(strings_at(self.items, ids), [np.arange(len(ids), dtype=np.int64)], hashes[order],
+                          order.astype(self.hash_ids.dtype))
+
     @classmethod
     def extend(cls, prior: UnionVocab | None, vocabs: Sequence[Sequence[str]]) -> UnionVocab:
         """``prior`` (the leading shards' vocabulary, or none) extended by shards after it with tables'

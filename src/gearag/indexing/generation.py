@@ -34,7 +34,7 @@ import numpy as np
 
 from gearag.config import IndexConfig
 from gearag.derive import union_files
-from gearag.derive.rekey import rekeyed_state
+from gearag.derive.rekey import OldShard, rekeyed_state
 from gearag.derive.union_files import ShardColumns, UnionDelta, UnionRows, union_spans, write_union
 from gearag.derive.union_resolve import Prior, Removal, ResolveState
 from gearag.errors import GearagError
@@ -248,12 +248,12 @@ def _removal(u: Union, old: dict[str, np.ndarray]) -> Removal | None:
     return Removal(np.concatenate(rows), np.concatenate(triples))
 
 
-def compact_generation(root: Path, ref: ShardRef, shard: Index, old: list[tuple[str, int]],
+def compact_generation(root: Path, ref: ShardRef, old: list[OldShard],
                        previous: str) -> tuple[str, str, dict[str, int]] | None:
-    """The generation of ``shard`` (``ref``), the merge of generation ``previous``'s shards (``old``: their names
-    and triple counts) into one without their deleted rows: ``previous``'s graph files hard-linked and its state
-    re-keyed to the one shard (:mod:`gearag.derive.rekey`: nothing is derived again). None: ``previous`` is not
-    written whole with a state this can read (the caller derives the generation from the shard)."""
+    """The generation of the shard ``ref``, the merge of generation ``previous``'s shards ``old`` into one without
+    their deleted rows: ``previous``'s graph files hard-linked and its state re-keyed to the one shard
+    (:mod:`gearag.derive.rekey`: nothing is derived again). None: ``previous`` is not written whole with a state
+    this can read (the caller derives the generation from the shard)."""
     name = generation_name([ref], {})
     found = finished_generation(root, name, [ref])
     if found is not None:
@@ -264,12 +264,7 @@ def compact_generation(root: Path, ref: ShardRef, shard: Index, old: list[tuple[
     done = read_manifest(before)
     out = root / GENERATIONS_DIR / name
     with IndexWriter(out, overwrite=out.exists()) as w:
-        texts = Mapped(shard.passages, attrgetter("text"))
-        n, owner = len(shard.passages), np.asarray(shard.triples.passage)
-        merged = ShardColumns(ref.name, shard.triples.subjects, shard.triples.objects, texts, np.arange(n),
-                              lambda: stored_ner_spans(shard.path, texts))
-        if not rekeyed_state(w, merged, UnionRows(shard.passages, [np.ones(len(owner), dtype=bool)], owner),
-                             before, done, old):
+        if not rekeyed_state(w, ref.name, before, done, old):
             return None  # not committed: the writer removes what it wrote
         for rel in sorted(done.get("files") or {}):
             if rel != TOMBSTONES and not union_files.is_state_file(rel):

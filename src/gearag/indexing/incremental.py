@@ -39,6 +39,7 @@ import numpy as np
 from gearag import setops
 from gearag.config import IndexConfig
 from gearag.data.ids import numbered_after, read_ids
+from gearag.derive.rekey import OldShard
 from gearag.derive.union_files import cannot_grow, is_state_file
 from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
@@ -560,13 +561,14 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
         with IndexWriter(shard_dir, overwrite=shard_dir.exists()) as w:
             write_merged_shard(w, u, root / GENERATIONS_DIR / previous, [root / r.rel for r in state.refs],
                                state.config, state.refs, dict(state.manifest["counts"]))
+        old = [OldShard(r.name, len(s.triples), u.union_rows(PASSAGES, i), u.triple_keep[i])
+               for i, (r, s) in enumerate(zip(state.refs, state.shards, strict=True))]
         del u  # the generation reads the merged shard, not the old shards' rows
         shard = Index.load(shard_dir)
         refs = [ShardRef(name, shard.identity)]
-        # The union is unchanged: the generation's graphs are kept and its state re-keyed to the merged shard (the
-        # per-shard tables and indices made here, so the next add extends them); else derived from the shard.
-        old = [(r.name, len(s.triples)) for r, s in zip(state.refs, state.shards, strict=True)]
-        gname, gsha, counts = compact_generation(root, refs[0], shard, old, previous) or write_generation(
+        # The union is unchanged: the generation's graphs are kept and its state re-keyed to the merged shard (its
+        # tables and indices composed from the old shards', so the next add extends them); else derived from it.
+        gname, gsha, counts = compact_generation(root, refs[0], old, previous) or write_generation(
             root, refs, [shard], {}, state.config)
         seconds = {"compact": round(time.perf_counter() - started, 3)}
         if on_step:
