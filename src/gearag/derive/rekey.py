@@ -5,7 +5,7 @@ and neither do its resolution, prepared graph and triple graph: their passage ro
 their triple indices its live triples, in the same order. So nothing is derived again. The generation's
 graph files are hard-linked (:func:`gearag.indexing.generation.compact_generation`), and of its state only
 what is kept per shard is made for the merged one (:func:`rekeyed_state`), composed from the old shards'
-without reading a string: the endpoint table (the live triples' ends through the union's vocabularies,
+without parsing a triple or a text again: the endpoint table (the live triples' ends through the union's vocabularies,
 numbered again by first appearance), the two vocabularies over it (the union's strings and hashes, taken in
 that order), the token indices of its texts and names (the old shards' postings with their rows mapped to
 the merged shard's: :meth:`~gearag.derive.token_index.TokenIndex.merged`), each equal to what the merged
