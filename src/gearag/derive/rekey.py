@@ -68,12 +68,13 @@ def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any
     texts = [TokenIndex.read(before / RESOLVE_DIR / s.name, len(s.rows)) for s in old]
     if len(tables) != len(old) or any(i is None for i in texts):
         return False
-    ends, vocabs, to_merged = {}, {}, {}
+    ends, vocabs, name_rows = {}, {}, []
     for what in ("keys", "names"):
         vocab = UnionVocab.read(before, what, names, [t.id_bound(what) for t in tables])
-        stats = (KeyStats.read if what == "keys" else NameStats.read)(before, len(vocab.items)) \
-            if vocab is not None else None
-        if vocab is None or stats is None:
+        if vocab is None:
+            return False
+        stats = (KeyStats.read if what == "keys" else NameStats.read)(before, len(vocab.items))
+        if stats is None:
             return False
         local = [(t.ends if what == "keys" else t.name_ends)[s.triple_keep] for t, s in zip(tables, old, strict=True)]
         union_ids = [np.where(ids >= 0, remap[np.maximum(ids, 0)], -1)
@@ -82,7 +83,8 @@ def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any
         vocabs[what] = vocab.taken(union_of)
         vocabs[what].write(w, what, [merged])
         stats.taken(union_of).write(w)
-        to_merged[what] = [new[remap] for remap in vocab.remaps]  # per shard: table id → merged id
+        if what == "names":  # per shard: its table's name id → the merged one's (for the names' token index)
+            name_rows = [new[remap] for remap in vocab.remaps]
     named = np.concatenate([t.named[s.triple_keep] for t, s in zip(tables, old, strict=True)])
     EndpointTable(list(vocabs["keys"].items), ends["keys"], named, list(vocabs["names"].items),
                   ends["names"]).write(w, f"{ENDPOINTS_DIR}/{merged}")
@@ -92,7 +94,7 @@ def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any
         return False
     TokenIndex.merged([(i, s.rows) for i, s in zip(texts, old, strict=True) if i is not None]).write(
         w, f"{RESOLVE_DIR}/{merged}")
-    TokenIndex.merged([(i, m) for i, m in zip(by_name, to_merged["names"], strict=True) if i is not None]).write(
+    TokenIndex.merged([(i, m) for i, m in zip(by_name, name_rows, strict=True) if i is not None]).write(
         w, f"{UNION_DIR}/name_tokens/{merged}")
     for f in sorted((before / RESOLVE_DIR).iterdir()):
         if f.is_file():  # the lexicon and the text mentions, per union row (the per-shard indices are dirs)

@@ -116,14 +116,14 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     started = time.perf_counter()
     names_of = [s.name for s in shards]
     tables_from = tables_from or before  # the previous generation: a delta one has the tables since its base
-    triples = union_triples(w, shards, union, tables_from)
+    triples = _union_triples(w, shards, union, tables_from)
     kept = before if before is not None and done.get("union") == UNION_VERSION else None
     done_shards = done.get("shards") or []
     n_passages = len(union.passages)
 
     def write_triple_graph() -> int:
         """The union's triple graph, written; its entity count."""
-        keys, n_keys = vocab_over(kept, done_shards, "keys", names_of, triples.tables, w)
+        keys, n_keys = _vocab(kept, done_shards, "keys", names_of, triples.tables, w)
         # An add counts its shards onto the kept statistics; a delete derives the graph from nothing.
         added = prior is not None and prior.removal is None
         key_prior = KeyStats.read(kept, n_keys) if kept is not None and added else None
@@ -217,8 +217,8 @@ def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: Un
     indices are kept for the next add (written here, hard-linked from ``tables_from`` where it has them);
     ``keep_indices=False`` (a build that keeps no state, so has no prior): none are made."""
     tables = triples.tables
-    names, n_names = vocab_over(kept, done_shards, "names", [s.name for s in shards], tables,
-                                w if write_vocab else None)
+    names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables,
+                            w if write_vocab else None)
     if prior is not None and kept is not None:
         prior.names = NameStats.read(kept, n_names)
     if not keep_indices:
@@ -264,10 +264,10 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     if done.get("union") != UNION_VERSION or kinds is None or (deleted and not keep_state):
         return UnionDelta(None, None)  # NER mentions are derived over the union (no delta yet)
     tables_from = tables_from or before
-    triples = union_triples(w, shards, union, tables_from)
+    triples = _union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
-    keys, n_keys = vocab_over(before, done_shards, "keys", [s.name for s in shards], triples.tables,
-                              w if keep_state else None)
+    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables,
+                          w if keep_state else None)
     triple_inputs = TripleInputs(triples, len(union.passages), keys, None if deleted else KeyStats.read(before, n_keys),
                                  0 if deleted else prior.shards)
     # The triple graph beside the resolution's delta: the base's plus a delta, or where the add moved the hub cut
@@ -286,8 +286,10 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)
     delta, whole = resolved.delta, {}
+    state = resolved.state() if kinds or keep_state else None  # made once: an add's concatenates every text mention
     if kinds:  # derived again over the keys after the change; the rows that moved are the delta's
-        named = entity_keys(resolved.state(), resolved.stats, inputs.vocab.items, delta.layout.n_entities)
+        assert state is not None
+        named = entity_keys(state, resolved.stats, inputs.vocab.items, delta.layout.n_entities)
         edge_inputs = EdgeInputs(lambda: (), name_encoder(lambda: make_embedder(config.embed.embedder),
                                                           config.embed.batch))
         whole = {k.name: k.over_keys(named, config.resolve, edge_inputs) for k in kinds if k.over_keys is not None}
@@ -299,22 +301,23 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         assert isinstance(resolved, ResolvedDelta)
         resolved.scan.write(w)
     elif graph is not None:
-        resolved.state().write(w)
+        assert state is not None
+        state.write(w)
         resolved.stats.write(w)
         graph[1].write(w)
     return UnionDelta(delta, graph[0] if graph is not None else None, edge_counts(whole, None))
 
 
-def union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,
-                  tables_from: Path | None) -> UnionTriples:
+def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,
+                   tables_from: Path | None) -> UnionTriples:
     """The union's live triples over every shard's endpoint table (written into ``w``, hard-linked from
     ``tables_from`` where it has the shard's)."""
     tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
     return UnionTriples(tables, union.triple_keep, union.owner)
 
 
-def vocab_over(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
-               tables: Sequence[EndpointTable], w: IndexWriter | None) -> tuple[UnionVocab, int]:
+def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],
+           tables: Sequence[EndpointTable], w: IndexWriter | None) -> tuple[UnionVocab, int]:
     """The union's vocabulary of the tables' ``what`` (keys or names), extended from ``previous``'s (a
     generation of ``previous_shards``) for the leading shards both list, and written into ``w`` (None: not
     written; a delta generation keeps its base's); with how many strings it took from ``previous`` (0: none).
