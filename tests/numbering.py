@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gearag.graph.prepared import stored_prepared
+from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.store import shards as shard_store
 from gearag.store.index import Index, read_manifest
 
@@ -27,7 +27,8 @@ def flattened_generation(index: Index) -> bool:
 
 
 def resolution_keys(index: Index) -> list[str | None]:
-    """Each entity's key in the resolution of ``index``, in its own numbering: the stored graph arrays', or, for
+    """Each entity's key in the resolution of ``index``, in its own numbering: the stored graph arrays', for a
+    plain build that stores none the ones derived from its passages (its numbering is a build's), or, for
     a generation that stores none, what its state says (lexicon names and endpoint names by entity id; None for
     an entity a delete left with no edge, whose id it kept)."""
     from gearag.derive.delta_resolve import entity_keys
@@ -40,6 +41,10 @@ def resolution_keys(index: Index) -> list[str | None]:
     arrays = stored_graph_arrays(index)
     if arrays is not None:
         return list(arrays.resolution.keys)
+    if index.manifest.get("layout") != "sharded":  # a plain build, an add onto nothing: a build's numbering
+        from gearag.derive.graph_for import graph_arrays_for
+
+        return list(graph_arrays_for(index).resolution.keys)
     state = _load_state(index.path, index.manifest)
     gen = index.path / shard_store.GENERATIONS_DIR / state.generation
     items = list(UnionVocab.extend(None, [EndpointTable.compute(s.triples.subjects, s.triples.objects).names
@@ -86,7 +91,20 @@ def assert_same_graph_up_to_numbering(a: Index, b: Index) -> None:
     keys_a += [None] * (pa.n_entities - len(keys_a))  # the last ids may be entities left with no edge too
     assert sorted(k for k in keys_a if k is not None) == sorted(keys_b)  # type: ignore[type-var]
     to_b = {k: i for i, k in enumerate(keys_b)}
-    perm = np.asarray([to_b[k] if k is not None else -1 for k in keys_a] + [-1], dtype=np.int64)
+    _same_prepared(pa, pb, np.asarray([to_b[k] if k is not None else -1 for k in keys_a] + [-1], dtype=np.int64))
+
+
+def assert_same_graph(a: Index, b: Index) -> None:
+    """The prepared passage graphs of ``a`` and ``b`` (in the same entity numbering: a build's, however made) hold
+    the same edges with the same weights (sums to a float's rounding), names and triple ends; their files may
+    differ in the order of a row's entries."""
+    pa, pb = stored_prepared(a), stored_prepared(b)
+    assert pa is not None and pb is not None
+    _same_prepared(pa, pb, np.append(np.arange(pa.n_entities, dtype=np.int64), -1))
+
+
+def _same_prepared(pa: PreparedGraph, pb: PreparedGraph, perm: np.ndarray) -> None:
+    """``pa`` is ``pb`` with its entity ``e`` numbered ``perm[e]`` (-1: a hole a delete left; ``perm[-1]``: -1)."""
     holes = np.flatnonzero(perm[:-1] < 0)  # entities a delete left with no edge (their ids kept): b has none
     assert (pa.n_passages, pa.n_entities - len(holes), pa.n_usable, pa.settings) == (
         pb.n_passages, pb.n_entities, pb.n_usable, pb.settings)

@@ -21,7 +21,6 @@ from gearag.indexing import build_index
 from gearag.model import Passage
 from gearag.retrieve.bm25 import collection_bm25
 from gearag.store.backend import open_index
-from gearag.store.index import Index
 from gearag.store.npy import is_mapped
 
 
@@ -61,21 +60,27 @@ def test_queries_memory_map_the_stored_graph_and_rank_as_one_prepared_in_memory(
     assert any(stored.question_entities(q) for q in questions)
 
 
-def test_the_prepared_arrays_that_are_the_graph_arrays_are_stored_once(wiki) -> None:
-    """The mentions' and relations' entries and the triple ends the prepared graph keeps as they are: hard
+def test_the_prepared_arrays_that_are_the_graph_arrays_are_stored_once(wiki, tmp_path: Path) -> None:
+    """Stored beside the graph arrays (an index whose resolution the union's derivation makes: NER mentions),
+    the mentions' and relations' entries and the triple ends the prepared graph keeps as they are: hard
     links, one checksum."""
-    index, _ = wiki
-    files = json.loads((index.path / "manifest.json").read_text(encoding="utf-8"))["files"]
+    from gearag.graph.passage_graph import write_graph_arrays
+    from gearag.store.writer import IndexWriter
+
+    with IndexWriter(tmp_path / "graph") as w:
+        write_graph_arrays(w, graph_arrays_for(wiki[0]))
+        w.commit({})
+    root = tmp_path / "graph"
+    files = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["files"]
     linked = {"triple_ends.npy": "triple_ends.npy"}
     for source in ("mentions", "relations"):
         linked |= {f"{source}_{part}.npy": f"source_{source}_{part}.npy" for part in ("indices", "data")}
     for name, as_prepared in linked.items():
-        graph, prepared = index.path / GRAPH_DIR / name, index.path / GRAPH_DIR / PREPARED / as_prepared
+        graph, prepared = root / GRAPH_DIR / name, root / GRAPH_DIR / PREPARED / as_prepared
         assert graph.samefile(prepared), name
         assert files[f"{GRAPH_DIR}/{name}"] == files[f"{GRAPH_DIR}/{PREPARED}/{as_prepared}"]
     for name in ("about_indptr.npy", "dangling.npy"):  # made by the preparation (another dtype, or new)
-        assert not (index.path / GRAPH_DIR / PREPARED / name).samefile(index.path / GRAPH_DIR / "triple_ends.npy")
-    Index.load(index.path, verify=True)
+        assert not (root / GRAPH_DIR / PREPARED / name).samefile(root / GRAPH_DIR / "triple_ends.npy")
 
 
 def test_other_settings_prepare_their_own_graph(wiki) -> None:
@@ -150,10 +155,10 @@ def test_the_agents_resolver_reads_the_prepared_graph_as_it_reads_the_resolution
 
 def _names_of(keys: list[str], counted: np.ndarray):
     """The names a full preparation hashes: every usable, counted key."""
-    from gearag.graph.prepared import _usable
+    from gearag.graph.prepared import usable_keys
     from gearag.graph.trie import HashedNames
 
-    ids = np.flatnonzero(_usable(keys) & counted)
+    ids = np.flatnonzero(usable_keys(keys) & counted)
     return HashedNames.from_keys([keys[i] for i in ids.tolist()], ids), len(ids)
 
 

@@ -4,10 +4,11 @@ In order: the stored prepared graph (memory-mapped) when it serves the query's
 settings; that graph's sources weighed or joined otherwise
 (:meth:`~gearag.graph.prepared.PreparedGraph.derived`); the stored graph
 arrays, prepared in memory; and for an index stored without an entity graph
-(``--no-entity-graph``), the arrays derived from its passages and triples by
-the derivation every build runs (:func:`~gearag.derive.union_files.write_union`
-over the corpus as one shard, in a scratch directory), so that such an index
-ranks exactly as if it had been built with them.
+(``--no-entity-graph``) or one whose stored graph cannot give the query's
+settings, the arrays derived from its passages and triples by the union's
+derivation (:func:`~gearag.derive.union_files.write_union` over the corpus as
+one shard, in a scratch directory), so that such an index ranks exactly as if
+it had been built with them.
 """
 
 from __future__ import annotations

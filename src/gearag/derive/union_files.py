@@ -1,14 +1,19 @@
 """The union-size files of a generation, and the state the next ``gearag add`` extends.
 
-:func:`write_union` writes what queries read of the union of a list of shards
-(its triple graph and hub cut, and with ``resolve.entity_graph`` its entity
-resolution and passage graph) together with what an add or a delete needs to
-extend them instead of computing them again: per-shard endpoint tables and
-token indices, the union's key and name vocabularies and statistics, and the
-resolution's lexicon and mentions. Both a generation of a sharded index
-(:func:`gearag.indexing.generation.write_generation`) and a plain build whose
-``graph.growable`` is on (:class:`gearag.indexing.graph.GraphStage`, one shard)
-call it, so a plain build's first add extends the build's own state.
+What queries read of the union of a list of shards (its triple graph and hub
+cut, and with ``resolve.entity_graph`` its entity resolution and passage
+graph), together with what an add or a delete needs to extend them instead of
+computing them again: per-shard endpoint tables and token indices, the
+union's key and name vocabularies and statistics, and the resolution's
+lexicon and mentions. One derivation makes them: the delta of what changed
+over the last generation written whole (:func:`union_delta`; an add or a
+delete), which a build, and a generation with no state to extend, take over
+an empty index (:func:`write_from_nothing`; a plain build is one shard:
+:class:`gearag.indexing.graph.GraphStage`, whose first add then extends the
+build's own state). :func:`write_union` derives them from the union where no
+delta can say them yet: an index with NER mentions (they add entities), one
+that stores no prepared graph (the delta's base), an add whose delta declines
+(a new name's hash another's, a base kept another way).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,13 +33,14 @@ from gearag.config import IndexConfig
 from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable, UnionTriples, shard_table
 from gearag.derive.token_index import RESOLVE_DIR, shard_name_index, shard_token_index
 from gearag.derive.triple_graph import KeyStats, TripleInputs, triple_graph
-from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, resolve_union
+from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, ResolveState, resolve_union
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
-from gearag.graph.delta_apply import ResolutionDelta, rows_that_differ
+from gearag.graph.delta_apply import Deletion, ResolutionDelta, apply_delta, rows_that_differ
 from gearag.graph.edge_kinds import EdgeInputs, keyed_kinds, stored_kinds, with_edge_kinds
-from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
-from gearag.graph.prepared import PreparedGraph
+from gearag.graph.flatten import flattened
+from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
+from gearag.graph.prepared import PREPARED, PreparedGraph, empty_prepared
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 from gearag.model import Passage
@@ -242,8 +249,9 @@ class UnionDelta(NamedTuple):
 
 
 def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
-                before: Path, done: dict[str, Any], prior: Prior, base: PreparedGraph,
-                base_graph: TripleGraph, tables_from: Path | None = None, keep_state: bool = False) -> UnionDelta:
+                before: Path | None, done: dict[str, Any], prior: Prior, base: PreparedGraph,
+                base_graph: TripleGraph | None, tables_from: Path | None = None, keep_state: bool = False,
+                overlap: bool = True) -> UnionDelta:
     """What the add of the shards after ``prior.shards`` (or the delete ``prior.removal``) changed in generation
     ``before`` (``done``: its manifest; ``base``, ``base_graph``: its prepared graph and triple graph): the
     resolution's delta (:func:`~gearag.derive.delta_resolve.resolve_delta`, a delete's
@@ -254,35 +262,40 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     the tables of the shards since its base) where it has them. ``keep_state``: the state after the change
     (vocabularies, key and name statistics, the resolve state, in the appending numbering) is written too, for a
     generation that keeps it whole and is the next add's base (a delete always does); else the text scan, for
-    the next delta add over the same base."""
+    the next delta add over the same base. ``before`` None: an add onto nothing (:func:`write_from_nothing`,
+    ``base`` and ``prior`` empty). ``overlap``: the triple graph is made on a second thread beside the
+    resolution (an add's wall time counts); False, before it (a build's peak memory counts)."""
     from gearag.derive.delta_delete import resolve_deletion
     from gearag.derive.delta_resolve import ResolvedDelta, entity_keys, resolve_delta
     from gearag.derive.delta_scan import TextScan
 
     deleted = prior.removal is not None
     kinds = keyed_kinds(config.resolve)
-    if done.get("union") != UNION_VERSION or kinds is None or (deleted and not keep_state):
+    if (before is not None and done.get("union") != UNION_VERSION) or kinds is None or (deleted and not keep_state):
         return UnionDelta(None, None)  # NER mentions are derived over the union (no delta yet)
     tables_from = tables_from or before
     triples = _union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
     keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables,
                           w if keep_state else None)
-    triple_inputs = TripleInputs(triples, len(union.passages), keys, None if deleted else KeyStats.read(before, n_keys),
+    triple_inputs = TripleInputs(triples, len(union.passages), keys,
+                                 None if deleted or before is None else KeyStats.read(before, n_keys),
                                  0 if deleted else prior.shards)
     # The triple graph beside the resolution's delta: the base's plus a delta, or where the add moved the hub cut
     # or the capitalisation fallback, for a generation written whole, the union's (its own numbering, apart from
     # the resolution's); a delete's from nothing.
+    make_graph = partial(triple_graph, config.graph, triple_inputs, None if deleted else base_graph, prior.new_from,
+                         keep_state or before is None)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") as pool:
-        pending = pool.submit(triple_graph, config.graph, triple_inputs, None if deleted else base_graph,
-                              prior.new_from, keep_state)
+        pending = pool.submit(make_graph) if overlap else None
+        graph = make_graph() if pending is None else None
         inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
                                     write_vocab=keep_state)
         # An add's reads the text scan of the last delta add over the same base (tables_from: the previous
         # generation), if it was.
         resolved = resolve_deletion(inputs, base) if deleted else resolve_delta(
-            inputs, base, TextScan.read(tables_from) if tables_from != before else None)
-        graph = pending.result()
+            inputs, base, TextScan.read(tables_from) if tables_from != before and before is not None else None)
+        graph = pending.result() if pending is not None else graph
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)
     delta, whole = resolved.delta, {}
@@ -299,13 +312,65 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
                                       for name, m in whole.items() if isinstance(rows := held.get(name), Csr)})
     if not keep_state:  # an add's delta generation (a delete is kept whole)
         assert isinstance(resolved, ResolvedDelta)
-        resolved.scan.write(w)
+        if before is not None:
+            resolved.scan.write(w)
     elif graph is not None:
         assert state is not None
         state.write(w)
         resolved.stats.write(w)
         graph[1].write(w)
     return UnionDelta(delta, graph[0] if graph is not None else None, edge_counts(whole, None))
+
+
+def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
+                       tables_from: Path | None = None,
+                       keep_state: bool = True) -> tuple[int, dict[str, float], dict[str, Any]] | None:
+    """The union's triple graph, resolution and state as an add onto an empty index (docs/delta.md, "One
+    derivation"): the delta an add derives (:func:`union_delta`) over :func:`~gearag.graph.prepared.empty_prepared`,
+    applied and written whole (:func:`write_flat`). Its graphs are a build's, in a build's numbering. Returns what
+    :func:`write_union` does; None where the delta cannot say it (no entity graph or prepared graph stored, an
+    edge kind that adds entities: NER mentions), and the caller derives it with :func:`write_union`.
+    ``tables_from``: a generation whose per-shard tables and indices are hard-linked where it has them;
+    ``keep_state=False``: the graphs only (a build that is not growable)."""
+    res = config.resolve
+    kinds = keyed_kinds(res)
+    if not (res.entity_graph and res.prepared_graph) or kinds is None:
+        return None
+    started = time.perf_counter()
+    base = empty_prepared([k.name for k in kinds])
+    prior = Prior(ResolveState([], (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0)),
+                               (np.zeros(0, np.int64), np.zeros(0, np.int32))), 0, 0, NameStats.grown(None, 0))
+    delta = union_delta(w, config, shards, union, None, {}, prior, base, None, tables_from, keep_state,
+                        overlap=False)
+    layered = apply_delta(base, delta.resolution) if delta.resolution is not None else None
+    if layered is None or delta.triples is None:
+        for directory in STATE_DIRS:
+            w.discard(directory)
+        return None
+    timings = {"resolve": round(time.perf_counter() - started, 3)}
+    meta = write_flat(w, layered, delta.triples)
+    timings["write"] = round(time.perf_counter() - started - timings["resolve"], 3)
+    if not keep_state:
+        for directory in STATE_DIRS:
+            w.discard(directory)
+    return delta.triples.n_entities, timings, {**meta, "edges": delta.edges}
+
+
+def prepared_files(g: PreparedGraph) -> dict[str, Any]:
+    """The files of ``g`` under ``graph/prepared/`` (its arrays and ``prepared.json``), by path."""
+    prepared = f"{GRAPH_DIR}/{PREPARED}"
+    return {f"{prepared}/{file}": values for file, values in g.files().items()} | {
+        f"{prepared}/prepared.json": g.meta()}
+
+
+def write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph | TripleGraph,
+               deletion: Deletion | None = None) -> dict[str, Any]:
+    """Write a delta's prepared graph and triple graph (or the union's, where an add moved the hub cut) as a full
+    generation's, in the delta's (appending) numbering (:func:`~gearag.graph.flatten.flattened`): no resolution
+    arrays, as in a delta generation. The manifest's entries that make it a base for the next add."""
+    w.write_files(prepared_files(flattened(layered, deletion)))
+    w.write_files(triple_graph_files(triples.whole() if isinstance(triples, LayeredTripleGraph) else triples))
+    return {"union": UNION_VERSION, "prepared_names": "flattened"}
 
 
 def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,

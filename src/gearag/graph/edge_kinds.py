@@ -17,9 +17,11 @@ source it is the transpose of).
 - ``synonyms`` (``--synonyms``): entity → entity ``synonyms`` between names whose embeddings are
   close (``synonym_weight``).
 
-The core kinds come from the entity resolution itself (the union's derivation
-for a build and what no delta can say, :func:`gearag.derive.union_files.write_union`; an
-add's or a delete's delta, :func:`gearag.derive.union_files.union_delta`). An
+The core kinds come from the entity resolution itself: the delta of a build
+(over an empty index, :func:`gearag.derive.union_files.write_from_nothing`), an
+add or a delete (:func:`gearag.derive.union_files.union_delta`), and the
+union's derivation for what no delta can say
+(:func:`gearag.derive.union_files.write_union`). An
 optional kind's ``derive`` takes the graph arrays made so far and returns them
 with its edges; kinds run in registration order (NER mentions add entities,
 so they come before the synonyms, which join every entity's name). Every path

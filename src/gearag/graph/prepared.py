@@ -12,7 +12,8 @@ the query process cost every process ~1 GB kept and an 8.5 GB transient peak
 at a million passages (docs/benchmarks-log.md, "Queries at 1M").
 
 Prepared at index time for the default settings and stored under
-``graph/prepared/`` (:func:`write_prepared`), they are memory-mapped by
+``graph/prepared/`` (an add's delta over :func:`empty_prepared`, flattened;
+from the union's graph arrays, :func:`write_prepared`), they are memory-mapped by
 :func:`load_prepared`: a push query reads the pages of the nodes it pushes
 and the names it looks up, so a process keeps what its queries touched, in
 the page cache, instead of the whole graph on its heap. A query whose
@@ -40,7 +41,8 @@ from scipy import sparse
 
 from gearag import setops
 from gearag.data.jsonstrings import JsonStrings, strings_at
-from gearag.graph.edge_kinds import transition_sources
+from gearag.graph.config import PassageGraphConfig
+from gearag.graph.edge_kinds import EDGE_KINDS, transition_sources
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.scaled import (
@@ -60,7 +62,6 @@ from gearag.store.index import PREPARED as PREPARED
 from gearag.store.npy import load_npy, unwrapped
 
 if TYPE_CHECKING:
-    from gearag.graph.config import PassageGraphConfig
     from gearag.graph.graph_arrays import GraphArrays
     from gearag.store.interface import IndexStore
     from gearag.store.writer import IndexWriter
@@ -175,7 +176,7 @@ class PreparedGraph:
             operator = PageRankOperator(relations(arrays, config), dtype=np.float32, columns=True)
             columns, dangling = Csr.of(operator.columns), operator.dangling
         unhashed = None
-        ids = np.flatnonzero(_usable(res.keys) & counted)
+        ids = np.flatnonzero(usable_keys(res.keys) & counted)
         if hash_names:
             names, n_usable = _hashed(res.keys, ids), len(ids)
         else:
@@ -304,13 +305,33 @@ class PreparedGraph:
                    usable if isinstance(usable, int) else None, holds_ner=held_ner(meta))
 
 
+def empty_prepared(stored: Sequence[str]) -> PreparedGraph:
+    """The prepared graph of an index of no passage (what a build adds onto, docs/delta.md "One derivation"):
+    every core source and the optional sources ``stored`` (by name) empty, weighed as a build prepares them
+    (the default query settings), no entity and no name."""
+    config = PassageGraphConfig()
+    empty = Csr(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+    sources = tuple(Source(src.name, empty._replace(sids=np.zeros(0, np.int32)) if src.scaled else empty,
+                           src.of_passages, src.to_passages, src.weight_in(config))
+                    for kind in EDGE_KINDS.values() if kind.setting is None or kind.name in stored
+                    for src in kind.sources if src.weight_in(config) > 0)
+    columns = Scaled(NodeLayout.plain(0, 0), sources, np.ones(1), np.zeros(0), np.zeros(0, np.int32))
+    about = next(s.rows for s in sources if s.name == ABOUT_SOURCE)
+    assert isinstance(about, Csr)
+    return PreparedGraph(0, 0, settings_of(config), columns, columns.dangling, np.zeros(0), about,
+                         np.zeros((0, 2), np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)), 0, 0,
+                         holds_ner=False)
+
+
 def names_beside(old: HashedNames, keys: Sequence[str], ids: np.ndarray) -> HashedNames | None:
     """The usable ``keys`` (of entities ``ids``) hashed beside ``old``'s names, as :meth:`HashedNames.from_keys`
     hashes all of them at once: their hashes sorted with their ids, and the hashed prefixes ``old`` lacks.
     None where a hash is shared (by two of the keys, or by a key and one of ``old``'s names): the full build's
-    rule (the last key wins) decides."""
-    usable = _usable(keys)
+    rule (the last key wins) decides. Beside no name (a build, an add onto nothing) that rule is applied here."""
+    usable = usable_keys(keys)
     ids = np.asarray(ids, dtype=np.int64)[usable]
+    if not old.size and not len(old.nodes):
+        return HashedNames.from_keys([k for k, u in zip(keys, usable.tolist(), strict=True) if u], ids)
     hashes, prefixes = key_hashes([k for k, u in zip(keys, usable.tolist(), strict=True) if u])
     order = np.argsort(hashes, kind="stable")
     hashes, ids = hashes[order], ids[order]
@@ -337,7 +358,7 @@ def _joined(src: Source, n_targets: int) -> sparse.csr_matrix:
     return m
 
 
-def _usable(keys: Sequence[str]) -> np.ndarray:
+def usable_keys(keys: Sequence[str]) -> np.ndarray:
     """:func:`usable_key` of every key, as a mask (only keys as short as a stop word are looked up)."""
     keys = keys.strings() if isinstance(keys, JsonStrings) else keys  # decoded once, not one by one below
     lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))

@@ -50,10 +50,11 @@ passage–entity edges).
 Output: compact CSR arrays (``about``: entity → passage with weights;
 ``mentions``: passage → entity), see :class:`Resolution`. This module holds
 the rules (the lexicon's tiers, usable keys, the containment share) and the
-types; the resolution of a corpus is derived by
-:func:`gearag.derive.union_resolve.resolve_union`, a build's as its one shard
-from nothing, an add's from what the previous generation kept. The tests'
-oracle ``resolve_corpus`` (``tests/oracles.py``) is the same rules as one
+types; the resolution of a corpus is derived as a delta
+(:func:`gearag.derive.delta_resolve.resolve_delta`): a build's over an empty
+index, an add's over the last full generation; the union's derivation
+(:func:`gearag.derive.union_resolve.resolve_union`) takes what the delta
+cannot say (NER mentions). The tests' oracle ``resolve_corpus`` (``tests/oracles.py``) is the same rules as one
 plain pass over the corpus.
 """
 
@@ -281,7 +282,7 @@ def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: C
     weighted by the share of its tokens they cover (the module docstring).
     The same arrays whatever passages ``res`` was resolved over in which
     order (:func:`gearag.derive.union_resolve.resolve_union` for a build and
-    every add): the new entities' rows of ``about`` follow the existing ones,
+    every add of an index with NER mentions): the new entities' rows of ``about`` follow the existing ones,
     which stay as they are.
     """
     n_passages = int(res.mentions.shape[0])

@@ -28,13 +28,14 @@ after the add kept, so it is the next base (where the add moved the hub
 cut or the capitalisation fallback, with the union's triple graph). Where
 no delta can say the union (that move, for a delta generation; a hash
 shared by two names; a base kept another way; an index with NER mentions) it returns None and the
-caller derives a full generation from the union instead
+caller derives a full generation instead
 (:func:`~gearag.indexing.generation.write_generation`, numbered as a build
 numbers it). A delete from a full generation is written whole the
 same way (its delta over that generation, whose entity ids it keeps:
-:mod:`gearag.derive.delta_delete`); ``compact`` takes the union's way.
+:mod:`gearag.derive.delta_delete`); a ``compact`` derives nothing.
 
-Not stored in a delta generation, nor in one written whole: the resolution's graph arrays
+Not stored in a delta generation, nor in one written whole, nor by a build (an add onto nothing): the
+resolution's graph arrays
 (``graph/about_*``, ``mentions_*``, …). Passage-graph settings other than the
 stored ones are derived from the stored graph's sources instead
 (:meth:`~gearag.graph.prepared.PreparedGraph.derived`: other weights, a weight
@@ -53,15 +54,15 @@ from typing import Any
 import numpy as np
 
 from gearag.config import IndexConfig
+from gearag.derive.union_files import prepared_files, write_flat
 from gearag.errors import ConfigError, GearagError
-from gearag.graph.delta_apply import Deletion, apply_delta
-from gearag.graph.flatten import flattened
+from gearag.graph.delta_apply import apply_delta
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
 from gearag.indexing.generation import delta_base, finished_generation, generation_delta, generation_name
 from gearag.options import setting
 from gearag.store import shards as shard_store
-from gearag.store.graph import LayeredTripleGraph, TripleGraph, layered_graph_files, triple_graph_files
+from gearag.store.graph import LayeredTripleGraph, layered_graph_files
 from gearag.store.index import BASE_DIR, MANIFEST, Index, manifest_identity, read_manifest
 from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union
 from gearag.store.writer import IndexWriter
@@ -124,8 +125,9 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
                            config: IndexConfig, previous: str, union: Union,
                            flat: bool = False) -> tuple[str, str, dict[str, int]] | None:
     """The generation of ``shards`` as the base of generation ``previous`` plus a delta (module docstring); its
-    name, manifest hash and counts. None: no delta can say it (the caller writes a full generation from the
-    union). ``flat``: the same delta written as a full generation (:func:`_write_flat`), the next add's base."""
+    name, manifest hash and counts. None: no delta can say it (the caller writes a full generation). ``flat``:
+    the same delta written as a full generation (:func:`~gearag.derive.union_files.write_flat`), the next add's
+    base."""
     name = generation_name(refs, tombstones) + ("" if flat else f"-{DELTA}")
     out = root / GENERATIONS_DIR / name
     found = finished_generation(root, name, refs)  # written by an interrupted run
@@ -153,7 +155,7 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
                   "entities": delta.triples.n_entities}
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         if flat:
-            kept = _write_flat(w, layered, delta.triples, delta.resolution.deletion)
+            kept = write_flat(w, layered, delta.triples, delta.resolution.deletion)
         else:
             assert isinstance(delta.triples, LayeredTripleGraph)
             kept = _write_layers(w, base_dir, layered, delta.triples)
@@ -161,13 +163,6 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, **kept,
                   "tables": shard_store.TABLES_VERSION, "build_seconds": timings, "edges": delta.edges})
     return name, manifest_identity(out), counts
-
-
-def _prepared_files(g: PreparedGraph) -> dict[str, Any]:
-    """The files of ``g`` under ``graph/prepared/`` (its arrays and ``prepared.json``), by path."""
-    prepared = f"{GRAPH_DIR}/{PREPARED}"
-    return {f"{prepared}/{file}": values for file, values in g.files().items()} | {
-        f"{prepared}/prepared.json": g.meta()}
 
 
 def _write_layers(w: IndexWriter, base_dir: Path, layered: PreparedGraph,
@@ -182,16 +177,6 @@ def _write_layers(w: IndexWriter, base_dir: Path, layered: PreparedGraph,
     prepared = f"{GRAPH_DIR}/{PREPARED}"
     for f in sorted((base_dir / prepared).iterdir()):
         w.link(f"{prepared}/{BASE_DIR}/{f.name}", f, base_dir)
-    w.write_files(_prepared_files(layered))
+    w.write_files(prepared_files(layered))
     w.write_files(layered_graph_files(triples))
     return {DELTA: {"base": DELTA_BASE, "shards": base_manifest.get("shards")}}
-
-
-def _write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph | TripleGraph,
-                deletion: Deletion | None = None) -> dict[str, Any]:
-    """Write a delta's prepared graph and triple graph (or the union's, where the add moved the hub cut) as a full
-    generation's, in the delta's (appending) numbering (:func:`~gearag.graph.flatten.flattened`): no resolution
-    arrays, as in a delta generation. The manifest's entries that make it a base for the next add."""
-    w.write_files(_prepared_files(flattened(layered, deletion)))
-    w.write_files(triple_graph_files(triples.whole() if isinstance(triples, LayeredTripleGraph) else triples))
-    return {"union": shard_store.UNION_VERSION, "prepared_names": "flattened"}

@@ -13,10 +13,11 @@ the last generation written whole (:func:`generation_delta`, and
 :mod:`gearag.indexing.delta_generation`, which stores it as a delta or whole).
 A compact keeps the graphs and re-keys the state to the merged shard
 (:func:`write_merged_shard`, :func:`compact_generation`). Where none of them
-can say it (an index with NER mentions, a new name whose hash another has, a
-previous generation kept another way), :func:`write_generation` derives it
-from the union (:func:`~gearag.derive.union_files.write_union`), extending the
-previous generation's state where it can and numbering entities as a build
+can say it, :func:`write_generation` derives it as a build does: the delta
+over an empty index (:func:`~gearag.derive.union_files.write_from_nothing`)
+where there is no state to extend, else from the union extending that state
+(:func:`~gearag.derive.union_files.write_union`; an index with NER mentions,
+a new name whose hash another has), numbering entities as a build
 does. Per-shard tables already in the previous generation are hard-linked,
 not recomputed. A converted plain index's first generation is hard-linked
 from it (:func:`link_generation`).
@@ -35,7 +36,14 @@ import numpy as np
 from gearag.config import IndexConfig
 from gearag.derive import union_files
 from gearag.derive.rekey import OldShard, rekeyed_state
-from gearag.derive.union_files import ShardColumns, UnionDelta, UnionRows, union_spans, write_union
+from gearag.derive.union_files import (
+    ShardColumns,
+    UnionDelta,
+    UnionRows,
+    union_spans,
+    write_from_nothing,
+    write_union,
+)
 from gearag.derive.union_resolve import Prior, Removal, ResolveState
 from gearag.errors import GearagError
 from gearag.graph.passage_graph import GRAPH_DIR
@@ -129,11 +137,12 @@ def write_generation(
         before = _reusable(delta_base(root / GENERATIONS_DIR / previous)) if previous else None
         done = read_manifest(before) if before is not None else {}  # the previous generation's manifest
         prior = _prior_resolution(before, done, refs, shards, tombstones, u)
-        columns = shard_columns(refs, shards, u)
-        n_entities, timings, meta = write_union(w, config, columns, UnionRows(u.passages, u.triple_keep, owner),
-                                                before, done, prior,
-                                                tables_from=_reusable(root / GENERATIONS_DIR / previous)
-                                                if previous else None)
+        columns, rows = shard_columns(refs, shards, u), UnionRows(u.passages, u.triple_keep, owner)
+        tables_from = _reusable(root / GENERATIONS_DIR / previous) if previous else None
+        # From nothing, as a build, unless the previous generation's resolution can be extended.
+        made = write_from_nothing(w, config, columns, rows, tables_from) if prior is None else None
+        n_entities, timings, meta = made or write_union(w, config, columns, rows, before, done, prior,
+                                                        tables_from=tables_from)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(u.triples), "entities": n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,

@@ -9,7 +9,7 @@ from operator import attrgetter
 import numpy as np
 
 from gearag.derive.triple_graph import corpus_triple_graph
-from gearag.derive.union_files import ShardColumns, UnionRows, cannot_grow, write_union
+from gearag.derive.union_files import ShardColumns, UnionRows, cannot_grow, write_from_nothing, write_union
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.malloc import release_free_memory
 from gearag.store import shards as shard_store
@@ -54,9 +54,10 @@ class GraphStage:
     """Writes the passages, the cleaned triples and the triple graph.
 
     A plain build's triple graph and entity resolution (with the optional
-    edge kinds) are made by :func:`~gearag.derive.union_files.write_union`
-    over the build as one shard from nothing: the derivation every
-    ``gearag add``, delete and compact runs over the union of the shards. With
+    edge kinds) are an add onto an empty index
+    (:func:`~gearag.derive.union_files.write_from_nothing`): the delta every
+    ``gearag add`` and delete derives (an index with NER mentions: the union's
+    derivation, :func:`~gearag.derive.union_files.write_union`). With
     ``graph.growable`` on (and an index ``gearag add`` can extend:
     :func:`~gearag.derive.union_files.cannot_grow`) the build keeps the state
     its first add extends. ``union=False``: the triple graph only (a shard of a
@@ -117,8 +118,9 @@ class GraphStage:
         shard = ShardColumns(name, build.triples.subjects, build.triples.objects,
                              Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)), spans)
         union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
-        n_entities, seconds, meta = write_union(build.writer, build.config, [shard], union, overlap=False,
-                                                keep_state=keep_state)
+        n_entities, seconds, meta = write_from_nothing(build.writer, build.config, [shard], union,
+                                                       keep_state=keep_state) or \
+            write_union(build.writer, build.config, [shard], union, overlap=False, keep_state=keep_state)
         release_free_memory()  # what the preparation's transition thread freed would stay resident after the stage
         if keep_state:
             build.manifest["union"] = {"shard": name, "tables": shard_store.TABLES_VERSION,
