@@ -181,3 +181,12 @@ def test_new_names_hashed_beside_the_earlier_ones_read_as_all_hashed_at_once() -
     assert merged.get("zed alpha") == 5 and merged.get("zed alpha band") == 4 and merged.get("the") is None
     assert names_beside(names, ["delta"], np.asarray([9])) is None  # a hash the earlier names hold
     assert names_beside(names, ["omega", "omega"], np.asarray([9, 10])) is None  # two new keys share one
+    # Beside no name (a build, an add onto nothing), two keys that share a hash follow the full build's rule.
+    from gearag.graph.prepared import empty_prepared
+    from gearag.graph.trie import HashedNames
+
+    both = names_beside(empty_prepared([]).names, ["omega", "the", "omega"], np.asarray([9, 10, 11]))
+    expected = HashedNames.from_keys(["omega", "omega"], np.asarray([9, 11]))  # "the" is not looked up
+    assert both is not None and both.get("omega") == expected.get("omega") == 11
+    for part, array in expected.arrays().items():
+        np.testing.assert_array_equal(np.asarray(both.arrays()[part]), array, err_msg=part)

@@ -24,7 +24,7 @@ from gearag import setops
 from gearag.graph.edge_kinds import transition_sources
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName, updated_sums
+from gearag.graph.scaled import ABOUT_SOURCE, DEGREE_NODES, Scaled, TermsByName, updated_sums
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
@@ -251,7 +251,9 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
     keep = ~setops.isin(nodes, whole)
     pairs = setops.unique(nodes[keep] * layout.n_nodes + keys[keep])  # a target two sources gained counts once
     np.add.at(degree, pairs // layout.n_nodes, 1)
-    degree[whole] = layered.distinct_targets(whole)  # the few nodes whose rows were replaced, and new ones
+    for first in range(0, len(whole), DEGREE_NODES):  # the nodes whose rows were replaced, and new ones (every
+        part = whole[first : first + DEGREE_NODES]  # node of a build: in blocks, whose pairs are sorted at a time)
+        degree[part] = layered.distinct_targets(part)
     return degree
 
 
