@@ -136,6 +136,20 @@ class LayeredCsr:
         appended = listed[(listed < base.n_rows) & ~setops.isin(listed, replaced)]
         return cls.from_entries(base, n_rows, listed, appended, row, target, data, sid)
 
+    @classmethod
+    def of_delta(cls, base: Csr, delta: Csr) -> LayeredCsr:
+        """``delta``'s rows, each the layered row of its number, over an empty ``base`` (an add onto nothing)."""
+        n = len(delta.indptr) - 1
+        return cls(base, delta, np.arange(n, dtype=np.int32))
+
+    @property
+    def delta_only(self) -> Csr | None:
+        """The rows as one plain matrix where they are all the delta's, in order, over an empty base (an add onto
+        nothing): the delta itself; else None."""
+        where = np.asarray(self.where)
+        in_order = not len(where) or (int(where[0]) == 0 and bool(np.all(np.diff(where) == 1)))
+        return self.delta if in_order and not self.base.n_rows else None
+
     @property
     def n_rows(self) -> int:
         return len(self.where)

@@ -397,10 +397,9 @@ def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions:
         replaced = setops.unique(setops.setdiff(before, now) // n)  # a row that lost a pair is replaced whole
         whole = setops.isin(now // n, replaced)
         pairs += [now[whole], setops.setdiff(now[~whole], before)]  # the others gain what they did not have
-    unique = setops.unique(np.concatenate(pairs))  # a pair once: an incidence
-    out = Entries()
-    out.add(unique // n, unique % n, np.ones(len(unique)))
-    return out.layered(b_mentions, layout.n_passages, replaced)
+    unique = setops.unique(np.concatenate(pairs))  # a pair once, sorted: an incidence, with nothing to sum
+    return Entries().layered(b_mentions, layout.n_passages, replaced,
+                             single=(unique // n, unique % n, np.ones(len(unique)), np.zeros(len(unique), np.int64)))
 
 
 def _new_names(base: PreparedGraph, names: list[str], vocab: UnionVocab, ids: _Numbering,

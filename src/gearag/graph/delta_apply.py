@@ -24,7 +24,7 @@ from gearag import setops
 from gearag.graph.edge_kinds import transition_sources
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.scaled import ABOUT_SOURCE, DEGREE_NODES, Scaled, TermsByName, updated_sums
+from gearag.graph.scaled import ABOUT_SOURCE, DEGREE_NODES, Scaled, TermsByName, transposed, updated_sums
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
@@ -299,8 +299,12 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | 
         else:
             base_t = src.rows
             assert isinstance(base_t, Csr)
-            rows[kind.name] = _transposed(base_t, _changes(rows[kind.transpose_of]),
-                                          layout.n_passages if kind.of_passages else layout.n_entities, kind.scaled)
+            n_rows = layout.n_passages if kind.of_passages else layout.n_entities
+            whole = rows[kind.transpose_of].delta_only
+            # A build's: its source transposed at once (a counting sort, not a list of every entry's change).
+            rows[kind.name] = LayeredCsr.of_delta(base_t, transposed(whole, n_rows)) \
+                if whole is not None and not base_t.n_rows else _transposed(base_t, _changes(rows[kind.transpose_of]),
+                                                                            n_rows, kind.scaled)
     if set(by_source) != set(rows):
         return None
     sources = tuple(s._replace(rows=rows[s.name]) for s in cols.sources)

@@ -31,10 +31,10 @@ def flat_rows(rows: Csr | LayeredCsr, by_target: bool) -> Csr:
     if isinstance(rows, Csr):
         return rows
     base, n = rows.base, rows.n_rows
-    where = np.asarray(rows.where)
-    if not base.n_rows and _in_order(where) and (not by_target or _ascending_rows(rows.delta)):
-        return rows.delta  # every row the delta's, in order, as stored (an add onto nothing: a build)
-    touched = np.flatnonzero(where >= 0)
+    whole = rows.delta_only
+    if whole is not None and (not by_target or _ascending_rows(whole)):
+        return whole  # every row the delta's, in order, as stored (an add onto nothing: a build)
+    touched = np.flatnonzero(np.asarray(rows.where) >= 0)
     counts, idx, data, sids = rows.gather(touched)
     target = np.asarray(idx, dtype=np.int64)
     if by_target:  # a stable sort of the touched rows' entries by (row, target): one int64 key
@@ -61,11 +61,6 @@ def flat_rows(rows: Csr | LayeredCsr, by_target: bool) -> Csr:
 
     return Csr(indptr, spliced(base.indices, target, np.int32), spliced(base.data, np.asarray(data), np.float32),
                spliced(base.sids, np.asarray(sids), np.int32) if base.sids is not None and sids is not None else None)
-
-
-def _in_order(where: np.ndarray) -> bool:
-    """Whether layered row ``i`` is delta row ``i`` for every row."""
-    return bool(len(where) == 0 or (where[0] == 0 and np.all(np.diff(where) == 1)))
 
 
 def _ascending_rows(m: Csr) -> bool:
