@@ -264,7 +264,8 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     generation that keeps it whole and is the next add's base (a delete always does); else the text scan, for
     the next delta add over the same base. ``before`` None: an add onto nothing (:func:`write_from_nothing`,
     ``base`` and ``prior`` empty). ``overlap``: the triple graph is made on a second thread beside the
-    resolution (an add's wall time counts); False, before it (a build's peak memory counts)."""
+    resolution (an add's wall time counts); False, after it (a build's peak memory counts: the resolution's
+    peak, hashing every name, is then not on top of the graph's arrays)."""
     from gearag.derive.delta_delete import resolve_deletion
     from gearag.derive.delta_resolve import ResolvedDelta, entity_keys, resolve_delta
     from gearag.derive.delta_scan import TextScan
@@ -288,14 +289,13 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
                          keep_state or before is None)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") as pool:
         pending = pool.submit(make_graph) if overlap else None
-        graph = make_graph() if pending is None else None
         inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
                                     write_vocab=keep_state)
         # An add's reads the text scan of the last delta add over the same base (tables_from: the previous
         # generation), if it was.
         resolved = resolve_deletion(inputs, base) if deleted else resolve_delta(
             inputs, base, TextScan.read(tables_from) if tables_from != before and before is not None else None)
-        graph = pending.result() if pending is not None else graph
+        graph = pending.result() if pending is not None else make_graph()
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)
     delta, whole = resolved.delta, {}
