@@ -294,34 +294,13 @@ def test_a_delta_over_a_flattened_delta_ranks_as_the_union() -> None:
     assert sorted(np.round(nodes[0], 9)) == sorted(np.round(nodes[1], 9))
 
 
-def _empty_base(config: PassageGraphConfig) -> PreparedGraph:
-    """A prepared graph of no passage and no entity, with every core source (empty) a build would hold."""
-    from gearag.graph.edge_kinds import transition_sources
-    from gearag.graph.layered import NodeLayout
-    from gearag.graph.prepared import settings_of
-    from gearag.graph.scaled import Scaled, Source
-    from gearag.graph.transition import Csr
-    from gearag.graph.trie import HashedNames
-
-    def empty(scaled: bool) -> Csr:
-        return Csr(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32),
-                   np.zeros(0, np.int32) if scaled else None)
-
-    sources = tuple(Source(k.name, empty(k.scaled), k.of_passages, k.to_passages, k.weight_in(config))
-                    for k in transition_sources() if k.name != "synonyms" and k.weight_in(config) > 0)
-    cols = Scaled(NodeLayout.plain(0, 0), sources, np.ones(1), np.zeros(0), np.zeros(0, np.int32))
-    terms = next(s.rows for s in sources if s.name == "terms")
-    return PreparedGraph(0, 0, settings_of(config), cols, cols.dangling, np.zeros(0), terms,
-                         np.zeros((0, 2), np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)), 0, 0,
-                         holds_ner=False)
-
-
 def test_the_delta_over_an_empty_base_is_the_build() -> None:
     """A build as an add onto nothing (docs/delta.md, "one derivation"): every passage new over an empty base,
     the appending numbering is the build's (lexicon names, then endpoint-only names by first appearance) and
     the flattened graph holds the build's edges, weights, scales, sums, degrees, names and triple ends."""
     from gearag.derive.union_resolve import NameStats, ResolveState
     from gearag.graph.flatten import flattened
+    from gearag.graph.prepared import empty_prepared
 
     t0, keep0, w0 = _tables(BASE_TRIPLES)
     t1, keep1, w1 = _tables(ADDED_TRIPLES)
@@ -332,7 +311,7 @@ def test_the_delta_over_an_empty_base_is_the_build() -> None:
                            (np.zeros(0, np.int64), np.zeros(0, np.int32)))
     indices = [(TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE))),
                (TokenIndex.compute([p.text for p in ADDED]), np.arange(len(BASE), len(passages)))]
-    empty = _empty_base(PassageGraphConfig())
+    empty = empty_prepared([])
     resolved = resolve_delta(ResolveInputs(passages, UnionTriples([t0, t1], [keep0, keep1], owner), vocab,
                                            Prior(nothing, 0, 0, NameStats.grown(None, 0)), indices), empty)
     assert resolved is not None
