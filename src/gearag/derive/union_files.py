@@ -106,8 +106,8 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     this union only appends shards to it or only deletes rows of its shards
     (an add's triple graph is counted onto its key statistics too; a delete's
     is derived from nothing over the tables). None of them: everything is
-    computed from the shards (a plain build, a first add after an index whose
-    state was not kept). ``overlap``: the
+    computed from the shards (a build with NER mentions or without a prepared
+    graph, which :func:`write_from_nothing` declines). ``overlap``: the
     triple graph is made on a second thread beside the resolution (an add or
     a delete, whose wall time counts); False makes them one after the other (a build, whose peak
     memory counts: the two peaks no longer add up; at 100k, 17–18% less for
