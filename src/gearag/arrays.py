@@ -146,9 +146,11 @@ class LayeredCsr:
     def delta_only(self) -> Csr | None:
         """The rows as one plain matrix where they are all the delta's, in order, over an empty base (an add onto
         nothing): the delta itself; else None."""
+        if self.base.n_rows:  # an add's or a delete's: not read through the where map at all
+            return None
         where = np.asarray(self.where)
         in_order = not len(where) or (int(where[0]) == 0 and bool(np.all(np.diff(where) == 1)))
-        return self.delta if in_order and not self.base.n_rows else None
+        return self.delta if in_order else None
 
     @property
     def n_rows(self) -> int:

@@ -298,7 +298,6 @@ def test_the_delta_over_an_empty_base_is_the_build() -> None:
     """A build as an add onto nothing (docs/delta.md, "one derivation"): every passage new over an empty base,
     the appending numbering is the build's (lexicon names, then endpoint-only names by first appearance) and
     the flattened graph holds the build's edges, weights, scales, sums, degrees, names and triple ends."""
-    from gearag.derive.union_resolve import NameStats, ResolveState
     from gearag.graph.flatten import flattened
     from gearag.graph.prepared import empty_prepared
 
@@ -307,13 +306,11 @@ def test_the_delta_over_an_empty_base_is_the_build() -> None:
     passages, owner = BASE + ADDED, np.asarray(w0 + [w + len(BASE) for w in w1])
     vocab = UnionVocab.extend(None, [t0.names, t1.names])
     built, built_p = _resolve(passages, [t0, t1], [keep0, keep1], owner, vocab)
-    nothing = ResolveState([], (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0)),
-                           (np.zeros(0, np.int64), np.zeros(0, np.int32)))
     indices = [(TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE))),
                (TokenIndex.compute([p.text for p in ADDED]), np.arange(len(BASE), len(passages)))]
     empty = empty_prepared([])
     resolved = resolve_delta(ResolveInputs(passages, UnionTriples([t0, t1], [keep0, keep1], owner), vocab,
-                                           Prior(nothing, 0, 0, NameStats.grown(None, 0)), indices), empty)
+                                           Prior.nothing(), indices), empty)
     assert resolved is not None
     layered = apply_delta(empty, resolved.delta)
     assert layered is not None

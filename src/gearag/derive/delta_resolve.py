@@ -59,7 +59,7 @@ from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.graph_arrays import relation_pairs
 from gearag.graph.layered import LayeredCsr, NodeLayout
-from gearag.graph.prepared import PreparedGraph, names_beside, usable_keys
+from gearag.graph.prepared import PreparedGraph, names_beside
 from gearag.graph.resolve import ascending
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
 from gearag.graph.transition import Csr
@@ -409,5 +409,4 @@ def _new_names(base: PreparedGraph, names: list[str], vocab: UnionVocab, ids: _N
     another's."""
     fresh = n_prior + np.flatnonzero(ids.fresh)
     keys = [names[i] for i in fresh.tolist()] + strings_at(vocab.items, ids.new_ep)
-    added = names_beside(base.names, keys, np.concatenate([ids.lex_entity[fresh], ids.entity[ids.new_ep]]))
-    return None if added is None else (added, int(usable_keys(keys).sum()))  # keys that share a hash count apart
+    return names_beside(base.names, keys, np.concatenate([ids.lex_entity[fresh], ids.entity[ids.new_ep]]))

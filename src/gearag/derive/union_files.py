@@ -33,7 +33,7 @@ from gearag.config import IndexConfig
 from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable, UnionTriples, shard_table
 from gearag.derive.token_index import RESOLVE_DIR, shard_name_index, shard_token_index
 from gearag.derive.triple_graph import KeyStats, TripleInputs, triple_graph
-from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, ResolveState, resolve_union
+from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, resolve_union
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
 from gearag.graph.delta_apply import Deletion, ResolutionDelta, apply_delta, rows_that_differ
@@ -174,8 +174,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     if pending is not None:
         n_entities = pending.result()
     if not keep_state:
-        for directory in STATE_DIRS:
-            w.discard(directory)
+        _discard_state(w)
     return n_entities, timings, meta
 
 
@@ -338,22 +337,24 @@ def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[Sha
         return None
     started = time.perf_counter()
     base = empty_prepared([k.name for k in kinds])
-    prior = Prior(ResolveState([], (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0)),
-                               (np.zeros(0, np.int64), np.zeros(0, np.int32))), 0, 0, NameStats.grown(None, 0))
-    delta = union_delta(w, config, shards, union, None, {}, prior, base, None, tables_from, keep_state,
+    delta = union_delta(w, config, shards, union, None, {}, Prior.nothing(), base, None, tables_from, keep_state,
                         overlap=False)
     layered = apply_delta(base, delta.resolution) if delta.resolution is not None else None
     if layered is None or delta.triples is None:
-        for directory in STATE_DIRS:
-            w.discard(directory)
+        _discard_state(w)
         return None
     timings = {"resolve": round(time.perf_counter() - started, 3)}
     meta = write_flat(w, layered, delta.triples)
     timings["write"] = round(time.perf_counter() - started - timings["resolve"], 3)
     if not keep_state:
-        for directory in STATE_DIRS:
-            w.discard(directory)
+        _discard_state(w)
     return delta.triples.n_entities, timings, {**meta, "edges": delta.edges}
+
+
+def _discard_state(w: IndexWriter) -> None:
+    """Leave the state an add extends (:data:`STATE_DIRS`) out of the index ``w`` writes."""
+    for directory in STATE_DIRS:
+        w.discard(directory)
 
 
 def prepared_files(g: PreparedGraph) -> dict[str, Any]:

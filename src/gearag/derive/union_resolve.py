@@ -292,6 +292,14 @@ class Prior:
     names: NameStats | None = None  #: None: every endpoint name is resolved again
     removal: Removal | None = None  #: set when the union lost rows the prior resolved (its rows are renumbered)
 
+    @classmethod
+    def nothing(cls) -> Prior:
+        """What an empty index resolved (a build is an add onto it): no lexicon name, text mention or endpoint
+        name."""
+        state = ResolveState([], (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0)),
+                             (np.zeros(0, np.int64), np.zeros(0, np.int32)))
+        return cls(state, 0, 0, NameStats.grown(None, 0))
+
 
 class GrownLexicon(NamedTuple):
     """The lexicon after an add (:func:`grown_lexicon`)."""

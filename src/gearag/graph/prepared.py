@@ -323,16 +323,18 @@ def empty_prepared(stored: Sequence[str]) -> PreparedGraph:
                          holds_ner=False)
 
 
-def names_beside(old: HashedNames, keys: Sequence[str], ids: np.ndarray) -> HashedNames | None:
+def names_beside(old: HashedNames, keys: Sequence[str], ids: np.ndarray) -> tuple[HashedNames, int] | None:
     """The usable ``keys`` (of entities ``ids``) hashed beside ``old``'s names, as :meth:`HashedNames.from_keys`
-    hashes all of them at once: their hashes sorted with their ids, and the hashed prefixes ``old`` lacks.
+    hashes all of them at once: their hashes sorted with their ids, and the hashed prefixes ``old`` lacks; with
+    how many usable keys they are (keys that share a hash count apart, as a build counts them).
     None where a hash is shared (by two of the keys, or by a key and one of ``old``'s names): the full build's
     rule (the last key wins) decides. Beside no name (a build, an add onto nothing) that rule is applied here."""
     usable = usable_keys(keys)
     ids = np.asarray(ids, dtype=np.int64)[usable]
+    picked = [k for k, u in zip(keys, usable.tolist(), strict=True) if u]
     if not old.size and not len(old.nodes):
-        return HashedNames.from_keys([k for k, u in zip(keys, usable.tolist(), strict=True) if u], ids)
-    hashes, prefixes = key_hashes([k for k, u in zip(keys, usable.tolist(), strict=True) if u])
+        return HashedNames.from_keys(picked, ids), len(picked)
+    hashes, prefixes = key_hashes(picked)
     order = np.argsort(hashes, kind="stable")
     hashes, ids = hashes[order], ids[order]
     old_hashes, old_nodes = np.asarray(old.name_hashes), np.asarray(old.nodes)
@@ -341,7 +343,7 @@ def names_beside(old: HashedNames, keys: Sequence[str], ids: np.ndarray) -> Hash
         return None
     extra = setops.unique(np.concatenate([hashes, prefixes]))
     return HashedNames.from_arrays(extra[~setops.present(old_nodes, extra, np.searchsorted(old_nodes, extra))],
-                                   hashes, ids)
+                                   hashes, ids), len(picked)
 
 
 def held_ner(meta: dict[str, Any]) -> bool | None:
