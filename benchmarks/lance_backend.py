@@ -163,7 +163,7 @@ def lance_cache_mb() -> str:
 def stages(location: str, dataset: str, limit: int, cache_rows: int | None = None,
            questions_file: str | None = None) -> None:
     """Resident memory after each stage of use (both backends import the Lance libraries first)."""
-    from gearag.derive.graph_for import graph_arrays_for
+    from gearag.derive.graph_for import resolution_of
     from gearag.embed import index_embedder
     from gearag.retrieve.bm25 import search_bm25
     from gearag.store.lance.storage import import_lancedb
@@ -195,7 +195,7 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
           f"median {statistics.median(dense_ms):.1f} ms")
     counted: set[int] = set()
     if stored_prepared(ix) is None:  # no prepared graph: the first query reads the graph arrays
-        arrays = graph_arrays_for(app.index)
+        arrays = resolution_of(app.index)
         mem, mapped = array_mb(arrays, counted)
         print(f"passage-graph arrays loaded: {stage_mb()}")
         print(f"  passage-graph arrays: {mem:.1f} MB in memory, {mapped:.1f} MB memory-mapped")

@@ -29,7 +29,7 @@ def main() -> None:
     import_lancedb()
     from gearag.api import Gearag
     from gearag.data import load_questions
-    from gearag.derive.graph_for import graph_arrays_for
+    from gearag.derive.graph_for import resolution_of
 
     questions = [q.question for q in load_questions(sys.argv[3])[:150]] if len(sys.argv) > 3 else []
     if mode == "open":
@@ -39,7 +39,7 @@ def main() -> None:
         cur, peak = tracemalloc.get_traced_memory()
         print(f"open: {rss_mb():.0f} MB; Python heap +{cur / 1e6:.1f} MB (peak {peak / 1e6:.1f})")
         tracemalloc.reset_peak()
-        graph_arrays_for(app.index)
+        resolution_of(app.index)
         cur, peak = tracemalloc.get_traced_memory()
         print(f"passage-graph arrays: {rss_mb():.0f} MB; Python heap +{cur / 1e6:.1f} MB (peak {peak / 1e6:.1f})")
     elif mode == "dense":
@@ -57,7 +57,7 @@ def main() -> None:
     elif mode == "syncge":
         app = Gearag.open(location)
         app.index.embedder.encode(["x"])
-        graph_arrays_for(app.index)
+        resolution_of(app.index)
         tracemalloc.start(1)
         app.retrieve(questions[0], "syncge", 15)
         snap = tracemalloc.take_snapshot()

@@ -42,9 +42,9 @@ def resolution_keys(index: Index) -> list[str | None]:
     if arrays is not None:
         return list(arrays.resolution.keys)
     if index.manifest.get("layout") != "sharded":  # a plain build, an add onto nothing: a build's numbering
-        from gearag.derive.graph_for import graph_arrays_for
+        from oracles import index_graph_arrays
 
-        return list(graph_arrays_for(index).resolution.keys)
+        return _with_ner_keys(index, list(index_graph_arrays(index).resolution.keys))
     state = _load_state(index.path, index.manifest)
     gen = index.path / shard_store.GENERATIONS_DIR / state.generation
     items = list(UnionVocab.extend(None, [EndpointTable.compute(s.triples.subjects, s.triples.objects).names
@@ -53,7 +53,25 @@ def resolution_keys(index: Index) -> list[str | None]:
     assert names is not None and names.entity is not None and resolved is not None
     lex_entity = resolved.lex_entity if resolved.lex_entity is not None else np.arange(len(resolved.names))
     n = 1 + max(int(np.max(lex_entity, initial=-1)), int(np.max(names.entity, initial=-1)))
-    return entity_keys(resolved, names, items, n)
+    return _with_ner_keys(index, entity_keys(resolved, names, items, n))
+
+
+def _with_ner_keys(index: Index, keys: list[str | None]) -> list[str | None]:
+    """``keys`` (the mentions' entities), and after them, where ``index`` holds NER mentions derived from nothing
+    (no graph arrays), the keys of the entities only its passages' NER spans name, in the order a build numbers
+    them (:func:`~gearag.graph.resolve.span_entities` over the spans spaCy finds again)."""
+    from gearag.graph.ner import ner_spans
+    from gearag.graph.resolve import span_entities
+    from gearag.graph.trie import NameLookup
+    from gearag.text import is_named
+
+    prepared = stored_prepared(index)
+    if prepared is None or not prepared.holds_ner:
+        return keys
+    keys = keys + [None] * (prepared.n_mention_keys - len(keys))
+    found = span_entities({k: i for i, k in enumerate(keys) if k is not None}, len(keys), NameLookup([]),
+                          (np.zeros(1, dtype=np.int64), [], []), ner_spans([p.text for p in index.passages]), is_named)
+    return keys + list(found.keys)
 
 
 def _entries(rows, mapped_rows, mapped_targets, perm) -> list[tuple]:  # type: ignore[no-untyped-def]
@@ -100,6 +118,11 @@ def assert_same_graph(a: Index, b: Index) -> None:
     differ in the order of a row's entries."""
     pa, pb = stored_prepared(a), stored_prepared(b)
     assert pa is not None and pb is not None
+    assert_same_prepared(pa, pb)
+
+
+def assert_same_prepared(pa: PreparedGraph, pb: PreparedGraph) -> None:
+    """:func:`assert_same_graph` of two prepared graphs."""
     _same_prepared(pa, pb, np.append(np.arange(pa.n_entities, dtype=np.int64), -1))
 
 
@@ -137,8 +160,8 @@ def _same_prepared(pa: PreparedGraph, pb: PreparedGraph, perm: np.ndarray) -> No
 
 
 def union_generations(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From now on, an add derives its generation from the union, numbered as a build numbers it (as where no
-    delta can say it): the union's derivation under test, or a reference in a build's numbering."""
+    """From now on, an add derives its generation as a build does (from nothing, or for an index that stores the
+    graph arrays, from the union), numbered as a build numbers it: as where no delta can say it."""
     import gearag.indexing.incremental as incremental
 
     monkeypatch.setattr(incremental, "write_delta_generation", lambda *args, **kwargs: None)

@@ -14,15 +14,17 @@ from __future__ import annotations
 import logging
 from array import array
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from gearag.config import GraphConfig, IndexConfig
 from gearag.derive.union_files import edge_counts, name_encoder
+from gearag.embed.base import make_embedder
 from gearag.graph.edge_kinds import EdgeInputs, with_edge_kinds
 from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
-from gearag.graph.passage_graph import GraphArrays, write_graph_arrays
+from gearag.graph.passage_graph import GraphArrays, stored_graph_arrays, write_graph_arrays
 from gearag.graph.resolve import (
     MIN_CONTAINED_SHARE,
     AboutTerms,
@@ -46,6 +48,7 @@ from gearag.model import Passage
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import TripleGraph
 from gearag.store.index import Index, passage_contents
+from gearag.store.interface import IndexStore
 from gearag.store.passage_ids import write_passages
 from gearag.text import is_named, normalise_entity
 
@@ -234,6 +237,32 @@ def graph_arrays(titles: Sequence[str], texts: Sequence[str], subjects: Sequence
     are added by ``with_edge_kinds``."""
     return GraphArrays.from_resolution(resolve_corpus(titles, texts, subjects, objects, owner, named,
                                                       ner_spans=ner_spans))
+
+
+def index_graph_arrays(index: IndexStore, stored: bool = True) -> GraphArrays:
+    """The graph arrays of ``index``: the ones it stores (``stored``), else the reference derivation's over its
+    passages and triples, with its synonym edges and without NER mentions (their spans are not read here), as
+    a build with the entity graph on would make them; cached per loaded index."""
+
+    def build() -> GraphArrays:
+        held = stored_graph_arrays(index) if stored else None
+        if held is not None:
+            return held
+        passages, triples = index.passages, index.triples
+        arrays = graph_arrays([p.title for p in passages], [p.text for p in passages], triples.subjects,
+                              triples.objects, np.asarray(triples.passage), is_named)
+        cfg = index.config
+        if not (cfg.resolve.synonyms and cfg.resolve.entity_graph):
+            return arrays
+
+        def no_spans() -> Sequence[Sequence[str]]:
+            raise AssertionError("no edge kind reads NER spans here")
+
+        resolve = replace(cfg.resolve, ner_mentions=False)
+        return with_edge_kinds(arrays, resolve, EdgeInputs(no_spans, name_encoder(
+            lambda: make_embedder(cfg.embed.embedder), cfg.embed.batch)))
+
+    return index.cached("oracle_graph_arrays", build, variant=str(stored))
 
 
 class ReferenceResolveStage:

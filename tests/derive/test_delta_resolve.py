@@ -174,7 +174,6 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, mo
     from conftest import StubExtractor, use_stub_extractor, wiki_slice
     from gearag.config import IndexConfig
     from gearag.derive.delta_scan import TextScan
-    from gearag.derive.graph_for import graph_arrays_for
     from gearag.indexing import build_index
     from gearag.indexing.delta_generation import DeltaConfig
     from gearag.indexing.generation import generation_delta
@@ -182,6 +181,7 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, mo
     from gearag.store.index import Index, read_manifest
     from gearag.store.shards import GENERATIONS_DIR
     from gearag.store.writer import IndexWriter
+    from oracles import index_graph_arrays
 
     use_stub_extractor(StubExtractor())
     rows, _ = wiki_slice(200, 12)
@@ -201,7 +201,7 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, mo
     generation = _load_state(tmp_path / "base", read_manifest(tmp_path / "base")).generation
     before = tmp_path / "base" / GENERATIONS_DIR / generation
     b = stored_prepared(Index.load(tmp_path / "base"))
-    base_keys = list(graph_arrays_for(base).resolution.keys)
+    base_keys = list(index_graph_arrays(base).resolution.keys)
     # One add, then a second: the delta of both from the base (cumulative, computed again from the base's state).
     for n_add, added in enumerate((passages[130:170] + namesakes, passages[170:])):
         union = add_documents(tmp_path / "union", added, delta=full)
@@ -214,7 +214,7 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, mo
             w.commit({"kind": "generation", "tables": shard_store.TABLES_VERSION})
         assert delta is not None and TextScan.read(tmp_path / f"scratch{n_add}") is not None
         got, triples = delta.resolution, delta.triples
-        entity_of = entity_map(base_keys, list(graph_arrays_for(union).resolution.keys))
+        entity_of = entity_map(base_keys, list(index_graph_arrays(union).resolution.keys))
         want = resolution_delta_of(b, stored_prepared(union), entity_of)
         assert got is not None and want is not None
         assert_same_delta(got, want)

@@ -10,14 +10,14 @@ import pytest
 
 from conftest import StubExtractor, use_stub_extractor, wiki_slice
 from gearag.config import IndexConfig
-from gearag.derive.graph_for import graph_arrays_for, passage_graph_for
+from gearag.derive.graph_for import derived_prepared, passage_graph_for
 from gearag.graph.config import PassageGraphConfig
 from gearag.graph.passage_graph import stored_graph_arrays
-from gearag.graph.prepared import PreparedGraph, stored_prepared
-from gearag.graph.scaled import Scaled
+from gearag.graph.prepared import stored_prepared
 from gearag.indexing import build_index
 from gearag.model import Passage
 from gearag.store.index import Index
+from numbering import assert_same_prepared
 
 STUB = IndexConfig.of(extractor="stub")
 
@@ -37,22 +37,31 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Index, Index, list[s
 def test_an_index_without_the_graph_derives_the_graph_a_build_stores(pair) -> None:
     with_graph, without, _ = pair
     assert stored_graph_arrays(without) is None and stored_prepared(without) is None
-    derived = graph_arrays_for(without)
-    stored = stored_prepared(with_graph)  # a build stores its prepared graph, not the arrays it is made of
+    derived = derived_prepared(without)
+    stored = stored_prepared(with_graph)
     assert stored is not None
-    # Prepared from arrays (whose about weights are normalised, not kept as terms): the same graph, other arrays.
-    fresh = PreparedGraph.build(derived, PassageGraphConfig())
-    assert (fresh.n_passages, fresh.n_entities, fresh.n_usable) == (stored.n_passages, stored.n_entities,
-                                                                   stored.n_usable)
-    for name in ("specificity", "triple_ends", "dangling"):
-        np.testing.assert_array_equal(getattr(fresh, name), np.asarray(getattr(stored, name)), err_msg=name)
-    assert isinstance(fresh.columns, Scaled) and isinstance(stored.columns, Scaled)
-    np.testing.assert_allclose(fresh.columns.to_csr().toarray(), stored.columns.to_csr().toarray(), rtol=2e-6,
-                               atol=1e-9)
-    assert fresh.names.arrays().keys() == stored.names.arrays().keys()
-    for name, array in fresh.names.arrays().items():
-        np.testing.assert_array_equal(array, stored.names.arrays()[name], err_msg=name)
-    assert graph_arrays_for(without) is derived  # derived once per loaded index
+    assert_same_prepared(derived, stored)  # derived as a build derives it: the same graph, in the same numbering
+    assert not any(isinstance(a, np.memmap) for a in derived.files().values())  # in memory: the scratch files go
+    assert derived_prepared(without) is derived  # derived once per loaded index
+
+
+def test_a_setting_the_stored_graph_cannot_give_is_derived_as_a_build_derives_it(tmp_path) -> None:
+    """NER mentions turned off on an index that holds them: the graph of the same build without them."""
+    use_stub_extractor(StubExtractor())
+    rows, questions = wiki_slice(40, 4)
+    passages = [Passage(f"w{i}", r["title"], r["text"]) for i, r in enumerate(rows)]
+    ner = build_index(passages, tmp_path / "ner", replace(STUB, resolve=replace(STUB.resolve, ner_mentions=True)))
+    plain = build_index(passages, tmp_path / "plain", STUB)
+    off = PassageGraphConfig(ner_mentions=False)
+    held = stored_prepared(ner)
+    assert held is not None and held.holds_ner and held.derived(off) is None
+    graph, reference = passage_graph_for(ner, off), passage_graph_for(plain)
+    assert graph.prepared is derived_prepared(ner)
+    stored = stored_prepared(plain)
+    assert stored is not None
+    assert_same_prepared(graph.prepared, stored)
+    for q in questions:
+        assert graph.rank(q["question"], k=10) == reference.rank(q["question"], k=10)
 
 
 def test_it_ranks_as_the_index_built_with_the_graph(pair) -> None:

@@ -1,13 +1,11 @@
-"""The union's resolution extended by an add equals resolve_corpus over the union (gearag add, issue 14)."""
+"""The union's resolution from nothing equals resolve_corpus, and its state reads back."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from gearag.derive.endpoints import EndpointTable, UnionTriples
-from gearag.derive.token_index import TokenIndex
-from gearag.derive.union_resolve import Prior, Removal, ResolveInputs, resolve_union
+from gearag.derive.union_resolve import ResolveInputs, resolve_union
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.resolve import Resolution
 from gearag.model import Passage
@@ -49,100 +47,17 @@ def _equal(a: Resolution, b: Resolution) -> None:
         np.testing.assert_array_equal(values, getattr(b.about_terms, part), err_msg=part)
 
 
-def test_an_add_rescans_only_what_new_names_touch_and_equals_a_resolution_of_the_union() -> None:
-    s0, o0, w0 = _triples(BASE, 0)
-    s1, o1, w1 = _triples(ADDED, len(BASE))
-    t0, t1 = EndpointTable.compute(s0, o0), EndpointTable.compute(s1, o1)
-    keep0, keep1 = np.ones(len(s0), bool), np.ones(len(s1), bool)
-    base_res, state, stats, _ = resolve_union(ResolveInputs(BASE, UnionTriples([t0], [keep0], np.asarray(w0)),
-                                                 UnionVocab.extend(None, [t0.names])))
-    _equal(base_res, resolve_corpus([p.title for p in BASE], [p.text for p in BASE], s0, o0, w0, is_named))
-
-    union = BASE + ADDED
-    index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
-    names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
-    expected = resolve_corpus([p.title for p in union], [p.text for p in union], s0 + s1, o0 + o1, w0 + w1,
-                              is_named)
-    assert "zed alpha" in expected.keys[: expected.n_names]  # a title now, an endpoint before
-    for names_prior in (None, stats):  # lexicon and text mentions reused; endpoint names too, or resolved again
-        vocab = UnionVocab.extend(None, [t0.names, t1.names])
-        prior = Prior(state, len(BASE), 1, names_prior)
-        live = UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1))
-        grown, _, _, _ = resolve_union(ResolveInputs(union, live, vocab, prior, [index], [names]))
-        _equal(grown, expected)
-    # Without the token index the base passage that names "Omega Point" keeps its old (stale) mentions.
-    stale, _, _, _ = resolve_union(ResolveInputs(union, UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1)),
-                                   UnionVocab.extend(None, [t0.names, t1.names]), Prior(state, len(BASE), 1, None)))
-    assert abs(stale.mentions - expected.mentions).sum() > 0
-
-
-def test_an_endpoint_name_holding_a_new_title_is_scanned_again() -> None:
-    """"Zed Alpha Band" contains no title in the base; after "Zed Alpha" is added it is about that page."""
-    s0, o0, w0 = ["Beta", "Delta"], ["Zed Alpha Band", "Omega Point Lighthouse"], [0, 2]
-    s1, o1, w1 = ["Zed Alpha"], ["Beta"], [3]
-    t0, t1 = EndpointTable.compute(s0, o0), EndpointTable.compute(s1, o1)
-    keep0, keep1 = np.ones(len(s0), bool), np.ones(len(s1), bool)
-    _, state, stats, _ = resolve_union(ResolveInputs(BASE, UnionTriples([t0], [keep0], np.asarray(w0)),
-                                          UnionVocab.extend(None, [t0.names])))
-    union = BASE + ADDED
-    expected = resolve_corpus([p.title for p in union], [p.text for p in union], s0 + s1, o0 + o1, w0 + w1,
-                              is_named)
-    band = expected.keys.index("zed alpha band")
-    assert expected.about[band].nnz  # contained "zed alpha", a new title
-    names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
-    index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
-    grown, _, _, _ = resolve_union(ResolveInputs(union, UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1)),
-                                   UnionVocab.extend(None, [t0.names, t1.names]), Prior(state, len(BASE), 1, stats),
-                                   [index], [names]))
-    _equal(grown, expected)
-    vocab = UnionVocab.extend(None, [t0.names, t1.names])
-    # Without the names' token index, the old name keeps its old (empty) containment: the index is what finds it.
-    empty = TokenIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32))
-    live = UnionTriples([t0, t1], [keep0, keep1], np.asarray(w0 + w1))
-    blind, _, _, _ = resolve_union(ResolveInputs(union, live, vocab, Prior(state, len(BASE), 1, stats), [index],
-                                                    [empty]))
-    assert blind.about[blind.keys.index("zed alpha band")].nnz == 0
-
-
-CORPUS = [
-    Passage("p0", "Zed Alpha", "Zed Alpha is a band from Beta."),
-    Passage("p1", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990."),
-    Passage("p2", "Gamma Ray (album)", "Gamma Ray is an album by Zed Alpha, recorded in Beta."),
-    Passage("p3", "Beta (film)", "Beta is a 2001 film set in Delta."),
-    Passage("p4", "Delta", "Delta was founded near Gamma Ray and Omega Point."),
-    Passage("p5", "Omega Point", "Omega Point is a cape near Zed."),
-    Passage("p6", "Zed", "Zed is a letter. Zed Alpha Band fans say so."),
-]
-TRIPLES = [("Zed Alpha", "Delta", 0), ("Zed Alpha Band", "Beta", 2), ("Gamma Ray", "Zed Alpha", 4),
-           ("Beta", "Zed Alpha Band", 1), ("Omega Point Lighthouse", "Zed", 5), ("Delta", "Gamma Ray", 3)]
-
-
-@pytest.mark.parametrize("gone", [[0], [1], [0, 1], [1, 2], [0, 3, 6], [5], [2, 4]])
-def test_a_delete_renumbers_and_rescans_only_what_gone_names_touch_and_equals_a_resolution_of_the_rest(
-        gone: list[int]) -> None:
-    """The mirror of an add: names whose first page went move to their next one (in that page's order),
-    names with no page left vanish, and what they matched in (texts, endpoint names) is scanned again."""
-    subjects, objects, owner = (list(x) for x in zip(*TRIPLES, strict=True))
-    table = EndpointTable.compute(subjects, objects)
-    vocab = UnionVocab.extend(None, [table.names])
-    every = np.ones(len(subjects), bool)
-    live = UnionTriples([table], [every], np.asarray(owner))
-    _, state, stats, _ = resolve_union(ResolveInputs(CORPUS, live, vocab))
-    keep_rows = np.ones(len(CORPUS), bool)
-    keep_rows[gone] = False
-    rows = np.where(keep_rows, np.cumsum(keep_rows) - 1, -1)
-    keep_t = keep_rows[np.asarray(owner)]
-    triples = np.where(keep_t, np.cumsum(keep_t) - 1, -1)
-    rest = [p for p, k in zip(CORPUS, keep_rows, strict=True) if k]
-    live = [t for t, k in zip(TRIPLES, keep_t, strict=True) if k]
-    expected = resolve_corpus([p.title for p in rest], [p.text for p in rest], [t[0] for t in live],
-                              [t[1] for t in live], [int(rows[t[2]]) for t in live], is_named)
-    index = (TokenIndex.compute([p.text for p in CORPUS]), rows)
-    names = TokenIndex.compute(table.names, lambda k: k.split(" "))
-    prior = Prior(state, len(rest), 1, stats, Removal(rows, triples))
-    live = UnionTriples([table], [keep_t], rows[np.asarray(owner)][keep_t])
-    shrunk, _, _, _ = resolve_union(ResolveInputs(rest, live, vocab, prior, [index], [names]))
-    _equal(shrunk, expected)
+def test_the_union_resolution_is_resolve_corpus() -> None:
+    """What an index that stores the graph arrays (``--no-prepared-graph``) stores: array for array the oracle's
+    (every other resolution is a delta's, tested against the same oracle in test_delta_resolve)."""
+    for passages, (subjects, objects, owner) in ((BASE, _triples(BASE, 0)),
+                                                 (BASE + ADDED, _triples(BASE + ADDED, 0))):
+        table = EndpointTable.compute(subjects, objects)
+        resolved, _, _, _ = resolve_union(ResolveInputs(passages, UnionTriples([table], [np.ones(len(subjects), bool)],
+                                                                               np.asarray(owner)),
+                                                        UnionVocab.extend(None, [table.names])))
+        _equal(resolved, resolve_corpus([p.title for p in passages], [p.text for p in passages], subjects, objects,
+                                        owner, is_named))
 
 
 def test_the_state_keeps_the_first_token_spans_and_a_damaged_table_is_computed_again(tmp_path) -> None:

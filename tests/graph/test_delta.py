@@ -10,7 +10,6 @@ import pytest
 from conftest import StubExtractor, use_stub_extractor, wiki_slice
 from delta_oracles import AppendedRows, delta_of, entity_map
 from gearag.config import IndexConfig
-from gearag.derive.graph_for import graph_arrays_for
 from gearag.graph.layered import LayeredCsr, LayeredNames
 from gearag.graph.passage_graph import PassageGraph
 from gearag.graph.prepared import stored_prepared
@@ -21,6 +20,7 @@ from gearag.indexing.incremental import add_documents
 from gearag.model import Passage
 from gearag.store.index import Index
 from numbering import union_generations
+from oracles import index_graph_arrays
 
 STUB = IndexConfig.of(extractor="stub")
 
@@ -49,7 +49,8 @@ def built(tmp_path_factory: pytest.TempPathFactory):
 def grown(built):
     """The prepared graphs of the base and the union, the union id of each base entity, and the questions."""
     base, union, questions = built
-    entity_of = entity_map(list(graph_arrays_for(base).resolution.keys), list(graph_arrays_for(union).resolution.keys))
+    entity_of = entity_map(list(index_graph_arrays(base).resolution.keys),
+                           list(index_graph_arrays(union).resolution.keys))
     assert entity_of is not None
     b, u = stored_prepared(base), stored_prepared(union)
     assert b is not None and u is not None

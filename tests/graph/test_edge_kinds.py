@@ -8,7 +8,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gearag.derive.graph_for import graph_arrays_for
 from gearag.graph import edge_kinds
 from gearag.graph.edge_kinds import (
     EDGE_KINDS,
@@ -22,6 +21,7 @@ from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphCo
 from gearag.graph.prepared import WEIGHTS, PreparedGraph
 from gearag.graph.scaled import SCALED_SOURCES, WEIGHT_SETTINGS, Scaled
 from gearag.graph.transition import relations
+from oracles import index_graph_arrays
 
 
 def _derive(arrays, config, inputs):
@@ -63,7 +63,7 @@ def test_the_transition_holds_the_registered_sources_it_weighs_in_registry_order
     """One source per registered source the graph holds, in registry order, each with its setting's weight; a
     weight of 0 leaves a source (and no other) out."""
     index, _ = wiki
-    arrays = graph_arrays_for(index)
+    arrays = index_graph_arrays(index)
     for config in (PassageGraphConfig(), PassageGraphConfig(backlink_weight=0.3, about_weight=1.7),
                    PassageGraphConfig(backlink_weight=0.0), PassageGraphConfig(about_weight=0.0)):
         columns = PreparedGraph.build(arrays, config).columns
@@ -95,13 +95,13 @@ def test_a_new_kind_is_one_registration(wiki, monkeypatch, tmp_path) -> None:
                     (TransitionSource("co_mentions", of_passages=False, to_passages=False),))
     monkeypatch.setattr(edge_kinds, "EDGE_KINDS", dict(EDGE_KINDS))  # the registration is this test's only
     register_edge_kind(kind)
-    arrays = _co_mentions(graph_arrays_for(index), None, None)
+    arrays = _co_mentions(index_graph_arrays(index), None, None)
     co = arrays.entity_edges["co_mentions"]
     config = PassageGraphConfig()
     prepared = PreparedGraph.build(arrays, config)
     columns = prepared.columns
     assert isinstance(columns, Scaled) and [s.name for s in columns.sources][-1] == "co_mentions"
-    plain = PreparedGraph.build(graph_arrays_for(index), config).columns
+    plain = PreparedGraph.build(index_graph_arrays(index), config).columns
     assert isinstance(plain, Scaled)
     # The entity rows of the transition gain exactly the new edges: the column sums grow by their count.
     p = prepared.n_passages

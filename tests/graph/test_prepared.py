@@ -11,7 +11,7 @@ import pytest
 
 from conftest import StubExtractor, wiki_slice
 from gearag.config import IndexConfig
-from gearag.derive.graph_for import graph_arrays_for, passage_graph_for
+from gearag.derive.graph_for import passage_graph_for
 from gearag.errors import IndexFormatError
 from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared, stored_prepared
@@ -22,6 +22,7 @@ from gearag.model import Passage
 from gearag.retrieve.bm25 import collection_bm25
 from gearag.store.backend import open_index
 from gearag.store.npy import is_mapped
+from oracles import index_graph_arrays
 
 
 def _mapped(prepared: PreparedGraph) -> bool:
@@ -43,7 +44,7 @@ def test_queries_memory_map_the_stored_graph_and_rank_as_one_prepared_in_memory(
     assert is_mapped(stored.trie.nodes)
     # Prepared here from the stored arrays, whose about weights are normalised (the index kept its terms raw):
     # other arrays, the same graph.
-    fresh = PassageGraph(graph_arrays_for(index), PassageGraphConfig())
+    fresh = PassageGraph(index_graph_arrays(index), PassageGraphConfig())
     same = ("names_nodes.npy", "names_name_hashes.npy", "names_name_ids.npy", "dangling.npy", "specificity.npy",
             "triple_ends.npy", "degree.npy", "about_indptr.npy", "about_indices.npy",
             *(f"source_{src}_{part}.npy" for src in ("mentions", "backlinks", "relations") for part in Csr._fields[:3]))
@@ -68,7 +69,7 @@ def test_the_prepared_arrays_that_are_the_graph_arrays_are_stored_once(wiki, tmp
     from gearag.store.writer import IndexWriter
 
     with IndexWriter(tmp_path / "graph") as w:
-        write_graph_arrays(w, graph_arrays_for(wiki[0]))
+        write_graph_arrays(w, index_graph_arrays(wiki[0]))
         w.commit({})
     root = tmp_path / "graph"
     files = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["files"]
@@ -92,7 +93,7 @@ def test_other_settings_prepare_their_own_graph(wiki) -> None:
         # Power iteration reads the same stored edges, and other weights the stored edges reweighed; the
         # entity-only graph has other edges.
         assert memory_mapped == config.passage_nodes
-        expected = PassageGraph(graph_arrays_for(index), config)
+        expected = PassageGraph(index_graph_arrays(index), config)
         base = _base(index, questions[0])
         assert graph.rank(questions[0], base) == expected.rank(questions[0], base)
 
@@ -148,7 +149,7 @@ def test_the_agents_resolver_reads_the_prepared_graph_as_it_reads_the_resolution
     monkeypatch.setattr(index, "read_prepared", lambda open_: None)
     plain = Resolver(index)
     assert not is_mapped(plain.about.data)
-    names = [p.title for p in index.passages] + list(graph_arrays_for(index).resolution.keys) + ["", "Nowhere At All"]
+    names = [p.title for p in index.passages] + list(index_graph_arrays(index).resolution.keys) + ["", "Nowhere At All"]
     assert [hashed.row(n) for n in names] == [plain.row(n) for n in names]
     assert sum(plain.row(n) is not None for n in names) > len(index.passages) // 2
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy import sparse
 
-from gearag.derive.graph_for import graph_arrays_for
 from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.graph.scaled import Scaled, about_terms, scaled_columns, source_degrees
+from oracles import index_graph_arrays
 
 
 def _reference(arrays, config: PassageGraphConfig):
@@ -37,8 +39,9 @@ def test_raw_columns_read_as_the_whole_matrix_operators(wiki) -> None:
     """Every column's weights (repeats summed), its number of distinct targets and the dangling nodes equal the
     normalised operator's, for the default and other edge weights, with synonyms too."""
     index, _ = wiki
-    arrays = graph_arrays_for(index)
-    assert arrays.resolution.about_terms is None  # read back from files: the terms are the normalised weights
+    held = index_graph_arrays(index)
+    # As read back from an index's files: the terms are the normalised weights.
+    arrays = GraphArrays(dataclasses.replace(held.resolution, about_terms=None), held.relations, held.entity_edges)
     n = len(arrays.resolution.keys)
     rng = np.random.default_rng(0)
     syn = sparse.random(n, n, density=0.01, random_state=rng, format="csr", dtype=np.float32)
@@ -66,7 +69,7 @@ def test_terms_with_their_names_read_as_the_normalised_weights(wiki) -> None:
     """An index's own resolution keeps its about terms (raw, one scale per title name); read through the
     scale they are the normalised about weights, and the columns those the normalised weights give."""
     index, _ = wiki
-    stored = graph_arrays_for(index)
+    stored = index_graph_arrays(index)
     res = stored.resolution
     from gearag.text import is_named
     from oracles import resolve_corpus
@@ -90,7 +93,7 @@ def test_the_sources_are_the_graph_arrays_and_each_column_sums_to_one(wiki) -> N
     """The mentions and relations are read where the graph arrays are (no copy); the two transposes are made;
     each column with out-edges sums to 1 as read, and the dangling ones have none."""
     index, _ = wiki
-    arrays = graph_arrays_for(index)
+    arrays = index_graph_arrays(index)
     res = arrays.resolution
     terms, scale = about_terms(res.about, res.about_terms)
     scaled = scaled_columns(arrays, PassageGraphConfig(), res.mentions, res.about, terms, scale)
@@ -119,7 +122,7 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
     for config in (PassageGraphConfig(about_weight=1.5), PassageGraphConfig(backlink_weight=0.3, about_weight=3.0),
                    PassageGraphConfig(about_weight=0.0), PassageGraphConfig(backlink_weight=0.0),
                    PassageGraphConfig(about_weight=0.0, backlink_weight=0.0, synonym_weight=0.0)):
-        fresh = PreparedGraph.build(graph_arrays_for(index), config)
+        fresh = PreparedGraph.build(index_graph_arrays(index), config)
         again = stored.derived(config)
         assert again is not None and again.serves(config), config
         np.testing.assert_allclose(_read(again).toarray(), _read(fresh).toarray(), rtol=2e-6, atol=1e-9)
@@ -131,7 +134,7 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
     np.testing.assert_array_equal(source_degrees(stored.columns),
                                   stored.columns.degree)
     entity_only = PassageGraphConfig(passage_nodes=False)
-    fresh = PreparedGraph.build(graph_arrays_for(index), entity_only)
+    fresh = PreparedGraph.build(index_graph_arrays(index), entity_only)
     again = stored.derived(entity_only)
     assert again is not None and again.serves(entity_only)
     for name in ("indptr", "indices"):
@@ -147,15 +150,16 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
     assert stored.derived(PassageGraphConfig()) is None  # served as stored
 
     def no_build(*args, **kwargs):
-        raise AssertionError("the graph arrays were built")
+        raise AssertionError("the graph was made from the corpus")
 
     configs = (PassageGraphConfig(backlink_weight=0.5), PassageGraphConfig(about_weight=0.0),
                PassageGraphConfig(passage_nodes=False))
-    monkeypatch.setattr(graph_for, "graph_arrays_for", no_build)
+    monkeypatch.setattr(graph_for, "stored_graph_arrays", no_build)
+    monkeypatch.setattr(graph_for, "derived_prepared", no_build)
     graphs = [passage_graph_for(index, config) for config in configs]
     monkeypatch.undo()
     for config, graph in zip(configs, graphs, strict=True):
         assert graph.prepared.serves(config) and graph.arrays is None
-        reference = passage_graph.PassageGraph(graph_arrays_for(index), config)
+        reference = passage_graph.PassageGraph(index_graph_arrays(index), config)
         ranked = [graph.rank(q, k=10) for q in questions]
         assert any(ranked) and ranked == [reference.rank(q, k=10) for q in questions], config

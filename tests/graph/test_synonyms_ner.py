@@ -146,28 +146,35 @@ def test_ner_spans_from_spacy_are_names_not_values() -> None:
 def test_index_stores_synonyms_and_ner_mentions(tmp_path) -> None:
     from gearag.config import IndexConfig, ResolveConfig
     from gearag.demo import PASSAGES
-    from gearag.derive.graph_for import graph_arrays_for
+    from gearag.graph.prepared import stored_prepared
     from gearag.indexing import build_index
     from gearag.model import Passage
+    from numbering import resolution_keys
+    from oracles import reference_build
 
     passages = [Passage(f"p{i}", t, x) for i, (t, x) in enumerate(PASSAGES)]
     config = IndexConfig(resolve=ResolveConfig(synonyms=True, ner_mentions=True))
     index = build_index(passages, tmp_path / "index", config)
-    arrays = graph_arrays_for(index)
-    assert arrays.synonyms is not None and arrays.resolution.ner_mentions is not None
-    assert arrays.resolution.ner_mentions.nnz > 0
+    prepared = stored_prepared(index)
+    assert prepared is not None and prepared.holds_ner
+    assert "synonyms" in {s.name for s in prepared.columns.sources}
+    # What the manifest records is what the union's derivation (the reference) counts.
+    reference = reference_build(passages, tmp_path / "reference", config).read_graph_arrays(GraphArrays.from_files)
+    assert reference is not None and reference.synonyms is not None and reference.resolution.ner_mentions is not None
     info = index.manifest["resolve"]
-    assert info["ner_mentions"] == arrays.resolution.ner_mentions.nnz
-    assert info["synonym_edges"] == arrays.synonyms.nnz // 2
+    assert info["ner_mentions"] == reference.resolution.ner_mentions.nnz > 0
+    assert info["synonym_edges"] == reference.synonyms.nnz // 2 > 0
+    res = reference.resolution
+    assert (prepared.n_mention_keys, prepared.n_entities) == (res.n_mention_keys, len(res.keys))
     # The agent's resolver ignores entities only NER found, with or without NER mentions in use.
     from gearag.agent.offline import Resolver
 
-    res = arrays.resolution
+    keys = resolution_keys(index)
     resolver = Resolver(index)
-    assert all(resolver.row(k) is None for k in res.keys[res.n_mention_keys:])
+    assert all(resolver.row(k) is None for k in keys[prepared.n_mention_keys:])
     # The default build stores neither.
-    plain = graph_arrays_for(build_index(passages, tmp_path / "plain"))
-    assert plain.synonyms is None and plain.resolution.ner_mentions is None
+    plain = stored_prepared(build_index(passages, tmp_path / "plain"))
+    assert plain is not None and not plain.holds_ner and "synonyms" not in {s.name for s in plain.columns.sources}
 
 
 def test_unused_ner_mentions_change_nothing() -> None:

@@ -18,7 +18,6 @@ from test_incremental import (
 from conftest import StubExtractor, use_stub_extractor, write_jsonl
 from gearag.config import ResolveConfig
 from gearag.derive import union_files
-from gearag.derive.graph_for import graph_arrays_for
 from gearag.errors import IndexFormatError
 from gearag.graph.prepared import stored_prepared
 from gearag.graph.scaled import Scaled
@@ -38,16 +37,18 @@ def _files(root: Path) -> dict[str, bytes]:
             if p.is_file() and p.name != MANIFEST}
 
 
-@pytest.mark.parametrize("entity_graph", [True, False])
-def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path: Path, entity_graph: bool,
+@pytest.mark.parametrize("resolve", [ResolveConfig(), ResolveConfig(entity_graph=False),
+                                     ResolveConfig(ner_mentions=True)], ids=["default", "no-entity-graph", "ner"])
+def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path: Path, resolve: ResolveConfig,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A build is an add onto nothing (over one shard): the reference derivations' files (``growable`` off) byte
     for byte, but for the passage graph, which is the reference's up to the order of a row's entries and whose
     resolution arrays are not stored (as in any generation an add writes); plus the state the first add extends
-    (on)."""
+    (on). NER mentions, which add entities, are numbered after the others, as the reference numbers them."""
     use_stub_extractor(StubExtractor())
     passages, _ = _passages(40, 0)
-    config = replace(STUB, resolve=ResolveConfig(entity_graph=entity_graph))
+    config = replace(STUB, resolve=resolve)
+    entity_graph = resolve.entity_graph
     if entity_graph:  # an add onto nothing: the union's derivation does not run (without a resolution, it does)
         monkeypatch.setattr(graph_stage, "write_union", None)
     growable = build_index(passages, tmp_path / "growable", config)
@@ -60,6 +61,9 @@ def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path:
     assert {rel for rel in b if rel.startswith("graph/")} <= {rel for rel in in_graph if "/prepared/" in rel}
     if entity_graph:
         assert_same_graph(plain, reference)
+    if resolve.ner_mentions:  # the corpus has entities only NER found
+        prepared = stored_prepared(plain)
+        assert prepared is not None and prepared.holds_ner and prepared.n_mention_keys < prepared.n_entities
     assert set(b) <= set(a)
     assert [rel for rel in b if a[rel] != b[rel]] == []
     extra = {rel.split("/", 1)[0] for rel in set(a) - set(b)}
@@ -159,15 +163,13 @@ def test_indices_with_optional_edge_kinds_grow_like_a_rebuild(tmp_path: Path, ki
         expected = reference_build(held, tmp_path / name, config)
         assert_same_index(index, expected)
         assert_same_rankings(index, expected, questions, ["gear", "hipporag2"])
-        # Synonym edges are derived again over the keys by a delta; NER mentions add entities: the union's way.
-        assert flattened_generation(index) is (kinds in ("synonyms", "nearest"))  # a compact keeps the graphs
-        if flattened_generation(index):
-            prepared = stored_prepared(index)
-            assert prepared is not None and isinstance(prepared.columns, Scaled)
-            assert "synonyms" in {s.name for s in prepared.columns.sources}
-        stored = graph_arrays_for(index)
-        assert (stored.synonyms is not None) is config.resolve.synonyms
-        assert (stored.resolution.ner_mentions is not None) is config.resolve.ner_mentions
+        # Synonym edges are derived again over the keys by a delta; NER mentions add entities: an add to an index
+        # with them is derived from nothing over every shard. Either way the generation is a delta's, written whole.
+        assert flattened_generation(index)
+        prepared = stored_prepared(index)
+        assert prepared is not None and isinstance(prepared.columns, Scaled)
+        assert ("synonyms" in {s.name for s in prepared.columns.sources}) is config.resolve.synonyms
+        assert prepared.holds_ner is config.resolve.ner_mentions
 
     grown = add_documents(root, passages[20:30])
     check(grown, passages[:30], "after-add")

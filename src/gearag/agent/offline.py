@@ -78,7 +78,7 @@ from gearag.agent.slots import (
 from gearag.embed import index_embedder
 from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
-from gearag.graph.prepared import stored_prepared
+from gearag.graph.prepared import PreparedGraph
 from gearag.model import Fact, Passage, Reasoning
 from gearag.question_analysis import QuestionInfo, analyse, matches_type
 from gearag.retrieve.bm25 import tokenize
@@ -116,20 +116,21 @@ class Resolver:
     MIN_SHARE = 0.5
 
     def __init__(self, index: IndexStore, words: WordLists = DEFAULT_WORDS) -> None:
-        from gearag.derive.graph_for import graph_arrays_for
+        from gearag.derive.graph_for import resolution_of
 
         self.index = index
         self.words = words
         self._kinds: dict[int, frozenset[str]] = {}
-        prepared = stored_prepared(index)
-        if prepared is not None:
+        source = resolution_of(index)
+        if isinstance(source, PreparedGraph):
             # The prepared graph's name hashes and about rows, memory-mapped: the resolution's ids and rows
             # without its strings (only usable keys have about edges, and every one a passage mentions is there).
+            prepared = source
             self.n_keys, self.about, names = prepared.n_mention_keys, prepared.about, prepared.names
             self._find: Callable[[str], int | None] = names.get
             self._about_of: Callable[[int], Any] = lambda e: prepared.about_rows(np.asarray([e]))
         else:
-            res = graph_arrays_for(index).resolution
+            res = source.resolution
             self.n_keys, self.about, self._find = res.n_mention_keys, res.about, res.key_index().get
             self._about_of = lambda e: res.about[e]
         self._cache: dict[str, int | None] = {}

@@ -4,10 +4,11 @@ Each function takes what the previous generation kept (or nothing), the
 shards and what was removed, and gives the artifact with the state the next
 add extends. An add and a delete give it as a delta over the last generation
 written whole (:func:`gearag.derive.union_files.union_delta`); a build, and a
-generation with no state to extend, are the same delta over an empty index
-(:func:`gearag.derive.union_files.write_from_nothing`). What no delta can say
-yet (NER mentions, an index that stores no prepared graph, an add whose
-delta declines) is derived from the union
+generation the delta cannot say over its base (an index with NER mentions,
+whose spans add entities; an add whose delta declines), are the same delta over
+an empty index (:func:`gearag.derive.union_files.write_from_nothing`). An
+index that stores the graph arrays instead of a prepared graph (the delta's
+base) has them derived from the union
 (:func:`gearag.derive.union_files.write_union`); a compact derives nothing,
 re-keying the state to the merged shard (docs/architecture.md).
 

@@ -3,12 +3,14 @@
 In order: the stored prepared graph (memory-mapped) when it serves the query's
 settings; that graph's sources weighed or joined otherwise
 (:meth:`~gearag.graph.prepared.PreparedGraph.derived`); the stored graph
-arrays, prepared in memory; and for an index stored without an entity graph
+arrays (``--no-prepared-graph``, or an older gearag's index), prepared in
+memory; and for an index stored without an entity graph
 (``--no-entity-graph``) or one whose stored graph cannot give the query's
-settings, the arrays derived from its passages and triples by the union's
-derivation (:func:`~gearag.derive.union_files.write_union` over the corpus as
-one shard, in a scratch directory), so that such an index ranks exactly as if
-it had been built with them.
+settings (NER mentions turned off), the prepared graph a build of its
+passages and triples would store, derived as a build derives it
+(:func:`~gearag.derive.union_files.write_from_nothing` over the corpus as one
+shard, in a scratch directory) and read into memory, so that such an index
+ranks exactly as if it had been built with it.
 """
 
 from __future__ import annotations
@@ -20,45 +22,53 @@ from pathlib import Path
 
 import numpy as np
 
-from gearag.derive.union_files import ShardColumns, UnionRows, write_union
+from gearag.derive.union_files import ShardColumns, UnionRows, write_from_nothing
 from gearag.graph.config import PassageGraphConfig
 from gearag.graph.graph_arrays import GraphArrays
 from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, stored_graph_arrays
-from gearag.graph.prepared import stored_prepared
+from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared, stored_prepared
 from gearag.store.interface import IndexStore
 from gearag.store.rows import Mapped
 from gearag.store.writer import IndexWriter
 
 
-def graph_arrays_for(index: IndexStore) -> GraphArrays:
-    """The index's graph arrays: stored ones, else derived from its passages and triples (cached)."""
+def derived_prepared(index: IndexStore) -> PreparedGraph:
+    """The prepared graph a build of ``index``'s passages and triples with the entity graph on would store (under
+    the default query settings), in memory: with its synonym edges (a function of the entity keys), without NER
+    mentions (their spans are not read here). Cached per loaded index."""
 
-    def build() -> GraphArrays:
-        stored = stored_graph_arrays(index)
-        return stored if stored is not None else derived_graph_arrays(index)
+    def build() -> PreparedGraph:
+        cfg = index.config
+        config = replace(cfg, resolve=replace(cfg.resolve, entity_graph=True, prepared_graph=True,
+                                              synonyms=cfg.resolve.synonyms and cfg.resolve.entity_graph,
+                                              ner_mentions=False))
+        passages, triples = index.passages, index.triples
+        owner = np.asarray(triples.passage, dtype=np.int32)
 
-    return index.cached("graph_arrays", build)
+        def no_spans() -> list[list[str]]:
+            raise AssertionError("no edge kind reads NER spans here")
+
+        shard = ShardColumns("s-derived", triples.subjects, triples.objects, Mapped(passages, attrgetter("text")),
+                             np.arange(len(passages)), no_spans)
+        with tempfile.TemporaryDirectory(prefix="gearag-graph-") as scratch, IndexWriter(Path(scratch) / "g") as w:
+            made = write_from_nothing(w, config, [shard], UnionRows(passages, [np.ones(len(owner), dtype=bool)], owner),
+                                      keep_state=False)
+            assert made is not None, "an entity graph with a prepared graph and no NER mentions is a build's delta"
+            prepared = load_prepared(w.path(f"{GRAPH_DIR}/{PREPARED}"), mmap=False)  # the scratch files go
+        assert prepared is not None
+        return prepared
+
+    return index.cached("derived_prepared", build)
 
 
-def derived_graph_arrays(index: IndexStore) -> GraphArrays:
-    """The graph arrays a build of ``index``'s passages and triples with the entity graph on would store: with
-    its synonym edges (a function of the entity keys), without NER mentions (their spans are not read here)."""
-    cfg = index.config
-    config = replace(cfg, resolve=replace(cfg.resolve, entity_graph=True, prepared_graph=False,
-                                          synonyms=cfg.resolve.synonyms and cfg.resolve.entity_graph,
-                                          ner_mentions=False))
-    passages, triples = index.passages, index.triples
-    owner = np.asarray(triples.passage, dtype=np.int32)
-
-    def no_spans() -> list[list[str]]:
-        raise AssertionError("no edge kind reads NER spans here")
-
-    shard = ShardColumns("s-derived", triples.subjects, triples.objects, Mapped(passages, attrgetter("text")),
-                         np.arange(len(passages)), no_spans)
-    with tempfile.TemporaryDirectory(prefix="gearag-graph-") as scratch, IndexWriter(Path(scratch) / "g") as w:
-        write_union(w, config, [shard], UnionRows(passages, [np.ones(len(owner), dtype=bool)], owner),
-                    overlap=False, keep_state=False)
-        return GraphArrays.load(w.path(GRAPH_DIR))  # read into memory: the scratch files go
+def resolution_of(index: IndexStore) -> PreparedGraph | GraphArrays:
+    """What ``index``'s entity resolution is read from: its stored prepared graph, else its stored graph arrays,
+    else the prepared graph a build would store (:func:`derived_prepared`)."""
+    stored = stored_prepared(index)
+    if stored is not None:
+        return stored
+    arrays = index.cached("graph_arrays", lambda: stored_graph_arrays(index))
+    return arrays if arrays is not None else derived_prepared(index)
 
 
 def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = None) -> PassageGraph:
@@ -73,6 +83,12 @@ def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = Non
         derived = stored.derived(config) if stored is not None else None
         if derived is not None:  # the stored sources, weighed or joined otherwise: no graph built from the corpus
             return PassageGraph(derived, config)
-        return PassageGraph(graph_arrays_for(index), config)
+        arrays = index.cached("graph_arrays", lambda: stored_graph_arrays(index))
+        if arrays is not None:
+            return PassageGraph(arrays, config)
+        made = derived_prepared(index)
+        weighed = made if made.serves(config) else made.derived(config)
+        assert weighed is not None, "a graph prepared under the default settings gives every other"
+        return PassageGraph(weighed, config)
 
     return index.cached("passage_graph", build, variant=repr(config))

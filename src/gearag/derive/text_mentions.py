@@ -5,9 +5,9 @@ names: :meth:`~gearag.graph.trie.NameLookup.scan`) change only where it holds
 every token of a lexicon name new (or gone) since they were found: each
 shard's token index (:class:`~gearag.derive.token_index.TokenIndex`) finds
 those rows (:func:`rows_holding`), and only they and the new passages are
-scanned again (:func:`text_matches`). Used by the union's resolution
-(:func:`text_mentions`, :func:`mention_matrix`) and by a delta add's
-(:mod:`gearag.derive.delta_scan`).
+scanned again (:func:`text_matches`). Used by a delta add's resolution
+(:mod:`gearag.derive.delta_scan`), a delete's, and the union's
+(:func:`text_matches`, :func:`mention_matrix`).
 """
 
 from __future__ import annotations
@@ -47,19 +47,6 @@ def text_matches(passages: Sequence[Passage], rows: Sequence[int], matcher: Name
                 found_rows.append(row)
                 found_names.append(m.name)
     return np.frombuffer(found_rows, dtype=np.int64), np.frombuffer(found_names, dtype=np.int64)
-
-
-def text_mentions(passages: Sequence[Passage], old: tuple[np.ndarray, np.ndarray] | None, touched: list[str],
-                  indices: Sequence[tuple[TokenIndex, np.ndarray]], matcher: NameLookup,
-                  new_from: int) -> tuple[np.ndarray, np.ndarray]:
-    """The union's text mentions (passage row, lexicon id): ``old``'s (the previous generation's: rows and
-    names) where no ``touched`` name can occur, and those of the passages scanned again (the new ones and those
-    holding every token of a touched name)."""
-    rescan: set[int] = set(range(new_from, len(passages)))
-    if old is not None and touched:
-        rescan |= rows_holding(indices, touched)
-    rows, names = scanned_again(passages, old, rescan, matcher)
-    return rows.astype(np.int64), names.astype(np.int32)
 
 
 def scanned_again(passages: Sequence[Passage], old: tuple[np.ndarray, np.ndarray] | None, rescan: set[int],

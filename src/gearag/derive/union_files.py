@@ -7,13 +7,16 @@ computing them again: per-shard endpoint tables and token indices, the
 union's key and name vocabularies and statistics, and the resolution's
 lexicon and mentions. One derivation makes them: the delta of what changed
 over the last generation written whole (:func:`union_delta`; an add or a
-delete), which a build, and a generation with no state to extend, take over
-an empty index (:func:`write_from_nothing`; a plain build is one shard:
-:class:`gearag.indexing.graph.GraphStage`, whose first add then extends the
-build's own state). :func:`write_union` derives them from the union where no
-delta can say them yet: an index with NER mentions (they add entities), one
-that stores no prepared graph (the delta's base), an add whose delta declines
-(a new name's hash another's, a base kept another way).
+delete), which a build, and a generation the delta cannot say over its base,
+take over an empty index (:func:`write_from_nothing`; a plain build is one
+shard: :class:`gearag.indexing.graph.GraphStage`, whose first add then
+extends the build's own state). An index with NER mentions, whose spans add
+entities (:attr:`~gearag.graph.edge_kinds.EdgeKind.onto_build`), is derived
+from nothing at every add; so is an add whose delta declines (a new name's
+hash another's, a base kept another way). :func:`write_union` derives them
+from the union for an index without an entity graph (the triple graph alone)
+or one that stores the graph arrays instead of a prepared graph (the delta's
+base).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,20 +32,22 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import sparse
 
-from gearag.config import IndexConfig
+from gearag.config import IndexConfig, ResolveConfig
 from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable, UnionTriples, shard_table
 from gearag.derive.token_index import RESOLVE_DIR, shard_name_index, shard_token_index
 from gearag.derive.triple_graph import KeyStats, TripleInputs, triple_graph
-from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, resolve_union
+from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, ResolveState, resolve_union
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
 from gearag.graph.delta_apply import Deletion, ResolutionDelta, apply_delta, rows_that_differ
-from gearag.graph.edge_kinds import EdgeInputs, keyed_kinds, stored_kinds, with_edge_kinds
+from gearag.graph.edge_kinds import BuildSources, EdgeInputs, EdgeKind, keyed_kinds, stored_kinds, with_edge_kinds
 from gearag.graph.flatten import flattened
+from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
-from gearag.graph.prepared import PREPARED, PreparedGraph, empty_prepared
+from gearag.graph.prepared import PREPARED, PreparedGraph, empty_prepared, names_beside
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
+from gearag.graph.trie import HashedNames
 from gearag.model import Passage
 from gearag.store.graph import LayeredTripleGraph, TripleGraph, triple_graph_files
 from gearag.store.shards import UNION_VERSION
@@ -96,46 +101,32 @@ class UnionRows:
 
 
 def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
-                before: Path | None = None, done: dict[str, Any] | None = None,
-                prior: Prior | None = None, overlap: bool = True, tables_from: Path | None = None,
+                overlap: bool = True, tables_from: Path | None = None,
                 keep_state: bool = True) -> tuple[int, dict[str, float], dict[str, Any]]:
-    """Write the union's triple graph, resolution and state into ``w``; its entity count, timings and notes.
+    """Write the union's triple graph, resolution and state into ``w``, derived over the union from nothing; its
+    entity count, timings and notes. What :func:`write_from_nothing` declines: an index without an entity graph
+    (the triple graph alone), one that stores the graph arrays instead of a prepared graph (the delta's base),
+    and the arrays a query derives (:mod:`gearag.derive.graph_for`).
 
-    ``before``: a generation whose per-shard tables are hard-linked for the
-    shards it lists (``done``: its manifest); ``prior``: its resolution, when
-    this union only appends shards to it or only deletes rows of its shards
-    (an add's triple graph is counted onto its key statistics too; a delete's
-    is derived from nothing over the tables). None of them: everything is
-    computed from the shards (a build with NER mentions or without a prepared
-    graph, which :func:`write_from_nothing` declines). ``overlap``: the
-    triple graph is made on a second thread beside the resolution (an add or
-    a delete, whose wall time counts); False makes them one after the other (a build, whose peak
+    ``overlap``: the triple graph is made on a second thread beside the
+    resolution (a generation, whose wall time counts); False makes them one after the other (a build, whose peak
     memory counts: the two peaks no longer add up; at 100k, 17–18% less for
     the stage and 4–9% more time, docs/benchmarks-log.md "Growable builds: the graph
-    stage's two steps one after the other"). ``tables_from``: where the per-shard tables and indices are
-    hard-linked from (default ``before``; after a delta generation, that generation: it has the tables of
-    the shards since its base). ``keep_state=False``: the arrays only, without the state (a build that is
+    stage's two steps one after the other"). ``tables_from``: a generation whose per-shard tables and indices
+    are hard-linked where it has them. ``keep_state=False``: the arrays only, without the state (a build that is
     not growable). The notes hold ``edges`` (:func:`edge_counts`) when the resolution is on.
     """
-    done = done or {}
     timings: dict[str, float] = {}
     meta: dict[str, Any] = {}
     started = time.perf_counter()
     names_of = [s.name for s in shards]
-    tables_from = tables_from or before  # the previous generation: a delta one has the tables since its base
     triples = _union_triples(w, shards, union, tables_from)
-    kept = before if before is not None and done.get("union") == UNION_VERSION else None
-    done_shards = done.get("shards") or []
     n_passages = len(union.passages)
 
     def write_triple_graph() -> int:
         """The union's triple graph, written; its entity count."""
-        keys, n_keys = _vocab(kept, done_shards, "keys", names_of, triples.tables, w)
-        # An add counts its shards onto the kept statistics; a delete derives the graph from nothing.
-        added = prior is not None and prior.removal is None
-        key_prior = KeyStats.read(kept, n_keys) if kept is not None and added else None
-        out = triple_graph(config.graph, TripleInputs(triples, n_passages, keys, key_prior,
-                                                      prior.shards if key_prior is not None and prior else 0))
+        keys, _ = _vocab(None, [], "keys", names_of, triples.tables, w)
+        out = triple_graph(config.graph, TripleInputs(triples, n_passages, keys))
         assert out is not None and isinstance(out[0], TripleGraph)  # no base given: whole
         graph, key_stats = out[0], out[1]
         key_stats.write(w)
@@ -152,7 +143,7 @@ def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     try:
         if config.resolve.entity_graph:
             resolve_started = time.perf_counter()
-            inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, kept, prior,
+            inputs = _resolution_inputs(w, shards, union, triples, tables_from, [], None, None,
                                         keep_indices=keep_state)
             resolved = resolve_union(inputs, background=pool)
             relations = resolved.relations.result() if resolved.relations is not None else None
@@ -245,6 +236,9 @@ class UnionDelta(NamedTuple):
     triples: LayeredTripleGraph | TripleGraph | None
     #: What the generation's manifest records of the optional edge kinds (:func:`edge_counts`).
     edges: dict[str, int | None] | None = None
+    #: ``overlap=False``: the triple graph, made (and its key statistics written) when called, once the
+    #: resolution's delta is applied and let go (``triples`` is then None).
+    later: Callable[[], LayeredTripleGraph | TripleGraph] | None = None
 
 
 def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
@@ -263,16 +257,16 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     generation that keeps it whole and is the next add's base (a delete always does); else the text scan, for
     the next delta add over the same base. ``before`` None: an add onto nothing (:func:`write_from_nothing`,
     ``base`` and ``prior`` empty). ``overlap``: the triple graph is made on a second thread beside the
-    resolution (an add's wall time counts); False, after it (a build's peak memory counts: the resolution's
-    peak, hashing every name, is then not on top of the graph's arrays)."""
+    resolution (an add's wall time counts); False, by ``later`` once the caller has applied and written the
+    resolution's delta (a build's peak memory counts: neither step's arrays are then on top of the other's)."""
     from gearag.derive.delta_delete import resolve_deletion
     from gearag.derive.delta_resolve import ResolvedDelta, entity_keys, resolve_delta
     from gearag.derive.delta_scan import TextScan
 
     deleted = prior.removal is not None
-    kinds = keyed_kinds(config.resolve)
+    kinds = keyed_kinds(config.resolve, onto_nothing=before is None)
     if (before is not None and done.get("union") != UNION_VERSION) or kinds is None or (deleted and not keep_state):
-        return UnionDelta(None, None)  # NER mentions are derived over the union (no delta yet)
+        return UnionDelta(None, None)  # an add to an index with NER mentions is derived from nothing
     tables_from = tables_from or before
     triples = _union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
@@ -294,31 +288,78 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         # generation), if it was.
         resolved = resolve_deletion(inputs, base) if deleted else resolve_delta(
             inputs, base, TextScan.read(tables_from) if tables_from != before and before is not None else None)
-        graph = pending.result() if pending is not None else make_graph()
+        graph = pending.result() if pending is not None else None
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)
     delta, whole = resolved.delta, {}
+    counts: dict[str, int | None] = {}
     state = resolved.state() if kinds or keep_state else None  # made once: an add's concatenates every text mention
     if kinds:  # derived again over the keys after the change; the rows that moved are the delta's
         assert state is not None
         named = entity_keys(state, resolved.stats, inputs.vocab.items, delta.layout.n_entities)
-        edge_inputs = EdgeInputs(lambda: (), name_encoder(lambda: make_embedder(config.embed.embedder),
-                                                          config.embed.batch))
+        edge_inputs = EdgeInputs(lambda: union_spans(shards, len(union.passages)),
+                                 name_encoder(lambda: make_embedder(config.embed.embedder), config.embed.batch))
+        if any(k.onto_build is not None for k in kinds):  # a build's (keyed_kinds)
+            delta, named, counts = _onto_build(delta, named, state, kinds, config.resolve, edge_inputs)
         whole = {k.name: k.over_keys(named, config.resolve, edge_inputs) for k in kinds if k.over_keys is not None}
         held = {src.name: src.rows for src in base.columns.sources} if isinstance(base.columns, Scaled) else {}
         # A kind the base left out (a weight of 0) is not in the delta: the apply declines.
         delta = delta._replace(edges={name: rows_that_differ(rows, Csr(m.indptr, m.indices, m.data, None))
                                       for name, m in whole.items() if isinstance(rows := held.get(name), Csr)})
+    edges = {**edge_counts(whole, None), **counts}
     if not keep_state:  # an add's delta generation (a delete is kept whole)
         assert isinstance(resolved, ResolvedDelta)
         if before is not None:
             resolved.scan.write(w)
-    elif graph is not None:
+    else:
         assert state is not None
         state.write(w)
         resolved.stats.write(w)
-        graph[1].write(w)
-    return UnionDelta(delta, graph[0] if graph is not None else None, edge_counts(whole, None))
+    kept = w if keep_state else None
+    if not overlap:
+        return UnionDelta(delta, None, edges, partial(_made_after, make_graph, kept))
+    if graph is not None and kept is not None:
+        graph[1].write(kept)
+    return UnionDelta(delta, graph[0] if graph is not None else None, edges)
+
+
+def _onto_build(delta: ResolutionDelta, keys: list[str | None], state: ResolveState, kinds: Sequence[EdgeKind],
+                config: ResolveConfig, inputs: EdgeInputs) -> tuple[ResolutionDelta, list[str | None],
+                                                                    dict[str, int | None]]:
+    """A build's delta (over an empty index) with the entities and edges of the ``kinds`` that add entities
+    (:attr:`~gearag.graph.edge_kinds.EdgeKind.onto_build`: NER mentions), their keys after the others', and
+    what the manifest records of them. Every usable key is hashed again, so that the names are a build's."""
+    mentions, terms, relations = delta.mentions.delta_only, delta.terms.delta_only, delta.relations.delta_only
+    assert mentions is not None and terms is not None and relations is not None, "a build's delta is over nothing"
+    n_core = len(keys)
+    lex_entity = state.lex_entity if state.lex_entity is not None else np.arange(len(state.names))
+    src = BuildSources(mentions, terms, relations, keys, list(state.names), np.asarray(lex_entity, dtype=np.int64),
+                       {})
+    for kind in kinds:
+        if kind.onto_build is not None:
+            src = kind.onto_build(src, config, inputs)
+    n = len(src.keys)
+    scale = np.zeros(1 + n)
+    scale[: len(delta.scale)] = delta.scale
+    hashed = names_beside(HashedNames.from_keys([], np.zeros(0, np.int64)), [k or "" for k in src.keys],
+                          np.arange(n, dtype=np.int64))
+    assert hashed is not None  # beside no name: the build's rule
+    return delta._replace(layout=replace(delta.layout, n_entities=n), scale=scale, names=hashed[0],
+                          n_usable=hashed[1], n_mention_keys=n_core,
+                          mentions=LayeredCsr.of_delta(delta.mentions.base, src.mentions),
+                          terms=LayeredCsr.of_delta(delta.terms.base, src.terms),
+                          relations=LayeredCsr.of_delta(delta.relations.base, src.relations)), src.keys, src.counts
+
+
+def _made_after(make_graph: Callable[[], tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None],
+                w: IndexWriter | None) -> LayeredTripleGraph | TripleGraph:
+    """The triple graph ``make_graph`` makes whole (a build's), its key statistics written into ``w`` (None: not
+    kept)."""
+    made = make_graph()
+    assert made is not None, "a generation written whole holds its triple graph"
+    if w is not None:
+        made[1].write(w)
+    return made[0]
 
 
 def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
@@ -332,7 +373,7 @@ def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[Sha
     ``tables_from``: a generation whose per-shard tables and indices are hard-linked where it has them;
     ``keep_state=False``: the graphs only (a build that is not growable)."""
     res = config.resolve
-    kinds = keyed_kinds(res)
+    kinds = keyed_kinds(res, onto_nothing=True)
     if not (res.entity_graph and res.prepared_graph) or kinds is None:
         return None
     started = time.perf_counter()
@@ -340,15 +381,21 @@ def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[Sha
     delta = union_delta(w, config, shards, union, None, {}, Prior.nothing(), base, None, tables_from, keep_state,
                         overlap=False)
     layered = apply_delta(base, delta.resolution) if delta.resolution is not None else None
-    if layered is None or delta.triples is None:
+    if layered is None or delta.later is None:
         _discard_state(w)
         return None
-    timings = {"resolve": round(time.perf_counter() - started, 3)}
-    meta = write_flat(w, layered, delta.triples)
-    timings["write"] = round(time.perf_counter() - started - timings["resolve"], 3)
+    timings = {"resolve": time.perf_counter() - started}
+    # The prepared graph is written and let go before the triple graph is made: a build's peak counts.
+    w.write_files(prepared_files(flattened(layered)))
+    later, edges = delta.later, delta.edges
+    del layered, delta
+    timings["write"] = time.perf_counter() - started - timings["resolve"]
+    triples = later()
+    meta = write_flat(w, None, triples)
+    timings["graph"] = time.perf_counter() - started - timings["resolve"] - timings["write"]
     if not keep_state:
         _discard_state(w)
-    return delta.triples.n_entities, timings, {**meta, "edges": delta.edges}
+    return triples.n_entities, {k: round(v, 3) for k, v in timings.items()}, {**meta, "edges": edges}
 
 
 def _discard_state(w: IndexWriter) -> None:
@@ -364,12 +411,14 @@ def prepared_files(g: PreparedGraph) -> dict[str, Any]:
         f"{prepared}/prepared.json": g.meta()}
 
 
-def write_flat(w: IndexWriter, layered: PreparedGraph, triples: LayeredTripleGraph | TripleGraph,
+def write_flat(w: IndexWriter, layered: PreparedGraph | None, triples: LayeredTripleGraph | TripleGraph,
                deletion: Deletion | None = None) -> dict[str, Any]:
-    """Write a delta's prepared graph and triple graph (or the union's, where an add moved the hub cut) as a full
-    generation's, in the delta's (appending) numbering (:func:`~gearag.graph.flatten.flattened`): no resolution
-    arrays, as in a delta generation. The manifest's entries that make it a base for the next add."""
-    w.write_files(prepared_files(flattened(layered, deletion)))
+    """Write a delta's prepared graph (None: written already) and triple graph (or the union's, where an add moved
+    the hub cut) as a full generation's, in the delta's (appending) numbering
+    (:func:`~gearag.graph.flatten.flattened`): no resolution arrays, as in a delta generation. The manifest's
+    entries that make it a base for the next add."""
+    if layered is not None:
+        w.write_files(prepared_files(flattened(layered, deletion)))
     w.write_files(triple_graph_files(triples.whole() if isinstance(triples, LayeredTripleGraph) else triples))
     return {"union": UNION_VERSION, "prepared_names": "flattened"}
 

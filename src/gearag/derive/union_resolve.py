@@ -53,7 +53,7 @@ from gearag.arrays import ranges
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import JsonStrings, strings_at
 from gearag.derive.endpoints import UnionTriples, first_seen, union_ends
-from gearag.derive.text_mentions import mention_matrix, text_mentions
+from gearag.derive.text_mentions import mention_matrix, text_matches
 from gearag.derive.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab
 from gearag.errors import GearagError
@@ -385,25 +385,21 @@ class ResolveInputs(NamedTuple):
 
 
 def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> UnionResolution:
-    """The resolution of the union (the oracle ``resolve_corpus``'s, array for array), reusing ``inputs.prior``.
+    """The resolution of the union from nothing (the oracle ``resolve_corpus``'s, array for array): what an index
+    that stores the graph arrays instead of a prepared graph stores (``--no-prepared-graph``); every other
+    resolution is a delta's (:func:`~gearag.derive.delta_resolve.resolve_delta`, a build's over nothing).
 
     ``background``: where the relation counts are made as soon as the entity
     ends are known, beside the about and mention matrices (at a million
     passages, ~1.4 s that otherwise followed them on one core).
     """
-    passages, (tables, triple_keep, owner), vocab, prior = inputs.passages, inputs.live, inputs.vocab, inputs.prior
-    indices = inputs.indices[: prior.shards if prior is not None else 0]  # a later shard's rows are all scanned
+    passages, (tables, triple_keep, owner), vocab = inputs.passages, inputs.live, inputs.vocab
+    assert inputs.prior is None, "an add extends a resolution by its delta"
     n_passages = len(passages)
-    vanished: list[str] = []  # lexicon names a delete took away: where they matched is scanned again
-    lost = np.zeros(0, dtype=np.int64)  # endpoint names whose first appearance was deleted
-    if prior is not None and prior.removal is not None:
-        prior, vanished, lost, _ = shrunk(prior, prior.removal, passages)
-    new_from = prior.new_from if prior is not None else 0
-    old = prior.state if prior is not None else None
-    # -- the lexicon: the prior's entries, then the new passages' ------------------------------
-    lexicon = grown_lexicon(passages, old, new_from)
-    names, ids, n_prior_names = lexicon.names, lexicon.ids, lexicon.n_prior
-    lex_k, lex_r, lex_w = lexicon.entries(old)
+    # -- the lexicon ----------------------------------------------------------------------------
+    lexicon = grown_lexicon(passages, None, 0)
+    names, ids = lexicon.names, lexicon.ids
+    lex_k, lex_r, lex_w = lexicon.entries(None)
     n_names = len(names)
     # Per name: its passages in insertion (= row) order, and their total weight.
     order = np.argsort(lex_k, kind="stable")
@@ -411,8 +407,7 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
     name_ptr = np.zeros(n_names + 1, dtype=np.int64)
     np.cumsum(np.bincount(lex_k, minlength=n_names), out=name_ptr[1:])
     totals = np.bincount(lex_k, weights=lex_w, minlength=n_names)  # sums of tier weights: exact in any order
-    matcher = NameLookup(names, ids, (old.longest, n_prior_names) if old is not None and old.longest is not None
-                         else None)
+    matcher = NameLookup(names, ids)
     own = np.repeat(np.arange(n_names, dtype=np.int64), np.diff(name_ptr))
     # The about terms (AboutTerms): each lexicon name's own pages, then those of the names containing it.
     about_rows: list[np.ndarray] = [own]
@@ -422,8 +417,7 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
     # -- endpoint names: where each first appears, its lexicon id, the names it contains ----------------
     name_ends = [t.name_ends for t in tables]
     items = vocab.items
-    touched = names[n_prior_names:] + vanished  # lexicon names new or gone: what they occur in may change
-    stats, _ = endpoint_name_stats(inputs, prior, lexicon, matcher, touched, lost)
+    stats, _ = endpoint_name_stats(inputs, None, lexicon, matcher, names, np.zeros(0, dtype=np.int64))
     # -- entity ids: the lexicon's, then endpoint-only names in first-appearance order ---------------
     entity, ep = stats.entities(n_names)
     stats.entity = entity[:-1].astype(np.int32)
@@ -450,8 +444,8 @@ def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> 
     terms = AboutTerms(t_rows.astype(np.int32), t_cols.astype(np.int32), t_raw.astype(np.float32), t_names,
                        totals)
     del t_rows, t_cols, t_raw
-    text_rows, text_names = text_mentions(passages, old.text if old is not None else None, touched, indices, matcher,
-                                          new_from)
+    text_rows, found = text_matches(passages, range(n_passages), matcher)
+    text_names = found.astype(np.int32)
     mentions = mention_matrix(owner, ends, text_rows, text_names, (n_passages, len(keys)))
     state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names), matcher.longest)
     return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None, terms), state, stats, relations)

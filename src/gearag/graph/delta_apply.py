@@ -57,6 +57,9 @@ class ResolutionDelta(NamedTuple):
     #: The optional kinds' sources, derived again over the keys after the change (:func:`rows_that_differ`), by
     #: name (:func:`~gearag.graph.edge_kinds.keyed_kinds`).
     edges: dict[str, LayeredCsr] | None = None
+    #: Set where NER mentions added entities (a build's: :attr:`~gearag.graph.edge_kinds.EdgeKind.onto_build`):
+    #: the entities below it are the mentions' (:attr:`~gearag.graph.prepared.PreparedGraph.n_mention_keys`).
+    n_mention_keys: int | None = None
 
     @property
     def sources(self) -> dict[str, LayeredCsr]:
@@ -322,5 +325,7 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | 
     about = rows[ABOUT_SOURCE]
     return PreparedGraph(layout.n_passages, layout.n_entities, dict(base.settings), layered, layered.dangling,
                          specificity, about, AppendedRows(np.asarray(base.triple_ends), d.ends_tail),
-                         LayeredNames(base.names, d.names), layout.n_entities, d.n_usable, delta_layout=layout,
-                         base_meta=base.meta(), holds_ner=base.holds_ner)
+                         LayeredNames(base.names, d.names),
+                         layout.n_entities if d.n_mention_keys is None else d.n_mention_keys, d.n_usable,
+                         delta_layout=layout, base_meta=base.meta(),
+                         holds_ner=base.holds_ner if d.n_mention_keys is None else True)

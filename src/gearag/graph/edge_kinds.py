@@ -20,18 +20,20 @@ source it is the transpose of).
 The core kinds come from the entity resolution itself: the delta of a build
 (over an empty index, :func:`gearag.derive.union_files.write_from_nothing`), an
 add or a delete (:func:`gearag.derive.union_files.union_delta`), and the
-union's derivation for what no delta can say
-(:func:`gearag.derive.union_files.write_union`). An
-optional kind's ``derive`` takes the graph arrays made so far and returns them
-with its edges; kinds run in registration order (NER mentions add entities,
-so they come before the synonyms, which join every entity's name). Every path
-that makes an index's graph arrays calls :func:`with_edge_kinds`. A kind that
-is a function of the entity keys alone (:attr:`EdgeKind.over_keys`: the
-synonyms) is derived again over the keys after a delta too, which keeps the
-rows that changed; an index with any other optional kind (NER mentions) is
-grown through the union's derivation. Either way it grows like a rebuild.
-Each input is read only when a kind asks for it (:class:`EdgeInputs`): the NER
-spans are a per-passage file every shard keeps (:mod:`gearag.indexing.ner`).
+union's derivation for an index that stores the graph arrays
+(:func:`gearag.derive.union_files.write_union`). An optional kind comes two
+ways. Over the delta: a kind that is a function of the entity keys alone
+(:attr:`EdgeKind.over_keys`: the synonyms) is derived again over the keys
+after a build, an add or a delete, which keeps the rows that changed; a kind
+that adds entities (:attr:`EdgeKind.onto_build`: NER mentions) extends a
+build's sources (:class:`BuildSources`), and an add to an index with one is
+derived from nothing over every shard. Over the union's graph arrays: its
+``derive`` returns them with its edges (:func:`with_edge_kinds`). Either way
+the index grows like a rebuild, and kinds run in registration order (NER
+mentions add entities, so they come before the synonyms, which join every
+entity's name). Each input is read only when a kind asks for it
+(:class:`EdgeInputs`): the NER spans are a per-passage file every shard
+keeps (:mod:`gearag.indexing.ner`).
 
 What reads the registry: the transition (:func:`gearag.graph.scaled.scaled_columns`
 makes one source per registered :class:`TransitionSource` the graph holds,
@@ -41,13 +43,14 @@ source), the stored prepared graph (a source's files and scale ids), and an
 add's delta (:func:`gearag.graph.delta_apply.apply_delta`: a source that is
 another's transpose gains that source's changes the other way).
 
-To add an edge kind: write its derivation (GraphArrays → GraphArrays, exact
-whatever the order passages arrived in) putting its entity × entity matrix
-in :attr:`GraphArrays.entity_edges <gearag.graph.graph_arrays.GraphArrays.entity_edges>`
-under its source's name, and register it here with the ``ResolveConfig``
-switch that stores it, its transition source and the query setting that
-weighs it (a field of :class:`~gearag.graph.config.PassageGraphConfig`;
-none: weight 1).
+To add an edge kind: write its derivation over the entity keys (or, if it
+adds entities, onto a build's sources) and over the graph arrays (GraphArrays
+→ GraphArrays, exact whatever the order passages arrived in, its entity ×
+entity matrix in :attr:`GraphArrays.entity_edges
+<gearag.graph.graph_arrays.GraphArrays.entity_edges>` under its source's
+name), and register it here with the ``ResolveConfig`` switch that stores it,
+its transition source and the query setting that weighs it (a field of
+:class:`~gearag.graph.config.PassageGraphConfig`; none: weight 1).
 """
 
 from __future__ import annotations
@@ -59,10 +62,12 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from gearag.arrays import Csr
 from gearag.config import ResolveConfig
 from gearag.graph.graph_arrays import GraphArrays
-from gearag.graph.resolve import with_span_mentions
+from gearag.graph.resolve import span_entities, with_span_mentions
 from gearag.graph.synonyms import synonym_matrix
+from gearag.graph.trie import NameLookup
 from gearag.text import is_named
 
 
@@ -94,6 +99,20 @@ class TransitionSource(NamedTuple):
         return 1.0 if self.weight is None else float(getattr(config, self.weight))
 
 
+class BuildSources(NamedTuple):
+    """A build's resolution as its core sources, plain (an add onto nothing): what a kind that adds entities
+    extends (:attr:`EdgeKind.onto_build`)."""
+
+    mentions: Csr  #: passage × entity, 1.0 a pair
+    terms: Csr  #: entity × passage about terms: raw weights, scale ids ``1 +`` the lexicon name's entity id
+    relations: Csr  #: entity × entity triple counts
+    keys: list[str | None]  #: each entity's key
+    lexicon: list[str]  #: the lexicon's names
+    lex_entity: np.ndarray  #: each lexicon name's entity id
+    #: What the manifest records of the kinds that grew these (:func:`~gearag.derive.union_files.edge_counts`).
+    counts: dict[str, int | None]
+
+
 @dataclass(frozen=True)
 class EdgeKind:
     """One edge kind of the passage graph (module docstring)."""
@@ -111,6 +130,10 @@ class EdgeKind:
     #: entities, as NER mentions do): an add or a delete through the delta derives them again over the keys
     #: after it, in its own numbering, and keeps the rows that changed (:func:`keyed_kinds`).
     over_keys: Callable[[Sequence[str | None], ResolveConfig, EdgeInputs], sparse.csr_matrix] | None = None
+    #: A kind that adds entities (NER mentions): its entities and edges onto a build's core sources (an add onto
+    #: nothing: :func:`gearag.derive.union_files.write_from_nothing`). An add to such an index is derived from
+    #: nothing over every shard.
+    onto_build: Callable[[BuildSources, ResolveConfig, EdgeInputs], BuildSources] | None = None
 
     @property
     def optional(self) -> bool:
@@ -145,11 +168,14 @@ def stored_kinds(config: ResolveConfig) -> list[EdgeKind]:
         if config.entity_graph else []
 
 
-def keyed_kinds(config: ResolveConfig) -> list[EdgeKind] | None:
+def keyed_kinds(config: ResolveConfig, onto_nothing: bool = False) -> list[EdgeKind] | None:
     """The optional kinds an index built with ``config`` stores, when every one is derived from the entity keys
-    alone (:attr:`EdgeKind.over_keys`); None when one is not (NER mentions: the union's derivation)."""
+    alone (:attr:`EdgeKind.over_keys`), or (``onto_nothing``: a build's delta) onto a build's sources
+    (:attr:`EdgeKind.onto_build`); None when one is not (an add to an index with NER mentions: derived from
+    nothing over every shard)."""
     kinds = stored_kinds(config)
-    return kinds if all(k.over_keys is not None for k in kinds) else None
+    ok = all(k.over_keys is not None or (onto_nothing and k.onto_build is not None) for k in kinds)
+    return kinds if ok else None
 
 
 def with_edge_kinds(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
@@ -185,6 +211,44 @@ def _ner_mentions(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs
     return replace(arrays, resolution=res, relations=relations)
 
 
+def _ner_onto_build(src: BuildSources, config: ResolveConfig, inputs: EdgeInputs) -> BuildSources:
+    """A build's sources with its NER spans' mentions (:func:`~gearag.graph.resolve.span_entities`, the rules
+    :func:`_ner_mentions` applies to the union's arrays): the entities only they name follow the others, about
+    the pages of the lexicon names they contain; the spans' mentions join the passages' others (a pair once),
+    as the prepared graph uses them with the query's ``ner_mentions`` on (its default)."""
+    n_core, n_passages = src.terms.n_rows, src.mentions.n_rows
+    lex_entity = np.asarray(src.lex_entity, dtype=np.int64)
+    counts, pages, weights, sids = src.terms.gather(lex_entity)
+    at = np.repeat(np.arange(len(lex_entity), dtype=np.int64), counts)
+    own = np.asarray(sids, dtype=np.int64) == 1 + lex_entity[at]  # each lexicon name's own pages
+    ptr = np.zeros(len(lex_entity) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(at[own], minlength=len(lex_entity)), out=ptr[1:])
+    spans = inputs.ner_spans()
+    if len(spans) != n_passages:
+        raise ValueError(f"ner_spans has {len(spans)} rows for {n_passages} passages")
+    found = span_entities({k: i for i, k in enumerate(src.keys) if k is not None}, n_core, NameLookup(src.lexicon),
+                          (ptr, np.asarray(pages)[own].tolist(), np.asarray(weights, dtype=np.float64)[own].tolist()),
+                          spans, is_named)
+    n = n_core + len(found.keys)
+    extra = np.zeros(len(found.keys) + 1, dtype=np.int64)  # the new rows' terms: made row after row, in order
+    np.cumsum(np.bincount(found.term_rows - n_core, minlength=len(found.keys)), out=extra[1:])
+    terms = Csr(np.concatenate([src.terms.indptr, src.terms.indptr[-1] + extra[1:]]),
+                np.concatenate([src.terms.indices, found.term_cols.astype(np.int32)]),
+                np.concatenate([src.terms.data, found.term_raw.astype(np.float32)]),
+                np.concatenate([np.asarray(src.terms.sids), (1 + lex_entity[found.term_names]).astype(np.int32)]))
+    m = src.mentions
+    ner = np.unique(found.rows * n + found.cols)
+    pairs = np.union1d(np.repeat(np.arange(n_passages, dtype=np.int64), np.diff(m.indptr)) * n
+                       + np.asarray(m.indices, dtype=np.int64), ner)
+    indptr = np.zeros(n_passages + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pairs // n, minlength=n_passages), out=indptr[1:])
+    mentions = Csr(indptr, (pairs % n).astype(np.int32), np.ones(len(pairs), dtype=np.float32), m.sids)
+    r = src.relations
+    relations = r._replace(indptr=np.concatenate([r.indptr, np.full(n - n_core, r.indptr[-1], dtype=r.indptr.dtype)]))
+    return src._replace(mentions=mentions, terms=terms, relations=relations, keys=[*src.keys, *found.keys],
+                        counts={**src.counts, "ner_mentions": len(ner)})
+
+
 def _synonym_edges(keys: Sequence[str | None], config: ResolveConfig, inputs: EdgeInputs) -> sparse.csr_matrix:
     """Synonym edges between every entity's name (HippoRAG §3.2; :func:`~gearag.graph.synonyms.synonym_matrix`:
     the same names give the same edges whatever their ids)."""
@@ -207,6 +271,6 @@ register_edge_kind(EdgeKind("about", None, "about_weight", None, (
                      transpose_of="terms"))))
 register_edge_kind(EdgeKind("relations", None, None, None, (
     TransitionSource("relations", of_passages=False, to_passages=False),)))
-register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", "ner_mentions", _ner_mentions))
+register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", "ner_mentions", _ner_mentions, onto_build=_ner_onto_build))
 register_edge_kind(EdgeKind("synonyms", "synonyms", "synonym_weight", _synonyms, (
     TransitionSource("synonyms", of_passages=False, to_passages=False, weight="synonym_weight"),), _synonym_edges))

@@ -434,16 +434,16 @@ def stored_prepared(index: IndexStore) -> PreparedGraph | None:
     return index.read_prepared(open_stored)
 
 
-def load_prepared(directory: Path) -> PreparedGraph | None:
-    """The prepared graph stored in ``directory`` (``<graph dir>/prepared``), memory-mapped; None when there is
-    none or it is of another version (the caller prepares its own)."""
+def load_prepared(directory: Path, mmap: bool = True) -> PreparedGraph | None:
+    """The prepared graph stored in ``directory`` (``<graph dir>/prepared``), memory-mapped (``mmap=False``: read
+    into memory); None when there is none or it is of another version (the caller prepares its own)."""
     try:
         meta = json.loads((directory / "prepared.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(meta, dict) or not readable(meta):
         return None
-    return PreparedGraph.open(meta, lambda name: load_npy(directory / name))
+    return PreparedGraph.open(meta, lambda name: load_npy(directory / name, mmap=mmap))
 
 
 # -- a base's and a delta's prepared graph as files (docs/delta.md) ------------------------------------

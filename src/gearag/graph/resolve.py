@@ -52,10 +52,11 @@ Output: compact CSR arrays (``about``: entity → passage with weights;
 the rules (the lexicon's tiers, usable keys, the containment share) and the
 types; the resolution of a corpus is derived as a delta
 (:func:`gearag.derive.delta_resolve.resolve_delta`): a build's over an empty
-index, an add's over the last full generation; the union's derivation
-(:func:`gearag.derive.union_resolve.resolve_union`) takes what the delta
-cannot say (NER mentions). The tests' oracle ``resolve_corpus`` (``tests/oracles.py``) is the same rules as one
-plain pass over the corpus.
+index, an add's over the last full generation, with the NER spans' entities
+onto a build's (:func:`span_entities`); the union's derivation
+(:func:`gearag.derive.union_resolve.resolve_union`) makes the arrays an index
+stores instead of a prepared graph. The tests' oracle ``resolve_corpus``
+(``tests/oracles.py``) is the same rules as one plain pass over the corpus.
 """
 
 from __future__ import annotations
@@ -272,35 +273,30 @@ class Resolution:
         return {k: i for i, k in enumerate(self.keys)}
 
 
-def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> Resolution:
-    """``res`` with named-entity spans as one more mention source, kept apart in ``ner_mentions``.
+class SpanEntities(NamedTuple):
+    """What named-entity spans add to a resolution (:func:`span_entities`)."""
 
-    ``spans``: per passage row, the texts of its spans. Each is resolved like a
-    triple endpoint: a name the resolution holds maps to that entity; any
-    other usable name becomes a new entity (ids after every other, in order of
-    first appearance) about the passages of the lexicon names it contains,
-    weighted by the share of its tokens they cover (the module docstring).
-    The same arrays whatever passages ``res`` was resolved over in which
-    order (:func:`gearag.derive.union_resolve.resolve_union` for a build and
-    every add of an index with NER mentions): the new entities' rows of ``about`` follow the existing ones,
-    which stay as they are.
-    """
-    n_passages = int(res.mentions.shape[0])
-    if len(spans) != n_passages:
-        raise ValueError(f"ner_spans has {len(spans)} rows for {n_passages} passages")
-    if res.about_terms is None:
-        raise ValueError("the resolution keeps no about terms (one read back from an index's files)")
-    terms = res.about_terms
-    # Each lexicon name's own passages and tier weights, in insertion order (its terms are grouped by name).
-    own = np.flatnonzero(terms.rows < res.n_names)
-    own = own[np.argsort(terms.names[own], kind="stable")]
-    own_rows, own_w = terms.cols[own].tolist(), terms.raw[own].astype(np.float64).tolist()
-    ptr = np.zeros(res.n_names + 1, dtype=np.int64)
-    np.cumsum(np.bincount(terms.names[own], minlength=res.n_names), out=ptr[1:])
-    keys = list(res.keys)
-    n_before = len(keys)
-    ids = {k: i for i, k in enumerate(keys)}
-    lexicon = NameLookup(keys[: res.n_names])
+    keys: list[str]  #: the entities only the spans name, their ids following the resolution's
+    #: Their about terms: entity id, passage, raw weight (the contained name's tier weight times its share), and
+    #: the lexicon name each is read through.
+    term_rows: np.ndarray
+    term_cols: np.ndarray
+    term_raw: np.ndarray
+    term_names: np.ndarray
+    #: The spans' mentions: passage row and entity id, one pair per distinct (span text, passage).
+    rows: np.ndarray
+    cols: np.ndarray
+
+
+def span_entities(ids: dict[str, int], n_keys: int, lexicon: NameLookup, own: tuple[np.ndarray, list[int], list[float]],
+                  spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> SpanEntities:
+    """Named-entity spans resolved like triple endpoints: a usable name the resolution holds (``ids``: key →
+    entity id, ``n_keys`` of them) is that entity; any other becomes a new entity (ids from ``n_keys`` on, in
+    order of first appearance) about the pages of the lexicon names it contains (``lexicon``'s scan), weighted
+    by the share of its tokens each covers (at least :data:`MIN_CONTAINED_SHARE`). ``own``: per lexicon name,
+    its own pages and tier weights (an index pointer over the names, the pages, the weights)."""
+    ptr, own_rows, own_w = own
+    keys: list[str] = []
     t_rows, t_cols, t_raw, t_names = array("q"), array("q"), array("d"), array("q")
     seen: dict[str, int] = {}
 
@@ -310,7 +306,7 @@ def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: C
             return -1
         eid = ids.get(key, -1)
         if eid < 0:
-            eid = ids[key] = len(keys)
+            eid = ids[key] = n_keys + len(keys)
             keys.append(key)
             toks = key.split(" ")
             for m in lexicon.scan(toks):
@@ -332,21 +328,45 @@ def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: C
             if eid >= 0:
                 rows.append(row)
                 cols.append(eid)
+    return SpanEntities(keys, np.asarray(t_rows, dtype=np.int64), np.asarray(t_cols, dtype=np.int64),
+                        np.asarray(t_raw, dtype=np.float64), np.asarray(t_names, dtype=np.int64),
+                        np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))
+
+
+def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> Resolution:
+    """``res`` with named-entity spans as one more mention source (:func:`span_entities`), kept apart in
+    ``ner_mentions``. The same arrays whatever passages ``res`` was resolved over in which order: the new
+    entities' rows of ``about`` follow the existing ones, which stay as they are."""
+    n_passages = int(res.mentions.shape[0])
+    if len(spans) != n_passages:
+        raise ValueError(f"ner_spans has {len(spans)} rows for {n_passages} passages")
+    if res.about_terms is None:
+        raise ValueError("the resolution keeps no about terms (one read back from an index's files)")
+    terms = res.about_terms
+    # Each lexicon name's own passages and tier weights, in insertion order (its terms are grouped by name).
+    own = np.flatnonzero(terms.rows < res.n_names)
+    own = own[np.argsort(terms.names[own], kind="stable")]
+    ptr = np.zeros(res.n_names + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms.names[own], minlength=res.n_names), out=ptr[1:])
+    n_before = len(res.keys)
+    found = span_entities({k: i for i, k in enumerate(res.keys)}, n_before, NameLookup(list(res.keys[: res.n_names])),
+                          (ptr, terms.cols[own].tolist(), terms.raw[own].astype(np.float64).tolist()), spans, named)
+    keys = [*res.keys, *found.keys]
     n_keys = len(keys)
-    names = np.asarray(t_names, dtype=np.int32)
-    extra = summed_csr((np.asarray(t_raw) / terms.totals[names]).astype(np.float32),
-                       np.asarray(t_rows, dtype=np.int64), np.asarray(t_cols, dtype=np.int64), (n_keys, n_passages))
+    names = found.term_names.astype(np.int32)
+    extra = summed_csr((found.term_raw / terms.totals[names]).astype(np.float32), found.term_rows, found.term_cols,
+                       (n_keys, n_passages))
     old = res.about
     about = sparse.csr_matrix((np.concatenate([old.data, extra.data]), np.concatenate([old.indices, extra.indices]),
                                np.concatenate([old.indptr, extra.indptr[n_before + 1:] + old.nnz])),
                               shape=(n_keys, n_passages))
-    grown = AboutTerms(np.concatenate([terms.rows, np.asarray(t_rows, dtype=np.int32)]),
-                       np.concatenate([terms.cols, np.asarray(t_cols, dtype=np.int32)]),
-                       np.concatenate([terms.raw, np.asarray(t_raw, dtype=np.float32)]),
+    grown = AboutTerms(np.concatenate([terms.rows, found.term_rows.astype(np.int32)]),
+                       np.concatenate([terms.cols, found.term_cols.astype(np.int32)]),
+                       np.concatenate([terms.raw, found.term_raw.astype(np.float32)]),
                        np.concatenate([terms.names, names]), terms.totals)
     m = res.mentions
     mentions = sparse.csr_matrix((m.data, m.indices, m.indptr), shape=(n_passages, n_keys))
-    ner = _incidence(rows, cols, (n_passages, n_keys))
+    ner = _incidence(found.rows, found.cols, (n_passages, n_keys))
     return Resolution(keys, res.n_names, about, mentions, res.triple_ends, ner, grown)
 
 

@@ -230,7 +230,8 @@ def reweighted(columns: Scaled, weights: dict[str, float]) -> Scaled:
     return out
 
 
-#: Nodes whose targets :func:`source_degrees` counts at a time (bounds its transient).
+#: Nodes whose targets :func:`source_degrees` counts (or whose row weights :func:`updated_sums` adds) at a time
+#: (bounds their transients).
 DEGREE_NODES = 1 << 17
 
 
@@ -388,12 +389,18 @@ class TermsByName(NamedTuple):
 
 
 def _row_weights(rows: Csr, ids: np.ndarray, weight: float, scale: np.ndarray) -> np.ndarray:
-    """Each of rows ``ids``'s sum of ``data · weight · scale[sid]``."""
-    counts, _, data, sids = rows.gather(ids)
-    w = np.asarray(data, dtype=np.float64) * weight
-    if sids is not None:
-        w = w * scale[sids]
-    return np.bincount(np.repeat(np.arange(len(ids)), counts), weights=w, minlength=len(ids))
+    """Each of rows ``ids``'s sum of ``data · weight · scale[sid]``, :data:`DEGREE_NODES` rows at a time (every
+    row of a build's sources: their entries' copies at once were its graph stage's peak at 1M)."""
+    out = np.zeros(len(ids))
+    for first in range(0, len(ids), DEGREE_NODES):
+        part = ids[first : first + DEGREE_NODES]
+        counts, _, data, sids = rows.gather(part)
+        w = np.asarray(data, dtype=np.float64) * weight
+        if sids is not None:
+            w *= scale[sids]
+        out[first : first + len(part)] = np.bincount(np.repeat(np.arange(len(part)), counts), weights=w,
+                                                     minlength=len(part))
+    return out
 
 
 def updated_sums(base: Scaled, layered: Scaled, by_name: TermsByName) -> np.ndarray:

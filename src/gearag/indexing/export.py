@@ -3,7 +3,7 @@
 Storage (:mod:`gearag.store.lance.export`) writes the tables and copies files; it does not
 derive graphs. The prepared passage graph (:mod:`gearag.graph.prepared`) an export carries
 comes from here: the index's stored one, file by file, when it serves the default query
-settings; else derived now from the index's graph arrays.
+settings; else derived now (:func:`~gearag.derive.graph_for.passage_graph_for`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gearag.derive.graph_for import graph_arrays_for
-from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig
+from gearag.derive.graph_for import passage_graph_for
+from gearag.graph.passage_graph import PassageGraphConfig
 from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.store.index import BASE_DIR, PREPARED, Index
 from gearag.store.lance import export as lance_export
@@ -30,7 +30,7 @@ def prepared_files(index: Index) -> PreparedFiles:
         if (directory / BASE_DIR).is_dir():  # a delta generation's: its base's arrays too (docs/delta.md)
             names += [f"{BASE_DIR}/{f.name}" for f in sorted((directory / BASE_DIR).glob("*.npy"))]
         return [(f"graph/{PREPARED}/{name}", directory / name) for name in names], stored.meta()
-    prepared: PreparedGraph = PassageGraph(graph_arrays_for(index), config).prepared
+    prepared: PreparedGraph = passage_graph_for(index, config).prepared
     return [(f"graph/{PREPARED}/{name}", a) for name, a in prepared.files().items()], prepared.meta()
 
 

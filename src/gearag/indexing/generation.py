@@ -13,11 +13,11 @@ the last generation written whole (:func:`generation_delta`, and
 :mod:`gearag.indexing.delta_generation`, which stores it as a delta or whole).
 A compact keeps the graphs and re-keys the state to the merged shard
 (:func:`write_merged_shard`, :func:`compact_generation`). Where none of them
-can say it, :func:`write_generation` derives it as a build does: the delta
-over an empty index (:func:`~gearag.derive.union_files.write_from_nothing`)
-where there is no state to extend, else from the union extending that state
-(:func:`~gearag.derive.union_files.write_union`; an index with NER mentions,
-a new name whose hash another has), numbering entities as a build
+can say it (an index with NER mentions, which add entities; a new name whose
+hash another has), :func:`write_generation` derives it as a build does: the
+delta over an empty index (:func:`~gearag.derive.union_files.write_from_nothing`;
+an index without an entity graph or a prepared graph, the union's derivation
+:func:`~gearag.derive.union_files.write_union`), numbering entities as a build
 does. Per-shard tables already in the previous generation are hard-linked,
 not recomputed. A converted plain index's first generation is hard-linked
 from it (:func:`link_generation`).
@@ -132,17 +132,12 @@ def write_generation(
         return found
     u = union or union_of([r.name for r in refs], shards, tombstones)
     with IndexWriter(out, overwrite=out.exists()) as w:
-        owner = np.asarray(u.triples.passage)
-        # A delta generation's state is its base's: the shards since the base are resolved as new.
-        before = _reusable(delta_base(root / GENERATIONS_DIR / previous)) if previous else None
-        done = read_manifest(before) if before is not None else {}  # the previous generation's manifest
-        prior = _prior_resolution(before, done, refs, shards, tombstones, u)
-        columns, rows = shard_columns(refs, shards, u), UnionRows(u.passages, u.triple_keep, owner)
+        columns = shard_columns(refs, shards, u)
+        rows = UnionRows(u.passages, u.triple_keep, np.asarray(u.triples.passage))
         tables_from = _reusable(root / GENERATIONS_DIR / previous) if previous else None
-        # From nothing, as a build, unless the previous generation's resolution can be extended.
-        made = write_from_nothing(w, config, columns, rows, tables_from) if prior is None else None
-        n_entities, timings, meta = made or write_union(w, config, columns, rows, before, done, prior,
-                                                        tables_from=tables_from)
+        # From nothing, as a build (the tables and indices of the shards the previous generation has hard-linked).
+        n_entities, timings, meta = write_from_nothing(w, config, columns, rows, tables_from) or \
+            write_union(w, config, columns, rows, tables_from=tables_from)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(u.triples), "entities": n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,

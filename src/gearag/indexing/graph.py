@@ -56,8 +56,9 @@ class GraphStage:
     A plain build's triple graph and entity resolution (with the optional
     edge kinds) are an add onto an empty index
     (:func:`~gearag.derive.union_files.write_from_nothing`): the delta every
-    ``gearag add`` and delete derives (an index with NER mentions: the union's
-    derivation, :func:`~gearag.derive.union_files.write_union`). With
+    ``gearag add`` and delete derives (an index without an entity graph or a
+    prepared graph: the union's derivation,
+    :func:`~gearag.derive.union_files.write_union`). With
     ``graph.growable`` on (and an index ``gearag add`` can extend:
     :func:`~gearag.derive.union_files.cannot_grow`) the build keeps the state
     its first add extends. ``union=False``: the triple graph only (a shard of a
