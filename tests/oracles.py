@@ -1,16 +1,19 @@
 """Reference derivations of the corpus-wide artifacts: what the union derivation must equal.
 
 gearag derives the triple graph (with its hub cut) and the entity resolution
-of every index one way: ``write_union`` over the shards, a plain build being
-one shard from nothing (:mod:`gearag.derive.union_files`). These are the
-straightforward whole-corpus computations it replaced: ``linkable_for`` +
-``reference_triple_graph`` and ``resolve_corpus`` (+ the edge-kind registry), as a
-build's graph and resolve stages. :func:`reference_build` builds an index with
+of every index one way: the delta of an add over the last full generation, a
+build being that delta over an empty index (:mod:`gearag.derive.union_files`).
+These are the straightforward whole-corpus computations it replaced:
+``linkable_for`` + ``reference_triple_graph`` and ``resolve_corpus`` (+ the
+optional edge kinds over the union's arrays, :func:`with_edge_kinds`, and the
+graph arrays stored as an older gearag stored them, :func:`write_graph_arrays`),
+as a build's graph and resolve stages. :func:`reference_build` builds an index with
 them, and the tests compare every grown, shrunk and compacted index with it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from array import array
 from collections.abc import Callable, Sequence
@@ -18,24 +21,26 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from scipy import sparse
 
-from gearag.config import GraphConfig, IndexConfig
-from gearag.derive.union_files import edge_counts, name_encoder
+from gearag.config import GraphConfig, IndexConfig, ResolveConfig
+from gearag.derive.union_files import edge_counts, name_encoder, prepared_files
 from gearag.embed.base import make_embedder
-from gearag.graph.edge_kinds import EdgeInputs, with_edge_kinds
+from gearag.graph.edge_kinds import EdgeInputs, stored_kinds
 from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
-from gearag.graph.passage_graph import GraphArrays, stored_graph_arrays, write_graph_arrays
+from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, PassageGraphConfig, stored_graph_arrays
+from gearag.graph.prepared import PreparedGraph
 from gearag.graph.resolve import (
     MIN_CONTAINED_SHARE,
     AboutTerms,
     Resolution,
     _incidence,
     build_lexicon,
+    span_entities,
     summed_csr,
     usable_key,
-    with_span_mentions,
 )
-from gearag.graph.trie import TokenTrie, name_key, tokens
+from gearag.graph.trie import NameLookup, TokenTrie, name_key, tokens
 from gearag.indexing import build_index
 from gearag.indexing.bm25 import BM25Stage
 from gearag.indexing.embed import EmbedStage
@@ -50,6 +55,7 @@ from gearag.store.graph import TripleGraph
 from gearag.store.index import Index, passage_contents
 from gearag.store.interface import IndexStore
 from gearag.store.passage_ids import write_passages
+from gearag.store.writer import IndexWriter
 from gearag.text import is_named, normalise_entity
 
 log = logging.getLogger(__name__)
@@ -237,6 +243,74 @@ def graph_arrays(titles: Sequence[str], texts: Sequence[str], subjects: Sequence
     are added by ``with_edge_kinds``."""
     return GraphArrays.from_resolution(resolve_corpus(titles, texts, subjects, objects, owner, named,
                                                       ner_spans=ner_spans))
+
+
+# -- the optional edge kinds and the stored arrays, as the union's derivation made them ---------------------------
+
+def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> Resolution:
+    """``res`` with named-entity spans as one more mention source (``span_entities``: the rules a build's delta
+    applies), kept apart in ``ner_mentions``. The same arrays whatever passages ``res`` was resolved over in
+    which order: the new entities' rows of ``about`` follow the existing ones, which stay as they are."""
+    n_passages = int(res.mentions.shape[0])
+    if len(spans) != n_passages:
+        raise ValueError(f"ner_spans has {len(spans)} rows for {n_passages} passages")
+    if res.about_terms is None:
+        raise ValueError("the resolution keeps no about terms (one read back from an index's files)")
+    terms = res.about_terms
+    # Each lexicon name's own passages and tier weights, in insertion order (its terms are grouped by name).
+    own = np.flatnonzero(terms.rows < res.n_names)
+    own = own[np.argsort(terms.names[own], kind="stable")]
+    ptr = np.zeros(res.n_names + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms.names[own], minlength=res.n_names), out=ptr[1:])
+    n_before = len(res.keys)
+    found = span_entities({k: i for i, k in enumerate(res.keys)}, n_before, NameLookup(list(res.keys[: res.n_names])),
+                          (ptr, terms.cols[own].tolist(), terms.raw[own].astype(np.float64).tolist()), spans, named)
+    keys = [*res.keys, *found.keys]
+    n_keys = len(keys)
+    names = found.term_names.astype(np.int32)
+    extra = summed_csr((found.term_raw / terms.totals[names]).astype(np.float32), found.term_rows, found.term_cols,
+                       (n_keys, n_passages))
+    old = res.about
+    about = sparse.csr_matrix((np.concatenate([old.data, extra.data]), np.concatenate([old.indices, extra.indices]),
+                               np.concatenate([old.indptr, extra.indptr[n_before + 1:] + old.nnz])),
+                              shape=(n_keys, n_passages))
+    grown = AboutTerms(np.concatenate([terms.rows, found.term_rows.astype(np.int32)]),
+                       np.concatenate([terms.cols, found.term_cols.astype(np.int32)]),
+                       np.concatenate([terms.raw, found.term_raw.astype(np.float32)]),
+                       np.concatenate([terms.names, names]), terms.totals)
+    m = res.mentions
+    mentions = sparse.csr_matrix((m.data, m.indices, m.indptr), shape=(n_passages, n_keys))
+    ner = _incidence(found.rows, found.cols, (n_passages, n_keys))
+    return Resolution(keys, res.n_names, about, mentions, res.triple_ends, ner, grown)
+
+
+
+def with_edge_kinds(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
+    """``arrays`` with the edges of every optional kind ``config`` stores, over the union's arrays: NER spans as
+    mentions (:func:`with_span_mentions`; the new entities' rows and columns of the relation counts empty), a
+    kind over the keys by its ``over_keys`` over the resolution's keys (in registration order)."""
+    for kind in stored_kinds(config):
+        if kind.onto_build is not None:  # NER mentions
+            res = with_span_mentions(arrays.resolution, inputs.ner_spans(), is_named)
+            n, r = len(res.keys), arrays.relations
+            relations = sparse.csr_matrix((r.data, r.indices, np.concatenate(
+                [r.indptr, np.full(n - r.shape[0], r.indptr[-1], dtype=r.indptr.dtype)])), shape=(n, n))
+            arrays = dataclasses.replace(arrays, resolution=res, relations=relations)
+        else:
+            assert kind.over_keys is not None
+            edges = kind.over_keys(list(arrays.resolution.keys), config, inputs)
+            arrays = dataclasses.replace(arrays, entity_edges={**arrays.entity_edges, kind.name: edges})
+    return arrays
+
+
+def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True) -> None:
+    """Store ``arrays`` under ``graph/`` of an index being written, and with ``prepare`` the passage graph
+    prepared from them for the default query settings (what an older gearag stored)."""
+    writer.write_json(f"{GRAPH_DIR}/entities.json", arrays.meta())
+    for name, values in arrays.files().items():
+        writer.write_array(f"{GRAPH_DIR}/{name}", values)
+    if prepare:
+        writer.write_files(prepared_files(PreparedGraph.build(arrays, PassageGraphConfig())))
 
 
 def index_graph_arrays(index: IndexStore, stored: bool = True) -> GraphArrays:

@@ -139,12 +139,13 @@ class ResolveConfig:
                                  name="index_ner_mentions")
     #: Store the passage graph prepared for the default query settings under
     #: ``graph/prepared/`` (:mod:`gearag.graph.prepared`): query processes
-    #: memory-map it instead of each building the PPR operator and name
-    #: matcher (~1 GB kept and an 8.5 GB transient peak at a million passages).
-    #: Costs the index ~the size of the graph arrays again, and each build or
-    #: ``gearag add`` the time to derive it.
+    #: memory-map it instead of each deriving it. Off, the index stores the
+    #: triple graph alone (as with ``entity_graph`` off) and each query process
+    #: derives the passage graph as a build derives it, on first use
+    #: (:mod:`gearag.derive.graph_for`); NER mentions, which only the build
+    #: reads, are then not available.
     prepared_graph: bool = setting(True, "Store the passage graph prepared for queries (memory-mapped at query "
-                                         "time; --no-prepared-graph: each process prepares it in memory).")
+                                         "time; --no-prepared-graph: each process derives it in memory).")
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 
@@ -9,15 +11,17 @@ from delta_oracles import entity_map, resolution_delta_of, triple_graph_delta
 from gearag.derive.delta_resolve import resolve_delta
 from gearag.derive.endpoints import EndpointTable, UnionTriples
 from gearag.derive.token_index import TokenIndex
-from gearag.derive.union_resolve import Prior, ResolveInputs, resolve_union
+from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, ResolveState
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, apply_delta
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
-from gearag.graph.prepared import PreparedGraph, stored_prepared
+from gearag.graph.prepared import PreparedGraph, empty_prepared, stored_prepared
 from gearag.graph.scaled import TermsByName
 from gearag.model import Passage
 from gearag.store import shards as shard_store
+from gearag.text import is_named
+from oracles import resolve_corpus
 
 BASE = [
     Passage("b0", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990 with Zed."),
@@ -37,11 +41,29 @@ ADDED_TRIPLES = [("Zed Alpha", "Beta", 0), ("Beta", "Delta", 1), ("Kappa Club", 
                  ("Zed Quartet", "Gamma Ray", 3), ("Omega Point", "Delta", 2)]
 
 
-def _resolve(passages, tables, keeps, owner, vocab, prior=None, indices=(), name_indices=()):
+class _Built(NamedTuple):
+    """A build's resolution: the state and endpoint-name statistics an add extends, and its entity keys."""
+
+    state: ResolveState
+    stats: NameStats
+    keys: list[str]
+
+
+def _resolve(passages, tables, keeps, owner, vocab, pairs):
+    """A build of ``passages`` (``pairs``: each live triple's subject and object, ``owner`` their rows): the state
+    an add extends, from the delta over nothing, and the oracle's keys and prepared graph (``resolve_corpus``,
+    which the build's must equal: tested below)."""
     live = UnionTriples(tables, keeps, owner)
-    out = resolve_union(ResolveInputs(passages, live, vocab, prior, indices, name_indices))
-    prepared = PreparedGraph.build(GraphArrays.from_resolution(out.resolution), PassageGraphConfig())
-    return out, prepared
+    resolved = resolve_delta(ResolveInputs(passages, live, vocab, Prior.nothing()), empty_prepared([]))
+    assert resolved is not None
+    res = resolve_corpus([p.title for p in passages], [p.text for p in passages], [s for s, _ in pairs],
+                         [o for _, o in pairs], list(owner), is_named)
+    prepared = PreparedGraph.build(GraphArrays.from_resolution(res), PassageGraphConfig())
+    return _Built(resolved.state(), resolved.stats, list(res.keys)), prepared
+
+
+def _pairs(*shards):
+    return [(t[0], t[1]) for shard in shards for t in shard]
 
 
 def _weights(m, rows) -> list[dict]:
@@ -107,10 +129,12 @@ def _small(added: list[Passage], added_triples: list[tuple[str, str, int]]):
     t0, keep0, w0 = _tables(BASE_TRIPLES)
     t1, keep1, w1 = _tables(added_triples)
     w1 = [w + len(BASE) for w in w1]
-    base, base_p = _resolve(BASE, [t0], [keep0], np.asarray(w0), UnionVocab.extend(None, [t0.names]))
+    base, base_p = _resolve(BASE, [t0], [keep0], np.asarray(w0), UnionVocab.extend(None, [t0.names]),
+                            _pairs(BASE_TRIPLES))
     union = BASE + added
     owner = np.asarray(w0 + w1)
-    union_r, union_p = _resolve(union, [t0, t1], [keep0, keep1], owner, UnionVocab.extend(None, [t0.names, t1.names]))
+    union_r, union_p = _resolve(union, [t0, t1], [keep0, keep1], owner, UnionVocab.extend(None, [t0.names, t1.names]),
+                                _pairs(BASE_TRIPLES, added_triples))
     index = (TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE)))
     names = TokenIndex.compute(t0.names, lambda k: k.split(" "))
     prior = Prior(base.state, len(BASE), 1, base.stats)
@@ -119,7 +143,7 @@ def _small(added: list[Passage], added_triples: list[tuple[str, str, int]]):
                              base_p)
     assert resolved is not None
     got = resolved.delta
-    entity_of = entity_map(list(base.resolution.keys), list(union_r.resolution.keys))
+    entity_of = entity_map(base.keys, union_r.keys)
     want = resolution_delta_of(base_p, union_p, entity_of)
     return got, want, base_p, union_p, entity_of
 
@@ -263,7 +287,8 @@ def test_a_delta_over_a_flattened_delta_ranks_as_the_union() -> None:
         passages = [p for part in parts[:n] for p in part]
         live = UnionTriples(tables[:n], keeps[:n], np.concatenate(owners[:n]))
         vocab = UnionVocab.extend(None, [t.names for t in tables[:n]])
-        return passages, live, vocab, _resolve(passages, tables[:n], keeps[:n], live.owner, vocab)
+        return passages, live, vocab, _resolve(passages, tables[:n], keeps[:n], live.owner, vocab,
+                                               _pairs(*[BASE_TRIPLES, ADDED_TRIPLES, ADDED2_TRIPLES][:n]))
 
     questions = ("Which band from Beta recorded Gamma Ray?", "What film was shot at the Kappa Club?",
                  "Which album is named after Omega Point?", "Where is Zed Beta?")
@@ -305,7 +330,7 @@ def test_the_delta_over_an_empty_base_is_the_build() -> None:
     t1, keep1, w1 = _tables(ADDED_TRIPLES)
     passages, owner = BASE + ADDED, np.asarray(w0 + [w + len(BASE) for w in w1])
     vocab = UnionVocab.extend(None, [t0.names, t1.names])
-    built, built_p = _resolve(passages, [t0, t1], [keep0, keep1], owner, vocab)
+    built, built_p = _resolve(passages, [t0, t1], [keep0, keep1], owner, vocab, _pairs(BASE_TRIPLES, ADDED_TRIPLES))
     indices = [(TokenIndex.compute([p.text for p in BASE]), np.arange(len(BASE))),
                (TokenIndex.compute([p.text for p in ADDED]), np.arange(len(BASE), len(passages)))]
     empty = empty_prepared([])
@@ -319,7 +344,7 @@ def test_the_delta_over_an_empty_base_is_the_build() -> None:
     for i, e in enumerate(resolved.ids.entity[:-1].tolist()):
         if e >= 0:
             keys.setdefault(e, vocab.items[i])
-    assert [keys[e] for e in range(len(keys))] == list(built.resolution.keys)  # the build's numbering
+    assert [keys[e] for e in range(len(keys))] == built.keys  # the build's numbering
     assert (flat.n_passages, flat.n_entities, flat.n_usable) == (built_p.n_passages, built_p.n_entities,
                                                                  built_p.n_usable)
     for got, want in zip(flat.columns.sources, built_p.columns.sources, strict=True):

@@ -1,16 +1,16 @@
-"""The union's resolution from nothing equals resolve_corpus, and its state reads back."""
+"""The resolve state a build keeps for its first add reads back, and a damaged part of it is computed again."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from gearag.derive.delta_resolve import resolve_delta
 from gearag.derive.endpoints import EndpointTable, UnionTriples
-from gearag.derive.union_resolve import ResolveInputs, resolve_union
+from gearag.derive.union_resolve import Prior, ResolveInputs
 from gearag.derive.union_vocab import UnionVocab
+from gearag.graph.prepared import empty_prepared
 from gearag.graph.resolve import Resolution
 from gearag.model import Passage
-from gearag.text import is_named
-from oracles import resolve_corpus
 
 BASE = [
     Passage("b0", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990."),
@@ -47,27 +47,16 @@ def _equal(a: Resolution, b: Resolution) -> None:
         np.testing.assert_array_equal(values, getattr(b.about_terms, part), err_msg=part)
 
 
-def test_the_union_resolution_is_resolve_corpus() -> None:
-    """What an index that stores the graph arrays (``--no-prepared-graph``) stores: array for array the oracle's
-    (every other resolution is a delta's, tested against the same oracle in test_delta_resolve)."""
-    for passages, (subjects, objects, owner) in ((BASE, _triples(BASE, 0)),
-                                                 (BASE + ADDED, _triples(BASE + ADDED, 0))):
-        table = EndpointTable.compute(subjects, objects)
-        resolved, _, _, _ = resolve_union(ResolveInputs(passages, UnionTriples([table], [np.ones(len(subjects), bool)],
-                                                                               np.asarray(owner)),
-                                                        UnionVocab.extend(None, [table.names])))
-        _equal(resolved, resolve_corpus([p.title for p in passages], [p.text for p in passages], subjects, objects,
-                                        owner, is_named))
-
-
 def test_the_state_keeps_the_first_token_spans_and_a_damaged_table_is_computed_again(tmp_path) -> None:
     from gearag.derive.union_resolve import LONGEST, RESOLVE_DIR, ResolveState
     from gearag.store.writer import IndexWriter
 
     s0, o0, w0 = _triples(BASE, 0)
     t0 = EndpointTable.compute(s0, o0)
-    _, state, _, _ = resolve_union(ResolveInputs(BASE, UnionTriples([t0], [np.ones(len(s0), bool)], np.asarray(w0)),
-                                   UnionVocab.extend(None, [t0.names])))
+    resolved = resolve_delta(ResolveInputs(BASE, UnionTriples([t0], [np.ones(len(s0), bool)], np.asarray(w0)),
+                                           UnionVocab.extend(None, [t0.names]), Prior.nothing()), empty_prepared([]))
+    assert resolved is not None
+    state = resolved.state()  # a build's (an add onto nothing)
     assert state.longest and state.longest["gamma"] == 3  # "gamma ray album"
     with IndexWriter(tmp_path / "g") as w:
         state.write(w)

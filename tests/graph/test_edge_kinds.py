@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy import sparse
 
 from gearag.graph import edge_kinds
 from gearag.graph.edge_kinds import (
@@ -24,17 +25,24 @@ from gearag.graph.transition import relations
 from oracles import index_graph_arrays
 
 
-def _derive(arrays, config, inputs):
-    return arrays
+def _same_first_token(keys, config, inputs):  # a toy kind over the keys: names that start alike, joined
+    first = [k.split(" ", 1)[0] if k else None for k in keys]
+    rows, cols = [], []
+    for i, a in enumerate(first):
+        for j, b in enumerate(first):
+            if a is not None and a == b and i != j:
+                rows.append(i)
+                cols.append(j)
+    return sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(keys), len(keys)))
 
 
 @pytest.mark.parametrize("kind, message", [
-    (EdgeKind("mentions", None, None, None), "registered already"),
-    (EdgeKind("x", "no_such_switch", None, _derive), "no setting"),
-    (EdgeKind("x", "synonyms", None, None), "a derivation"),
-    (EdgeKind("x", None, None, _derive), "a derivation"),
-    (EdgeKind("x", None, None, None, (TransitionSource("relations", False, False),)), "registered already"),
-    (EdgeKind("x", None, None, None, (TransitionSource("y", False, True, transpose_of="z"),)), "not registered"),
+    (EdgeKind("mentions", None, None), "registered already"),
+    (EdgeKind("x", "no_such_switch", None, over_keys=_same_first_token), "no setting"),
+    (EdgeKind("x", "synonyms", None), "a derivation"),
+    (EdgeKind("x", None, None, over_keys=_same_first_token), "a derivation"),
+    (EdgeKind("x", None, None, (TransitionSource("relations", False, False),)), "registered already"),
+    (EdgeKind("x", None, None, (TransitionSource("y", False, True, transpose_of="z"),)), "not registered"),
 ])
 def test_registration_refuses_what_the_transition_could_not_read(kind: EdgeKind, message: str) -> None:
     before = dict(EDGE_KINDS)
@@ -77,26 +85,18 @@ def test_the_transition_holds_the_registered_sources_it_weighs_in_registry_order
             assert (got.rows.sids is not None) == kind.scaled
 
 
-def _co_mentions(arrays, config, inputs):  # a toy kind: entities mentioned by one passage, joined
-    pattern = (arrays.resolution.mentions > 0).astype(np.float32)
-    co = (pattern.T @ pattern).tocsr()
-    co.setdiag(0)
-    co.eliminate_zeros()
-    co.data[:] = 1.0
-    return replace(arrays, entity_edges={**arrays.entity_edges, "co_mentions": co.astype(np.float32)})
-
-
 def test_a_new_kind_is_one_registration(wiki, monkeypatch, tmp_path) -> None:
     """A kind registered with one entity → entity source reaches the transition (its edges, at weight 1, beside the
     relations), the entity-only graph, the stored graph arrays and the stored prepared graph; nothing else is
     edited."""
     index, questions = wiki
-    kind = EdgeKind("co_mentions", "synonyms", None, _co_mentions,
-                    (TransitionSource("co_mentions", of_passages=False, to_passages=False),))
+    kind = EdgeKind("co_mentions", "synonyms", None,
+                    (TransitionSource("co_mentions", of_passages=False, to_passages=False),), _same_first_token)
     monkeypatch.setattr(edge_kinds, "EDGE_KINDS", dict(EDGE_KINDS))  # the registration is this test's only
     register_edge_kind(kind)
-    arrays = _co_mentions(index_graph_arrays(index), None, None)
-    co = arrays.entity_edges["co_mentions"]
+    plain_arrays = index_graph_arrays(index)
+    co = _same_first_token(list(plain_arrays.resolution.keys), None, None)
+    arrays = replace(plain_arrays, entity_edges={**plain_arrays.entity_edges, "co_mentions": co})
     config = PassageGraphConfig()
     prepared = PreparedGraph.build(arrays, config)
     columns = prepared.columns

@@ -343,7 +343,7 @@ def test_graph_arrays_round_trip(tmp_path) -> None:
         def write_array(self, rel, array):
             np.save(self.path(rel), array)
 
-    from gearag.graph.passage_graph import write_graph_arrays
+    from oracles import write_graph_arrays
 
     arrays = _demo_graph().arrays
     write_graph_arrays(Writer(), arrays, prepare=False)

@@ -13,7 +13,7 @@ from conftest import StubExtractor, wiki_slice
 from gearag.config import IndexConfig
 from gearag.derive.graph_for import passage_graph_for
 from gearag.errors import IndexFormatError
-from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig
+from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig, stored_graph_arrays
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared, stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
@@ -61,29 +61,6 @@ def test_queries_memory_map_the_stored_graph_and_rank_as_one_prepared_in_memory(
     assert any(stored.question_entities(q) for q in questions)
 
 
-def test_the_prepared_arrays_that_are_the_graph_arrays_are_stored_once(wiki, tmp_path: Path) -> None:
-    """Stored beside the graph arrays (an index whose resolution the union's derivation makes: NER mentions),
-    the mentions' and relations' entries and the triple ends the prepared graph keeps as they are: hard
-    links, one checksum."""
-    from gearag.graph.passage_graph import write_graph_arrays
-    from gearag.store.writer import IndexWriter
-
-    with IndexWriter(tmp_path / "graph") as w:
-        write_graph_arrays(w, index_graph_arrays(wiki[0]))
-        w.commit({})
-    root = tmp_path / "graph"
-    files = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["files"]
-    linked = {"triple_ends.npy": "triple_ends.npy"}
-    for source in ("mentions", "relations"):
-        linked |= {f"{source}_{part}.npy": f"source_{source}_{part}.npy" for part in ("indices", "data")}
-    for name, as_prepared in linked.items():
-        graph, prepared = root / GRAPH_DIR / name, root / GRAPH_DIR / PREPARED / as_prepared
-        assert graph.samefile(prepared), name
-        assert files[f"{GRAPH_DIR}/{name}"] == files[f"{GRAPH_DIR}/{PREPARED}/{as_prepared}"]
-    for name in ("about_indptr.npy", "dangling.npy"):  # made by the preparation (another dtype, or new)
-        assert not (root / GRAPH_DIR / PREPARED / name).samefile(root / GRAPH_DIR / "triple_ends.npy")
-
-
 def test_other_settings_prepare_their_own_graph(wiki) -> None:
     index, questions = wiki
     for config in (PassageGraphConfig(about_weight=1.0), PassageGraphConfig(solver="power"),
@@ -105,9 +82,9 @@ def test_an_index_built_without_it_prepares_in_memory(tmp_path: Path) -> None:
     config = replace(config, resolve=replace(config.resolve, prepared_graph=False))
     index = build_index(passages, tmp_path / "index", config, extractor=StubExtractor())
     assert not (tmp_path / "index" / GRAPH_DIR / PREPARED).exists()
-    assert stored_prepared(index) is None
+    assert stored_prepared(index) is None and stored_graph_arrays(index) is None  # the triple graph alone
     graph = passage_graph_for(index)
-    assert not _mapped(graph.prepared)
+    assert not _mapped(graph.prepared)  # derived in memory, as a build derives it
     assert graph.rank(questions[0]["question"], _base(index, questions[0]["question"]))
 
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from gearag.config import ResolveConfig
-from gearag.graph.edge_kinds import EdgeInputs, with_edge_kinds
+from gearag.graph.edge_kinds import EdgeInputs
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
 from gearag.graph.trie import name_key
 from gearag.text import is_named
-from oracles import graph_arrays, resolve_corpus
+from oracles import graph_arrays, resolve_corpus, with_edge_kinds
 
 CORPUS = [
     ("John F. Kennedy", "John F. Kennedy was an American politician from Boston."),

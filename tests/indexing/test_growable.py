@@ -22,7 +22,6 @@ from gearag.errors import IndexFormatError
 from gearag.graph.prepared import stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.indexing import build_index
-from gearag.indexing import graph as graph_stage
 from gearag.indexing.incremental import add_documents, compact, delete_documents
 from gearag.indexing.ner import NER_SPANS
 from gearag.store import shards as shard_store
@@ -39,8 +38,7 @@ def _files(root: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("resolve", [ResolveConfig(), ResolveConfig(entity_graph=False),
                                      ResolveConfig(ner_mentions=True)], ids=["default", "no-entity-graph", "ner"])
-def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path: Path, resolve: ResolveConfig,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path: Path, resolve: ResolveConfig) -> None:
     """A build is an add onto nothing (over one shard): the reference derivations' files (``growable`` off) byte
     for byte, but for the passage graph, which is the reference's up to the order of a row's entries and whose
     resolution arrays are not stored (as in any generation an add writes); plus the state the first add extends
@@ -49,8 +47,6 @@ def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path:
     passages, _ = _passages(40, 0)
     config = replace(STUB, resolve=resolve)
     entity_graph = resolve.entity_graph
-    if entity_graph:  # an add onto nothing: the union's derivation does not run (without a resolution, it does)
-        monkeypatch.setattr(graph_stage, "write_union", None)
     growable = build_index(passages, tmp_path / "growable", config)
     plain = build_index(passages, tmp_path / "plain", not_growable(config))
     reference = reference_build(passages, tmp_path / "reference", config)
@@ -103,8 +99,8 @@ def test_a_delete_right_after_the_build_renumbers_its_state(tmp_path: Path, monk
     build_index(passages, root, STUB)
     seen = spy_priors(monkeypatch)
     deleted = delete_documents(root, [passages[0].id, passages[17].id])
-    # The delete's delta over the build's state, written whole (the union's resolution does not run); the triple
-    # graph derived again from nothing.
+    # The delete's delta over the build's state, written whole (not a generation from nothing); the triple graph
+    # derived again from nothing.
     assert seen == ([False], []) and flattened_generation(deleted)
     rest = [p for i, p in enumerate(passages) if i not in (0, 17)]
     assert_same_index(deleted, reference_build(rest, tmp_path / "rest", STUB))
@@ -121,7 +117,7 @@ def test_without_usable_state_the_first_add_computes_it_and_is_still_exact(
         monkeypatch.setattr(shard_store, "TABLES_VERSION", shard_store.TABLES_VERSION + 1)
     seen = spy_priors(monkeypatch)
     grown = add_documents(root, passages[20:])
-    assert seen == ([False], [])  # derived from nothing, as a build (the union's resolution does not run)
+    assert seen == ([False], [True])  # derived from nothing, as a build
     assert_same_index(grown, reference_build(passages, tmp_path / "full", STUB))
 
 

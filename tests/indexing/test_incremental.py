@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -117,26 +116,27 @@ def assert_same_rankings(a: Index, b: Index, questions: list[str], methods: list
 
 
 def spy_priors(monkeypatch: pytest.MonkeyPatch) -> tuple[list[bool], list[bool]]:
-    """Per generation from now on: whether its triple graph started from stored key statistics, and whether the
-    union's resolution (``resolve_union``, which an add's delta does not call) started from stored state. Two
-    lists: the two run on two threads, in either order."""
+    """Per generation from now on: whether its triple graph started from stored key statistics, and (one entry
+    per generation) whether it was derived from nothing, as a build (``write_from_nothing``, which an add's or a
+    delete's delta does not call)."""
     from gearag.derive import union_files
+    from gearag.indexing import generation
 
     graph: list[bool] = []
-    names: list[bool] = []
-    real_graph, real_resolve = union_files.triple_graph, union_files.resolve_union
+    nothing: list[bool] = []
+    real_graph, real_nothing = union_files.triple_graph, generation.write_from_nothing
 
     def graph_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
         graph.append(args[1].prior is not None)  # triple_graph(config, inputs, ...)
         return real_graph(*args, **kwargs)
 
-    def resolve_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        names.append(args[0].prior is not None and args[0].prior.names is not None)  # resolve_union(inputs)
-        return real_resolve(*args, **kwargs)
+    def nothing_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nothing.append(True)
+        return real_nothing(*args, **kwargs)
 
     monkeypatch.setattr(union_files, "triple_graph", graph_spy)
-    monkeypatch.setattr(union_files, "resolve_union", resolve_spy)
-    return graph, names
+    monkeypatch.setattr(generation, "write_from_nothing", nothing_spy)
+    return graph, nothing
 
 
 @pytest.mark.slow
@@ -157,8 +157,7 @@ def test_shards_rank_like_one_index_built_from_the_union(tmp_path: Path, monkeyp
     add_documents(tmp_path / "grown", passages[cut1:cut2])
     grown = add_documents(tmp_path / "grown", passages[cut2:])
     # Each add is its delta over the stored state (the key and name statistics), written whole: the triple graph
-    # counts the add's shard onto the kept statistics, and the union's resolution, which would match every
-    # shard's endpoint names again, runs for neither.
+    # counts the add's shard onto the kept statistics, and neither is derived from nothing again.
     assert graph_prior == [True, True] and names_prior == [] and flattened_generation(grown)
     assert grown.manifest["layout"] == "sharded" and len(grown.manifest["shards"]) == 3
     assert grown.graph.n_entities > 0 and len(grown.triples) > n
@@ -177,7 +176,7 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     build_index(a, root, STUB)
     add_documents(root, b)
     gone = {a[3].id, a[7].id, b[0].id, b[5].id}
-    from gearag.derive import delta_delete, union_files
+    from gearag.derive import delta_delete
 
     real_deletion = delta_delete.resolve_deletion
     removals: list[bool] = []
@@ -219,16 +218,9 @@ def test_add_delete_compact_round_trip_equals_a_build_of_what_remains(tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     assert compact(root).identity == compacted.identity  # nothing to merge: nothing written
     # An add after the compact extends the union state the compact made for the merged shard.
-    priors: list[bool] = []
-    real = union_files.resolve_union
-
-    def spy(inputs, **named):  # type: ignore[no-untyped-def]
-        priors.append(inputs.prior is not None and inputs.prior.names is not None)
-        return real(inputs, **named)
-
-    monkeypatch.setattr(union_files, "resolve_union", spy)
+    _, from_nothing = spy_priors(monkeypatch)
     after = add_documents(root, passages[40:])
-    assert priors == [] and flattened_generation(after)  # the add's delta over the compact's state, written whole
+    assert from_nothing == [] and flattened_generation(after)  # the add's delta over the compact's state, whole
     assert_same_index(after, reference_build(remaining + again + passages[40:], tmp_path / "expected3", STUB))
 
 
@@ -346,8 +338,8 @@ def test_later_adds_compute_only_the_new_shards_endpoints_and_stay_exact(tmp_pat
 def test_an_add_the_delta_cannot_say_extends_a_generation_written_whole(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """An add whose delta is written whole numbers entities as it appended them; the next one's delta cannot be
-    said (a new name's hash is another's), so it is derived from the union from that generation's state,
-    renumbered as a build numbers it, and equals a build."""
+    said (a new name's hash is a base name's), so its generation is derived from nothing over every shard,
+    numbered as a build numbers it, and equals a build."""
     from gearag.derive import delta_resolve
 
     use_stub_extractor(StubExtractor())
@@ -362,10 +354,15 @@ def test_an_add_the_delta_cannot_say_extends_a_generation_written_whole(tmp_path
     build_index(passages[:40], root, config)
     first = add_documents(root, passages[40:50])
     assert flattened_generation(first) and "hub" in first.graph.entities
-    monkeypatch.setattr(delta_resolve, "names_beside", lambda *args: None)
+    real = delta_resolve.names_beside
+
+    def taken(old, keys, ids):  # type: ignore[no-untyped-def]  # beside a base's names, a new name's hash is taken
+        return None if old.size else real(old, keys, ids)
+
+    monkeypatch.setattr(delta_resolve, "names_beside", taken)
+    _, from_nothing = spy_priors(monkeypatch)
     grown = add_documents(root, passages[50:])
-    generation = read_manifest(root / "generations" / grown.manifest["generation"]["name"])
-    assert not flattened_generation(grown) and generation["prepared_names"] == "hashed"
+    assert from_nothing == [True] and flattened_generation(grown)
     assert "hub" not in grown.graph.entities
     assert_same_index(grown, reference_build(passages, tmp_path / "full", config))
 
@@ -666,47 +663,6 @@ def test_a_failure_on_any_generation_step_fails_the_add_and_keeps_the_index(
     monkeypatch.undo()
     expected = reference_build(passages, tmp_path / "expected", STUB)
     assert_same_index(add_documents(root, passages[10:]), expected)
-
-
-def _spied_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: object, name: str,
-                 record: Callable[[tuple, dict], object],
-                 config: IndexConfig = STUB) -> tuple[list, Path, list[Passage]]:
-    """``module.name`` spied on (``record(args, kwargs)`` of each call kept, in the list returned), then a stub
-    index (``config``) of 8 of 12 passages built at ``tmp_path / "idx"``; the calls, the index and the 12
-    passages."""
-    calls: list = []
-    real = getattr(module, name)
-
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(record(args, kwargs))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, spy)
-    use_stub_extractor(StubExtractor())
-    passages, _ = _passages(12, 0)
-    root = tmp_path / "idx"
-    build_index(passages[:8], root, config)
-    return calls, root, passages
-
-
-def test_updates_count_relations_beside_the_resolution_and_builds_after_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An index that stores the graph arrays (``--no-prepared-graph``) has them derived from the union: an add
-    and a delete make the relation counts on the generation's second thread as soon as the entity ends are known
-    (beside the about and mention matrices); a build makes them after the resolution, on its own thread. Both
-    ways give a build's arrays."""
-    import threading
-
-    from gearag.derive import union_resolve
-
-    config = replace(STUB, resolve=replace(STUB.resolve, prepared_graph=False))
-    where, root, passages = _spied_build(tmp_path, monkeypatch, union_resolve, "relation_counts",
-                                         lambda args, kwargs: threading.current_thread().name.split("_")[0], config)
-    assert where == []  # a build's union (one shard, no overlap): GraphArrays.from_resolution counts them
-    assert_same_index(add_documents(root, passages[8:]), reference_build(passages, tmp_path / "expected", config))
-    deleted = delete_documents(root, [passages[0].id])
-    assert where == ["gearag-graph", "gearag-graph"]
-    assert_same_index(deleted, reference_build(passages[1:], tmp_path / "expected2", config))
 
 
 def test_a_delete_on_a_plain_index_converts_it_and_removes_the_rows_it_located(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import xxhash
 from conftest import StubExtractor, tiny_passages
 from gearag.config import IndexConfig
 from gearag.embed import index_embedder
-from gearag.errors import DataError, IndexFormatError
+from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.indexing import build_index, work_dir_for
 from gearag.model import Passage
 from gearag.store.graph import TripleGraph
@@ -195,6 +196,16 @@ def test_build_refuses_existing_then_overwrites(tmp_path: Path) -> None:
 def test_build_empty_corpus_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="empty corpus"):
         build_index([], tmp_path / "idx", IndexConfig.of(extractor="stub"), extractor=StubExtractor())
+    assert not (tmp_path / "idx").exists()
+
+
+@pytest.mark.parametrize("off", ["prepared_graph", "entity_graph"])
+def test_ner_mentions_without_the_stored_passage_graph_are_refused_before_any_work(tmp_path: Path, off: str) -> None:
+    """NER mentions are kept in the stored passage graph (a query process derives the graph without them)."""
+    config = IndexConfig.of(extractor="stub")
+    config = replace(config, resolve=replace(config.resolve, ner_mentions=True, **{off: False}))
+    with pytest.raises(ConfigError, match="--index-ner-mentions"):
+        build_index(tiny_passages()[:3], tmp_path / "idx", config, extractor=StubExtractor())
     assert not (tmp_path / "idx").exists()
 
 

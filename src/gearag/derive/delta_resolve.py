@@ -287,6 +287,7 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
     rel_rows, rel_cols = relation_pairs(ends_tail)
     rel.add(rel_rows, rel_cols, np.ones(len(rel_rows)))
     relations = rel.layered(b_relations, layout.n_entities, np.zeros(0, dtype=np.int64))
+    del rel, rel_rows, rel_cols  # a build's pairs are every triple's: not kept through the scan
     scan = scan_texts(passages, prior.new_from, inputs.indices, lexicon, matcher, previous_scan)
     mentions = _mentions(owner, len(base_ends), ends_tail, b_mentions, base_ends, scan, ids.lex_entity, layout)
     terms, scale = _terms(ids, stats, prior.names, rescanned, lexicon.added, n_prior, b_terms, cols.scale)

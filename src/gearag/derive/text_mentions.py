@@ -6,8 +6,7 @@ every token of a lexicon name new (or gone) since they were found: each
 shard's token index (:class:`~gearag.derive.token_index.TokenIndex`) finds
 those rows (:func:`rows_holding`), and only they and the new passages are
 scanned again (:func:`text_matches`). Used by a delta add's resolution
-(:mod:`gearag.derive.delta_scan`), a delete's, and the union's
-(:func:`text_matches`, :func:`mention_matrix`).
+(:mod:`gearag.derive.delta_scan`) and a delete's.
 """
 
 from __future__ import annotations
@@ -16,11 +15,10 @@ from array import array
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import sparse
 
 from gearag import setops
 from gearag.derive.token_index import TokenIndex, TokenQuery
-from gearag.graph.resolve import _incidence, ascending
+from gearag.graph.resolve import ascending
 from gearag.graph.trie import NameLookup, tokens
 from gearag.model import Passage
 
@@ -85,18 +83,3 @@ def end_mentions(owner: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.nd
     flat = ends.ravel()
     linked = flat >= 0
     return np.repeat(np.asarray(owner, dtype=np.int64), 2)[linked], flat[linked].astype(np.int64)
-
-
-def mention_matrix(owner: np.ndarray, ends: np.ndarray, text_rows: np.ndarray, text_names: np.ndarray,
-                    shape: tuple[int, int]) -> sparse.csr_matrix:
-    """The passage × entity incidence of the triple ends (in their triples' passages) and the text mentions,
-    as one plain pass over the corpus (the tests' ``resolve_corpus``) assembles it: the two incidences, each
-    made from entries in passage order (the triples are, by passage; the text mentions are kept so:
-    :func:`summed_csr` skips scipy's sort), summed
-    by scipy's merge of canonical rows and set to 1. The same arrays as one incidence of both lists merged
-    entry by entry, in half the time at a million passages (3.0–4.2 s against 1.4–1.5 s); the per-end
-    temporaries are freed before the sum."""
-    of_ends = _incidence(*end_mentions(owner, ends), shape)
-    mentions = (of_ends + _incidence(text_rows, text_names.astype(np.int64), shape)).tocsr()
-    mentions.data[:] = 1.0  # 2 where a triple end and a text mention name the same entity
-    return mentions

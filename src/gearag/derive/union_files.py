@@ -36,18 +36,19 @@ from gearag.config import IndexConfig, ResolveConfig
 from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable, UnionTriples, shard_table
 from gearag.derive.token_index import RESOLVE_DIR, shard_name_index, shard_token_index
 from gearag.derive.triple_graph import KeyStats, TripleInputs, triple_graph
-from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, ResolveState, resolve_union
+from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, ResolveState
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
 from gearag.graph.delta_apply import Deletion, ResolutionDelta, apply_delta, rows_that_differ
-from gearag.graph.edge_kinds import BuildSources, EdgeInputs, EdgeKind, keyed_kinds, stored_kinds, with_edge_kinds
+from gearag.graph.edge_kinds import BuildSources, EdgeInputs, EdgeKind, keyed_kinds
 from gearag.graph.flatten import flattened
 from gearag.graph.layered import LayeredCsr
-from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, write_graph_arrays
+from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, empty_prepared, names_beside
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
+from gearag.malloc import map_large_blocks
 from gearag.model import Passage
 from gearag.store.graph import LayeredTripleGraph, TripleGraph, triple_graph_files
 from gearag.store.shards import UNION_VERSION
@@ -100,88 +101,14 @@ class UnionRows:
     owner: np.ndarray
 
 
-def write_union(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
-                overlap: bool = True, tables_from: Path | None = None,
-                keep_state: bool = True) -> tuple[int, dict[str, float], dict[str, Any]]:
-    """Write the union's triple graph, resolution and state into ``w``, derived over the union from nothing; its
-    entity count, timings and notes. What :func:`write_from_nothing` declines: an index without an entity graph
-    (the triple graph alone), one that stores the graph arrays instead of a prepared graph (the delta's base),
-    and the arrays a query derives (:mod:`gearag.derive.graph_for`).
-
-    ``overlap``: the triple graph is made on a second thread beside the
-    resolution (a generation, whose wall time counts); False makes them one after the other (a build, whose peak
-    memory counts: the two peaks no longer add up; at 100k, 17–18% less for
-    the stage and 4–9% more time, docs/benchmarks-log.md "Growable builds: the graph
-    stage's two steps one after the other"). ``tables_from``: a generation whose per-shard tables and indices
-    are hard-linked where it has them. ``keep_state=False``: the arrays only, without the state (a build that is
-    not growable). The notes hold ``edges`` (:func:`edge_counts`) when the resolution is on.
-    """
-    timings: dict[str, float] = {}
-    meta: dict[str, Any] = {}
-    started = time.perf_counter()
-    names_of = [s.name for s in shards]
-    triples = _union_triples(w, shards, union, tables_from)
-    n_passages = len(union.passages)
-
-    def write_triple_graph() -> int:
-        """The union's triple graph, written; its entity count."""
-        keys, _ = _vocab(None, [], "keys", names_of, triples.tables, w)
-        out = triple_graph(config.graph, TripleInputs(triples, n_passages, keys))
-        assert out is not None and isinstance(out[0], TripleGraph)  # no base given: whole
-        graph, key_stats = out[0], out[1]
-        key_stats.write(w)
-        w.write_files(triple_graph_files(graph))
-        timings["graph"] = round(time.perf_counter() - started, 3)
-        return graph.n_entities
-
-    # The triple graph and the entity resolution share only their inputs: with the resolution on, the
-    # graph is made on a second thread (numpy and scipy release the GIL), so their array work overlaps.
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") \
-        if config.resolve.entity_graph and overlap else None
-    pending = pool.submit(write_triple_graph) if pool is not None else None
-    n_entities = write_triple_graph() if pending is None else 0
-    try:
-        if config.resolve.entity_graph:
-            resolve_started = time.perf_counter()
-            inputs = _resolution_inputs(w, shards, union, triples, tables_from, [], None, None,
-                                        keep_indices=keep_state)
-            resolved = resolve_union(inputs, background=pool)
-            relations = resolved.relations.result() if resolved.relations is not None else None
-            arrays = GraphArrays.from_resolution(resolved.resolution, relations=relations)
-            if stored_kinds(config.resolve):  # the optional edge kinds, over the union (their ids follow)
-                embed = name_encoder(lambda: make_embedder(config.embed.embedder), config.embed.batch, timings)
-                arrays = with_edge_kinds(arrays, config.resolve,
-                                         EdgeInputs(lambda: union_spans(shards, n_passages), embed))
-            meta["edges"] = edge_counts(arrays.entity_edges, arrays.resolution.ner_mentions)
-            timings["prepare"] = write_graph_arrays(w, arrays, prepare=config.resolve.prepared_graph)
-            del arrays
-            meta["prepared_names"] = "hashed"
-            resolved.state.write(w)
-            resolved.stats.write(w)
-            timings["resolve"] = round(time.perf_counter() - resolve_started, 3)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-    if pending is not None:
-        n_entities = pending.result()
-    if not keep_state:
-        _discard_state(w)
-    return n_entities, timings, meta
-
-
-def name_encoder(embedder: Callable[[], Embedder], batch: int,
-                 seconds: dict[str, float] | None = None) -> Callable[[list[str]], np.ndarray]:
+def name_encoder(embedder: Callable[[], Embedder], batch: int) -> Callable[[list[str]], np.ndarray]:
     """Entity names → unit rows with ``embedder()`` (loaded on the first call), ``batch`` names per call, as
-    the synonym edges are encoded (``seconds["embed_names"]``: how long it took)."""
+    the synonym edges are encoded."""
 
     def encode(keys: list[str]) -> np.ndarray:
-        started = time.perf_counter()
         model = embedder()
-        out = np.concatenate([model.encode(keys[i : i + batch]) for i in range(0, len(keys), batch)] or
-                             [np.zeros((0, model.dim), dtype=np.float32)])
-        if seconds is not None:
-            seconds["embed_names"] = round(time.perf_counter() - started, 3)
-        return out
+        return np.concatenate([model.encode(keys[i : i + batch]) for i in range(0, len(keys), batch)] or
+                              [np.zeros((0, model.dim), dtype=np.float32)])
 
     return encode
 
@@ -208,19 +135,20 @@ def union_spans(shards: Sequence[ShardColumns], n_passages: int) -> list[Sequenc
 def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows, triples: UnionTriples,
                        tables_from: Path | None, done_shards: list[str], kept: Path | None, prior: Prior | None,
                        write_vocab: bool = True, keep_indices: bool = True) -> ResolveInputs:
-    """What :func:`resolve_union` (or :func:`resolve_delta`) reads: besides the union's passages and triples,
+    """What :func:`~gearag.derive.delta_resolve.resolve_delta` reads: besides the union's passages and triples,
     its vocabulary of endpoint names (written; ``prior.names`` read from ``kept`` when there is one), every
     shard's token index of texts and, for the prior's shards, their token indices of names. Every shard's
     indices are kept for the next add (written here, hard-linked from ``tables_from`` where it has them);
-    ``keep_indices=False`` (a build that keeps no state, so has no prior): none are made."""
+    ``keep_indices=False`` (an add onto nothing that keeps no state, which scans every text anyway): none are
+    made."""
     tables = triples.tables
     names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables,
                             w if write_vocab else None)
     if prior is not None and kept is not None:
         prior.names = NameStats.read(kept, n_names)
     if not keep_indices:
-        assert prior is None, "a resolution with a prior reads the earlier shards' indices"
-        return ResolveInputs(union.passages, triples, names)
+        assert prior is None or not prior.shards, "a resolution with a prior reads the earlier shards' indices"
+        return ResolveInputs(union.passages, triples, names, prior)
     name_indices = [shard_name_index(tables_from, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
     p = prior.shards if prior is not None else 0
     indices = [(shard_token_index(tables_from, s.name, s.texts, w), s.union_rows) for s in shards]
@@ -270,20 +198,28 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     tables_from = tables_from or before
     triples = _union_triples(w, shards, union, tables_from)
     done_shards = done.get("shards") or []
-    keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables,
-                          w if keep_state else None)
-    triple_inputs = TripleInputs(triples, len(union.passages), keys,
-                                 None if deleted or before is None else KeyStats.read(before, n_keys),
-                                 0 if deleted else prior.shards)
+
+    def graph_inputs() -> TripleInputs:
+        keys, n_keys = _vocab(before, done_shards, "keys", [s.name for s in shards], triples.tables,
+                              w if keep_state else None)
+        return TripleInputs(triples, len(union.passages), keys,
+                            None if deleted or before is None else KeyStats.read(before, n_keys),
+                            0 if deleted else prior.shards)
+
     # The triple graph beside the resolution's delta: the base's plus a delta, or where the add moved the hub cut
     # or the capitalisation fallback, for a generation written whole, the union's (its own numbering, apart from
-    # the resolution's); a delete's from nothing.
-    make_graph = partial(triple_graph, config.graph, triple_inputs, None if deleted else base_graph, prior.new_from,
-                         keep_state or before is None)
+    # the resolution's); a delete's from nothing. Made later, its key vocabulary too (a build's 6.7M keys at 1M
+    # are not held through the resolution); beside it, the vocabulary is made here (the writer's thread).
+    graph_args = (None if deleted else base_graph, prior.new_from, keep_state or before is None)
+    made_inputs = graph_inputs() if overlap else None
+
+    def make_graph() -> tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None:
+        return triple_graph(config.graph, made_inputs or graph_inputs(), *graph_args)
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") as pool:
         pending = pool.submit(make_graph) if overlap else None
         inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
-                                    write_vocab=keep_state)
+                                    write_vocab=keep_state, keep_indices=keep_state or before is not None)
         # An add's reads the text scan of the last delta add over the same base (tables_from: the previous
         # generation), if it was.
         resolved = resolve_deletion(inputs, base) if deleted else resolve_delta(
@@ -364,26 +300,25 @@ def _made_after(make_graph: Callable[[], tuple[TripleGraph | LayeredTripleGraph,
 
 def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
                        tables_from: Path | None = None,
-                       keep_state: bool = True) -> tuple[int, dict[str, float], dict[str, Any]] | None:
+                       keep_state: bool = True) -> tuple[int, dict[str, float], dict[str, Any]]:
     """The union's triple graph, resolution and state as an add onto an empty index (docs/delta.md, "One
     derivation"): the delta an add derives (:func:`union_delta`) over :func:`~gearag.graph.prepared.empty_prepared`,
-    applied and written whole (:func:`write_flat`). Its graphs are a build's, in a build's numbering. Returns what
-    :func:`write_union` does; None where the delta cannot say it (no entity graph or prepared graph stored, an
-    edge kind that adds entities: NER mentions), and the caller derives it with :func:`write_union`.
-    ``tables_from``: a generation whose per-shard tables and indices are hard-linked where it has them;
-    ``keep_state=False``: the graphs only (a build that is not growable)."""
+    applied and written whole (:func:`write_flat`); an index that stores no passage graph, its triple graph
+    alone. Its graphs are a build's, in a build's numbering. Returns the entity count, timings and notes
+    (``edges``: :func:`edge_counts`). ``tables_from``: a generation whose per-shard tables and indices are
+    hard-linked where it has them; ``keep_state=False``: the graphs only (a build that is not growable)."""
     res = config.resolve
     kinds = keyed_kinds(res, onto_nothing=True)
-    if not (res.entity_graph and res.prepared_graph) or kinds is None:
-        return None
+    assert kinds is not None, "every registered kind derives onto a build"
+    map_large_blocks()  # a build's peak counts: the arrays each step frees go back to the kernel
     started = time.perf_counter()
+    if not (res.entity_graph and res.prepared_graph):
+        return _triple_graph_alone(w, config, shards, union, tables_from, keep_state)
     base = empty_prepared([k.name for k in kinds])
     delta = union_delta(w, config, shards, union, None, {}, Prior.nothing(), base, None, tables_from, keep_state,
                         overlap=False)
     layered = apply_delta(base, delta.resolution) if delta.resolution is not None else None
-    if layered is None or delta.later is None:
-        _discard_state(w)
-        return None
+    assert layered is not None and delta.later is not None, "a delta over nothing declines nothing"
     timings = {"resolve": time.perf_counter() - started}
     # The prepared graph is written and let go before the triple graph is made: a build's peak counts.
     w.write_files(prepared_files(flattened(layered)))
@@ -396,6 +331,24 @@ def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[Sha
     if not keep_state:
         _discard_state(w)
     return triples.n_entities, {k: round(v, 3) for k, v in timings.items()}, {**meta, "edges": edges}
+
+
+def _triple_graph_alone(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
+                        tables_from: Path | None, keep_state: bool) -> tuple[int, dict[str, float], dict[str, Any]]:
+    """What :func:`write_from_nothing` writes for an index that stores no passage graph (``--no-entity-graph``,
+    ``--no-prepared-graph``: a query process derives it, :mod:`gearag.derive.graph_for`): the triple graph from
+    nothing, and (``keep_state``) its key vocabulary and statistics."""
+    started = time.perf_counter()
+    triples = _union_triples(w, shards, union, tables_from)
+    keys, _ = _vocab(None, [], "keys", [s.name for s in shards], triples.tables, w if keep_state else None)
+    made = triple_graph(config.graph, TripleInputs(triples, len(union.passages), keys))
+    assert made is not None and isinstance(made[0], TripleGraph)  # no base given: whole
+    w.write_files(triple_graph_files(made[0]))
+    if keep_state:
+        made[1].write(w)
+    else:
+        _discard_state(w)
+    return made[0].n_entities, {"graph": round(time.perf_counter() - started, 3)}, {}
 
 
 def _discard_state(w: IndexWriter) -> None:

@@ -39,31 +39,24 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from itertools import tee
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
 
 from gearag import setops
 from gearag.arrays import ranges
 from gearag.data.jsonio import load_json
-from gearag.data.jsonstrings import JsonStrings, strings_at
+from gearag.data.jsonstrings import strings_at
 from gearag.derive.endpoints import UnionTriples, first_seen, union_ends
-from gearag.derive.text_mentions import mention_matrix, text_matches
 from gearag.derive.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab
 from gearag.errors import GearagError
-from gearag.graph.passage_graph import relation_counts
 from gearag.graph.resolve import (
     MIN_CONTAINED_SHARE,
-    AboutTerms,
-    Resolution,
     build_lexicon,
-    summed_csr,
 )
 from gearag.graph.trie import NameLookup
 from gearag.model import Passage
@@ -359,17 +352,6 @@ def grown_lexicon(passages: Sequence[Passage], old: ResolveState | None, new_fro
     return GrownLexicon(names, ids, n_prior, entries)
 
 
-class UnionResolution(NamedTuple):
-    """What :func:`resolve_union` gives."""
-
-    resolution: Resolution
-    state: ResolveState  #: what the next add needs
-    stats: NameStats  #: the union's endpoint-name statistics
-    #: The relation counts (:func:`~gearag.graph.passage_graph.relation_counts`), being made on the
-    #: ``background`` executor :func:`resolve_union` was given (None: none was).
-    relations: Future[sparse.csr_matrix] | None = None
-
-
 class ResolveInputs(NamedTuple):
     """What the resolution reads of the union, full (:func:`resolve_union`) or as a delta over its base
     (:func:`~gearag.derive.delta_resolve.resolve_delta`)."""
@@ -382,73 +364,6 @@ class ResolveInputs(NamedTuple):
     indices: Sequence[tuple[TokenIndex, np.ndarray]] = ()
     #: Per shard ``prior.names`` covers: the token index of its table's names. Read with a prior.
     name_indices: Sequence[TokenIndex] = ()
-
-
-def resolve_union(inputs: ResolveInputs, background: Executor | None = None) -> UnionResolution:
-    """The resolution of the union from nothing (the oracle ``resolve_corpus``'s, array for array): what an index
-    that stores the graph arrays instead of a prepared graph stores (``--no-prepared-graph``); every other
-    resolution is a delta's (:func:`~gearag.derive.delta_resolve.resolve_delta`, a build's over nothing).
-
-    ``background``: where the relation counts are made as soon as the entity
-    ends are known, beside the about and mention matrices (at a million
-    passages, ~1.4 s that otherwise followed them on one core).
-    """
-    passages, (tables, triple_keep, owner), vocab = inputs.passages, inputs.live, inputs.vocab
-    assert inputs.prior is None, "an add extends a resolution by its delta"
-    n_passages = len(passages)
-    # -- the lexicon ----------------------------------------------------------------------------
-    lexicon = grown_lexicon(passages, None, 0)
-    names, ids = lexicon.names, lexicon.ids
-    lex_k, lex_r, lex_w = lexicon.entries(None)
-    n_names = len(names)
-    # Per name: its passages in insertion (= row) order, and their total weight.
-    order = np.argsort(lex_k, kind="stable")
-    by_name_rows, by_name_w = lex_r[order], lex_w[order]
-    name_ptr = np.zeros(n_names + 1, dtype=np.int64)
-    np.cumsum(np.bincount(lex_k, minlength=n_names), out=name_ptr[1:])
-    totals = np.bincount(lex_k, weights=lex_w, minlength=n_names)  # sums of tier weights: exact in any order
-    matcher = NameLookup(names, ids)
-    own = np.repeat(np.arange(n_names, dtype=np.int64), np.diff(name_ptr))
-    # The about terms (AboutTerms): each lexicon name's own pages, then those of the names containing it.
-    about_rows: list[np.ndarray] = [own]
-    about_cols: list[np.ndarray] = [by_name_rows]
-    about_raw: list[np.ndarray] = [by_name_w]
-    about_names: list[np.ndarray] = [own]
-    # -- endpoint names: where each first appears, its lexicon id, the names it contains ----------------
-    name_ends = [t.name_ends for t in tables]
-    items = vocab.items
-    stats, _ = endpoint_name_stats(inputs, None, lexicon, matcher, names, np.zeros(0, dtype=np.int64))
-    # -- entity ids: the lexicon's, then endpoint-only names in first-appearance order ---------------
-    entity, ep = stats.entities(n_names)
-    stats.entity = entity[:-1].astype(np.int32)
-    # The endpoint-only names as text when the vocabulary is (graph/entities.json is then written as it is).
-    keys: Sequence[str] = JsonStrings.concat([names, items.take(ep)]) if isinstance(items, JsonStrings) \
-        else names + [items[k] for k in ep.tolist()]
-    # Each shard's names mapped to entity ids first: no (T, 2) array of union name ids is made.
-    ends = union_ends(vocab.remaps, name_ends, triple_keep, through=entity.astype(np.int32))
-    relations = background.submit(relation_counts, ends, len(keys)) if background is not None else None
-    # Every name below is freed once used: the matrices that follow are an add's peak.
-    # -- the matrices, as one plain pass assembles them -------------------------------------------------
-    # An endpoint-only name is about the passages of the lexicon names it contains (as one plain pass adds them).
-    c_rows, c_names, c_shares = stats.contained(ep)  # an endpoint-only name's entity is ``entity[its row]``
-    contained = PagesByName(name_ptr, by_name_rows, by_name_w).about(entity[c_rows], c_names, c_shares)
-    del c_rows, c_names, c_shares
-    for part, values in zip((about_rows, about_cols, about_raw, about_names), contained, strict=True):
-        part.append(values)
-    del contained, by_name_rows, by_name_w, own
-    t_rows, t_cols = np.concatenate(about_rows), np.concatenate(about_cols)
-    del about_rows, about_cols
-    t_raw, t_names = np.concatenate(about_raw), np.concatenate(about_names).astype(np.int32)
-    del about_raw, about_names
-    about = summed_csr((t_raw / totals[t_names]).astype(np.float32), t_rows, t_cols, (len(keys), n_passages))
-    terms = AboutTerms(t_rows.astype(np.int32), t_cols.astype(np.int32), t_raw.astype(np.float32), t_names,
-                       totals)
-    del t_rows, t_cols, t_raw
-    text_rows, found = text_matches(passages, range(n_passages), matcher)
-    text_names = found.astype(np.int32)
-    mentions = mention_matrix(owner, ends, text_rows, text_names, (n_passages, len(keys)))
-    state = ResolveState(names, (lex_k, lex_r, lex_w), (text_rows, text_names), matcher.longest)
-    return UnionResolution(Resolution(keys, n_names, about, mentions, ends, None, terms), state, stats, relations)
 
 
 def endpoint_name_stats(inputs: ResolveInputs, prior: Prior | None, lexicon: GrownLexicon, matcher: NameLookup,

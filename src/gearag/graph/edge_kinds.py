@@ -56,7 +56,7 @@ its transition source and the query setting that weighs it (a field of
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -64,8 +64,7 @@ from scipy import sparse
 
 from gearag.arrays import Csr
 from gearag.config import ResolveConfig
-from gearag.graph.graph_arrays import GraphArrays
-from gearag.graph.resolve import span_entities, with_span_mentions
+from gearag.graph.resolve import span_entities
 from gearag.graph.synonyms import synonym_matrix
 from gearag.graph.trie import NameLookup
 from gearag.text import is_named
@@ -122,8 +121,6 @@ class EdgeKind:
     setting: str | None
     #: The query-time :class:`~gearag.graph.config.PassageGraphConfig` setting that weighs (or switches) it.
     weight: str | None
-    #: Its derivation over the graph arrays made so far; None: a core kind, made by the resolution itself.
-    derive: Callable[[GraphArrays, ResolveConfig, EdgeInputs], GraphArrays] | None
     #: How the transition reads it, in the order a push sums a column.
     sources: tuple[TransitionSource, ...] = ()
     #: Its entity × entity edges as a function of the entity keys alone (None: a core kind, or one that adds
@@ -150,8 +147,9 @@ def register_edge_kind(kind: EdgeKind) -> EdgeKind:
         raise ValueError(f"edge kind {kind.name!r} is registered already")
     if kind.setting is not None and not hasattr(ResolveConfig(), kind.setting):
         raise ValueError(f"edge kind {kind.name!r}: ResolveConfig has no setting {kind.setting!r}")
-    if (kind.setting is None) != (kind.derive is None):
-        raise ValueError(f"edge kind {kind.name!r}: an optional kind has a derivation, a core kind none")
+    if (kind.setting is None) != (kind.over_keys is None and kind.onto_build is None):
+        raise ValueError(f"edge kind {kind.name!r}: an optional kind has a derivation (over the keys or onto a "
+                         f"build), a core kind none")
     names = {s.name for k in EDGE_KINDS.values() for s in k.sources}
     for src in kind.sources:
         if src.name in names or (src.transpose_of is not None and src.transpose_of not in names):
@@ -178,14 +176,6 @@ def keyed_kinds(config: ResolveConfig, onto_nothing: bool = False) -> list[EdgeK
     return kinds if ok else None
 
 
-def with_edge_kinds(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
-    """``arrays`` with the edges of every optional kind ``config`` stores."""
-    for kind in stored_kinds(config):
-        assert kind.derive is not None
-        arrays = kind.derive(arrays, config, inputs)
-    return arrays
-
-
 def transition_sources() -> tuple[TransitionSource, ...]:
     """Every registered kind's transition sources, in registry order (the order a push sums a column)."""
     return tuple(src for kind in EDGE_KINDS.values() for src in kind.sources)
@@ -197,18 +187,6 @@ def transition_source(name: str) -> TransitionSource:
         if src.name == name:
             return src
     raise KeyError(f"no transition source {name!r} is registered")
-
-
-def _ner_mentions(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
-    """NER spans as mentions (:func:`~gearag.graph.resolve.with_span_mentions`); the new entities' rows and
-    columns of the relation counts are empty (no triple joins them)."""
-    res = with_span_mentions(arrays.resolution, inputs.ner_spans(), is_named)
-    n = len(res.keys)
-    r = arrays.relations
-    relations = type(r)((r.data, r.indices, np.concatenate([r.indptr, np.full(n - r.shape[0], r.indptr[-1],
-                                                                                     dtype=r.indptr.dtype)])),
-                        shape=(n, n))
-    return replace(arrays, resolution=res, relations=relations)
 
 
 def _ner_onto_build(src: BuildSources, config: ResolveConfig, inputs: EdgeInputs) -> BuildSources:
@@ -255,22 +233,16 @@ def _synonym_edges(keys: Sequence[str | None], config: ResolveConfig, inputs: Ed
     return synonym_matrix(keys, inputs.embed, config.synonym_threshold, config.synonym_neighbours)
 
 
-def _synonyms(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
-    """The synonym edges over the resolution's keys, as the graph arrays' ``synonyms``."""
-    edges = _synonym_edges(list(arrays.resolution.keys), config, inputs)
-    return replace(arrays, entity_edges={**arrays.entity_edges, "synonyms": edges})
-
-
-register_edge_kind(EdgeKind("mentions", None, "backlink_weight", None, (
+register_edge_kind(EdgeKind("mentions", None, "backlink_weight", (
     TransitionSource("mentions", of_passages=True, to_passages=False),
     TransitionSource("backlinks", of_passages=False, to_passages=True, weight="backlink_weight",
                      transpose_of="mentions"))))
-register_edge_kind(EdgeKind("about", None, "about_weight", None, (
+register_edge_kind(EdgeKind("about", None, "about_weight", (
     TransitionSource("terms", of_passages=False, to_passages=True, weight="about_weight", scaled=True),
     TransitionSource("terms_by_passage", of_passages=True, to_passages=False, weight="about_weight", scaled=True,
                      transpose_of="terms"))))
-register_edge_kind(EdgeKind("relations", None, None, None, (
+register_edge_kind(EdgeKind("relations", None, None, (
     TransitionSource("relations", of_passages=False, to_passages=False),)))
-register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", "ner_mentions", _ner_mentions, onto_build=_ner_onto_build))
-register_edge_kind(EdgeKind("synonyms", "synonyms", "synonym_weight", _synonyms, (
+register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", "ner_mentions", onto_build=_ner_onto_build))
+register_edge_kind(EdgeKind("synonyms", "synonyms", "synonym_weight", (
     TransitionSource("synonyms", of_passages=False, to_passages=False, weight="synonym_weight"),), _synonym_edges))

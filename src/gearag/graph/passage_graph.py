@@ -38,9 +38,7 @@ entities' probabilities), kept for the ablation.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,7 +49,7 @@ from gearag.graph.config import PassageGraphConfig as PassageGraphConfig
 from gearag.graph.graph_arrays import GraphArrays as GraphArrays
 from gearag.graph.graph_arrays import relation_counts as relation_counts
 from gearag.graph.ppr import PageRankOperator
-from gearag.graph.prepared import PreparedGraph, settings_of, write_prepared
+from gearag.graph.prepared import PreparedGraph, settings_of
 from gearag.graph.resolve import stop_words
 from gearag.graph.scaled import Scaled
 from gearag.graph.trie import tokens
@@ -59,37 +57,8 @@ from gearag.store.index import GRAPH_DIR as GRAPH_DIR
 
 if TYPE_CHECKING:
     from gearag.store.interface import IndexStore
-    from gearag.store.writer import IndexWriter
 
 #: Sub-directory of an index that holds the graph arrays.
-
-def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool = True) -> float:
-    """Store ``arrays`` under ``graph/`` of an index being written (the one hook in indexing), and with
-    ``prepare`` the passage graph prepared from them for the default query settings (:mod:`gearag.graph.prepared`).
-
-    The prepared graph only reads the arrays, so it is derived on a second
-    thread while they are written (numpy, scipy and file writes release the
-    GIL): at a million passages the writes are ~2 s of every ``gearag add``.
-    Its arrays that are the graph arrays themselves (the mentions' and the
-    relations' entries, the triple ends) are hard links to their files, not
-    written twice.
-    Returns the seconds preparing took (0 without ``prepare``).
-    """
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-prepare") as pool:
-        pending = pool.submit(PreparedGraph.build, arrays, PassageGraphConfig(), hash_names=False) \
-            if prepare else None
-        writer.write_json(f"{GRAPH_DIR}/entities.json", arrays.meta())
-        written: dict[int, tuple[np.ndarray, str]] = {}
-        for name, array in arrays.files().items():
-            writer.write_array(f"{GRAPH_DIR}/{name}", array)
-            written[id(array)] = (array, f"{GRAPH_DIR}/{name}")  # the array is kept: its id stays its own
-        if pending is None:
-            return 0.0
-        prepared = pending.result()
-    write_prepared(writer, GRAPH_DIR, prepared, arrays.resolution.keys, {k: rel for k, (_, rel) in written.items()})
-    return round(time.perf_counter() - started, 3)
-
 
 def stored_graph_arrays(index: IndexStore) -> GraphArrays | None:
     """The passage-graph arrays ``index`` stores (under ``graph/``, or its backend's), None when it has none."""

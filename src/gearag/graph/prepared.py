@@ -12,8 +12,8 @@ the query process cost every process ~1 GB kept and an 8.5 GB transient peak
 at a million passages (docs/benchmarks-log.md, "Queries at 1M").
 
 Prepared at index time for the default settings and stored under
-``graph/prepared/`` (an add's delta over :func:`empty_prepared`, flattened;
-from the union's graph arrays, :func:`write_prepared`), they are memory-mapped by
+``graph/prepared/`` (an add's delta over :func:`empty_prepared`, flattened),
+they are memory-mapped by
 :func:`load_prepared`: a push query reads the pages of the nodes it pushes
 and the names it looks up, so a process keeps what its queries touched, in
 the page cache, instead of the whole graph on its heap. A query whose
@@ -31,7 +31,7 @@ agree up to the order float sums are taken in.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,7 +64,6 @@ from gearag.store.npy import load_npy, unwrapped
 if TYPE_CHECKING:
     from gearag.graph.graph_arrays import GraphArrays
     from gearag.store.interface import IndexStore
-    from gearag.store.writer import IndexWriter
 
 #: Where an index keeps its prepared graph, under its graph directory.
 #: Version of the stored arrays: bump when what they hold, or the hash of the names, changes. Version 2 stores the
@@ -108,9 +107,6 @@ class PreparedGraph:
     n_usable: int | None = None
     #: passage × entity mention edges: only the entity-only graph's scores read them (never stored).
     mentions: sparse.csr_matrix | None = field(default=None, repr=False)
-    #: Set by ``build(hash_names=False)`` (``names`` then holds none): the ids whose keys go into the names,
-    #: hashed by :meth:`hash_names` once the caller has written and let go of the transition.
-    unhashed: np.ndarray | None = field(default=None, repr=False)
     #: The node numbering when these arrays are a base's and a delta's (docs/delta.md); None: the build's,
     #: passages then entities.
     delta_layout: NodeLayout | None = None
@@ -138,14 +134,11 @@ class PreparedGraph:
         return self.delta_layout or NodeLayout.plain(self.n_passages, self.n_entities)
 
     @classmethod
-    def build(cls, arrays: GraphArrays, config: PassageGraphConfig, hash_names: bool = True) -> PreparedGraph:
-        """Derive the arrays from the index's graph arrays under ``config`` (the edges of
-        :mod:`gearag.graph.passage_graph`'s module docstring).
-
-        The keys to hash are left to :meth:`hash_names` when ``hash_names`` is
-        False (so that the transition is written and let go first). The
-        passage-node transition is kept as its sources
-        (:func:`~gearag.graph.scaled.scaled_columns`).
+    def build(cls, arrays: GraphArrays, config: PassageGraphConfig) -> PreparedGraph:
+        """Derive the arrays from graph arrays under ``config`` (the edges of
+        :mod:`gearag.graph.passage_graph`'s module docstring): an index that stores them (an older gearag's,
+        ``--no-prepared-graph`` once), and the tests' reference builds. The passage-node transition is kept as
+        its sources (:func:`~gearag.graph.scaled.scaled_columns`).
         """
         from gearag.graph.ppr import PageRankOperator
 
@@ -175,21 +168,12 @@ class PreparedGraph:
         else:  # the entity-only graph: small (entities only), made the plain way
             operator = PageRankOperator(relations(arrays, config), dtype=np.float32, columns=True)
             columns, dangling = Csr.of(operator.columns), operator.dangling
-        unhashed = None
         ids = np.flatnonzero(usable_keys(res.keys) & counted)
-        if hash_names:
-            names, n_usable = _hashed(res.keys, ids), len(ids)
-        else:
-            names, n_usable, unhashed = HashedNames.from_keys([], np.zeros(0, np.int64)), None, ids
+        names, n_usable = _hashed(res.keys, ids), len(ids)
         return cls(n_passages, n_entities, settings_of(config), columns, dangling, specificity,
                    terms, res.triple_ends, names, res.n_mention_keys, n_usable,
-                   mentions if not config.passage_nodes else None, unhashed,
+                   mentions if not config.passage_nodes else None,
                    holds_ner=res.ner_mentions is not None)
-
-    def hash_names(self, keys: Sequence[str]) -> None:
-        """Hash the keys ``build(hash_names=False)`` left (``keys``: the resolution's, by entity id)."""
-        if self.unhashed is not None:
-            self.names, self.n_usable, self.unhashed = _hashed(keys, self.unhashed), len(self.unhashed), None
 
     def serves(self, config: PassageGraphConfig) -> bool:
         """Whether these arrays are the ones ``config`` would prepare."""
@@ -369,44 +353,6 @@ def usable_keys(keys: Sequence[str]) -> np.ndarray:
     for i in np.flatnonzero(out & (lengths <= longest_stop)).tolist():
         out[i] = usable_key(keys[i])
     return out
-
-
-def write_prepared(writer: IndexWriter, graph_dir: str, prepared: PreparedGraph, keys: Sequence[str],
-                   written: Mapping[int, str] | None = None) -> None:
-    """Store ``prepared`` (made by :meth:`PreparedGraph.build` with ``hash_names=False``) under
-    ``<graph_dir>/prepared/`` of an index being written; ``keys``: the resolution's, by entity id.
-
-    ``written``: ``id(array)`` → where this build wrote that very array (alive), for the prepared arrays
-    that are the graph arrays themselves: those are hard links, not written again. The names (left unhashed by
-    :meth:`PreparedGraph.build`) are hashed after the other arrays are written and the transition let go: the
-    two no longer add up at a growable build's graph-stage peak.
-    """
-    rel = f"{graph_dir}/{PREPARED}"
-    written = written or {}
-    later = prepared.unhashed is not None
-    for name, array in prepared.files().items():
-        if later and name.startswith("names_"):
-            continue
-        same = written.get(id(array))
-        if same is not None:
-            writer.link_written(f"{rel}/{name}", same)
-        else:
-            writer.write_array(f"{rel}/{name}", np.asarray(array))
-    if later:
-        prepared.columns = _let_go(prepared.columns)  # written: the transition's arrays are let go
-        prepared.hash_names(keys)
-        for name, array in prepared.names.arrays().items():
-            writer.write_array(f"{rel}/names_{name}.npy", np.asarray(array))
-    writer.write_json(f"{rel}/prepared.json", prepared.meta())
-
-
-def _let_go(columns: Csr | LayeredCsr | Scaled) -> Csr | Scaled:
-    """``columns`` without their arrays (what :meth:`PreparedGraph.meta` says of them is kept)."""
-    empty = Csr(np.zeros(1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
-    if isinstance(columns, Scaled):
-        return replace(columns, sources=tuple(s._replace(rows=empty) for s in columns.sources),
-                       sums=np.zeros(0), degree=np.zeros(0, np.int32))
-    return empty
 
 
 def _hashed(keys: Sequence[str], ids: np.ndarray) -> HashedNames:

@@ -333,43 +333,6 @@ def span_entities(ids: dict[str, int], n_keys: int, lexicon: NameLookup, own: tu
                         np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))
 
 
-def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> Resolution:
-    """``res`` with named-entity spans as one more mention source (:func:`span_entities`), kept apart in
-    ``ner_mentions``. The same arrays whatever passages ``res`` was resolved over in which order: the new
-    entities' rows of ``about`` follow the existing ones, which stay as they are."""
-    n_passages = int(res.mentions.shape[0])
-    if len(spans) != n_passages:
-        raise ValueError(f"ner_spans has {len(spans)} rows for {n_passages} passages")
-    if res.about_terms is None:
-        raise ValueError("the resolution keeps no about terms (one read back from an index's files)")
-    terms = res.about_terms
-    # Each lexicon name's own passages and tier weights, in insertion order (its terms are grouped by name).
-    own = np.flatnonzero(terms.rows < res.n_names)
-    own = own[np.argsort(terms.names[own], kind="stable")]
-    ptr = np.zeros(res.n_names + 1, dtype=np.int64)
-    np.cumsum(np.bincount(terms.names[own], minlength=res.n_names), out=ptr[1:])
-    n_before = len(res.keys)
-    found = span_entities({k: i for i, k in enumerate(res.keys)}, n_before, NameLookup(list(res.keys[: res.n_names])),
-                          (ptr, terms.cols[own].tolist(), terms.raw[own].astype(np.float64).tolist()), spans, named)
-    keys = [*res.keys, *found.keys]
-    n_keys = len(keys)
-    names = found.term_names.astype(np.int32)
-    extra = summed_csr((found.term_raw / terms.totals[names]).astype(np.float32), found.term_rows, found.term_cols,
-                       (n_keys, n_passages))
-    old = res.about
-    about = sparse.csr_matrix((np.concatenate([old.data, extra.data]), np.concatenate([old.indices, extra.indices]),
-                               np.concatenate([old.indptr, extra.indptr[n_before + 1:] + old.nnz])),
-                              shape=(n_keys, n_passages))
-    grown = AboutTerms(np.concatenate([terms.rows, found.term_rows.astype(np.int32)]),
-                       np.concatenate([terms.cols, found.term_cols.astype(np.int32)]),
-                       np.concatenate([terms.raw, found.term_raw.astype(np.float32)]),
-                       np.concatenate([terms.names, names]), terms.totals)
-    m = res.mentions
-    mentions = sparse.csr_matrix((m.data, m.indices, m.indptr), shape=(n_passages, n_keys))
-    ner = _incidence(found.rows, found.cols, (n_passages, n_keys))
-    return Resolution(keys, res.n_names, about, mentions, res.triple_ends, ner, grown)
-
-
 def ascending(values: np.ndarray) -> bool:
     """Whether ``values`` never decrease (an empty or one-item array does not)."""
     return bool(np.all(values[1:] >= values[:-1]))

@@ -15,10 +15,8 @@ A compact keeps the graphs and re-keys the state to the merged shard
 (:func:`write_merged_shard`, :func:`compact_generation`). Where none of them
 can say it (an index with NER mentions, which add entities; a new name whose
 hash another has), :func:`write_generation` derives it as a build does: the
-delta over an empty index (:func:`~gearag.derive.union_files.write_from_nothing`;
-an index without an entity graph or a prepared graph, the union's derivation
-:func:`~gearag.derive.union_files.write_union`), numbering entities as a build
-does. Per-shard tables already in the previous generation are hard-linked,
+delta over an empty index (:func:`~gearag.derive.union_files.write_from_nothing`),
+numbering entities as a build does. Per-shard tables already in the previous generation are hard-linked,
 not recomputed. A converted plain index's first generation is hard-linked
 from it (:func:`link_generation`).
 """
@@ -42,7 +40,6 @@ from gearag.derive.union_files import (
     UnionRows,
     union_spans,
     write_from_nothing,
-    write_union,
 )
 from gearag.derive.union_resolve import Prior, Removal, ResolveState
 from gearag.errors import GearagError
@@ -136,8 +133,7 @@ def write_generation(
         rows = UnionRows(u.passages, u.triple_keep, np.asarray(u.triples.passage))
         tables_from = _reusable(root / GENERATIONS_DIR / previous) if previous else None
         # From nothing, as a build (the tables and indices of the shards the previous generation has hard-linked).
-        n_entities, timings, meta = write_from_nothing(w, config, columns, rows, tables_from) or \
-            write_union(w, config, columns, rows, tables_from=tables_from)
+        n_entities, timings, meta = write_from_nothing(w, config, columns, rows, tables_from)
         w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(u.triples), "entities": n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,

@@ -9,7 +9,7 @@ from operator import attrgetter
 import numpy as np
 
 from gearag.derive.triple_graph import corpus_triple_graph
-from gearag.derive.union_files import ShardColumns, UnionRows, cannot_grow, write_from_nothing, write_union
+from gearag.derive.union_files import ShardColumns, UnionRows, cannot_grow, write_from_nothing
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.malloc import release_free_memory
 from gearag.store import shards as shard_store
@@ -56,9 +56,8 @@ class GraphStage:
     A plain build's triple graph and entity resolution (with the optional
     edge kinds) are an add onto an empty index
     (:func:`~gearag.derive.union_files.write_from_nothing`): the delta every
-    ``gearag add`` and delete derives (an index without an entity graph or a
-    prepared graph: the union's derivation,
-    :func:`~gearag.derive.union_files.write_union`). With
+    ``gearag add`` and delete derives (an index that stores no passage graph:
+    its triple graph alone). With
     ``graph.growable`` on (and an index ``gearag add`` can extend:
     :func:`~gearag.derive.union_files.cannot_grow`) the build keeps the state
     its first add extends. ``union=False``: the triple graph only (a shard of a
@@ -120,12 +119,11 @@ class GraphStage:
                              Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)), spans)
         union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
         n_entities, seconds, meta = write_from_nothing(build.writer, build.config, [shard], union,
-                                                       keep_state=keep_state) or \
-            write_union(build.writer, build.config, [shard], union, overlap=False, keep_state=keep_state)
+                                                       keep_state=keep_state)
         release_free_memory()  # what the preparation's transition thread freed would stay resident after the stage
         if keep_state:
             build.manifest["union"] = {"shard": name, "tables": shard_store.TABLES_VERSION,
                                        "union": shard_store.UNION_VERSION}
-        if build.config.resolve.entity_graph:
+        if "edges" in meta:  # a resolution was stored
             build.manifest["resolve"] = {"seconds": seconds, **meta["edges"]}
         return n_entities

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gearag.config import IndexConfig
-from gearag.errors import DataError
+from gearag.errors import ConfigError, DataError
 from gearag.extract import TripleExtractor
 from gearag.indexing.bm25 import BM25Stage
 from gearag.indexing.embed import EmbedStage
@@ -96,6 +96,10 @@ def write_index(
     out = index_location(out)  # through a symlink: the target is built (its work directory beside it), the link kept
     if not passages:
         raise DataError("cannot index an empty corpus")
+    res = config.resolve
+    if res.ner_mentions and not (res.entity_graph and res.prepared_graph):
+        raise ConfigError("--index-ner-mentions: NER mentions are kept in the stored passage graph, which "
+                          "--no-prepared-graph and --no-entity-graph leave out; drop one or the other")
     # Fails fast, before the expensive work: bad --out, a directory --overwrite must not
     # delete, or another build of the same directory (the writer holds its lock until the end).
     writer = IndexWriter(out, overwrite=overwrite)
