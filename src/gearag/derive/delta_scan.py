@@ -102,7 +102,7 @@ def scan_texts(passages: Sequence[Passage], new_from: int, indices: Sequence[tup
     old: tuple[np.ndarray, np.ndarray] | None
     if previous is None:
         touched = list(names[n_base_names:])
-        holding = {r for r in rows_holding(indices, touched) if r < new_from} if touched else set()
+        holding = {r for r in rows_holding(indices, touched) if r < new_from} if touched and new_from else set()
         again = np.asarray(sorted(holding), dtype=np.int64)
         old, rescan = None, holding | set(range(new_from, n))
     else:  # the rows the previous scan read that a name gained since may occur in, and the rows since it

@@ -140,7 +140,7 @@ def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: Un
     shard's token index of texts and, for the prior's shards, their token indices of names. Every shard's
     indices are kept for the next add (written here, hard-linked from ``tables_from`` where it has them);
     ``keep_indices=False`` (an add onto nothing that keeps no state, which scans every text anyway): none are
-    made."""
+    made. An add onto nothing reads none: they are written, not held."""
     tables = triples.tables
     names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables,
                             w if write_vocab else None)
@@ -151,8 +151,9 @@ def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: Un
         return ResolveInputs(union.passages, triples, names, prior)
     name_indices = [shard_name_index(tables_from, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
     p = prior.shards if prior is not None else 0
+    onto_nothing = prior is None or not prior.new_from
     indices = [(shard_token_index(tables_from, s.name, s.texts, w), s.union_rows) for s in shards]
-    return ResolveInputs(union.passages, triples, names, prior, indices, name_indices[:p])
+    return ResolveInputs(union.passages, triples, names, prior, [] if onto_nothing else indices, name_indices[:p])
 
 
 class UnionDelta(NamedTuple):
