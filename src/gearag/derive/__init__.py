@@ -6,11 +6,9 @@ add extends. An add and a delete give it as a delta over the last generation
 written whole (:func:`gearag.derive.union_files.union_delta`); a build, and a
 generation the delta cannot say over its base (an index with NER mentions,
 whose spans add entities; an add whose delta declines), are the same delta over
-an empty index (:func:`gearag.derive.union_files.write_from_nothing`). An
-index that stores the graph arrays instead of a prepared graph (the delta's
-base) has them derived from the union
-(:func:`gearag.derive.union_files.write_union`); a compact derives nothing,
-re-keying the state to the merged shard (docs/architecture.md).
+an empty index (:func:`gearag.derive.union_files.write_from_nothing`); an
+index that stores no passage graph keeps its triple graph alone. A compact
+derives nothing, re-keying the state to the merged shard (docs/architecture.md).
 
 * :mod:`~gearag.derive.triple_graph` — the triple graph and its hub cut, from nothing or onto a base (key statistics);
 * :mod:`~gearag.derive.endpoints` — the per-shard endpoint tables every derivation reads the triples through;

@@ -13,10 +13,9 @@ shard: :class:`gearag.indexing.graph.GraphStage`, whose first add then
 extends the build's own state). An index with NER mentions, whose spans add
 entities (:attr:`~gearag.graph.edge_kinds.EdgeKind.onto_build`), is derived
 from nothing at every add; so is an add whose delta declines (a new name's
-hash another's, a base kept another way). :func:`write_union` derives them
-from the union for an index without an entity graph (the triple graph alone)
-or one that stores the graph arrays instead of a prepared graph (the delta's
-base).
+hash another's, a base kept another way). An index that stores no passage
+graph (``--no-entity-graph``, ``--no-prepared-graph``) keeps its triple graph
+alone.
 """
 
 from __future__ import annotations
@@ -77,7 +76,7 @@ def cannot_grow(config: IndexConfig) -> str | None:
 
 @dataclass(frozen=True)
 class ShardColumns:
-    """What :func:`write_union` reads of one shard (every row, deleted ones included)."""
+    """What a generation's derivation reads of one shard (every row, deleted ones included)."""
 
     name: str
     subjects: Sequence[str]
@@ -179,9 +178,9 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     resolution's delta (:func:`~gearag.derive.delta_resolve.resolve_delta`, a delete's
     :func:`~gearag.derive.delta_delete.resolve_deletion`) and the triple graph's
     (:func:`~gearag.derive.triple_graph.triple_graph` onto ``base_graph``; a delete's from nothing), from the
-    state it kept. The per-shard tables and indices they read are written into ``w`` as :func:`write_union`
-    writes them, hard-linked from ``tables_from`` (default ``before``: the previous generation, a delta one keeps
-    the tables of the shards since its base) where it has them. ``keep_state``: the state after the change
+    state it kept. The per-shard tables and indices they read are written into ``w``, hard-linked from
+    ``tables_from`` (default ``before``: the previous generation, a delta one keeps the tables of the shards since
+    its base) where it has them. ``keep_state``: the state after the change
     (vocabularies, key and name statistics, the resolve state, in the appending numbering) is written too, for a
     generation that keeps it whole and is the next add's base (a delete always does); else the text scan, for
     the next delta add over the same base. ``before`` None: an add onto nothing (:func:`write_from_nothing`,

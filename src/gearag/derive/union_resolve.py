@@ -1,38 +1,33 @@
-"""The entity resolution of the union of the shards (:mod:`gearag.graph.resolve`'s rules), extended by an add.
+"""The entity resolution's state and shared steps (:mod:`gearag.graph.resolve`'s rules over the union of the shards).
 
-Resolving from scratch scans every passage's text for every title-derived
-name, so a from-scratch resolution per ``gearag add`` grew with the corpus. Its parts depend on the rest of the
-corpus in a few known ways only, which this module uses:
+The resolution is derived as a delta (:mod:`gearag.derive.delta_resolve`; a
+delete's, :mod:`gearag.derive.delta_delete`), over the last full generation
+or over nothing. Its parts depend on the rest of the corpus in a few known
+ways only, and this module holds what those deltas share:
 
 * the *lexicon* (title, base, head and alias names, :func:`build_lexicon`) is
   a per-passage function; an add appends its passages' entries (rows after
-  every earlier row, so name ids and insertion order are those of a build);
-* a passage's *text mentions* (the token trie's leftmost-longest scan) change
-  only when a name new to the lexicon occurs in it: only passages that hold
-  every token of some new name are scanned again (each shard keeps a
-  token → passages index, ``resolve/<shard>/``), with the new passages
-  (:mod:`gearag.derive.text_mentions`);
+  every earlier row, so name ids and insertion order are those of a build):
+  :func:`grown_lexicon`;
+* a passage's *text mentions* change only when a name new to the lexicon
+  occurs in it: only passages that hold every token of some new name are
+  scanned again (each shard keeps a token → passages index, ``resolve/<shard>/``),
+  with the new passages (:mod:`gearag.derive.text_mentions`);
 * the *endpoint* names come from the shards' endpoint tables
-  (:mod:`gearag.derive.endpoints`) through the union's vocabulary of
-  names (:mod:`gearag.derive.union_vocab`). Per name, :class:`NameStats`
-  keeps where it first appears, its lexicon id and the lexicon names its
-  tokens contain; an add counts its own triples, gives new lexicon names
-  their ids, and scans again only the names a new lexicon name can occur
-  in (each shard keeps a token → names index). Entity ids (the lexicon's,
-  then endpoint-only names in first-appearance order) and the about weights
-  (normalised over a name's passages) are then array work over the union.
-  The lexicon is matched with :class:`~gearag.graph.trie.NameLookup` (the
-  trie's scan, without building a trie of every name at each add).
+  (:mod:`gearag.derive.endpoints`) through the union's vocabulary of names
+  (:mod:`gearag.derive.union_vocab`). Per name, :class:`NameStats` keeps where
+  it first appears, its lexicon id and the lexicon names its tokens contain;
+  an add counts its own triples, gives new lexicon names their ids, and scans
+  again only the names a new lexicon name can occur in (each shard keeps a
+  token → names index): :func:`endpoint_name_stats`.
 
-The generation stores what the next add needs (``resolve/``: the lexicon's
-entries and the text mentions; ``union/``: the name vocabulary and
-statistics). A delete is the mirror of an add (:func:`shrunk`): the
-previous generation's state is renumbered without the deleted rows, and only
-what a vanished lexicon name may have matched in is scanned again. Without
-the state (the first add after a conversion, or a generation an older
-gearag wrote), everything is scanned: the same code with every passage and
-name "new". The result is the :class:`~gearag.graph.resolve.Resolution` the tests'
-oracle ``resolve_corpus`` (one plain pass over the union) returns, array for array.
+A generation stores what the next add needs (:class:`ResolveState` under
+``resolve/``: the lexicon's entries and the text mentions; ``union/``: the
+name vocabulary and statistics). A delete is the mirror of an add
+(:func:`shrunk`): the previous generation's state is renumbered without the
+deleted rows, and only what a vanished lexicon name may have matched in is
+scanned again. The tests' oracle ``resolve_corpus`` (one plain pass over the
+union) is what every resolution equals.
 """
 
 from __future__ import annotations
@@ -353,7 +348,7 @@ def grown_lexicon(passages: Sequence[Passage], old: ResolveState | None, new_fro
 
 
 class ResolveInputs(NamedTuple):
-    """What the resolution reads of the union, full (:func:`resolve_union`) or as a delta over its base
+    """What the resolution reads of the union, as a delta over its base or over nothing
     (:func:`~gearag.derive.delta_resolve.resolve_delta`)."""
 
     passages: Sequence[Passage]

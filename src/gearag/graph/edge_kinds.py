@@ -19,17 +19,14 @@ source it is the transpose of).
 
 The core kinds come from the entity resolution itself: the delta of a build
 (over an empty index, :func:`gearag.derive.union_files.write_from_nothing`), an
-add or a delete (:func:`gearag.derive.union_files.union_delta`), and the
-union's derivation for an index that stores the graph arrays
-(:func:`gearag.derive.union_files.write_union`). An optional kind comes two
-ways. Over the delta: a kind that is a function of the entity keys alone
+add or a delete (:func:`gearag.derive.union_files.union_delta`). An optional
+kind comes one of two ways: a kind that is a function of the entity keys alone
 (:attr:`EdgeKind.over_keys`: the synonyms) is derived again over the keys
 after a build, an add or a delete, which keeps the rows that changed; a kind
 that adds entities (:attr:`EdgeKind.onto_build`: NER mentions) extends a
 build's sources (:class:`BuildSources`), and an add to an index with one is
-derived from nothing over every shard. Over the union's graph arrays: its
-``derive`` returns them with its edges (:func:`with_edge_kinds`). Either way
-the index grows like a rebuild, and kinds run in registration order (NER
+derived from nothing over every shard. Either way the index grows like a
+rebuild (the tests' oracles add the kinds to the union's graph arrays), and kinds run in registration order (NER
 mentions add entities, so they come before the synonyms, which join every
 entity's name). Each input is read only when a kind asks for it
 (:class:`EdgeInputs`): the NER spans are a per-passage file every shard

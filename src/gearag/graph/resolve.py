@@ -53,9 +53,7 @@ the rules (the lexicon's tiers, usable keys, the containment share) and the
 types; the resolution of a corpus is derived as a delta
 (:func:`gearag.derive.delta_resolve.resolve_delta`): a build's over an empty
 index, an add's over the last full generation, with the NER spans' entities
-onto a build's (:func:`span_entities`); the union's derivation
-(:func:`gearag.derive.union_resolve.resolve_union`) makes the arrays an index
-stores instead of a prepared graph. The tests' oracle ``resolve_corpus``
+onto a build's (:func:`span_entities`). The tests' oracle ``resolve_corpus``
 (``tests/oracles.py``) is the same rules as one plain pass over the corpus.
 """
 
