@@ -40,6 +40,14 @@ class Csr(NamedTuple):
     #: int32 per entry: the scale id of a raw weight (:mod:`gearag.graph.scaled`); None: weights as they are.
     sids: np.ndarray | None = None
 
+    @classmethod
+    def incidence(cls, pairs: np.ndarray, n_rows: int, n_targets: int) -> Csr:
+        """The 0/1 matrix of ``pairs`` (``row * n_targets + target``, each once, ascending), its rows as they
+        are: no entry to sort or sum."""
+        indptr = np.zeros(n_rows + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs // n_targets, minlength=n_rows), out=indptr[1:])
+        return cls(indptr, (pairs % n_targets).astype(np.int32), np.ones(len(pairs), dtype=np.float32))
+
     @property
     def n_rows(self) -> int:
         return len(self.indptr) - 1

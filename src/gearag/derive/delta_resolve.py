@@ -401,10 +401,7 @@ def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions:
     unique = setops.unique(np.concatenate(pairs))  # a pair once, sorted: an incidence, with nothing to sum
     del pairs
     if not b_mentions.n_rows:  # a build's (over nothing): the incidence's rows as they are
-        indptr = np.zeros(layout.n_passages + 1, dtype=np.int64)
-        np.cumsum(np.bincount(unique // n, minlength=layout.n_passages), out=indptr[1:])
-        return LayeredCsr.of_delta(b_mentions, Csr(indptr, (unique % n).astype(np.int32),
-                                                   np.ones(len(unique), dtype=np.float32)))
+        return LayeredCsr.of_delta(b_mentions, Csr.incidence(unique, layout.n_passages, n))
     return Entries().layered(b_mentions, layout.n_passages, replaced,
                              single=(unique // n, unique % n, np.ones(len(unique)), np.zeros(len(unique), np.int64)))
 

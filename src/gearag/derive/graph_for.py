@@ -2,10 +2,9 @@
 
 In order: the stored prepared graph (memory-mapped) when it serves the query's
 settings; that graph's sources weighed or joined otherwise
-(:meth:`~gearag.graph.prepared.PreparedGraph.derived`); the stored graph
-arrays (``--no-prepared-graph``, or an older gearag's index), prepared in
-memory; and for an index stored without an entity graph
-(``--no-entity-graph``) or one whose stored graph cannot give the query's
+(:meth:`~gearag.graph.prepared.PreparedGraph.derived`); the graph arrays an
+older gearag stored, prepared in memory; and for an index stored without a
+passage graph (``--no-entity-graph``, ``--no-prepared-graph``) or one whose stored graph cannot give the query's
 settings (NER mentions turned off), the prepared graph a build of its
 passages and triples would store, derived as a build derives it
 (:func:`~gearag.derive.union_files.write_from_nothing` over the corpus as one
@@ -17,18 +16,16 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import replace
-from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
 
-from gearag.derive.union_files import ShardColumns, UnionRows, write_from_nothing
+from gearag.derive.union_files import corpus_as_shard, write_from_nothing
 from gearag.graph.config import PassageGraphConfig
 from gearag.graph.graph_arrays import GraphArrays
 from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, stored_graph_arrays
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared, stored_prepared
 from gearag.store.interface import IndexStore
-from gearag.store.rows import Mapped
 from gearag.store.writer import IndexWriter
 
 
@@ -42,18 +39,15 @@ def derived_prepared(index: IndexStore) -> PreparedGraph:
         config = replace(cfg, resolve=replace(cfg.resolve, entity_graph=True, prepared_graph=True,
                                               synonyms=cfg.resolve.synonyms and cfg.resolve.entity_graph,
                                               ner_mentions=False))
-        passages, triples = index.passages, index.triples
-        owner = np.asarray(triples.passage, dtype=np.int32)
+        triples = index.triples
 
         def no_spans() -> list[list[str]]:
             raise AssertionError("no edge kind reads NER spans here")
 
-        shard = ShardColumns("s-derived", triples.subjects, triples.objects, Mapped(passages, attrgetter("text")),
-                             np.arange(len(passages)), no_spans)
+        shards, union = corpus_as_shard("s-derived", index.passages, triples.subjects, triples.objects,
+                                        np.asarray(triples.passage, dtype=np.int32), no_spans)
         with tempfile.TemporaryDirectory(prefix="gearag-graph-") as scratch, IndexWriter(Path(scratch) / "g") as w:
-            made = write_from_nothing(w, config, [shard], UnionRows(passages, [np.ones(len(owner), dtype=bool)], owner),
-                                      keep_state=False)
-            assert made is not None, "an entity graph with a prepared graph and no NER mentions is a build's delta"
+            write_from_nothing(w, config, shards, union, keep_state=False)
             prepared = load_prepared(w.path(f"{GRAPH_DIR}/{PREPARED}"), mmap=False)  # the scratch files go
         assert prepared is not None
         return prepared
@@ -67,8 +61,13 @@ def resolution_of(index: IndexStore) -> PreparedGraph | GraphArrays:
     stored = stored_prepared(index)
     if stored is not None:
         return stored
-    arrays = index.cached("graph_arrays", lambda: stored_graph_arrays(index))
+    arrays = _stored_arrays(index)
     return arrays if arrays is not None else derived_prepared(index)
+
+
+def _stored_arrays(index: IndexStore) -> GraphArrays | None:
+    """The graph arrays ``index`` stores (an older gearag's), read once per loaded index; None: none."""
+    return index.cached("graph_arrays", lambda: stored_graph_arrays(index))
 
 
 def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = None) -> PassageGraph:
@@ -83,7 +82,7 @@ def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = Non
         derived = stored.derived(config) if stored is not None else None
         if derived is not None:  # the stored sources, weighed or joined otherwise: no graph built from the corpus
             return PassageGraph(derived, config)
-        arrays = index.cached("graph_arrays", lambda: stored_graph_arrays(index))
+        arrays = _stored_arrays(index)
         if arrays is not None:
             return PassageGraph(arrays, config)
         made = derived_prepared(index)

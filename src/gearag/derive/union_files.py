@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -50,6 +51,7 @@ from gearag.graph.trie import HashedNames
 from gearag.malloc import map_large_blocks
 from gearag.model import Passage
 from gearag.store.graph import LayeredTripleGraph, TripleGraph, triple_graph_files
+from gearag.store.rows import Mapped
 from gearag.store.shards import UNION_VERSION
 from gearag.store.writer import IndexWriter
 
@@ -98,6 +100,16 @@ class UnionRows:
     triple_keep: Sequence[np.ndarray]
     #: Each live triple's union passage row.
     owner: np.ndarray
+
+
+def corpus_as_shard(name: str, passages: Sequence[Passage], subjects: Sequence[str], objects: Sequence[str],
+                    owner: np.ndarray,
+                    ner_spans: Callable[[], Sequence[Sequence[str]]]) -> tuple[list[ShardColumns], UnionRows]:
+    """A corpus as the one shard of its union, every passage and triple live (a plain build; the graph a query
+    derives for an index that stores none): ``owner``, each triple's passage row."""
+    shard = ShardColumns(name, subjects, objects, Mapped(passages, attrgetter("text")), np.arange(len(passages)),
+                         ner_spans)
+    return [shard], UnionRows(passages, [np.ones(len(owner), dtype=bool)], owner)
 
 
 def name_encoder(embedder: Callable[[], Embedder], batch: int) -> Callable[[list[str]], np.ndarray]:
@@ -214,7 +226,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     made_inputs = graph_inputs() if overlap else None
 
     def make_graph() -> tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None:
-        return triple_graph(config.graph, made_inputs or graph_inputs(), *graph_args)
+        return triple_graph(config.graph, made_inputs if made_inputs is not None else graph_inputs(), *graph_args)
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") as pool:
         pending = pool.submit(make_graph) if overlap else None

@@ -40,13 +40,12 @@ source), the stored prepared graph (a source's files and scale ids), and an
 add's delta (:func:`gearag.graph.delta_apply.apply_delta`: a source that is
 another's transpose gains that source's changes the other way).
 
-To add an edge kind: write its derivation over the entity keys (or, if it
-adds entities, onto a build's sources) and over the graph arrays (GraphArrays
-→ GraphArrays, exact whatever the order passages arrived in, its entity ×
-entity matrix in :attr:`GraphArrays.entity_edges
-<gearag.graph.graph_arrays.GraphArrays.entity_edges>` under its source's
-name), and register it here with the ``ResolveConfig`` switch that stores it,
-its transition source and the query setting that weighs it (a field of
+To add an edge kind: write its derivation, exact whatever the order passages
+arrived in, over the entity keys (:attr:`EdgeKind.over_keys`: its entity ×
+entity matrix) or, if it adds entities, onto a build's sources
+(:attr:`EdgeKind.onto_build`), and register it here with the
+``ResolveConfig`` switch that stores it, its transition source and the query
+setting that weighs it (a field of
 :class:`~gearag.graph.config.PassageGraphConfig`; none: weight 1).
 """
 
@@ -187,8 +186,8 @@ def transition_source(name: str) -> TransitionSource:
 
 
 def _ner_onto_build(src: BuildSources, config: ResolveConfig, inputs: EdgeInputs) -> BuildSources:
-    """A build's sources with its NER spans' mentions (:func:`~gearag.graph.resolve.span_entities`, the rules
-    :func:`_ner_mentions` applies to the union's arrays): the entities only they name follow the others, about
+    """A build's sources with its NER spans' mentions (:func:`~gearag.graph.resolve.span_entities`, the rules the
+    tests' oracle applies to the union's arrays): the entities only they name follow the others, about
     the pages of the lexicon names they contain; the spans' mentions join the passages' others (a pair once),
     as the prepared graph uses them with the query's ``ner_mentions`` on (its default)."""
     n_core, n_passages = src.terms.n_rows, src.mentions.n_rows
@@ -215,9 +214,7 @@ def _ner_onto_build(src: BuildSources, config: ResolveConfig, inputs: EdgeInputs
     ner = np.unique(found.rows * n + found.cols)
     pairs = np.union1d(np.repeat(np.arange(n_passages, dtype=np.int64), np.diff(m.indptr)) * n
                        + np.asarray(m.indices, dtype=np.int64), ner)
-    indptr = np.zeros(n_passages + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pairs // n, minlength=n_passages), out=indptr[1:])
-    mentions = Csr(indptr, (pairs % n).astype(np.int32), np.ones(len(pairs), dtype=np.float32), m.sids)
+    mentions = Csr.incidence(pairs, n_passages, n)
     r = src.relations
     relations = r._replace(indptr=np.concatenate([r.indptr, np.full(n - n_core, r.indptr[-1], dtype=r.indptr.dtype)]))
     return src._replace(mentions=mentions, terms=terms, relations=relations, keys=[*src.keys, *found.keys],

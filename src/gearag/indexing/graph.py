@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from operator import attrgetter
 
 import numpy as np
 
 from gearag.derive.triple_graph import corpus_triple_graph
-from gearag.derive.union_files import ShardColumns, UnionRows, cannot_grow, write_from_nothing
+from gearag.derive.union_files import cannot_grow, corpus_as_shard, write_from_nothing
 from gearag.indexing.stage import Build, CollectionBuild, TripleColumns
 from gearag.malloc import release_free_memory
 from gearag.store import shards as shard_store
@@ -17,7 +16,6 @@ from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import triple_graph_files
 from gearag.store.index import passage_contents
 from gearag.store.passage_ids import write_passages
-from gearag.store.rows import Mapped
 from gearag.store.shards import shard_key
 
 log = logging.getLogger(__name__)
@@ -115,12 +113,11 @@ class GraphStage:
             assert build.ner_spans is not None, "NER mentions need the ner stage"
             return build.ner_spans
 
-        shard = ShardColumns(name, build.triples.subjects, build.triples.objects,
-                             Mapped(build.passages, attrgetter("text")), np.arange(len(build.passages)), spans)
-        union = UnionRows(build.passages, [np.ones(len(owner), dtype=bool)], owner)
-        n_entities, seconds, meta = write_from_nothing(build.writer, build.config, [shard], union,
+        shards, union = corpus_as_shard(name, build.passages, build.triples.subjects, build.triples.objects, owner,
+                                        spans)
+        n_entities, seconds, meta = write_from_nothing(build.writer, build.config, shards, union,
                                                        keep_state=keep_state)
-        release_free_memory()  # what the preparation's transition thread freed would stay resident after the stage
+        release_free_memory()  # what the name hashing's threads freed would stay resident in their arenas
         if keep_state:
             build.manifest["union"] = {"shard": name, "tables": shard_store.TABLES_VERSION,
                                        "union": shard_store.UNION_VERSION}
