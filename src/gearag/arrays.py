@@ -125,11 +125,16 @@ class LayeredCsr:
         where = np.full(n_rows, -1, dtype=np.int32)
         where[listed] = np.arange(len(listed), dtype=np.int32)
         entry_row = where[row].astype(np.int64)
-        by = np.argsort(entry_row, kind="stable")
         indptr = np.zeros(len(listed) + 1, dtype=np.int64)
         np.cumsum(np.bincount(entry_row, minlength=len(listed)), out=indptr[1:])
-        delta = Csr(indptr, target[by].astype(np.int32), data[by].astype(np.float32),
-                    sid[by].astype(np.int32) if base.sids is not None else None)
+        if np.all(entry_row[1:] >= entry_row[:-1]):  # in row order already (netted entries): no copy to sort
+            del entry_row
+            delta = Csr(indptr, target.astype(np.int32, copy=False), data.astype(np.float32, copy=False),
+                        sid.astype(np.int32, copy=False) if base.sids is not None else None)
+        else:
+            by = np.argsort(entry_row, kind="stable")
+            delta = Csr(indptr, target[by].astype(np.int32), data[by].astype(np.float32),
+                        sid[by].astype(np.int32) if base.sids is not None else None)
         appends = np.zeros(n_rows, dtype=bool)
         appends[appended] = True
         return cls(base, delta, where, appends)
@@ -140,7 +145,8 @@ class LayeredCsr:
         """``base`` with the entries given (by layered row) appended to its rows, except rows ``replaced``,
         whose base row they replace; every row past the base's is the delta's (empty where no entry names it)."""
         replaced = np.asarray(replaced, dtype=np.int64)
-        listed = setops.union(setops.union(row, replaced), np.arange(base.n_rows, n_rows, dtype=np.int64))
+        listed = setops.union(setops.union(setops.unique(row), replaced),  # rows first: narrower, many fewer
+                              np.arange(base.n_rows, n_rows, dtype=np.int64))
         appended = listed[(listed < base.n_rows) & ~setops.isin(listed, replaced)]
         return cls.from_entries(base, n_rows, listed, appended, row, target, data, sid)
 

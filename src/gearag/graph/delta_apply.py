@@ -107,12 +107,24 @@ def _entries(m: Csr, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def net_weights(row: np.ndarray, target: np.ndarray, sid: np.ndarray,
                 signed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Entries summed per (row, target, scale id): each key once, in that order, with its total weight."""
-    by = _by_key(row, target, sid)
-    row, target, sid, signed = row[by], target[by], sid[by], signed[by]
-    first = np.ones(len(row), dtype=bool)
-    first[1:] = (row[1:] != row[:-1]) | (target[1:] != target[:-1]) | (sid[1:] != sid[:-1])
-    return row[first], target[first], sid[first], np.bincount(np.cumsum(first) - 1, weights=signed)
+    """Entries summed per (row, target, scale id): each key once, in that order, with its total weight (float64).
+    Each column is let go as its sorted copy is made, where the caller holds it no longer (a build's about terms
+    at 1M passages are ~23M entries)."""
+    cols = [row, target, sid, signed]
+    del row, target, sid, signed
+    by = _by_key(cols[0], cols[1], cols[2])
+    for c in range(4):
+        cols[c] = cols[c][by]
+    del by
+    again = np.ones(len(cols[0]), dtype=bool)  # a key the entry before has
+    again[:1] = False
+    for c in range(3):
+        again[1:] &= cols[c][1:] == cols[c][:-1]
+    if not again.any():  # no key twice (a build's entries): the weights as they are
+        return cols[0], cols[1], cols[2], cols[3].astype(np.float64, copy=False)
+    first = ~again
+    group = np.cumsum(first) - 1
+    return cols[0][first], cols[1][first], cols[2][first], np.bincount(group, weights=cols[3])
 
 
 def _by_key(row: np.ndarray, target: np.ndarray, sid: np.ndarray) -> np.ndarray:
@@ -122,14 +134,17 @@ def _by_key(row: np.ndarray, target: np.ndarray, sid: np.ndarray) -> np.ndarray:
     span = int(target.max(initial=0)) + 1
     if not len(row) or (int(row.max()) + 1) * span >= 1 << 62:
         return np.lexsort((sid, target, row))
-    key = row.astype(np.int64) * span + target
+    key = row.astype(np.int64)
+    key *= span
+    key += target
     by = np.argsort(key, kind="stable")
     key = key[by]
-    first = np.ones(len(key), dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    group = np.cumsum(first) - 1
-    shared = np.flatnonzero(np.bincount(group)[group] > 1)
-    if len(shared):
+    repeats = key[1:] == key[:-1]
+    if repeats.any():  # the entries of a pair held more than once, ordered by scale id
+        shared_at = np.zeros(len(key), dtype=bool)
+        shared_at[1:] = repeats
+        shared_at[:-1] |= repeats
+        shared = np.flatnonzero(shared_at)
         by[shared] = by[shared][np.lexsort((sid[by[shared]], key[shared]))]
     return by
 
