@@ -31,6 +31,18 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
+def offsets(counts: np.ndarray | list[int]) -> np.ndarray:
+    """The int64 start of each run of ``counts`` entries, and the end of the last: a CSR ``indptr``."""
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
+def row_offsets(rows: np.ndarray, n_rows: int) -> np.ndarray:
+    """The ``indptr`` of entries in rows ``rows`` (row order, ``n_rows`` rows): :func:`offsets` of their counts."""
+    return offsets(np.bincount(rows, minlength=n_rows))
+
+
 class Csr(NamedTuple):
     """A compressed sparse matrix as its arrays (scipy would copy memory-mapped ones on construction)."""
 
@@ -44,8 +56,7 @@ class Csr(NamedTuple):
     def incidence(cls, pairs: np.ndarray, n_rows: int, n_targets: int) -> Csr:
         """The 0/1 matrix of ``pairs`` (``row * n_targets + target``, each once, ascending), its rows as they
         are: no entry to sort or sum."""
-        indptr = np.zeros(n_rows + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pairs // n_targets, minlength=n_rows), out=indptr[1:])
+        indptr = row_offsets(pairs // n_targets, n_rows)
         return cls(indptr, (pairs % n_targets).astype(np.int32), np.ones(len(pairs), dtype=np.float32))
 
     @property
@@ -82,8 +93,7 @@ class Csr(NamedTuple):
 
 def rows_matrix(counts: np.ndarray, indices: np.ndarray, data: np.ndarray, n_columns: int) -> sparse.csr_matrix:
     """Gathered rows (``counts`` entries each, then their ``indices`` and ``data``) as a scipy matrix."""
-    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
+    indptr = offsets(counts)
     return sparse.csr_matrix((data, indices, indptr), shape=(len(counts), n_columns))
 
 
@@ -125,8 +135,7 @@ class LayeredCsr:
         where = np.full(n_rows, -1, dtype=np.int32)
         where[listed] = np.arange(len(listed), dtype=np.int32)
         entry_row = where[row].astype(np.int64)
-        indptr = np.zeros(len(listed) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(entry_row, minlength=len(listed)), out=indptr[1:])
+        indptr = row_offsets(entry_row, len(listed))
         if np.all(entry_row[1:] >= entry_row[:-1]):  # in row order already (netted entries): no copy to sort
             del entry_row
             delta = Csr(indptr, target.astype(np.int32, copy=False), data.astype(np.float32, copy=False),

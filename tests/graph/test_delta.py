@@ -258,8 +258,11 @@ def test_entries_are_netted_in_the_order_of_a_three_key_lexsort() -> None:
     from gearag.graph.delta_apply import net_weights
 
     rng = np.random.default_rng(11)
-    for n in (0, 1, 7, 2_000):  # few distinct keys: many entries share a (row, target), some with other scale ids
-        row, target, sid = rng.integers(0, 9, n), rng.integers(0, 6, n), rng.integers(0, 3, n)
+    for n, distinct in ((0, False), (1, False), (7, False), (2_000, False), (150, True)):
+        # Few distinct keys: many entries share a (row, target), some with other scale ids. ``distinct``: each
+        # key once (a build's entries), the weights as they are.
+        key = rng.permutation(9 * 6 * 3)[:n] if distinct else rng.integers(0, 9 * 6 * 3, n)
+        row, target, sid = key // 18, key // 3 % 6, key % 3
         signed = rng.normal(size=n)
         by = np.lexsort((sid, target, row))
         first = np.ones(n, dtype=bool)
@@ -269,6 +272,8 @@ def test_entries_are_netted_in_the_order_of_a_three_key_lexsort() -> None:
         for have, want in zip(got[:3], (row[by][first], target[by][first], sid[by][first]), strict=True):
             np.testing.assert_array_equal(have, want)
         np.testing.assert_allclose(got[3], np.bincount(np.cumsum(first) - 1, weights=signed[by]))
+        if distinct:
+            np.testing.assert_array_equal(got[3], signed[by])
 
 
 def test_the_triple_graph_as_a_base_and_a_delta_has_the_unions_neighbours(built, tmp_path) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 
 from gearag import setops
-from gearag.arrays import ranges
+from gearag.arrays import offsets, ranges
 
 #: Bytes scanned for quotes at a time (a bound on the scan's temporaries).
 SCAN_BYTES = 1 << 26
@@ -157,8 +157,7 @@ class JsonStrings(Sequence[str]):
         ids = np.asarray(ids, dtype=np.int64)
         starts, ends = self.spans[ids, 0], self.spans[ids, 1]
         sizes = ends - starts + 1  # each string with the byte after it, made a comma below
-        where = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=where[1:])
+        where = offsets(sizes)
         out = np.empty(int(where[-1]), dtype=np.uint8)
         for at in range(0, len(ids), GATHER_STRINGS):
             part = slice(at, at + GATHER_STRINGS)

@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag import setops
-from gearag.arrays import ranges
+from gearag.arrays import ranges, row_offsets
 from gearag.data.jsonstrings import strings_at
 from gearag.derive.delta_scan import TextScan, scan_texts
 from gearag.derive.endpoints import union_ends
@@ -126,8 +126,7 @@ def pages_of(names: np.ndarray, n_prior: int, terms: Csr | None,
     mine = setops.isin(k, names)
     pos = np.concatenate([pos_old, np.searchsorted(names, k[mine].astype(np.int64))])
     by = np.argsort(pos, kind="stable")
-    ptr = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pos, minlength=len(names)), out=ptr[1:])
+    ptr = row_offsets(pos, len(names))
     return PagesByName(ptr, np.concatenate([rows, r[mine]])[by], np.concatenate([weights, w[mine]])[by], names)
 
 
@@ -252,8 +251,8 @@ def entity_keys(state: ResolveState, stats: NameStats, items: Sequence[str], n_e
     return keys
 
 
-def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
-                  previous_scan: TextScan | None = None) -> ResolvedDelta | None:
+def resolve_delta(inputs: ResolveInputs, base: PreparedGraph, previous_scan: TextScan | None = None,
+                  hash_names: bool = True) -> ResolvedDelta | None:
     """What the add of the passages after ``prior.new_from`` (and of the shards after ``prior.shards``) changed
     in the resolution, over ``base`` (the prior's prepared graph), with the text scan it made (kept for the
     next delta add: :mod:`gearag.derive.delta_scan`). ``inputs.indices`` are every shard's (the base's and
@@ -261,7 +260,8 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
 
     None where a delta cannot say it (a full generation decides): no prior endpoint-name statistics, a
     delete, a base that is not a full generation's graph kept as its sources, or a new name whose hash
-    another name has.
+    another name has. ``hash_names=False``: the new names are left out of the delta (empty), for a caller
+    that hashes them with names of its own (a build with NER mentions: ``union_files._onto_build``).
     """
     passages, (tables, triple_keep, owner), vocab, prior = inputs.passages, inputs.live, inputs.vocab, inputs.prior
     cols, base_ends = base.columns, base.triple_ends
@@ -299,7 +299,7 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
     scan = scan_texts(passages, prior.new_from, inputs.indices, lexicon, matcher, previous_scan)
     mentions = _mentions(owner, len(base_ends), ends_tail, b_mentions, base_ends, scan, ids.lex_entity, layout)
     terms, scale = _terms(ids, stats, prior.names, rescanned, lexicon.added, n_prior, b_terms, cols.scale)
-    new_names = _new_names(base, names, vocab, ids, n_prior)
+    new_names = _new_names(base, names, vocab, ids, n_prior) if hash_names else (base.names, 0)
     if new_names is None:
         return None
     moved = np.flatnonzero(scale[: len(cols.scale)] != cols.scale) - 1  # lexicon names whose scale the add moved
@@ -330,8 +330,7 @@ def base_terms_by_name(b_terms: Csr, base_stats: NameStats, lex_entity: np.ndarr
     entity = np.repeat(owners, counts)[keep]
     sid, passages, raw = sid[keep], np.asarray(idx)[keep], np.asarray(data)[keep]
     by = np.argsort(sid, kind="stable")
-    indptr = np.zeros(n_scales + 1, dtype=np.int64)
-    np.cumsum(np.bincount(sid, minlength=n_scales), out=indptr[1:])
+    indptr = row_offsets(sid, n_scales)
     return TermsByName(indptr, entity[by].astype(np.int32), passages[by].astype(np.int32),
                        raw[by].astype(np.float32))
 

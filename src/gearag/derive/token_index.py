@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from gearag import setops
+from gearag.arrays import offsets, row_offsets
 from gearag.derive.endpoints import EndpointTable, reuse_or_compute
 from gearag.derive.union_vocab import UNION_DIR
 from gearag.errors import GearagError
@@ -40,8 +41,7 @@ class TokenQuery:
     @classmethod
     def of(cls, names: Sequence[str]) -> TokenQuery:
         words = [name.split(" ") for name in names]
-        starts = np.zeros(len(words) + 1, dtype=np.int64)
-        np.cumsum([len(ws) for ws in words], out=starts[1:])
+        starts = offsets([len(ws) for ws in words])
         return cls(starts, stable_hashes([w.casefold() for ws in words for w in ws]))
 
 
@@ -73,8 +73,7 @@ class TokenIndex:
         toks = rank[np.frombuffer(tok_ids, dtype=np.int64)] if len(tok_ids) else np.zeros(0, np.int64)
         rows = np.frombuffer(row_ids, dtype=np.int64) if len(row_ids) else np.zeros(0, np.int64)
         order = np.lexsort((rows, toks))
-        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(toks, minlength=len(ids)), out=indptr[1:])
+        indptr = row_offsets(toks, len(ids))
         return cls(hashes[by_hash], indptr, rows[order].astype(np.int32))
 
     @classmethod

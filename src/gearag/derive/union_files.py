@@ -235,7 +235,8 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         # An add's reads the text scan of the last delta add over the same base (tables_from: the previous
         # generation), if it was.
         resolved = resolve_deletion(inputs, base) if deleted else resolve_delta(
-            inputs, base, TextScan.read(tables_from) if tables_from != before and before is not None else None)
+            inputs, base, TextScan.read(tables_from) if tables_from != before and before is not None else None,
+            hash_names=not any(k.onto_build is not None for k in kinds))  # else hashed with the kinds' names
         graph = pending.result() if pending is not None else None
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)
@@ -276,7 +277,8 @@ def _onto_build(delta: ResolutionDelta, keys: list[str | None], state: ResolveSt
                                                                     dict[str, int | None]]:
     """A build's delta (over an empty index) with the entities and edges of the ``kinds`` that add entities
     (:attr:`~gearag.graph.edge_kinds.EdgeKind.onto_build`: NER mentions), their keys after the others', and
-    what the manifest records of them. Every usable key is hashed again, so that the names are a build's."""
+    what the manifest records of them. Every usable key is hashed here, once (the resolve half leaves the names
+    to it: ``hash_names``), so that the names are a build's."""
     mentions, terms, relations = delta.mentions.delta_only, delta.terms.delta_only, delta.relations.delta_only
     assert mentions is not None and terms is not None and relations is not None, "a build's delta is over nothing"
     n_core = len(keys)

@@ -42,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag import setops
-from gearag.arrays import ranges
+from gearag.arrays import offsets, ranges
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import strings_at
 from gearag.derive.endpoints import UnionTriples, first_seen, union_ends
@@ -165,8 +165,7 @@ class NameStats:
         counts = np.diff(old_ptr)
         new_counts = counts.copy()
         new_counts[rows] = np.asarray(sizes, dtype=np.int64)
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(new_counts, out=ptr[1:])
+        ptr = offsets(new_counts)
         # Each kept entry moves by its row's shift; the rows scanned again get what was found: no sort.
         owner = np.repeat(np.arange(n, dtype=np.int64), counts)
         drop = np.zeros(n, dtype=bool)
@@ -184,8 +183,7 @@ class NameStats:
     def taken(self, rows: np.ndarray) -> NameStats:
         """The statistics of names ``rows`` (per new name id, its id here), in that order."""
         spans = np.diff(self.cont_ptr)[rows]
-        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(spans, out=ptr[1:])
+        ptr = offsets(spans)
         at = ranges(self.cont_ptr[rows], spans)
         return NameStats(self.first[rows], self.lex[rows], self.scanned[rows], ptr, np.asarray(self.cont_name)[at],
                          np.asarray(self.cont_share)[at], np.asarray(self.entity)[rows] if self.entity is not None

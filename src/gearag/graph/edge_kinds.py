@@ -58,7 +58,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
-from gearag.arrays import Csr
+from gearag.arrays import Csr, row_offsets
 from gearag.config import ResolveConfig
 from gearag.graph.resolve import span_entities
 from gearag.graph.synonyms import synonym_matrix
@@ -195,8 +195,7 @@ def _ner_onto_build(src: BuildSources, config: ResolveConfig, inputs: EdgeInputs
     counts, pages, weights, sids = src.terms.gather(lex_entity)
     at = np.repeat(np.arange(len(lex_entity), dtype=np.int64), counts)
     own = np.asarray(sids, dtype=np.int64) == 1 + lex_entity[at]  # each lexicon name's own pages
-    ptr = np.zeros(len(lex_entity) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(at[own], minlength=len(lex_entity)), out=ptr[1:])
+    ptr = row_offsets(at[own], len(lex_entity))
     spans = inputs.ner_spans()
     if len(spans) != n_passages:
         raise ValueError(f"ner_spans has {len(spans)} rows for {n_passages} passages")
@@ -204,8 +203,7 @@ def _ner_onto_build(src: BuildSources, config: ResolveConfig, inputs: EdgeInputs
                           (ptr, np.asarray(pages)[own].tolist(), np.asarray(weights, dtype=np.float64)[own].tolist()),
                           spans, is_named)
     n = n_core + len(found.keys)
-    extra = np.zeros(len(found.keys) + 1, dtype=np.int64)  # the new rows' terms: made row after row, in order
-    np.cumsum(np.bincount(found.term_rows - n_core, minlength=len(found.keys)), out=extra[1:])
+    extra = row_offsets(found.term_rows - n_core, len(found.keys))  # the new rows' terms: made row after row, in order
     terms = Csr(np.concatenate([src.terms.indptr, src.terms.indptr[-1] + extra[1:]]),
                 np.concatenate([src.terms.indices, found.term_cols.astype(np.int32)]),
                 np.concatenate([src.terms.data, found.term_raw.astype(np.float32)]),

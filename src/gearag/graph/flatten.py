@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gearag import setops
-from gearag.arrays import ranges
+from gearag.arrays import offsets, ranges
 from gearag.graph.delta_apply import Deletion
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
@@ -45,8 +45,7 @@ def flat_rows(rows: Csr | LayeredCsr, by_target: bool) -> Csr:
     size = np.zeros(n, dtype=np.int64)
     size[: base.n_rows] = np.diff(np.asarray(base.indptr))
     size[touched] = counts
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(size, out=indptr[1:])
+    indptr = offsets(size)
     lone = np.ones(base.n_rows, dtype=bool)  # base rows the delta left alone: their entries as they are
     lone[touched[touched < base.n_rows]] = False
     kept = np.repeat(lone, np.diff(np.asarray(base.indptr)))
@@ -136,8 +135,7 @@ def flattened(g: PreparedGraph, deletion: Deletion | None = None) -> PreparedGra
 def _kept_rows(m: Csr, keep: np.ndarray) -> Csr:
     """The rows of ``m`` where ``keep`` (bool per row), in order."""
     counts = np.diff(np.asarray(m.indptr))
-    indptr = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
-    np.cumsum(counts[keep], out=indptr[1:])
+    indptr = offsets(counts[keep])
     mine = np.repeat(keep, counts)
     return Csr(indptr, np.asarray(m.indices)[mine], np.asarray(m.data)[mine],
                np.asarray(m.sids)[mine] if m.sids is not None else None)

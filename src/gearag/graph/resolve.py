@@ -70,6 +70,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from gearag.arrays import row_offsets
 from gearag.graph.trie import NameLookup, name_key, starts_name, tokens
 
 #: Tier weights (see the module docstring). A title is the strongest evidence
@@ -347,8 +348,7 @@ def summed_csr(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tu
     """
     rows = np.asarray(rows)
     if len(rows) and ascending(rows) and int(rows[0]) >= 0 and int(rows[-1]) < shape[0]:
-        indptr = np.zeros(shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
+        indptr = row_offsets(rows, shape[0])
         m = sparse.csr_matrix((values, cols, indptr), shape=shape, copy=True)  # sorted in place below
     else:
         m = sparse.csr_matrix((values, (rows, np.asarray(cols))), shape=shape)

@@ -36,7 +36,7 @@ import numpy as np
 from scipy import sparse
 
 from gearag import setops
-from gearag.arrays import ranges
+from gearag.arrays import ranges, row_offsets
 from gearag.graph.edge_kinds import transition_sources
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.resolve import AboutTerms
@@ -186,8 +186,7 @@ def about_terms(about: sparse.csr_matrix, terms: AboutTerms | None,
     if keep_entities is not None and len(rows) and int(rows[-1]) >= keep_entities:
         keep = rows < keep_entities
         rows, cols, raw, names = rows[keep], cols[keep], raw[keep], names[keep]
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    indptr = row_offsets(rows, n)
     return Csr(indptr, cols, raw, (names + 1).astype(np.int32)), scale_of(terms.totals)
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from gearag.arrays import offsets
 from gearag.config import IndexConfig
 from gearag.derive import union_files
 from gearag.derive.rekey import OldShard, rekeyed_state
@@ -302,8 +303,7 @@ def write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], 
             spec["sources"] = "arrays/triple_passage.npy"
         collections[coll] = spec
         vocab, docs = u.tokens(coll, paths)
-        indptr = np.zeros(len(docs) + 1, dtype=np.int64)
-        np.cumsum([len(d) for d in docs], out=indptr[1:])
+        indptr = offsets([len(d) for d in docs])
         ids = (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32)
         write_token_ids(w, coll, vocab, ids, indptr)
     if keeps_ner_spans(config.resolve):  # the live rows' spans

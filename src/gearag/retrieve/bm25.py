@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gearag import setops
+from gearag.arrays import offsets
 from gearag.errors import IndexFormatError
 from gearag.model import Hit
 from gearag.retrieve.base import Retriever, RetrieverBase, top_k
@@ -75,8 +76,7 @@ def _sorted_token_ids(texts: Sequence[str], chunk: int) -> tuple[list[str], np.n
     for new, term in enumerate(order):
         renumber[terms[term]] = new
     ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
-    indptr = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
+    indptr = offsets(lengths)
     return order, renumber[ids] if len(ids) else ids, indptr
 
 

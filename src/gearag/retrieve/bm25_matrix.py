@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from gearag.arrays import offsets
+
 #: Tokens per piece (each costs ~60 bytes while its piece is processed: ~16 MB; the result is 8 bytes per nonzero).
 CHUNK_TOKENS = 1 << 18
 
@@ -65,8 +67,7 @@ def score_matrix(model: Any, ids: np.ndarray, indptr: np.ndarray, n_vocab: int, 
         df += np.bincount(terms, minlength=n_vocab)
     idf = _build_idf_array(doc_frequencies=dict(enumerate(df.tolist())), n_docs=n_docs,
                            compute_idf_fn=_select_idf_scorer(model.idf_method), dtype=model.dtype)
-    out_indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-    np.cumsum(df, out=out_indptr[1:])
+    out_indptr = offsets(df)
     nnz = int(out_indptr[-1])
     data = np.empty(nnz, dtype=model.dtype)
     indices = np.empty(nnz, dtype=model.int_dtype)

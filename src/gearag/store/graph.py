@@ -18,7 +18,7 @@ import orjson
 from scipy import sparse
 
 from gearag import setops
-from gearag.arrays import AppendedRows, Csr, LayeredCsr
+from gearag.arrays import AppendedRows, Csr, LayeredCsr, offsets
 from gearag.data.jsonstrings import ChainedStrings, JsonStrings
 from gearag.store.rows import JsonList
 
@@ -171,8 +171,7 @@ class LayeredTripleGraph(Neighbours):
     def whole(self) -> TripleGraph:
         """The same graph as one :class:`TripleGraph` (for a writer of whole arrays: the Lance export)."""
         counts, triples, _, _ = self.postings.gather(np.arange(self.n_entities, dtype=np.int64))
-        indptr = np.zeros(self.n_entities + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
+        indptr = offsets(counts)
         return TripleGraph(self.entities, np.asarray(self.head.whole(), dtype=np.int32),
                            np.asarray(self.tail.whole(), dtype=np.int32), indptr,
                            np.asarray(triples, dtype=np.int32))

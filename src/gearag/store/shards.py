@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from gearag.arrays import row_offsets
 from gearag.config import IndexConfig
 from gearag.data.jsonio import load_json
 from gearag.errors import IndexFormatError
@@ -353,8 +354,7 @@ def union_of(names: list[str], shards: list[Index], tombstones: dict[str, np.nda
             list(zip(s.triples.subjects, s.triples.predicates, s.triples.objects, strict=True)) for s in shards]
     owner_all = np.concatenate(owners).astype(np.int32) if owners else np.zeros(0, np.int32)
     u.triples = TripleTable.of_rows(ConcatRows(rows, u.triple_keep), owner_all)
-    indptr = np.zeros(len(u.passages) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner_all, minlength=len(u.passages)), out=indptr[1:])
+    indptr = row_offsets(owner_all, len(u.passages))
     u.passage_triple_indptr = indptr
     return u
 

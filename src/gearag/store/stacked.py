@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gearag import setops
+from gearag.arrays import offsets
 
 
 class LiveParts:
@@ -33,8 +34,7 @@ class LiveParts:
         self.live = [None if k is None or bool(np.all(k)) else np.flatnonzero(k) for k in keeps]
         counts = [n if lv is None else len(lv) for n, lv in zip(lengths, self.live, strict=True)]
         #: Union row of each part's first live row, and the total at the end.
-        self.offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.offsets[1:])
+        self.offsets = offsets(counts)
 
     @property
     def total(self) -> int:
