@@ -30,11 +30,3 @@ def test_memory_a_thread_freed_is_released() -> None:
     before = _rss_mb()
     assert release_free_memory() is True
     assert before - _rss_mb() > 100
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
-def test_the_mapping_threshold_is_applied() -> None:
-    """glibc takes the threshold (the build's graph stage sets it; its effect is measured in BENCHMARKS.md)."""
-    from gearag.malloc import LARGE_BLOCK, map_large_blocks
-
-    assert map_large_blocks(LARGE_BLOCK) is True

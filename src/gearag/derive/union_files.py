@@ -48,7 +48,6 @@ from gearag.graph.prepared import PREPARED, PreparedGraph, empty_prepared, names
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
-from gearag.malloc import map_large_blocks
 from gearag.model import Passage
 from gearag.store.graph import LayeredTripleGraph, TripleGraph, triple_graph_files
 from gearag.store.rows import Mapped
@@ -324,7 +323,6 @@ def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[Sha
     res = config.resolve
     kinds = keyed_kinds(res, onto_nothing=True)
     assert kinds is not None, "every registered kind derives onto a build"
-    map_large_blocks()  # a build's peak counts: the arrays each step frees go back to the kernel
     started = time.perf_counter()
     if not (res.entity_graph and res.prepared_graph):
         return _triple_graph_alone(w, config, shards, union, tables_from, keep_state)
