@@ -31,6 +31,11 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
+def ascending(values: np.ndarray) -> bool:
+    """Whether ``values`` never decrease (an empty or one-item array does not)."""
+    return bool(np.all(values[1:] >= values[:-1]))
+
+
 def offsets(counts: np.ndarray | list[int]) -> np.ndarray:
     """The int64 start of each run of ``counts`` entries, and the end of the last: a CSR ``indptr``."""
     out = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -136,7 +141,7 @@ class LayeredCsr:
         where[listed] = np.arange(len(listed), dtype=np.int32)
         entry_row = where[row].astype(np.int64)
         indptr = row_offsets(entry_row, len(listed))
-        if np.all(entry_row[1:] >= entry_row[:-1]):  # in row order already (netted entries): no copy to sort
+        if ascending(entry_row):  # in row order already (netted entries): no copy to sort
             del entry_row
             delta = Csr(indptr, target.astype(np.int32, copy=False), data.astype(np.float32, copy=False),
                         sid.astype(np.int32, copy=False) if base.sids is not None else None)

@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag import setops
-from gearag.arrays import ranges, row_offsets
+from gearag.arrays import ascending, ranges, row_offsets
 from gearag.data.jsonstrings import strings_at
 from gearag.derive.delta_scan import TextScan, scan_texts
 from gearag.derive.endpoints import union_ends
@@ -60,7 +60,6 @@ from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.graph_arrays import relation_pairs
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph, names_beside
-from gearag.graph.resolve import ascending
 from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames, NameLookup

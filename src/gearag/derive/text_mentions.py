@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from gearag import setops
+from gearag.arrays import ascending
 from gearag.derive.token_index import TokenIndex, TokenQuery
-from gearag.graph.resolve import ascending
 from gearag.graph.trie import NameLookup, tokens
 from gearag.model import Passage
 

@@ -26,9 +26,9 @@ after a build, an add or a delete, which keeps the rows that changed; a kind
 that adds entities (:attr:`EdgeKind.onto_build`: NER mentions) extends a
 build's sources (:class:`BuildSources`), and an add to an index with one is
 derived from nothing over every shard. Either way the index grows like a
-rebuild (the tests' oracles add the kinds to the union's graph arrays), and kinds run in registration order (NER
-mentions add entities, so they come before the synonyms, which join every
-entity's name). Each input is read only when a kind asks for it
+rebuild (the tests' oracles add the kinds to the union's graph arrays), and
+kinds run in registration order (NER mentions add entities, so they come
+before the synonyms, which join every entity's name). Each input is read only when a kind asks for it
 (:class:`EdgeInputs`): the NER spans are a per-passage file every shard
 keeps (:mod:`gearag.indexing.ner`).
 
@@ -58,6 +58,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from gearag import setops
 from gearag.arrays import Csr, row_offsets
 from gearag.config import ResolveConfig
 from gearag.graph.resolve import span_entities
@@ -209,8 +210,8 @@ def _ner_onto_build(src: BuildSources, config: ResolveConfig, inputs: EdgeInputs
                 np.concatenate([src.terms.data, found.term_raw.astype(np.float32)]),
                 np.concatenate([np.asarray(src.terms.sids), (1 + lex_entity[found.term_names]).astype(np.int32)]))
     m = src.mentions
-    ner = np.unique(found.rows * n + found.cols)
-    pairs = np.union1d(np.repeat(np.arange(n_passages, dtype=np.int64), np.diff(m.indptr)) * n
+    ner = setops.unique(found.rows * n + found.cols)
+    pairs = setops.union(np.repeat(np.arange(n_passages, dtype=np.int64), np.diff(m.indptr)) * n
                        + np.asarray(m.indices, dtype=np.int64), ner)
     mentions = Csr.incidence(pairs, n_passages, n)
     r = src.relations

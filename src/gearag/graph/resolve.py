@@ -70,7 +70,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
-from gearag.arrays import row_offsets
+from gearag.arrays import ascending, row_offsets
 from gearag.graph.trie import NameLookup, name_key, starts_name, tokens
 
 #: Tier weights (see the module docstring). A title is the strongest evidence
@@ -330,11 +330,6 @@ def span_entities(ids: dict[str, int], n_keys: int, lexicon: NameLookup, own: tu
     return SpanEntities(keys, np.asarray(t_rows, dtype=np.int64), np.asarray(t_cols, dtype=np.int64),
                         np.asarray(t_raw, dtype=np.float64), np.asarray(t_names, dtype=np.int64),
                         np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))
-
-
-def ascending(values: np.ndarray) -> bool:
-    """Whether ``values`` never decrease (an empty or one-item array does not)."""
-    return bool(np.all(values[1:] >= values[:-1]))
 
 
 def summed_csr(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sparse.csr_matrix:
