@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +20,13 @@ from gearag.model import Passage
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
-# Local copies of Lance indices' files (gearag.store.lance.files) go to a directory of this run, never ~/.cache.
-_CACHE = tempfile.mkdtemp(prefix="gearag-test-cache-")
-os.environ["GEARAG_CACHE_DIR"] = _CACHE
-atexit.register(shutil.rmtree, _CACHE, True)
+
+@pytest.fixture(scope="session", autouse=True)
+def _cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Caches (the LLM cache, local copies of Lance indices' files) go to a directory of this run, never ~/.cache:
+    under pytest's own temporary root, which keeps the last few runs' and prunes older ones, so a killed run leaves
+    nothing behind for good."""
+    os.environ["GEARAG_CACHE_DIR"] = str(tmp_path_factory.mktemp("gearag-cache"))
 
 
 def wiki_slice(n_passages: int, n_questions: int) -> tuple[list[dict], list[dict]]:
