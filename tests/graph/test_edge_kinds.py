@@ -21,7 +21,7 @@ from gearag.graph.edge_kinds import (
 from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
 from gearag.graph.prepared import WEIGHTS, PreparedGraph
 from gearag.graph.scaled import SCALED_SOURCES, WEIGHT_SETTINGS, Scaled
-from gearag.graph.transition import relations
+from gearag.graph.transition import Normalised, relations
 from oracles import index_graph_arrays
 
 
@@ -111,7 +111,8 @@ def test_a_new_kind_is_one_registration(wiki, monkeypatch, tmp_path) -> None:
     assert abs(relations(arrays, entity_only) - want).sum() == 0
     derived, fresh = prepared.derived(entity_only), PreparedGraph.build(arrays, entity_only)
     assert derived is not None
-    for got, expected in zip(derived.columns, fresh.columns, strict=True):  # the entity-only graph, as built
+    assert isinstance(derived.columns, Normalised) and isinstance(fresh.columns, Normalised)
+    for got, expected in zip(derived.columns.rows, fresh.columns.rows, strict=True):  # the entity-only graph, as built
         assert (got is None) == (expected is None)
         if got is not None:
             np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)

@@ -28,7 +28,7 @@ from oracles import index_graph_arrays
 def _mapped(prepared: PreparedGraph) -> bool:
     """Whether the prepared transition's arrays are memory-mapped (read from the index, not made here)."""
     columns = prepared.columns
-    data = columns.sources[0].rows.data if isinstance(columns, Scaled) else columns.data
+    data = columns.sources[0].rows.data if isinstance(columns, Scaled) else columns.rows.data
     return is_mapped(data)
 
 

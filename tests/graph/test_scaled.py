@@ -11,6 +11,7 @@ from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.prepared import PreparedGraph, stored_prepared
 from gearag.graph.scaled import Scaled, about_terms, scaled_columns, source_degrees
+from gearag.graph.transition import Normalised
 from oracles import index_graph_arrays
 
 
@@ -52,15 +53,14 @@ def test_raw_columns_read_as_the_whole_matrix_operators(wiki) -> None:
                       (with_synonyms, PassageGraphConfig(synonym_weight=0.7))):
         prepared = PreparedGraph.build(a, config)
         reference = _reference(a, config)
-        cols = reference.columns  # by columns: its arrays read as rows are row j = column j
-        want = sparse.csr_matrix((cols.data, cols.indices, cols.indptr), shape=cols.shape)
+        want = reference.columns.to_csr()  # by columns: row j is column j
         got = _read(prepared)
         assert got.shape == want.shape
         np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=2e-6, atol=1e-9, err_msg=repr(config))
         assert isinstance(prepared.columns, Scaled)
         np.testing.assert_array_equal(prepared.columns.degree, np.diff(want.indptr))
         # The operator over the sources: the same transition for power iteration as for push.
-        np.testing.assert_allclose(PageRankOperator.from_scaled(prepared.columns).transition.toarray(),
+        np.testing.assert_allclose(PageRankOperator.from_columns(prepared.columns).transition.toarray(),
                                    got.T.toarray())
         np.testing.assert_array_equal(prepared.dangling, reference.dangling)
 
@@ -137,9 +137,10 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
     fresh = PreparedGraph.build(index_graph_arrays(index), entity_only)
     again = stored.derived(entity_only)
     assert again is not None and again.serves(entity_only)
+    assert isinstance(again.columns, Normalised) and isinstance(fresh.columns, Normalised)
     for name in ("indptr", "indices"):
-        np.testing.assert_array_equal(getattr(again.columns, name), getattr(fresh.columns, name))
-    np.testing.assert_allclose(np.asarray(again.columns.data), np.asarray(fresh.columns.data), rtol=1e-6)
+        np.testing.assert_array_equal(getattr(again.columns.rows, name), getattr(fresh.columns.rows, name))
+    np.testing.assert_allclose(np.asarray(again.columns.rows.data), np.asarray(fresh.columns.rows.data), rtol=1e-6)
     np.testing.assert_array_equal(again.dangling, fresh.dangling)
     assert again.mentions is not None and fresh.mentions is not None
     assert abs(again.mentions - fresh.mentions).sum() == 0

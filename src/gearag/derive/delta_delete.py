@@ -49,7 +49,7 @@ from gearag.graph.delta_apply import Deletion, ResolutionDelta, net_weights
 from gearag.graph.graph_arrays import relation_pairs
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.scaled import ABOUT_SOURCE, Scaled
+from gearag.graph.scaled import ABOUT_SOURCE
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames, NameLookup
 
@@ -92,18 +92,16 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     delta cannot say it: no prior statistics, a base kept another way, or one whose statistics number other
     entities."""
     passages, prior = inputs.passages, inputs.prior
-    cols, base_ends = base.columns, base.triple_ends
-    if (prior is None or prior.removal is None or prior.names is None or not isinstance(cols, Scaled)
-            or not cols.layout.plain_layout or base.n_usable is None or not isinstance(base_ends, np.ndarray)
-            or base.n_passages != len(prior.removal.rows) or len(base_ends) != len(prior.removal.triples)):
+    src, base_scale, n_usable = base.whole_sources(), base.scale, base.n_usable
+    if (prior is None or prior.removal is None or prior.names is None or src is None or base_scale is None
+            or n_usable is None or base.n_passages != len(prior.removal.rows)
+            or len(base.triple_ends) != len(prior.removal.triples)):
         return None
-    src = {s.name: s.rows for s in cols.sources}
+    base_ends = np.asarray(base.triple_ends)  # one array (whole_sources)
     b_mentions, b_terms, b_relations = src.get("mentions"), src.get(ABOUT_SOURCE), src.get("relations")
     by_passage = src.get("terms_by_passage")
-    if not all(isinstance(m, Csr) for m in (b_mentions, b_terms, b_relations, by_passage)):
+    if b_mentions is None or b_terms is None or b_relations is None or by_passage is None:
         return None
-    assert isinstance(b_mentions, Csr) and isinstance(b_terms, Csr) and isinstance(b_relations, Csr)
-    assert isinstance(by_passage, Csr)
     removal, old, n_p, e = prior.removal, prior.state, base.n_passages, base.n_entities
     numbered = base_entities(prior.names, old.lex_entity, len(old.names), e)
     if numbered is None:
@@ -148,7 +146,7 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     # -- about terms: terms over deleted pages dropped; endpoint names scanned again made whole -------------
     k, r, w = small.state.lex
     scale = np.zeros(1 + e)
-    scale[: len(cols.scale)] = cols.scale
+    scale[: len(base_scale)] = base_scale
     lost_pages = setops.unique(old.lex[0][removal.rows[old.lex[1]] < 0].astype(np.int64))
     shrinking = new_id[lost_pages]
     shrinking = shrinking[shrinking >= 0]
@@ -171,8 +169,8 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     relations = Entries()
     relations.add(*_replaced_rows(b_relations, ends_of, np.ones(e, dtype=bool),
                                   (gone_rows, gone_cols, -np.ones(len(gone_rows)), np.zeros(len(gone_rows), np.int64))))
-    moved = np.flatnonzero(scale[: len(cols.scale)] != cols.scale) - 1
-    by_name = base_terms_by_name(b_terms, prior.names, old_lex_entity, base_entity, moved, len(cols.scale))
+    moved = np.flatnonzero(scale[: len(base_scale)] != base_scale) - 1
+    by_name = base_terms_by_name(b_terms, prior.names, old_lex_entity, base_entity, moved, len(base_scale))
     dropped = holes[setops.isin(holes, np.asarray(base.names.name_ids, dtype=np.int64))]
     layout = NodeLayout.plain(n_p, e)
     layered: dict[str, LayeredCsr] = {
@@ -181,7 +179,7 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
         "relations": relations.layered(b_relations, e, ends_of)}
     delta = ResolutionDelta(layout, layered["mentions"], layered["terms"], layered["relations"], scale,
                             np.zeros((0, 2), dtype=np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)),
-                            base.n_usable - len(dropped), by_name,
+                            n_usable - len(dropped), by_name,
                             Deletion(removal.rows, removal.triples, dropped))
     stats.entity = entity[:-1].astype(np.int32)
     state = ResolveState(names, small.state.lex, (text[0].astype(np.int64), text[1].astype(np.int32)), matcher.longest,

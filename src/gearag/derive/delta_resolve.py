@@ -60,7 +60,7 @@ from gearag.graph.delta_apply import ResolutionDelta, net_weights
 from gearag.graph.graph_arrays import relation_pairs
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph, names_beside
-from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName
+from gearag.graph.scaled import ABOUT_SOURCE, TermsByName
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames, NameLookup
 
@@ -263,14 +263,13 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph, previous_scan: Tex
     that hashes them with names of its own (a build with NER mentions: ``union_files._onto_build``).
     """
     passages, (tables, triple_keep, owner), vocab, prior = inputs.passages, inputs.live, inputs.vocab, inputs.prior
-    cols, base_ends = base.columns, base.triple_ends
-    if (prior is None or prior.names is None or prior.removal is not None or not isinstance(cols, Scaled)
-            or not cols.layout.plain_layout or base.n_passages != prior.new_from or base.n_usable is None
-            or not isinstance(base_ends, np.ndarray)):
+    src, base_scale, n_usable = base.whole_sources(), base.scale, base.n_usable
+    if (prior is None or prior.names is None or prior.removal is not None or src is None or base_scale is None
+            or n_usable is None or base.n_passages != prior.new_from):
         return None
-    src = {s.name: s.rows for s in cols.sources}
+    base_ends = np.asarray(base.triple_ends)  # one array (whole_sources)
     b_mentions, b_terms, b_relations = src.get("mentions"), src.get(ABOUT_SOURCE), src.get("relations")
-    if not (isinstance(b_mentions, Csr) and isinstance(b_terms, Csr) and isinstance(b_relations, Csr)):
+    if b_mentions is None or b_terms is None or b_relations is None:
         return None
     old = prior.state
     since = previous_scan.lexicon(len(old.names), prior.new_from, len(passages)) if previous_scan else None
@@ -297,16 +296,16 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph, previous_scan: Tex
     del rel, rel_rows, rel_cols  # a build's pairs are every triple's: not kept through the scan
     scan = scan_texts(passages, prior.new_from, inputs.indices, lexicon, matcher, previous_scan)
     mentions = _mentions(owner, len(base_ends), ends_tail, b_mentions, base_ends, scan, ids.lex_entity, layout)
-    terms, scale = _terms(ids, stats, prior.names, rescanned, lexicon.added, n_prior, b_terms, cols.scale)
+    terms, scale = _terms(ids, stats, prior.names, rescanned, lexicon.added, n_prior, b_terms, base_scale)
     new_names = _new_names(base, names, vocab, ids, n_prior) if hash_names else (base.names, 0)
     if new_names is None:
         return None
-    moved = np.flatnonzero(scale[: len(cols.scale)] != cols.scale) - 1  # lexicon names whose scale the add moved
+    moved = np.flatnonzero(scale[: len(base_scale)] != base_scale) - 1  # lexicon names whose scale the add moved
     by_name = base_terms_by_name(b_terms, prior.names, ids.lex_entity[:n_prior], ids.base_entity, moved,
-                                 len(cols.scale))
+                                 len(base_scale))
     stats.entity = ids.entity[:-1].astype(np.int32)
     delta = ResolutionDelta(layout, mentions, terms, relations, scale, ends_tail.astype(np.int32), new_names[0],
-                            base.n_usable + new_names[1], by_name)
+                            n_usable + new_names[1], by_name)
     return ResolvedDelta(delta, scan, lexicon, stats, ids, old, matcher.longest)
 
 

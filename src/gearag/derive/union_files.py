@@ -45,7 +45,6 @@ from gearag.graph.flatten import flattened
 from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, empty_prepared, names_beside
-from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 from gearag.model import Passage
@@ -250,10 +249,10 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         if any(k.onto_build is not None for k in kinds):  # a build's (keyed_kinds)
             delta, named, counts = _onto_build(delta, named, state, kinds, config.resolve, edge_inputs)
         whole = {k.name: k.over_keys(named, config.resolve, edge_inputs) for k in kinds if k.over_keys is not None}
-        held = {src.name: src.rows for src in base.columns.sources} if isinstance(base.columns, Scaled) else {}
+        held = base.whole_sources() or {}
         # A kind the base left out (a weight of 0) is not in the delta: the apply declines.
         delta = delta._replace(edges={name: rows_that_differ(rows, Csr(m.indptr, m.indices, m.data, None))
-                                      for name, m in whole.items() if isinstance(rows := held.get(name), Csr)})
+                                      for name, m in whole.items() if (rows := held.get(name)) is not None})
     edges = {**edge_counts(whole, None), **counts}
     if not keep_state:  # an add's delta generation (a delete is kept whole)
         assert isinstance(resolved, ResolvedDelta)

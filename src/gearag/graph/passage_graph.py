@@ -51,7 +51,6 @@ from gearag.graph.graph_arrays import relation_counts as relation_counts
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.prepared import PreparedGraph, settings_of
 from gearag.graph.resolve import stop_words
-from gearag.graph.scaled import Scaled
 from gearag.graph.trie import tokens
 from gearag.store.index import GRAPH_DIR as GRAPH_DIR
 
@@ -87,10 +86,7 @@ class PassageGraph:
         self.specificity = prepared.specificity
         # Hashed, not a dict trie: ~16 bytes per entity key instead of ~0.5 KB (3 GB at a million passages).
         self.trie = prepared.names
-        if isinstance(prepared.columns, Scaled):  # its sources, normalised as a push reads them
-            self.operator = PageRankOperator.from_scaled(prepared.columns)
-        else:
-            self.operator = PageRankOperator.from_columns(prepared.columns, prepared.dangling, np.float32)
+        self.operator = PageRankOperator.from_columns(prepared.columns)
 
     # -- seeds ---------------------------------------------------------------
     def question_entities(self, question: str) -> list[int]:

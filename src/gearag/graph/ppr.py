@@ -47,7 +47,6 @@ passage-aware graph and the HippoRAG baselines.
 from __future__ import annotations
 
 import threading
-from typing import Protocol, TypeAlias
 
 import numpy as np
 from scipy import sparse
@@ -57,9 +56,7 @@ from gearag import setops
 from gearag.graph.config import DAMPING as DAMPING
 from gearag.graph.config import PUSH_EPS as PUSH_EPS
 from gearag.graph.config import SOLVERS as SOLVERS
-from gearag.graph.layered import LayeredCsr
-from gearag.graph.scaled import Scaled
-from gearag.graph.transition import Csr
+from gearag.graph.transition import Csr, Normalised, Transition, column_normalised
 
 TOL = 1e-7
 MAX_ITER = 100
@@ -68,26 +65,6 @@ MAX_ITER = 100
 #: many nodes: 256 MB a thread. Larger graphs hold only the nodes a query touches, so the memory a query
 #: process keeps does not grow with the corpus. Both give the same estimates, bit for bit (tested).
 DENSE_WORKSPACE_NODES = 1 << 24
-
-
-class CompressedArrays(Protocol):
-    """A compressed sparse matrix as its three arrays: scipy's ``csc_matrix``, a :class:`~gearag.arrays.Csr`, or
-    anything else holding them (memory-mapped ones are read in place)."""
-
-    @property
-    def indptr(self) -> np.ndarray: ...
-
-    @property
-    def indices(self) -> np.ndarray: ...
-
-    @property
-    def data(self) -> np.ndarray: ...
-
-
-#: A transition matrix by columns, as :class:`PageRankOperator` keeps it: compressed arrays, a base's and a delta's
-#: (:class:`~gearag.graph.layered.LayeredCsr`), or the sources it is normalised from as it is read
-#: (:class:`~gearag.graph.scaled.Scaled`).
-Columns: TypeAlias = CompressedArrays | LayeredCsr | Scaled
 
 
 class PageRankOperator:
@@ -103,59 +80,43 @@ class PageRankOperator:
             raise ValueError(f"adjacency must be square, got {adj.shape}")
         if adj.nnz and adj.data.min() < 0:
             raise ValueError("edge weights must be non-negative")
-        out_weight = np.asarray(adj.sum(axis=0)).ravel()  # column sums: weight leaving each node
-        inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
-        transition = (adj @ sparse.diags(inv)).astype(dtype)
-        self._rows: sparse.csr_matrix | None = None if columns else transition.tocsr()
-        self._columns: Columns | None = transition.tocsc() if columns else None
+        self._rows: sparse.csr_matrix | None = None
+        self._columns: Transition | None = None
+        if columns:
+            self._columns = Normalised.of(adj, dtype)
+            self.dangling = self._columns.dangling
+        else:
+            transition, self.dangling = column_normalised(adj, dtype)
+            self._rows = transition.tocsr()
         self.dtype = dtype
-        self.dangling = out_weight <= 0
         self.n = adj.shape[0]
         self.dense_nodes = DENSE_WORKSPACE_NODES if dense_nodes is None else dense_nodes
         self._local = threading.local()  # per-thread push work arrays (run_push_sparse)
 
     @classmethod
-    def from_columns(cls, columns: Columns, dangling: np.ndarray, dtype: type = np.float32,
-                     dense_nodes: int | None = None) -> PageRankOperator:
-        """An operator over a transition matrix already normalised and stored by columns: anything with
-        scipy's ``indptr``, ``indices`` and ``data`` (memory-mapped arrays are read, never copied, by push),
-        or a :class:`~gearag.graph.layered.LayeredCsr` of columns (a base generation's and a delta's)."""
+    def from_columns(cls, columns: Transition, dense_nodes: int | None = None) -> PageRankOperator:
+        """An operator over a transition kept by columns: stored normalised (memory-mapped arrays are read, never
+        copied, by push), or as its sources, normalised as they are read (:mod:`gearag.graph.scaled`)."""
         op = cls.__new__(cls)
-        op._rows, op._columns, op.dtype, op.dangling = None, columns, dtype, dangling
-        op.n = columns.n_rows if isinstance(columns, (LayeredCsr, Scaled)) else len(columns.indptr) - 1
+        op._rows, op._columns, op.dtype, op.dangling = None, columns, columns.dtype, columns.dangling
+        op.n = columns.n_rows
         op.dense_nodes = DENSE_WORKSPACE_NODES if dense_nodes is None else dense_nodes
         op._local = threading.local()
         return op
 
-    @classmethod
-    def from_scaled(cls, scaled: Scaled, dense_nodes: int | None = None) -> PageRankOperator:
-        """An operator over a transition kept as its sources, normalised as it is read (:mod:`gearag.graph.scaled`)."""
-        return cls.from_columns(scaled, scaled.dangling, np.float64, dense_nodes)
-
     @property
-    def columns(self) -> Columns:
-        """The column-normalised transition matrix, by columns (node j's out-edges are column j)."""
+    def columns(self) -> Transition:
+        """The column-normalised transition by columns (node j's out-edges are column j)."""
         if self._columns is None:
-            self._columns = self.transition.tocsc()
+            self._columns = Normalised(Csr.of(self.transition.tocsc()), self.dangling, self.dtype)
         return self._columns
 
     @property
     def transition(self) -> sparse.csr_matrix:
         """The column-normalised transition matrix, by rows."""
         if self._rows is None:
-            c = self._columns
-            assert c is not None
-            m: sparse.spmatrix
-            if isinstance(c, Scaled):  # its sources, each weight normalised: column j as row j
-                m = c.to_csr().T
-            elif isinstance(c, LayeredCsr):  # column j is its row j: the transition is the transpose
-                m = c.to_csr(self.n).T
-            elif sparse.issparse(c):
-                m = c
-            else:
-                m = sparse.csc_matrix((np.asarray(c.data), np.asarray(c.indices), np.asarray(c.indptr)),
-                                      shape=(self.n, self.n))
-            self._rows = m.tocsr()
+            assert self._columns is not None
+            self._rows = self._columns.to_csr().T.tocsr()  # column j is its row j: the transition is the transpose
         return self._rows
 
     def _seed_distribution(self, seeds: np.ndarray, damping: float, size: int | None = None) -> np.ndarray | None:
@@ -212,13 +173,6 @@ class PageRankOperator:
         p[nodes] = values
         return p, residual
 
-    def _column_reader(self) -> Scaled | _Normalised:
-        """The columns as something that reads a node's out-edges, normalised (:meth:`Scaled.edges`)."""
-        c = self.columns
-        if isinstance(c, Scaled):
-            return c
-        return _Normalised(c if isinstance(c, (Csr, LayeredCsr)) else Csr(c.indptr, c.indices, c.data))
-
     def _workspace(self) -> _Dense | _Touched:
         """Work arrays for one push: this thread's dense ones (zero between runs: a run resets what it
         touched) on a graph of at most :attr:`dense_nodes` nodes, else new ones over the nodes it touches."""
@@ -251,7 +205,7 @@ class PageRankOperator:
         s = self._seed_distribution(values, damping, size=self.n)
         if s is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
-        cols = self._column_reader()  # out-edges of node j = column j
+        cols = self.columns  # out-edges of node j = column j
         degree = cols.degrees  # read per node: no node-sized array is made or kept
 
         ws = self._workspace()
@@ -297,20 +251,6 @@ class PageRankOperator:
         finally:  # leave the work arrays zero for the next run, even after an error
             ws.reset(np.concatenate(reached))
         return out, estimates, left
-
-
-class _Normalised:
-    """Columns stored normalised (a :class:`Csr`, or a base's and a delta's), read as :meth:`Scaled.edges` reads."""
-
-    def __init__(self, columns: Csr | LayeredCsr) -> None:
-        self.columns = columns
-
-    def degrees(self, nodes: np.ndarray) -> np.ndarray:
-        return np.maximum(self.columns.counts(nodes), 1).astype(np.float64)
-
-    def edges(self, nodes: np.ndarray, mass: np.ndarray) -> tuple[None, np.ndarray, np.ndarray]:
-        counts, targets, weights, _ = self.columns.gather(nodes)
-        return None, targets, weights * np.repeat(mass, counts)
 
 
 class _Dense:

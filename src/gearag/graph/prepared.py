@@ -55,7 +55,7 @@ from gearag.graph.scaled import (
     reweighted,
     scaled_columns,
 )
-from gearag.graph.transition import Csr, entity_relations, relations, rows_matrix
+from gearag.graph.transition import Csr, Normalised, entity_relations, relations, rows_matrix
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.index import BASE_DIR
 from gearag.store.index import PREPARED as PREPARED
@@ -92,8 +92,8 @@ class PreparedGraph:
     settings: dict[str, Any]
     #: The PPR transition by columns: node j's out-edges. The passage-node graph keeps it as its sources, read
     #: normalised (:class:`~gearag.graph.scaled.Scaled`); the entity-only graph, and graphs an older gearag
-    #: stored, keep it normalised (float32; a base's and a delta's: :class:`LayeredCsr`).
-    columns: Csr | LayeredCsr | Scaled
+    #: stored, keep it normalised (:class:`~gearag.graph.transition.Normalised`, float32).
+    columns: Scaled | Normalised
     dangling: np.ndarray  #: bool per node: no out-edges (its walk restarts at the seeds)
     specificity: np.ndarray  #: float64 per entity: 1 / |passages mentioning it| (HippoRAG §3.2)
     #: entity × passage about edges as the graph uses them: raw terms with scale ids when the columns are Scaled
@@ -119,7 +119,7 @@ class PreparedGraph:
     @property
     def scale(self) -> np.ndarray | None:
         """The about terms' scale (:class:`~gearag.graph.scaled.Scaled`), None where ``about`` is normalised."""
-        return self.columns.scale if isinstance(self.columns, Scaled) else None
+        return self.columns.scale
 
     def about_rows(self, entities: np.ndarray) -> sparse.csr_matrix:
         """The about weights of ``entities`` (rows: entities as given, columns: passages), normalised."""
@@ -127,6 +127,18 @@ class PreparedGraph:
         counts, indices, data, sids = self.about.gather(rows)
         return normalised(rows_matrix(counts, indices, np.asarray(data, dtype=np.float64), self.n_passages), sids,
                           self.scale)
+
+    def whole_sources(self) -> dict[str, Csr] | None:
+        """The transition's sources by name as a generation written whole keeps them (one matrix each, in the
+        build's numbering, its triple ends one array): what an add's or a delete's delta is said over
+        (docs/delta.md). None for a graph kept another way (normalised, a base's and a delta's, or with no
+        count of its usable keys: an older gearag's)."""
+        cols = self.columns
+        if (not isinstance(cols, Scaled) or not cols.layout.plain_layout or self.n_usable is None
+                or not isinstance(self.triple_ends, np.ndarray)):
+            return None
+        rows = {s.name: s.rows for s in cols.sources if isinstance(s.rows, Csr)}
+        return rows if len(rows) == len(cols.sources) else None
 
     @property
     def layout(self) -> NodeLayout:
@@ -140,8 +152,6 @@ class PreparedGraph:
         ``--no-prepared-graph`` once), and the tests' reference builds. The passage-node transition is kept as
         its sources (:func:`~gearag.graph.scaled.scaled_columns`).
         """
-        from gearag.graph.ppr import PageRankOperator
-
         res = arrays.resolution
         n_passages, n_entities = res.mentions.shape
         mentions, about = res.mentions, res.about
@@ -161,16 +171,14 @@ class PreparedGraph:
         counted = (np.arange(n_entities) < res.n_names) | (df > 0)
         only = res.n_mention_keys if res.ner_mentions is not None and not config.ner_mentions else None
         terms, scale = about_terms(about, res.about_terms, only)
-        columns: Csr | Scaled
+        columns: Scaled | Normalised
         if config.passage_nodes:
             columns = scaled_columns(arrays, config, mentions, about, terms, scale)
-            dangling = columns.dangling
         else:  # the entity-only graph: small (entities only), made the plain way
-            operator = PageRankOperator(relations(arrays, config), dtype=np.float32, columns=True)
-            columns, dangling = Csr.of(operator.columns), operator.dangling
+            columns = Normalised.of(relations(arrays, config))
         ids = np.flatnonzero(usable_keys(res.keys) & counted)
         names, n_usable = _hashed(res.keys, ids), len(ids)
-        return cls(n_passages, n_entities, settings_of(config), columns, dangling, specificity,
+        return cls(n_passages, n_entities, settings_of(config), columns, columns.dangling, specificity,
                    terms, res.triple_ends, names, res.n_mention_keys, n_usable,
                    mentions if not config.passage_nodes else None,
                    holds_ner=res.ner_mentions is not None)
@@ -202,10 +210,8 @@ class PreparedGraph:
             return replace(self, settings=want, columns=columns, dangling=columns.dangling)
         by_name = {src.name: src for src in self.columns.sources}
         rel = entity_relations(by_name, lambda name: _joined(by_name[name], self.n_entities), config)
-        from gearag.graph.ppr import PageRankOperator
-
-        operator = PageRankOperator(rel, dtype=np.float32, columns=True)
-        return replace(self, settings=want, columns=Csr.of(operator.columns), dangling=operator.dangling,
+        entity_only = Normalised.of(rel)
+        return replace(self, settings=want, columns=entity_only, dangling=entity_only.dangling,
                        mentions=_joined(by_name["mentions"], self.n_entities))
 
     def _effective(self, settings: dict[str, Any]) -> dict[str, Any]:
@@ -228,10 +234,8 @@ class PreparedGraph:
                     raise TypeError("a base's and a delta's prepared graph is not stored as one")
                 out |= {f"source_{src.name}_{k}.npy": v for k, v in src.rows.arrays().items()}
             out |= {"scale.npy": columns.scale, "sums.npy": columns.sums, "degree.npy": columns.degree}
-        elif isinstance(columns, Csr):
-            out |= {f"columns_{k}.npy": v for k, v in columns.arrays().items()}
         else:
-            raise TypeError("a base's and a delta's prepared graph is not stored as one")
+            out |= {f"columns_{k}.npy": v for k, v in columns.rows.arrays().items()}
         out |= {f"names_{k}.npy": v for k, v in self.names.arrays().items()}
         ends = self.triple_ends
         assert isinstance(ends, np.ndarray)  # a plain graph's: one array
@@ -274,7 +278,8 @@ class PreparedGraph:
         usable = meta.get("usable_keys")
         n_p, n_e = int(meta["n_passages"]), int(meta["n_entities"])
         about = csr("about", scaled=raw)
-        columns: Csr | Scaled
+        columns: Scaled | Normalised
+        dangling = read("dangling.npy")
         if raw:
             sources = tuple(Source(str(m["name"]), about if m["name"] == ABOUT_SOURCE else
                                    csr(f"source_{m['name']}", scaled=str(m["name"]) in SCALED_SOURCES),
@@ -283,8 +288,8 @@ class PreparedGraph:
             columns = Scaled(NodeLayout.plain(n_p, n_e), sources, read("scale.npy"), read("sums.npy"),
                              read("degree.npy"))
         else:
-            columns = csr("columns")
-        return cls(n_p, n_e, dict(meta["settings"]), columns, read("dangling.npy"), read("specificity.npy"), about,
+            columns = Normalised(csr("columns"), dangling)
+        return cls(n_p, n_e, dict(meta["settings"]), columns, dangling, read("specificity.npy"), about,
                    read("triple_ends.npy"), names, int(meta["n_mention_keys"]),
                    usable if isinstance(usable, int) else None, holds_ner=held_ner(meta))
 

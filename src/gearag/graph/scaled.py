@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -79,6 +79,8 @@ class Scaled:
     #: sum, not its inverse, so that an add can add to it (docs/delta.md).
     sums: np.ndarray
     degree: np.ndarray  #: int32 per node: distinct targets of its out-edges
+    #: A power iteration over it runs in float64 (its weights are normalised as they are read).
+    dtype: ClassVar[type] = np.float64
 
     @property
     def n_rows(self) -> int:
