@@ -4,6 +4,7 @@ fit), on the demo corpus, in seconds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -60,22 +61,25 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _in_process_openai(monkeypatch: pytest.MonkeyPatch, index: Path) -> None:
-    """``openai.OpenAI`` talking to ``gearag serve INDEX`` in this process (its own base URL, any port)."""
+@contextlib.contextmanager
+def _in_process_openai(monkeypatch: pytest.MonkeyPatch, index: Path) -> Iterator[None]:
+    """``openai.OpenAI`` talking to ``gearag serve INDEX`` in this process (its own base URL, any port), while the
+    block runs. The service stops with it: left running, its threads (the look for an index update every 2 s,
+    the call pool) would outlive the test and allocate during later tests' tracemalloc measurements."""
     import openai
     from fastapi.testclient import TestClient
 
     from gearag.api import Gearag
     from gearag.server import ServerSettings, create_app
 
-    client = TestClient(create_app(Gearag.open(index), ServerSettings(access_log=False, warm_methods="")))
-    client.__enter__()
+    with TestClient(create_app(Gearag.open(index), ServerSettings(access_log=False, warm_methods=""))) as client:
 
-    class InProcess(openai.OpenAI):
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs, http_client=client)
+        class InProcess(openai.OpenAI):
+            def __init__(self, **kwargs: Any) -> None:
+                super().__init__(**kwargs, http_client=client)
 
-    monkeypatch.setattr(openai, "OpenAI", InProcess)
+        monkeypatch.setattr(openai, "OpenAI", InProcess)
+        yield
 
 
 @pytest.mark.parametrize("number", range(len(_blocks("python"))))
@@ -83,9 +87,10 @@ def test_python_blocks_run_as_written(number: int, workdir: Path, monkeypatch: p
                                       capsys: pytest.CaptureFixture[str]) -> None:
     block = _blocks("python")[number]
     monkeypatch.chdir(workdir)
-    if "openai" in block:
-        _in_process_openai(monkeypatch, workdir / "demo_out" / "index")
-    exec(compile(block, f"README.md python block {number + 1}", "exec"), {"__name__": "readme"})
+    serving = (_in_process_openai(monkeypatch, workdir / "demo_out" / "index") if "openai" in block
+               else contextlib.nullcontext())
+    with serving:
+        exec(compile(block, f"README.md python block {number + 1}", "exec"), {"__name__": "readme"})
     printed = capsys.readouterr().out.splitlines()
     assert printed, "the example prints nothing"
     assert "[]" not in [line.strip() for line in printed], f"the example prints an empty list:\n{block}"
