@@ -30,13 +30,11 @@ MODULES = (union_resolve, delta_resolve, triple_graph, endpoints, union_files, g
            resolve)
 #: (module, function) pairs whose every call is logged.
 STEPS = [(triple_graph, "triple_graph"), (union_resolve, "resolve_union"), (delta_resolve, "resolve_delta"),
-         (passage_graph, "write_graph_arrays"), (prepared, "scaled_columns"), (union_files, "_vocab"),
-         (resolve, "summed_csr"), (endpoints, "union_ends"),
+         (union_files, "_vocab"), (endpoints, "union_ends"),
          (prepared, "write_prepared"), (union_resolve, "endpoint_name_stats"), (generation, "write_generation"),
          (union_files, "write_union"), (endpoints, "shard_table"), (generation, "_prior_resolution")]
 #: (class, method) pairs whose calls are logged, and those only totalled per thread.
-METHODS = [(prepared.PreparedGraph, "build"), (passage_graph.GraphArrays, "from_resolution"),
-           (writer.IndexWriter, "commit"), (trie.NameLookup, "__init__")]
+METHODS = [(writer.IndexWriter, "commit"), (trie.NameLookup, "__init__")]
 TOTALLED = [(writer.IndexWriter, "write_json"), (writer.IndexWriter, "write_array")]
 
 T0 = time.perf_counter()

@@ -194,7 +194,7 @@ def stages(location: str, dataset: str, limit: int, cache_rows: int | None = Non
     print(f"dense, {len(questions)} queries: {stage_mb()}{lance_cache_mb()}; "
           f"median {statistics.median(dense_ms):.1f} ms")
     counted: set[int] = set()
-    if stored_prepared(ix) is None:  # no prepared graph: the first query reads the graph arrays
+    if stored_prepared(ix) is None:  # no prepared graph: the first query derives it (as a build would)
         arrays = resolution_of(app.index)
         mem, mapped = array_mb(arrays, counted)
         print(f"passage-graph arrays loaded: {stage_mb()}")

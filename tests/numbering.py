@@ -35,8 +35,8 @@ def resolution_keys(index: Index) -> list[str | None]:
     from gearag.derive.endpoints import EndpointTable
     from gearag.derive.union_resolve import NameStats, ResolveState
     from gearag.derive.union_vocab import UnionVocab
-    from gearag.graph.passage_graph import stored_graph_arrays
     from gearag.indexing.incremental import _load_state
+    from prepared_oracle import stored_graph_arrays
 
     arrays = stored_graph_arrays(index)
     if arrays is not None:

@@ -6,9 +6,10 @@ build being that delta over an empty index (:mod:`gearag.derive.union_files`).
 These are the straightforward whole-corpus computations it replaced:
 ``linkable_for`` + ``reference_triple_graph`` and ``resolve_corpus`` (+ the
 optional edge kinds over the union's arrays, :func:`with_edge_kinds`, and the
-graph arrays stored as an older gearag stored them, :func:`write_graph_arrays`),
-as a build's graph and resolve stages. :func:`reference_build` builds an index with
-them, and the tests compare every grown, shrunk and compacted index with it.
+graph arrays stored as an older gearag stored them, :func:`write_graph_arrays`, with the passage graph
+prepared from them: ``tests/prepared_oracle.py``), as a build's graph and resolve stages.
+:func:`reference_build` builds an index with them, and the tests compare every grown, shrunk and
+compacted index with it.
 """
 
 from __future__ import annotations
@@ -28,18 +29,8 @@ from gearag.derive.union_files import edge_counts, name_encoder, prepared_files
 from gearag.embed.base import make_embedder
 from gearag.graph.edge_kinds import EdgeInputs, stored_kinds
 from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
-from gearag.graph.passage_graph import GRAPH_DIR, GraphArrays, PassageGraphConfig, stored_graph_arrays
-from gearag.graph.prepared import PreparedGraph
-from gearag.graph.resolve import (
-    MIN_CONTAINED_SHARE,
-    AboutTerms,
-    Resolution,
-    _incidence,
-    build_lexicon,
-    span_entities,
-    summed_csr,
-    usable_key,
-)
+from gearag.graph.passage_graph import GRAPH_DIR, PassageGraphConfig
+from gearag.graph.resolve import MIN_CONTAINED_SHARE, build_lexicon, span_entities, usable_key
 from gearag.graph.trie import NameLookup, TokenTrie, name_key, tokens
 from gearag.indexing import build_index
 from gearag.indexing.bm25 import BM25Stage
@@ -57,6 +48,15 @@ from gearag.store.interface import IndexStore
 from gearag.store.passage_ids import write_passages
 from gearag.store.writer import IndexWriter
 from gearag.text import is_named, normalise_entity
+from prepared_oracle import (
+    AboutTerms,
+    GraphArrays,
+    Resolution,
+    incidence,
+    stored_graph_arrays,
+    summed_csr,
+)
+from prepared_oracle import prepare as reference_prepared
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ def resolve_corpus(
     # Each term normalised from its float64 raw weight (share · w / total, as the terms were always made).
     about = summed_csr((np.asarray(about_raw) / totals[terms.names]).astype(np.float32),
                        terms.rows.astype(np.int64), terms.cols.astype(np.int64), (n_keys, n_passages))
-    mentions = _incidence(men_rows, men_cols, (n_passages, n_keys))
+    mentions = incidence(men_rows, men_cols, (n_passages, n_keys))
     res = Resolution(keys, n_names, about, mentions, ends, None, terms)
     return with_span_mentions(res, ner_spans, named) if ner_spans is not None else res
 
@@ -280,7 +280,7 @@ def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: C
                        np.concatenate([terms.names, names]), terms.totals)
     m = res.mentions
     mentions = sparse.csr_matrix((m.data, m.indices, m.indptr), shape=(n_passages, n_keys))
-    ner = _incidence(found.rows, found.cols, (n_passages, n_keys))
+    ner = incidence(found.rows, found.cols, (n_passages, n_keys))
     return Resolution(keys, res.n_names, about, mentions, res.triple_ends, ner, grown)
 
 
@@ -310,7 +310,7 @@ def write_graph_arrays(writer: IndexWriter, arrays: GraphArrays, prepare: bool =
     for name, values in arrays.files().items():
         writer.write_array(f"{GRAPH_DIR}/{name}", values)
     if prepare:
-        writer.write_files(prepared_files(PreparedGraph.build(arrays, PassageGraphConfig())))
+        writer.write_files(prepared_files(reference_prepared(arrays, PassageGraphConfig())))
 
 
 def index_graph_arrays(index: IndexStore, stored: bool = True) -> GraphArrays:
@@ -319,7 +319,7 @@ def index_graph_arrays(index: IndexStore, stored: bool = True) -> GraphArrays:
     a build with the entity graph on would make them; cached per loaded index."""
 
     def build() -> GraphArrays:
-        held = stored_graph_arrays(index) if stored else None
+        held = stored_graph_arrays(index) if stored and isinstance(index, Index) else None
         if held is not None:
             return held
         passages, triples = index.passages, index.triples

@@ -15,13 +15,14 @@ from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, Resolve
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, apply_delta
 from gearag.graph.layered import LayeredCsr
-from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
-from gearag.graph.prepared import PreparedGraph, empty_prepared, stored_prepared
+from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig
+from gearag.graph.prepared import empty_prepared, stored_prepared
 from gearag.graph.scaled import TermsByName
 from gearag.model import Passage
 from gearag.store import shards as shard_store
 from gearag.text import is_named
 from oracles import resolve_corpus
+from prepared_oracle import GraphArrays, prepare
 
 BASE = [
     Passage("b0", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990 with Zed."),
@@ -58,7 +59,7 @@ def _resolve(passages, tables, keeps, owner, vocab, pairs):
     assert resolved is not None
     res = resolve_corpus([p.title for p in passages], [p.text for p in passages], [s for s, _ in pairs],
                          [o for _, o in pairs], list(owner), is_named)
-    prepared = PreparedGraph.build(GraphArrays.from_resolution(res), PassageGraphConfig())
+    prepared = prepare(GraphArrays.from_resolution(res), PassageGraphConfig())
     return _Built(resolved.state(), resolved.stats, list(res.keys)), prepared
 
 

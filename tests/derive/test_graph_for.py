@@ -12,12 +12,12 @@ from conftest import StubExtractor, use_stub_extractor, wiki_slice
 from gearag.config import IndexConfig
 from gearag.derive.graph_for import derived_prepared, passage_graph_for
 from gearag.graph.config import PassageGraphConfig
-from gearag.graph.passage_graph import stored_graph_arrays
 from gearag.graph.prepared import stored_prepared
 from gearag.indexing import build_index
 from gearag.model import Passage
 from gearag.store.index import Index
 from numbering import assert_same_prepared
+from prepared_oracle import stored_graph_arrays
 
 STUB = IndexConfig.of(extractor="stub")
 

@@ -9,8 +9,8 @@ from gearag.derive.endpoints import EndpointTable, UnionTriples
 from gearag.derive.union_resolve import Prior, ResolveInputs
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.prepared import empty_prepared
-from gearag.graph.resolve import Resolution
 from gearag.model import Passage
+from prepared_oracle import Resolution
 
 BASE = [
     Passage("b0", "Beta", "Beta is a town. The Zed Alpha band played in Beta in 1990."),

@@ -18,11 +18,12 @@ from gearag.graph.edge_kinds import (
     transition_source,
     transition_sources,
 )
-from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
+from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig
 from gearag.graph.prepared import WEIGHTS, PreparedGraph
 from gearag.graph.scaled import SCALED_SOURCES, WEIGHT_SETTINGS, Scaled
-from gearag.graph.transition import Normalised, relations
+from gearag.graph.transition import Normalised
 from oracles import index_graph_arrays
+from prepared_oracle import GraphArrays, prepare, relations
 
 
 def _same_first_token(keys, config, inputs):  # a toy kind over the keys: names that start alike, joined
@@ -74,7 +75,7 @@ def test_the_transition_holds_the_registered_sources_it_weighs_in_registry_order
     arrays = index_graph_arrays(index)
     for config in (PassageGraphConfig(), PassageGraphConfig(backlink_weight=0.3, about_weight=1.7),
                    PassageGraphConfig(backlink_weight=0.0), PassageGraphConfig(about_weight=0.0)):
-        columns = PreparedGraph.build(arrays, config).columns
+        columns = prepare(arrays, config).columns
         assert isinstance(columns, Scaled)
         want = [s for s in transition_sources() if s.name != "synonyms"  # the index stores none
                 and (s.weight is None or getattr(config, s.weight) > 0)]
@@ -98,10 +99,10 @@ def test_a_new_kind_is_one_registration(wiki, monkeypatch, tmp_path) -> None:
     co = _same_first_token(list(plain_arrays.resolution.keys), None, None)
     arrays = replace(plain_arrays, entity_edges={**plain_arrays.entity_edges, "co_mentions": co})
     config = PassageGraphConfig()
-    prepared = PreparedGraph.build(arrays, config)
+    prepared = prepare(arrays, config)
     columns = prepared.columns
     assert isinstance(columns, Scaled) and [s.name for s in columns.sources][-1] == "co_mentions"
-    plain = PreparedGraph.build(index_graph_arrays(index), config).columns
+    plain = prepare(index_graph_arrays(index), config).columns
     assert isinstance(plain, Scaled)
     # The entity rows of the transition gain exactly the new edges: the column sums grow by their count.
     p = prepared.n_passages
@@ -109,7 +110,7 @@ def test_a_new_kind_is_one_registration(wiki, monkeypatch, tmp_path) -> None:
     want = (arrays.relations.astype(np.float64) + co.astype(np.float64)).tocsr()
     entity_only = replace(config, passage_nodes=False)
     assert abs(relations(arrays, entity_only) - want).sum() == 0
-    derived, fresh = prepared.derived(entity_only), PreparedGraph.build(arrays, entity_only)
+    derived, fresh = prepared.derived(entity_only), prepare(arrays, entity_only)
     assert derived is not None
     assert isinstance(derived.columns, Normalised) and isinstance(fresh.columns, Normalised)
     for got, expected in zip(derived.columns.rows, fresh.columns.rows, strict=True):  # the entity-only graph, as built

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
+from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig
 from gearag.graph.ppr import PageRankOperator, personalized_pagerank
 from gearag.graph.resolve import build_lexicon, leading_name, opening_names, title_names
 from gearag.graph.trie import TokenTrie, name_key, tokens
 from gearag.text import is_named
 from oracles import graph_arrays, resolve_corpus
+from prepared_oracle import GraphArrays, graph_of
 
 # -- trie -------------------------------------------------------------------
 
@@ -110,7 +111,7 @@ def test_corpus_without_titles_resolves_nothing_and_does_not_break() -> None:
     assert res.n_names == 0 and res.about.nnz == 0
     assert res.passage_links().nnz == 0
     assert res.mentions.nnz == 3  # endpoints are still entities that passages mention
-    graph = PassageGraph(graph_arrays(["", ""], [x for _, x in corpus], ["Seth Curry", "Duke Blue Devils"],
+    graph = graph_of(graph_arrays(["", ""], [x for _, x in corpus], ["Seth Curry", "Duke Blue Devils"],
                                            ["Duke Blue Devils", "team"], [0, 1], is_named))
     ranked = graph.rank("Where did Seth Curry play?", [(0, 1.0)], [], 2)
     assert ranked[0] == 0 and set(ranked) == {0, 1}
@@ -283,14 +284,17 @@ def test_a_push_over_the_touched_nodes_only_gives_the_dense_arrays_results_bit_f
 # -- passage graph --------------------------------------------------------------
 
 
-def _demo_graph(config: PassageGraphConfig = PassageGraphConfig()) -> PassageGraph:
+def _demo_arrays() -> GraphArrays:
     from gearag.demo import PASSAGES
 
     triples = [("Seth Curry", "played for", "Duke Blue Devils", 4), ("Stephen Curry", "born in", "Akron, Ohio", 0),
                ("Stephen Curry", "son of", "Dell Curry", 0), ("Seth Curry", "brother of", "Stephen Curry", 4)]
-    arrays = graph_arrays([t for t, _ in PASSAGES], [x for _, x in PASSAGES], [s for s, *_ in triples],
-                               [o for _, _, o, _ in triples], [p for *_, p in triples], is_named)
-    return PassageGraph(arrays, config)
+    return graph_arrays([t for t, _ in PASSAGES], [x for _, x in PASSAGES], [s for s, *_ in triples],
+                        [o for _, _, o, _ in triples], [p for *_, p in triples], is_named)
+
+
+def _demo_graph(config: PassageGraphConfig = PassageGraphConfig()) -> PassageGraph:
+    return graph_of(_demo_arrays(), config)
 
 
 def test_ppr_steps_from_a_fact_to_the_page_about_its_object() -> None:
@@ -324,7 +328,7 @@ def test_both_solvers_rank_the_demo_graph_alike() -> None:
 
 def test_question_entities_skip_stop_word_matches() -> None:
     graph = _demo_graph()
-    keys = graph.arrays.resolution.keys
+    keys = _demo_arrays().resolution.keys
     assert [keys[e] for e in graph.question_entities("Where was Stephen Curry born?")] == ["stephen curry"]
 
 
@@ -345,7 +349,7 @@ def test_graph_arrays_round_trip(tmp_path) -> None:
 
     from oracles import write_graph_arrays
 
-    arrays = _demo_graph().arrays
+    arrays = _demo_arrays()
     write_graph_arrays(Writer(), arrays, prepare=False)
     loaded = GraphArrays.load(tmp_path / "graph")
     assert loaded.resolution.keys == arrays.resolution.keys
@@ -403,7 +407,7 @@ def test_sparse_ranking_equals_the_dense_seed_vectors_ranking() -> None:
 def test_summed_csr_is_scipys_coo_conversion_array_for_array(ordered: bool) -> None:
     """Rows in order take the short path (no COO sort); either way the arrays are scipy's, duplicates summed
     in the same order (float32 sums are order-sensitive, so equality is exact)."""
-    from gearag.graph.resolve import summed_csr
+    from prepared_oracle import summed_csr
 
 
     rng = np.random.default_rng(11)

@@ -13,7 +13,7 @@ from conftest import StubExtractor, wiki_slice
 from gearag.config import IndexConfig
 from gearag.derive.graph_for import passage_graph_for
 from gearag.errors import IndexFormatError
-from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig, stored_graph_arrays
+from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, PassageGraphConfig
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared, stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.graph.transition import Csr
@@ -23,6 +23,7 @@ from gearag.retrieve.bm25 import collection_bm25
 from gearag.store.backend import open_index
 from gearag.store.npy import is_mapped
 from oracles import index_graph_arrays
+from prepared_oracle import graph_of, stored_graph_arrays
 
 
 def _mapped(prepared: PreparedGraph) -> bool:
@@ -42,9 +43,8 @@ def test_queries_memory_map_the_stored_graph_and_rank_as_one_prepared_in_memory(
     stored = passage_graph_for(index)
     assert _mapped(stored.prepared)  # nothing corpus-sized built in this process
     assert is_mapped(stored.trie.nodes)
-    # Prepared here from the stored arrays, whose about weights are normalised (the index kept its terms raw):
-    # other arrays, the same graph.
-    fresh = PassageGraph(index_graph_arrays(index), PassageGraphConfig())
+    # Prepared here by the oracle from the resolution of the index's passages and triples: the same graph.
+    fresh = graph_of(index_graph_arrays(index), PassageGraphConfig())
     same = ("names_nodes.npy", "names_name_hashes.npy", "names_name_ids.npy", "dangling.npy", "specificity.npy",
             "triple_ends.npy", "degree.npy", "about_indptr.npy", "about_indices.npy",
             *(f"source_{src}_{part}.npy" for src in ("mentions", "backlinks", "relations") for part in Csr._fields[:3]))
@@ -70,7 +70,7 @@ def test_other_settings_prepare_their_own_graph(wiki) -> None:
         # Power iteration reads the same stored edges, and other weights the stored edges reweighed; the
         # entity-only graph has other edges.
         assert memory_mapped == config.passage_nodes
-        expected = PassageGraph(index_graph_arrays(index), config)
+        expected = graph_of(index_graph_arrays(index), config)
         base = _base(index, questions[0])
         assert graph.rank(questions[0], base) == expected.rank(questions[0], base)
 

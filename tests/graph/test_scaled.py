@@ -7,12 +7,13 @@ import dataclasses
 import numpy as np
 from scipy import sparse
 
-from gearag.graph.passage_graph import GraphArrays, PassageGraphConfig
+from gearag.graph.passage_graph import PassageGraphConfig
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.prepared import PreparedGraph, stored_prepared
-from gearag.graph.scaled import Scaled, about_terms, scaled_columns, source_degrees
+from gearag.graph.scaled import Scaled, source_degrees
 from gearag.graph.transition import Normalised
 from oracles import index_graph_arrays
+from prepared_oracle import GraphArrays, about_terms, graph_of, prepare, scaled_columns
 
 
 def _reference(arrays, config: PassageGraphConfig):
@@ -51,7 +52,7 @@ def test_raw_columns_read_as_the_whole_matrix_operators(wiki) -> None:
                       (arrays, PassageGraphConfig(backlink_weight=0.3, about_weight=1.7)),
                       (arrays, PassageGraphConfig(backlink_weight=0.0)),
                       (with_synonyms, PassageGraphConfig(synonym_weight=0.7))):
-        prepared = PreparedGraph.build(a, config)
+        prepared = prepare(a, config)
         reference = _reference(a, config)
         want = reference.columns.to_csr()  # by columns: row j is column j
         got = _read(prepared)
@@ -80,8 +81,8 @@ def test_terms_with_their_names_read_as_the_normalised_weights(wiki) -> None:
     assert fresh.about_terms is not None and abs(fresh.about - res.about).sum() == 0
     terms, scale = about_terms(fresh.about, fresh.about_terms)
     assert terms.sids is not None and len(scale) == fresh.n_names + 1 and int(terms.sids.min()) >= 1
-    prepared = PreparedGraph.build(GraphArrays(fresh, stored.relations), PassageGraphConfig())
-    plain = PreparedGraph.build(stored, PassageGraphConfig())
+    prepared = prepare(GraphArrays(fresh, stored.relations), PassageGraphConfig())
+    plain = prepare(stored, PassageGraphConfig())
     np.testing.assert_allclose(prepared.about_rows(np.arange(len(res.keys))).toarray(),
                                plain.about_rows(np.arange(len(res.keys))).toarray(), rtol=1e-6)
     np.testing.assert_allclose(_read(prepared).toarray(), _read(plain).toarray(), rtol=2e-6, atol=1e-9)
@@ -114,7 +115,6 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
 
     from gearag.derive import graph_for
     from gearag.derive.graph_for import passage_graph_for
-    from gearag.graph import passage_graph
 
     index, questions = wiki
     stored = stored_prepared(index)
@@ -122,7 +122,7 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
     for config in (PassageGraphConfig(about_weight=1.5), PassageGraphConfig(backlink_weight=0.3, about_weight=3.0),
                    PassageGraphConfig(about_weight=0.0), PassageGraphConfig(backlink_weight=0.0),
                    PassageGraphConfig(about_weight=0.0, backlink_weight=0.0, synonym_weight=0.0)):
-        fresh = PreparedGraph.build(index_graph_arrays(index), config)
+        fresh = prepare(index_graph_arrays(index), config)
         again = stored.derived(config)
         assert again is not None and again.serves(config), config
         np.testing.assert_allclose(_read(again).toarray(), _read(fresh).toarray(), rtol=2e-6, atol=1e-9)
@@ -134,7 +134,7 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
     np.testing.assert_array_equal(source_degrees(stored.columns),
                                   stored.columns.degree)
     entity_only = PassageGraphConfig(passage_nodes=False)
-    fresh = PreparedGraph.build(index_graph_arrays(index), entity_only)
+    fresh = prepare(index_graph_arrays(index), entity_only)
     again = stored.derived(entity_only)
     assert again is not None and again.serves(entity_only)
     assert isinstance(again.columns, Normalised) and isinstance(fresh.columns, Normalised)
@@ -155,12 +155,11 @@ def test_other_settings_are_derived_from_the_stored_sources(wiki, monkeypatch) -
 
     configs = (PassageGraphConfig(backlink_weight=0.5), PassageGraphConfig(about_weight=0.0),
                PassageGraphConfig(passage_nodes=False))
-    monkeypatch.setattr(graph_for, "stored_graph_arrays", no_build)
     monkeypatch.setattr(graph_for, "derived_prepared", no_build)
     graphs = [passage_graph_for(index, config) for config in configs]
     monkeypatch.undo()
     for config, graph in zip(configs, graphs, strict=True):
-        assert graph.prepared.serves(config) and graph.arrays is None
-        reference = passage_graph.PassageGraph(index_graph_arrays(index), config)
+        assert graph.prepared.serves(config)
+        reference = graph_of(index_graph_arrays(index), config)
         ranked = [graph.rank(q, k=10) for q in questions]
         assert any(ranked) and ranked == [reference.rank(q, k=10) for q in questions], config

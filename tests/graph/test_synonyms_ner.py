@@ -11,10 +11,11 @@ import pytest
 
 from gearag.config import ResolveConfig
 from gearag.graph.edge_kinds import EdgeInputs
-from gearag.graph.passage_graph import GraphArrays, PassageGraph, PassageGraphConfig
+from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig
 from gearag.graph.trie import name_key
 from gearag.text import is_named
 from oracles import graph_arrays, resolve_corpus, with_edge_kinds
+from prepared_oracle import GraphArrays, graph_of, prepare, stored_graph_arrays
 
 CORPUS = [
     ("John F. Kennedy", "John F. Kennedy was an American politician from Boston."),
@@ -87,7 +88,7 @@ def test_synonym_weight_lets_the_walk_reach_the_page_of_a_spelling_variant() -> 
     variant = keys[name_key("John Kennedy")]
     seeds_for = {}
     for weight in (0.0, 1.0):
-        graph = PassageGraph(arrays, PassageGraphConfig(synonym_weight=weight))
+        graph = graph_of(arrays, PassageGraphConfig(synonym_weight=weight))
         seeds = np.zeros(graph.n_passages + graph.n_entities)
         seeds[graph.n_passages + variant] = 1.0
         seeds_for[weight] = graph.scores(seeds)
@@ -121,8 +122,8 @@ def test_ner_mentions_in_the_graph_follow_the_config() -> None:
     spans = [[], [], ["John F. Kennedy"], [], []]
     arrays = _arrays(embed=None, ner_spans=spans)
     person = arrays.resolution.key_index()[name_key("John F. Kennedy")]
-    on = PassageGraph(arrays, PassageGraphConfig())
-    off = PassageGraph(arrays, PassageGraphConfig(ner_mentions=False))
+    on = graph_of(arrays, PassageGraphConfig())
+    off = graph_of(arrays, PassageGraphConfig(ner_mentions=False))
 
     def mentions(graph: PassageGraph, passage: int, entity: int) -> bool:  # an edge passage -> entity
         _, targets, _ = graph.prepared.columns.edges(np.asarray([passage]), np.ones(1))
@@ -159,7 +160,7 @@ def test_index_stores_synonyms_and_ner_mentions(tmp_path) -> None:
     assert prepared is not None and prepared.holds_ner
     assert "synonyms" in {s.name for s in prepared.columns.sources}
     # What the manifest records is what the union's derivation (the reference) counts.
-    reference = reference_build(passages, tmp_path / "reference", config).read_graph_arrays(GraphArrays.from_files)
+    reference = stored_graph_arrays(reference_build(passages, tmp_path / "reference", config))
     assert reference is not None and reference.synonyms is not None and reference.resolution.ner_mentions is not None
     info = index.manifest["resolve"]
     assert info["ner_mentions"] == reference.resolution.ner_mentions.nnz > 0
@@ -181,8 +182,8 @@ def test_unused_ner_mentions_change_nothing() -> None:
     """An index that stores NER mentions ranks exactly like one without them when they are off."""
     # "Boston Marathon" exists only through NER and resolves (contained name) to the Boston page.
     spans = [["Boston"], ["Massachusetts"], ["John F. Kennedy", "Maine", "Akron"], ["Boston Marathon"], ["Akron"]]
-    with_ner = PassageGraph(_arrays(embed=None, ner_spans=spans), PassageGraphConfig(ner_mentions=False))
-    plain = PassageGraph(_arrays(embed=None), PassageGraphConfig())
+    with_ner = graph_of(_arrays(embed=None, ner_spans=spans), PassageGraphConfig(ner_mentions=False))
+    plain = graph_of(_arrays(embed=None), PassageGraphConfig())
     n = plain.n_passages + plain.n_entities
     for seed_node in range(n):
         seeds = np.zeros(n)
@@ -193,8 +194,8 @@ def test_unused_ner_mentions_change_nothing() -> None:
 
 
 def test_the_agents_resolver_leaves_out_names_only_ner_found() -> None:
-    """With the prepared graph's hashes or the resolution's keys alike: an NER-only name with a page is not
-    resolved, so the agent behaves the same whether or not the index stores NER mentions."""
+    """Through the prepared graph's name hashes: an NER-only name with a page is not resolved, so the agent behaves
+    the same whether or not the index stores NER mentions."""
     from gearag.agent.offline import Resolver
     from gearag.graph.prepared import PreparedGraph
 
@@ -204,21 +205,18 @@ def test_the_agents_resolver_leaves_out_names_only_ner_found() -> None:
     marathon = res.key_index()[name_key("Boston Marathon")]
     assert marathon >= res.n_mention_keys and res.about[marathon].max() >= Resolver.MIN_SHARE
 
-    class Stored:  # the two ways an index gives the resolver its names
-        def __init__(self, prepared: PreparedGraph | None) -> None:
+    class Stored:  # how an index gives the resolver its names: its stored prepared graph
+        def __init__(self, prepared: PreparedGraph) -> None:
             self.prepared = prepared
 
         def read_prepared(self, open_):  # type: ignore[no-untyped-def]
             return self.prepared
 
-        def read_graph_arrays(self, parse):  # type: ignore[no-untyped-def]
-            return arrays
-
         def cached(self, key: str, build):  # type: ignore[no-untyped-def]
             return build()
 
-    for prepared in (PreparedGraph.build(arrays, PassageGraphConfig()), None):
-        resolver = Resolver(Stored(prepared))  # type: ignore[arg-type]
+    for config in (PassageGraphConfig(), PassageGraphConfig(ner_mentions=False)):
+        resolver = Resolver(Stored(prepare(arrays, config)))  # type: ignore[arg-type]
         assert resolver.row("Boston Marathon") is None
         assert resolver.row("Akron") == resolver.row("akron") is not None
 

@@ -93,9 +93,10 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
     # Other settings: the delta's stored sources weighed or joined otherwise, as the full add's graph prepared
     # anew (a weight of 0 drops edges; the entity-only graph; NER mentions off, of which there are none).
     from gearag.derive.graph_for import passage_graph_for
-    from gearag.graph.passage_graph import PassageGraph, PassageGraphConfig, stored_graph_arrays
+    from gearag.graph.passage_graph import PassageGraphConfig
     from gearag.graph.scaled import Scaled, source_degrees
     from oracles import index_graph_arrays
+    from prepared_oracle import graph_of, stored_graph_arrays
 
     delta_index, full_index = Index.load(tmp_path / "delta"), Index.load(tmp_path / "full")
     layered = stored_prepared(delta_index).columns  # a base's rows and a delta's, counted as a push reads them
@@ -104,8 +105,9 @@ def test_delta_adds_rank_as_full_adds_and_a_delete_writes_a_full_generation(tmp_
     for other in (PassageGraphConfig(about_weight=1.5, backlink_weight=0.5), PassageGraphConfig(about_weight=0.0),
                   PassageGraphConfig(backlink_weight=0.0, ner_mentions=False), PassageGraphConfig(passage_nodes=False)):
         derived = passage_graph_for(delta_index, other)
-        assert stored_graph_arrays(delta_index) is None and derived.arrays is None  # nothing built
-        fresh = PassageGraph(index_graph_arrays(full_index), other)
+        # Nothing derived from the corpus: the delta's stored sources, weighed or joined otherwise.
+        assert stored_graph_arrays(delta_index) is None and "derived_prepared" not in delta_index._cache
+        fresh = graph_of(index_graph_arrays(full_index), other)
         for q in questions:
             assert [delta_index.passages[r].id for r in derived.rank(q, k=10)] == \
                 [full_index.passages[r].id for r in fresh.rank(q, k=10)], (other, q)

@@ -21,7 +21,6 @@ from gearag.api import Gearag
 from gearag.config import IndexConfig
 from gearag.embed import index_embedder
 from gearag.errors import ConfigError, IndexFormatError
-from gearag.graph.passage_graph import stored_graph_arrays
 from gearag.graph.prepared import stored_prepared
 from gearag.indexing import build_index
 from gearag.model import Passage
@@ -31,6 +30,7 @@ from gearag.store.backend import backend_of, open_index
 from gearag.store.index import Index
 from gearag.store.npy import is_mapped
 from numbering import flattened_generation
+from prepared_oracle import stored_graph_arrays
 
 pytest.importorskip("lancedb", reason="the lance extra is not installed")
 
@@ -168,7 +168,7 @@ def test_stored_graphs_match(slice_index: tuple[Index, list[str]], lance: LanceI
     """A build stores its prepared passage graph, not the resolution's arrays (an add onto nothing): the export
     holds it array for array."""
     index, _ = slice_index
-    assert stored_graph_arrays(index) is None is stored_graph_arrays(lance)
+    assert stored_graph_arrays(index) is None
     pa, pb = stored_prepared(index), stored_prepared(lance)
     assert pa is not None and pb is not None and pa.meta() == pb.meta()
     for name, array in pa.files().items():
@@ -198,7 +198,7 @@ def test_a_sharded_index_exports_like_a_plain_one(tmp_path: Path) -> None:
         np.testing.assert_array_equal(lance.graph.entity_triples(entity), grown.graph.entity_triples(entity))
     # The add's delta written whole stores no resolution arrays (docs/delta.md): the export holds its prepared
     # graph, array for array.
-    assert flattened_generation(grown) and stored_graph_arrays(grown) is None is stored_graph_arrays(lance)
+    assert flattened_generation(grown) and stored_graph_arrays(grown) is None
     pa, pb = stored_prepared(grown), stored_prepared(lance)
     assert pa is not None and pb is not None and pa.meta() == pb.meta()
     for name, array in pa.files().items():

@@ -317,3 +317,17 @@ def test_pruning_keeps_the_tables_an_interrupted_export_finished(work: Path) -> 
     prune(db, live.meta, keep_hours=0, resumed=frozenset({"c_pending"}))
     assert "c_pending" in table_names(db)
     assert prune(db, live.meta, keep_hours=0) == 1 and "c_pending" not in table_names(db)  # versions went before
+
+
+def test_the_arrays_table_an_older_export_wrote_is_not_read_and_pruning_removes_it(
+        work: Path, corpus: tuple[list[Passage], list[str]]) -> None:
+    """An older gearag's export also held the resolution's graph arrays (an ``arrays`` table): nothing reads it,
+    and a prune past the live export's keep time drops it as a table that export does not list."""
+    from gearag.store.lance.versions import prune
+
+    db = connect(parse_location(work / "store"))
+    db.create_table("arrays", [{"name": "graph/entities.json", "data": b"not read"}])
+    live = open_index(work / "store")
+    assert isinstance(live, LanceIndex) and "arrays" not in live.meta[VERSIONS]
+    assert all(_ranked(Gearag.open(work / "store"), corpus[1], "syncge"))
+    assert prune(db, live.meta, keep_hours=0) >= 1 and "arrays" not in table_names(db)

@@ -78,7 +78,6 @@ from gearag.agent.slots import (
 from gearag.embed import index_embedder
 from gearag.engine import Answer, Engine, EngineConfig
 from gearag.expand.reader import OfflineReader, OfflineReaderConfig
-from gearag.graph.prepared import PreparedGraph
 from gearag.model import Fact, Passage, Reasoning
 from gearag.question_analysis import QuestionInfo, analyse, matches_type
 from gearag.retrieve.bm25 import tokenize
@@ -121,18 +120,12 @@ class Resolver:
         self.index = index
         self.words = words
         self._kinds: dict[int, frozenset[str]] = {}
-        source = resolution_of(index)
-        if isinstance(source, PreparedGraph):
-            # The prepared graph's name hashes and about rows, memory-mapped: the resolution's ids and rows
-            # without its strings (only usable keys have about edges, and every one a passage mentions is there).
-            prepared = source
-            self.n_keys, self.about, names = prepared.n_mention_keys, prepared.about, prepared.names
-            self._find: Callable[[str], int | None] = names.get
-            self._about_of: Callable[[int], Any] = lambda e: prepared.about_rows(np.asarray([e]))
-        else:
-            res = source.resolution
-            self.n_keys, self.about, self._find = res.n_mention_keys, res.about, res.key_index().get
-            self._about_of = lambda e: res.about[e]
+        # The prepared graph's name hashes and about rows (the stored one memory-mapped): the resolution's ids and
+        # rows without its strings (only usable keys have about edges, and every one a passage mentions is there).
+        prepared = resolution_of(index)
+        self.n_keys, self.about, names = prepared.n_mention_keys, prepared.about, prepared.names
+        self._find: Callable[[str], int | None] = names.get
+        self._about_of: Callable[[int], Any] = lambda e: prepared.about_rows(np.asarray([e]))
         self._cache: dict[str, int | None] = {}
 
     def row(self, name: str) -> int | None:

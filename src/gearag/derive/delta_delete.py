@@ -46,11 +46,10 @@ from gearag.derive.union_resolve import (
     shrunk,
 )
 from gearag.graph.delta_apply import Deletion, ResolutionDelta, net_weights
-from gearag.graph.graph_arrays import relation_pairs
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph
 from gearag.graph.scaled import ABOUT_SOURCE
-from gearag.graph.transition import Csr
+from gearag.graph.transition import Csr, relation_pairs
 from gearag.graph.trie import HashedNames, NameLookup
 
 

@@ -57,11 +57,10 @@ from gearag.derive.union_resolve import (
 )
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph.delta_apply import ResolutionDelta, net_weights
-from gearag.graph.graph_arrays import relation_pairs
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph, names_beside
 from gearag.graph.scaled import ABOUT_SOURCE, TermsByName
-from gearag.graph.transition import Csr
+from gearag.graph.transition import Csr, relation_pairs
 from gearag.graph.trie import HashedNames, NameLookup
 
 

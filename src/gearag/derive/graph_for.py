@@ -2,10 +2,10 @@
 
 In order: the stored prepared graph (memory-mapped) when it serves the query's
 settings; that graph's sources weighed or joined otherwise
-(:meth:`~gearag.graph.prepared.PreparedGraph.derived`); the graph arrays an
-older gearag stored, prepared in memory; and for an index stored without a
-passage graph (``--no-entity-graph``, ``--no-prepared-graph``) or one whose stored graph cannot give the query's
-settings (NER mentions turned off), the prepared graph a build of its
+(:meth:`~gearag.graph.prepared.PreparedGraph.derived`); and for an index stored without a
+passage graph (``--no-entity-graph``, ``--no-prepared-graph``; an older gearag's that stores only the
+resolution's graph arrays under ``graph/``, which are not read) or one whose stored graph cannot give the
+query's settings (NER mentions turned off), the prepared graph a build of its
 passages and triples would store, derived as a build derives it
 (:func:`~gearag.derive.union_files.write_from_nothing` over the corpus as one
 shard, in a scratch directory) and read into memory, so that such an index
@@ -22,8 +22,7 @@ import numpy as np
 
 from gearag.derive.union_files import corpus_as_shard, write_from_nothing
 from gearag.graph.config import PassageGraphConfig
-from gearag.graph.graph_arrays import GraphArrays
-from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph, stored_graph_arrays
+from gearag.graph.passage_graph import GRAPH_DIR, PassageGraph
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared, stored_prepared
 from gearag.store.interface import IndexStore
 from gearag.store.writer import IndexWriter
@@ -55,19 +54,11 @@ def derived_prepared(index: IndexStore) -> PreparedGraph:
     return index.cached("derived_prepared", build)
 
 
-def resolution_of(index: IndexStore) -> PreparedGraph | GraphArrays:
-    """What ``index``'s entity resolution is read from: its stored prepared graph, else its stored graph arrays,
-    else the prepared graph a build would store (:func:`derived_prepared`)."""
+def resolution_of(index: IndexStore) -> PreparedGraph:
+    """What ``index``'s entity resolution is read from: its stored prepared graph, else the prepared graph a build
+    would store (:func:`derived_prepared`)."""
     stored = stored_prepared(index)
-    if stored is not None:
-        return stored
-    arrays = _stored_arrays(index)
-    return arrays if arrays is not None else derived_prepared(index)
-
-
-def _stored_arrays(index: IndexStore) -> GraphArrays | None:
-    """The graph arrays ``index`` stores (an older gearag's), read once per loaded index; None: none."""
-    return index.cached("graph_arrays", lambda: stored_graph_arrays(index))
+    return stored if stored is not None else derived_prepared(index)
 
 
 def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = None) -> PassageGraph:
@@ -82,9 +73,6 @@ def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = Non
         derived = stored.derived(config) if stored is not None else None
         if derived is not None:  # the stored sources, weighed or joined otherwise: no graph built from the corpus
             return PassageGraph(derived, config)
-        arrays = _stored_arrays(index)
-        if arrays is not None:
-            return PassageGraph(arrays, config)
         made = derived_prepared(index)
         weighed = made if made.serves(config) else made.derived(config)
         assert weighed is not None, "a graph prepared under the default settings gives every other"

@@ -32,10 +32,10 @@ before the synonyms, which join every entity's name). Each input is read only wh
 (:class:`EdgeInputs`): the NER spans are a per-passage file every shard
 keeps (:mod:`gearag.indexing.ner`).
 
-What reads the registry: the transition (:func:`gearag.graph.scaled.scaled_columns`
-makes one source per registered :class:`TransitionSource` the graph holds,
-in registry order; :func:`~gearag.graph.scaled.reweighted` weighs them by
-their settings), the derived entity-only graph (every entity → entity
+What reads the registry: the transition (:func:`gearag.graph.prepared.empty_prepared`
+makes one source per registered :class:`TransitionSource` the index stores,
+in registry order, which a build's delta fills; :func:`~gearag.graph.scaled.reweighted`
+weighs them by their settings), the derived entity-only graph (every entity → entity
 source), the stored prepared graph (a source's files and scale ids), and an
 add's delta (:func:`gearag.graph.delta_apply.apply_delta`: a source that is
 another's transpose gains that source's changes the other way).

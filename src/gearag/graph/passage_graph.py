@@ -39,46 +39,28 @@ entities' probabilities), kept for the ablation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
 
 from gearag.graph.config import RANK_TOL
 from gearag.graph.config import PassageGraphConfig as PassageGraphConfig
-from gearag.graph.graph_arrays import GraphArrays as GraphArrays
-from gearag.graph.graph_arrays import relation_counts as relation_counts
 from gearag.graph.ppr import PageRankOperator
 from gearag.graph.prepared import PreparedGraph, settings_of
 from gearag.graph.resolve import stop_words
 from gearag.graph.trie import tokens
 from gearag.store.index import GRAPH_DIR as GRAPH_DIR
 
-if TYPE_CHECKING:
-    from gearag.store.interface import IndexStore
-
-#: Sub-directory of an index that holds the graph arrays.
-
-def stored_graph_arrays(index: IndexStore) -> GraphArrays | None:
-    """The passage-graph arrays ``index`` stores (under ``graph/``, or its backend's), None when it has none."""
-    return index.read_graph_arrays(GraphArrays.from_files)
-
 
 class PassageGraph:
-    """PPR ranking of passages over an index's graph arrays (see the module docstring)."""
+    """PPR ranking of passages over an index's prepared graph (see the module docstring)."""
 
-    def __init__(self, arrays: GraphArrays | PreparedGraph,
-                 config: PassageGraphConfig = PassageGraphConfig()) -> None:
-        """``arrays``: the index's graph arrays (prepared here, under ``config``) or a prepared graph that
-        :meth:`PreparedGraph.serves` ``config`` (e.g. the index's stored one, memory-mapped)."""
+    def __init__(self, prepared: PreparedGraph, config: PassageGraphConfig = PassageGraphConfig()) -> None:
+        """``prepared``: a prepared graph that :meth:`PreparedGraph.serves` ``config`` (e.g. the index's stored
+        one, memory-mapped; :func:`gearag.derive.graph_for.passage_graph_for` gives the one for ``config``)."""
         self.config = config
-        if isinstance(arrays, GraphArrays):
-            self.arrays: GraphArrays | None = arrays
-            prepared = PreparedGraph.build(arrays, config)
-        else:
-            self.arrays, prepared = None, arrays
-            if not prepared.serves(config):
-                raise ValueError(f"a graph prepared for {prepared.settings} cannot serve {settings_of(config)}")
+        if not prepared.serves(config):
+            raise ValueError(f"a graph prepared for {prepared.settings} cannot serve {settings_of(config)}")
         self.prepared = prepared
         self.n_passages, self.n_entities = prepared.n_passages, prepared.n_entities
         self.layout = prepared.layout  # node ids: passages then entities, or a base's and a delta's

@@ -1,7 +1,7 @@
 """The passage graph as a query reads it, prepared once and stored with the index.
 
 A :class:`~gearag.graph.passage_graph.PassageGraph` answers a query from a
-few arrays derived from the index's graph arrays (:class:`GraphArrays`) and
+few arrays derived from the index's entity resolution and
 the settings that shape its edges: the PPR transition matrix by columns (a
 node's out-edges, what forward push reads; kept as the arrays it is made
 of and normalised as it is read, :mod:`gearag.graph.scaled`), the dangling nodes, each
@@ -20,12 +20,13 @@ the page cache, instead of the whole graph on its heap. A query whose
 settings differ from the stored ones (:data:`SETTINGS`, which include the
 entity-only graph) derives its graph from the stored one's sources
 (:meth:`PreparedGraph.derived`: other weights, a weight of 0, the entity-only
-graph; seconds at 1M), and prepares its own in memory only where that cannot
-be done (a graph stored normalised, a source it left out); power iteration
-reads the stored columns and keeps a copy by rows. Prepared here
-from the stored graph arrays (whose about weights are normalised, not kept
-as terms), the arrays differ and the graph is the same (tested): rankings
-agree up to the order float sums are taken in.
+graph; seconds at 1M); only where that cannot be done (a graph stored
+normalised, a source it left out) is its graph derived from the index's
+passages and triples, as a build derives it
+(:func:`gearag.derive.graph_for.derived_prepared`). Power iteration reads
+the stored columns and keeps a copy by rows. The tests' oracle ``prepare``
+(``tests/prepared_oracle.py``) prepares the same graph from the whole-corpus
+resolution in one plain pass.
 """
 
 from __future__ import annotations
@@ -40,29 +41,19 @@ import numpy as np
 from scipy import sparse
 
 from gearag import setops
-from gearag.data.jsonstrings import JsonStrings, strings_at
+from gearag.data.jsonstrings import JsonStrings
 from gearag.graph.config import PassageGraphConfig
 from gearag.graph.edge_kinds import EDGE_KINDS, transition_sources
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
-from gearag.graph.scaled import (
-    ABOUT_SOURCE,
-    SCALED_SOURCES,
-    Scaled,
-    Source,
-    about_terms,
-    normalised,
-    reweighted,
-    scaled_columns,
-)
-from gearag.graph.transition import Csr, Normalised, entity_relations, relations, rows_matrix
+from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, Source, normalised, reweighted
+from gearag.graph.transition import Csr, Normalised, entity_relations, rows_matrix
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.index import BASE_DIR
 from gearag.store.index import PREPARED as PREPARED
 from gearag.store.npy import load_npy, unwrapped
 
 if TYPE_CHECKING:
-    from gearag.graph.graph_arrays import GraphArrays
     from gearag.store.interface import IndexStore
 
 #: Where an index keeps its prepared graph, under its graph directory.
@@ -145,51 +136,13 @@ class PreparedGraph:
         """The passage graph's node numbering (:class:`~gearag.graph.layered.NodeLayout`)."""
         return self.delta_layout or NodeLayout.plain(self.n_passages, self.n_entities)
 
-    @classmethod
-    def build(cls, arrays: GraphArrays, config: PassageGraphConfig) -> PreparedGraph:
-        """Derive the arrays from graph arrays under ``config`` (the edges of
-        :mod:`gearag.graph.passage_graph`'s module docstring): an index that stores them (an older gearag's,
-        ``--no-prepared-graph`` once), and the tests' reference builds. The passage-node transition is kept as
-        its sources (:func:`~gearag.graph.scaled.scaled_columns`).
-        """
-        res = arrays.resolution
-        n_passages, n_entities = res.mentions.shape
-        mentions, about = res.mentions, res.about
-        if config.ner_mentions and res.ner_mentions is not None:
-            mentions = (res.mentions + res.ner_mentions).tocsr()
-            mentions.data[:] = 1.0
-        elif res.ner_mentions is not None:
-            # Without NER mentions, the about edges of NER-only entities are dropped (such an entity may
-            # contain a title: it would otherwise join that page to nothing else).
-            keep = np.zeros(n_entities)
-            keep[: res.n_mention_keys] = 1.0
-            about = (sparse.diags(keep) @ res.about).tocsr()
-            about.eliminate_zeros()
-        df = np.asarray((mentions > 0).sum(axis=0)).ravel()
-        specificity = 1.0 / np.maximum(df, 1)  # entities in no passage count as in one
-        # An entity only NER found (unused here: NER mentions off) is in no passage and about none.
-        counted = (np.arange(n_entities) < res.n_names) | (df > 0)
-        only = res.n_mention_keys if res.ner_mentions is not None and not config.ner_mentions else None
-        terms, scale = about_terms(about, res.about_terms, only)
-        columns: Scaled | Normalised
-        if config.passage_nodes:
-            columns = scaled_columns(arrays, config, mentions, about, terms, scale)
-        else:  # the entity-only graph: small (entities only), made the plain way
-            columns = Normalised.of(relations(arrays, config))
-        ids = np.flatnonzero(usable_keys(res.keys) & counted)
-        names, n_usable = _hashed(res.keys, ids), len(ids)
-        return cls(n_passages, n_entities, settings_of(config), columns, columns.dangling, specificity,
-                   terms, res.triple_ends, names, res.n_mention_keys, n_usable,
-                   mentions if not config.passage_nodes else None,
-                   holds_ner=res.ner_mentions is not None)
-
     def serves(self, config: PassageGraphConfig) -> bool:
         """Whether these arrays are the ones ``config`` would prepare."""
         return self._effective(self.settings) == self._effective(settings_of(config))
 
     def derived(self, config: PassageGraphConfig) -> PreparedGraph | None:
-        """These arrays as ``config`` would prepare them, derived from their sources without the index's graph
-        arrays (a delta generation stores none: building them took 371 s and 9.3 GB at 1M); None where they
+        """These arrays as ``config`` would prepare them, derived from their sources, not from the corpus
+        (preparing a graph from the resolution's arrays took 371 s and 9.3 GB at 1M); None where they
         cannot be (not kept as sources, a source ``config`` wants that was left out, other NER mentions).
 
         - Other edge weights: the sources take them and the column sums are made again; a weight of 0 drops
@@ -358,11 +311,6 @@ def usable_keys(keys: Sequence[str]) -> np.ndarray:
     for i in np.flatnonzero(out & (lengths <= longest_stop)).tolist():
         out[i] = usable_key(keys[i])
     return out
-
-
-def _hashed(keys: Sequence[str], ids: np.ndarray) -> HashedNames:
-    """The names of the keys ``ids`` (usable keys of counted entities), hashed."""
-    return HashedNames.from_keys(strings_at(keys, ids), ids)
 
 
 def readable(meta: dict[str, Any]) -> bool:

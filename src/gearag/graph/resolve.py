@@ -44,17 +44,19 @@ passage–entity edges).
 * optionally, named-entity spans of the passage text (spaCy NER, LinearRAG's
   mention source; ``ResolveConfig.ner_mentions``), resolved exactly like a
   triple endpoint (a name the lexicon lacks becomes a new entity, one that
-  contains a lexicon name resolves through it). They are kept in their own
-  matrix (``Resolution.ner_mentions``) so the graph can use them or not.
+  contains a lexicon name resolves through it). They are kept apart from the
+  other mentions (an edge kind of their own, :mod:`gearag.graph.edge_kinds`)
+  so the graph can use them or not.
 
-Output: compact CSR arrays (``about``: entity → passage with weights;
-``mentions``: passage → entity), see :class:`Resolution`. This module holds
-the rules (the lexicon's tiers, usable keys, the containment share) and the
-types; the resolution of a corpus is derived as a delta
+Output: the passage graph's sources (the about terms, entity → passage, each
+raw with the lexicon name it goes through; the mentions, passage → entity;
+:mod:`gearag.graph.scaled`). This module holds
+the rules (the lexicon's tiers, usable keys, the containment share); the resolution of a corpus is derived as a delta
 (:func:`gearag.derive.delta_resolve.resolve_delta`): a build's over an empty
 index, an add's over the last full generation, with the NER spans' entities
 onto a build's (:func:`span_entities`). The tests' oracle ``resolve_corpus``
-(``tests/oracles.py``) is the same rules as one plain pass over the corpus.
+(``tests/oracles.py``) is the same rules as one plain pass over the corpus, its
+result as CSR arrays (``Resolution``, ``tests/prepared_oracle.py``).
 """
 
 from __future__ import annotations
@@ -62,15 +64,12 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
 
-from gearag.arrays import ascending, row_offsets
 from gearag.graph.trie import NameLookup, name_key, starts_name, tokens
 
 #: Tier weights (see the module docstring). A title is the strongest evidence
@@ -211,67 +210,6 @@ def build_lexicon(titles: Iterable[str], texts: Iterable[str]) -> dict[str, dict
     return lexicon
 
 
-class AboutTerms(NamedTuple):
-    """The about weights before their normalisation: entry ``i`` is the term ``raw[i] / totals[names[i]]`` of
-    entity ``rows[i]`` about passage ``cols[i]`` (``raw``: a lexicon name's tier weight ``w``, or ``share · w``
-    for a name containing it; ``names``: that lexicon name). An (entity, passage) pair's about weight is the
-    sum of its terms. Kept apart so that a title name gaining a page changes its total, not every term over
-    its pages (docs/delta.md)."""
-
-    rows: np.ndarray  #: int32 entity per term, ascending
-    cols: np.ndarray  #: int32 passage per term
-    raw: np.ndarray  #: float32 per term
-    names: np.ndarray  #: int32 lexicon name per term
-    totals: np.ndarray  #: float64 per lexicon name: its tier weights' sum
-
-    def normalised(self) -> np.ndarray:
-        """Each term's weight, ``raw / totals[name]`` in float64."""
-        return self.raw.astype(np.float64) / self.totals[self.names]
-
-
-@dataclass
-class Resolution:
-    """Entities (name keys) and their links to passages, as CSR arrays.
-
-    ``keys[:n_names]`` come from the lexicon (titles and openings); the rest
-    are triple endpoints that no lexicon name equals.
-    """
-
-    keys: Sequence[str]
-    n_names: int
-    #: entity → passages it is about (weights sum to 1 per resolved entity).
-    about: sparse.csr_matrix
-    #: passage → entities it mentions (1.0 per distinct pair).
-    mentions: sparse.csr_matrix
-    #: int32 (T, 2): entity ids of each triple's subject and object, -1 if not a name.
-    triple_ends: np.ndarray
-    #: passage → entities its NER spans name (1.0 per distinct pair); None when not computed.
-    ner_mentions: sparse.csr_matrix | None = None
-    #: ``about`` as its terms before normalisation (what the prepared graph stores); None when not kept
-    #: (a resolution read back from an index's files).
-    about_terms: AboutTerms | None = None
-
-    @property
-    def n_mention_keys(self) -> int:
-        """Entities that exist without the NER spans: the lexicon's names and the triple endpoints.
-
-        Endpoint ids are given in triple order after the names, and NER spans come last, so the
-        entities at and after this id are the ones only NER found.
-        """
-        ends = self.triple_ends
-        return max(self.n_names, int(ends.max()) + 1 if ends.size else 0)
-
-    def passage_links(self) -> sparse.csr_matrix:
-        """passage → passage: "passage i mentions a name that is about passage j" (self-links dropped)."""
-        links = (self.mentions @ self.about).tocsr()
-        links.setdiag(0)
-        links.eliminate_zeros()
-        return links
-
-    def key_index(self) -> dict[str, int]:
-        return {k: i for i, k in enumerate(self.keys)}
-
-
 class SpanEntities(NamedTuple):
     """What named-entity spans add to a resolution (:func:`span_entities`)."""
 
@@ -330,31 +268,3 @@ def span_entities(ids: dict[str, int], n_keys: int, lexicon: NameLookup, own: tu
     return SpanEntities(keys, np.asarray(t_rows, dtype=np.int64), np.asarray(t_cols, dtype=np.int64),
                         np.asarray(t_raw, dtype=np.float64), np.asarray(t_names, dtype=np.int64),
                         np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))
-
-
-def summed_csr(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sparse.csr_matrix:
-    """``csr_matrix((values, (rows, cols)), shape)`` with repeated entries summed, array for array.
-
-    scipy's COO → CSR conversion is a stable counting sort by row; when
-    ``rows`` are already in order (about edges are made name by name) the
-    entries are its result as they stand, so the sort and the COO copies
-    (~1 s at a million passages) are skipped. Duplicates are then summed
-    the same way (``sum_duplicates``).
-    """
-    rows = np.asarray(rows)
-    if len(rows) and ascending(rows) and int(rows[0]) >= 0 and int(rows[-1]) < shape[0]:
-        indptr = row_offsets(rows, shape[0])
-        m = sparse.csr_matrix((values, cols, indptr), shape=shape, copy=True)  # sorted in place below
-    else:
-        m = sparse.csr_matrix((values, (rows, np.asarray(cols))), shape=shape)
-    m.sum_duplicates()
-    return m
-
-
-def _incidence(rows: Sequence[int] | np.ndarray, cols: Sequence[int] | np.ndarray,
-               shape: tuple[int, int]) -> sparse.csr_matrix:
-    """A 0/1 matrix with a 1 at every (row, col) pair given (repeats count once)."""
-    m = summed_csr(np.ones(len(rows), dtype=np.float32), np.asarray(rows, dtype=np.int64),
-                   np.asarray(cols, dtype=np.int64), shape)
-    m.data[:] = 1.0
-    return m

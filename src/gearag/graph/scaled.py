@@ -1,4 +1,4 @@
-"""The PPR transition as the graph arrays it is made of, normalised when a push reads it (docs/delta.md).
+"""The PPR transition as the arrays it is made of, normalised when a push reads it (docs/delta.md).
 
 Column ``j`` of the transition is node ``j``'s out-edge weights over their
 sum (:mod:`gearag.graph.passage_graph`): passage → entity ``mention +
@@ -12,8 +12,9 @@ by its sum (31% of the entries per add at a million passages).
 sparse matrix by row with one weight (:class:`Source`): the mentions
 (passage → entity) and their transpose (the backlinks), the about terms by
 entity and by passage, the relations and the synonym edges. The mentions,
-relations and synonyms are the index's graph arrays themselves (hard links
-on disk). An about term is stored raw (``share · w``, :class:`AboutTerms`)
+relations and synonyms are stored as the resolution makes them. An about
+term is stored raw (``share · w``: the tier weight of the lexicon name it
+goes through, times the share of a name containing it)
 with a *scale id* ``1 + x`` (``x``: the lexicon name it goes through), so a
 push reads entry ``(i, j)`` of source ``s`` as ``data · weight_s ·
 scale[sid] / sums[j]``, where ``scale[1 + x] = 1 / total(x)`` and
@@ -30,21 +31,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from scipy import sparse
 
 from gearag import setops
-from gearag.arrays import ranges, row_offsets
+from gearag.arrays import ranges
 from gearag.graph.edge_kinds import transition_sources
 from gearag.graph.layered import LayeredCsr, NodeLayout
-from gearag.graph.resolve import AboutTerms
 from gearag.graph.transition import Csr
-
-if TYPE_CHECKING:
-    from gearag.graph.config import PassageGraphConfig
-    from gearag.graph.graph_arrays import GraphArrays
 
 #: Entries whose float64 weights are summed at a time (a column's sum): bounds the transient.
 CHUNK = 1 << 23
@@ -167,31 +163,6 @@ def regrouped(m: Csr, keys: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.nda
     return at.indptr.astype(np.int64), at.data, owner[at.data]
 
 
-def scale_of(totals: np.ndarray) -> np.ndarray:
-    """The scale of each id: 1 for id 0, ``1 / totals[x]`` for ``1 + x`` (0 where a total is 0)."""
-    out = np.zeros(len(totals) + 1)
-    out[0] = 1.0
-    np.divide(1.0, totals, out=out[1:], where=totals > 0)
-    return out
-
-
-def about_terms(about: sparse.csr_matrix, terms: AboutTerms | None,
-                keep_entities: int | None = None) -> tuple[Csr, np.ndarray]:
-    """The about terms by entity (entity × passage, raw weights with scale ids) and the scale: ``terms`` (the
-    resolution's), or ``about``'s normalised entries as unscaled terms when it kept none; only of entities
-    below ``keep_entities`` when given (NER-only entities are about nothing without NER mentions)."""
-    n = about.shape[0]
-    if terms is None:
-        return Csr(about.indptr.astype(np.int64), about.indices.astype(np.int32), about.data.astype(np.float32),
-                   np.zeros(about.nnz, dtype=np.int32)), np.ones(1)
-    rows, cols, raw, names = terms.rows, terms.cols, terms.raw, terms.names
-    if keep_entities is not None and len(rows) and int(rows[-1]) >= keep_entities:
-        keep = rows < keep_entities
-        rows, cols, raw, names = rows[keep], cols[keep], raw[keep], names[keep]
-    indptr = row_offsets(rows, n)
-    return Csr(indptr, cols, raw, (names + 1).astype(np.int32)), scale_of(terms.totals)
-
-
 def normalised(rows: sparse.csr_matrix, sids: np.ndarray | None, scale: np.ndarray | None) -> sparse.csr_matrix:
     """``rows`` (gathered from terms) with each weight times its scale and repeats summed: the about weights."""
     if sids is not None and scale is not None:
@@ -213,15 +184,15 @@ WEIGHT_SETTINGS = {src.name: src.weight for src in transition_sources() if src.w
 
 def reweighted(columns: Scaled, weights: dict[str, float]) -> Scaled:
     """``columns`` with its sources weighed by ``weights`` (by setting name, :data:`WEIGHT_SETTINGS`) and its
-    column sums made again, in the order :func:`scaled_columns` adds them: one pass over the entries (seconds
-    at 1M) instead of a graph built. A weight of 0 drops its sources, as :func:`scaled_columns` leaves them
-    out: the degrees are then counted again over the sources kept (:func:`source_degrees`)."""
+    column sums made again, source after source in their (the registry's) order, as a build adds them: one pass
+    over the entries (seconds at 1M) instead of a graph built. A weight of 0 drops its sources, as a build leaves
+    them out: the degrees are then counted again over the sources kept (:func:`source_degrees`)."""
     sources = tuple(src._replace(weight=float(weights[WEIGHT_SETTINGS[src.name]]))
                     if src.name in WEIGHT_SETTINGS else src for src in columns.sources)
     kept = tuple(src for src in sources if src.weight > 0)
     layout = columns.layout
     sums = np.zeros(layout.n_nodes)
-    for src in kept:  # a node's sources in their order, as scaled_columns adds them (passages' and entities' apart)
+    for src in kept:  # a node's sources in their order, as a build adds them (passages' and entities' apart)
         rows = np.arange(src.rows.n_rows, dtype=np.int64)
         nodes = layout.passage_nodes(rows) if src.of_passages else layout.entity_nodes(rows)
         sums[nodes] += src.weight * _source_row_sums(src.rows, columns.scale)
@@ -238,7 +209,7 @@ DEGREE_NODES = 1 << 17
 
 def source_degrees(columns: Scaled) -> np.ndarray:
     """Every node's :meth:`Scaled.distinct_targets`, in blocks of :data:`DEGREE_NODES` nodes: ``degree`` as
-    :func:`scaled_columns` counts it, from any sources (a base's and a delta's included)."""
+    a build counts it, from any sources (a base's and a delta's included)."""
     n = columns.layout.n_nodes
     out = np.zeros(n, dtype=np.int32)
     for first in range(0, n, DEGREE_NODES):
@@ -281,55 +252,6 @@ def _row_sums(m: Csr, scale: np.ndarray | None = None) -> np.ndarray:
     return sums
 
 
-def scaled_columns(arrays: GraphArrays, config: PassageGraphConfig, mentions: sparse.csr_matrix,
-                   about: sparse.csr_matrix, terms: Csr, scale: np.ndarray) -> Scaled:
-    """The passage-node graph's transition as its sources (:class:`Scaled`): one per registered transition
-    source (:func:`~gearag.graph.edge_kinds.transition_sources`) the graph holds and weighs above 0, in
-    registry order, its column sums added in that order.
-
-    ``mentions``: passage × entity, as the graph uses them; ``about``: the
-    summed about weights (entity × passage: its pattern gives the distinct
-    targets); ``terms``, ``scale``: the same as terms (:func:`about_terms`).
-    Besides the sources, only their transposes (the backlinks and the terms
-    by passage) and the per-node column sums and degrees are made.
-    """
-    p, e = mentions.shape
-    # The resolution's sources as the graph uses them; every other source reads its stored matrix.
-    mention_rows = _csr(mentions)
-    held: dict[str, Csr | None] = {"mentions": mention_rows, ABOUT_SOURCE: terms if len(terms.data) else None}
-    between: list[sparse.csr_matrix] = []  # the entity → entity matrices kept, for the degrees
-    sources: list[Source] = []
-    p_sum, e_sum = np.zeros(p), np.zeros(e)
-    for kind in transition_sources():
-        weight = kind.weight_in(config)
-        if kind.transpose_of is not None:
-            rows = held.get(kind.transpose_of)
-        elif kind.name in held:
-            rows = held[kind.name]
-        else:
-            m = arrays.matrix(kind.name)
-            rows = _csr(m) if m is not None else None
-            if m is not None and weight > 0 and not kind.of_passages and not kind.to_passages:
-                between.append(m)
-        if weight <= 0 or rows is None:
-            continue
-        if kind.transpose_of is not None:
-            rows = held[kind.name] = transposed(rows, p if kind.of_passages else e)
-        else:
-            held[kind.name] = rows
-        sources.append(Source(kind.name, rows, kind.of_passages, kind.to_passages, weight))
-        row_sums = _row_sums(rows, scale if kind.scaled else None)
-        col_sums = p_sum if kind.of_passages else e_sum
-        col_sums += row_sums if kind.weight is None else weight * row_sums
-    by_name = {src.name: src for src in sources}
-    m_t = held.get("backlinks")
-    m_t = m_t if m_t is not None else transposed(mention_rows, e)
-    degree = _degrees(mentions, sparse.csr_matrix((m_t.data, m_t.indices, m_t.indptr), shape=(e, p)),
-                      about if ABOUT_SOURCE in by_name else None, "backlinks" in by_name, between)
-    return Scaled(NodeLayout.plain(p, e), tuple(sources), np.asarray(scale, dtype=np.float64),
-                  np.concatenate([p_sum, e_sum]), degree)
-
-
 def transposed(rows: Csr, n_targets: int) -> Csr:
     """``rows`` by target (each target's entries in row order), with their scale ids where they have them: a
     counting sort of their positions then, else scipy's transpose (its C loop runs without the GIL, beside the
@@ -339,36 +261,6 @@ def transposed(rows: Csr, n_targets: int) -> Csr:
         return _csr(sparse.csr_matrix((rows.data, rows.indices, rows.indptr), shape=(n_rows, n_targets)).T.tocsr())
     indptr, pos, owner = regrouped(rows, rows.indices, n_targets)
     return Csr(indptr, owner, np.asarray(rows.data)[pos], rows.sids[pos])
-
-
-def _pattern(m: sparse.csr_matrix) -> sparse.csr_matrix:
-    """``m``'s non-zero pattern (1.0 each)."""
-    out = sparse.csr_matrix((np.ones(m.nnz, dtype=np.float32), m.indices, m.indptr), shape=m.shape)
-    out.eliminate_zeros()
-    return out
-
-
-def _degrees(mentions: sparse.csr_matrix, m_t: sparse.csr_matrix, about: sparse.csr_matrix | None,
-             backlinks: bool, between: list[sparse.csr_matrix]) -> np.ndarray:
-    """Distinct targets per node: a passage's entities mentioned or about it; an entity's passages (by
-    backlink or about) and its related entities (by any entity → entity source kept: ``between``, the relations
-    first). A pair reached both ways counts once."""
-    p, e = mentions.shape
-    passages = np.diff(mentions.indptr).astype(np.int64)
-    entities = np.diff(m_t.indptr).astype(np.int64) if backlinks else np.zeros(e, dtype=np.int64)
-    if about is not None:
-        passages += np.bincount(about.indices, minlength=p)
-        entities += np.diff(about.indptr)
-        both = _pattern(m_t).multiply(_pattern(about)).tocsr()  # entity–passage pairs mentioned and about
-        both.eliminate_zeros()
-        passages -= np.bincount(both.indices, minlength=p)
-        if backlinks:
-            entities -= np.diff(both.indptr)
-    related = _pattern(between[0])
-    for m in between[1:]:
-        related = _pattern(related + _pattern(m))
-    entities += np.diff(related.indptr)
-    return np.concatenate([passages, entities]).astype(np.int32)
 
 
 class TermsByName(NamedTuple):

@@ -1,5 +1,5 @@
 """The PPR transition as a push reads it (one protocol, two forms), the compressed rows the prepared graph stores,
-and the entity relations.
+and the entity relations (the triples' relation pairs; the entity → entity weights of the entity-only graph).
 
 A transition is read by columns: node ``j``'s out-edges, each weight over
 their sum. The passage-node graph keeps it as its sources and normalises as
@@ -20,11 +20,10 @@ from scipy import sparse
 
 from gearag.arrays import Csr as Csr
 from gearag.arrays import rows_matrix as rows_matrix
-from gearag.graph.edge_kinds import transition_source, transition_sources
+from gearag.graph.edge_kinds import transition_source
 
 if TYPE_CHECKING:
     from gearag.graph.config import PassageGraphConfig
-    from gearag.graph.graph_arrays import GraphArrays
 
 
 class Transition(Protocol):
@@ -101,10 +100,13 @@ def column_normalised(adjacency: sparse.csr_matrix, dtype: type) -> tuple[sparse
     return (adjacency @ sparse.diags(inv)).astype(dtype), out_weight <= 0
 
 
-def relations(arrays: GraphArrays, config: PassageGraphConfig) -> sparse.csr_matrix:
-    """Entity–entity edge weights of ``arrays`` under ``config`` (:func:`entity_relations` of its stored
-    matrices)."""
-    return entity_relations((src.name for src in transition_sources()), arrays.matrix, config)
+def relation_pairs(triple_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (row, column) entity pairs of triples' relations, each both ways (``triple_ends``: each triple's
+    subject and object entity, -1: none): self-loops and unlinked ends count not."""
+    ends = triple_ends
+    keep = (ends[:, 0] >= 0) & (ends[:, 1] >= 0) & (ends[:, 0] != ends[:, 1])
+    h, t = ends[keep, 0].astype(np.int64), ends[keep, 1].astype(np.int64)
+    return np.concatenate([h, t]), np.concatenate([t, h])
 
 
 def entity_relations(names: Iterable[str], matrix_of: Callable[[str], sparse.spmatrix | None],

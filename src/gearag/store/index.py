@@ -317,20 +317,6 @@ class Index(IndexBase):
         """Where the index lives (a directory here; a URI for other backends)."""
         return str(self.path)
 
-    def read_graph_arrays(self, parse: Callable[[Callable[[str], bytes]], T]) -> T | None:
-        """``parse(read)`` of the passage-graph files stored under ``graph/`` (``read(name)``: a file's bytes),
-        None when the index has none; damaged files are an IndexFormatError
-        (:func:`gearag.graph.passage_graph.stored_graph_arrays`)."""
-        # A sharded index keeps its graph arrays in its current generation (gearag.store.shards).
-        directory = self.path / str(self.manifest.get("graph_dir", GRAPH_DIR))
-        if not (directory / "entities.json").exists():
-            return None
-        try:
-            return parse(lambda name: (directory / name).read_bytes())
-        except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError):
-            # Damaged arrays: one line, never numpy's advice to allow pickle.
-            raise IndexFormatError(f"{self.path}: {GRAPH_DIR}/ arrays are corrupt; rebuild the index") from None
-
     def read_prepared(self, open_: Callable[[dict[str, Any], Callable[[str], np.ndarray]], T | None]) -> T | None:
         """``open_(meta, read)`` of the prepared passage graph stored under ``graph/prepared/`` (its
         ``prepared.json`` and ``read(name)``: an array, memory-mapped), None when the index has none;

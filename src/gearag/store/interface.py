@@ -87,10 +87,6 @@ class IndexStore(Protocol):
         """``build()`` once per index and key (``variant``: one of a few kept per key)."""
         ...
 
-    def read_graph_arrays(self, parse: Callable[[Callable[[str], bytes]], T]) -> T | None:
-        """``parse(read)`` of the stored passage-graph files, None when the index has none."""
-        ...
-
     def read_prepared(self, open_: Callable[[dict[str, Any], Callable[[str], np.ndarray]], T | None]) -> T | None:
         """``open_(meta, read)`` of the stored prepared passage graph, None when the index has none."""
         ...

@@ -6,9 +6,6 @@ Tables (one Lance dataset each, under ``URI``):
 * ``triples`` — ``row, subject, predicate, object, tokens, vector[, weight]``;
 * ``entities`` — ``row, name, triples``: the entity → triples postings of the beam search (GEAR §4.2);
 * ``c_<name>`` — any further collection (SiReRAG pools): ``row, text, tokens, vector[, weight], sources, record``;
-* ``arrays`` — ``name, data``: the passage-graph arrays under ``graph/`` (entity resolution and
-  relations: what a query with other settings than the prepared graph's, or the GEAR agent's resolver,
-  reads), as ``.npy`` bytes;
 * ``files`` — ``name, part, data``: what queries read by position, memory-mapped from a local copy
   (:mod:`gearag.store.lance.files`): the integer graph arrays (triple head/tail entity, entity CSR
   offsets, triple → passage, passage → triples) and the passage graph prepared for the default query
@@ -20,6 +17,10 @@ Tables (one Lance dataset each, under ``URI``):
   and an interrupted export resumes at the collection table it reached (:mod:`gearag.store.lance.resume`);
 * ``gearag`` — one row, written first and never dropped: marks the location as gearag's, so an
   interrupted export can be replaced with ``--overwrite`` while tables gearag did not write never are.
+
+An export by an older gearag also wrote ``arrays`` (the resolution's graph arrays, where the index stored
+them): none is written or read now, and a later export removes it with the versions it replaced
+(:func:`~gearag.store.lance.versions.prune`).
 
 ``tokens`` is the row's text as gearag's BM25 analyser sees it (stop words removed, Snowball stems,
 space-separated); the full-text index over it splits on whitespace and changes nothing else, so the
@@ -50,7 +51,6 @@ from gearag.store.lance.exclusive import LEASE_TABLE, ExportLease
 from gearag.store.lance.files import FILES_TABLE, file_batches
 from gearag.store.lance.resume import clear, finished, record, settings_key
 from gearag.store.lance.storage import (
-    ARRAYS_TABLE,
     ENTITIES_TABLE,
     META_TABLE,
     OWNER_TABLE,
@@ -199,7 +199,7 @@ def _batches(index: Index, coll: Collection, batch: int, pa: Any, first: int = 0
 
 def _triple_graph(index: Index) -> TripleGraph:
     """The index's triple graph, whole: a delta generation's (a base's and a delta's, docs/delta.md) joined, once
-    for the entities table and the arrays table both."""
+    for the entities table and the files table both."""
     g = index.graph
     return g if isinstance(g, TripleGraph) else index.cached("triple_graph_whole", g.whole)
 
@@ -237,23 +237,6 @@ def index_arrays(index: Index) -> dict[str, np.ndarray]:
               "arrays/passage_triple_indptr.npy": index.passage_triple_indptr}
     assert set(arrays) == set(ARRAY_FILES)
     return arrays
-
-
-def _arrays(index: Index, pa: Any) -> Any:
-    """The ``arrays`` table as a stream of one-row batches: one array's bytes in memory at a time instead of
-    all of them, which grow with the corpus (101k passages: export peak 3.05 → 2.79 GB)."""
-    schema = pa.schema([pa.field("name", pa.string()), pa.field("data", pa.large_binary())])
-    # A sharded index keeps its passage-graph arrays in its current generation (Index.read_graph_arrays).
-    directory = graph_dir(index)
-    graph_files = [f for f in sorted(directory.iterdir()) if f.is_file()] if (directory / "entities.json").exists() \
-        else []
-
-    def rows() -> Iterator[Any]:
-        for f in graph_files:
-            yield pa.record_batch([pa.array([f"graph/{f.name}"]), pa.array([f.read_bytes()], pa.large_binary())],
-                                  schema=schema)
-
-    return pa.RecordBatchReader.from_batches(schema, rows())
 
 
 def graph_dir(index: Index) -> Path:
@@ -387,14 +370,12 @@ def _export(index: Index, loc: Location, config: ExportConfig, progress: Callabl
         say(f"table {ENTITIES_TABLE}: {index.graph.n_entities} entities")
         schema, batches = _entities(index, config.batch, pa)
         _create(db, ENTITIES_TABLE, pa.RecordBatchReader.from_batches(schema, batches))
-        say(f"table {ARRAYS_TABLE}: the passage-graph arrays")
-        _create(db, ARRAYS_TABLE, _arrays(index, pa))
         graph_files, prepared = prepared_files(index)
         sources = _held_files(index) + graph_files
         say(f"table {FILES_TABLE}: {len(sources)} files memory-mapped by queries")
         listing: dict[str, Any] = {}
         _create(db, FILES_TABLE, file_batches(sources, pa, listing))
-        versions.update({t: _version(db, t) for t in (ENTITIES_TABLE, ARRAYS_TABLE, FILES_TABLE)})
+        versions.update({t: _version(db, t) for t in (ENTITIES_TABLE, FILES_TABLE)})
         meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "collections": tables,
                 "entities": index.graph.n_entities, "source": str(Path(index.path).absolute()),
                 "source_identity": index.identity, "manifest": index.manifest, "files": listing,

@@ -6,9 +6,9 @@ the entity → triples postings. What is read by position, memory-mapped from a 
 per machine (:mod:`gearag.store.lance.files`), so a process keeps only the pages its queries touch:
 the integer graph arrays (triple head/tail entity ids, entity CSR offsets, triple → passage,
 passage → triples offsets) and the passage graph prepared for the default query settings (the PPR
-operator, entity-name hashes; :mod:`gearag.graph.prepared`). What is still read whole, on first use:
-the passage-graph arrays (resolution and entity relations, with the entity names), which only a
-passage-graph query with other settings, or the GEAR agent's resolver, reads.
+operator, entity-name hashes; :mod:`gearag.graph.prepared`), from which a passage-graph query with
+other settings, and the GEAR agent's resolver, read too. The ``arrays`` table an export by an older
+gearag may hold (the resolution's graph arrays) is not read.
 Searches run in Lance: dense top-k (flat, or IVF-SQ / IVF-PQ) and BM25 full-text search.
 """
 
@@ -29,10 +29,10 @@ from gearag.errors import IndexFormatError
 from gearag.model import Passage
 from gearag.store.collection import PASSAGES, TRIPLES, CollectionSpec
 from gearag.store.graph import Neighbours
-from gearag.store.index import GRAPH_DIR, PREPARED
+from gearag.store.index import PREPARED
 from gearag.store.interface import IndexBase, IndexStore, T
 from gearag.store.lance.collection import STORE_ERRORS, LanceCollection, LanceRows, LanceSearchConfig, LanceTable
-from gearag.store.lance.export import ARRAYS_TABLE, ENTITIES_TABLE, HELD_ARRAYS, ROW_INDEX, read_meta_version
+from gearag.store.lance.export import ENTITIES_TABLE, HELD_ARRAYS, ROW_INDEX, read_meta_version
 from gearag.store.lance.files import FILES_TABLE, LocalFiles, cache_root
 from gearag.store.lance.memory import limit_malloc_arenas
 from gearag.store.lance.storage import Location, connect, import_lancedb, parse_location, store_error
@@ -40,21 +40,6 @@ from gearag.store.lance.versions import PinnedDb
 from gearag.store.triples import TripleTable
 
 log = logging.getLogger(__name__)
-
-
-def read_blob(db: Any, name: str) -> bytes:
-    """One row of the ``arrays`` table (KeyError when absent).
-
-    Read one at a time, so that opening and the first PPR query never hold every array's bytes at
-    once besides their decoded copies: the native reader's buffers of a bulk read stayed resident
-    (about 1.5x the bytes read) after they were freed.
-    """
-    table = db.open_table(ARRAYS_TABLE).to_lance()
-    got = table.to_table(columns=["data"], filter="name = '" + name.replace("'", "''") + "'")
-    if got.num_rows != 1:
-        raise KeyError(name)
-    data: bytes = got.column("data")[0].as_py()
-    return data
 
 
 class LancePassages(Sequence[Passage]):
@@ -153,24 +138,6 @@ class LanceIndex(IndexBase):
             return open_(meta, lambda name: files.array(f"graph/{PREPARED}/{name}"))
         except STORE_ERRORS as exc:
             raise store_error(self.lance_location, exc, "cannot read the prepared graph of") from None
-
-    def read_graph_arrays(self, parse: Callable[[Callable[[str], bytes]], T]) -> T | None:
-        """``parse(read)`` of the passage-graph files of the ``arrays`` table (None: the export has none)."""
-        try:
-            table = self.db.open_table(ARRAYS_TABLE).to_lance()
-            names = {n for n in table.to_table(columns=["name"]).column("name").to_pylist()
-                     if n.startswith(f"{GRAPH_DIR}/")}
-            if not names:
-                return None
-
-            def read(name: str) -> bytes:
-                if f"{GRAPH_DIR}/{name}" not in names:
-                    raise KeyError(name)  # an optional array the index does not store
-                return read_blob(self.db, f"{GRAPH_DIR}/{name}")
-
-            return parse(read)
-        except STORE_ERRORS as exc:
-            raise store_error(self.lance_location, exc, "cannot read the graph arrays of") from None
 
 
 def _open_table(db: Any, loc: Location, name: str, rows: int | None) -> LanceTable:

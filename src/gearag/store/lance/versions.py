@@ -15,8 +15,8 @@ wrote (:data:`VERSIONS`), and every reader opens those versions
 ``gearag export --update`` appends, instead of rewriting, the rows of the
 shards added since the export (:func:`appendable`: the previous export's
 rows must be the first rows of the index, shard for shard, none deleted);
-the tables derived from the whole union (entities, graph arrays, memory-mapped
-files) are written anew. The versions a newer export replaced are kept
+the tables derived from the whole union (entities, memory-mapped files) are
+written anew. The versions a newer export replaced are kept
 ``keep_hours`` for the replicas still reading them, then removed by the next
 export (:func:`prune`).
 """
@@ -136,7 +136,8 @@ def appendable(previous: dict[str, Any], index: Index, now: list[dict[str, Any]]
 
 
 def _written_by_export(name: str) -> bool:
-    """Whether an export writes a table of this name (its collections', ``c_<pool>``, and the graph's)."""
+    """Whether an export writes a table of this name (its collections', ``c_<pool>``, and the graph's), or an older
+    gearag's did (``arrays``: :func:`prune` removes it, as a table the live export does not list)."""
     return name in (PASSAGES, TRIPLES, ENTITIES_TABLE, ARRAYS_TABLE, FILES_TABLE) or name.startswith("c_")
 
 
