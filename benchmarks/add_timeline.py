@@ -22,17 +22,19 @@ from typing import Any
 from gearag.bench.memory import rss_mb
 from gearag.cli import main
 from gearag.derive import delta_resolve, endpoints, triple_graph, union_files, union_resolve
-from gearag.graph import passage_graph, prepared, resolve, trie
+from gearag.graph import delta_apply, flatten, prepared, resolve, trie
 from gearag.indexing import generation
+from gearag.indexing import graph as graph_stage
 from gearag.store import writer
 
-MODULES = (union_resolve, delta_resolve, triple_graph, endpoints, union_files, generation, prepared, passage_graph,
-           resolve)
+MODULES = (union_resolve, delta_resolve, triple_graph, endpoints, union_files, generation, graph_stage, prepared,
+           delta_apply, flatten, resolve)
 #: (module, function) pairs whose every call is logged.
-STEPS = [(triple_graph, "triple_graph"), (union_resolve, "resolve_union"), (delta_resolve, "resolve_delta"),
-         (union_files, "_vocab"), (endpoints, "union_ends"),
-         (prepared, "write_prepared"), (union_resolve, "endpoint_name_stats"), (generation, "write_generation"),
-         (union_files, "write_union"), (endpoints, "shard_table"), (generation, "_prior_resolution")]
+STEPS = [(triple_graph, "triple_graph"), (delta_resolve, "resolve_delta"), (union_files, "union_delta"),
+         (union_files, "write_from_nothing"), (union_files, "write_flat"), (union_files, "_vocab"),
+         (endpoints, "union_ends"), (union_resolve, "endpoint_name_stats"), (delta_apply, "apply_delta"),
+         (flatten, "flattened"), (generation, "write_generation"), (endpoints, "shard_table"),
+         (generation, "_prior_resolution")]
 #: (class, method) pairs whose calls are logged, and those only totalled per thread.
 METHODS = [(writer.IndexWriter, "commit"), (trie.NameLookup, "__init__")]
 TOTALLED = [(writer.IndexWriter, "write_json"), (writer.IndexWriter, "write_array")]
