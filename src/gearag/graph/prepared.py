@@ -314,7 +314,8 @@ def usable_keys(keys: Sequence[str]) -> np.ndarray:
 
 
 def readable(meta: dict[str, Any]) -> bool:
-    """Whether ``meta`` describes prepared arrays this gearag reads (else the caller prepares its own)."""
+    """Whether ``meta`` describes prepared arrays this gearag reads (else the query derives its own:
+    :func:`gearag.derive.graph_for.derived_prepared`)."""
     if meta.get("version") == PREPARED_VERSION and not isinstance(meta.get("sources"), list):
         return False
     return (meta.get("version") in (NORMALISED_VERSION, PREPARED_VERSION) and isinstance(meta.get("settings"), dict)
@@ -323,7 +324,7 @@ def readable(meta: dict[str, Any]) -> bool:
 
 def open_stored(meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> PreparedGraph | None:
     """The prepared graph stored under ``meta`` (``read(name)``: one of its arrays), None when it is of another
-    version (the caller prepares its own)."""
+    version (the query derives its own)."""
     return PreparedGraph.open(meta, read) if readable(meta) else None
 
 
@@ -335,7 +336,7 @@ def stored_prepared(index: IndexStore) -> PreparedGraph | None:
 
 def load_prepared(directory: Path, mmap: bool = True) -> PreparedGraph | None:
     """The prepared graph stored in ``directory`` (``<graph dir>/prepared``), memory-mapped (``mmap=False``: read
-    into memory); None when there is none or it is of another version (the caller prepares its own)."""
+    into memory); None when there is none or it is of another version (the query derives its own)."""
     try:
         meta = json.loads((directory / "prepared.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
