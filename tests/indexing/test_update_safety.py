@@ -95,12 +95,7 @@ def test_sigkill_during_add_leaves_the_old_index_and_the_add_resumes(tmp_path: P
 
 
 def test_errors_are_one_line_and_write_nothing(tmp_path: Path, cli) -> None:
-    use_stub_extractor(StubExtractor())
-    passages, _ = _passages(12, 0)
-    root = tmp_path / "idx"
-    build_index(passages[:8], root, STUB)
-    add_documents(root, passages[8:10])
-    before = manifest_identity(root)
+    root, passages, before = _sharded(tmp_path, 10)
     rows = [{"id": p.id, "title": p.title, "text": p.text} for p in passages]
 
     # w9 with other content: an id clash (w9 with its own content would be skipped as already there).
