@@ -17,6 +17,7 @@ from gearag.indexing import build_index
 from gearag.model import Passage
 from gearag.store.index import Index
 from numbering import assert_same_prepared
+from oracles import reference_build
 from prepared_oracle import stored_graph_arrays
 
 STUB = IndexConfig.of(extractor="stub")
@@ -69,3 +70,16 @@ def test_it_ranks_as_the_index_built_with_the_graph(pair) -> None:
     a, b = passage_graph_for(with_graph), passage_graph_for(without)
     for q in questions:
         assert a.rank(q, k=10) == b.rank(q, k=10)
+
+
+def test_an_older_index_with_only_graph_arrays_is_served_as_one_without_a_graph(pair, tmp_path) -> None:
+    """An index an older gearag built with ``--no-prepared-graph`` stores the resolution's graph arrays alone: they
+    are not read; its graph is derived from its passages and triples, and it ranks as a current build."""
+    with_graph, _, questions = pair
+    older = reference_build(list(with_graph.passages), tmp_path / "older",
+                            replace(STUB, resolve=replace(STUB.resolve, prepared_graph=False)))
+    assert stored_graph_arrays(older) is not None and stored_prepared(older) is None
+    graph, reference = passage_graph_for(older), passage_graph_for(with_graph)
+    assert graph.prepared is derived_prepared(older)
+    for q in questions:
+        assert graph.rank(q, k=10) == reference.rank(q, k=10)
