@@ -239,7 +239,7 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
     columns = Scaled(layout, tuple(sources), r.scale, per_node["sums"], per_node["degree"])
     specificity = np.empty(e_u, dtype=np.float64)
     specificity[did] = np.asarray(union.specificity)
-    return PreparedGraph(layout.n_passages, e_u, dict(union.settings), columns, columns.dangling, specificity,
+    return PreparedGraph(layout.n_passages, e_u, dict(union.settings), columns, specificity,
                          about, AppendedRows(np.asarray(base.triple_ends), r.ends_tail),
                          LayeredNames(base.names, r.names), e_u, union.n_usable, delta_layout=layout,
                          base_meta=base.meta(), holds_ner=base.holds_ner)

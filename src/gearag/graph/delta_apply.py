@@ -338,7 +338,7 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | 
     changed = np.flatnonzero(np.asarray(back.where) >= 0)
     specificity[changed] = 1.0 / np.maximum(back.counts(changed), 1)
     about = rows[ABOUT_SOURCE]
-    return PreparedGraph(layout.n_passages, layout.n_entities, dict(base.settings), layered, layered.dangling,
+    return PreparedGraph(layout.n_passages, layout.n_entities, dict(base.settings), layered,
                          specificity, about, AppendedRows(np.asarray(base.triple_ends), d.ends_tail),
                          LayeredNames(base.names, d.names),
                          layout.n_entities if d.n_mention_keys is None else d.n_mention_keys, d.n_usable,

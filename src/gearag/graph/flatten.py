@@ -127,7 +127,7 @@ def flattened(g: PreparedGraph, deletion: Deletion | None = None) -> PreparedGra
                                         np.asarray(names.name_ids)[named])
     n_passages = int(keep.sum())
     columns = Scaled(NodeLayout.plain(n_passages, layout.n_entities), sources, np.asarray(cols.scale), sums, degree)
-    return PreparedGraph(n_passages, g.n_entities, dict(g.settings), columns, columns.dangling,
+    return PreparedGraph(n_passages, g.n_entities, dict(g.settings), columns,
                          np.asarray(g.specificity), about if about is not None else plain(g.about, False, True),
                          ends, names, g.n_mention_keys, g.n_usable, holds_ner=g.holds_ner)
 

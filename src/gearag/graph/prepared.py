@@ -85,7 +85,6 @@ class PreparedGraph:
     #: normalised (:class:`~gearag.graph.scaled.Scaled`); the entity-only graph, and graphs an older gearag
     #: stored, keep it normalised (:class:`~gearag.graph.transition.Normalised`, float32).
     columns: Scaled | Normalised
-    dangling: np.ndarray  #: bool per node: no out-edges (its walk restarts at the seeds)
     specificity: np.ndarray  #: float64 per entity: 1 / |passages mentioning it| (HippoRAG §3.2)
     #: entity × passage about edges as the graph uses them: raw terms with scale ids when the columns are Scaled
     about: Csr | LayeredCsr
@@ -106,6 +105,11 @@ class PreparedGraph:
     #: Whether the index's resolution holds NER mentions (None: not recorded, an older gearag's stored graph).
     #: Without them the ``ner_mentions`` setting changes nothing.
     holds_ner: bool | None = None
+
+    @property
+    def dangling(self) -> np.ndarray:
+        """Bool per node: no out-edges (its walk restarts at the seeds): the transition's."""
+        return self.columns.dangling
 
     @property
     def scale(self) -> np.ndarray | None:
@@ -160,11 +164,11 @@ class PreparedGraph:
             return None  # a source left out at preparation (or no passage nodes) cannot be brought back
         if want["passage_nodes"]:
             columns = reweighted(self.columns, {k: want[k] for k in WEIGHTS})
-            return replace(self, settings=want, columns=columns, dangling=columns.dangling)
+            return replace(self, settings=want, columns=columns)
         by_name = {src.name: src for src in self.columns.sources}
         rel = entity_relations(by_name, lambda name: _joined(by_name[name], self.n_entities), config)
         entity_only = Normalised.of(rel)
-        return replace(self, settings=want, columns=entity_only, dangling=entity_only.dangling,
+        return replace(self, settings=want, columns=entity_only,
                        mentions=_joined(by_name["mentions"], self.n_entities))
 
     def _effective(self, settings: dict[str, Any]) -> dict[str, Any]:
@@ -232,7 +236,6 @@ class PreparedGraph:
         n_p, n_e = int(meta["n_passages"]), int(meta["n_entities"])
         about = csr("about", scaled=raw)
         columns: Scaled | Normalised
-        dangling = read("dangling.npy")
         if raw:
             sources = tuple(Source(str(m["name"]), about if m["name"] == ABOUT_SOURCE else
                                    csr(f"source_{m['name']}", scaled=str(m["name"]) in SCALED_SOURCES),
@@ -241,8 +244,8 @@ class PreparedGraph:
             columns = Scaled(NodeLayout.plain(n_p, n_e), sources, read("scale.npy"), read("sums.npy"),
                              read("degree.npy"))
         else:
-            columns = Normalised(csr("columns"), dangling)
-        return cls(n_p, n_e, dict(meta["settings"]), columns, dangling, read("specificity.npy"), about,
+            columns = Normalised(csr("columns"), read("dangling.npy"))
+        return cls(n_p, n_e, dict(meta["settings"]), columns, read("specificity.npy"), about,
                    read("triple_ends.npy"), names, int(meta["n_mention_keys"]),
                    usable if isinstance(usable, int) else None, holds_ner=held_ner(meta))
 
@@ -260,7 +263,7 @@ def empty_prepared(stored: Sequence[str]) -> PreparedGraph:
     columns = Scaled(NodeLayout.plain(0, 0), sources, np.ones(1), np.zeros(0), np.zeros(0, np.int32))
     about = next(s.rows for s in sources if s.name == ABOUT_SOURCE)
     assert isinstance(about, Csr)
-    return PreparedGraph(0, 0, settings_of(config), columns, columns.dangling, np.zeros(0), about,
+    return PreparedGraph(0, 0, settings_of(config), columns, np.zeros(0), about,
                          np.zeros((0, 2), np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)), 0, 0,
                          holds_ner=False)
 
@@ -414,7 +417,7 @@ def open_layered(cls: type[PreparedGraph], meta: dict[str, Any], read: Callable[
     columns = Scaled(layout, tuple(sources), read("scale.npy"), read("sums.npy"), read("degree.npy"))
     names = LayeredNames(base.names, HashedNames.from_arrays(*(read(f"names_{k}.npy") for k in _NAMES)))
     usable = meta.get("usable_keys")
-    return cls(n_p, n_e, dict(meta["settings"]), columns, read("dangling.npy"), read("specificity.npy"), about,
+    return cls(n_p, n_e, dict(meta["settings"]), columns, read("specificity.npy"), about,
                AppendedRows(np.asarray(base.triple_ends), read("triple_ends_tail.npy")), names,
                int(meta["n_mention_keys"]), usable if isinstance(usable, int) else None, delta_layout=layout,
                base_meta=dict(delta["base"]), holds_ner=base.holds_ner)

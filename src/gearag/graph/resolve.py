@@ -50,9 +50,9 @@ passage–entity edges).
 
 Output: the passage graph's sources (the about terms, entity → passage, each
 raw with the lexicon name it goes through; the mentions, passage → entity;
-:mod:`gearag.graph.scaled`). This module holds
-the rules (the lexicon's tiers, usable keys, the containment share); the resolution of a corpus is derived as a delta
-(:func:`gearag.derive.delta_resolve.resolve_delta`): a build's over an empty
+:mod:`gearag.graph.scaled`). This module holds the rules (the lexicon's
+tiers, usable keys, the containment share); the resolution of a corpus is
+derived as a delta (:func:`gearag.derive.delta_resolve.resolve_delta`): a build's over an empty
 index, an add's over the last full generation, with the NER spans' entities
 onto a build's (:func:`span_entities`). The tests' oracle ``resolve_corpus``
 (``tests/oracles.py``) is the same rules as one plain pass over the corpus, its
