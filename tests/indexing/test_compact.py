@@ -69,3 +69,27 @@ def test_merged_token_indices_are_the_index_of_the_merged_rows() -> None:
     want = TokenIndex.compute([a[0], a[2], *b])
     for name in ("hashes", "indptr", "rows"):
         np.testing.assert_array_equal(getattr(merged, name), getattr(want, name), err_msg=name)
+
+
+def test_the_merged_shards_token_ids_are_its_live_rows_tokens(tmp_path: Path) -> None:
+    """The merged shard's BM25 token ids (one vocabulary over the shards', their deleted rows left out) read as
+    the same words, document by document, as a build of its passages and triples stores."""
+    from gearag.store.collection import PASSAGES, TRIPLES
+    from gearag.store.shards import read_tokens
+
+    use_stub_extractor(StubExtractor())
+    passages, _ = _passages(30, 0)
+    root = tmp_path / "idx"
+    build_index(passages[:12], root, STUB)
+    add_documents(root, passages[12:])
+    delete_documents(root, [passages[i].id for i in (0, 7, 13, 29)])
+    (ref,) = compact(root).manifest["shards"]
+    merged = root / "shards" / ref["name"]
+    shard = Index.load(merged)
+    rebuilt = build_index(list(shard.passages), tmp_path / "rebuilt", STUB)
+    for coll in (PASSAGES, TRIPLES):
+        n = len(shard.passages) if coll == PASSAGES else len(shard.triples)
+        got, want = read_tokens(merged, coll, n), read_tokens(rebuilt.path, coll, n)
+        assert len(got.indptr) == len(want.indptr) == n + 1
+        for doc in range(n):
+            assert [got.vocab[i] for i in got.doc(doc)] == [want.vocab[i] for i in want.doc(doc)], (coll, doc)

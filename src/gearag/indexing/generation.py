@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from gearag.arrays import offsets
 from gearag.config import IndexConfig
 from gearag.derive import union_files
 from gearag.derive.rekey import OldShard, rekeyed_state
@@ -302,10 +301,8 @@ def write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], 
         if coll == TRIPLES:
             spec["sources"] = "arrays/triple_passage.npy"
         collections[coll] = spec
-        vocab, docs = u.tokens(coll, paths)
-        indptr = offsets([len(d) for d in docs])
-        ids = (np.concatenate(docs) if docs else np.zeros(0)).astype(np.int32)
-        write_token_ids(w, coll, vocab, ids, indptr)
+        toks = u.tokens(coll, paths)
+        write_token_ids(w, coll, toks.vocab, toks.ids, toks.indptr)
     if keeps_ner_spans(config.resolve):  # the live rows' spans
         w.write_jsonl(NER_SPANS, union_spans(shard_columns(refs, list(u.shards), u), len(u.passages)))
     first = u.shards[0].manifest

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from gearag.arrays import row_offsets
+from gearag.arrays import offsets, row_offsets
 from gearag.config import IndexConfig
 from gearag.data.jsonio import load_json
 from gearag.errors import IndexFormatError
@@ -323,18 +323,22 @@ class Union:
         return StackedRows([get(s.collections[collection]) for s in self.shards],
                            [self.rows(collection, i) for i in range(len(self.shards))])
 
-    def tokens(self, collection: str, paths: list[Path]) -> tuple[list[str], list[np.ndarray]]:
-        """Live documents' BM25 token ids over one merged vocabulary."""
+    def tokens(self, collection: str, paths: list[Path]) -> Tokens:
+        """Live documents' BM25 token ids over one merged vocabulary (the shards' words in first-seen order), as
+        whole arrays: no array per document (17M of them for a million passages' triples)."""
         vocab: dict[str, int] = {}
-        docs: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
         for i, (shard, spath) in enumerate(zip(self.shards, paths, strict=True)):
             n = len(shard.passages) if collection == PASSAGES else len(shard.triples)
             toks = read_tokens(spath, collection, n)
-            remap = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks.vocab), dtype=np.int64,
+            remap = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks.vocab), dtype=np.int32,
                                 count=len(toks.vocab))
-            for row in np.flatnonzero(self.rows(collection, i)):
-                docs.append(remap[toks.doc(int(row))])
-        return list(vocab), docs
+            keep, counts = self.rows(collection, i), np.diff(toks.indptr)
+            ids.append(remap[toks.ids if keep.all() else toks.ids[np.repeat(keep, counts)]])
+            lengths.append(counts[keep])
+        return Tokens(list(vocab), np.concatenate(ids) if ids else np.zeros(0, np.int32),
+                      offsets(np.concatenate(lengths) if lengths else np.zeros(0, np.int64)))
 
 
 def union_of(names: list[str], shards: list[Index], tombstones: dict[str, np.ndarray]) -> Union:

@@ -20,6 +20,7 @@ import numpy as np
 
 from gearag import setops
 from gearag.arrays import offsets
+from gearag.store.npy import release_rows
 
 
 class LiveParts:
@@ -128,6 +129,12 @@ class StackedRows:
         return whole if dtype is None else whole.astype(dtype, copy=False)
 
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
-        """The union in blocks of at most ``rows`` rows, in order (for writing it out without holding it)."""
+        """The union in blocks of at most ``rows`` rows, in order (for writing it out without holding it: the
+        mapped pages each block read are let go once it is taken, :func:`~gearag.store.npy.release_rows`)."""
         for start in range(0, len(self), rows):
-            yield self.take(np.arange(start, min(start + rows, len(self)), dtype=np.int64))
+            block = np.arange(start, min(start + rows, len(self)), dtype=np.int64)
+            yield self.take(block)
+            part, stored = self.live_parts.locate(block)
+            for j in setops.unique(part).tolist():
+                read = stored[part == j]
+                release_rows(self.parts[j], int(read.min()), int(read.max()) + 1)
