@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag import setops
-from gearag.derive.delta_resolve import Entries, base_entities, base_terms_by_name, contained_terms, pages_of
+from gearag.derive.delta_resolve import Entries, base_entities, base_terms_by_name, contained_terms
 from gearag.derive.text_mentions import end_mentions, rows_holding, scanned_again
 from gearag.derive.union_resolve import (
     NameStats,
@@ -45,7 +45,7 @@ from gearag.derive.union_resolve import (
     grown_lexicon,
     shrunk,
 )
-from gearag.graph.delta_apply import Deletion, ResolutionDelta, net_weights
+from gearag.graph.delta_apply import Deletion, ResolutionDelta, entries_of, net_weights
 from gearag.graph.layered import LayeredCsr, NodeLayout
 from gearag.graph.prepared import PreparedGraph
 from gearag.graph.scaled import ABOUT_SOURCE
@@ -70,10 +70,7 @@ def _replaced_rows(base: Csr, rows: np.ndarray, keep: np.ndarray,
                    extra: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, ...]:
     """Rows ``rows`` of ``base`` as entries (row, target, weight, scale id), those with ``keep[target]`` false
     dropped; with ``extra`` entries (signed weights) summed in and every key left at 0 or below dropped."""
-    counts, idx, data, sids = base.gather(rows)
-    row, target = np.repeat(rows, counts), np.asarray(idx, dtype=np.int64)
-    weight = np.asarray(data, dtype=np.float64)
-    sid = np.asarray(sids, dtype=np.int64) if sids is not None else np.zeros(len(row), dtype=np.int64)
+    row, target, weight, sid = entries_of(base, rows)
     mine = keep[target]
     row, target, weight, sid = row[mine], target[mine], weight[mine], sid[mine]
     if extra is None:
@@ -110,7 +107,7 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     lexicon = grown_lexicon(passages, small.state, len(passages))
     names = lexicon.names
     matcher = NameLookup(names, lexicon.ids, (old.longest, len(names)) if old.longest is not None else None)
-    stats, rescanned = endpoint_name_stats(inputs._replace(prior=small), small, lexicon, matcher, vanished, lost)
+    stats, rescanned = endpoint_name_stats(inputs._replace(prior=small), lexicon, matcher, vanished, lost)
     # -- entity ids: the base's kept; a vanished lexicon name still an endpoint keeps its id ----------------
     alive = new_id[:-1] >= 0
     lex_entity = np.zeros(len(names), dtype=np.int64)
@@ -160,16 +157,15 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     keep[dead_rows] = False
     terms = Entries()
     w_rows, w_names, w_shares = stats.contained(whole.astype(np.int64))
-    pages = pages_of(w_names, len(names), None, (k.astype(np.int64), old_row[r], w), lex_entity)
-    contained_terms(terms, pages, entity[w_rows], w_names, w_shares, lex_entity)
+    contained_terms(terms, entity[w_rows], w_names, w_shares, len(names), None, (k.astype(np.int64), old_row[r], w),
+                    lex_entity)
     # -- relations: the deleted triples' pairs taken away from their ends' rows -------------------------------
     gone_rows, gone_cols = relation_pairs(np.asarray(base_ends)[~live_triples])
     ends_of = setops.unique(gone_rows)
     relations = Entries()
     relations.add(*_replaced_rows(b_relations, ends_of, np.ones(e, dtype=bool),
                                   (gone_rows, gone_cols, -np.ones(len(gone_rows)), np.zeros(len(gone_rows), np.int64))))
-    moved = np.flatnonzero(scale[: len(base_scale)] != base_scale) - 1
-    by_name = base_terms_by_name(b_terms, prior.names, old_lex_entity, base_entity, moved, len(base_scale))
+    by_name = base_terms_by_name(b_terms, prior.names, old_lex_entity, base_entity, scale, base_scale)
     dropped = holes[setops.isin(holes, np.asarray(base.names.name_ids, dtype=np.int64))]
     layout = NodeLayout.plain(n_p, e)
     layered: dict[str, LayeredCsr] = {

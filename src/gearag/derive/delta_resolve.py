@@ -49,7 +49,6 @@ from gearag.derive.text_mentions import end_mentions
 from gearag.derive.union_resolve import (
     GrownLexicon,
     NameStats,
-    PagesByName,
     ResolveInputs,
     ResolveState,
     endpoint_name_stats,
@@ -111,29 +110,32 @@ def _own_pages(terms: Csr, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return at[own], np.asarray(idx, dtype=np.int64)[own], np.asarray(data, dtype=np.float64)[own]
 
 
-def pages_of(names: np.ndarray, n_prior: int, terms: Csr | None,
-           added: tuple[np.ndarray, np.ndarray, np.ndarray], lex_entity: np.ndarray) -> PagesByName:
-    """Every page of lexicon names ``names`` after the add (the base's, from its about ``terms``, and the new;
-    ``terms`` None: the new pages only), grouped by name; ``lex_entity``: each lexicon name's entity id."""
-    names = setops.unique(np.asarray(names, dtype=np.int64))
-    old = names[names < n_prior] if terms is not None else names[:0]
-    at, rows, weights = _own_pages(terms, lex_entity[old]) if terms is not None else (old, old,
-                                                                                      old.astype(np.float64))
+def contained_terms(terms: Entries, owners: np.ndarray, contained: np.ndarray, shares: np.ndarray, n_prior: int,
+                    base_terms: Csr | None, added: tuple[np.ndarray, np.ndarray, np.ndarray],
+                    lex_entity: np.ndarray) -> None:
+    """Add to ``terms`` the about terms of (owner, contained lexicon name, share) triples: an endpoint-only name
+    is about the pages of the lexicon names it contains, a term over each page of the name, in that order, raw
+    weight ``share · w`` rounded as it is stored. A name's pages after the add: the base's (its own terms in
+    ``base_terms``; None: none read) and the new ``added`` entries; ``lex_entity``: each lexicon name's entity
+    id."""
+    names = setops.unique(np.asarray(contained, dtype=np.int64))  # every page of these, grouped by name
+    old = names[names < n_prior] if base_terms is not None else names[:0]
+    at, rows, weights = _own_pages(base_terms, lex_entity[old]) if base_terms is not None else (old, old,
+                                                                                                old.astype(np.float64))
     pos_old = np.searchsorted(names, old)[at]
     k, r, w = added
     mine = setops.isin(k, names)
     pos = np.concatenate([pos_old, np.searchsorted(names, k[mine].astype(np.int64))])
     by = np.argsort(pos, kind="stable")
     ptr = row_offsets(pos, len(names))
-    return PagesByName(ptr, np.concatenate([rows, r[mine]])[by], np.concatenate([weights, w[mine]])[by], names)
-
-
-def contained_terms(terms: Entries, pages: PagesByName, owners: np.ndarray, contained: np.ndarray,
-                     shares: np.ndarray, lex_entity: np.ndarray) -> None:
-    """Add to ``terms`` the about terms of (owner, contained name, share) triples over each page of the name
-    (:meth:`~gearag.derive.union_resolve.PagesByName.about`), their raw weights rounded as they are stored."""
-    o, pas, raw, via = pages.about(owners, contained.astype(np.int64), np.asarray(shares, dtype=np.float64))
-    terms.add(o, pas, raw.astype(np.float32).astype(np.float64), 1 + lex_entity[via])
+    page_rows, page_weights = np.concatenate([rows, r[mine]])[by], np.concatenate([weights, w[mine]])[by]
+    via = contained.astype(np.int64)
+    at = np.searchsorted(names, via)
+    spans = ptr[at + 1] - ptr[at]
+    pos = ranges(ptr[at], spans)
+    raw = np.repeat(np.asarray(shares, dtype=np.float64), spans) * page_weights[pos]
+    terms.add(np.repeat(owners, spans), page_rows[pos], raw.astype(np.float32).astype(np.float64),
+              1 + lex_entity[np.repeat(via, spans)])
 
 
 def _same_cont(a: NameStats, b: NameStats, rows: np.ndarray) -> np.ndarray:
@@ -169,7 +171,7 @@ def base_entities(base_stats: NameStats, base_lex: np.ndarray | None, n_prior: i
         if max(int(base_entity.max(initial=-1)), int(lex_entity.max(initial=-1))) >= e_base:
             return None  # (below it: a delete left the last entities with no edge, their ids kept)
     elif base_lex is None:
-        base_entity = base_stats.entities(n_prior)[0][:-1]  # ordered again
+        base_entity = base_stats.entities(n_prior)[:-1]  # ordered again
         if n_prior + int(np.count_nonzero(base_entity >= n_prior)) != e_base:
             return None
     else:
@@ -279,7 +281,7 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph, previous_scan: Tex
     matcher = NameLookup(names, lexicon.ids, (old.longest, n_prior) if old.longest is not None else None)
     touched = names[n_prior:]  # names new to the lexicon: what they occur in is scanned again
     name_ends = [t.name_ends for t in tables]
-    stats, rescanned = endpoint_name_stats(inputs, prior, lexicon, matcher, touched, np.zeros(0, dtype=np.int64))
+    stats, rescanned = endpoint_name_stats(inputs, lexicon, matcher, touched, np.zeros(0, dtype=np.int64))
     ids = _numbering(stats, prior.names, vocab, names, n_prior, old.lex_entity, base.n_entities, len(passages),
                      prior.new_from)
     if ids is None:
@@ -299,9 +301,7 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph, previous_scan: Tex
     new_names = _new_names(base, names, vocab, ids, n_prior) if hash_names else (base.names, 0)
     if new_names is None:
         return None
-    moved = np.flatnonzero(scale[: len(base_scale)] != base_scale) - 1  # lexicon names whose scale the add moved
-    by_name = base_terms_by_name(b_terms, prior.names, ids.lex_entity[:n_prior], ids.base_entity, moved,
-                                 len(base_scale))
+    by_name = base_terms_by_name(b_terms, prior.names, ids.lex_entity[:n_prior], ids.base_entity, scale, base_scale)
     stats.entity = ids.entity[:-1].astype(np.int32)
     delta = ResolutionDelta(layout, mentions, terms, relations, scale, ends_tail.astype(np.int32), new_names[0],
                             n_usable + new_names[1], by_name)
@@ -309,11 +309,14 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph, previous_scan: Tex
 
 
 def base_terms_by_name(b_terms: Csr, base_stats: NameStats, lex_entity: np.ndarray, base_entity: np.ndarray,
-                       moved: np.ndarray, n_scales: int) -> TermsByName:
-    """The base's terms read with the scales of the entities ``moved`` (``1 + x``: lexicon names), as
-    :class:`TermsByName` with the other scale ids empty: each name's own terms and those of the base's endpoint
-    names containing it (its containment rows searched for them), without regrouping every term (~1 s at a
-    million passages). ``lex_entity``: the base's lexicon names' entity ids; ``base_entity``: its endpoint names'."""
+                       scale: np.ndarray, base_scale: np.ndarray) -> TermsByName:
+    """The base's terms read with the scales the change moved (the entities whose ``scale[1 + x]`` differs from
+    ``base_scale``'s: lexicon names), as :class:`TermsByName` with the other scale ids empty: each name's own
+    terms and those of the base's endpoint names containing it (its containment rows searched for them), without
+    regrouping every term (~1 s at a million passages). ``lex_entity``: the base's lexicon names' entity ids;
+    ``base_entity``: its endpoint names'."""
+    n_scales = len(base_scale)
+    moved = np.flatnonzero(scale[:n_scales] != base_scale) - 1
     moved_lex = np.flatnonzero(setops.isin(lex_entity, moved))  # the base lexicon names among them
     hit = np.flatnonzero(setops.isin(np.asarray(base_stats.cont_name), moved_lex))
     containing = base_entity[np.searchsorted(base_stats.cont_ptr, hit, side="right") - 1]
@@ -360,15 +363,14 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     scanned = scanned[setops.isin(scanned, base_ep)]
     changed = scanned[~_same_cont(base_stats, stats, scanned)]
     w_rows, w_names, w_shares = stats.contained(np.concatenate([changed, ids.new_ep]).astype(np.int64))
-    contained_terms(terms, pages_of(w_names, n_prior, b_terms, added, lex_entity), entity[w_rows], w_names, w_shares,
-                     lex_entity)
+    contained_terms(terms, entity[w_rows], w_names, w_shares, n_prior, b_terms, added, lex_entity)
     hit = np.flatnonzero(setops.isin(np.asarray(stats.cont_name), old_gained))  # the one union-size search
     h_rows = np.searchsorted(stats.cont_ptr, hit, side="right") - 1
     grows = setops.isin(h_rows, base_ep) & ~setops.isin(h_rows, changed)
     hit, h_rows = hit[grows], h_rows[grows]
     h_names = np.asarray(stats.cont_name)[hit].astype(np.int64)
-    contained_terms(terms, pages_of(h_names, n_prior, None, added, lex_entity), entity[h_rows], h_names,
-                     np.asarray(stats.cont_share)[hit], lex_entity)
+    contained_terms(terms, entity[h_rows], h_names, np.asarray(stats.cont_share)[hit], n_prior, None, added,
+                    lex_entity)
     kind_changed = lex_entity[n_prior + np.flatnonzero(~ids.fresh)]  # base endpoint-only names, lexicon names now
     replaced = np.concatenate([entity[changed], kind_changed]).astype(np.int64)
     return terms.layered(b_terms, ids.layout.n_entities, replaced), scale

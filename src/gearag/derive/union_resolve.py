@@ -201,17 +201,17 @@ class NameStats:
         ep = np.flatnonzero((self.first >= 0) & (self.lex < 0) & among)
         return ep[np.argsort(self.first[ep], kind="stable")]
 
-    def entities(self, n_names: int) -> tuple[np.ndarray, np.ndarray]:
+    def entities(self, n_names: int) -> np.ndarray:
         """Each name's entity id in a resolution of ``n_names`` lexicon names (its lexicon id, or for an
         endpoint-only name ``n_names +`` its rank by first appearance; -1: not live), with -1 appended (read
-        for -1); and the endpoint-only names in that order."""
+        for -1)."""
         live = self.first >= 0
         ep = self.endpoint_only()
         entity = np.full(len(self.lex) + 1, -1, dtype=np.int64)
         named = live & (self.lex >= 0)
         entity[:-1][named] = self.lex[named]
         entity[ep] = n_names + np.arange(len(ep), dtype=np.int64)
-        return entity, ep
+        return entity
 
     def write(self, w: IndexWriter) -> None:
         for name in self.FILES:
@@ -235,27 +235,6 @@ class NameStats:
             entity = None
         return cls(first, lex, scanned, ptr, name, share,
                    entity=entity if entity is not None and len(entity) == n_names else None)
-
-
-class PagesByName(NamedTuple):
-    """Lexicon names' pages grouped by name: the ``i``-th name's are ``rows[ptr[i]:ptr[i + 1]]``, with their tier
-    weights; the ``i``-th name is ``names[i]`` (sorted), or name ``i`` when ``names`` is None (every name)."""
-
-    ptr: np.ndarray
-    rows: np.ndarray
-    weights: np.ndarray
-    names: np.ndarray | None = None
-
-    def about(self, owners: np.ndarray, contained: np.ndarray,
-              shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """An endpoint-only name is about the pages of the lexicon names it contains: for each (owner, contained
-        name, share), a term over each page of that name, in that order: (owner, passage, raw weight
-        ``share · w``, the contained name)."""
-        at = contained if self.names is None else np.searchsorted(self.names, contained)
-        spans = self.ptr[at + 1] - self.ptr[at]
-        pos = ranges(self.ptr[at], spans)
-        return (np.repeat(owners, spans), self.rows[pos], np.repeat(shares, spans) * self.weights[pos],
-                np.repeat(contained, spans))
 
 
 @dataclass(frozen=True)
@@ -295,10 +274,8 @@ class GrownLexicon(NamedTuple):
     n_prior: int  #: how many names the prior had
     added: tuple[np.ndarray, np.ndarray, np.ndarray]  #: the new passages' entries: name id, union row, tier weight
 
-    def entries(self, old: ResolveState | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def entries(self, old: ResolveState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every entry of the grown lexicon: ``old``'s (the state it grew from), then :attr:`added`."""
-        if old is None:
-            return self.added
         k, r, w = (np.concatenate([o, a]) for o, a in zip(old.lex, self.added, strict=True))
         return k, r, w
 
@@ -359,13 +336,13 @@ class ResolveInputs(NamedTuple):
     name_indices: Sequence[TokenIndex] = ()
 
 
-def endpoint_name_stats(inputs: ResolveInputs, prior: Prior | None, lexicon: GrownLexicon, matcher: NameLookup,
-                        touched: list[str], lost: np.ndarray) -> tuple[NameStats, np.ndarray]:
-    """The union's :class:`NameStats`: ``prior``'s (when it has them) with the later shards' triples
+def endpoint_name_stats(inputs: ResolveInputs, lexicon: GrownLexicon, matcher: NameLookup, touched: list[str],
+                        lost: np.ndarray) -> tuple[NameStats, np.ndarray]:
+    """The union's :class:`NameStats`: ``inputs.prior``'s (when it has them) with the later shards' triples
     counted, ``lexicon``'s new names given their ids, and the names a new or deleted (``touched``) lexicon name
     may occur in scanned again; ``lost``: names whose first appearance a delete removed (found again here). With
     the names whose containment rows were scanned (again)."""
-    (tables, triple_keep, _), vocab = inputs.live, inputs.vocab
+    (tables, triple_keep, _), vocab, prior = inputs.live, inputs.vocab, inputs.prior
     name_ends = [t.name_ends for t in tables]
     names, ids, n_prior_names = lexicon.names, lexicon.ids, lexicon.n_prior
     known = prior.names if prior is not None else None

@@ -87,17 +87,7 @@ def rows_that_differ(base: Csr, new: Csr) -> LayeredCsr:
                                    np.asarray(idx, dtype=np.int64), np.asarray(data), np.zeros(len(idx), np.int64))
 
 
-class _Changes(NamedTuple):
-    """Entries a layered matrix gained and lost against its base: row, target, weight, scale id."""
-
-    row: np.ndarray
-    target: np.ndarray
-    data: np.ndarray
-    sid: np.ndarray
-    gained: np.ndarray  #: bool per entry: gained (else lost)
-
-
-def _entries(m: Csr, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def entries_of(m: Csr, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Rows ``rows`` of ``m`` flat: (row, target, float64 weight, scale id) per entry."""
     counts, idx, data, sids = m.gather(np.asarray(rows, dtype=np.int64))
     sid = np.zeros(len(idx), dtype=np.int64) if sids is None else np.asarray(sids, dtype=np.int64)
@@ -149,45 +139,46 @@ def _by_key(row: np.ndarray, target: np.ndarray, sid: np.ndarray) -> np.ndarray:
     return by
 
 
-def _changes(m: LayeredCsr) -> _Changes:
-    """What ``m``'s delta changed: appended and new rows gain their delta entries; a replaced row gains and
-    loses the difference, per (target, scale id), between its delta row and its base row."""
+def _changes(m: LayeredCsr) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What ``m``'s delta changed, as entries it gained and lost against its base: (row, target, weight, scale id,
+    and whether gained, else lost) per entry. Appended and new rows gain their delta entries; a replaced row gains
+    and loses the difference, per (target, scale id), between its delta row and its base row."""
     where = np.asarray(m.where)
     listed = np.flatnonzero(where >= 0)
     appends = np.asarray(m.appends)[listed] if m.appends is not None else np.zeros(len(listed), dtype=bool)
     replaced = listed[(listed < m.base.n_rows) & ~appends]
     kept = listed[~setops.isin(listed, replaced)]
-    _, t, d, s = _entries(m.delta, where[kept])
+    _, t, d, s = entries_of(m.delta, where[kept])
     parts = [(np.repeat(kept, m.delta.counts(where[kept])), t, d, s)]  # delta rows named as the layered rows
     if len(replaced):
-        br, bt, bd, bs = _entries(m.base, replaced)
-        _, dt, dd, ds = _entries(m.delta, where[replaced])
+        br, bt, bd, bs = entries_of(m.base, replaced)
+        _, dt, dd, ds = entries_of(m.delta, where[replaced])
         dr = np.repeat(replaced, m.delta.counts(where[replaced]))
         row, target, sid, net = net_weights(np.concatenate([br, dr]), np.concatenate([bt, dt]),
                                             np.concatenate([bs, ds]), np.concatenate([-bd, dd]))
         moved = net != 0
         parts.append((row[moved], target[moved], net[moved], sid[moved]))
     row, target, data, sid = (np.concatenate(p) for p in zip(*parts, strict=True))
-    return _Changes(row, target, np.abs(data), sid, data > 0)
+    return row, target, np.abs(data), sid, data > 0
 
 
-def _transposed(base_t: Csr, changes: _Changes, n_rows: int, scaled: bool) -> LayeredCsr:
-    """The transpose of a layered matrix whose changes are ``changes``, over the base's transpose ``base_t``:
-    a row gains what the other way gained (appended), and a row that lost an entry is replaced."""
+def _transposed(base_t: Csr, m: LayeredCsr, n_rows: int) -> LayeredCsr:
+    """The transpose of ``m`` over the base's transpose ``base_t``: a row gains what ``m`` gained the other way
+    (appended), and a row that lost an entry is replaced."""
     n_base = base_t.n_rows
-    row, target = changes.target, changes.row  # transposed
-    lost_rows = setops.unique(row[~changes.gained])
+    target, row, data, sid, up = _changes(m)  # transposed
+    lost_rows = setops.unique(row[~up])
     replaced = lost_rows[lost_rows < n_base]
-    gained = changes.gained & ~setops.isin(row, replaced)
-    g_row, g_target, g_data, g_sid = row[gained], target[gained], changes.data[gained], changes.sid[gained]
+    gained = up & ~setops.isin(row, replaced)
+    g_row, g_target, g_data, g_sid = row[gained], target[gained], data[gained], sid[gained]
     parts = [(g_row, g_target, g_data, g_sid)]
     if len(replaced):  # the base row, with the changes' weights added and taken away, per (target, scale id)
-        br, bt, bd, bs = _entries(base_t, replaced)
+        br, bt, bd, bs = entries_of(base_t, replaced)
         mine = setops.isin(row, replaced)
-        signs = np.where(changes.gained[mine], 1.0, -1.0)
+        signs = np.where(up[mine], 1.0, -1.0)
         r2, t2, s2, net = net_weights(np.concatenate([br, row[mine]]), np.concatenate([bt, target[mine]]),
-                                      np.concatenate([bs, changes.sid[mine]]),
-                                      np.concatenate([bd, signs * changes.data[mine]]))
+                                      np.concatenate([bs, sid[mine]]),
+                                      np.concatenate([bd, signs * data[mine]]))
         keep = net > 0
         parts.append((r2[keep], t2[keep], net[keep], s2[keep]))
     row, target, data, sid = (np.concatenate(p) for p in zip(*parts, strict=True))
@@ -321,8 +312,7 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | 
             whole = rows[kind.transpose_of].delta_only
             # A build's: its source transposed at once (a counting sort, not a list of every entry's change).
             rows[kind.name] = LayeredCsr.of_delta(base_t, transposed(whole, n_rows)) \
-                if whole is not None and not base_t.n_rows else _transposed(base_t, _changes(rows[kind.transpose_of]),
-                                                                            n_rows, kind.scaled)
+                if whole is not None and not base_t.n_rows else _transposed(base_t, rows[kind.transpose_of], n_rows)
     if set(by_source) != set(rows):
         return None
     sources = tuple(s._replace(rows=rows[s.name]) for s in cols.sources)
