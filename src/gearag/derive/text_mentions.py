@@ -5,7 +5,7 @@ names: :meth:`~gearag.graph.trie.NameLookup.scan`) change only where it holds
 every token of a lexicon name new (or gone) since they were found: each
 shard's token index (:class:`~gearag.derive.token_index.TokenIndex`) finds
 those rows (:func:`rows_holding`), and only they and the new passages are
-scanned again (:func:`text_matches`). Used by a delta add's resolution
+scanned again (:func:`scanned_again`). Used by a delta add's resolution
 (:mod:`gearag.derive.delta_scan`) and a delete's.
 """
 
@@ -34,25 +34,19 @@ def rows_holding(indices: Sequence[tuple[TokenIndex, np.ndarray]], touched: list
     return found
 
 
-def text_matches(passages: Sequence[Passage], rows: Sequence[int], matcher: NameLookup) -> tuple[np.ndarray,
-                                                                                                  np.ndarray]:
-    """The lexicon names ``matcher`` finds, written as names, in the texts of passages ``rows`` (in that order):
-    (passage row, lexicon id) per match, int64."""
-    found_rows, found_names = array("q"), array("q")
-    if matcher.size:
-        for row in rows:
-            for m in matcher.scan(tokens(passages[row].text), require_capital=True):
-                found_rows.append(row)
-                found_names.append(m.name)
-    return np.frombuffer(found_rows, dtype=np.int64), np.frombuffer(found_names, dtype=np.int64)
-
-
 def scanned_again(passages: Sequence[Passage], old: tuple[np.ndarray, np.ndarray] | None, rescan: set[int],
                   matcher: NameLookup) -> tuple[np.ndarray, np.ndarray]:
     """``old``'s text mentions (rows and names; None: none) outside the rows ``rescan``, and those rows' found
-    again with ``matcher``: (passage row, lexicon id) per mention, in row order (the rows scanned again are
-    merged in; an older gearag's state is sorted once), so the mention matrix need not sort them."""
-    scanned = text_matches(passages, sorted(rescan), matcher)
+    again with ``matcher`` (the lexicon names written as names in their texts): (passage row, lexicon id) per
+    mention, in row order (the rows scanned again are merged in; an older gearag's state is sorted once), so
+    the mention matrix need not sort them."""
+    found_rows, found_names = array("q"), array("q")
+    if matcher.size:
+        for row in sorted(rescan):
+            for m in matcher.scan(tokens(passages[row].text), require_capital=True):
+                found_rows.append(row)
+                found_names.append(m.name)
+    scanned = np.frombuffer(found_rows, dtype=np.int64), np.frombuffer(found_names, dtype=np.int64)
     if old is None:
         return scanned
     kept = ~setops.isin(old[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))

@@ -21,10 +21,13 @@ triples) or flips the fallback, no delta can say it, and the whole graph is
 derived from the statistics instead, numbered as a build numbers it.
 
 A build is this over its passages as one shard from nothing
-(:func:`corpus_triple_graph`); a delete or a compact derives it from nothing
-over the stored tables (at a million passages ~9 s against ~7 s counted
-onto the statistics, on a thread beside the resolution:
-docs/benchmarks-log.md, "The triple graph: one derivation").
+(:func:`corpus_triple_graph`); a delete derives it from nothing over the
+stored tables (at a million passages ~9 s against ~7 s counted onto the
+statistics, on a thread beside the resolution: docs/benchmarks-log.md, "The
+triple graph: one derivation"). A compact derives nothing: the union is
+unchanged, so its generation hard-links the graph and re-keys the state
+(:mod:`gearag.derive.rekey`; where it cannot, the generation is derived as a
+build's).
 """
 
 from __future__ import annotations
@@ -167,18 +170,6 @@ def named_ends(tables: Sequence[EndpointTable], keep: Sequence[np.ndarray], name
     return np.ones_like(named) if named_all else named
 
 
-def count_keys(stats: KeyStats, ends: np.ndarray, named: np.ndarray, owner: np.ndarray, start: int) -> np.ndarray:
-    """Count the live triples from position ``start`` on (``ends``, ``named``, ``owner``: theirs) into ``stats``:
-    the keys' first appearances and their passages (the triples are in no counted shard, so their pairs add to
-    the counts); which ends counted."""
-    ok = named & (ends >= 0)
-    positions = np.arange(start, start + len(ends), dtype=np.int64)
-    for side in (0, 1):
-        first_seen(stats.first[:, side], ends[:, side][ok[:, side]], positions[ok[:, side]])
-    stats.passages += passages_per_key(ends, owner, ok, len(stats.passages))
-    return ok
-
-
 def triple_graph(config: GraphConfig, inputs: TripleInputs, base: TripleGraph | None = None, base_passages: int = 0,
                  whole: bool = True) -> tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None:
     """The union's triple graph (module docstring), with the key statistics after it (their entity ids the
@@ -197,7 +188,13 @@ def triple_graph(config: GraphConfig, inputs: TripleInputs, base: TripleGraph | 
     new = union_ends(vocab.remaps[counted:], [t.ends for t in tables[counted:]], triple_keep[counted:])
     named = named_ends(tables[counted:], triple_keep[counted:], named_all)
     stats = KeyStats.grown(prior, len(vocab.items), named_all)
-    ok = count_keys(stats, new, named, np.asarray(owner)[start:], start)
+    # The new triples counted into the statistics: the keys' first appearances and their passages (in no counted
+    # shard, so their pairs add to the counts); ``ok``: which ends counted.
+    ok = named & (new >= 0)
+    positions = np.arange(start, start + len(new), dtype=np.int64)
+    for side in (0, 1):
+        first_seen(stats.first[:, side], new[:, side][ok[:, side]], positions[ok[:, side]])
+    stats.passages += passages_per_key(new, np.asarray(owner)[start:], ok, len(stats.passages))
     hub = hub_keys(config, stats.passages, inputs.n_passages)
     if base is not None and prior is not None:
         appended = _appended(base, prior, stats, hub, new, ok, start, base_passages, config, vocab)

@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -203,7 +202,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
 
     deleted = prior.removal is not None
     kinds = keyed_kinds(config.resolve, onto_nothing=before is None)
-    if (before is not None and done.get("union") != UNION_VERSION) or kinds is None or (deleted and not keep_state):
+    if (before is not None and done.get("union") != UNION_VERSION) or kinds is None:
         return UnionDelta(None, None)  # an add to an index with NER mentions is derived from nothing
     tables_from = tables_from or before
     triples = _union_triples(w, shards, union, tables_from)
@@ -225,6 +224,15 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
 
     def make_graph() -> tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None:
         return triple_graph(config.graph, made_inputs if made_inputs is not None else graph_inputs(), *graph_args)
+
+    def made_after() -> LayeredTripleGraph | TripleGraph:
+        """The triple graph made whole (a build's, ``overlap=False``), its key statistics written with the state
+        (``keep_state``)."""
+        made = make_graph()
+        assert made is not None, "a generation written whole holds its triple graph"
+        if keep_state:
+            made[1].write(w)
+        return made[0]
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") as pool:
         pending = pool.submit(make_graph) if overlap else None
@@ -262,11 +270,10 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         assert state is not None
         state.write(w)
         resolved.stats.write(w)
-    kept = w if keep_state else None
     if not overlap:
-        return UnionDelta(delta, None, edges, partial(_made_after, make_graph, kept))
-    if graph is not None and kept is not None:
-        graph[1].write(kept)
+        return UnionDelta(delta, None, edges, made_after)
+    if graph is not None and keep_state:
+        graph[1].write(w)
     return UnionDelta(delta, graph[0] if graph is not None else None, edges)
 
 
@@ -297,17 +304,6 @@ def _onto_build(delta: ResolutionDelta, keys: list[str | None], state: ResolveSt
                           mentions=LayeredCsr.of_delta(delta.mentions.base, src.mentions),
                           terms=LayeredCsr.of_delta(delta.terms.base, src.terms),
                           relations=LayeredCsr.of_delta(delta.relations.base, src.relations)), src.keys, src.counts
-
-
-def _made_after(make_graph: Callable[[], tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None],
-                w: IndexWriter | None) -> LayeredTripleGraph | TripleGraph:
-    """The triple graph ``make_graph`` makes whole (a build's), its key statistics written into ``w`` (None: not
-    kept)."""
-    made = make_graph()
-    assert made is not None, "a generation written whole holds its triple graph"
-    if w is not None:
-        made[1].write(w)
-    return made[0]
 
 
 def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,

@@ -46,7 +46,7 @@ from gearag.graph.config import PassageGraphConfig
 from gearag.graph.edge_kinds import EDGE_KINDS, transition_sources
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
-from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, Source, normalised, reweighted
+from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, Source, reweighted
 from gearag.graph.transition import Csr, Normalised, entity_relations, rows_matrix
 from gearag.graph.trie import HashedNames, key_hashes
 from gearag.store.index import BASE_DIR
@@ -56,7 +56,6 @@ from gearag.store.npy import load_npy, unwrapped
 if TYPE_CHECKING:
     from gearag.store.interface import IndexStore
 
-#: Where an index keeps its prepared graph, under its graph directory.
 #: Version of the stored arrays: bump when what they hold, or the hash of the names, changes. Version 2 stores the
 #: passage-node transition raw, with scale ids and per-node column sums (:mod:`gearag.graph.scaled`).
 PREPARED_VERSION = 2
@@ -118,10 +117,13 @@ class PreparedGraph:
 
     def about_rows(self, entities: np.ndarray) -> sparse.csr_matrix:
         """The about weights of ``entities`` (rows: entities as given, columns: passages), normalised."""
-        rows = np.asarray(entities, dtype=np.int64)
-        counts, indices, data, sids = self.about.gather(rows)
-        return normalised(rows_matrix(counts, indices, np.asarray(data, dtype=np.float64), self.n_passages), sids,
-                          self.scale)
+        counts, indices, data, sids = self.about.gather(np.asarray(entities, dtype=np.int64))
+        rows = rows_matrix(counts, indices, np.asarray(data, dtype=np.float64), self.n_passages)
+        scale = self.scale
+        if sids is not None and scale is not None:  # each weight times its scale, repeats summed
+            rows = sparse.csr_matrix((rows.data * scale[sids], rows.indices, rows.indptr), shape=rows.shape)
+        rows.sum_duplicates()
+        return rows
 
     def whole_sources(self) -> dict[str, Csr] | None:
         """The transition's sources by name as a generation written whole keeps them (one matrix each, in the
@@ -344,9 +346,9 @@ def load_prepared(directory: Path, mmap: bool = True) -> PreparedGraph | None:
         meta = json.loads((directory / "prepared.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(meta, dict) or not readable(meta):
+    if not isinstance(meta, dict):
         return None
-    return PreparedGraph.open(meta, lambda name: load_npy(directory / name, mmap=mmap))
+    return open_stored(meta, lambda name: load_npy(directory / name, mmap=mmap))
 
 
 # -- a base's and a delta's prepared graph as files (docs/delta.md) ------------------------------------

@@ -163,14 +163,6 @@ def regrouped(m: Csr, keys: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.nda
     return at.indptr.astype(np.int64), at.data, owner[at.data]
 
 
-def normalised(rows: sparse.csr_matrix, sids: np.ndarray | None, scale: np.ndarray | None) -> sparse.csr_matrix:
-    """``rows`` (gathered from terms) with each weight times its scale and repeats summed: the about weights."""
-    if sids is not None and scale is not None:
-        rows = sparse.csr_matrix((rows.data * scale[sids], rows.indices, rows.indptr), shape=rows.shape)
-    rows.sum_duplicates()
-    return rows
-
-
 def _csr(m: sparse.csr_matrix) -> Csr:
     """``m``'s arrays as stored (int64 offsets, int32 targets, float32 weights; views where already so)."""
     return Csr(np.asarray(m.indptr, dtype=np.int64), np.asarray(m.indices, dtype=np.int32),
