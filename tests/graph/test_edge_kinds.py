@@ -38,12 +38,12 @@ def _same_first_token(keys, config, inputs):  # a toy kind over the keys: names 
 
 
 @pytest.mark.parametrize("kind, message", [
-    (EdgeKind("mentions", None, None), "registered already"),
-    (EdgeKind("x", "no_such_switch", None, over_keys=_same_first_token), "no setting"),
-    (EdgeKind("x", "synonyms", None), "a derivation"),
-    (EdgeKind("x", None, None, over_keys=_same_first_token), "a derivation"),
-    (EdgeKind("x", None, None, (TransitionSource("relations", False, False),)), "registered already"),
-    (EdgeKind("x", None, None, (TransitionSource("y", False, True, transpose_of="z"),)), "not registered"),
+    (EdgeKind("mentions", None), "registered already"),
+    (EdgeKind("x", "no_such_switch", over_keys=_same_first_token), "no setting"),
+    (EdgeKind("x", "synonyms"), "a derivation"),
+    (EdgeKind("x", None, over_keys=_same_first_token), "a derivation"),
+    (EdgeKind("x", None, (TransitionSource("relations", False, False),)), "registered already"),
+    (EdgeKind("x", None, (TransitionSource("y", False, True, transpose_of="z"),)), "not registered"),
 ])
 def test_registration_refuses_what_the_transition_could_not_read(kind: EdgeKind, message: str) -> None:
     before = dict(EDGE_KINDS)
@@ -91,7 +91,7 @@ def test_a_new_kind_is_one_registration(wiki, monkeypatch, tmp_path) -> None:
     relations), the entity-only graph, the stored graph arrays and the stored prepared graph; nothing else is
     edited."""
     index, questions = wiki
-    kind = EdgeKind("co_mentions", "synonyms", None,
+    kind = EdgeKind("co_mentions", "synonyms",
                     (TransitionSource("co_mentions", of_passages=False, to_passages=False),), _same_first_token)
     monkeypatch.setattr(edge_kinds, "EDGE_KINDS", dict(EDGE_KINDS))  # the registration is this test's only
     register_edge_kind(kind)

@@ -50,7 +50,7 @@ class TokenIndex:
 
     Tokens are kept as their sorted :func:`~gearag.hashing.stable_hashes`
     (no strings to parse or dict to build when a generation reads it back): two
-    tokens sharing a hash only make :meth:`holding` return more rows, which
+    tokens sharing a hash only make :meth:`holding_any` return more rows, which
     are scanned again to no effect, never fewer.
     """
 
@@ -95,10 +95,6 @@ class TokenIndex:
         h, r = h[fresh], r[fresh]
         starts = np.flatnonzero(np.concatenate([[True], h[1:] != h[:-1]])) if len(h) else np.zeros(0, np.int64)
         return cls(h[starts], np.append(starts, len(h)).astype(np.int64), r.astype(np.int32))
-
-    def holding(self, words: list[str]) -> np.ndarray:
-        """Rows whose text has every one of ``words`` (case-folded tokens); perhaps a few more (shared hashes)."""
-        return self.holding_any([" ".join(words)])
 
     def holding_any(self, names: Sequence[str] | TokenQuery) -> np.ndarray:
         """Rows holding every token of at least one of ``names`` (name keys, or a :class:`TokenQuery` of them,

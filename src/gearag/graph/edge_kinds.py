@@ -44,8 +44,8 @@ To add an edge kind: write its derivation, exact whatever the order passages
 arrived in, over the entity keys (:attr:`EdgeKind.over_keys`: its entity ×
 entity matrix) or, if it adds entities, onto a build's sources
 (:attr:`EdgeKind.onto_build`), and register it here with the
-``ResolveConfig`` switch that stores it, its transition source and the query
-setting that weighs it (a field of
+``ResolveConfig`` switch that stores it and its transition sources, each with
+the query setting that weighs it (a field of
 :class:`~gearag.graph.config.PassageGraphConfig`; none: weight 1).
 """
 
@@ -116,8 +116,6 @@ class EdgeKind:
     name: str
     #: The :class:`~gearag.config.ResolveConfig` switch that stores it; None: a core kind, always stored.
     setting: str | None
-    #: The query-time :class:`~gearag.graph.config.PassageGraphConfig` setting that weighs (or switches) it.
-    weight: str | None
     #: How the transition reads it, in the order a push sums a column.
     sources: tuple[TransitionSource, ...] = ()
     #: Its entity × entity edges as a function of the entity keys alone (None: a core kind, or one that adds
@@ -128,10 +126,6 @@ class EdgeKind:
     #: nothing: :func:`gearag.derive.union_files.write_from_nothing`). An add to such an index is derived from
     #: nothing over every shard.
     onto_build: Callable[[BuildSources, ResolveConfig, EdgeInputs], BuildSources] | None = None
-
-    @property
-    def optional(self) -> bool:
-        return self.setting is not None
 
 
 #: The registry, in the order kinds derive (a kind that adds entities before one over every entity).
@@ -226,16 +220,16 @@ def _synonym_edges(keys: Sequence[str | None], config: ResolveConfig, inputs: Ed
     return synonym_matrix(keys, inputs.embed, config.synonym_threshold, config.synonym_neighbours)
 
 
-register_edge_kind(EdgeKind("mentions", None, "backlink_weight", (
+register_edge_kind(EdgeKind("mentions", None, (
     TransitionSource("mentions", of_passages=True, to_passages=False),
     TransitionSource("backlinks", of_passages=False, to_passages=True, weight="backlink_weight",
                      transpose_of="mentions"))))
-register_edge_kind(EdgeKind("about", None, "about_weight", (
+register_edge_kind(EdgeKind("about", None, (
     TransitionSource("terms", of_passages=False, to_passages=True, weight="about_weight", scaled=True),
     TransitionSource("terms_by_passage", of_passages=True, to_passages=False, weight="about_weight", scaled=True,
                      transpose_of="terms"))))
-register_edge_kind(EdgeKind("relations", None, None, (
+register_edge_kind(EdgeKind("relations", None, (
     TransitionSource("relations", of_passages=False, to_passages=False),)))
-register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", "ner_mentions", onto_build=_ner_onto_build))
-register_edge_kind(EdgeKind("synonyms", "synonyms", "synonym_weight", (
+register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", onto_build=_ner_onto_build))
+register_edge_kind(EdgeKind("synonyms", "synonyms", (
     TransitionSource("synonyms", of_passages=False, to_passages=False, weight="synonym_weight"),), _synonym_edges))

@@ -25,8 +25,8 @@ NAME_LABELS = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT"
 BATCH = 64
 
 
-def ner_spans(texts: Sequence[str], labels: frozenset[str] = NAME_LABELS) -> list[list[str]]:
-    """Per text, its distinct named-entity spans (first-seen order) whose label is in ``labels``."""
+def ner_spans(texts: Sequence[str]) -> list[list[str]]:
+    """Per text, its distinct named-entity spans (first-seen order) whose label is in :data:`NAME_LABELS`."""
     from gearag.extract.spacy.clean import clean_text, split_pieces
     from gearag.extract.spacy.pipeline import load_nlp, parse
 
@@ -42,6 +42,6 @@ def ner_spans(texts: Sequence[str], labels: frozenset[str] = NAME_LABELS) -> lis
         docs = parse(nlp, pieces, BATCH)  # calls of bounded characters: a long passage's pieces not all at once
         for i, doc in zip(owner, track(docs, total=len(pieces), description="named entities"), strict=True):
             for ent in doc.ents:
-                if ent.label_ in labels and ent.text.strip():
+                if ent.label_ in NAME_LABELS and ent.text.strip():
                     out[i].setdefault(ent.text.strip(), None)
     return [list(d) for d in out]
