@@ -6,7 +6,7 @@ passage holding all the tokens of a lexicon name new since the base, is scanned 
 (leftmost-longest). The next delta add over the same base knows all of that already except what its
 own names change: the lexicon only gains names (ids in first-appearance order over the passages since
 the base, so the previous lexicon is a prefix of the next), and a text's matches can change only where
-it holds every token of a gained name (the rule full generations follow, :func:`~gearag.indexing.
+it holds every token of a gained name (the rule full generations follow, :func:`~gearag.derive.
 text_mentions.rows_holding`). So a delta generation keeps its scan (:class:`TextScan`), and the next
 delta add scans its own passages and the rows holding a name gained since, keeping the other rows'
 matches. Likewise the lexicon: the entries of the passages since the base are kept, and the next delta

@@ -48,7 +48,7 @@ from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
 from gearag.indexing.bm25 import write_token_ids, write_tokens
 from gearag.indexing.embed import EmbedStage
 from gearag.indexing.extract import ExtractStage
-from gearag.indexing.graph import GraphStage
+from gearag.indexing.graph import GraphStage, write_triples
 from gearag.indexing.ner import NER_SPANS, NerStage, keeps_ner_spans, stored_ner_spans
 from gearag.indexing.stage import Build, Stage
 from gearag.store import shards as shard_store
@@ -282,13 +282,10 @@ def write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], 
     whose graph is generation ``gdir``'s (a compact's; ``counts``: the index's)."""
     write_passages(w, u.passages)
     tt = u.triples
-    w.write_jsonl("triples.jsonl", (list(t) for t in zip(tt.subjects, tt.predicates, tt.objects, strict=True)),
-                  offsets=True)
-    w.write_array("arrays/triple_passage.npy", np.asarray(tt.passage, dtype=np.int32))
-    w.write_array("arrays/passage_triple_indptr.npy", u.passage_triple_indptr)
-    for rel in ("entities.json", "arrays/triple_head.npy", "arrays/triple_tail.npy", "arrays/entity_indptr.npy",
-                "arrays/entity_indices.npy"):
-        w.link(rel, gdir / rel, gdir)
+    write_triples(w, tt.subjects, tt.predicates, tt.objects, tt.passage, u.passage_triple_indptr)
+    for rel in GENERATION_FILES:  # the generation's triple graph
+        if rel != TOMBSTONES:
+            w.link(rel, gdir / rel, gdir)
     collections: dict[str, Any] = {}
     for coll in SHARDED_COLLECTIONS:
         rows = len(u.passages) if coll == PASSAGES else len(tt)
@@ -317,7 +314,7 @@ def link_generation(src: Path, root: Path, refs: list[ShardRef], counts: dict[st
     hard-linked (a generation build would reproduce them exactly), no tombstones.
 
     ``state``: the union state a growable build kept for that shard
-    (:func:`~gearag.derive.union_files.kept_state`), linked too, so the
+    (:func:`~gearag.store.shards.kept_state`), linked too, so the
     first add extends it instead of computing it for the whole corpus.
     """
     name = generation_name(refs, {})

@@ -17,6 +17,7 @@ from gearag.store.graph import triple_graph_files
 from gearag.store.index import passage_contents
 from gearag.store.passage_ids import write_passages
 from gearag.store.shards import shard_key
+from gearag.store.writer import IndexWriter
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,18 @@ def triple_columns(extracted: Sequence[Iterable[Iterable[str]]]) -> TripleColumn
                 owner.append(row)
         indptr[row + 1] = len(subjects)
     return TripleColumns(subjects, predicates, objects, owner, indptr)
+
+
+def write_triples(w: IndexWriter, subjects: Sequence[str], predicates: Sequence[str], objects: Sequence[str],
+                  passage: Sequence[int] | np.ndarray, indptr: np.ndarray) -> np.ndarray:
+    """Write an index's triples (``triples.jsonl``), each one's passage row and the offsets of each passage's
+    triples (a build's, or a compact's merged shard); the passage rows as written (int32)."""
+    rows = zip(subjects, predicates, objects, strict=True)
+    w.write_jsonl("triples.jsonl", (list(t) for t in rows), offsets=True)
+    owner = np.asarray(passage, dtype=np.int32)
+    w.write_array("arrays/triple_passage.npy", owner)
+    w.write_array("arrays/passage_triple_indptr.npy", indptr)
+    return owner
 
 
 class GraphStage:
@@ -80,11 +93,7 @@ class GraphStage:
             w.write_files(triple_graph_files(graph))
             n_entities = graph.n_entities
             del graph
-        rows = zip(cols.subjects, cols.predicates, cols.objects, strict=True)
-        w.write_jsonl("triples.jsonl", (list(t) for t in rows), offsets=True)
-        owner = np.asarray(cols.owner, dtype=np.int32)
-        w.write_array("arrays/triple_passage.npy", owner)
-        w.write_array("arrays/passage_triple_indptr.npy", cols.indptr)
+        owner = write_triples(w, cols.subjects, cols.predicates, cols.objects, cols.owner, cols.indptr)
         n_triples = len(cols.subjects)
         # Later stages read the triples back from the file just written (one parse per pass) instead of
         # holding them as Python strings to the end of the build: ~200 bytes a triple, 3+ GB at 1M passages.
