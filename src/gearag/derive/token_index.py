@@ -81,20 +81,27 @@ class TokenIndex:
         """One index of several indices' rows, each with its rows' row in the merged one (-1: left out): every
         hash's rows joined and sorted, each once; a hash whose rows were all left out dropped. What
         :meth:`compute` gives over the merged rows' texts, save that tokens sharing a hash share an entry."""
-        hashes, rows = [], []
-        for index, to_row in parts:
-            mapped = np.asarray(to_row, dtype=np.int64)[np.asarray(index.rows, dtype=np.int64)]
-            kept = mapped >= 0
-            hashes.append(np.repeat(np.asarray(index.hashes), np.diff(np.asarray(index.indptr)))[kept])
-            rows.append(mapped[kept])
-        h, r = np.concatenate(hashes), np.concatenate(rows)
+        # Filled in place, rows as int32 (as stored): no list of per-part copies joined again (a compact's at a
+        # million passages holds ~60M postings of its texts and names).
+        maps = [np.asarray(to_row).astype(np.int32) for _, to_row in parts]
+        kept = [m[np.asarray(index.rows)] >= 0 for (index, _), m in zip(parts, maps, strict=True)]
+        h = np.empty(sum(int(k.sum()) for k in kept), dtype=np.asarray(parts[0][0].hashes).dtype if parts else np.int64)
+        r = np.empty(len(h), dtype=np.int32)
+        at = 0
+        for (index, _), m, k in zip(parts, maps, kept, strict=True):
+            n = int(k.sum())
+            h[at: at + n] = np.repeat(np.asarray(index.hashes), np.diff(np.asarray(index.indptr)))[k]
+            r[at: at + n] = m[np.asarray(index.rows)[k]]
+            at += n
+        del maps, kept
         order = np.lexsort((r, h))
         h, r = h[order], r[order]
+        del order
         fresh = np.ones(len(h), dtype=bool)
         fresh[1:] = (h[1:] != h[:-1]) | (r[1:] != r[:-1])  # a row twice under one hash: once
         h, r = h[fresh], r[fresh]
         starts = np.flatnonzero(np.concatenate([[True], h[1:] != h[:-1]])) if len(h) else np.zeros(0, np.int64)
-        return cls(h[starts], np.append(starts, len(h)).astype(np.int64), r.astype(np.int32))
+        return cls(h[starts], np.append(starts, len(h)).astype(np.int64), r)
 
     def holding_any(self, names: Sequence[str] | TokenQuery) -> np.ndarray:
         """Rows holding every token of at least one of ``names`` (name keys, or a :class:`TokenQuery` of them,
