@@ -2,15 +2,17 @@
 
     python benchmarks/code_pair.py BASE WORK --add CORPUS:TRIPLES --questions Q.json \
         --old OLD/src --new NEW/src [--rounds 5] [--query-rounds 4] [--kinds delta,full] [--delete IDS]
+        (kinds: delta, full, delete, compact)
 
 ``OLD`` and ``NEW`` are checkouts (``git worktree add``) whose ``src`` each run puts first on
 ``PYTHONPATH``. Per round and kind, each version adds the corpus (``--extractor openie:TRIPLES``,
 ``--generation KIND``) onto a fresh hard-linked copy of BASE (an index with shards: a plain one's first
 add would also convert it), the order of the two swapped every round; the kind ``delete`` runs
-``gearag delete`` of the ids in ``--delete`` instead; then each version, in turn, runs
-bm25, syncge and gear over the questions in its own process (the query child of ``scale.py``: warm-up,
-median latency, R@5/R@15). One JSON line per run (wall seconds and peak RSS of the add's process, its
-generation's step seconds; a query run's medians and recall), then the medians per version.
+``gearag delete`` of the ids in ``--delete`` instead, and ``compact`` runs ``gearag compact``; then each
+version, in turn, runs bm25, syncge and gear over the questions in its own process (the query child of
+``scale.py``: warm-up, median latency, R@5/R@15). One JSON line per run (wall seconds and peak RSS of the
+update's process, its generation's step seconds; a query run's medians and recall), then the medians per
+version.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ def _add(src: Path, base: Path, work: Path, corpus: Path, triples: Path, kind: s
     subprocess.run(["cp", "-al", str(base), str(work)], check=True)
     env = {**os.environ, "PYTHONPATH": str(src), "GEARAG_PROGRESS": "0"}
     started = time.perf_counter()
-    command = ["delete", str(work), str(delete)] if kind == "delete" else \
-        ["add", str(work), str(corpus), "--extractor", f"openie:{triples}", "--generation", kind]
+    command = {"delete": ["delete", str(work), str(delete)], "compact": ["compact", str(work)]}.get(
+        kind, ["add", str(work), str(corpus), "--extractor", f"openie:{triples}", "--generation", kind])
     proc = subprocess.Popen([sys.executable, "-c", GEARAG, *command], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -77,7 +79,7 @@ def main() -> None:
     ap.add_argument("--new", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--query-rounds", type=int, default=4)
-    ap.add_argument("--kinds", default="delta,full", help="of delta, full and delete")
+    ap.add_argument("--kinds", default="delta,full", help="of delta, full, delete and compact")
     ap.add_argument("--delete", type=Path, help="the passage ids the delete kind deletes, one per line")
     args = ap.parse_args()
     corpus, triples = (Path(p) for p in args.add.split(":", 1))
