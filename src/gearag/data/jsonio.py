@@ -41,6 +41,22 @@ def dump_json(value: Any) -> bytes:
     return orjson.dumps(value, default=default, option=orjson.OPT_NON_STR_KEYS)
 
 
+def jsonl_line(row: Any) -> bytes:
+    """``json.dumps(row, ensure_ascii=False)`` and a newline, as UTF-8: the line :meth:`IndexWriter.write_jsonl
+    <gearag.store.writer.IndexWriter.write_jsonl>` writes. A list of strings or a dict of strings to strings (the
+    triples' and passages' rows) is joined from orjson's encoding of each string, which is ``json``'s for every
+    string it accepts (~2x faster: 17M triple rows at a million passages); anything else, or a string orjson
+    refuses (a lone surrogate), goes through ``json``."""
+    try:
+        if type(row) is list and all(type(x) is str for x in row):
+            return b"[" + b", ".join(map(orjson.dumps, row)) + b"]\n"
+        if type(row) is dict and all(type(k) is str and type(v) is str for k, v in row.items()):
+            return b"{" + b", ".join(orjson.dumps(k) + b": " + orjson.dumps(v) for k, v in row.items()) + b"}\n"
+    except orjson.JSONEncodeError:
+        pass
+    return (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def read_text(path: Path) -> str:
     """Read a UTF-8 file; undecodable bytes are an error naming the byte offset."""
     path = Path(path)

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from gearag.data.jsonio import dump_json
+from gearag.data.jsonio import dump_json, jsonl_line
 from gearag.errors import BusyError, IndexFormatError, OutputError
 from gearag.outputs import check_output_dir
 from gearag.store import checksum
@@ -328,7 +328,7 @@ class IndexWriter:
         ends = array("q", [0])
         with self.path(rel).open("wb") as fh:
             for row in rows:
-                line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+                line = jsonl_line(row)
                 fh.write(line)
                 if offsets:
                     ends.append(ends[-1] + len(line))
