@@ -110,15 +110,12 @@ def _own_pages(terms: Csr, entities: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return at[own], np.asarray(idx, dtype=np.int64)[own], np.asarray(data, dtype=np.float64)[own]
 
 
-def contained_terms(terms: Entries, owners: np.ndarray, contained: np.ndarray, shares: np.ndarray, n_prior: int,
-                    base_terms: Csr | None, added: tuple[np.ndarray, np.ndarray, np.ndarray],
-                    lex_entity: np.ndarray) -> None:
-    """Add to ``terms`` the about terms of (owner, contained lexicon name, share) triples: an endpoint-only name
-    is about the pages of the lexicon names it contains, a term over each page of the name, in that order, raw
-    weight ``share · w`` rounded as it is stored. A name's pages after the add: the base's (its own terms in
-    ``base_terms``; None: none read) and the new ``added`` entries; ``lex_entity``: each lexicon name's entity
-    id."""
-    names = setops.unique(np.asarray(contained, dtype=np.int64))  # every page of these, grouped by name
+def _pages_by_name(names: np.ndarray, n_prior: int, base_terms: Csr | None,
+                   added: tuple[np.ndarray, np.ndarray, np.ndarray],
+                   lex_entity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every page of the lexicon names ``names`` (sorted, distinct) after the change, grouped by name: (offsets
+    over ``names``, passage, tier weight). A name's pages are the base's (its own terms in ``base_terms``; None:
+    none read) and the new ``added`` entries; ``lex_entity``: each lexicon name's entity id."""
     old = names[names < n_prior] if base_terms is not None else names[:0]
     at, rows, weights = _own_pages(base_terms, lex_entity[old]) if base_terms is not None else (old, old,
                                                                                                 old.astype(np.float64))
@@ -127,9 +124,18 @@ def contained_terms(terms: Entries, owners: np.ndarray, contained: np.ndarray, s
     mine = setops.isin(k, names)
     pos = np.concatenate([pos_old, np.searchsorted(names, k[mine].astype(np.int64))])
     by = np.argsort(pos, kind="stable")
-    ptr = row_offsets(pos, len(names))
-    page_rows, page_weights = np.concatenate([rows, r[mine]])[by], np.concatenate([weights, w[mine]])[by]
+    return row_offsets(pos, len(names)), np.concatenate([rows, r[mine]])[by], np.concatenate([weights, w[mine]])[by]
+
+
+def contained_terms(terms: Entries, owners: np.ndarray, contained: np.ndarray, shares: np.ndarray, n_prior: int,
+                    base_terms: Csr | None, added: tuple[np.ndarray, np.ndarray, np.ndarray],
+                    lex_entity: np.ndarray) -> None:
+    """Add to ``terms`` the about terms of (owner, contained lexicon name, share) triples: an endpoint-only name
+    is about the pages of the lexicon names it contains (:func:`_pages_by_name`), a term over each page of the
+    name, in that order, raw weight ``share · w`` rounded as it is stored."""
     via = contained.astype(np.int64)
+    names = setops.unique(via)
+    ptr, page_rows, page_weights = _pages_by_name(names, n_prior, base_terms, added, lex_entity)
     at = np.searchsorted(names, via)
     spans = ptr[at + 1] - ptr[at]
     pos = ranges(ptr[at], spans)
