@@ -96,8 +96,11 @@ class StackedRows:
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         """Rows ``rows`` (union row numbers, int64) in that order, gathered from their parts."""
-        out = np.empty((len(rows), *self.shape[1:]), dtype=self.dtype)
-        part, stored = self.live_parts.locate(rows)
+        return self._gathered(*self.live_parts.locate(rows))
+
+    def _gathered(self, part: np.ndarray, stored: np.ndarray) -> np.ndarray:
+        """The rows at ``stored`` of parts ``part`` (:meth:`LiveParts.locate`), in that order."""
+        out = np.empty((len(part), *self.shape[1:]), dtype=self.dtype)
         for j in setops.unique(part):
             sel = part == j
             out[sel] = self.parts[int(j)][stored[sel]]
@@ -132,9 +135,8 @@ class StackedRows:
         """The union in blocks of at most ``rows`` rows, in order (for writing it out without holding it: the
         mapped pages each block read are let go once it is taken, :func:`~gearag.store.npy.release_rows`)."""
         for start in range(0, len(self), rows):
-            block = np.arange(start, min(start + rows, len(self)), dtype=np.int64)
-            yield self.take(block)
-            part, stored = self.live_parts.locate(block)
+            part, stored = self.live_parts.locate(np.arange(start, min(start + rows, len(self)), dtype=np.int64))
+            yield self._gathered(part, stored)
             for j in setops.unique(part).tolist():
                 read = stored[part == j]
                 release_rows(self.parts[j], int(read.min()), int(read.max()) + 1)
