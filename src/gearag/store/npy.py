@@ -13,7 +13,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, BinaryIO
 
@@ -40,14 +40,17 @@ def unwrapped(a: np.ndarray) -> np.ndarray:
     return np.asarray(a) if isinstance(a, np.memmap) else a
 
 
-def is_mapped(a: np.ndarray) -> bool:
-    """Whether ``a`` reads a memory-mapped file (a memory map, or a view of one)."""
+def _bases(a: np.ndarray) -> Iterator[object]:
+    """``a`` and the objects whose memory it views, outermost first (its ``base`` chain)."""
     obj: object = a
     while obj is not None:
-        if isinstance(obj, np.memmap):
-            return True
+        yield obj
         obj = getattr(obj, "base", None)
-    return False
+
+
+def is_mapped(a: np.ndarray) -> bool:
+    """Whether ``a`` reads a memory-mapped file (a memory map, or a view of one)."""
+    return any(isinstance(obj, np.memmap) for obj in _bases(a))
 
 
 def release_rows(a: np.ndarray, start: int, stop: int) -> None:
@@ -56,9 +59,7 @@ def release_rows(a: np.ndarray, start: int, stop: int) -> None:
     ``MADV_DONTNEED``. A copy of a mapped file read block by block otherwise keeps every page it read resident until
     the map is closed (a compact's copy of the triple vectors: 17 GB at a million passages). A later read may map
     again the page-cache folio around it (up to 2 MB), so a few MB stay resident, not the file."""
-    obj: object = a
-    while obj is not None and not isinstance(obj, mmap.mmap):
-        obj = getattr(obj, "base", None)
+    obj = next((b for b in _bases(a) if isinstance(b, mmap.mmap)), None)
     dontneed = getattr(mmap, "MADV_DONTNEED", None)
     if not isinstance(obj, mmap.mmap) or dontneed is None or stop <= start or a.ndim == 0 or a.strides[0] <= 0:
         return
