@@ -148,7 +148,7 @@ def _renumbering(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarra
         return None  # a delta is relative to a full generation's graph, kept as its sources
     if (base.settings != union.settings or p_u < p_b or len(entity_of) != e_b
             or [s.name for s in b_cols.sources] != [s.name for s in u_cols.sources]
-            or base.n_mention_keys != e_b or union.n_mention_keys != e_u):
+            or len(base.ner_keys) or len(union.ner_keys)):
         return None
     did = np.full(e_u, -1, dtype=np.int64)
     did[entity_of] = np.arange(e_b, dtype=np.int64)
@@ -241,7 +241,7 @@ def delta_of(base: PreparedGraph, union: PreparedGraph, entity_of: np.ndarray) -
     specificity[did] = np.asarray(union.specificity)
     return PreparedGraph(layout.n_passages, e_u, dict(union.settings), columns, specificity,
                          about, AppendedRows(np.asarray(base.triple_ends), r.ends_tail),
-                         LayeredNames(base.names, r.names), e_u, union.n_usable, delta_layout=layout,
+                         LayeredNames(base.names, r.names), np.zeros(0, np.int64), union.n_usable, delta_layout=layout,
                          base_meta=base.meta(), holds_ner=base.holds_ner)
 
 

@@ -36,6 +36,7 @@ def resolution_keys(index: Index) -> list[str | None]:
     from gearag.derive.union_resolve import NameStats, ResolveState
     from gearag.derive.union_vocab import UnionVocab
     from gearag.indexing.incremental import _load_state
+    from gearag.indexing.ner import stored_ner_spans
     from prepared_oracle import stored_graph_arrays
 
     arrays = stored_graph_arrays(index)
@@ -47,28 +48,30 @@ def resolution_keys(index: Index) -> list[str | None]:
         return _with_ner_keys(index, list(index_graph_arrays(index).resolution.keys))
     state = _load_state(index.path, index.manifest)
     gen = index.path / shard_store.GENERATIONS_DIR / state.generation
-    items = list(UnionVocab.extend(None, [EndpointTable.compute(s.triples.subjects, s.triples.objects).names
-                                          for s in state.shards]).items)
-    names, resolved = NameStats.read(gen, len(items)), ResolveState.read(gen, len(index.passages))
+    ner = index.config.resolve.ner_mentions
+    items = list(UnionVocab.extend(None, [EndpointTable.compute(
+        s.triples.subjects, s.triples.objects, stored_ner_spans(s.path, [p.text for p in s.passages]) if ner else None
+    ).names for s in state.shards]).items)
+    names, resolved = NameStats.read(gen, len(items), ner), ResolveState.read(gen, len(index.passages))
     assert names is not None and names.entity is not None and resolved is not None
     lex_entity = resolved.lex_entity if resolved.lex_entity is not None else np.arange(len(resolved.names))
     n = 1 + max(int(np.max(lex_entity, initial=-1)), int(np.max(names.entity, initial=-1)))
-    return _with_ner_keys(index, entity_keys(resolved, names, items, n))
+    return entity_keys(resolved, names, items, n)  # the NER spans' names among them
 
 
 def _with_ner_keys(index: Index, keys: list[str | None]) -> list[str | None]:
-    """``keys`` (the mentions' entities), and after them, where ``index`` holds NER mentions derived from nothing
-    (no graph arrays), the keys of the entities only its passages' NER spans name, in the order a build numbers
-    them (:func:`~gearag.graph.resolve.span_entities` over the spans spaCy finds again)."""
+    """``keys`` (the mentions' entities), and after them, where ``index`` (a plain build) holds NER mentions, the
+    keys of the entities only its passages' NER spans name, in the order a build numbers them (the oracle
+    ``span_entities`` over the spans spaCy finds again)."""
     from gearag.graph.ner import ner_spans
-    from gearag.graph.resolve import span_entities
     from gearag.graph.trie import NameLookup
     from gearag.text import is_named
+    from oracles import span_entities
 
     prepared = stored_prepared(index)
     if prepared is None or not prepared.holds_ner:
         return keys
-    keys = keys + [None] * (prepared.n_mention_keys - len(keys))
+    keys = keys + [None] * (prepared.n_entities - len(prepared.ner_keys) - len(keys))
     found = span_entities({k: i for i, k in enumerate(keys) if k is not None}, len(keys), NameLookup([]),
                           (np.zeros(1, dtype=np.int64), [], []), ner_spans([p.text for p in index.passages]), is_named)
     return keys + list(found.keys)

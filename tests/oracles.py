@@ -20,6 +20,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -30,7 +31,7 @@ from gearag.embed.base import make_embedder
 from gearag.graph.edge_kinds import EdgeInputs, stored_kinds
 from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
 from gearag.graph.passage_graph import GRAPH_DIR, PassageGraphConfig
-from gearag.graph.resolve import MIN_CONTAINED_SHARE, build_lexicon, span_entities, usable_key
+from gearag.graph.resolve import MIN_CONTAINED_SHARE, build_lexicon, usable_key
 from gearag.graph.trie import NameLookup, TokenTrie, name_key, tokens
 from gearag.indexing import build_index
 from gearag.indexing.bm25 import BM25Stage
@@ -247,6 +248,66 @@ def graph_arrays(titles: Sequence[str], texts: Sequence[str], subjects: Sequence
 
 # -- the optional edge kinds and the stored arrays, as the union's derivation made them ---------------------------
 
+class SpanEntities(NamedTuple):
+    """What named-entity spans add to a resolution (:func:`span_entities`)."""
+
+    keys: list[str]  #: the entities only the spans name, their ids following the resolution's
+    #: Their about terms: entity id, passage, raw weight (the contained name's tier weight times its share), and
+    #: the lexicon name each is read through.
+    term_rows: np.ndarray
+    term_cols: np.ndarray
+    term_raw: np.ndarray
+    term_names: np.ndarray
+    #: The spans' mentions: passage row and entity id, one pair per distinct (span text, passage).
+    rows: np.ndarray
+    cols: np.ndarray
+
+
+def span_entities(ids: dict[str, int], n_keys: int, lexicon: NameLookup, own: tuple[np.ndarray, list[int], list[float]],
+                  spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> SpanEntities:
+    """Named-entity spans resolved like triple endpoints: a usable name the resolution holds (``ids``: key →
+    entity id, ``n_keys`` of them) is that entity; any other becomes a new entity (ids from ``n_keys`` on, in
+    order of first appearance) about the pages of the lexicon names it contains (``lexicon``'s scan), weighted
+    by the share of its tokens each covers (at least :data:`MIN_CONTAINED_SHARE`). ``own``: per lexicon name,
+    its own pages and tier weights (an index pointer over the names, the pages, the weights)."""
+    ptr, own_rows, own_w = own
+    keys: list[str] = []
+    t_rows, t_cols, t_raw, t_names = array("q"), array("q"), array("d"), array("q")
+    seen: dict[str, int] = {}
+
+    def entity(surface: str) -> int:
+        key = name_key(surface)
+        if not named(surface) or not usable_key(key):
+            return -1
+        eid = ids.get(key, -1)
+        if eid < 0:
+            eid = ids[key] = n_keys + len(keys)
+            keys.append(key)
+            toks = key.split(" ")
+            for m in lexicon.scan(toks):
+                share = (m.end - m.start) / len(toks)
+                if share >= MIN_CONTAINED_SHARE:
+                    for at in range(int(ptr[m.name]), int(ptr[m.name + 1])):
+                        t_rows.append(eid)
+                        t_cols.append(own_rows[at])
+                        t_raw.append(share * own_w[at])
+                        t_names.append(m.name)
+        return eid
+
+    rows, cols = array("q"), array("q")
+    for row, surfaces in enumerate(spans):
+        for surface in surfaces:
+            eid = seen.get(surface)
+            if eid is None:
+                eid = seen[surface] = entity(surface)
+            if eid >= 0:
+                rows.append(row)
+                cols.append(eid)
+    return SpanEntities(keys, np.asarray(t_rows, dtype=np.int64), np.asarray(t_cols, dtype=np.int64),
+                        np.asarray(t_raw, dtype=np.float64), np.asarray(t_names, dtype=np.int64),
+                        np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))
+
+
 def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> Resolution:
     """``res`` with named-entity spans as one more mention source (``span_entities``: the rules a build's delta
     applies), kept apart in ``ner_mentions``. The same arrays whatever passages ``res`` was resolved over in
@@ -285,13 +346,16 @@ def with_span_mentions(res: Resolution, spans: Sequence[Sequence[str]], named: C
 
 
 
-def with_edge_kinds(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs) -> GraphArrays:
-    """``arrays`` with the edges of every optional kind ``config`` stores, over the union's arrays: NER spans as
-    mentions (:func:`with_span_mentions`; the new entities' rows and columns of the relation counts empty), a
-    kind over the keys by its ``over_keys`` over the resolution's keys (in registration order)."""
+def with_edge_kinds(arrays: GraphArrays, config: ResolveConfig, inputs: EdgeInputs,
+                    ner_spans: Callable[[], Sequence[Sequence[str]]] | None = None) -> GraphArrays:
+    """``arrays`` with the edges of every optional kind ``config`` stores, over the union's arrays: NER spans
+    (``ner_spans``: per passage) as mentions (:func:`with_span_mentions`; the new entities' rows and columns of the
+    relation counts empty), a kind over the keys by its ``over_keys`` over the resolution's keys (in registration
+    order)."""
     for kind in stored_kinds(config):
-        if kind.onto_build is not None:  # NER mentions
-            res = with_span_mentions(arrays.resolution, inputs.ner_spans(), is_named)
+        if kind.span_mentions:  # NER mentions
+            assert ner_spans is not None, "NER mentions read the passages' spans"
+            res = with_span_mentions(arrays.resolution, ner_spans(), is_named)
             n, r = len(res.keys), arrays.relations
             relations = sparse.csr_matrix((r.data, r.indices, np.concatenate(
                 [r.indptr, np.full(n - r.shape[0], r.indptr[-1], dtype=r.indptr.dtype)])), shape=(n, n))
@@ -329,11 +393,8 @@ def index_graph_arrays(index: IndexStore, stored: bool = True) -> GraphArrays:
         if not (cfg.resolve.synonyms and cfg.resolve.entity_graph):
             return arrays
 
-        def no_spans() -> Sequence[Sequence[str]]:
-            raise AssertionError("no edge kind reads NER spans here")
-
         resolve = replace(cfg.resolve, ner_mentions=False)
-        return with_edge_kinds(arrays, resolve, EdgeInputs(no_spans, name_encoder(
+        return with_edge_kinds(arrays, resolve, EdgeInputs(name_encoder(
             lambda: make_embedder(cfg.embed.embedder), cfg.embed.batch)))
 
     return index.cached("oracle_graph_arrays", build, variant=str(stored))
@@ -357,9 +418,11 @@ class ReferenceResolveStage:
             assert build.ner_spans is not None
             return build.ner_spans
 
-        arrays = with_edge_kinds(arrays, cfg, EdgeInputs(spans, name_encoder(build.embedder, build.config.embed.batch)))
+        arrays = with_edge_kinds(arrays, cfg, EdgeInputs(name_encoder(build.embedder, build.config.embed.batch)),
+                                 spans)
         write_graph_arrays(build.writer, arrays, prepare=cfg.prepared_graph)
-        build.manifest["resolve"] = edge_counts(arrays.entity_edges, arrays.resolution.ner_mentions)
+        ner = arrays.resolution.ner_mentions
+        build.manifest["resolve"] = edge_counts(arrays.entity_edges, int(ner.nnz) if ner is not None else None)
 
 
 REFERENCE_STAGES = (ExtractStage(), NerStage(), ReferenceGraphStage(), ReferenceResolveStage(), TreesStage(),

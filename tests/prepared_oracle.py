@@ -259,7 +259,7 @@ def prepare(arrays: GraphArrays, config: PassageGraphConfig) -> PreparedGraph:
     ids = np.flatnonzero(usable_keys(res.keys) & counted)
     names = HashedNames.from_keys(strings_at(res.keys, ids), ids)
     return PreparedGraph(n_passages, n_entities, settings_of(config), columns, specificity,
-                         terms, res.triple_ends, names, res.n_mention_keys, len(ids),
+                         terms, res.triple_ends, names, np.arange(res.n_mention_keys, n_entities), len(ids),
                          mentions if not config.passage_nodes else None,
                          holds_ner=res.ner_mentions is not None)
 

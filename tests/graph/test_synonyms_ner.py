@@ -41,7 +41,7 @@ def _arrays(embed=_embed, ner_spans=None, triples=TRIPLES, threshold: float = 0.
     if embed is None:
         return arrays
     config = ResolveConfig(synonyms=True, synonym_threshold=threshold)
-    return with_edge_kinds(arrays, config, EdgeInputs(ner_spans=list, embed=embed))
+    return with_edge_kinds(arrays, config, EdgeInputs(embed=embed))
 
 
 def _synonym(arrays: GraphArrays, a: str, b: str) -> float:
@@ -166,13 +166,14 @@ def test_index_stores_synonyms_and_ner_mentions(tmp_path) -> None:
     assert info["ner_mentions"] == reference.resolution.ner_mentions.nnz > 0
     assert info["synonym_edges"] == reference.synonyms.nnz // 2 > 0
     res = reference.resolution
-    assert (prepared.n_mention_keys, prepared.n_entities) == (res.n_mention_keys, len(res.keys))
+    assert prepared.n_entities == len(res.keys)
+    assert np.array_equal(prepared.ner_keys, np.arange(res.n_mention_keys, len(res.keys)))  # a build's: the last
     # The agent's resolver ignores entities only NER found, with or without NER mentions in use.
     from gearag.agent.offline import Resolver
 
     keys = resolution_keys(index)
     resolver = Resolver(index)
-    assert all(resolver.row(k) is None for k in keys[prepared.n_mention_keys:])
+    assert all(resolver.row(keys[k]) is None for k in prepared.ner_keys.tolist())
     # The default build stores neither.
     plain = stored_prepared(build_index(passages, tmp_path / "plain"))
     assert plain is not None and not plain.holds_ner and "synonyms" not in {s.name for s in plain.columns.sources}

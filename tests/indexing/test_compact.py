@@ -58,7 +58,7 @@ def test_composed_ids_follow_first_appearance_over_the_live_triples() -> None:
     # shard 0 kept only its second triple, whose subject is union id 2; shard 1 then names 1 and 0
     ends, union_of, new = _merged_ids([np.array([[2, -1]]), np.array([[1, 0], [2, 3]])], 5)
     assert union_of.tolist() == [2, 1, 0, 3] and new.tolist() == [2, 1, 0, 3, -1]
-    assert ends.tolist() == [[0, -1], [1, 2], [0, 3]]
+    assert ends.reshape(-1, 2).tolist() == [[0, -1], [1, 2], [0, 3]]
 
 
 def test_merged_token_indices_are_the_index_of_the_merged_rows() -> None:

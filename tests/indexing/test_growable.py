@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_incremental import (
     STUB,
@@ -18,16 +20,18 @@ from test_incremental import (
 from conftest import StubExtractor, use_stub_extractor, write_jsonl
 from gearag.config import ResolveConfig
 from gearag.derive import union_files
+from gearag.derive.token_index import TokenIndex
 from gearag.errors import IndexFormatError
 from gearag.graph.prepared import stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.indexing import build_index
+from gearag.indexing.delta_generation import DeltaConfig
 from gearag.indexing.incremental import add_documents, compact, delete_documents
 from gearag.indexing.ner import NER_SPANS
 from gearag.store import shards as shard_store
 from gearag.store.index import MANIFEST, manifest_identity, read_manifest
 from gearag.store.shards import shard_key
-from numbering import assert_same_graph, flattened_generation
+from numbering import assert_same_graph, flattened_generation, resolution_keys
 from oracles import reference_build
 
 
@@ -59,7 +63,7 @@ def test_a_growable_build_writes_the_plain_builds_files_plus_the_state(tmp_path:
         assert_same_graph(plain, reference)
     if resolve.ner_mentions:  # the corpus has entities only NER found
         prepared = stored_prepared(plain)
-        assert prepared is not None and prepared.holds_ner and prepared.n_mention_keys < prepared.n_entities
+        assert prepared is not None and prepared.holds_ner and len(prepared.ner_keys)
     assert set(b) <= set(a)
     assert [rel for rel in b if a[rel] != b[rel]] == []
     extra = {rel.split("/", 1)[0] for rel in set(a) - set(b)}
@@ -143,10 +147,12 @@ KINDS = {"ner": ResolveConfig(ner_mentions=True), "synonyms": ResolveConfig(syno
 
 
 @pytest.mark.parametrize("kinds", list(KINDS))
-def test_indices_with_optional_edge_kinds_grow_like_a_rebuild(tmp_path: Path, kinds: str) -> None:
-    """Synonym edges are derived again over the entity keys by an add's or a delete's delta, NER mentions over the
-    union, and a compact keeps both: each step equals a from-scratch build of what the index then holds (graph
-    arrays, prepared graph up to numbering, rankings)."""
+def test_indices_with_optional_edge_kinds_grow_like_a_rebuild(tmp_path: Path, kinds: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Synonym edges are derived again over the entity keys by an add's or a delete's delta, NER mentions grow
+    with the endpoint names (a second stream of them), and a compact keeps both: each step equals a from-scratch
+    build of what the index then holds (graph arrays, prepared graph up to numbering, rankings), and none is
+    derived from nothing."""
     use_stub_extractor(StubExtractor())
     passages, questions = _passages(36, 3)
     config = replace(STUB, resolve=KINDS[kinds])
@@ -154,16 +160,19 @@ def test_indices_with_optional_edge_kinds_grow_like_a_rebuild(tmp_path: Path, ki
     built = build_index(passages[:20], root, config)
     assert built.manifest.get("union") is not None  # growable: the build is the first shard of its adds
     assert (root / NER_SPANS).exists() is config.resolve.ner_mentions
+    seen = spy_priors(monkeypatch)
 
-    def check(index, held: list, name: str) -> None:  # type: ignore[no-untyped-def]
+    def check(index, held: list, name: str, flattened: bool = True) -> None:  # type: ignore[no-untyped-def]
         expected = reference_build(held, tmp_path / name, config)
-        assert_same_index(index, expected)
+        prepared, built = stored_prepared(index), stored_prepared(expected)
+        assert prepared is not None and built is not None and isinstance(prepared.columns, Scaled)
+        if flattened:  # a delta's, written whole (a delta generation's graphs are its base's and a delta)
+            assert_same_index(index, expected)
+            # The entities only NER found (which the agent's resolver leaves out) are the rebuild's.
+            ka, kb = resolution_keys(index), resolution_keys(expected)
+            assert {ka[e] for e in prepared.ner_keys.tolist()} == {kb[e] for e in built.ner_keys.tolist()}
         assert_same_rankings(index, expected, questions, ["gear", "hipporag2"])
-        # Synonym edges are derived again over the keys by a delta; NER mentions add entities: an add to an index
-        # with them is derived from nothing over every shard. Either way the generation is a delta's, written whole.
-        assert flattened_generation(index)
-        prepared = stored_prepared(index)
-        assert prepared is not None and isinstance(prepared.columns, Scaled)
+        assert flattened_generation(index) is flattened
         assert ("synonyms" in {s.name for s in prepared.columns.sources}) is config.resolve.synonyms
         assert prepared.holds_ner is config.resolve.ner_mentions
 
@@ -173,9 +182,46 @@ def test_indices_with_optional_edge_kinds_grow_like_a_rebuild(tmp_path: Path, ki
     deleted = delete_documents(root, sorted(gone))
     held = [p for p in passages[:30] if p.id not in gone]
     check(deleted, held, "after-delete")
-    add_documents(root, passages[30:])
+    add_documents(root, passages[30:33])
     compacted = compact(root)
-    check(compacted, held + passages[30:], "after-compact")
+    check(compacted, held + passages[30:33], "after-compact")
+    # The compact's re-keyed state (the merged shard's endpoint table and span stream) is what the next adds
+    # extend, here as delta generations over it (the second over the first's text scan).
+    check(add_documents(root, passages[33:35], delta=DeltaConfig(write="delta")), held + passages[30:35],
+          "after-compact-add", flattened=False)
+    check(add_documents(root, passages[35:], delta=DeltaConfig(write="delta")), held + passages[30:],
+          "after-second-delta", flattened=False)
+    assert seen[1] == []  # every step a delta (or, the compact, a re-keying) of the state before it
+
+
+def test_an_ner_index_whose_tables_keep_no_spans_is_derived_again_once(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index built with NER mentions before the endpoint tables kept the spans (simulated: built with tables
+    that keep none) is derived from nothing at its first add, its tables and their names' token indices made
+    again, and grows by deltas, exactly, from then on."""
+    use_stub_extractor(StubExtractor())
+    passages, questions = _passages(36, 3)
+    config = replace(STUB, resolve=ResolveConfig(ner_mentions=True))
+    root = tmp_path / "idx"
+    with monkeypatch.context() as m:
+        real = union_files.shard_table
+        m.setattr(union_files, "shard_table", lambda *args: real(*args[:5]))  # no span stream
+        build_index(passages[:20], root, config)
+    seen = spy_priors(monkeypatch)
+    add_documents(root, passages[20:28])
+    # The build's shard's names' token index was made again with its table: it holds the spans' names too.
+    gen = root / "generations" / read_manifest(root)["generation"]["name"]
+    shard = read_manifest(root)["shards"][0]["name"]
+    names = json.loads((gen / "endpoints" / shard / "names.json").read_text(encoding="utf-8"))
+    held, want = TokenIndex.read(gen / "union" / "name_tokens" / shard, len(names)), TokenIndex.compute(
+        names, lambda k: k.split(" "))
+    assert held is not None and all(np.array_equal(getattr(held, a), getattr(want, a))
+                                    for a in ("hashes", "indptr", "rows"))
+    grown = add_documents(root, passages[28:])
+    assert seen[1] == [True]  # the first add from nothing, the second a delta over it
+    expected = reference_build(passages, tmp_path / "full", config)
+    assert_same_index(grown, expected)
+    assert_same_rankings(grown, expected, questions, ["gear", "hipporag2"])
 
 
 @pytest.mark.parametrize("option", ["--index-ner-mentions", "--synonyms"])

@@ -291,9 +291,9 @@ def _count_endpoint_tables(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     computed: list[int] = []
     real = endpoints.EndpointTable.compute.__func__  # type: ignore[attr-defined]
 
-    def counting(cls, subjects, objects):  # type: ignore[no-untyped-def]
+    def counting(cls, subjects, objects, spans=None):  # type: ignore[no-untyped-def]
         computed.append(len(subjects))
-        return real(cls, subjects, objects)
+        return real(cls, subjects, objects, spans)
 
     monkeypatch.setattr(endpoints.EndpointTable, "compute", classmethod(counting))
     return computed

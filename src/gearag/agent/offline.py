@@ -123,7 +123,8 @@ class Resolver:
         # The prepared graph's name hashes and about rows (the stored one memory-mapped): the resolution's ids and
         # rows without its strings (only usable keys have about edges, and every one a passage mentions is there).
         prepared = resolution_of(index)
-        self.n_keys, self.about, names = prepared.n_mention_keys, prepared.about, prepared.names
+        self.about, names = prepared.about, prepared.names
+        self._ner_only = np.asarray(prepared.ner_keys)  # sorted
         self._find: Callable[[str], int | None] = names.get
         self._about_of: Callable[[int], Any] = lambda e: prepared.about_rows(np.asarray([e]))
         self._cache: dict[str, int | None] = {}
@@ -135,7 +136,7 @@ class Resolver:
             eid = self._find(name_key(name))
             # Entities only NER found (an index built with NER mentions) are left out, so the agent
             # behaves the same whether or not the index stores them.
-            if eid is not None and eid >= self.n_keys:
+            if eid is not None and int(eid) in self._ner_only[np.searchsorted(self._ner_only, eid):][:1]:
                 eid = None
             row = None
             if eid is not None:

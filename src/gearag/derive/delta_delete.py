@@ -15,7 +15,7 @@ the delete changed, source by source:
   *hole*, which a rebuild does not number (``gearag compact`` renumbers);
 * *mentions* (passage rows): a deleted passage's row is emptied; a live
   passage holding every token of a vanished lexicon name is scanned again
-  and its row replaced (its triples' ends and its text matches);
+  and its row replaced (its triples' ends, its text matches and its NER spans);
 * *about terms* (entity rows): an entity with a term over a deleted passage
   loses those terms; an endpoint-only name whose contained names were
   scanned again (or that was a lexicon name) replaces its row with its
@@ -35,7 +35,14 @@ from typing import NamedTuple
 import numpy as np
 
 from gearag import setops
-from gearag.derive.delta_resolve import Entries, base_entities, base_terms_by_name, contained_terms
+from gearag.derive.delta_resolve import (
+    Entries,
+    base_entities,
+    base_terms_by_name,
+    contained_terms,
+    ner_keys,
+    span_mentions,
+)
 from gearag.derive.text_mentions import end_mentions, rows_holding, scanned_again
 from gearag.derive.union_resolve import (
     NameStats,
@@ -60,6 +67,8 @@ class ResolvedDeletion(NamedTuple):
     delta: ResolutionDelta
     after: ResolveState
     stats: NameStats  #: the endpoint names' statistics after the delete, with their entity ids
+    #: With NER mentions: how many (passage, entity) pairs the union's spans make (None: the index keeps none).
+    ner_mentions: int | None = None
 
     def state(self) -> ResolveState:
         """The resolve state after the delete: what the generation keeps for the next add."""
@@ -112,7 +121,7 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     alive = new_id[:-1] >= 0
     lex_entity = np.zeros(len(names), dtype=np.int64)
     lex_entity[new_id[:-1][alive]] = old_lex_entity[alive]
-    live = stats.first >= 0
+    live = stats.live()
     entity = np.full(len(stats.lex) + 1, -1, dtype=np.int64)
     named = live & (stats.lex >= 0)
     entity[:-1][named] = lex_entity[stats.lex[named]]
@@ -135,8 +144,10 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     tri = np.flatnonzero(setops.isin(owner, again_rows))
     end_rows, end_entities = end_mentions(owner[tri], base_ends[live_triples][tri])
     at = setops.isin(text[0], again_rows)
+    spans = span_mentions(inputs, stats, entity, e)
+    again_spans = spans[setops.isin(spans // e, again_rows)] if spans is not None else np.zeros(0, np.int64)
     pairs = setops.unique(np.concatenate([end_rows * e + end_entities,
-                                          text[0][at].astype(np.int64) * e + lex_entity[text[1][at]]]))
+                                          text[0][at].astype(np.int64) * e + lex_entity[text[1][at]], again_spans]))
     mentions = Entries()
     mentions.add(old_row[pairs // e], pairs % e, np.ones(len(pairs)))
     # -- about terms: terms over deleted pages dropped; endpoint names scanned again made whole -------------
@@ -175,8 +186,8 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     delta = ResolutionDelta(layout, layered["mentions"], layered["terms"], layered["relations"], scale,
                             np.zeros((0, 2), dtype=np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)),
                             n_usable - len(dropped), by_name,
-                            Deletion(removal.rows, removal.triples, dropped))
+                            Deletion(removal.rows, removal.triples, dropped), ner_keys=ner_keys(stats, entity))
     stats.entity = entity[:-1].astype(np.int32)
     state = ResolveState(names, small.state.lex, (text[0].astype(np.int64), text[1].astype(np.int32)), matcher.longest,
                          lex_entity)
-    return ResolvedDeletion(delta, state, stats)
+    return ResolvedDeletion(delta, state, stats, None if spans is None else len(setops.unique(spans)))

@@ -203,7 +203,7 @@ def _numbering(stats: NameStats, base_stats: NameStats, vocab: UnionVocab, names
     fresh = was < 0
     lex_entity[n_prior:] = was
     lex_entity[n_prior + np.flatnonzero(fresh)] = e_base + np.arange(int(fresh.sum()), dtype=np.int64)
-    live = stats.first >= 0
+    live = stats.live()
     entity = np.full(len(vocab.items) + 1, -1, dtype=np.int64)
     entity[:n_known] = base_entity
     named = np.flatnonzero(live & (stats.lex >= 0))
@@ -226,6 +226,8 @@ class ResolvedDelta(NamedTuple):
     ids: _Numbering
     prior: ResolveState
     longest: dict[str, int]
+    #: With NER mentions: how many (passage, entity) pairs the union's spans make (None: the index keeps none).
+    ner_mentions: int | None = None
 
     def state(self) -> ResolveState:
         """The resolve state after the add, in the appending numbering: what a generation that keeps the add
@@ -257,8 +259,8 @@ def entity_keys(state: ResolveState, stats: NameStats, items: Sequence[str], n_e
     return keys
 
 
-def resolve_delta(inputs: ResolveInputs, base: PreparedGraph, previous_scan: TextScan | None = None,
-                  hash_names: bool = True) -> ResolvedDelta | None:
+def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
+                  previous_scan: TextScan | None = None) -> ResolvedDelta | None:
     """What the add of the passages after ``prior.new_from`` (and of the shards after ``prior.shards``) changed
     in the resolution, over ``base`` (the prior's prepared graph), with the text scan it made (kept for the
     next delta add: :mod:`gearag.derive.delta_scan`). ``inputs.indices`` are every shard's (the base's and
@@ -266,10 +268,9 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph, previous_scan: Tex
 
     None where a delta cannot say it (a full generation decides): no prior endpoint-name statistics, a
     delete, a base that is not a full generation's graph kept as its sources, or a new name whose hash
-    another name has. ``hash_names=False``: the new names are left out of the delta (empty), for a caller
-    that hashes them with names of its own (a build with NER mentions: ``union_files._onto_build``).
+    another name has.
     """
-    passages, (tables, triple_keep, owner), vocab, prior = inputs.passages, inputs.live, inputs.vocab, inputs.prior
+    passages, (tables, triple_keep, owner, _), vocab, prior = inputs.passages, inputs.live, inputs.vocab, inputs.prior
     src, base_scale, n_usable = base.whole_sources(), base.scale, base.n_usable
     if (prior is None or prior.names is None or prior.removal is not None or src is None or base_scale is None
             or n_usable is None or base.n_passages != prior.new_from):
@@ -302,16 +303,36 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph, previous_scan: Tex
     relations = rel.layered(b_relations, layout.n_entities, np.zeros(0, dtype=np.int64))
     del rel, rel_rows, rel_cols  # a build's pairs are every triple's: not kept through the scan
     scan = scan_texts(passages, prior.new_from, inputs.indices, lexicon, matcher, previous_scan)
-    mentions = _mentions(owner, len(base_ends), ends_tail, b_mentions, base_ends, scan, ids.lex_entity, layout)
+    spans = span_mentions(inputs, stats, ids.entity, layout.n_entities)
+    mentions = _mentions(owner, len(base_ends), ends_tail, b_mentions, base_ends, scan, ids.lex_entity, layout,
+                         spans)
     terms, scale = _terms(ids, stats, prior.names, rescanned, lexicon.added, n_prior, b_terms, base_scale)
-    new_names = _new_names(base, names, vocab, ids, n_prior) if hash_names else (base.names, 0)
+    new_names = _new_names(base, names, vocab, ids, n_prior)
     if new_names is None:
         return None
     by_name = base_terms_by_name(b_terms, prior.names, ids.lex_entity[:n_prior], ids.base_entity, scale, base_scale)
     stats.entity = ids.entity[:-1].astype(np.int32)
     delta = ResolutionDelta(layout, mentions, terms, relations, scale, ends_tail.astype(np.int32), new_names[0],
-                            n_usable + new_names[1], by_name)
-    return ResolvedDelta(delta, scan, lexicon, stats, ids, old, matcher.longest)
+                            n_usable + new_names[1], by_name, ner_keys=ner_keys(stats, ids.entity))
+    return ResolvedDelta(delta, scan, lexicon, stats, ids, old, matcher.longest,
+                         None if spans is None else len(setops.unique(spans)))
+
+
+def span_mentions(inputs: ResolveInputs, stats: NameStats, entity: np.ndarray, n: int) -> np.ndarray | None:
+    """The union's NER span mentions as ``passage * n + entity`` (``entity``: each union name's, -1 last), one per
+    live span (repeats kept); None where the index keeps no NER mentions."""
+    if stats.first_span is None:
+        return None
+    rows, names, _ = inputs.live.spans(inputs.vocab.remaps)
+    return rows * n + entity[names]
+
+
+def ner_keys(stats: NameStats, entity: np.ndarray) -> np.ndarray | None:
+    """The entities only NER spans name (sorted; :attr:`~gearag.graph.prepared.PreparedGraph.ner_keys`), from
+    the names' statistics and entity ids; None where the index keeps no NER mentions."""
+    if stats.first_span is None:
+        return None
+    return np.sort(entity[:-1][stats.span_only()])
 
 
 def base_terms_by_name(b_terms: Csr, base_stats: NameStats, lex_entity: np.ndarray, base_entity: np.ndarray,
@@ -363,7 +384,7 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
     # Endpoint-only names: new ones, and base ones whose containment changed, get whole rows; the others gain a
     # term over each new page of a name they contain.
     n_known = len(base_stats.lex)
-    base_ep = np.flatnonzero((stats.first[:n_known] >= 0) & (stats.lex[:n_known] < 0) & (ids.base_entity >= 0)
+    base_ep = np.flatnonzero(stats.live()[:n_known] & (stats.lex[:n_known] < 0) & (ids.base_entity >= 0)
                              & (base_stats.lex < 0))
     scanned = rescanned[rescanned < n_known]
     scanned = scanned[setops.isin(scanned, base_ep)]
@@ -383,15 +404,19 @@ def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: 
 
 
 def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions: Csr, base_ends: np.ndarray,
-              scan: TextScan, lex_entity: np.ndarray, layout: NodeLayout) -> LayeredCsr:
-    """The mention rows the add changed: the new passages' (triple ends and text matches); a base passage
-    holding every token of a name new since the base (``scan.again``), scanned again, gains its new matches,
-    or is replaced where its row lost one (a base row is its triple ends and its text matches)."""
+              scan: TextScan, lex_entity: np.ndarray, layout: NodeLayout, spans: np.ndarray | None) -> LayeredCsr:
+    """The mention rows the add changed: the new passages' (triple ends, text matches and NER ``spans``:
+    :func:`span_mentions`); a base passage holding every token of a name new since the base (``scan.again``),
+    scanned again, gains its new matches, or is replaced where its row lost one (a base row is its triple ends,
+    its text matches and its spans)."""
     new_from, n = layout.base_passages, layout.n_entities  # pairs below are ``passage * n + entity``
     owner = np.asarray(owner, dtype=np.int64)
     new_rows, new_entities = end_mentions(owner[t_base:], ends_tail)
     pairs = [new_rows * n + new_entities]
     found = scan.match_rows * n + lex_entity[scan.match_names]
+    if spans is not None:  # a span mention is one more found pair: the new rows' and the rows scanned again
+        spans = spans[(spans >= new_from * n) | setops.isin(spans // n, scan.again)]
+        found = np.concatenate([found, spans])
     pairs.append(found[found >= new_from * n])
     replaced = np.zeros(0, dtype=np.int64)
     if len(scan.again):

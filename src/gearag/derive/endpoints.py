@@ -8,7 +8,9 @@ depends on anything but the endpoint's text, so a generation keeps, per shard,
 an *endpoint table* (``endpoints/<shard>/``): the shard's distinct normalised
 keys (``keys.json``), each triple's subject and object key ids (``ends.npy``,
 -1 for an empty key), whether each is a name (``named.npy``) and the
-resolution's name keys (``names.json``, ``name_ends.npy``). A shard's table is
+resolution's name keys (``names.json``, ``name_ends.npy``); with NER mentions, also its passages' named-entity
+spans as name ids (``span_rows.npy``, ``span_names.npy``: a second stream of name occurrences, resolved like
+triple ends, whose names follow the ends' in ``names.json``). A shard's table is
 computed once, by the first generation that lists the shard, and hard-linked
 into every later one. The triple graph (:mod:`gearag.derive.triple_graph`) and
 the resolution (:mod:`gearag.derive.union_resolve`) read the union's live
@@ -38,6 +40,11 @@ T = TypeVar("T")
 
 ENDPOINTS_DIR = "endpoints"
 TABLE_FILES = ("keys.json", "ends.npy", "named.npy", "names.json", "name_ends.npy")
+#: A table's span stream (:attr:`EndpointTable.spans`), kept only by an index with NER mentions.
+SPAN_FILES = ("span_rows.npy", "span_names.npy")
+#: A span's slot in :attr:`~gearag.derive.union_resolve.NameStats.first_span`: ``row * SPAN_SLOTS +`` its place
+#: among its passage's spans (a delete renumbers the row alone).
+SPAN_SLOTS = 1 << 20
 
 
 #: Surfaces whose key, name and flag :meth:`EndpointTable.compute` remembers before it starts again.
@@ -46,14 +53,19 @@ SEEN_SURFACES = 1 << 20
 
 class EndpointTable:
     """One shard's triple endpoints: distinct normalised keys, per-triple key ids and name flags, and the
-    resolution's name keys (:func:`gearag.graph.trie.name_key` of the named endpoints with a usable key)."""
+    resolution's name keys (:func:`gearag.graph.trie.name_key` of the named endpoints with a usable key), with
+    the passages' named-entity spans that are such names (:attr:`spans`)."""
 
     def __init__(self, keys: list[str] | None, ends: np.ndarray, named: np.ndarray, names: list[str] | None,
-                 name_ends: np.ndarray, directory: Path | None = None) -> None:
+                 name_ends: np.ndarray, directory: Path | None = None,
+                 spans: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self._keys, self._names, self._directory = keys, names, directory
         self.ends = ends  #: int32 (T, 2): subject and object key ids (-1: the key is empty)
         self.named = named  #: bool (T, 2): is_named(subject), is_named(object)
         self.name_ends = name_ends  #: int32 (T, 2): ids into ``names`` (-1: not a name, or an unusable key)
+        #: int32 shard passage row (ascending) and id into ``names`` per NER span that is a usable name, in the
+        #: passages' order (None: the index keeps no NER mentions)
+        self.spans = spans
 
     @property
     def keys(self) -> list[str]:
@@ -61,6 +73,12 @@ class EndpointTable:
         if self._keys is None:
             self._keys = self._strings("keys.json", self.ends)
         return self._keys
+
+    @property
+    def stored(self) -> bool:
+        """Whether the table was read from a generation (else computed here: what is derived from it, such as its
+        names' token index, is computed again too)."""
+        return self._directory is not None
 
     @property
     def names(self) -> list[str]:
@@ -85,10 +103,15 @@ class EndpointTable:
     def id_bound(self, what: str) -> int:
         """One more than the largest id the table's triples use in ``keys`` or ``names``."""
         ids = self.ends if what == "keys" else self.name_ends
-        return int(ids.max()) + 1 if ids.size else 0
+        bound = int(ids.max()) + 1 if ids.size else 0
+        if what == "names" and self.spans is not None and len(self.spans[1]):
+            bound = max(bound, int(self.spans[1].max()) + 1)
+        return bound
 
     @classmethod
-    def compute(cls, subjects: Sequence[str], objects: Sequence[str]) -> EndpointTable:
+    def compute(cls, subjects: Sequence[str], objects: Sequence[str],
+                spans: Sequence[Sequence[str]] | None = None) -> EndpointTable:
+        """The table of a shard's triples and (``spans``: per passage row, its NER span surfaces) span stream."""
         ids: dict[str, int] = {}
         name_ids: dict[str, int] = {}
         seen: dict[str, tuple[bool, int, int]] = {}
@@ -108,7 +131,8 @@ class EndpointTable:
                                              name_ids.setdefault(name, len(name_ids)) if flag and usable_key(name)
                                              else -1)
                 flags[t, side], ends[t, side], name_ends[t, side] = known
-        return cls(list(ids), ends, flags, list(name_ids), name_ends)
+        stream = None if spans is None else _span_stream(spans, name_ids)  # its names after the ends'
+        return cls(list(ids), ends, flags, list(name_ids), name_ends, spans=stream)
 
     def write(self, w: IndexWriter, rel: str) -> None:
         w.write_json(f"{rel}/keys.json", self.keys)
@@ -116,10 +140,14 @@ class EndpointTable:
         w.write_array(f"{rel}/named.npy", self.named)
         w.write_json(f"{rel}/names.json", self.names)
         w.write_array(f"{rel}/name_ends.npy", self.name_ends)
+        if self.spans is not None:
+            for name, values in zip(SPAN_FILES, self.spans, strict=True):
+                w.write_array(f"{rel}/{name}", values)
 
     @classmethod
-    def read(cls, directory: Path, n_triples: int) -> EndpointTable | None:
-        """The table stored in ``directory`` for a shard of ``n_triples`` triples; None if absent or malformed.
+    def read(cls, directory: Path, n_triples: int, spans: bool = False) -> EndpointTable | None:
+        """The table stored in ``directory`` for a shard of ``n_triples`` triples (``spans``: with its span
+        stream); None if absent or malformed.
 
         Its strings are read on first use (:attr:`keys`, :attr:`names`).
         """
@@ -136,7 +164,30 @@ class EndpointTable:
                 return None
         if named.shape != (n_triples, 2) or named.dtype != bool:
             return None
-        return cls(None, ends, named, None, name_ends, directory)
+        stream = None
+        if spans:
+            try:
+                stream = (np.asarray(load_array(directory, SPAN_FILES[0])),
+                          np.asarray(load_array(directory, SPAN_FILES[1])))
+            except (OSError, ValueError, GearagError):  # none (an index from before the stream): recompute
+                return None
+            rows, names = stream
+            if rows.shape != names.shape or rows.ndim != 1 or (names.size and int(names.min()) < 0):
+                return None
+        return cls(None, ends, named, None, name_ends, directory, stream)
+
+
+def _span_stream(spans: Sequence[Sequence[str]], name_ids: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per span that names something (``is_named``, a usable key: the rule for triple ends), its passage row and
+    name id (``name_ids``, extended with names no triple end has), in the passages' order."""
+    rows, names = [], []
+    for row, surfaces in enumerate(spans):
+        for surface in surfaces:
+            name = name_key(surface)
+            if is_named(surface) and usable_key(name):
+                rows.append(row)
+                names.append(name_ids.setdefault(name, len(name_ids)))
+    return np.asarray(rows, dtype=np.int32), np.asarray(names, dtype=np.int32)
 
 
 def reuse_or_compute(previous: Path | None, rel: str, files: Sequence[str], read: Callable[[Path], T | None],
@@ -155,11 +206,13 @@ def reuse_or_compute(previous: Path | None, rel: str, files: Sequence[str], read
 
 
 def shard_table(previous: Path | None, shard: str, subjects: Sequence[str], objects: Sequence[str],
-                w: IndexWriter) -> EndpointTable:
-    """Shard ``shard``'s table in the generation being written: hard-linked from ``previous``, else computed."""
-    return reuse_or_compute(previous, f"{ENDPOINTS_DIR}/{shard}", TABLE_FILES,
-                            lambda d: EndpointTable.read(d, len(subjects)),
-                            lambda: EndpointTable.compute(subjects, objects), EndpointTable.write, w)
+                w: IndexWriter, spans: Callable[[], Sequence[Sequence[str]]] | None = None) -> EndpointTable:
+    """Shard ``shard``'s table in the generation being written (``spans``: with the stream of its passages' NER
+    spans): hard-linked from ``previous``, else computed."""
+    return reuse_or_compute(previous, f"{ENDPOINTS_DIR}/{shard}", TABLE_FILES + (SPAN_FILES if spans else ()),
+                            lambda d: EndpointTable.read(d, len(subjects), spans is not None),
+                            lambda: EndpointTable.compute(subjects, objects, spans() if spans else None),
+                            EndpointTable.write, w)
 
 
 class UnionTriples(NamedTuple):
@@ -170,10 +223,29 @@ class UnionTriples(NamedTuple):
     tables: Sequence[EndpointTable]
     keep: Sequence[np.ndarray]
     owner: np.ndarray
+    #: Per shard: shard passage row → union row (-1: deleted), which places the tables' span streams.
+    rows: Sequence[np.ndarray] = ()
 
     def live_before(self, shards: int) -> int:
         """How many live triples the first ``shards`` shards hold: where the next shard's live triples start."""
         return sum(int(np.count_nonzero(k)) for k in self.keep[:shards])
+
+    def spans(self, remaps: Sequence[np.ndarray], start: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The live spans of the shards from ``start`` on (their tables' :attr:`~EndpointTable.spans`; ``remaps``:
+        each shard's name id → union name id), in union row order: union passage row, union name id and slot
+        (:data:`SPAN_SLOTS`), int64."""
+        rows, names, slots = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for table, remap, union_rows in zip(self.tables[start:], remaps[start:], self.rows[start:], strict=True):
+            if table.spans is None:
+                continue
+            local, ids = (np.asarray(a, dtype=np.int64) for a in table.spans)
+            at = np.asarray(union_rows, dtype=np.int64)[local]
+            place = np.arange(len(local), dtype=np.int64) - np.searchsorted(local, local)
+            live = at >= 0
+            rows.append(at[live])
+            names.append(np.asarray(remap, dtype=np.int64)[ids[live]])
+            slots.append(at[live] * SPAN_SLOTS + place[live])
+        return np.concatenate(rows), np.concatenate(names), np.concatenate(slots)
 
 
 def union_ends(remaps: Sequence[np.ndarray], local: Sequence[np.ndarray], keep: Sequence[np.ndarray],

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable
+from gearag.derive.endpoints import ENDPOINTS_DIR, SPAN_FILES, EndpointTable
 from gearag.derive.token_index import RESOLVE_DIR, TokenIndex
 from gearag.derive.triple_graph import KeyStats
 from gearag.derive.union_resolve import NameStats
@@ -42,8 +42,8 @@ class OldShard(NamedTuple):
 
 
 def _merged_ids(union_ids: list[np.ndarray], n_union: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The live triples' ends as union ids ((T, 2) per shard, -1: none) numbered as one table numbers them, by
-    first appearance: the ends in those ids, the union id of each, and each union id's (-1: not live)."""
+    """The live triples' ends (then spans) as union ids (per shard, -1: none) numbered as one table numbers them,
+    by first appearance: the ends flat in those ids, the union id of each, and each union id's (-1: not live)."""
     flat = np.concatenate([ids.reshape(-1) for ids in union_ids])
     held = np.flatnonzero(flat >= 0)
     distinct, first = np.unique(flat[held], return_index=True)
@@ -52,7 +52,7 @@ def _merged_ids(union_ids: list[np.ndarray], n_union: int) -> tuple[np.ndarray, 
     new[union_of] = np.arange(len(union_of))
     ends = np.full(len(flat), -1, dtype=np.int32)
     ends[held] = new[flat[held]]
-    return ends.reshape(-1, 2), union_of, new
+    return ends, union_of, new
 
 
 def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any], old: Sequence[OldShard]) -> bool:
@@ -63,7 +63,8 @@ def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any
     names = [s.name for s in old]
     if done.get("union") != UNION_VERSION or done.get("shards") != names:
         return False
-    read = [EndpointTable.read(before / ENDPOINTS_DIR / s.name, s.n_triples) for s in old]
+    spans = (before / ENDPOINTS_DIR / old[0].name / SPAN_FILES[0]).is_file() if old else False
+    read = [EndpointTable.read(before / ENDPOINTS_DIR / s.name, s.n_triples, spans) for s in old]
     tables = [t for t in read if t is not None]
     texts = [TokenIndex.read(before / RESOLVE_DIR / s.name, len(s.rows)) for s in old]
     if len(tables) != len(old) or any(i is None for i in texts):
@@ -73,21 +74,31 @@ def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any
         vocab = UnionVocab.read(before, what, names, [t.id_bound(what) for t in tables])
         if vocab is None:
             return False
-        stats = (KeyStats.read if what == "keys" else NameStats.read)(before, len(vocab.items))
+        stats = KeyStats.read(before, len(vocab.items)) if what == "keys" else NameStats.read(
+            before, len(vocab.items), spans)
         if stats is None:
             return False
         local = [(t.ends if what == "keys" else t.name_ends)[s.triple_keep] for t, s in zip(tables, old, strict=True)]
+        remaps = list(vocab.remaps)
+        n_ends = 2 * sum(len(ids) for ids in local)
+        if what == "names" and spans:  # the live spans' names after every triple end's, as a table numbers them
+            local += [t.spans[1][s.rows[t.spans[0]] >= 0] for t, s in zip(tables, old, strict=True)
+                      if t.spans is not None]
+            remaps += remaps
         union_ids = [np.where(ids >= 0, remap[np.maximum(ids, 0)], -1)
-                     for ids, remap in zip(local, vocab.remaps, strict=True)]
-        ends[what], union_of, new = _merged_ids(union_ids, len(vocab.items))
+                     for ids, remap in zip(local, remaps, strict=True)]
+        flat, union_of, new = _merged_ids(union_ids, len(vocab.items))
+        ends[what], span_names = flat[:n_ends].reshape(-1, 2), flat[n_ends:]
         vocabs[what] = vocab.taken(union_of)
         vocabs[what].write(w, what, [merged])
         stats.taken(union_of).write(w)
         if what == "names":  # per shard: its table's name id → the merged one's (for the names' token index)
             name_rows = [new[remap] for remap in vocab.remaps]
     named = np.concatenate([t.named[s.triple_keep] for t, s in zip(tables, old, strict=True)])
+    span_rows = [s.rows[t.spans[0]] for t, s in zip(tables, old, strict=True) if t.spans is not None]
+    stream = (np.concatenate([r[r >= 0] for r in span_rows]).astype(np.int32), span_names) if spans else None
     EndpointTable(list(vocabs["keys"].items), ends["keys"], named, list(vocabs["names"].items),
-                  ends["names"]).write(w, f"{ENDPOINTS_DIR}/{merged}")
+                  ends["names"], spans=stream).write(w, f"{ENDPOINTS_DIR}/{merged}")
     by_name = [TokenIndex.read(before / UNION_DIR / "name_tokens" / s.name, t.id_bound("names"))
                for s, t in zip(old, tables, strict=True)]
     if any(i is None for i in by_name):

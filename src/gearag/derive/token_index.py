@@ -160,7 +160,8 @@ def shard_token_index(previous: Path | None, shard: str, texts: Sequence[str], w
 
 def shard_name_index(previous: Path | None, shard: str, table: EndpointTable, w: IndexWriter) -> TokenIndex:
     """The token index of shard ``shard``'s endpoint names (name keys: tokens joined by spaces), as above; a
-    reused one does not read the table's names."""
-    return reuse_or_compute(previous, f"{UNION_DIR}/name_tokens/{shard}", INDEX_FILES,
+    reused one does not read the table's names. Reused only beside the table it was made from (a table computed
+    again, say with its NER spans, holds other names)."""
+    return reuse_or_compute(previous if table.stored else None, f"{UNION_DIR}/name_tokens/{shard}", INDEX_FILES,
                             lambda d: TokenIndex.read(d, table.id_bound("names")),
                             lambda: TokenIndex.compute(table.names, lambda k: k.split(" ")), TokenIndex.write, w)

@@ -179,7 +179,7 @@ def triple_graph(config: GraphConfig, inputs: TripleInputs, base: TripleGraph | 
     describes: the result is ``base`` plus a delta wherever the add keeps its hub cut and fallback. Else, or
     without a base, the whole graph; None where ``whole`` is off (a delta generation cannot hold it).
     """
-    (tables, triple_keep, owner), vocab = inputs.live, inputs.keys
+    (tables, triple_keep, owner, _), vocab = inputs.live, inputs.keys
     named_all = links_all(config, tables, triple_keep)
     prior, counted = inputs.prior, inputs.counted
     if prior is None or prior.named_all != named_all:

@@ -10,12 +10,10 @@ over the last generation written whole (:func:`union_delta`; an add or a
 delete), which a build, and a generation the delta cannot say over its base,
 take over an empty index (:func:`write_from_nothing`; a plain build is one
 shard: :class:`gearag.indexing.graph.GraphStage`, whose first add then
-extends the build's own state). An index with NER mentions, whose spans add
-entities (:attr:`~gearag.graph.edge_kinds.EdgeKind.onto_build`), is derived
-from nothing at every add; so is an add whose delta declines (a new name's
-hash another's, a base kept another way). An index that stores no passage
-graph (``--no-entity-graph``, ``--no-prepared-graph``) keeps its triple graph
-alone.
+extends the build's own state). An add whose delta declines (a new name's
+hash another's, a base kept another way) is derived from nothing. An index
+that stores no passage graph (``--no-entity-graph``, ``--no-prepared-graph``)
+keeps its triple graph alone.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,21 +29,19 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import sparse
 
-from gearag.config import IndexConfig, ResolveConfig
+from gearag.config import IndexConfig
 from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable, UnionTriples, shard_table
 from gearag.derive.token_index import RESOLVE_DIR, shard_name_index, shard_token_index
 from gearag.derive.triple_graph import KeyStats, TripleInputs, triple_graph
-from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs, ResolveState
+from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
 from gearag.graph.delta_apply import Deletion, ResolutionDelta, apply_delta, rows_that_differ
-from gearag.graph.edge_kinds import BuildSources, EdgeInputs, EdgeKind, keyed_kinds
+from gearag.graph.edge_kinds import EdgeInputs, stored_kinds
 from gearag.graph.flatten import flattened
-from gearag.graph.layered import LayeredCsr
 from gearag.graph.passage_graph import GRAPH_DIR
-from gearag.graph.prepared import PREPARED, PreparedGraph, empty_prepared, names_beside
+from gearag.graph.prepared import PREPARED, PreparedGraph, empty_prepared
 from gearag.graph.transition import Csr
-from gearag.graph.trie import HashedNames
 from gearag.model import Passage
 from gearag.store.graph import LayeredTripleGraph, TripleGraph, triple_graph_files
 from gearag.store.rows import Mapped
@@ -121,23 +117,11 @@ def name_encoder(embedder: Callable[[], Embedder], batch: int) -> Callable[[list
     return encode
 
 
-def edge_counts(entity_edges: dict[str, sparse.csr_matrix], ner: sparse.csr_matrix | None) -> dict[str, int | None]:
+def edge_counts(entity_edges: dict[str, sparse.csr_matrix], ner: int | None) -> dict[str, int | None]:
     """What a manifest records of the optional edge kinds (None: not stored): the symmetric synonym pairs of
-    ``entity_edges`` and the NER mentions ``ner``."""
+    ``entity_edges`` and the NER mention pairs ``ner``."""
     synonyms = entity_edges.get("synonyms")
-    return {"synonym_edges": int(synonyms.nnz // 2) if synonyms is not None else None,
-            "ner_mentions": int(ner.nnz) if ner is not None else None}
-
-
-def union_spans(shards: Sequence[ShardColumns], n_passages: int) -> list[Sequence[str]]:
-    """Per union passage row, its named-entity spans, from the shards'."""
-    out: list[Sequence[str]] = [()] * n_passages
-    for shard in shards:
-        spans = shard.ner_spans()
-        for row, at in enumerate(np.asarray(shard.union_rows).tolist()):
-            if at >= 0:
-                out[at] = spans[row]
-    return out
+    return {"synonym_edges": int(synonyms.nnz // 2) if synonyms is not None else None, "ner_mentions": ner}
 
 
 def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows, triples: UnionTriples,
@@ -153,7 +137,7 @@ def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: Un
     names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables,
                             w if write_vocab else None)
     if prior is not None and kept is not None:
-        prior.names = NameStats.read(kept, n_names)
+        prior.names = NameStats.read(kept, n_names, spans=any(t.spans is not None for t in tables))
     if not keep_indices:
         assert prior is None or not prior.shards, "a resolution with a prior reads the earlier shards' indices"
         return ResolveInputs(union.passages, triples, names, prior)
@@ -201,11 +185,11 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     from gearag.derive.delta_scan import TextScan
 
     deleted = prior.removal is not None
-    kinds = keyed_kinds(config.resolve, onto_nothing=before is None)
-    if (before is not None and done.get("union") != UNION_VERSION) or kinds is None:
-        return UnionDelta(None, None)  # an add to an index with NER mentions is derived from nothing
+    kinds = stored_kinds(config.resolve)
+    if before is not None and done.get("union") != UNION_VERSION:
+        return UnionDelta(None, None)
     tables_from = tables_from or before
-    triples = _union_triples(w, shards, union, tables_from)
+    triples = _union_triples(w, shards, union, tables_from, spans=any(k.span_mentions for k in kinds))
     done_shards = done.get("shards") or []
 
     def graph_inputs() -> TripleInputs:
@@ -241,27 +225,23 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         # An add's reads the text scan of the last delta add over the same base (tables_from: the previous
         # generation), if it was.
         resolved = resolve_deletion(inputs, base) if deleted else resolve_delta(
-            inputs, base, TextScan.read(tables_from) if tables_from != before and before is not None else None,
-            hash_names=not any(k.onto_build is not None for k in kinds))  # else hashed with the kinds' names
+            inputs, base, TextScan.read(tables_from) if tables_from != before and before is not None else None)
         graph = pending.result() if pending is not None else None
     if resolved is None:
         return UnionDelta(None, graph[0] if graph is not None else None)
     delta, whole = resolved.delta, {}
-    counts: dict[str, int | None] = {}
-    state = resolved.state() if kinds or keep_state else None  # made once: an add's concatenates every text mention
-    if kinds:  # derived again over the keys after the change; the rows that moved are the delta's
+    keyed = [k for k in kinds if k.over_keys is not None]
+    state = resolved.state() if keyed or keep_state else None  # made once: an add's concatenates every text mention
+    if keyed:  # derived again over the keys after the change; the rows that moved are the delta's
         assert state is not None
         named = entity_keys(state, resolved.stats, inputs.vocab.items, delta.layout.n_entities)
-        edge_inputs = EdgeInputs(lambda: union_spans(shards, len(union.passages)),
-                                 name_encoder(lambda: make_embedder(config.embed.embedder), config.embed.batch))
-        if any(k.onto_build is not None for k in kinds):  # a build's (keyed_kinds)
-            delta, named, counts = _onto_build(delta, named, state, kinds, config.resolve, edge_inputs)
-        whole = {k.name: k.over_keys(named, config.resolve, edge_inputs) for k in kinds if k.over_keys is not None}
+        edge_inputs = EdgeInputs(name_encoder(lambda: make_embedder(config.embed.embedder), config.embed.batch))
+        whole = {k.name: k.over_keys(named, config.resolve, edge_inputs) for k in keyed if k.over_keys is not None}
         held = base.whole_sources() or {}
         # A kind the base left out (a weight of 0) is not in the delta: the apply declines.
         delta = delta._replace(edges={name: rows_that_differ(rows, Csr(m.indptr, m.indices, m.data, None))
                                       for name, m in whole.items() if (rows := held.get(name)) is not None})
-    edges = {**edge_counts(whole, None), **counts}
+    edges = edge_counts(whole, resolved.ner_mentions)
     if not keep_state:  # an add's delta generation (a delete is kept whole)
         assert isinstance(resolved, ResolvedDelta)
         if before is not None:
@@ -277,35 +257,6 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     return UnionDelta(delta, graph[0] if graph is not None else None, edges)
 
 
-def _onto_build(delta: ResolutionDelta, keys: list[str | None], state: ResolveState, kinds: Sequence[EdgeKind],
-                config: ResolveConfig, inputs: EdgeInputs) -> tuple[ResolutionDelta, list[str | None],
-                                                                    dict[str, int | None]]:
-    """A build's delta (over an empty index) with the entities and edges of the ``kinds`` that add entities
-    (:attr:`~gearag.graph.edge_kinds.EdgeKind.onto_build`: NER mentions), their keys after the others', and
-    what the manifest records of them. Every usable key is hashed here, once (the resolve half leaves the names
-    to it: ``hash_names``), so that the names are a build's."""
-    mentions, terms, relations = delta.mentions.delta_only, delta.terms.delta_only, delta.relations.delta_only
-    assert mentions is not None and terms is not None and relations is not None, "a build's delta is over nothing"
-    n_core = len(keys)
-    lex_entity = state.lex_entity if state.lex_entity is not None else np.arange(len(state.names))
-    src = BuildSources(mentions, terms, relations, keys, list(state.names), np.asarray(lex_entity, dtype=np.int64),
-                       {})
-    for kind in kinds:
-        if kind.onto_build is not None:
-            src = kind.onto_build(src, config, inputs)
-    n = len(src.keys)
-    scale = np.zeros(1 + n)
-    scale[: len(delta.scale)] = delta.scale
-    hashed = names_beside(HashedNames.from_keys([], np.zeros(0, np.int64)), [k or "" for k in src.keys],
-                          np.arange(n, dtype=np.int64))
-    assert hashed is not None  # beside no name: the build's rule
-    return delta._replace(layout=replace(delta.layout, n_entities=n), scale=scale, names=hashed[0],
-                          n_usable=hashed[1], n_mention_keys=n_core,
-                          mentions=LayeredCsr.of_delta(delta.mentions.base, src.mentions),
-                          terms=LayeredCsr.of_delta(delta.terms.base, src.terms),
-                          relations=LayeredCsr.of_delta(delta.relations.base, src.relations)), src.keys, src.counts
-
-
 def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
                        tables_from: Path | None = None,
                        keep_state: bool = True) -> tuple[int, dict[str, float], dict[str, Any]]:
@@ -316,12 +267,10 @@ def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[Sha
     (``edges``: :func:`edge_counts`). ``tables_from``: a generation whose per-shard tables and indices are
     hard-linked where it has them; ``keep_state=False``: the graphs only (a build that is not growable)."""
     res = config.resolve
-    kinds = keyed_kinds(res, onto_nothing=True)
-    assert kinds is not None, "every registered kind derives onto a build"
     started = time.perf_counter()
     if not (res.entity_graph and res.prepared_graph):
         return _triple_graph_alone(w, config, shards, union, tables_from, keep_state)
-    base = empty_prepared([k.name for k in kinds])
+    base = empty_prepared([k.name for k in stored_kinds(res)])
     delta = union_delta(w, config, shards, union, None, {}, Prior.nothing(), base, None, tables_from, keep_state,
                         overlap=False)
     layered = apply_delta(base, delta.resolution) if delta.resolution is not None else None
@@ -383,12 +332,13 @@ def write_flat(w: IndexWriter, layered: PreparedGraph | None, triples: LayeredTr
     return {"union": UNION_VERSION, "prepared_names": "flattened"}
 
 
-def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows,
-                   tables_from: Path | None) -> UnionTriples:
+def _union_triples(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows, tables_from: Path | None,
+                   spans: bool = False) -> UnionTriples:
     """The union's live triples over every shard's endpoint table (written into ``w``, hard-linked from
-    ``tables_from`` where it has the shard's)."""
-    tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w) for s in shards]
-    return UnionTriples(tables, union.triple_keep, union.owner)
+    ``tables_from`` where it has the shard's; ``spans``: with their NER span streams)."""
+    tables = [shard_table(tables_from, s.name, s.subjects, s.objects, w, s.ner_spans if spans else None)
+              for s in shards]
+    return UnionTriples(tables, union.triple_keep, union.owner, [s.union_rows for s in shards])
 
 
 def _vocab(previous: Path | None, previous_shards: list[str], what: str, shards: list[str],

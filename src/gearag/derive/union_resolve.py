@@ -45,7 +45,7 @@ from gearag import setops
 from gearag.arrays import offsets, ranges
 from gearag.data.jsonio import load_json
 from gearag.data.jsonstrings import strings_at
-from gearag.derive.endpoints import UnionTriples, first_seen, union_ends
+from gearag.derive.endpoints import SPAN_SLOTS, UnionTriples, first_seen, union_ends
 from gearag.derive.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab
 from gearag.errors import GearagError
@@ -122,7 +122,8 @@ class ResolveState:
 class NameStats:
     """Per union endpoint name, over the live triples of the shards it covers (kept as ``union/name_*``):
 
-    where it first appears (slot ``2 * triple + side``, -1: never), its
+    where it first appears (slot ``2 * triple + side``, -1: never) and, with NER mentions, where it first
+    appears among the passages' spans (:attr:`first_span`), its
     lexicon id (-1: none) and the lexicon names its tokens contain
     (``trie.scan`` matches with at least :data:`MIN_CONTAINED_SHARE` of its
     tokens, as CSR rows; ``scanned`` says which rows are current). The next
@@ -134,26 +135,46 @@ class NameStats:
     FILES = ("first", "lex", "scanned", "cont_ptr", "cont_name", "cont_share")
 
     def __init__(self, first: np.ndarray, lex: np.ndarray, scanned: np.ndarray, cont_ptr: np.ndarray,
-                 cont_name: np.ndarray, cont_share: np.ndarray, entity: np.ndarray | None = None) -> None:
+                 cont_name: np.ndarray, cont_share: np.ndarray, entity: np.ndarray | None = None,
+                 first_span: np.ndarray | None = None) -> None:
         self.first, self.lex, self.scanned = first, lex, scanned
+        #: Per name, its first span's slot (:data:`~gearag.derive.endpoints.SPAN_SLOTS`; -1: in no span); None:
+        #: the index keeps no NER mentions
+        self.first_span = first_span
         self.cont_ptr, self.cont_name, self.cont_share = cont_ptr, cont_name, cont_share
         #: int32 per name: its entity id in the resolution (-1: none), when known: what a delta's add reads
         #: instead of ordering every endpoint-only name again (docs/delta.md)
         self.entity = entity
 
     @classmethod
-    def grown(cls, prior: NameStats | None, n: int) -> NameStats:
-        """``prior`` (or nothing) with rows for names up to ``n`` (new rows: unseen, unscanned)."""
+    def grown(cls, prior: NameStats | None, n: int, spans: bool = False) -> NameStats:
+        """``prior`` (or nothing) with rows for names up to ``n`` (new rows: unseen, unscanned); ``spans``: with
+        :attr:`first_span`."""
         k = len(prior.lex) if prior is not None else 0
         first, lex = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+        first_span = np.full(n, -1, dtype=np.int64) if spans else None
         scanned = np.zeros(n, dtype=bool)
         ptr = np.zeros(n + 1, dtype=np.int64)
         if prior is None:
-            return cls(first, lex, scanned, ptr, np.zeros(0, np.int64), np.zeros(0, np.float64))
+            return cls(first, lex, scanned, ptr, np.zeros(0, np.int64), np.zeros(0, np.float64),
+                       first_span=first_span)
         first[:k], lex[:k], scanned[:k] = prior.first, prior.lex, prior.scanned
+        if first_span is not None and prior.first_span is not None:
+            first_span[:k] = prior.first_span
         ptr[: k + 1] = prior.cont_ptr
         ptr[k + 1 :] = prior.cont_ptr[-1]
-        return cls(first, lex, scanned, ptr, np.asarray(prior.cont_name), np.asarray(prior.cont_share))
+        return cls(first, lex, scanned, ptr, np.asarray(prior.cont_name), np.asarray(prior.cont_share),
+                   first_span=first_span)
+
+    def live(self) -> np.ndarray:
+        """Whether each name occurs in a live triple end or span."""
+        return (self.first >= 0) | (self.first_span >= 0) if self.first_span is not None else self.first >= 0
+
+    def span_only(self) -> np.ndarray:
+        """Whether each name occurs only in spans and is no lexicon name: an entity only NER found."""
+        if self.first_span is None:
+            return np.zeros(len(self.first), dtype=bool)
+        return (self.first < 0) & (self.first_span >= 0) & (self.lex < 0)
 
     def rescanned(self, rows: np.ndarray, sizes: np.ndarray, found_names: np.ndarray,
                   found_shares: np.ndarray) -> None:
@@ -187,7 +208,7 @@ class NameStats:
         at = ranges(self.cont_ptr[rows], spans)
         return NameStats(self.first[rows], self.lex[rows], self.scanned[rows], ptr, np.asarray(self.cont_name)[at],
                          np.asarray(self.cont_share)[at], np.asarray(self.entity)[rows] if self.entity is not None
-                         else None)
+                         else None, None if self.first_span is None else np.asarray(self.first_span)[rows])
 
     def contained(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Containment rows ``rows`` flat: (row, contained lexicon name, share) per entry, in row order."""
@@ -196,16 +217,20 @@ class NameStats:
         return np.repeat(rows, spans), np.asarray(self.cont_name)[at], np.asarray(self.cont_share)[at]
 
     def endpoint_only(self, among: np.ndarray | bool = True) -> np.ndarray:
-        """The live names no lexicon name is (of the rows ``among`` holds), in first-appearance order: the order
-        their entity ids follow the lexicon's."""
-        ep = np.flatnonzero((self.first >= 0) & (self.lex < 0) & among)
-        return ep[np.argsort(self.first[ep], kind="stable")]
+        """The live names no lexicon name is (of the rows ``among`` holds), in first-appearance order (those in a
+        triple end first, then those only in spans, by their first span): the order their entity ids follow
+        the lexicon's."""
+        ep = np.flatnonzero(self.live() & (self.lex < 0) & among)
+        first = self.first[ep]
+        if self.first_span is not None:  # a span's slot after every triple end's
+            first = np.where(first >= 0, first, np.iinfo(np.int64).max // 2 + self.first_span[ep])
+        return ep[np.argsort(first, kind="stable")]
 
     def entities(self, n_names: int) -> np.ndarray:
         """Each name's entity id in a resolution of ``n_names`` lexicon names (its lexicon id, or for an
         endpoint-only name ``n_names +`` its rank by first appearance; -1: not live), with -1 appended (read
         for -1)."""
-        live = self.first >= 0
+        live = self.live()
         ep = self.endpoint_only()
         entity = np.full(len(self.lex) + 1, -1, dtype=np.int64)
         named = live & (self.lex >= 0)
@@ -218,9 +243,13 @@ class NameStats:
             w.write_array(f"{UNION_DIR}/name_{name}.npy", getattr(self, name))
         if self.entity is not None:
             w.write_array(f"{UNION_DIR}/name_entity.npy", self.entity)
+        if self.first_span is not None:
+            w.write_array(f"{UNION_DIR}/name_first_span.npy", self.first_span)
 
     @classmethod
-    def read(cls, directory: Path, n_names: int) -> NameStats | None:
+    def read(cls, directory: Path, n_names: int, spans: bool = False) -> NameStats | None:
+        """The statistics kept in ``directory`` for ``n_names`` names (``spans``: with :attr:`first_span`); None
+        if absent or malformed."""
         try:
             arrays = [np.asarray(load_array(directory, f"{UNION_DIR}/name_{f}.npy")) for f in cls.FILES]
         except (OSError, ValueError, GearagError):
@@ -233,8 +262,16 @@ class NameStats:
             entity: np.ndarray | None = np.asarray(load_array(directory, f"{UNION_DIR}/name_entity.npy"))
         except (OSError, ValueError, GearagError):
             entity = None
+        first_span = None
+        if spans:  # required: a generation from before the span stream is derived again
+            try:
+                first_span = np.asarray(load_array(directory, f"{UNION_DIR}/name_first_span.npy"), dtype=np.int64)
+            except (OSError, ValueError, GearagError):
+                return None
+            if len(first_span) != n_names:
+                return None
         return cls(first, lex, scanned, ptr, name, share,
-                   entity=entity if entity is not None and len(entity) == n_names else None)
+                   entity=entity if entity is not None and len(entity) == n_names else None, first_span=first_span)
 
 
 @dataclass(frozen=True)
@@ -342,22 +379,28 @@ def endpoint_name_stats(inputs: ResolveInputs, lexicon: GrownLexicon, matcher: N
     counted, ``lexicon``'s new names given their ids, and the names a new or deleted (``touched``) lexicon name
     may occur in scanned again; ``lost``: names whose first appearance a delete removed (found again here). With
     the names whose containment rows were scanned (again)."""
-    (tables, triple_keep, _), vocab, prior = inputs.live, inputs.vocab, inputs.prior
+    (tables, triple_keep, _, _), vocab, prior = inputs.live, inputs.vocab, inputs.prior
     name_ends = [t.name_ends for t in tables]
     names, ids, n_prior_names = lexicon.names, lexicon.ids, lexicon.n_prior
     known = prior.names if prior is not None else None
     counted = prior.shards if prior is not None and known is not None else 0
     items = vocab.items
-    stats = NameStats.grown(known, len(items))
+    stats = NameStats.grown(known, len(items), spans=any(t.spans is not None for t in tables))
     start = inputs.live.live_before(counted)
     # Only the later shards' ends (their union name ids) are read: the earlier ones' were counted.
     seq = union_ends(vocab.remaps[counted:], name_ends[counted:], triple_keep[counted:]).ravel()  # subject, object…
     valid = seq >= 0
     first_seen(stats.first, seq[valid], np.arange(2 * start, 2 * start + len(seq), dtype=np.int64)[valid])
+    if stats.first_span is not None:  # and their spans
+        first_seen(stats.first_span, *inputs.live.spans(vocab.remaps, counted)[1:])
     if len(lost):
         flat = union_ends(vocab.remaps, name_ends, triple_keep).ravel()
         at = np.flatnonzero(setops.isin(flat, lost))
         first_seen(stats.first, flat[at], at)
+        if stats.first_span is not None:
+            _, span_names, slots = inputs.live.spans(vocab.remaps)
+            at = np.flatnonzero(setops.isin(span_names, lost))
+            first_seen(stats.first_span, span_names[at], slots[at])
     n_known = len(known.lex) if known is not None else 0
     if n_known:
         held = vocab.find(names[n_prior_names:])  # names new to the lexicon that some endpoint already had
@@ -369,7 +412,7 @@ def endpoint_name_stats(inputs: ResolveInputs, lexicon: GrownLexicon, matcher: N
                 stats.scanned[remap[index.holding_any(query)]] = False
     stats.lex[n_known:] = np.fromiter((ids.get(k, -1) for k in strings_at(items, np.arange(n_known, len(items)))),
                                       dtype=np.int64, count=len(items) - n_known)
-    todo = np.flatnonzero((stats.first >= 0) & (stats.lex < 0) & ~stats.scanned)
+    todo = np.flatnonzero(stats.live() & (stats.lex < 0) & ~stats.scanned)
     sizes, found_names, found_shares = array("q"), array("q"), array("d")  # flat: no object per name
     for name in strings_at(items, todo):
         toks = name.split(" ")
@@ -444,6 +487,13 @@ def shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tuple
         t_new = removal.triples[first_at[has] // 2]
         first_at[has] = np.where(t_new >= 0, 2 * t_new + first_at[has] % 2, -1)
         lost = has[t_new < 0]
+        first_span = None
+        if stats.first_span is not None:  # a span's slot moves with its row
+            first_span = stats.first_span.copy()
+            has = np.flatnonzero(first_span >= 0)
+            row_new = removal.rows[first_span[has] // SPAN_SLOTS]
+            first_span[has] = np.where(row_new >= 0, row_new * SPAN_SLOTS + first_span[has] % SPAN_SLOTS, -1)
+            lost = setops.union(lost, has[row_new < 0])
         lex = stats.lex.copy()
         named = np.flatnonzero(lex >= 0)
         lex[named] = new_id[lex[named]]
@@ -452,7 +502,8 @@ def shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tuple
         cont_name = new_id[stats.cont_name]
         counts = np.diff(stats.cont_ptr)
         stale = setops.unique(np.repeat(np.arange(len(counts), dtype=np.int64), counts)[cont_name < 0])
-        stats = NameStats(first_at, lex, scanned, stats.cont_ptr.copy(), cont_name, np.asarray(stats.cont_share))
+        stats = NameStats(first_at, lex, scanned, stats.cont_ptr.copy(), cont_name, np.asarray(stats.cont_share),
+                          first_span=first_span)
         empty = np.zeros(0, dtype=np.int64)
         stats.rescanned(stale, np.zeros(len(stale), np.int64), empty, empty.astype(np.float64))  # emptied, then
         stats.scanned[stale] = False  # scanned again

@@ -55,11 +55,11 @@ class ResolutionDelta(NamedTuple):
     #: Set for a delete (its rows empty in the base's numbering until the flatten drops them).
     deletion: Deletion | None = None
     #: The optional kinds' sources, derived again over the keys after the change (:func:`rows_that_differ`), by
-    #: name (:func:`~gearag.graph.edge_kinds.keyed_kinds`).
+    #: name (:attr:`~gearag.graph.edge_kinds.EdgeKind.over_keys`).
     edges: dict[str, LayeredCsr] | None = None
-    #: Set where NER mentions added entities (a build's: :attr:`~gearag.graph.edge_kinds.EdgeKind.onto_build`):
-    #: the entities below it are the mentions' (:attr:`~gearag.graph.prepared.PreparedGraph.n_mention_keys`).
-    n_mention_keys: int | None = None
+    #: With NER mentions: every entity only NER spans name after the change
+    #: (:attr:`~gearag.graph.prepared.PreparedGraph.ner_keys`); None: the index keeps none.
+    ner_keys: np.ndarray | None = None
 
     @property
     def sources(self) -> dict[str, LayeredCsr]:
@@ -331,6 +331,6 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | 
     return PreparedGraph(layout.n_passages, layout.n_entities, dict(base.settings), layered,
                          specificity, about, AppendedRows(np.asarray(base.triple_ends), d.ends_tail),
                          LayeredNames(base.names, d.names),
-                         layout.n_entities if d.n_mention_keys is None else d.n_mention_keys, d.n_usable,
+                         base.ner_keys if d.ner_keys is None else d.ner_keys, d.n_usable,
                          delta_layout=layout, base_meta=base.meta(),
-                         holds_ner=base.holds_ner if d.n_mention_keys is None else True)
+                         holds_ner=base.holds_ner if d.ner_keys is None else True)

@@ -12,25 +12,28 @@ source it is the transpose of).
 - ``about`` (core): entity → passage ``terms`` and their transpose ``terms_by_passage``
   (``about_weight``; raw, with scale ids);
 - ``relations`` (core): entity → entity triple counts (weight 1);
-- ``ner_mentions`` (``--index-ner-mentions``): the passages' NER spans resolved like triple ends; no
-  source of its own, read as mentions when the query's ``ner_mentions`` is on;
+- ``ner_mentions`` (``--index-ner-mentions``): the passages' NER spans resolved like triple ends (a span
+  naming something no lexicon name or triple end does is a new entity); no source of its own, read as
+  mentions when the query's ``ner_mentions`` is on;
 - ``synonyms`` (``--synonyms``): entity → entity ``synonyms`` between names whose embeddings are
   close (``synonym_weight``).
 
 The core kinds come from the entity resolution itself: the delta of a build
 (over an empty index, :func:`gearag.derive.union_files.write_from_nothing`), an
 add or a delete (:func:`gearag.derive.union_files.union_delta`). An optional
-kind comes one of two ways: a kind that is a function of the entity keys alone
-(:attr:`EdgeKind.over_keys`: the synonyms) is derived again over the keys
-after a build, an add or a delete, which keeps the rows that changed; a kind
-that adds entities (:attr:`EdgeKind.onto_build`: NER mentions) extends a
-build's sources (:class:`BuildSources`), and an add to an index with one is
-derived from nothing over every shard. Either way the index grows like a
-rebuild (the tests' oracles add the kinds to the union's graph arrays), and
-kinds run in registration order (NER mentions add entities, so they come
-before the synonyms, which join every entity's name). Each input is read only when a kind asks for it
-(:class:`EdgeInputs`): the NER spans are a per-passage file every shard
-keeps (:mod:`gearag.indexing.ner`).
+kind comes one of two ways, and either way the index grows like a rebuild
+(the tests' oracles add the kinds to the union's graph arrays):
+
+- a kind whose entries are per-shard name occurrences (:attr:`EdgeKind.span_mentions`:
+  the NER spans, a per-passage file every shard keeps, :mod:`gearag.indexing.ner`)
+  joins the resolution's stream of endpoint names: each shard's endpoint table
+  keeps its spans as name ids, and the add, delete and compact that grow the
+  triple ends' names grow them (:mod:`gearag.derive.endpoints`);
+- a kind that is a function of the entity keys alone (:attr:`EdgeKind.over_keys`:
+  the synonyms) is derived again over the keys after a build, an add or a
+  delete, which keeps the rows that changed. Kinds run in registration order,
+  after the resolution (the synonyms join every entity's name, the NER-only
+  ones too). Each input is read only when a kind asks for it (:class:`EdgeInputs`).
 
 What reads the registry: the transition (:func:`gearag.graph.prepared.empty_prepared`
 makes one source per registered :class:`TransitionSource` the index stores,
@@ -42,8 +45,8 @@ another's transpose gains that source's changes the other way).
 
 To add an edge kind: write its derivation, exact whatever the order passages
 arrived in, over the entity keys (:attr:`EdgeKind.over_keys`: its entity ×
-entity matrix) or, if it adds entities, onto a build's sources
-(:attr:`EdgeKind.onto_build`), and register it here with the
+entity matrix), or make its entries name occurrences each shard keeps
+(:attr:`EdgeKind.span_mentions`), and register it here with the
 ``ResolveConfig`` switch that stores it and its transition sources, each with
 the query setting that weighs it (a field of
 :class:`~gearag.graph.config.PassageGraphConfig`; none: weight 1).
@@ -58,21 +61,14 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
-from gearag import setops
-from gearag.arrays import Csr, row_offsets
 from gearag.config import ResolveConfig
-from gearag.graph.resolve import span_entities
 from gearag.graph.synonyms import synonym_matrix
-from gearag.graph.trie import NameLookup
-from gearag.text import is_named
 
 
 @dataclass(frozen=True)
 class EdgeInputs:
     """What an edge kind may read besides the graph arrays, each computed only when a kind asks."""
 
-    #: Per passage row of the corpus (the union's, for a sharded index), its named-entity span texts.
-    ner_spans: Callable[[], Sequence[Sequence[str]]]
     #: Names → unit rows, with the index's embedder (:func:`gearag.embed.base.make_embedder`).
     embed: Callable[[list[str]], np.ndarray]
 
@@ -95,20 +91,6 @@ class TransitionSource(NamedTuple):
         return 1.0 if self.weight is None else float(getattr(config, self.weight))
 
 
-class BuildSources(NamedTuple):
-    """A build's resolution as its core sources, plain (an add onto nothing): what a kind that adds entities
-    extends (:attr:`EdgeKind.onto_build`)."""
-
-    mentions: Csr  #: passage × entity, 1.0 a pair
-    terms: Csr  #: entity × passage about terms: raw weights, scale ids ``1 +`` the lexicon name's entity id
-    relations: Csr  #: entity × entity triple counts
-    keys: list[str | None]  #: each entity's key
-    lexicon: list[str]  #: the lexicon's names
-    lex_entity: np.ndarray  #: each lexicon name's entity id
-    #: What the manifest records of the kinds that grew these (:func:`~gearag.derive.union_files.edge_counts`).
-    counts: dict[str, int | None]
-
-
 @dataclass(frozen=True)
 class EdgeKind:
     """One edge kind of the passage graph (module docstring)."""
@@ -118,17 +100,16 @@ class EdgeKind:
     setting: str | None
     #: How the transition reads it, in the order a push sums a column.
     sources: tuple[TransitionSource, ...] = ()
-    #: Its entity × entity edges as a function of the entity keys alone (None: a core kind, or one that adds
-    #: entities, as NER mentions do): an add or a delete through the delta derives them again over the keys
-    #: after it, in its own numbering, and keeps the rows that changed (:func:`keyed_kinds`).
+    #: Its entity × entity edges as a function of the entity keys alone (None: a core kind, or NER mentions): an
+    #: add or a delete through the delta derives them again over the keys after it, in its own numbering, and
+    #: keeps the rows that changed.
     over_keys: Callable[[Sequence[str | None], ResolveConfig, EdgeInputs], sparse.csr_matrix] | None = None
-    #: A kind that adds entities (NER mentions): its entities and edges onto a build's core sources (an add onto
-    #: nothing: :func:`gearag.derive.union_files.write_from_nothing`). An add to such an index is derived from
-    #: nothing over every shard.
-    onto_build: Callable[[BuildSources, ResolveConfig, EdgeInputs], BuildSources] | None = None
+    #: Its entries are the passages' NER spans (each shard's, ``ShardColumns.ner_spans``), mentions resolved
+    #: like triple ends, read as mention edges: a second stream of names in the resolution.
+    span_mentions: bool = False
 
 
-#: The registry, in the order kinds derive (a kind that adds entities before one over every entity).
+#: The registry, in the order kinds derive.
 EDGE_KINDS: dict[str, EdgeKind] = {}
 
 
@@ -138,9 +119,9 @@ def register_edge_kind(kind: EdgeKind) -> EdgeKind:
         raise ValueError(f"edge kind {kind.name!r} is registered already")
     if kind.setting is not None and not hasattr(ResolveConfig(), kind.setting):
         raise ValueError(f"edge kind {kind.name!r}: ResolveConfig has no setting {kind.setting!r}")
-    if (kind.setting is None) != (kind.over_keys is None and kind.onto_build is None):
-        raise ValueError(f"edge kind {kind.name!r}: an optional kind has a derivation (over the keys or onto a "
-                         f"build), a core kind none")
+    if (kind.setting is None) != (kind.over_keys is None and not kind.span_mentions):
+        raise ValueError(f"edge kind {kind.name!r}: an optional kind has a derivation (over the keys or as span "
+                         f"mentions), a core kind none")
     names = {s.name for k in EDGE_KINDS.values() for s in k.sources}
     for src in kind.sources:
         if src.name in names or (src.transpose_of is not None and src.transpose_of not in names):
@@ -157,16 +138,6 @@ def stored_kinds(config: ResolveConfig) -> list[EdgeKind]:
         if config.entity_graph else []
 
 
-def keyed_kinds(config: ResolveConfig, onto_nothing: bool = False) -> list[EdgeKind] | None:
-    """The optional kinds an index built with ``config`` stores, when every one is derived from the entity keys
-    alone (:attr:`EdgeKind.over_keys`), or (``onto_nothing``: a build's delta) onto a build's sources
-    (:attr:`EdgeKind.onto_build`); None when one is not (an add to an index with NER mentions: derived from
-    nothing over every shard)."""
-    kinds = stored_kinds(config)
-    ok = all(k.over_keys is not None or (onto_nothing and k.onto_build is not None) for k in kinds)
-    return kinds if ok else None
-
-
 def transition_sources() -> tuple[TransitionSource, ...]:
     """Every registered kind's transition sources, in registry order (the order a push sums a column)."""
     return tuple(src for kind in EDGE_KINDS.values() for src in kind.sources)
@@ -178,40 +149,6 @@ def transition_source(name: str) -> TransitionSource:
         if src.name == name:
             return src
     raise KeyError(f"no transition source {name!r} is registered")
-
-
-def _ner_onto_build(src: BuildSources, config: ResolveConfig, inputs: EdgeInputs) -> BuildSources:
-    """A build's sources with its NER spans' mentions (:func:`~gearag.graph.resolve.span_entities`, the rules the
-    tests' oracle applies to the union's arrays): the entities only they name follow the others, about
-    the pages of the lexicon names they contain; the spans' mentions join the passages' others (a pair once),
-    as the prepared graph uses them with the query's ``ner_mentions`` on (its default)."""
-    n_core, n_passages = src.terms.n_rows, src.mentions.n_rows
-    lex_entity = np.asarray(src.lex_entity, dtype=np.int64)
-    counts, pages, weights, sids = src.terms.gather(lex_entity)
-    at = np.repeat(np.arange(len(lex_entity), dtype=np.int64), counts)
-    own = np.asarray(sids, dtype=np.int64) == 1 + lex_entity[at]  # each lexicon name's own pages
-    ptr = row_offsets(at[own], len(lex_entity))
-    spans = inputs.ner_spans()
-    if len(spans) != n_passages:
-        raise ValueError(f"ner_spans has {len(spans)} rows for {n_passages} passages")
-    found = span_entities({k: i for i, k in enumerate(src.keys) if k is not None}, n_core, NameLookup(src.lexicon),
-                          (ptr, np.asarray(pages)[own].tolist(), np.asarray(weights, dtype=np.float64)[own].tolist()),
-                          spans, is_named)
-    n = n_core + len(found.keys)
-    extra = row_offsets(found.term_rows - n_core, len(found.keys))  # the new rows' terms: made row after row, in order
-    terms = Csr(np.concatenate([src.terms.indptr, src.terms.indptr[-1] + extra[1:]]),
-                np.concatenate([src.terms.indices, found.term_cols.astype(np.int32)]),
-                np.concatenate([src.terms.data, found.term_raw.astype(np.float32)]),
-                np.concatenate([np.asarray(src.terms.sids), (1 + lex_entity[found.term_names]).astype(np.int32)]))
-    m = src.mentions
-    ner = setops.unique(found.rows * n + found.cols)
-    pairs = setops.union(np.repeat(np.arange(n_passages, dtype=np.int64), np.diff(m.indptr)) * n
-                       + np.asarray(m.indices, dtype=np.int64), ner)
-    mentions = Csr.incidence(pairs, n_passages, n)
-    r = src.relations
-    relations = r._replace(indptr=np.concatenate([r.indptr, np.full(n - n_core, r.indptr[-1], dtype=r.indptr.dtype)]))
-    return src._replace(mentions=mentions, terms=terms, relations=relations, keys=[*src.keys, *found.keys],
-                        counts={**src.counts, "ner_mentions": len(ner)})
 
 
 def _synonym_edges(keys: Sequence[str | None], config: ResolveConfig, inputs: EdgeInputs) -> sparse.csr_matrix:
@@ -230,6 +167,6 @@ register_edge_kind(EdgeKind("about", None, (
                      transpose_of="terms"))))
 register_edge_kind(EdgeKind("relations", None, (
     TransitionSource("relations", of_passages=False, to_passages=False),)))
-register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", onto_build=_ner_onto_build))
+register_edge_kind(EdgeKind("ner_mentions", "ner_mentions", span_mentions=True))
 register_edge_kind(EdgeKind("synonyms", "synonyms", (
     TransitionSource("synonyms", of_passages=False, to_passages=False, weight="synonym_weight"),), _synonym_edges))

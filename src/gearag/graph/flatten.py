@@ -129,7 +129,7 @@ def flattened(g: PreparedGraph, deletion: Deletion | None = None) -> PreparedGra
     columns = Scaled(NodeLayout.plain(n_passages, layout.n_entities), sources, np.asarray(cols.scale), sums, degree)
     return PreparedGraph(n_passages, g.n_entities, dict(g.settings), columns,
                          np.asarray(g.specificity), about if about is not None else plain(g.about, False, True),
-                         ends, names, g.n_mention_keys, g.n_usable, holds_ner=g.holds_ner)
+                         ends, names, g.ner_keys, g.n_usable, holds_ner=g.holds_ner)
 
 
 def _kept_rows(m: Csr, keep: np.ndarray) -> Csr:

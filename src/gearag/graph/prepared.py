@@ -89,8 +89,9 @@ class PreparedGraph:
     about: Csr | LayeredCsr
     triple_ends: np.ndarray | AppendedRows  #: int32 (T, 2): each triple's subject and object entity (-1: none)
     names: HashedNames  #: the usable entity keys → entity ids
-    #: Entities below this id are mentions' (triple endpoints and lexicon names); the rest only NER found.
-    n_mention_keys: int
+    #: The entities only NER spans name (sorted ids; the others are lexicon names and triple endpoints). A
+    #: build numbers them last; an add appends entities after them.
+    ner_keys: np.ndarray
     #: How many keys were hashed into ``names`` (more than ``names.size`` only if two shared a hash); None: not
     #: recorded (an older gearag's stored graph).
     n_usable: int | None = None
@@ -199,14 +200,14 @@ class PreparedGraph:
         ends = self.triple_ends
         assert isinstance(ends, np.ndarray)  # a plain graph's: one array
         out |= {"dangling.npy": self.dangling, "specificity.npy": self.specificity, "triple_ends.npy": ends}
-        return out
+        return out | _ner_keys_file(self.ner_keys, self.n_entities)
 
     def meta(self) -> dict[str, Any]:
         columns = self.columns
         out: dict[str, Any] = {"version": PREPARED_VERSION if isinstance(columns, Scaled) else NORMALISED_VERSION,
                "n_passages": self.n_passages, "n_entities": self.n_entities,
-               "n_mention_keys": self.n_mention_keys, "usable_keys": self.n_usable, "settings": self.settings,
-               "names_hash": "fnv1a-64"}
+               **_ner_keys_meta(self.ner_keys, self.n_entities), "usable_keys": self.n_usable,
+               "settings": self.settings, "names_hash": "fnv1a-64"}
         if self.holds_ner is not None:
             out["holds_ner"] = self.holds_ner
         if isinstance(columns, Scaled):
@@ -248,7 +249,7 @@ class PreparedGraph:
         else:
             columns = Normalised(csr("columns"), read("dangling.npy"))
         return cls(n_p, n_e, dict(meta["settings"]), columns, read("specificity.npy"), about,
-                   read("triple_ends.npy"), names, int(meta["n_mention_keys"]),
+                   read("triple_ends.npy"), names, _read_ner_keys(meta, read),
                    usable if isinstance(usable, int) else None, holds_ner=held_ner(meta))
 
 
@@ -266,8 +267,8 @@ def empty_prepared(stored: Sequence[str]) -> PreparedGraph:
     about = next(s.rows for s in sources if s.name == ABOUT_SOURCE)
     assert isinstance(about, Csr)
     return PreparedGraph(0, 0, settings_of(config), columns, np.zeros(0), about,
-                         np.zeros((0, 2), np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)), 0, 0,
-                         holds_ner=False)
+                         np.zeros((0, 2), np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)),
+                         np.zeros(0, np.int64), 0, holds_ner=False)
 
 
 def names_beside(old: HashedNames, keys: Sequence[str], ids: np.ndarray) -> tuple[HashedNames, int] | None:
@@ -291,6 +292,27 @@ def names_beside(old: HashedNames, keys: Sequence[str], ids: np.ndarray) -> tupl
     extra = setops.unique(np.concatenate([hashes, prefixes]))
     return HashedNames.from_arrays(extra[~setops.present(old_nodes, extra, np.searchsorted(old_nodes, extra))],
                                    hashes, ids), len(picked)
+
+
+def _ner_keys_meta(keys: np.ndarray, n_entities: int) -> dict[str, int]:
+    """What ``prepared.json`` says of the entities only NER spans name: ``n_mention_keys`` where they are the
+    last ids (a build's numbering, and every index without NER mentions), else their count (``ner_keys.npy``)."""
+    first = n_entities - len(keys)
+    if not len(keys) or (int(keys[0]) == first and int(keys[-1]) == n_entities - 1):  # sorted, distinct: a suffix
+        return {"n_mention_keys": first}
+    return {"ner_keys": len(keys)}
+
+
+def _ner_keys_file(keys: np.ndarray, n_entities: int) -> dict[str, np.ndarray]:
+    """``ner_keys.npy`` where ``prepared.json`` cannot say the NER-only entities as a count (:func:`_ner_keys_meta`)."""
+    return {"ner_keys.npy": np.asarray(keys, dtype=np.int32)} if "ner_keys" in _ner_keys_meta(keys, n_entities) else {}
+
+
+def _read_ner_keys(meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> np.ndarray:
+    """The NER-only entities a ``prepared.json`` and its files say (:func:`_ner_keys_meta`)."""
+    if "ner_keys" in meta:
+        return np.asarray(read("ner_keys.npy"), dtype=np.int64)
+    return np.arange(int(meta["n_mention_keys"]), int(meta["n_entities"]), dtype=np.int64)
 
 
 def held_ner(meta: dict[str, Any]) -> bool | None:
@@ -324,7 +346,8 @@ def readable(meta: dict[str, Any]) -> bool:
     if meta.get("version") == PREPARED_VERSION and not isinstance(meta.get("sources"), list):
         return False
     return (meta.get("version") in (NORMALISED_VERSION, PREPARED_VERSION) and isinstance(meta.get("settings"), dict)
-            and all(isinstance(meta.get(k), int) for k in ("n_passages", "n_entities", "n_mention_keys")))
+            and all(isinstance(meta.get(k), int) for k in ("n_passages", "n_entities"))
+            and any(isinstance(meta.get(k), int) for k in ("n_mention_keys", "ner_keys")))
 
 
 def open_stored(meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> PreparedGraph | None:
@@ -391,7 +414,7 @@ def layered_files(g: PreparedGraph) -> dict[str, np.ndarray]:
     out |= {f"names_{k}.npy": v for k, v in names.delta.arrays().items()}
     out |= {"scale.npy": columns.scale, "sums.npy": columns.sums, "degree.npy": columns.degree,
             "dangling.npy": g.dangling, "specificity.npy": g.specificity, "triple_ends_tail.npy": ends.tail}
-    return out
+    return out | _ner_keys_file(g.ner_keys, g.n_entities)
 
 
 def open_layered(cls: type[PreparedGraph], meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> PreparedGraph:
@@ -421,5 +444,5 @@ def open_layered(cls: type[PreparedGraph], meta: dict[str, Any], read: Callable[
     usable = meta.get("usable_keys")
     return cls(n_p, n_e, dict(meta["settings"]), columns, read("specificity.npy"), about,
                AppendedRows(np.asarray(base.triple_ends), read("triple_ends_tail.npy")), names,
-               int(meta["n_mention_keys"]), usable if isinstance(usable, int) else None, delta_layout=layout,
+               _read_ner_keys(meta, read), usable if isinstance(usable, int) else None, delta_layout=layout,
                base_meta=dict(delta["base"]), holds_ner=base.holds_ner)

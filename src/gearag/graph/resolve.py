@@ -53,24 +53,21 @@ raw with the lexicon name it goes through; the mentions, passage → entity;
 :mod:`gearag.graph.scaled`). This module holds the rules (the lexicon's
 tiers, usable keys, the containment share); the resolution of a corpus is
 derived as a delta (:func:`gearag.derive.delta_resolve.resolve_delta`): a build's over an empty
-index, an add's over the last full generation, with the NER spans' entities
-onto a build's (:func:`span_entities`). The tests' oracle ``resolve_corpus``
-(``tests/oracles.py``) is the same rules as one plain pass over the corpus, its
+index, an add's over the last full generation, the NER spans a second stream
+of names beside the triple ends (:mod:`gearag.derive.endpoints`). The tests'
+oracles ``resolve_corpus`` and ``span_entities``
+(``tests/oracles.py``) are the same rules as one plain pass over the corpus, its
 result as CSR arrays (``Resolution``, ``tests/prepared_oracle.py``).
 """
 
 from __future__ import annotations
 
 import re
-from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
 
-import numpy as np
-
-from gearag.graph.trie import NameLookup, name_key, starts_name, tokens
+from gearag.graph.trie import name_key, starts_name, tokens
 
 #: Tier weights (see the module docstring). A title is the strongest evidence
 #: that a passage is about a name; derived names are weaker, and the head of a
@@ -208,63 +205,3 @@ def build_lexicon(titles: Iterable[str], texts: Iterable[str]) -> dict[str, dict
         for key in opening_names(title, text):
             add(key, row, "alias")
     return lexicon
-
-
-class SpanEntities(NamedTuple):
-    """What named-entity spans add to a resolution (:func:`span_entities`)."""
-
-    keys: list[str]  #: the entities only the spans name, their ids following the resolution's
-    #: Their about terms: entity id, passage, raw weight (the contained name's tier weight times its share), and
-    #: the lexicon name each is read through.
-    term_rows: np.ndarray
-    term_cols: np.ndarray
-    term_raw: np.ndarray
-    term_names: np.ndarray
-    #: The spans' mentions: passage row and entity id, one pair per distinct (span text, passage).
-    rows: np.ndarray
-    cols: np.ndarray
-
-
-def span_entities(ids: dict[str, int], n_keys: int, lexicon: NameLookup, own: tuple[np.ndarray, list[int], list[float]],
-                  spans: Sequence[Sequence[str]], named: Callable[[str], bool]) -> SpanEntities:
-    """Named-entity spans resolved like triple endpoints: a usable name the resolution holds (``ids``: key →
-    entity id, ``n_keys`` of them) is that entity; any other becomes a new entity (ids from ``n_keys`` on, in
-    order of first appearance) about the pages of the lexicon names it contains (``lexicon``'s scan), weighted
-    by the share of its tokens each covers (at least :data:`MIN_CONTAINED_SHARE`). ``own``: per lexicon name,
-    its own pages and tier weights (an index pointer over the names, the pages, the weights)."""
-    ptr, own_rows, own_w = own
-    keys: list[str] = []
-    t_rows, t_cols, t_raw, t_names = array("q"), array("q"), array("d"), array("q")
-    seen: dict[str, int] = {}
-
-    def entity(surface: str) -> int:
-        key = name_key(surface)
-        if not named(surface) or not usable_key(key):
-            return -1
-        eid = ids.get(key, -1)
-        if eid < 0:
-            eid = ids[key] = n_keys + len(keys)
-            keys.append(key)
-            toks = key.split(" ")
-            for m in lexicon.scan(toks):
-                share = (m.end - m.start) / len(toks)
-                if share >= MIN_CONTAINED_SHARE:
-                    for at in range(int(ptr[m.name]), int(ptr[m.name + 1])):
-                        t_rows.append(eid)
-                        t_cols.append(own_rows[at])
-                        t_raw.append(share * own_w[at])
-                        t_names.append(m.name)
-        return eid
-
-    rows, cols = array("q"), array("q")
-    for row, surfaces in enumerate(spans):
-        for surface in surfaces:
-            eid = seen.get(surface)
-            if eid is None:
-                eid = seen[surface] = entity(surface)
-            if eid >= 0:
-                rows.append(row)
-                cols.append(eid)
-    return SpanEntities(keys, np.asarray(t_rows, dtype=np.int64), np.asarray(t_cols, dtype=np.int64),
-                        np.asarray(t_raw, dtype=np.float64), np.asarray(t_names, dtype=np.int64),
-                        np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))

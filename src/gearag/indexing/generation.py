@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,6 @@ from gearag.derive.union_files import (
     ShardColumns,
     UnionDelta,
     UnionRows,
-    union_spans,
     write_from_nothing,
 )
 from gearag.derive.union_resolve import Prior, Removal, ResolveState
@@ -301,11 +301,22 @@ def write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], 
         toks = u.tokens(coll, paths)
         write_token_ids(w, coll, toks.vocab, toks.ids, toks.indptr)
     if keeps_ner_spans(config.resolve):  # the live rows' spans
-        w.write_jsonl(NER_SPANS, union_spans(shard_columns(refs, list(u.shards), u), len(u.passages)))
+        w.write_jsonl(NER_SPANS, _union_spans(shard_columns(refs, list(u.shards), u), len(u.passages)))
     first = u.shards[0].manifest
     w.commit({"config": config.to_dict(), "extractor_key": first.get("extractor_key"),
               "embedding_dim": first.get("embedding_dim"), "counts": counts,
               "collections": collections})
+
+
+def _union_spans(shards: Sequence[ShardColumns], n_passages: int) -> list[Sequence[str]]:
+    """Per union passage row, its named-entity spans, from the shards'."""
+    out: list[Sequence[str]] = [()] * n_passages
+    for shard in shards:
+        spans = shard.ner_spans()
+        for row, at in enumerate(np.asarray(shard.union_rows).tolist()):
+            if at >= 0:
+                out[at] = spans[row]
+    return out
 
 
 def link_generation(src: Path, root: Path, refs: list[ShardRef], counts: dict[str, int],
