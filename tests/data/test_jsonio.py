@@ -29,7 +29,7 @@ def test_load_json_reads_what_json_reads_and_orjson_refuses(tmp_path: Path) -> N
 
 
 def test_a_jsonl_line_is_what_json_dumps_writes() -> None:
-    """Rows of strings are joined from orjson's string encodings: the same bytes as ``json.dumps`` (every
+    """Rows of strings are joined from json's string encodings: the same bytes as ``json.dumps`` (every
     escape, every code point class), and other rows go through ``json`` itself."""
     rng = random.Random(3)
     alphabet = [chr(c) for c in (*range(0x80), 0xA0, 0xE9, 0x2028, 0x2029, 0xFEFF, 0xFFFD, 0x1D11E, 0x10FFFF)]
