@@ -45,8 +45,7 @@ another's transpose gains that source's changes the other way).
 
 To add an edge kind: write its derivation, exact whatever the order passages
 arrived in, over the entity keys (:attr:`EdgeKind.over_keys`: its entity ×
-entity matrix), or make its entries name occurrences each shard keeps
-(:attr:`EdgeKind.span_mentions`), and register it here with the
+entity matrix), and register it here with the
 ``ResolveConfig`` switch that stores it and its transition sources, each with
 the query setting that weighs it (a field of
 :class:`~gearag.graph.config.PassageGraphConfig`; none: weight 1).
