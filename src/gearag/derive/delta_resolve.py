@@ -74,9 +74,11 @@ class Entries:
     def add(self, row: np.ndarray, target: np.ndarray, data: np.ndarray, sid: np.ndarray | int = 0) -> None:
         row = np.asarray(row, dtype=np.int32)
         sids = np.broadcast_to(np.asarray(sid, dtype=np.int32), row.shape)
-        for column, values in zip(self.columns, (row, np.asarray(target, dtype=np.int32), sids,
-                                                 np.asarray(data, dtype=np.float64)), strict=True):
-            column.append(values)
+        # Typed as one tuple of arrays: mypy's join of the four array types is otherwise not always an array.
+        values: tuple[np.ndarray, ...] = (row, np.asarray(target, dtype=np.int32), sids,
+                                          np.asarray(data, dtype=np.float64))
+        for column, value in zip(self.columns, values, strict=True):
+            column.append(value)
 
     def layered(self, base: Csr, n_rows: int, replaced: np.ndarray,
                 single: tuple[np.ndarray, ...] | None = None) -> LayeredCsr:
