@@ -65,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from gearag import setops
 from gearag.agent.slots import (
     asked_kind,
     asked_noun,
@@ -136,7 +137,8 @@ class Resolver:
             eid = self._find(name_key(name))
             # Entities only NER found (an index built with NER mentions) are left out, so the agent
             # behaves the same whether or not the index stores them.
-            if eid is not None and int(eid) in self._ner_only[np.searchsorted(self._ner_only, eid):][:1]:
+            if eid is not None and setops.present(self._ner_only, np.asarray([eid]),
+                                                  np.searchsorted(self._ner_only, [eid]))[0]:
                 eid = None
             row = None
             if eid is not None:
