@@ -126,10 +126,9 @@ class EndpointTable:
                         seen.clear()
                     flag = is_named(surface)
                     key = normalise_entity(surface)
-                    name = name_key(surface) if flag else ""
+                    name = _linked_name(surface, flag)
                     known = seen[surface] = (flag, ids.setdefault(key, len(ids)) if key else -1,
-                                             name_ids.setdefault(name, len(name_ids)) if flag and usable_key(name)
-                                             else -1)
+                                             name_ids.setdefault(name, len(name_ids)) if name is not None else -1)
                 flags[t, side], ends[t, side], name_ends[t, side] = known
         stream = None if spans is None else _span_stream(spans, name_ids)  # its names after the ends'
         return cls(list(ids), ends, flags, list(name_ids), name_ends, spans=stream)
@@ -177,14 +176,23 @@ class EndpointTable:
         return cls(None, ends, named, None, name_ends, directory, stream)
 
 
+def _linked_name(surface: str, named: bool) -> str | None:
+    """The resolution's name key of a triple end or span ``surface`` written as a name (``named``: its
+    ``is_named``); None where it is not one or its key is not usable (:func:`~gearag.graph.resolve.usable_key`)."""
+    if not named:
+        return None
+    name = name_key(surface)
+    return name if usable_key(name) else None
+
+
 def _span_stream(spans: Sequence[Sequence[str]], name_ids: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Per span that names something (``is_named``, a usable key: the rule for triple ends), its passage row and
-    name id (``name_ids``, extended with names no triple end has), in the passages' order."""
+    """Per span that names something (:func:`_linked_name`, the rule for triple ends), its passage row and name id
+    (``name_ids``, extended with names no triple end has), in the passages' order."""
     rows, names = [], []
     for row, surfaces in enumerate(spans):
         for surface in surfaces:
-            name = name_key(surface)
-            if is_named(surface) and usable_key(name):
+            name = _linked_name(surface, is_named(surface))
+            if name is not None:
                 rows.append(row)
                 names.append(name_ids.setdefault(name, len(name_ids)))
     return np.asarray(rows, dtype=np.int32), np.asarray(names, dtype=np.int32)
