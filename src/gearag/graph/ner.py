@@ -1,11 +1,10 @@
 """Named-entity spans of passages, an optional mention source for entity resolution (``ResolveConfig.ner_mentions``).
 
 LinearRAG (ICLR 2026) builds its whole graph from spaCy NER; HippoRAG links
-query entities by NER. Here the spans are one more mention source
-(:func:`gearag.graph.resolve.span_entities`, onto a build's sources): each span
+query entities by NER. Here the spans are one more mention source: each span
 that names something (not a date, number or quantity) is resolved like a
-triple endpoint. The
-pipeline is the spaCy extractor's (:func:`gearag.extract.spacy.load_nlp`),
+triple endpoint, a second stream of names in each shard's endpoint table
+(:mod:`gearag.derive.endpoints`). The pipeline is the spaCy extractor's (:func:`gearag.extract.spacy.load_nlp`),
 run with its ``ner`` component alone (it has its own token vectors), over
 the same cleaned pieces the extractor parses.
 """
