@@ -144,6 +144,29 @@ def test_ner_spans_from_spacy_are_names_not_values() -> None:
     assert not any(s in ("2011", "20") for s in spans[0])
 
 
+def test_ner_spans_are_the_same_in_worker_processes(monkeypatch) -> None:
+    """A large input's NER pass runs in worker processes, one spaCy call per run of pieces as in this process:
+    the same spans per passage, in order."""
+    import gearag.extract.spacy.pool as pool
+    from gearag.graph.ner import BATCH, ner_spans
+
+    # More pieces than one run holds (every text one piece), a few passages without names, an empty one.
+    texts = [f"{name} moved to {city} in {1900 + i} and met {other}." if i % 7 else ""
+             for i, (name, city, other) in enumerate(
+                 [(f"Anna Keller {i}", ("Boston", "Paris", "Akron")[i % 3], f"Duke Ellington {i}")
+                  for i in range(2 * BATCH + 5)])]
+    seen: list[int] = []
+
+    def processes(n_passages: int, n_chars: int, n_tasks: int, wanted: int | None = None) -> int:
+        seen.append(n_tasks)
+        return 2
+
+    here = ner_spans(texts)
+    monkeypatch.setattr(pool, "processes_for", processes)
+    assert ner_spans(texts) == here
+    assert seen and seen[0] >= 2  # several tasks, in two worker processes
+    assert any(here) and here[0] == []
+
 def test_index_stores_synonyms_and_ner_mentions(tmp_path) -> None:
     from gearag.config import IndexConfig, ResolveConfig
     from gearag.demo import PASSAGES

@@ -12,6 +12,7 @@ the same cleaned pieces the extractor parses.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 from gearag.progress import track
 
@@ -24,23 +25,39 @@ NAME_LABELS = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT"
 BATCH = 64
 
 
-def ner_spans(texts: Sequence[str]) -> list[list[str]]:
-    """Per text, its distinct named-entity spans (first-seen order) whose label is in :data:`NAME_LABELS`."""
-    from gearag.extract.spacy.clean import clean_text, split_pieces
-    from gearag.extract.spacy.pipeline import load_nlp, parse
+def _names_in(pieces: list[str]) -> list[list[str]]:
+    """Per piece, its named-entity spans whose label is in :data:`NAME_LABELS`: one ``nlp.pipe`` call, the
+    ``ner`` component alone (a worker's task)."""
+    from gearag.extract.spacy.pipeline import load_nlp
 
     nlp = load_nlp()
+    with nlp.select_pipes(enable=["ner"]):
+        return [[e.text.strip() for e in doc.ents if e.label_ in NAME_LABELS and e.text.strip()]
+                for doc in nlp.pipe(pieces, batch_size=len(pieces))]
+
+
+def ner_spans(texts: Sequence[str]) -> list[list[str]]:
+    """Per text, its distinct named-entity spans (first-seen order) whose label is in :data:`NAME_LABELS`.
+
+    The pieces are parsed in runs of bounded characters (a long passage's pieces not all at once), in worker
+    processes for a large input (:func:`gearag.extract.spacy.pool.processes_for`); each run is one spaCy call
+    either way, so the spans do not depend on the number of processes.
+    """
+    from gearag.extract.spacy.clean import clean_text, split_pieces
+    from gearag.extract.spacy.pipeline import DEFAULT_PARSE_CHARS, bounded_runs
+    from gearag.extract.spacy.pool import processes_for, run_tasks
+
     pieces: list[str] = []
     owner: list[int] = []
     for i, text in enumerate(texts):
         for piece in split_pieces(clean_text(text)):
             pieces.append(piece)
             owner.append(i)
+    runs = bounded_runs([len(p) for p in pieces], BATCH, DEFAULT_PARSE_CHARS)
+    processes = processes_for(len(texts), sum(map(len, pieces)), len(runs))
+    found = chain.from_iterable(run_tasks(_names_in, (pieces[a:b] for a, b in runs), processes))
     out: list[dict[str, None]] = [{} for _ in texts]
-    with nlp.select_pipes(enable=["ner"]):
-        docs = parse(nlp, pieces, BATCH)  # calls of bounded characters: a long passage's pieces not all at once
-        for i, doc in zip(owner, track(docs, total=len(pieces), description="named entities"), strict=True):
-            for ent in doc.ents:
-                if ent.label_ in NAME_LABELS and ent.text.strip():
-                    out[i].setdefault(ent.text.strip(), None)
+    for i, names in zip(owner, track(found, total=len(pieces), description="named entities"), strict=True):
+        for name in names:
+            out[i].setdefault(name, None)
     return [list(d) for d in out]

@@ -15,7 +15,6 @@ passages to have all their triples (the CLI does, with a warning).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
@@ -23,18 +22,11 @@ from gearag.data.corpus import MAX_PASSAGE_CHARS
 from gearag.errors import ConfigError
 from gearag.extract.spacy.clean import MAX_PIECE_CHARS
 from gearag.extract.spacy.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_PARSE_CHARS, bounded_runs
-from gearag.extract.spacy.pool import Task, run_tasks
+from gearag.extract.spacy.pool import Task, processes_for, run_task, run_tasks
 from gearag.model import Fact, Passage
 
 #: Identity of the rules; bump the version whenever the output changes.
 KEY = "spacy-rules-v1"
-#: Inputs of at least this many passages, or of :data:`PARALLEL_CHARS` characters, are parsed in worker
-#: processes by default.
-PARALLEL_THRESHOLD = 500
-PARALLEL_CHARS = 250_000
-#: Worker processes for such inputs (never more than the CPUs).
-DEFAULT_PROCESSES = 2
-
 log = logging.getLogger("gearag.extract")
 
 
@@ -62,9 +54,8 @@ class SpacyExtractorConfig:
     """Settings of the spaCy rules extractor. Only ``max_passage_chars`` changes the triples (of passages
     longer than it); the others change how fast they come and the memory they take."""
 
-    #: Worker processes; ``None`` chooses: :data:`DEFAULT_PROCESSES` for inputs of at
-    #: least :data:`PARALLEL_THRESHOLD` passages or :data:`PARALLEL_CHARS` characters,
-    #: else 1, never more than the CPUs.
+    #: Worker processes; ``None`` chooses (:func:`gearag.extract.spacy.pool.processes_for`): a few for large
+    #: inputs, else 1, never more than the CPUs.
     processes: int | None = None
     #: Passages per parse batch and per worker task.
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -114,13 +105,8 @@ class SpacyRulesExtractor:
     def n_processes(self, n_passages: int, n_chars: int = 0, n_tasks: int | None = None) -> int:
         """Worker processes used for ``n_passages`` of ``n_chars`` characters in ``n_tasks`` tasks (default:
         batches of ``batch_size``); 1 means: in this process."""
-        if self.config.processes is not None:
-            wanted = self.config.processes
-        else:
-            big = n_passages >= PARALLEL_THRESHOLD or n_chars >= PARALLEL_CHARS
-            wanted = min(DEFAULT_PROCESSES if big else 1, os.cpu_count() or 1)
         tasks = -(-n_passages // self.config.batch_size) if n_tasks is None else n_tasks
-        return max(1, min(wanted, tasks))
+        return processes_for(n_passages, n_chars, tasks, self.config.processes)
 
     def _pairs(self, passages: Sequence[Passage]) -> list[tuple[str, str]]:
         """``(title, text)`` of each passage, its text cut to ``max_passage_chars``; one warning counts cuts."""
@@ -143,7 +129,7 @@ class SpacyRulesExtractor:
         runs = bounded_runs([len(text) for _, text in pairs], self.config.batch_size, self.config.parse_chars)
         tasks: Iterator[Task] = ((pairs[a:b], self.config.batch_size, self.config.parse_chars) for a, b in runs)
         n_chars = sum(len(text) for _, text in pairs)
-        for batch in run_tasks(tasks, self.n_processes(len(pairs), n_chars, len(runs))):
+        for batch in run_tasks(run_task, tasks, self.n_processes(len(pairs), n_chars, len(runs))):
             yield from batch
 
     def for_worker(self) -> SpacyRulesExtractor:
