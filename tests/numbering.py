@@ -1,6 +1,6 @@
 """Two indexes whose entities are numbered differently, compared through the entities' keys.
 
-A sharded index whose generation is an add's delta written whole (docs/delta.md, "one derivation")
+A sharded index whose generation is an add's delta written whole (docs/delta.md, "One derivation per artifact")
 numbers its entities as the add appended them; a build numbers them from nothing. Its graphs are then a
 build's with other entity ids: :func:`assert_same_graph_up_to_numbering` maps one numbering onto the
 other by the entities' keys (the triple graph's own, the resolution's from the generation's state) and

@@ -321,7 +321,7 @@ def test_a_delta_over_a_flattened_delta_ranks_as_the_union() -> None:
 
 
 def test_the_delta_over_an_empty_base_is_the_build() -> None:
-    """A build as an add onto nothing (docs/delta.md, "one derivation"): every passage new over an empty base,
+    """A build as an add onto nothing (docs/delta.md): every passage new over an empty base,
     the appending numbering is the build's (lexicon names, then endpoint-only names by first appearance) and
     the flattened graph holds the build's edges, weights, scales, sums, degrees, names and triple ends."""
     from gearag.graph.flatten import flattened

@@ -1,4 +1,4 @@
-"""The resolve half of a delete, as a delta over the generation it deletes from (docs/delta.md, item 8).
+"""The resolve half of a delete, as a delta over the generation it deletes from (docs/delta.md).
 
 A delete keeps every entity id of its base. :func:`resolve_deletion` gives
 the :class:`~gearag.graph.delta_apply.ResolutionDelta` of a delete in the

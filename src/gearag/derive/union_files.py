@@ -260,8 +260,8 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
 def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
                        tables_from: Path | None = None,
                        keep_state: bool = True) -> tuple[int, dict[str, float], dict[str, Any]]:
-    """The union's triple graph, resolution and state as an add onto an empty index (docs/delta.md, "One
-    derivation"): the delta an add derives (:func:`union_delta`) over :func:`~gearag.graph.prepared.empty_prepared`,
+    """The union's triple graph, resolution and state as an add onto an empty index (docs/delta.md, "A
+    build"): the delta an add derives (:func:`union_delta`) over :func:`~gearag.graph.prepared.empty_prepared`,
     applied and written whole (:func:`write_flat`); an index that stores no passage graph, its triple graph
     alone. Its graphs are a build's, in a build's numbering. Returns the entity count, timings and notes
     (``edges``: :func:`edge_counts`). ``tables_from``: a generation whose per-shard tables and indices are

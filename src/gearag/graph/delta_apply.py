@@ -1,4 +1,4 @@
-"""From what an add changed in the resolution to the prepared graph's delta (docs/delta.md, step 4).
+"""From what an add changed in the resolution to the prepared graph's delta (docs/delta.md).
 
 An add that writes a delta resolves only what it changed (the *resolve*
 half of the writer): in the appending numbering, the rows of the mention,

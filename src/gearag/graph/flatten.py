@@ -1,4 +1,4 @@
-"""A base's and a delta's prepared graph as one plain prepared graph (docs/delta.md, "Order of work", item 8).
+"""A base's and a delta's prepared graph as one plain prepared graph (docs/delta.md, "One derivation per artifact").
 
 A delta generation's prepared graph (:func:`~gearag.graph.delta_apply.apply_delta`) reads each source's
 row from the base or from the delta, numbers its nodes in four ranges and looks names up in two layers.

@@ -254,7 +254,7 @@ class PreparedGraph:
 
 
 def empty_prepared(stored: Sequence[str]) -> PreparedGraph:
-    """The prepared graph of an index of no passage (what a build adds onto, docs/delta.md "One derivation"):
+    """The prepared graph of an index of no passage (what a build adds onto, docs/delta.md):
     every core source and the optional sources ``stored`` (by name) empty, weighed as a build prepares them
     (the default query settings), no entity and no name."""
     config = PassageGraphConfig()
