@@ -1,36 +1,15 @@
-"""The resolve half of an add that writes a delta: what the add changed in the resolution (docs/delta.md).
+"""The resolve half of an add: what it changed in the resolution, over a base (docs/delta.md, "The resolution").
 
 :func:`resolve_delta` gives the :class:`~gearag.graph.delta_apply.ResolutionDelta`
-of an add onto a *base* (a full generation kept as its sources) without
-resolving the union: in the appending numbering (the base's entity ids
-kept; new lexicon names, then new endpoint-only names by first appearance,
-after them), only the rows the add changes are made, source by source:
-
-* *entities*: the lexicon grows as :func:`~gearag.derive.union_resolve.grown_lexicon`
-  says and the endpoint names' statistics as
-  :func:`~gearag.derive.union_resolve.endpoint_name_stats` says (the names a
-  new lexicon name may occur in are scanned again). An endpoint-only name of
-  the base that gained a page keeps its id and becomes a lexicon name;
-* *mentions* (passage rows): the new passages' triple ends and text matches;
-  a base passage holding every token of a new lexicon name is scanned again
-  and its row gains the new matches, or is replaced where one was lost
-  (leftmost-longest: a longer new name can hide a shorter one);
-* *about terms* (entity rows, raw weights with scale ids ``1 +`` a lexicon
-  name's entity id): a lexicon name's new pages; for every endpoint-only name
-  containing a lexicon name that gained pages, a term over each new page;
-  a new endpoint-only name's terms over every page of each name it contains;
-  a base name whose contained names changed, or that became a lexicon name,
-  replaces its row;
-* *relations*: each new triple's pair both ways, a count of 1 each (a base
-  pair counted again is appended: the push adds repeated entries);
-* the *scale* of every lexicon name that gained pages (one over its new
-  total), the new triples' ends and the names new to the index.
-
-The reference is the tests' oracle ``resolution_delta_of`` (``tests/delta_oracles.py``), which
-compares the base's and the union's full prepared graphs (tested equal, row
-by row). What still reads union-size arrays here (once each, vectorised):
-the base's endpoint-only names ordered by first appearance, and the
-containment rows searched for the lexicon names that gained pages.
+of an add onto a *base* (a full generation kept as its sources, or an empty
+one for a build) without resolving the union: in the appending numbering,
+only the rows the add changes are made, source by source (the entities, the
+mentions, the about terms, the relations and the scales, as docs/delta.md
+lists them). The reference is the tests' oracle ``resolution_delta_of``
+(``tests/delta_oracles.py``), which compares the base's and the union's full
+prepared graphs. What still reads union-size arrays here (once each,
+vectorised): the base's endpoint-only names ordered by first appearance, and
+the containment rows searched for the lexicon names that gained pages.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""The union-size files of a generation, and the state the next ``gearag add`` extends.
+"""A generation's union-size files, and the state the next ``gearag add`` extends (docs/delta.md).
 
-What queries read of the union of a list of shards (its triple graph and hub
-cut, and with ``resolve.entity_graph`` its entity resolution and passage
-graph), together with what an add or a delete needs to extend them instead of
-computing them again: per-shard endpoint tables and token indices, the
-union's key and name vocabularies and statistics, and the resolution's
-lexicon and mentions. One derivation makes them: the delta of what changed
-over the last generation written whole (:func:`union_delta`; an add or a
-delete), which a build, and a generation the delta cannot say over its base,
-take over an empty index (:func:`write_from_nothing`; a plain build is one
-shard: :class:`gearag.indexing.graph.GraphStage`, whose first add then
-extends the build's own state). An add whose delta declines (a new name's
-hash another's, a base kept another way) is derived from nothing. An index
+:func:`union_delta` runs the derivations (the triple graph, the resolution,
+the optional edge kinds) for an add or a delete over the last generation
+written whole, from the state it kept, and writes that state for the next;
+:func:`write_from_nothing` runs it over an empty index, for a build and for a
+generation the delta cannot say over its base, and writes it whole. An index
 that stores no passage graph (``--no-entity-graph``, ``--no-prepared-graph``)
 keeps its triple graph alone.
 """

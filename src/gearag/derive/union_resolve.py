@@ -1,33 +1,22 @@
-"""The entity resolution's state and shared steps (:mod:`gearag.graph.resolve`'s rules over the union of the shards).
+"""The entity resolution's kept state and the steps an add's and a delete's deltas share (docs/delta.md).
 
-The resolution is derived as a delta (:mod:`gearag.derive.delta_resolve`; a
-delete's, :mod:`gearag.derive.delta_delete`), over the last full generation
-or over nothing. Its parts depend on the rest of the corpus in a few known
-ways only, and this module holds what those deltas share:
+The rules are :mod:`gearag.graph.resolve`'s; the deltas are
+:mod:`gearag.derive.delta_resolve` (an add) and
+:mod:`gearag.derive.delta_delete` (a delete). This module holds what a
+generation keeps for the next one and what both deltas call:
 
-* the *lexicon* (title, base, head and alias names, :func:`build_lexicon`) is
-  a per-passage function; an add appends its passages' entries (rows after
-  every earlier row, so name ids and insertion order are those of a build):
-  :func:`grown_lexicon`;
-* a passage's *text mentions* change only when a name new to the lexicon
-  occurs in it: only passages that hold every token of some new name are
-  scanned again (each shard keeps a token → passages index, ``resolve/<shard>/``),
-  with the new passages (:mod:`gearag.derive.text_mentions`);
-* the *endpoint* names come from the shards' endpoint tables
-  (:mod:`gearag.derive.endpoints`) through the union's vocabulary of names
-  (:mod:`gearag.derive.union_vocab`). Per name, :class:`NameStats` keeps where
-  it first appears, its lexicon id and the lexicon names its tokens contain;
-  an add counts its own triples, gives new lexicon names their ids, and scans
-  again only the names a new lexicon name can occur in (each shard keeps a
-  token → names index): :func:`endpoint_name_stats`.
+* :class:`ResolveState` (``resolve/``): the lexicon's entries and the text mentions;
+* :class:`NameStats` (``union/name_*``): per endpoint name, where it first
+  appears, its lexicon id and the lexicon names it contains;
+* :class:`Prior`: what the previous generation resolved, and how a delete
+  renumbers it (:class:`Removal`, :func:`shrunk`, the mirror of an add);
+* :func:`grown_lexicon` (the lexicon is a per-passage function: an add appends
+  its passages' entries, so ids and insertion order are a build's) and
+  :func:`endpoint_name_stats` (an add counts its own triples and scans again
+  only the names a new or vanished lexicon name can occur in).
 
-A generation stores what the next add needs (:class:`ResolveState` under
-``resolve/``: the lexicon's entries and the text mentions; ``union/``: the
-name vocabulary and statistics). A delete is the mirror of an add
-(:func:`shrunk`): the previous generation's state is renumbered without the
-deleted rows, and only what a vanished lexicon name may have matched in is
-scanned again. The tests' oracle ``resolve_corpus`` (one plain pass over the
-union) is what every resolution equals.
+The tests' oracle ``resolve_corpus`` (one plain pass over the union) is what
+every resolution equals.
 """
 
 from __future__ import annotations
