@@ -27,6 +27,7 @@ from gearag.model import Fact, Passage
 
 #: Identity of the rules; bump the version whenever the output changes.
 KEY = "spacy-rules-v1"
+
 log = logging.getLogger("gearag.extract")
 
 

@@ -33,9 +33,9 @@ R = TypeVar("R")
 
 
 def processes_for(n_passages: int, n_chars: int, n_tasks: int, wanted: int | None = None) -> int:
-    """Worker processes for ``n_passages`` of ``n_chars`` characters in ``n_tasks`` tasks: ``wanted``, or when
-    None :data:`DEFAULT_PROCESSES` for inputs past :data:`PARALLEL_THRESHOLD` or :data:`PARALLEL_CHARS` (else 1),
-    never more than the CPUs or the tasks; 1 means: in this process."""
+    """Worker processes for ``n_passages`` of ``n_chars`` characters in ``n_tasks`` tasks, never more than the
+    tasks: ``wanted``, or when None :data:`DEFAULT_PROCESSES` (never more than the CPUs) for inputs of at least
+    :data:`PARALLEL_THRESHOLD` passages or :data:`PARALLEL_CHARS` characters, else 1 (in this process)."""
     if wanted is None:
         big = n_passages >= PARALLEL_THRESHOLD or n_chars >= PARALLEL_CHARS
         wanted = min(DEFAULT_PROCESSES if big else 1, os.cpu_count() or 1)
