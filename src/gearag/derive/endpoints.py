@@ -234,6 +234,11 @@ class UnionTriples(NamedTuple):
     #: Per shard: shard passage row → union row (-1: deleted), which places the tables' span streams.
     rows: Sequence[np.ndarray] = ()
 
+    @property
+    def spanned(self) -> bool:
+        """Whether the tables keep span streams (an index with NER mentions)."""
+        return any(t.spans is not None for t in self.tables)
+
     def live_before(self, shards: int) -> int:
         """How many live triples the first ``shards`` shards hold: where the next shard's live triples start."""
         return sum(int(np.count_nonzero(k)) for k in self.keep[:shards])

@@ -130,7 +130,7 @@ def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: Un
     names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables,
                             w if write_vocab else None)
     if prior is not None and kept is not None:
-        prior.names = NameStats.read(kept, n_names, spans=any(t.spans is not None for t in tables))
+        prior.names = NameStats.read(kept, n_names, spans=triples.spanned)
     if not keep_indices:
         assert prior is None or not prior.shards, "a resolution with a prior reads the earlier shards' indices"
         return ResolveInputs(union.passages, triples, names, prior)

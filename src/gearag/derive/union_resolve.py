@@ -374,7 +374,7 @@ def endpoint_name_stats(inputs: ResolveInputs, lexicon: GrownLexicon, matcher: N
     known = prior.names if prior is not None else None
     counted = prior.shards if prior is not None and known is not None else 0
     items = vocab.items
-    stats = NameStats.grown(known, len(items), spans=any(t.spans is not None for t in tables))
+    stats = NameStats.grown(known, len(items), spans=inputs.live.spanned)
     start = inputs.live.live_before(counted)
     # Only the later shards' ends (their union name ids) are read: the earlier ones' were counted.
     seq = union_ends(vocab.remaps[counted:], name_ends[counted:], triple_keep[counted:]).ravel()  # subject, object…
