@@ -43,16 +43,10 @@ def ner_spans(texts: Sequence[str]) -> list[list[str]]:
     processes for a large input (:func:`gearag.extract.spacy.pool.processes_for`); each run is one spaCy call
     either way, so the spans do not depend on the number of processes.
     """
-    from gearag.extract.spacy.clean import clean_text, split_pieces
-    from gearag.extract.spacy.pipeline import DEFAULT_PARSE_CHARS, bounded_runs
+    from gearag.extract.spacy.pipeline import DEFAULT_PARSE_CHARS, bounded_runs, text_pieces
     from gearag.extract.spacy.pool import processes_for, run_tasks
 
-    pieces: list[str] = []
-    owner: list[int] = []
-    for i, text in enumerate(texts):
-        for piece in split_pieces(clean_text(text)):
-            pieces.append(piece)
-            owner.append(i)
+    pieces, owner = text_pieces(texts)
     runs = bounded_runs([len(p) for p in pieces], BATCH, DEFAULT_PARSE_CHARS)
     processes = processes_for(len(texts), sum(map(len, pieces)), len(runs))
     found = chain.from_iterable(run_tasks(_names_in, (pieces[a:b] for a, b in runs), processes))

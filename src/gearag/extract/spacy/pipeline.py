@@ -82,17 +82,24 @@ def parse(nlp: Any, pieces: Sequence[str], batch_size: int = DEFAULT_BATCH_SIZE,
         yield from nlp.pipe(pieces[start:end], batch_size=end - start)
 
 
+def text_pieces(texts: Iterable[str]) -> tuple[list[str], list[int]]:
+    """The pieces spaCy parses of each text (cleaned, then split: :func:`~gearag.extract.spacy.clean.split_pieces`),
+    in order, with the index of the text each comes from (a text with nothing to parse has none)."""
+    pieces: list[str] = []
+    owner: list[int] = []
+    for i, text in enumerate(texts):
+        for piece in split_pieces(clean_text(text)):
+            pieces.append(piece)
+            owner.append(i)
+    return pieces, owner
+
+
 def extract_pairs(batch: Sequence[tuple[str, str]], batch_size: int = DEFAULT_BATCH_SIZE,
                   parse_chars: int = DEFAULT_PARSE_CHARS) -> list[list[Fact]]:
     """Parse and extract ``(title, text)`` pairs in this process (workers run this too); each passage's
     documents are read by the rules as they are parsed and then let go."""
     nlp = load_nlp()
-    pieces: list[str] = []
-    owner: list[int] = []
-    for i, (_, text) in enumerate(batch):
-        for piece in split_pieces(clean_text(text)):
-            pieces.append(piece)
-            owner.append(i)
+    pieces, owner = text_pieces(text for _, text in batch)
     runs = groupby(zip(owner, parse(nlp, pieces, batch_size, parse_chars), strict=True), key=itemgetter(0))
     run = next(runs, None)
     out: list[list[Fact]] = []
