@@ -43,7 +43,7 @@ TABLE_FILES = ("keys.json", "ends.npy", "named.npy", "names.json", "name_ends.np
 #: A table's span stream (:attr:`EndpointTable.spans`), kept only by an index with NER mentions.
 SPAN_FILES = ("span_rows.npy", "span_names.npy")
 #: A span's slot in :attr:`~gearag.derive.union_resolve.NameStats.first_span`: ``row * SPAN_SLOTS +`` its place
-#: among its passage's spans (a delete renumbers the row alone).
+#: among its passage's spans (a delete renumbers the row alone). A passage with more spans is refused.
 SPAN_SLOTS = 1 << 20
 
 
@@ -190,6 +190,9 @@ def _span_stream(spans: Sequence[Sequence[str]], name_ids: dict[str, int]) -> tu
     (``name_ids``, extended with names no triple end has), in the passages' order."""
     rows, names = [], []
     for row, surfaces in enumerate(spans):
+        if len(surfaces) > SPAN_SLOTS:  # a span's slot would run into the next row's: ties ordered otherwise
+            raise GearagError(f"passage row {row}: {len(surfaces):,} named-entity spans, more than the "
+                              f"{SPAN_SLOTS:,} a passage may hold; split it (--max-passage-chars)")
         for surface in surfaces:
             name = _linked_name(surface, is_named(surface))
             if name is not None:
