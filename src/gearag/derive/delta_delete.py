@@ -1,31 +1,14 @@
-"""The resolve half of a delete, as a delta over the generation it deletes from (docs/delta.md).
+"""The resolve half of a delete: its delta over the generation it deletes from, in that generation's numbering.
 
-A delete keeps every entity id of its base. :func:`resolve_deletion` gives
-the :class:`~gearag.graph.delta_apply.ResolutionDelta` of a delete in the
-base's numbering (its passage rows and entity ids), making only the rows
-the delete changed, source by source:
-
-* *entities*: the lexicon and the endpoint names' statistics shrink as
-  :func:`~gearag.derive.union_resolve.shrunk` says, and the names a vanished
-  lexicon name may have occurred in are scanned again
-  (:func:`~gearag.derive.union_resolve.endpoint_name_stats`). A lexicon name
-  left with no page that is still an endpoint keeps its id as an
-  endpoint-only name; an entity left with neither (its name in no live
-  passage and no live triple) keeps its id with no edge and no name: a
-  *hole*, which a rebuild does not number (``gearag compact`` renumbers);
-* *mentions* (passage rows): a deleted passage's row is emptied; a live
-  passage holding every token of a vanished lexicon name is scanned again
-  and its row replaced (its triples' ends, its text matches and its NER spans);
-* *about terms* (entity rows): an entity with a term over a deleted passage
-  loses those terms; an endpoint-only name whose contained names were
-  scanned again (or that was a lexicon name) replaces its row with its
-  terms over every page of the names it contains; the scale of every
-  lexicon name that lost pages is one over its new total;
-* *relations*: the rows of the deleted triples' ends, with those triples'
-  pairs taken away.
-
-:func:`gearag.graph.flatten.flattened` then drops the deleted passages' rows
-and renumbers the passage targets (:class:`~gearag.graph.delta_apply.Deletion`).
+:func:`resolve_deletion` makes only the rows the delete changed, source by
+source (docs/delta.md, "A delete"), with the steps an add's delta shares
+(:mod:`gearag.derive.union_resolve`: the lexicon and the names' statistics
+shrunk, the names a vanished lexicon name occurred in scanned again). Entity
+ids are kept: an entity left with no edge keeps its id with no edge and no
+name (a *hole*, which a rebuild does not number; ``gearag compact``
+renumbers). :func:`gearag.graph.flatten.flattened` then drops the deleted
+passages' rows and renumbers the passage targets
+(:class:`~gearag.graph.delta_apply.Deletion`).
 """
 
 from __future__ import annotations

@@ -1,47 +1,24 @@
 """An add written as a *delta generation*: the last full generation linked as its base, the add's delta beside it.
 
-The design is docs/delta.md. :func:`write_delta_generation` is what ``gearag add``
-does instead of :func:`~gearag.indexing.generation.write_generation` while the
-passages added since the last full generation are within a bound
-(:class:`DeltaConfig`, :func:`wants_delta`): it resolves what the
-shards added since the base changed (:func:`~gearag.indexing.generation.generation_delta`:
-the resolution's and the triple graph's deltas, from the state the base
-kept), applies it to the base's prepared graph
-(:func:`~gearag.graph.delta_apply.apply_delta`) and writes only the delta:
+:func:`write_delta_generation` is what ``gearag add`` writes instead of a full
+generation while the passages and shards added since the last full generation
+are within a bound (:class:`DeltaConfig`, :func:`wants_delta`; docs/delta.md,
+"The bound"). It takes the add's delta
+(:func:`~gearag.indexing.generation.generation_delta`), applies it to the base's
+prepared graph (:func:`~gearag.graph.delta_apply.apply_delta`) and writes:
 
 * ``base/``: every file of the base generation, hard-linked (its manifest
   too), so the generation stands alone and the next add finds the base's
   state there;
-* ``graph/prepared/``: the layered prepared graph
-  (:mod:`gearag.graph.prepared`; the base's files under ``base/``);
+* ``graph/prepared/``: the layered prepared graph (the base's files under ``base/``);
 * ``delta/``: the triple graph's delta (:func:`~gearag.store.graph.layered_graph_files`);
-* the new shards' endpoint tables and token indices, as a full generation
-  keeps them.
+* the new shards' endpoint tables and token indices, as a full generation keeps them.
 
-Deltas are cumulative without a merge: every add resolves all the shards
-since the base against the base's state, so a reader combines exactly two
-layers and the work grows with what was added since the base, not with the
-index. Past the bound the same delta is written whole (``flat``): a full
-generation in the delta's appending entity numbering, its prepared graph
-and triple graph flattened (:mod:`gearag.graph.flatten`) and the state
-after the add kept, so it is the next base (where the add moved the hub
-cut or the capitalisation fallback, with the union's triple graph). Where
-no delta can say the union (that move, for a delta generation; a hash
-shared by two names; a base kept another way; an index with NER mentions) it returns None and the
-caller derives a full generation instead
-(:func:`~gearag.indexing.generation.write_generation`, numbered as a build
-numbers it). A delete from a full generation is written whole the
-same way (its delta over that generation, whose entity ids it keeps:
-:mod:`gearag.derive.delta_delete`); a ``compact`` derives nothing.
-
-Not stored in a delta generation, nor in one written whole, nor by a build (an add onto nothing): the
-resolution's graph arrays
-(``graph/about_*``, ``mentions_*``, …). Passage-graph settings other than the
-stored ones are derived from the stored graph's sources instead
-(:meth:`~gearag.graph.prepared.PreparedGraph.derived`: other weights, a weight
-of 0, the entity-only graph); a setting they cannot give (an edge weight the
-stored graph left out at 0) builds the arrays from the passages and triples,
-as for an index that never stored them.
+``flat``: the same delta written whole
+(:func:`~gearag.derive.union_files.write_flat`), the next add's base. Where no
+delta can say the add (docs/delta.md, "When a delta declines") it returns None
+and the caller writes a full generation
+(:func:`~gearag.indexing.generation.write_generation`).
 """
 
 from __future__ import annotations

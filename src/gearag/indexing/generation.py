@@ -13,8 +13,8 @@ the last generation written whole (:func:`generation_delta`, and
 :mod:`gearag.indexing.delta_generation`, which stores it as a delta or whole).
 A compact keeps the graphs and re-keys the state to the merged shard
 (:func:`write_merged_shard`, :func:`compact_generation`). Where none of them
-can say it (an index with NER mentions, which add entities; a new name whose
-hash another has), :func:`write_generation` derives it as a build does: the
+can say it (a new name whose hash another has, a base an older gearag
+kept), :func:`write_generation` derives it as a build does: the
 delta over an empty index (:func:`~gearag.derive.union_files.write_from_nothing`),
 numbering entities as a build does. Per-shard tables already in the previous generation are hard-linked,
 not recomputed. A converted plain index's first generation is hard-linked
