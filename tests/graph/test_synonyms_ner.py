@@ -148,7 +148,8 @@ def test_ner_spans_are_the_same_in_worker_processes(monkeypatch) -> None:
     """A large input's NER pass runs in worker processes, one spaCy call per run of pieces as in this process:
     the same spans per passage, in order."""
     import gearag.extract.spacy.pool as pool
-    from gearag.graph.ner import BATCH, ner_spans
+    from gearag.extract.spacy.pipeline import DEFAULT_BATCH_SIZE as BATCH
+    from gearag.graph.ner import ner_spans
 
     # More pieces than one run holds (every text one piece), a few passages without names, an empty one.
     texts = [f"{name} moved to {city} in {1900 + i} and met {other}." if i % 7 else ""

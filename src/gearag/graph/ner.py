@@ -21,9 +21,6 @@ from gearag.progress import track
 NAME_LABELS = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW",
                          "LANGUAGE"})
 
-#: Documents per ``nlp.pipe`` batch.
-BATCH = 64
-
 
 def _names_in(pieces: list[str]) -> list[list[str]]:
     """Per piece, its named-entity spans whose label is in :data:`NAME_LABELS`: one ``nlp.pipe`` call, the
@@ -43,11 +40,11 @@ def ner_spans(texts: Sequence[str]) -> list[list[str]]:
     processes for a large input (:func:`gearag.extract.spacy.pool.processes_for`); each run is one spaCy call
     either way, so the spans do not depend on the number of processes.
     """
-    from gearag.extract.spacy.pipeline import DEFAULT_PARSE_CHARS, bounded_runs, text_pieces
+    from gearag.extract.spacy.pipeline import DEFAULT_BATCH_SIZE, DEFAULT_PARSE_CHARS, bounded_runs, text_pieces
     from gearag.extract.spacy.pool import processes_for, run_tasks
 
     pieces, owner = text_pieces(texts)
-    runs = bounded_runs([len(p) for p in pieces], BATCH, DEFAULT_PARSE_CHARS)
+    runs = bounded_runs([len(p) for p in pieces], DEFAULT_BATCH_SIZE, DEFAULT_PARSE_CHARS)
     processes = processes_for(len(texts), sum(map(len, pieces)), len(runs))
     found = chain.from_iterable(run_tasks(_names_in, (pieces[a:b] for a, b in runs), processes))
     out: list[dict[str, None]] = [{} for _ in texts]
