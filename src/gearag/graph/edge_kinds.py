@@ -1,54 +1,16 @@
 """The passage graph's edge kinds: one registry, from the arrays an index stores to how a push reads them.
 
 Every edge kind is an :class:`EdgeKind`: the ``ResolveConfig`` switch that
-stores it (none for the core kinds, which every entity graph holds), how its
-edges are derived, and the sources the PPR transition reads it through
-(:class:`TransitionSource`: which nodes to which, the query setting that
-weighs it, whether its entries carry the about terms' scale ids, and which
-source it is the transpose of).
-
-- ``mentions`` (core): passage → entity ``mentions`` (weight 1) and their transpose
-  ``backlinks`` (``backlink_weight``);
-- ``about`` (core): entity → passage ``terms`` and their transpose ``terms_by_passage``
-  (``about_weight``; raw, with scale ids);
-- ``relations`` (core): entity → entity triple counts (weight 1);
-- ``ner_mentions`` (``--index-ner-mentions``): the passages' NER spans resolved like triple ends (a span
-  naming something no lexicon name or triple end does is a new entity); no source of its own, read as
-  mentions when the query's ``ner_mentions`` is on;
-- ``synonyms`` (``--synonyms``): entity → entity ``synonyms`` between names whose embeddings are
-  close (``synonym_weight``).
-
-The core kinds come from the entity resolution itself: the delta of a build
-(over an empty index, :func:`gearag.derive.union_files.write_from_nothing`), an
-add or a delete (:func:`gearag.derive.union_files.union_delta`). An optional
-kind comes one of two ways, and either way the index grows like a rebuild
-(the tests' oracles add the kinds to the union's graph arrays):
-
-- a kind whose entries are per-shard name occurrences (:attr:`EdgeKind.span_mentions`:
-  the NER spans, a per-passage file every shard keeps, :mod:`gearag.indexing.ner`)
-  joins the resolution's stream of endpoint names: each shard's endpoint table
-  keeps its spans as name ids, and the add, delete and compact that grow the
-  triple ends' names grow them (:mod:`gearag.derive.endpoints`);
-- a kind that is a function of the entity keys alone (:attr:`EdgeKind.over_keys`:
-  the synonyms) is derived again over the keys after a build, an add or a
-  delete, which keeps the rows that changed. Kinds run in registration order,
-  after the resolution (the synonyms join every entity's name, the NER-only
-  ones too). Each input is read only when a kind asks for it (:class:`EdgeInputs`).
-
-What reads the registry: the transition (:func:`gearag.graph.prepared.empty_prepared`
-makes one source per registered :class:`TransitionSource` the index stores,
-in registry order, which a build's delta fills; :func:`~gearag.graph.scaled.reweighted`
-weighs them by their settings), the derived entity-only graph (every entity → entity
-source), the stored prepared graph (a source's files and scale ids), and an
-add's delta (:func:`gearag.graph.delta_apply.apply_delta`: a source that is
-another's transpose gains that source's changes the other way).
-
-To add an edge kind: write its derivation, exact whatever the order passages
-arrived in, over the entity keys (:attr:`EdgeKind.over_keys`: its entity ×
-entity matrix), and register it here with the
-``ResolveConfig`` switch that stores it and its transition sources, each with
-the query setting that weighs it (a field of
-:class:`~gearag.graph.config.PassageGraphConfig`; none: weight 1).
+stores it (none for the core kinds: ``mentions``, ``about``, ``relations``),
+how its edges are derived (the resolution's own; :attr:`EdgeKind.over_keys`, a
+function of the entity keys, as the synonyms are; :attr:`EdgeKind.span_mentions`,
+name occurrences each shard keeps, as the NER spans are), and the sources the
+PPR transition reads it through (:class:`TransitionSource`: which nodes to
+which, the query setting that weighs it, whether its entries carry the about
+terms' scale ids, and which source it is the transpose of). The transition,
+the derived entity-only graph, the stored prepared graph and an add's delta
+iterate :data:`EDGE_KINDS`. docs/architecture.md, "Edge kinds", has the table
+of kinds, what reads the registry and how to add a kind.
 """
 
 from __future__ import annotations
