@@ -1,4 +1,4 @@
-"""Every user or environment error is one line naming the file, record or option, exit 2 (issue 10, item 9).
+"""Every user or environment error is one line naming the file, record or option, exit 2.
 
 Walks every command with an unwritable output, a missing input and a
 malformed input, plus the option and passage-size rules.

@@ -1,4 +1,4 @@
-"""``gearag COMMAND --help`` (issue 39): brackets print as written, option names are never cut at 80 columns,
+"""``gearag COMMAND --help``: brackets print as written, option names are never cut at 80 columns,
 options sit in panels derived from the config tree with every default stated, and ``add`` lists what it takes."""
 
 from __future__ import annotations

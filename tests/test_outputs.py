@@ -1,4 +1,4 @@
-"""Output paths are checked before any work, and files are replaced atomically (issue 10, item 1)."""
+"""Output paths are checked before any work, and files are replaced atomically."""
 
 from __future__ import annotations
 

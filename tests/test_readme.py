@@ -1,4 +1,4 @@
-"""README.md's examples run as written (issue 39): every ```python block runs, every gearag line of a ```bash
+"""README.md's examples run as written: every ```python block runs, every gearag line of a ```bash
 block — in the README and in docs/, where its sections moved — parses (its command and options exist, its arguments
 fit), on the demo corpus, in seconds."""
 

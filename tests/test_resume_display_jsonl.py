@@ -1,4 +1,4 @@
-"""Resume that knows the index changed (item 5), display that escapes data (item 6), JSONL by ``\\n`` (item 8)."""
+"""Resume that knows the index changed, display that escapes data, JSONL split by ``\\n`` only."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _interrupt_after(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gearag.api, "make_method", interrupting)
 
 
-# --------------------------------------------------------------------------- item 5
+# --------------------------------------------------------------------------- resume after the index changed
 
 
 def test_resume_after_the_index_was_rebuilt_restarts(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,7 +85,7 @@ def test_resume_with_the_same_index_continues(cli, tmp_path: Path, monkeypatch: 
     assert result.code == 0 and "resuming: 2 of 3" in result.stderr, result.stderr
 
 
-# --------------------------------------------------------------------------- item 6
+# --------------------------------------------------------------------------- display escapes the data it shows
 
 
 ANSI = "\x1b[31mRED\x1b[0m\x1b]0;pwned\x07"
@@ -140,7 +140,7 @@ def test_errors_and_eval_titles_are_escaped(cli, tmp_path: Path) -> None:
     assert "[bold]run:smile:.jsonl" in result.stdout
 
 
-# --------------------------------------------------------------------------- item 8
+# --------------------------------------------------------------------------- JSONL lines split by \n only
 
 
 SEPARATORS = "a\u2028b\u2029c\u0085d\x1ce\x1df\x1eg\x0bh\x0ci"

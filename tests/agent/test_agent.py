@@ -250,7 +250,7 @@ def test_eq9_final_fusion_by_hand(tiny_index: Index) -> None:
     # Step 2: RRF(C_tA, C_tB = [3, 6], C_q(1), C_q(2) = [3, 1]):
     #   1: 1/61 + 1/62 + 1/62,  3: 1/61 + 1/61,  0: 1/61,  5: 1/62,  6: 1/62 (tie: 5 seen first),  2: 1/63
     assert [h.idx for h in result.passages] == [1, 3, 0, 5]
-    # The agent's output has no per-passage score: each is 1 / rank (issue 39; the fusion is in the order).
+    # The agent's output has no per-passage score: each is 1 / rank (the fusion is in the order).
     assert [h.score for h in result.passages] == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4])
     assert result.steps[0].ranking == [ids[i] for i in (1, 0, 5, 2)]
     assert result.steps[1].ranking == [ids[i] for i in (1, 3, 0, 5)]
@@ -318,7 +318,7 @@ def test_loop_stops_when_the_rewrite_repeats_the_query(tiny_index: Index) -> Non
 
 
 def test_chain_loop_continues_on_a_repeated_rewrite_while_the_memory_grows(tiny_index: Index) -> None:
-    """Issue 9: a repeated query is retried while the step added facts (the next step reads with them)."""
+    """A repeated query is retried while the step added facts (the next step reads with them)."""
     repeated = "  which team drafted the FATHER of Stephen Curry? "
     s = _agent(
         tiny_index,

@@ -1,4 +1,4 @@
-"""The offline agent finishes its chains (issue 9): three hops in three steps; comparisons follow both branches.
+"""The offline agent finishes its chains: three hops in three steps; comparisons follow both branches.
 
 Hand-built corpora, indexed with the default offline extractor (spaCy rules) and wordllama.
 """

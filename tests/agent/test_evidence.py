@@ -1,8 +1,8 @@
-"""Issue 39: answers show their evidence, the offline agent stops when it has the answer, rewrites fill the
+"""Answers show their evidence, the offline agent stops when it has the answer, rewrites fill the
 question's open slot, and recall does not fall with more steps.
 
-Hand-built corpora indexed with the default offline extractor (spaCy rules) and wordllama: the band of the
-issue's example, and the demo's twelve passages.
+Hand-built corpora indexed with the default offline extractor (spaCy rules) and wordllama: a band whose songwriter
+created a song named Maria (a two-hop question), and the demo's twelve passages.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_connected_memory_drops_what_no_chain_from_the_question_reaches() -> Non
     assert kept == [memory[0], memory[2], memory[3]]  # Glider joins through Berkeley; Metallica joins nothing
 
 
-# --------------------------------------------------------------------------- the offline agent on the issue's example
+# --------------------------------------------------------------------------- the offline agent on the band question
 
 
 def test_rewrite_substitutes_the_bridge_and_the_agent_stops_with_the_answer(band: Index) -> None:

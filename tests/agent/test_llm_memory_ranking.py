@@ -1,11 +1,11 @@
-"""Issue 40: the gist memory an LLM writes reaches the output ranking; a per-question time budget.
+"""The gist memory an LLM writes reaches the output ranking; a per-question time budget.
 
-Item 2: facts a model writes carry no index triple (``Fact.source`` is None), so the ``ppr`` output ranking
-seeded none of them and two models writing different memories ranked the same passages. Each such fact now
-seeds through its tripleLink (GEAR Eq. 2; :mod:`gearag.agent.memory`). ``rrf`` is Eq. 9: every gist triple,
-with a source or not, is passage-linked (Eq. 8, 10) and fused.
+The gist memory: facts a model writes carry no index triple (``Fact.source`` is None), so a ``ppr`` output
+ranking seeded only from index triples would ignore them and two models writing different memories would rank
+the same passages. Each such fact seeds through its tripleLink (GEAR Eq. 2; :mod:`gearag.agent.memory`).
+``rrf`` is Eq. 9: every gist triple, with a source or not, is passage-linked (Eq. 8, 10) and fused.
 
-Item 1: ``AgentConfig.time_budget`` — past it the loop starts no step and no model call, answers from the
+The time budget: ``AgentConfig.time_budget`` — past it the loop starts no step and no model call, answers from the
 memory it has, and the trace's ``stopped`` says so. The tests use a fake clock that only a model call moves,
 or a model slower than the budget by far, so nothing depends on the machine's speed.
 """
@@ -161,7 +161,7 @@ def test_eq9_passage_links_every_gist_triple_with_a_source_or_not(tiny_index: In
     assert {2, 4} <= set(order) and set(order) >= set(result.steps[0].rows)  # Eq. 9: linked lists and C_q(1)
 
 
-# --------------------------------------------------------------------------- the time budget (issue 40, item 1)
+# --------------------------------------------------------------------------- the time budget
 
 
 def _budget_agent(index: Index, budget: float | None, clock: FakeClock, max_steps: int = 4) -> SimpleNamespace:

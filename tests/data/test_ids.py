@@ -1,4 +1,4 @@
-"""Passage ids: every id index/add accept can be named to delete; records without one get free ids (issue 38)."""
+"""Passage ids: every id index/add accept can be named to delete; records without one get free ids."""
 
 from __future__ import annotations
 

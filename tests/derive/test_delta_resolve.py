@@ -1,4 +1,4 @@
-"""The resolve half of an add that writes a delta equals the brute-force delta of two full resolutions (issue 14)."""
+"""The resolve half of an add that writes a delta equals the brute-force delta of two full resolutions."""
 
 from __future__ import annotations
 

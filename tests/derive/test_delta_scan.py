@@ -1,4 +1,4 @@
-"""A delta add's text scan through the previous delta add's equals scanning everything again (issue 14)."""
+"""A delta add's text scan through the previous delta add's equals scanning everything again."""
 
 from __future__ import annotations
 

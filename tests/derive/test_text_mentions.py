@@ -1,4 +1,4 @@
-"""A union's text mentions: merged in row order, and their mention matrix one incidence (issue 14)."""
+"""A union's text mentions: merged in row order, and their mention matrix one incidence."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Token indices: the rows holding every token of a name, as a scan of every row finds them (issue 14)."""
+"""Token indices: the rows holding every token of a name, as a scan of every row finds them."""
 
 from __future__ import annotations
 

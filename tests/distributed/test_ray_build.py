@@ -1,4 +1,4 @@
-"""Index builds on a local 2-worker Ray instance equal the single-process build (issue 14, item 2).
+"""Index builds on a local 2-worker Ray instance equal the single-process build.
 
 One Ray instance serves the whole module (starting one takes seconds). The
 real-data test uses spaCy + wordllama on a 2Wiki slice; the fault tests use

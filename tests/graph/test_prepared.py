@@ -1,4 +1,4 @@
-"""The prepared passage graph: stored with the index, memory-mapped by queries, the same rankings (issue 14)."""
+"""The prepared passage graph: stored with the index, memory-mapped by queries, the same rankings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gearag add skips what the index already holds (issue 39): a rerun is a no-op that says so, repeats in the file
+"""gearag add skips what the index already holds: a rerun is a no-op that says so, repeats in the file
 are skipped with a count, --keep-duplicates keeps them, and the check reads only the rows whose hash matches."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``gearag add``: an add written as a delta over the last full generation ranks as a full add, and the bound
-decides when an add writes a full generation instead (issue 14, docs/delta.md)."""
+decides when an add writes a full generation instead (docs/delta.md)."""
 
 from __future__ import annotations
 

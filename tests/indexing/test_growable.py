@@ -1,4 +1,4 @@
-"""A growable plain build (``graph.growable``, the default) keeps the union state its first add extends (issue 14)."""
+"""A growable plain build (``graph.growable``, the default) keeps the union state its first add extends."""
 
 from __future__ import annotations
 

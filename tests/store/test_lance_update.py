@@ -1,4 +1,4 @@
-"""Updating a Lance export after `gearag add` (issue 14): appended rows, pinned versions, pruning, replicas.
+"""Updating a Lance export after `gearag add`: appended rows, pinned versions, pruning, replicas.
 
 An update must rank exactly as a fresh export of the same index; a reader keeps the versions it opened;
 an update that fails halfway leaves the previous export whole. Skipped without the ``lance`` extra.

@@ -1,4 +1,4 @@
-"""Read leases: an index opened before an add, delete or compact keeps answering from what it loaded (issue 14)."""
+"""Read leases: an index opened before an add, delete or compact keeps answering from what it loaded."""
 
 from __future__ import annotations
 

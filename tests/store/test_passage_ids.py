@@ -1,4 +1,4 @@
-"""Finding passages by id from the stored id hashes (gearag add / delete at any corpus size, issue 14)."""
+"""Finding passages by id from the stored id hashes (gearag add / delete at any corpus size)."""
 
 from __future__ import annotations
 
