@@ -76,7 +76,8 @@ def test_a_request_naming_an_operator_option_gets_400_and_nothing_is_contacted(
         assert "sk-operator" not in message
 
 
-def test_the_issue_attack_sends_no_key_anywhere(make_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_request_naming_an_engine_and_endpoint_sends_no_key_anywhere(make_client: Client,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-operator-secret")
     with ScriptedServer() as listener:
         c = make_client(api_key="k")
