@@ -119,8 +119,8 @@ def _chunk(cid: str, model: str, created: int, delta: dict[str, Any], finish: st
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
 
 
-@router.post("/v1/chat/completions", responses=ERRORS, tags=["openai"])
-async def chat_completions(request: Request, body: ChatRequest) -> Any:
+@router.post("/v1/chat/completions", responses=ERRORS, tags=["openai"], response_model=None)
+async def chat_completions(request: Request, body: ChatRequest) -> dict[str, Any] | StreamingResponse:
     """OpenAI chat completions: answers the last user message with gearag and cites the passages; a follow-up
     ("Where was he born?") is retrieved with the earlier user messages before it (``gearag.question``)."""
     gearag, runner, settings = app_state(request)
