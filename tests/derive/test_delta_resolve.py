@@ -179,7 +179,7 @@ def test_the_applied_delta_ranks_as_the_union(small) -> None:
     terms = next(s.rows for s in base_p.columns.sources if s.name == "terms")
     by_name = TermsByName.of(terms, len(base_p.columns.scale))
     # The resolve half's own terms by scale (only the moved scales') against the base's whole regrouping.
-    layered, expected = apply_delta(base_p, got), apply_delta(base_p, want, by_name)
+    layered, expected = apply_delta(base_p, got), apply_delta(base_p, want._replace(by_name=by_name))
     assert layered is not None and expected is not None
     np.testing.assert_allclose(layered.columns.sums, expected.columns.sums, rtol=1e-12)
     np.testing.assert_array_equal(layered.columns.degree, expected.columns.degree)

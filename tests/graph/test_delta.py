@@ -220,7 +220,7 @@ def test_applying_the_resolutions_delta_gives_the_union_graphs_delta(grown) -> N
     changes = resolution_delta_of(base, union, entity_of)
     assert expected is not None and changes is not None
     terms = next(s.rows for s in base.columns.sources if s.name == "terms")
-    got = apply_delta(base, changes, TermsByName.of(terms, len(base.columns.scale)))
+    got = apply_delta(base, changes._replace(by_name=TermsByName.of(terms, len(base.columns.scale))))
     assert got is not None and got.layout == expected.layout
     cols, want = got.columns, expected.columns
     rows = np.arange(got.layout.n_passages), np.arange(got.layout.n_entities)

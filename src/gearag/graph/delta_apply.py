@@ -1,22 +1,11 @@
-"""From what an add changed in the resolution to the prepared graph's delta (docs/delta.md).
-
-An add that writes a delta resolves only what it changed (the *resolve*
-half of the writer): in the appending numbering, the rows of the mention,
-about-term and relation matrices it added to or replaced, the new scale of
-every title name, the appended triples' ends and the names new to the
-index (:class:`ResolutionDelta`). :func:`apply_delta` turns that into the
-prepared graph's delta (the *apply* half): the three matrices are sources
-of the transition as they are; their transposes (the backlinks, the terms
-by passage) gain the same entries the other way, and a row that lost one
-is replaced; the column sums move with the new scales and the new entries
-(:func:`~gearag.graph.scaled.updated_sums`); the degrees and the
-specificity are counted again for the rows touched only. Nothing the add
-left alone is read, so the work is the delta's size.
+"""The apply half of an add's or a delete's delta (docs/delta.md, "The apply half"): :func:`apply_delta` turns
+what the resolution changed (:class:`ResolutionDelta`) into the prepared graph's delta over its base, reading
+only what the change touched; with the entry netting the resolve halves share (:func:`net_weights`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -24,7 +13,7 @@ from gearag import setops
 from gearag.graph.edge_kinds import transition_sources
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.scaled import ABOUT_SOURCE, DEGREE_NODES, Scaled, TermsByName, transposed, updated_sums
+from gearag.graph.scaled import ABOUT_SOURCE, Scaled, TermsByName, source_degrees, transposed, updated_sums
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
@@ -38,7 +27,7 @@ class Deletion(NamedTuple):
 
 
 class ResolutionDelta(NamedTuple):
-    """What an add changed in the resolution, in the appending numbering (module docstring), or a delete in
+    """What an add changed in the resolution, in the appending numbering (docs/delta.md, "Numbering"), or a delete in
     the base's (:attr:`deletion`)."""
 
     layout: NodeLayout  #: the base's passages and entities, and all of them after the add
@@ -60,12 +49,6 @@ class ResolutionDelta(NamedTuple):
     #: With NER mentions: every entity only NER spans name after the change
     #: (:attr:`~gearag.graph.prepared.PreparedGraph.ner_keys`); None: the index keeps none.
     ner_keys: np.ndarray | None = None
-
-    @property
-    def sources(self) -> dict[str, LayeredCsr]:
-        """The transition sources the change grows, by name (their transposes follow them: :func:`apply_delta`)."""
-        return {"mentions": self.mentions, ABOUT_SOURCE: self.terms, "relations": self.relations,
-                **(self.edges or {})}
 
 
 def rows_that_differ(base: Csr, new: Csr) -> LayeredCsr:
@@ -219,12 +202,13 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
     # A (passage, entity) pair, either way, was in the base when a passage → entity source had it (each entity →
     # passage source is the transpose of one: the registry's transpose_of); an (entity, entity) pair when an
     # entity → entity source had it.
-    by_passage = [_csr(s.rows) for s in base.sources if s.of_passages and not s.to_passages]
-    between = [_csr(s.rows) for s in base.sources if not s.of_passages and not s.to_passages]
+    held = [s for s in base.sources if not s.to_passages]
+    assert all(isinstance(s.rows, Csr) for s in held)  # a full generation's sources
+    by_passage = [cast(Csr, s.rows) for s in held if s.of_passages]
+    between = [cast(Csr, s.rows) for s in held if not s.of_passages]
     degree = np.zeros(layout.n_nodes, dtype=np.int32)
     degree[:n_base] = base.degree
-    recount = [np.arange(n_base, layout.n_nodes, dtype=np.int64)]
-    pair_nodes, pair_targets = [], []
+    recount, found_nodes, found_keys = [np.arange(n_base, layout.n_nodes, dtype=np.int64)], [], []
     for src in layered.sources:
         rows = src.rows
         assert isinstance(rows, LayeredCsr)
@@ -234,35 +218,20 @@ def _new_degrees(base: Scaled, layered: Scaled) -> np.ndarray:
         node_of = layout.passage_nodes if src.of_passages else layout.entity_nodes
         recount.append(node_of(listed[~appends]))
         grown = listed[appends]
-        counts, targets, _, _ = rows.delta.gather(where[grown])
-        pair_nodes.append(np.repeat(grown, counts))
-        pair_targets.append((np.asarray(targets, dtype=np.int64), src.of_passages, src.to_passages))
-    whole = setops.unique(np.concatenate(recount))
-    found_nodes, found_keys = [], []
-    for owners, (targets, of_passages, to_passages) in zip(pair_nodes, pair_targets, strict=True):
-        if of_passages:  # passage → entity
-            passages, entities = owners, targets
-        elif to_passages:  # entity → passage
-            passages, entities = targets, owners
-        else:  # entity → entity
-            old = ~_in_any(between, owners, targets)
-            found_nodes.append(layout.entity_nodes(owners[old]))
-            found_keys.append(layout.entity_nodes(targets[old]))
-            continue
-        old = ~_in_any(by_passage, passages, entities)
-        if of_passages:
-            found_nodes.append(layout.passage_nodes(passages[old]))
-            found_keys.append(layout.entity_nodes(entities[old]))
+        counts, gained, _, _ = rows.delta.gather(where[grown])
+        owners, targets = np.repeat(grown, counts), np.asarray(gained, dtype=np.int64)
+        if src.of_passages or src.to_passages:  # a (passage, entity) pair, either way
+            old = ~_in_any(by_passage, *((owners, targets) if src.of_passages else (targets, owners)))
         else:
-            found_nodes.append(layout.entity_nodes(entities[old]))
-            found_keys.append(layout.passage_nodes(passages[old]))
+            old = ~_in_any(between, owners, targets)
+        found_nodes.append(node_of(owners[old]))
+        found_keys.append((layout.passage_nodes if src.to_passages else layout.entity_nodes)(targets[old]))
+    whole = setops.unique(np.concatenate(recount))
     nodes, keys = np.concatenate(found_nodes), np.concatenate(found_keys)
     keep = ~setops.isin(nodes, whole)
     pairs = setops.unique(nodes[keep] * layout.n_nodes + keys[keep])  # a target two sources gained counts once
     np.add.at(degree, pairs // layout.n_nodes, 1)
-    for first in range(0, len(whole), DEGREE_NODES):  # the nodes whose rows were replaced, and new ones (every
-        part = whole[first : first + DEGREE_NODES]  # node of a build: in blocks, whose pairs are sorted at a time)
-        degree[part] = layered.distinct_targets(part)
+    degree[whole] = source_degrees(layered, whole)  # the nodes whose rows were replaced, and new ones
     return degree
 
 
@@ -274,24 +243,17 @@ def _in_any(sources: list[Csr], rows: np.ndarray, values: np.ndarray) -> np.ndar
     return found
 
 
-def _csr(rows: Csr | LayeredCsr) -> Csr:
-    assert isinstance(rows, Csr)
-    return rows
-
-
-def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | None = None) -> PreparedGraph | None:
+def apply_delta(base: PreparedGraph, d: ResolutionDelta) -> PreparedGraph | None:
     """The prepared graph after the add ``d`` describes, as ``base`` (a full generation's, kept as its sources)
-    plus a delta; None where this cannot say it (another base, a source the base left out, no backlinks).
-    ``by_name``: the base's about terms by scale id (default: ``d.by_name``)."""
-    by_name = by_name if by_name is not None else d.by_name
-    if by_name is None:
+    plus a delta; None where this cannot say it (another base, a source the base left out, no backlinks)."""
+    if d.by_name is None:
         raise ValueError("apply_delta needs the base's terms by scale id")
     cols = base.columns
     if not isinstance(cols, Scaled) or not cols.layout.plain_layout:
         return None
     layout = d.layout
     by_source = {s.name: s for s in cols.sources}
-    grown = d.sources
+    grown = {"mentions": d.mentions, ABOUT_SOURCE: d.terms, "relations": d.relations, **(d.edges or {})}
     rows: dict[str, LayeredCsr] = {}
     for kind in transition_sources():  # a transpose after its source, whose changes it gains the other way
         src = by_source.get(kind.name)
@@ -319,7 +281,7 @@ def apply_delta(base: PreparedGraph, d: ResolutionDelta, by_name: TermsByName | 
     n_nodes = layout.n_nodes
     layered = Scaled(layout, sources, np.asarray(d.scale, dtype=np.float64), np.zeros(n_nodes),
                      np.zeros(n_nodes, dtype=np.int32))
-    layered.sums = updated_sums(cols, layered, by_name)
+    layered.sums = updated_sums(cols, layered, d.by_name)
     layered.degree = _new_degrees(cols, layered)
     # Specificity: one over the passages mentioning an entity, counted again where its backlinks changed.
     specificity = np.ones(layout.n_entities)

@@ -1,12 +1,6 @@
-"""A base's and a delta's prepared graph as one plain prepared graph (docs/delta.md, "One derivation per artifact").
-
-A delta generation's prepared graph (:func:`~gearag.graph.delta_apply.apply_delta`) reads each source's
-row from the base or from the delta, numbers its nodes in four ranges and looks names up in two layers.
-:func:`flattened` gathers it into the form a full generation stores, keeping the delta's (appending) entity
-numbering: every source's rows whole (a touched row's entries as a push reads them, the base's then the
-delta's), the nodes as passages then entities, the names as one sorted layer.
-A push reads the same edges with the same weights from either; the column sums, degrees, scales and
-specificities are the delta's, moved to the plain node numbering.
+"""A base's and a delta's prepared graph as one plain prepared graph, in the delta's (appending) entity numbering
+(docs/delta.md, "Written whole"): :func:`flattened`. A push reads the same edges with the same weights from
+either.
 """
 
 from __future__ import annotations
@@ -18,7 +12,7 @@ from gearag.arrays import offsets, ranges
 from gearag.graph.delta_apply import Deletion
 from gearag.graph.layered import AppendedRows, LayeredCsr, LayeredNames, NodeLayout
 from gearag.graph.prepared import PreparedGraph
-from gearag.graph.scaled import Scaled
+from gearag.graph.scaled import ABOUT_SOURCE, Scaled
 from gearag.graph.transition import Csr
 from gearag.graph.trie import HashedNames
 
@@ -113,8 +107,7 @@ def flattened(g: PreparedGraph, deletion: Deletion | None = None) -> PreparedGra
 
     # One source at a time: a delete's rows are dropped before the next source is gathered.
     sources = tuple(src._replace(rows=plain(src.rows, src.of_passages, src.to_passages)) for src in cols.sources)
-    # The about edges are the about-terms source's rows: gathered once.
-    about = next((new.rows for old, new in zip(cols.sources, sources, strict=True) if old.rows is g.about), None)
+    about = next(src.rows for src in sources if src.name == ABOUT_SOURCE)  # the about edges: gathered once
     live = np.concatenate([keep, np.ones(layout.n_entities, dtype=bool)])
     sums, degree = np.asarray(cols.sums)[node][live], np.asarray(cols.degree)[node][live]
     ends = np.asarray(g.triple_ends.whole() if isinstance(g.triple_ends, AppendedRows) else g.triple_ends)
@@ -128,7 +121,7 @@ def flattened(g: PreparedGraph, deletion: Deletion | None = None) -> PreparedGra
     n_passages = int(keep.sum())
     columns = Scaled(NodeLayout.plain(n_passages, layout.n_entities), sources, np.asarray(cols.scale), sums, degree)
     return PreparedGraph(n_passages, g.n_entities, dict(g.settings), columns,
-                         np.asarray(g.specificity), about if about is not None else plain(g.about, False, True),
+                         np.asarray(g.specificity), about,
                          ends, names, g.ner_keys, g.n_usable, holds_ner=g.holds_ner)
 
 

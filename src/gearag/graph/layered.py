@@ -1,16 +1,5 @@
-"""The passage graph's node numbering and names in a generation written as a delta (docs/delta.md).
-
-A generation written as a delta keeps the base generation's union arrays as
-they are (hard-linked, memory-mapped) and stores only the rows that differ:
-:class:`~gearag.arrays.LayeredCsr` (re-exported here) reads row ``i`` from the
-delta when ``where[i] >= 0`` and from the base otherwise, answering what the
-readers ask of a :class:`~gearag.arrays.Csr`, so forward push, seeding and
-beam search read either without knowing which.
-
-:class:`NodeLayout` is the passage graph's node numbering in such a
-generation: base passages, base entities, then the delta's passages and
-entities (a delta appends ids and never moves a base one). Without a delta
-it is the build's numbering, passages then entities.
+"""The passage graph's node numbering (:class:`NodeLayout`) and names (:class:`LayeredNames`) in a generation
+written as a delta (docs/delta.md, "Numbering"); its rows are :class:`~gearag.arrays.LayeredCsr` (re-exported).
 """
 
 from __future__ import annotations

@@ -1,37 +1,16 @@
-"""The passage graph as a query reads it, prepared once and stored with the index.
+"""The passage graph as a query reads it, prepared once and stored with the index under ``graph/prepared/``.
 
-A :class:`~gearag.graph.passage_graph.PassageGraph` answers a query from a
-few arrays derived from the index's entity resolution and
-the settings that shape its edges: the PPR transition matrix by columns (a
-node's out-edges, what forward push reads; kept as the arrays it is made
-of and normalised as it is read, :mod:`gearag.graph.scaled`), the dangling nodes, each
-entity's specificity, the about edges the question's entities seed their
-pages through, each triple's entity ends and the entity names as sorted
-stable hashes (:class:`~gearag.graph.trie.HashedNames`). Deriving them in
-the query process cost every process ~1 GB kept and an 8.5 GB transient peak
-at a million passages (docs/benchmarks-log.md, "Queries at 1M").
-
-Prepared at index time for the default settings and stored under
-``graph/prepared/`` (an add's delta over :func:`empty_prepared`, flattened),
-they are memory-mapped by
-:func:`load_prepared`: a push query reads the pages of the nodes it pushes
-and the names it looks up, so a process keeps what its queries touched, in
-the page cache, instead of the whole graph on its heap. A query whose
-settings differ from the stored ones (:data:`SETTINGS`, which include the
-entity-only graph) derives its graph from the stored one's sources
-(:meth:`PreparedGraph.derived`: other weights, a weight of 0, the entity-only
-graph; seconds at 1M); only where that cannot be done (a graph stored
-normalised, a source it left out) is its graph derived from the index's
-passages and triples, as a build derives it
-(:func:`gearag.derive.graph_for.derived_prepared`). Power iteration reads
-the stored columns and keeps a copy by rows. The tests' oracle ``prepare``
-(``tests/prepared_oracle.py``) prepares the same graph from the whole-corpus
-resolution in one plain pass.
+This module owns :class:`PreparedGraph` (the transition by columns, :mod:`gearag.graph.scaled`; the dangling
+nodes; each entity's specificity; the about edges; each triple's entity ends; the entity names as sorted stable
+hashes, :class:`~gearag.graph.trie.HashedNames`), its files (a full generation's, or a delta's over its base's),
+how they are opened (memory-mapped: a query process keeps what its queries touched; deriving them per process
+cost ~1 GB kept and an 8.5 GB peak at 1M, docs/benchmarks-log.md, "Queries at 1M") and the graphs of other
+query settings derived from the stored sources (:meth:`PreparedGraph.derived`). Where a query gets its graph:
+:mod:`gearag.derive.graph_for`; how a build and an add make it: docs/delta.md.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -49,9 +28,9 @@ from gearag.graph.resolve import MIN_KEY_CHARS, stop_words, usable_key
 from gearag.graph.scaled import ABOUT_SOURCE, SCALED_SOURCES, Scaled, Source, reweighted
 from gearag.graph.transition import Csr, Normalised, entity_relations, rows_matrix
 from gearag.graph.trie import HashedNames, key_hashes
-from gearag.store.index import BASE_DIR
+from gearag.store.index import BASE_DIR, read_prepared
 from gearag.store.index import PREPARED as PREPARED
-from gearag.store.npy import load_npy, unwrapped
+from gearag.store.npy import unwrapped
 
 if TYPE_CHECKING:
     from gearag.store.interface import IndexStore
@@ -66,6 +45,7 @@ SETTINGS = ("about_weight", "backlink_weight", "synonym_weight", "ner_mentions",
 #: Those of :data:`SETTINGS` that weigh edges, the edge-kind registry's (a stored graph kept as its sources serves
 #: other values of them, 0 dropping the edges, if it holds them: :meth:`PreparedGraph.derived`).
 WEIGHTS = tuple(dict.fromkeys(src.weight for src in transition_sources() if src.weight is not None))
+_NAMES = ("nodes", "name_hashes", "name_ids")
 
 
 def settings_of(config: PassageGraphConfig) -> dict[str, Any]:
@@ -180,25 +160,34 @@ class PreparedGraph:
 
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:
-        if self.delta_layout is not None:  # a base's and a delta's: the delta's files (the base's are its own)
-            return layered_files(self)
-        columns, about = self.columns, self.about
-        if not isinstance(about, Csr):
-            raise TypeError("a base's and a delta's prepared graph is not stored as one")
+        """The arrays :meth:`open` reads; a base's and a delta's: the delta's (the section comment at the end)."""
+        columns, about, names, ends = self.columns, self.about, self.names, self.triple_ends
+        if self.delta_layout is not None:
+            assert isinstance(columns, Scaled) and isinstance(names, LayeredNames) and isinstance(ends, AppendedRows)
+            out: dict[str, np.ndarray] = {}
+            layers = [*((s.name, s.rows) for s in columns.sources if s.name != ABOUT_SOURCE), ("about", about)]
+            for name, rows in layers:
+                assert isinstance(rows, LayeredCsr)  # the about terms: stored once, as the about rows
+                out |= {f"delta_{name}_{k}.npy": v for k, v in rows.delta.arrays().items()}
+                appends = rows.appends if rows.appends is not None else np.zeros(rows.n_rows, dtype=bool)
+                out |= {f"where_{name}.npy": np.asarray(rows.where, dtype=np.int32),
+                        f"appends_{name}.npy": np.asarray(appends, dtype=bool)}
+            out |= {f"names_{k}.npy": v for k, v in names.delta.arrays().items()}
+            out |= {"scale.npy": columns.scale, "sums.npy": columns.sums, "degree.npy": columns.degree,
+                    "dangling.npy": self.dangling, "specificity.npy": self.specificity,
+                    "triple_ends_tail.npy": ends.tail}
+            return out | _ner_keys_file(self.ner_keys, self.n_entities)
+        assert isinstance(about, Csr) and isinstance(ends, np.ndarray)  # a plain graph's: each kept whole
         out = {f"about_{k}.npy": v for k, v in about.arrays().items()}
         if isinstance(columns, Scaled):
             for src in columns.sources:
-                if src.name == ABOUT_SOURCE:  # the about terms by entity: stored once, as about_*
-                    continue
-                if not isinstance(src.rows, Csr):
-                    raise TypeError("a base's and a delta's prepared graph is not stored as one")
-                out |= {f"source_{src.name}_{k}.npy": v for k, v in src.rows.arrays().items()}
+                assert isinstance(src.rows, Csr)
+                if src.name != ABOUT_SOURCE:  # the about terms by entity: stored once, as about_*
+                    out |= {f"source_{src.name}_{k}.npy": v for k, v in src.rows.arrays().items()}
             out |= {"scale.npy": columns.scale, "sums.npy": columns.sums, "degree.npy": columns.degree}
         else:
             out |= {f"columns_{k}.npy": v for k, v in columns.rows.arrays().items()}
-        out |= {f"names_{k}.npy": v for k, v in self.names.arrays().items()}
-        ends = self.triple_ends
-        assert isinstance(ends, np.ndarray)  # a plain graph's: one array
+        out |= {f"names_{k}.npy": v for k, v in names.arrays().items()}
         out |= {"dangling.npy": self.dangling, "specificity.npy": self.specificity, "triple_ends.npy": ends}
         return out | _ner_keys_file(self.ner_keys, self.n_entities)
 
@@ -221,36 +210,48 @@ class PreparedGraph:
     @classmethod
     def open(cls, meta: dict[str, Any], array: Callable[[str], np.ndarray]) -> PreparedGraph:
         """The stored arrays, ``array(name)`` giving each file of :meth:`files` (memory-mapped where it can;
-        kept as plain views of the maps: :func:`~gearag.store.npy.unwrapped`)."""
-        raw = meta.get("version") == PREPARED_VERSION  # the transition as its sources, else normalised
+        kept as plain views of the maps: :func:`~gearag.store.npy.unwrapped`); a delta's base's under ``base/``."""
 
         def read(name: str) -> np.ndarray:
             return unwrapped(array(name))
 
-        if isinstance(meta.get("delta"), dict):  # a base's and a delta's
-            return open_layered(cls, meta, read)
+        def csr(prefix: str, scaled: bool) -> Csr:
+            return Csr(*(read(f"{prefix}_{part}.npy") for part in Csr._fields[: 4 if scaled else 3]))
 
-        def csr(prefix: str, scaled: bool = False) -> Csr:
-            parts = Csr._fields if scaled else Csr._fields[:3]
-            return Csr(*(read(f"{prefix}_{part}.npy") for part in parts))
+        n_p, n_e, delta, usable = (int(meta["n_passages"]), int(meta["n_entities"]), meta.get("delta"),
+                                   meta.get("usable_keys"))
+        raw = isinstance(delta, dict) or meta.get("version") == PREPARED_VERSION  # as its sources, else normalised
+        names = HashedNames.from_arrays(*(read(f"names_{k}.npy") for k in _NAMES))
+        layout, base_meta, held = NodeLayout.plain(n_p, n_e), None, meta.get("holds_ner")
+        if isinstance(delta, dict):  # a base's and a delta's (the section comment on the files below)
+            base = cls.open(delta["base"], lambda name: array(f"{BASE_DIR}/{name}"))
+            if not (isinstance(base.columns, Scaled) and isinstance(base.about, Csr)):
+                raise ValueError("a delta's base must be kept as its sources")
+            layout = NodeLayout(n_p, n_e, int(delta["base_passages"]), int(delta["base_entities"]))
 
-        names = HashedNames.from_arrays(*(read(f"names_{k}.npy") for k in ("nodes", "name_hashes", "name_ids")))
-        usable = meta.get("usable_keys")
-        n_p, n_e = int(meta["n_passages"]), int(meta["n_entities"])
-        about = csr("about", scaled=raw)
-        columns: Scaled | Normalised
-        if raw:
-            sources = tuple(Source(str(m["name"]), about if m["name"] == ABOUT_SOURCE else
-                                   csr(f"source_{m['name']}", scaled=str(m["name"]) in SCALED_SOURCES),
-                                   bool(m["of_passages"]), bool(m["to_passages"]), float(m["weight"]))
-                            for m in meta["sources"])
-            columns = Scaled(NodeLayout.plain(n_p, n_e), sources, read("scale.npy"), read("sums.npy"),
-                             read("degree.npy"))
+            def layered(prefix: str, on: Csr | LayeredCsr) -> LayeredCsr:
+                assert isinstance(on, Csr)
+                return LayeredCsr(on, csr(f"delta_{prefix}", on.sids is not None), read(f"where_{prefix}.npy"),
+                                  read(f"appends_{prefix}.npy"))
+
+            about: Csr | LayeredCsr = layered("about", base.about)
+            sources = tuple(s._replace(rows=about if s.name == ABOUT_SOURCE else layered(s.name, s.rows))
+                            for s in base.columns.sources)
+            ends: np.ndarray | AppendedRows = AppendedRows(np.asarray(base.triple_ends), read("triple_ends_tail.npy"))
+            names, base_meta, held = LayeredNames(base.names, names), dict(delta["base"]), base.holds_ner
         else:
-            columns = Normalised(csr("columns"), read("dangling.npy"))
-        return cls(n_p, n_e, dict(meta["settings"]), columns, read("specificity.npy"), about,
-                   read("triple_ends.npy"), names, _read_ner_keys(meta, read),
-                   usable if isinstance(usable, int) else None, holds_ner=held_ner(meta))
+            about = csr("about", raw)
+            sources = tuple(Source(str(m["name"]), about if m["name"] == ABOUT_SOURCE else
+                                   csr(f"source_{m['name']}", str(m["name"]) in SCALED_SOURCES),
+                                   bool(m["of_passages"]), bool(m["to_passages"]), float(m["weight"]))
+                            for m in meta["sources"]) if raw else ()
+            ends = read("triple_ends.npy")
+        columns = Scaled(layout, sources, read("scale.npy"), read("sums.npy"), read("degree.npy")) if raw \
+            else Normalised(csr("columns", False), read("dangling.npy"))
+        return cls(n_p, n_e, dict(meta["settings"]), columns, read("specificity.npy"), about, ends, names,
+                   _read_ner_keys(meta, read), usable if isinstance(usable, int) else None,
+                   delta_layout=None if base_meta is None else layout, base_meta=base_meta,
+                   holds_ner=held if isinstance(held, bool) else None)
 
 
 def empty_prepared(stored: Sequence[str]) -> PreparedGraph:
@@ -315,12 +316,6 @@ def _read_ner_keys(meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> n
     return np.arange(int(meta["n_mention_keys"]), int(meta["n_entities"]), dtype=np.int64)
 
 
-def held_ner(meta: dict[str, Any]) -> bool | None:
-    """What a ``prepared.json`` says of NER mentions held (None: not said)."""
-    held = meta.get("holds_ner")
-    return held if isinstance(held, bool) else None
-
-
 def _joined(src: Source, n_targets: int) -> sparse.csr_matrix:
     """Every row of ``src`` as a push reads it (a base's row and its delta's joined), as one float64 matrix."""
     counts, indices, data, _ = src.rows.gather(np.arange(src.rows.n_rows, dtype=np.int64))
@@ -340,20 +335,16 @@ def usable_keys(keys: Sequence[str]) -> np.ndarray:
     return out
 
 
-def readable(meta: dict[str, Any]) -> bool:
-    """Whether ``meta`` describes prepared arrays this gearag reads (else the query derives its own:
-    :func:`gearag.derive.graph_for.derived_prepared`)."""
-    if meta.get("version") == PREPARED_VERSION and not isinstance(meta.get("sources"), list):
-        return False
-    return (meta.get("version") in (NORMALISED_VERSION, PREPARED_VERSION) and isinstance(meta.get("settings"), dict)
-            and all(isinstance(meta.get(k), int) for k in ("n_passages", "n_entities"))
-            and any(isinstance(meta.get(k), int) for k in ("n_mention_keys", "ner_keys")))
-
-
 def open_stored(meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> PreparedGraph | None:
-    """The prepared graph stored under ``meta`` (``read(name)``: one of its arrays), None when it is of another
-    version (the query derives its own)."""
-    return PreparedGraph.open(meta, read) if readable(meta) else None
+    """The prepared graph stored under ``meta`` (``read(name)``: one of its arrays), None when ``meta`` is of another
+    version or lacks a field this gearag reads (the query derives its own: :mod:`gearag.derive.graph_for`)."""
+    version = meta.get("version")
+    if (version not in (NORMALISED_VERSION, PREPARED_VERSION) or not isinstance(meta.get("settings"), dict)
+            or (version == PREPARED_VERSION and not isinstance(meta.get("sources"), list))
+            or not all(isinstance(meta.get(k), int) for k in ("n_passages", "n_entities"))
+            or not any(isinstance(meta.get(k), int) for k in ("n_mention_keys", "ner_keys"))):
+        return None
+    return PreparedGraph.open(meta, read)
 
 
 def stored_prepared(index: IndexStore) -> PreparedGraph | None:
@@ -365,13 +356,7 @@ def stored_prepared(index: IndexStore) -> PreparedGraph | None:
 def load_prepared(directory: Path, mmap: bool = True) -> PreparedGraph | None:
     """The prepared graph stored in ``directory`` (``<graph dir>/prepared``), memory-mapped (``mmap=False``: read
     into memory); None when there is none or it is of another version (the query derives its own)."""
-    try:
-        meta = json.loads((directory / "prepared.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict):
-        return None
-    return open_stored(meta, lambda name: load_npy(directory / name, mmap=mmap))
+    return read_prepared(directory, open_stored, mmap)
 
 
 # -- a base's and a delta's prepared graph as files (docs/delta.md) ------------------------------------
@@ -386,63 +371,3 @@ def load_prepared(directory: Path, mmap: bool = True) -> PreparedGraph | None:
 # delta adds; the triples' ends it appends; and the per-node and per-entity
 # vectors (column sums, degrees, dangling nodes, specificity, the scale),
 # which are small and written whole.
-
-_NAMES = ("nodes", "name_hashes", "name_ids")
-
-
-def _rows_files(prefix: str, rows: LayeredCsr) -> dict[str, np.ndarray]:
-    out = {f"delta_{prefix}_{k}.npy": v for k, v in rows.delta.arrays().items()}
-    out[f"where_{prefix}.npy"] = np.asarray(rows.where, dtype=np.int32)
-    appends = rows.appends if rows.appends is not None else np.zeros(rows.n_rows, dtype=bool)
-    out[f"appends_{prefix}.npy"] = np.asarray(appends, dtype=bool)
-    return out
-
-
-def layered_files(g: PreparedGraph) -> dict[str, np.ndarray]:
-    """The files of a base's and a delta's prepared graph ``g`` that are the delta's (the section comment above)."""
-    columns, about, names, ends = g.columns, g.about, g.names, g.triple_ends
-    if not (isinstance(columns, Scaled) and isinstance(about, LayeredCsr) and isinstance(names, LayeredNames)
-            and isinstance(ends, AppendedRows)):
-        raise TypeError("only a graph kept as its sources is stored as a base's and a delta's")
-    out: dict[str, np.ndarray] = {}
-    for src in columns.sources:
-        if not isinstance(src.rows, LayeredCsr):
-            raise TypeError(f"source {src.name} is not a base's and a delta's")
-        if src.name != ABOUT_SOURCE:  # the about terms: stored once, as the about rows
-            out |= _rows_files(src.name, src.rows)
-    out |= _rows_files("about", about)
-    out |= {f"names_{k}.npy": v for k, v in names.delta.arrays().items()}
-    out |= {"scale.npy": columns.scale, "sums.npy": columns.sums, "degree.npy": columns.degree,
-            "dangling.npy": g.dangling, "specificity.npy": g.specificity, "triple_ends_tail.npy": ends.tail}
-    return out | _ner_keys_file(g.ner_keys, g.n_entities)
-
-
-def open_layered(cls: type[PreparedGraph], meta: dict[str, Any], read: Callable[[str], np.ndarray]) -> PreparedGraph:
-    """The base's and the delta's prepared graph stored under ``meta`` (``read(name)``: a file of the delta's
-    directory, ``base/…`` for the base's)."""
-    delta = meta["delta"]
-    base = cls.open(delta["base"], lambda name: read(f"{BASE_DIR}/{name}"))
-    b_cols, b_about = base.columns, base.about
-    if not (isinstance(b_cols, Scaled) and isinstance(b_about, Csr)):
-        raise ValueError("a delta's base must be kept as its sources")
-    n_p, n_e = int(meta["n_passages"]), int(meta["n_entities"])
-    layout = NodeLayout(n_p, n_e, int(delta["base_passages"]), int(delta["base_entities"]))
-
-    def layered(prefix: str, on: Csr) -> LayeredCsr:
-        indptr, indices, data = (read(f"delta_{prefix}_{k}.npy") for k in ("indptr", "indices", "data"))
-        sids = read(f"delta_{prefix}_sids.npy") if on.sids is not None else None
-        return LayeredCsr(on, Csr(indptr, indices, data, sids), read(f"where_{prefix}.npy"),
-                          read(f"appends_{prefix}.npy"))
-
-    about = layered("about", b_about)
-    sources = []
-    for src in b_cols.sources:
-        assert isinstance(src.rows, Csr)
-        sources.append(src._replace(rows=about if src.name == ABOUT_SOURCE else layered(src.name, src.rows)))
-    columns = Scaled(layout, tuple(sources), read("scale.npy"), read("sums.npy"), read("degree.npy"))
-    names = LayeredNames(base.names, HashedNames.from_arrays(*(read(f"names_{k}.npy") for k in _NAMES)))
-    usable = meta.get("usable_keys")
-    return cls(n_p, n_e, dict(meta["settings"]), columns, read("specificity.npy"), about,
-               AppendedRows(np.asarray(base.triple_ends), read("triple_ends_tail.npy")), names,
-               _read_ner_keys(meta, read), usable if isinstance(usable, int) else None, delta_layout=layout,
-               base_meta=dict(delta["base"]), holds_ner=base.holds_ner)

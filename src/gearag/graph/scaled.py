@@ -1,30 +1,10 @@
-"""The PPR transition as the arrays it is made of, normalised when a push reads it (docs/delta.md).
+"""The PPR transition kept as its sources, normalised as a push reads it (docs/delta.md, "The transition kept as
+its sources").
 
-Column ``j`` of the transition is node ``j``'s out-edge weights over their
-sum (:mod:`gearag.graph.passage_graph`): passage → entity ``mention +
-about_weight · about``, entity → passage ``backlink_weight · mention +
-about_weight · about``, entity → entity the relations (and synonym edges).
-Stored normalised, a title name gaining a page changes every entry around
-it: its about terms are divided by its total, and every column holding one
-by its sum (31% of the entries per add at a million passages).
-
-:class:`Scaled` keeps the columns as their *sources* instead, each a
-sparse matrix by row with one weight (:class:`Source`): the mentions
-(passage → entity) and their transpose (the backlinks), the about terms by
-entity and by passage, the relations and the synonym edges. The mentions,
-relations and synonyms are stored as the resolution makes them. An about
-term is stored raw (``share · w``: the tier weight of the lexicon name it
-goes through, times the share of a name containing it)
-with a *scale id* ``1 + x`` (``x``: the lexicon name it goes through), so a
-push reads entry ``(i, j)`` of source ``s`` as ``data · weight_s ·
-scale[sid] / sums[j]``, where ``scale[1 + x] = 1 / total(x)`` and
-``sums[j]`` is column ``j``'s sum. A title name gaining a page
-then changes one scale and some column sums; the entries only gain the new
-terms (and a delta only appends them: :class:`~gearag.graph.layered.LayeredCsr`).
-A target reached through two sources (a page both mentioned and about)
-gets both weights, as the adjacency sums them; ``degree[j]`` counts the
-distinct targets, as the push's threshold always has. The estimates are
-those of the normalised transition up to the order float sums are taken in.
+This module owns :class:`Scaled`: one :class:`Source` per registered transition source the graph weighs, the about
+terms' scale, each column's sum and each node's distinct targets; a push reads entry ``(i, j)`` of a source as
+``data · weight · scale[sid] / sums[j]``. Also what a query derives from it (:func:`reweighted`,
+:func:`source_degrees`) and what an add moves in it (:class:`TermsByName`, :func:`updated_sums`).
 """
 
 from __future__ import annotations
@@ -199,14 +179,15 @@ def reweighted(columns: Scaled, weights: dict[str, float]) -> Scaled:
 DEGREE_NODES = 1 << 17
 
 
-def source_degrees(columns: Scaled) -> np.ndarray:
-    """Every node's :meth:`Scaled.distinct_targets`, in blocks of :data:`DEGREE_NODES` nodes: ``degree`` as
-    a build counts it, from any sources (a base's and a delta's included)."""
-    n = columns.layout.n_nodes
+def source_degrees(columns: Scaled, nodes: np.ndarray | None = None) -> np.ndarray:
+    """:meth:`Scaled.distinct_targets` of ``nodes`` (default: every node), :data:`DEGREE_NODES` at a time:
+    ``degree`` as a build counts it, from any sources (a base's and a delta's included)."""
+    n = columns.layout.n_nodes if nodes is None else len(nodes)
     out = np.zeros(n, dtype=np.int32)
     for first in range(0, n, DEGREE_NODES):
-        out[first : first + DEGREE_NODES] = columns.distinct_targets(
-            np.arange(first, min(first + DEGREE_NODES, n), dtype=np.int64))
+        last = min(first + DEGREE_NODES, n)
+        out[first:last] = columns.distinct_targets(np.arange(first, last, dtype=np.int64) if nodes is None
+                                                   else nodes[first:last])
     return out
 
 
@@ -308,8 +289,7 @@ def updated_sums(base: Scaled, layered: Scaled, by_name: TermsByName) -> np.ndar
         np.add.at(out, layout.passage_nodes(by_name.passages[at]), moved)
     for src in layered.sources:
         rows = src.rows
-        if not isinstance(rows, LayeredCsr):
-            raise TypeError(f"source {src.name} is not a base's and a delta's")
+        assert isinstance(rows, LayeredCsr)  # a base's and a delta's
         listed = np.flatnonzero(np.asarray(rows.where) >= 0)
         nodes = layout.passage_nodes(listed) if src.of_passages else layout.entity_nodes(listed)
         in_base = listed < rows.base.n_rows

@@ -321,15 +321,8 @@ class Index(IndexBase):
         """``open_(meta, read)`` of the prepared passage graph stored under ``graph/prepared/`` (its
         ``prepared.json`` and ``read(name)``: an array, memory-mapped), None when the index has none;
         damaged arrays are an IndexFormatError (:func:`gearag.graph.prepared.stored_prepared`)."""
-        directory = self.path / str(self.manifest.get("graph_dir", GRAPH_DIR)) / PREPARED
         try:
-            meta = json.loads((directory / "prepared.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(meta, dict):
-            return None
-        try:
-            return open_(meta, lambda name: load_npy(directory / name))
+            return read_prepared(self.path / str(self.manifest.get("graph_dir", GRAPH_DIR)) / PREPARED, open_)
         except (OSError, ValueError, KeyError, TypeError):
             raise IndexFormatError(f"{self.path}: {GRAPH_DIR}/{PREPARED}/ arrays are corrupt; "
                                    "rebuild the index") from None
@@ -468,3 +461,14 @@ def _records_texts(path: Path, spec: CollectionSpec) -> Callable[[], list[str]]:
 
 if TYPE_CHECKING:  # mypy checks that an index directory is an IndexStore
     _INDEX_STORE: type[IndexStore] = Index
+
+
+def read_prepared(directory: Path, open_: Callable[[dict[str, Any], Callable[[str], np.ndarray]], T | None],
+                  mmap: bool = True) -> T | None:
+    """``open_(meta, read)`` of the prepared passage graph stored in ``directory`` (its ``prepared.json``;
+    ``read(name)``: an array, memory-mapped unless ``mmap`` is False), None when there is none."""
+    try:
+        meta = json.loads((directory / "prepared.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return open_(meta, lambda name: load_npy(directory / name, mmap=mmap)) if isinstance(meta, dict) else None
