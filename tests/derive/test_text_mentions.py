@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gearag.derive.text_mentions import _merged
+from gearag.derive.text_mentions import merged_mentions
 
 
 def test_entries_in_row_order_are_merged_as_a_stable_sort_would() -> None:
@@ -14,9 +14,9 @@ def test_entries_in_row_order_are_merged_as_a_stable_sort_would() -> None:
         ca, cb = rng.integers(0, 99, len(a)), rng.integers(100, 199, len(b))
         rows, cols = np.concatenate([a, b]), np.concatenate([ca, cb])
         order = np.argsort(rows, kind="stable")
-        got = _merged(a, ca, b, cb)
+        got = merged_mentions(a, ca, b, cb)
         assert got[0].tolist() == rows[order].tolist() and got[1].tolist() == cols[order].tolist()
         shuffled = rng.permutation(a)
         if not np.array_equal(shuffled, a):  # out of order: sorted
-            merged = _merged(shuffled, ca, b, cb)[0]
+            merged = merged_mentions(shuffled, ca, b, cb)[0]
             assert merged.tolist() == np.sort(np.concatenate([shuffled, b])).tolist()

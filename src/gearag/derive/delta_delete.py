@@ -1,14 +1,7 @@
-"""The resolve half of a delete: its delta over the generation it deletes from, in that generation's numbering.
-
-:func:`resolve_deletion` makes only the rows the delete changed, source by
-source (docs/delta.md, "A delete"), with the steps an add's delta shares
-(:mod:`gearag.derive.union_resolve`: the lexicon and the names' statistics
-shrunk, the names a vanished lexicon name occurred in scanned again). Entity
-ids are kept: an entity left with no edge keeps its id with no edge and no
-name (a *hole*, which a rebuild does not number; ``gearag compact``
-renumbers). :func:`gearag.graph.flatten.flattened` then drops the deleted
-passages' rows and renumbers the passage targets
-(:class:`~gearag.graph.delta_apply.Deletion`).
+"""The resolve half of a delete: its delta over the generation it deletes from, in that generation's numbering
+(docs/delta.md, "A delete"), with the steps an add's delta shares (:mod:`gearag.derive.union_resolve`). An entity
+left with no edge keeps its id (a *hole*; ``gearag compact`` renumbers); :func:`gearag.graph.flatten.flattened`
+drops the deleted passages' rows (:class:`~gearag.graph.delta_apply.Deletion`).
 """
 
 from __future__ import annotations
@@ -36,10 +29,10 @@ from gearag.derive.union_resolve import (
     shrunk,
 )
 from gearag.graph.delta_apply import Deletion, ResolutionDelta, entries_of, net_weights
-from gearag.graph.layered import LayeredCsr, NodeLayout
+from gearag.graph.layered import NodeLayout
 from gearag.graph.prepared import PreparedGraph
 from gearag.graph.scaled import ABOUT_SOURCE
-from gearag.graph.transition import Csr, relation_pairs
+from gearag.graph.transition import relation_pairs
 from gearag.graph.trie import HashedNames, NameLookup
 
 
@@ -58,30 +51,14 @@ class ResolvedDeletion(NamedTuple):
         return self.after
 
 
-def _replaced_rows(base: Csr, rows: np.ndarray, keep: np.ndarray,
-                   extra: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, ...]:
-    """Rows ``rows`` of ``base`` as entries (row, target, weight, scale id), those with ``keep[target]`` false
-    dropped; with ``extra`` entries (signed weights) summed in and every key left at 0 or below dropped."""
-    row, target, weight, sid = entries_of(base, rows)
-    mine = keep[target]
-    row, target, weight, sid = row[mine], target[mine], weight[mine], sid[mine]
-    if extra is None:
-        return row, target, weight, sid
-    row, target, sid, weight = net_weights(*(np.concatenate([a, b]) for a, b in
-                                             zip((row, target, sid, weight), (extra[0], extra[1], extra[3], extra[2]),
-                                                 strict=True)))
-    left = weight > 0
-    return row[left], target[left], weight[left], sid[left]
-
-
 def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDeletion | None:
     """What the delete ``inputs.prior.removal`` says changed in the resolution of ``base`` (the prior's prepared
-    graph, a full generation's kept as its sources), with the state after it (module docstring). None where a
+    graph, a full generation's kept as its sources), with the state after it (docs/delta.md, "A delete"). None where a
     delta cannot say it: no prior statistics, a base kept another way, or one whose statistics number other
     entities."""
     passages, prior = inputs.passages, inputs.prior
     src, base_scale, n_usable = base.whole_sources(), base.scale, base.n_usable
-    if (prior is None or prior.removal is None or prior.names is None or src is None or base_scale is None
+    if (prior.removal is None or prior.names is None or src is None or base_scale is None
             or n_usable is None or base.n_passages != len(prior.removal.rows)
             or len(base.triple_ends) != len(prior.removal.triples)):
         return None
@@ -125,11 +102,10 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     live_triples = removal.triples >= 0
     owner = np.asarray(inputs.live.owner, dtype=np.int64)
     tri = np.flatnonzero(setops.isin(owner, again_rows))
-    end_rows, end_entities = end_mentions(owner[tri], base_ends[live_triples][tri])
     at = setops.isin(text[0], again_rows)
     spans = span_mentions(inputs, stats, entity, e)
     again_spans = spans[setops.isin(spans // e, again_rows)] if spans is not None else np.zeros(0, np.int64)
-    pairs = setops.unique(np.concatenate([end_rows * e + end_entities,
+    pairs = setops.unique(np.concatenate([end_mentions(owner[tri], base_ends[live_triples][tri], e),
                                           text[0][at].astype(np.int64) * e + lex_entity[text[1][at]], again_spans]))
     mentions = Entries()
     mentions.add(old_row[pairs // e], pairs % e, np.ones(len(pairs)))
@@ -156,17 +132,22 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     # -- relations: the deleted triples' pairs taken away from their ends' rows -------------------------------
     gone_rows, gone_cols = relation_pairs(np.asarray(base_ends)[~live_triples])
     ends_of = setops.unique(gone_rows)
+    row, target, weight, sid = entries_of(b_relations, ends_of)  # summed with the pairs taken away
+    row, target, sid, weight = net_weights(*(np.concatenate(p) for p in (
+        (row, gone_rows), (target, gone_cols), (sid, np.zeros(len(gone_rows), np.int64)),
+        (weight, -np.ones(len(gone_rows))))))
+    left = weight > 0  # a pair no triple holds now: dropped
     relations = Entries()
-    relations.add(*_replaced_rows(b_relations, ends_of, np.ones(e, dtype=bool),
-                                  (gone_rows, gone_cols, -np.ones(len(gone_rows)), np.zeros(len(gone_rows), np.int64))))
+    relations.add(row[left], target[left], weight[left], sid[left])
     by_name = base_terms_by_name(b_terms, prior.names, old_lex_entity, base_entity, scale, base_scale)
     dropped = holes[setops.isin(holes, np.asarray(base.names.name_ids, dtype=np.int64))]
-    layout = NodeLayout.plain(n_p, e)
-    layered: dict[str, LayeredCsr] = {
-        "mentions": mentions.layered(b_mentions, n_p, setops.union(dead_rows, old_row[again_rows])),
-        "terms": terms.layered(b_terms, e, setops.union(touched, entity[whole]), _replaced_rows(b_terms, cut, keep)),
-        "relations": relations.layered(b_relations, e, ends_of)}
-    delta = ResolutionDelta(layout, layered["mentions"], layered["terms"], layered["relations"], scale,
+    row, target, weight, sid = entries_of(b_terms, cut)  # the rest of those rows: their terms over live pages
+    kept = keep[target]
+    delta = ResolutionDelta(NodeLayout.plain(n_p, e),
+                            mentions.layered(b_mentions, n_p, setops.union(dead_rows, old_row[again_rows])),
+                            terms.layered(b_terms, e, setops.union(touched, entity[whole]),
+                                          (row[kept], target[kept], weight[kept], sid[kept])),
+                            relations.layered(b_relations, e, ends_of), scale,
                             np.zeros((0, 2), dtype=np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)),
                             n_usable - len(dropped), by_name,
                             Deletion(removal.rows, removal.triples, dropped), ner_keys=ner_keys(stats, entity))

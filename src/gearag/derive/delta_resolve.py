@@ -1,15 +1,6 @@
-"""The resolve half of an add: what it changed in the resolution, over a base (docs/delta.md, "The resolution").
-
-:func:`resolve_delta` gives the :class:`~gearag.graph.delta_apply.ResolutionDelta`
-of an add onto a *base* (a full generation kept as its sources, or an empty
-one for a build) without resolving the union: in the appending numbering,
-only the rows the add changes are made, source by source (the entities, the
-mentions, the about terms, the relations and the scales, as docs/delta.md
-lists them). The reference is the tests' oracle ``resolution_delta_of``
-(``tests/delta_oracles.py``), which compares the base's and the union's full
-prepared graphs. What still reads union-size arrays here (once each,
-vectorised): the base's endpoint-only names ordered by first appearance, and
-the containment rows searched for the lexicon names that gained pages.
+"""The resolve half of an add: its :class:`~gearag.graph.delta_apply.ResolutionDelta` over a base, in the appending
+numbering, made source by source without resolving the union (docs/delta.md, "Numbering" and "The resolution").
+The reference is the tests' oracle ``resolution_delta_of`` (``tests/delta_oracles.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +15,7 @@ from gearag.arrays import ascending, ranges, row_offsets
 from gearag.data.jsonstrings import strings_at
 from gearag.derive.delta_scan import TextScan, scan_texts
 from gearag.derive.endpoints import union_ends
-from gearag.derive.text_mentions import end_mentions
+from gearag.derive.text_mentions import end_mentions, merged_mentions
 from gearag.derive.union_resolve import (
     GrownLexicon,
     NameStats,
@@ -137,7 +128,7 @@ def _same_cont(a: NameStats, b: NameStats, rows: np.ndarray) -> np.ndarray:
 
 
 class _Numbering(NamedTuple):
-    """The appending numbering of an add's entities (module docstring)."""
+    """The appending numbering of an add's entities (docs/delta.md, "Numbering")."""
 
     lex_entity: np.ndarray  #: the entity id of each lexicon name
     entity: np.ndarray  #: the entity id of each endpoint name (-1: not live), and -1 last (read for -1)
@@ -214,14 +205,12 @@ class ResolvedDelta(NamedTuple):
         """The resolve state after the add, in the appending numbering: what a generation that keeps the add
         whole keeps for the next one (the base's entries and text mentions, the rows scanned again replaced)."""
         old, scan = self.prior, self.scan
-        tr, tn = old.text
+        tr, tn = (np.asarray(a, dtype=np.int64) for a in old.text)
         kept = ~setops.isin(tr, scan.again)
-        rows = np.concatenate([np.asarray(tr, dtype=np.int64)[kept], scan.match_rows])
-        order = np.argsort(rows, kind="stable")
-        names = np.concatenate([np.asarray(tn, dtype=np.int64)[kept], scan.match_names])[order]
+        rows, names = merged_mentions(tr[kept], tn[kept], scan.match_rows, scan.match_names)
         entity = self.ids.lex_entity
         rebuilt = np.array_equal(entity, np.arange(len(entity)))
-        return ResolveState(self.lexicon.names, self.lexicon.entries(old), (rows[order], names.astype(np.int32)),
+        return ResolveState(self.lexicon.names, self.lexicon.entries(old), (rows, names.astype(np.int32)),
                             self.longest, None if rebuilt else entity)
 
 
@@ -253,7 +242,7 @@ def resolve_delta(inputs: ResolveInputs, base: PreparedGraph,
     """
     passages, (tables, triple_keep, owner, _), vocab, prior = inputs.passages, inputs.live, inputs.vocab, inputs.prior
     src, base_scale, n_usable = base.whole_sources(), base.scale, base.n_usable
-    if (prior is None or prior.names is None or prior.removal is not None or src is None or base_scale is None
+    if (prior.names is None or prior.removal is not None or src is None or base_scale is None
             or n_usable is None or base.n_passages != prior.new_from):
         return None
     base_ends = np.asarray(base.triple_ends)  # one array (whole_sources)
@@ -346,7 +335,7 @@ def base_terms_by_name(b_terms: Csr, base_stats: NameStats, lex_entity: np.ndarr
 def _terms(ids: _Numbering, stats: NameStats, base_stats: NameStats, rescanned: np.ndarray,
            added: tuple[np.ndarray, np.ndarray, np.ndarray], n_prior: int, b_terms: Csr,
            base_scale: np.ndarray) -> tuple[LayeredCsr, np.ndarray]:
-    """The about-term rows the add changed, and the scale after it (module docstring)."""
+    """The about-term rows the add changed, and the scale after it (docs/delta.md, "The resolution")."""
     lex_entity, entity = ids.lex_entity, ids.entity
     k, r, w = added
     k = k.astype(np.int64)
@@ -392,8 +381,7 @@ def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions:
     its text matches and its spans)."""
     new_from, n = layout.base_passages, layout.n_entities  # pairs below are ``passage * n + entity``
     owner = np.asarray(owner, dtype=np.int64)
-    new_rows, new_entities = end_mentions(owner[t_base:], ends_tail)
-    pairs = [new_rows * n + new_entities]
+    pairs = [end_mentions(owner[t_base:], ends_tail, n)]
     found = scan.match_rows * n + lex_entity[scan.match_names]
     if spans is not None:  # a span mention is one more found pair: the new rows' and the rows scanned again
         spans = spans[(spans >= new_from * n) | setops.isin(spans // n, scan.again)]
@@ -409,8 +397,8 @@ def _mentions(owner: np.ndarray, t_base: int, ends_tail: np.ndarray, b_mentions:
             tri = ranges(lo, hi - lo)
         else:
             tri = np.flatnonzero(setops.isin(base_owner, rows))
-        end_rows, end_entities = end_mentions(base_owner[tri], base_ends[tri])
-        now = setops.unique(np.concatenate([end_rows * n + end_entities, found[found < new_from * n]]))
+        now = setops.unique(np.concatenate([end_mentions(base_owner[tri], base_ends[tri], n),
+                                            found[found < new_from * n]]))
         counts, idx, _, _ = b_mentions.gather(rows)
         before = setops.unique(np.repeat(rows, counts) * n + np.asarray(idx, dtype=np.int64))
         replaced = setops.unique(setops.setdiff(before, now) // n)  # a row that lost a pair is replaced whole

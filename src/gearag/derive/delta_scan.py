@@ -1,17 +1,6 @@
-"""The text matches and lexicon of a delta add, kept for the next delta add over the same base (docs/delta.md).
-
-A delta add resolves every shard since its base again (:mod:`gearag.derive.delta_resolve`), and its
-largest part that grows with them is the text scan: every passage since the base, and every base
-passage holding all the tokens of a lexicon name new since the base, is scanned for lexicon names
-(leftmost-longest). The next delta add over the same base knows all of that already except what its
-own names change: the lexicon only gains names (ids in first-appearance order over the passages since
-the base, so the previous lexicon is a prefix of the next), and a text's matches can change only where
-it holds every token of a gained name (the rule full generations follow, :func:`~gearag.derive.
-text_mentions.rows_holding`). So a delta generation keeps its scan (:class:`TextScan`), and the next
-delta add scans its own passages and the rows holding a name gained since, keeping the other rows'
-matches. Likewise the lexicon: the entries of the passages since the base are kept, and the next delta
-add reads only its own passages' titles and openings (:func:`~gearag.derive.union_resolve.grown_lexicon`).
-Tested equal to scanning everything again.
+"""The text matches and lexicon a delta add kept for the next delta add over the same base (docs/delta.md, "The
+resolution"): that add scans only its own passages and the rows a name gained since may occur in. Tested equal to
+scanning everything again.
 """
 
 from __future__ import annotations
@@ -39,7 +28,7 @@ _FILES = ("again.npy", "match_rows.npy", "match_names.npy", "lexicon_names.npy",
 
 
 class TextScan(NamedTuple):
-    """The text matches a delta add found over its base, and the lexicon it grew (module docstring)."""
+    """The text matches a delta add found over its base, and the lexicon it grew (docs/delta.md, "The resolution")."""
 
     base_names: int  #: lexicon names the base had
     names: int  #: lexicon names the scan matched (the base's, then those new since it)
@@ -99,17 +88,14 @@ def scan_texts(passages: Sequence[Passage], new_from: int, indices: Sequence[tup
     if previous is not None and not (previous.base_names == n_base_names and n_base_names <= previous.names
                                      <= len(names) and new_from <= previous.passages <= n):
         previous = None
-    old: tuple[np.ndarray, np.ndarray] | None
-    if previous is None:
-        touched = list(names[n_base_names:])
-        holding = {r for r in rows_holding(indices, touched) if r < new_from} if touched and new_from else set()
-        again = np.asarray(sorted(holding), dtype=np.int64)
-        old, rescan = None, holding | set(range(new_from, n))
-    else:  # the rows the previous scan read that a name gained since may occur in, and the rows since it
-        gained = list(names[previous.names:])
-        holding = {r for r in rows_holding(indices, gained) if r < previous.passages} if gained else set()
-        again = setops.union(previous.again, np.asarray([r for r in holding if r < new_from], dtype=np.int64))
-        old, rescan = (previous.match_rows, previous.match_names), holding | set(range(previous.passages, n))
-    found_rows, found_names = scanned_again(passages, old, rescan, matcher)
+    # Scanned: the rows read before (the base's; through ``previous``, the rows it read) holding every token of a
+    # name new since, and the rows after them.
+    names_from, rows_from = (previous.names, previous.passages) if previous is not None else (n_base_names, new_from)
+    gained = list(names[names_from:])
+    holding = {r for r in rows_holding(indices, gained) if r < rows_from} if gained and rows_from else set()
+    again = setops.union(previous.again if previous is not None else np.zeros(0, np.int64),
+                         np.asarray([r for r in holding if r < new_from], dtype=np.int64))
+    old = (previous.match_rows, previous.match_names) if previous is not None else None
+    found_rows, found_names = scanned_again(passages, old, holding | set(range(rows_from, n)), matcher)
     return TextScan(n_base_names, len(names), n, again, found_rows.astype(np.int64), found_names.astype(np.int64),
                     names[n_base_names:], lexicon.added)

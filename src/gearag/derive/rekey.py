@@ -1,18 +1,8 @@
 """A compact's generation: the state a generation keeps, re-keyed to one shard holding its union's live rows.
 
-A compact merges every shard into one without the deleted rows, in union order. The union does not change,
-and neither do its resolution, prepared graph and triple graph: their passage rows are the union's rows and
-their triple indices its live triples, in the same order. So nothing is derived again. The generation's
-graph files are hard-linked (:func:`gearag.indexing.generation.compact_generation`), and of its state only
-what is kept per shard is made for the merged one (:func:`rekeyed_state`), composed from the old shards'
-without parsing a triple or a text again: the endpoint table (the live triples' ends through the union's vocabularies,
-numbered again by first appearance), the two vocabularies over it (the union's strings and hashes, taken in
-that order), the token indices of its texts and names (the old shards' postings with their rows mapped to
-the merged shard's: :meth:`~gearag.derive.token_index.TokenIndex.merged`), each equal to what the merged
-shard's own rows would make (tested). The key and name statistics are kept per vocabulary id, so they are
-moved to the new ids (:meth:`~gearag.derive.triple_graph.KeyStats.taken`,
-:meth:`~gearag.derive.union_resolve.NameStats.taken`). The resolve state (the lexicon, the text mentions) is
-kept per union row, so it stays as it is. Entity ids stay too: an id a delete left with no edge keeps it.
+Nothing is derived again (docs/delta.md, "A compact"): :func:`rekeyed_state` composes the merged shard's endpoint
+table, vocabularies, token indices and key and name statistics from the old shards' (each equal to what the
+merged shard's own rows would make: tested); the resolve state, kept per union row, is hard-linked.
 """
 
 from __future__ import annotations
@@ -23,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gearag.derive.endpoints import ENDPOINTS_DIR, SPAN_FILES, EndpointTable
+from gearag.derive.endpoints import ENDPOINTS_DIR, SPAN_FILES, EndpointTable, union_ends
 from gearag.derive.token_index import RESOLVE_DIR, TokenIndex
 from gearag.derive.triple_graph import KeyStats
 from gearag.derive.union_resolve import NameStats
@@ -58,7 +48,7 @@ def _merged_ids(union_ids: list[np.ndarray], n_union: int) -> tuple[np.ndarray, 
 def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any], old: Sequence[OldShard]) -> bool:
     """Write into ``w`` the state of generation ``before`` (``done``: its manifest; ``old``: its shards) re-keyed
     to shard ``merged``, the one shard of its union's live rows, every part composed from what ``before`` keeps
-    per shard (module docstring). False: ``before`` kept no state this can read; the caller derives the
+    per shard (docs/delta.md, "A compact"). False: ``before`` kept no state this can read; the caller derives the
     generation instead."""
     names = [s.name for s in old]
     if done.get("union") != UNION_VERSION or done.get("shards") != names:
@@ -66,8 +56,12 @@ def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any
     spans = (before / ENDPOINTS_DIR / old[0].name / SPAN_FILES[0]).is_file() if old else False
     read = [EndpointTable.read(before / ENDPOINTS_DIR / s.name, s.n_triples, spans) for s in old]
     tables = [t for t in read if t is not None]
+    if len(tables) != len(old):
+        return False
     texts = [TokenIndex.read(before / RESOLVE_DIR / s.name, len(s.rows)) for s in old]
-    if len(tables) != len(old) or any(i is None for i in texts):
+    by_name = [TokenIndex.read(before / UNION_DIR / "name_tokens" / s.name, t.id_bound("names"))
+               for s, t in zip(old, tables, strict=True)]
+    if any(i is None for i in texts + by_name):
         return False
     ends, vocabs, name_rows = {}, {}, []
     for what in ("keys", "names"):
@@ -78,15 +72,13 @@ def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any
             before, len(vocab.items), spans)
         if stats is None:
             return False
-        local = [(t.ends if what == "keys" else t.name_ends)[s.triple_keep] for t, s in zip(tables, old, strict=True)]
-        remaps = list(vocab.remaps)
-        n_ends = 2 * sum(len(ids) for ids in local)
+        union_ids = [union_ends(vocab.remaps, [t.ends if what == "keys" else t.name_ends for t in tables],
+                                [s.triple_keep for s in old])]
+        n_ends = union_ids[0].size
         if what == "names" and spans:  # the live spans' names after every triple end's, as a table numbers them
-            local += [t.spans[1][s.rows[t.spans[0]] >= 0] for t, s in zip(tables, old, strict=True)
-                      if t.spans is not None]
-            remaps += remaps
-        union_ids = [np.where(ids >= 0, remap[np.maximum(ids, 0)], -1)
-                     for ids, remap in zip(local, remaps, strict=True)]
+            live = [(t.spans[1], s.rows[t.spans[0]] >= 0) for t, s in zip(tables, old, strict=True)
+                    if t.spans is not None]
+            union_ids.append(union_ends(vocab.remaps, [n for n, _ in live], [k for _, k in live]))
         flat, union_of, new = _merged_ids(union_ids, len(vocab.items))
         ends[what], span_names = flat[:n_ends].reshape(-1, 2), flat[n_ends:]
         vocabs[what] = vocab.taken(union_of)
@@ -99,10 +91,6 @@ def rekeyed_state(w: IndexWriter, merged: str, before: Path, done: dict[str, Any
     stream = (np.concatenate([r[r >= 0] for r in span_rows]).astype(np.int32), span_names) if spans else None
     EndpointTable(list(vocabs["keys"].items), ends["keys"], named, list(vocabs["names"].items),
                   ends["names"], spans=stream).write(w, f"{ENDPOINTS_DIR}/{merged}")
-    by_name = [TokenIndex.read(before / UNION_DIR / "name_tokens" / s.name, t.id_bound("names"))
-               for s, t in zip(old, tables, strict=True)]
-    if any(i is None for i in by_name):
-        return False
     TokenIndex.merged([(i, s.rows) for i, s in zip(texts, old, strict=True) if i is not None]).write(
         w, f"{RESOLVE_DIR}/{merged}")
     TokenIndex.merged([(i, m) for i, m in zip(by_name, name_rows, strict=True) if i is not None]).write(

@@ -1,12 +1,6 @@
-"""Which lexicon names a union's passage texts mention, found again only where an add can change them.
-
-A passage's text mentions (the lexicon matched leftmost-longest, written as
-names: :meth:`~gearag.graph.trie.NameLookup.scan`) change only where it holds
-every token of a lexicon name new (or gone) since they were found: each
-shard's token index (:class:`~gearag.derive.token_index.TokenIndex`) finds
-those rows (:func:`rows_holding`), and only they and the new passages are
-scanned again (:func:`scanned_again`). Used by a delta add's resolution
-(:mod:`gearag.derive.delta_scan`) and a delete's.
+"""Which lexicon names a union's passage texts mention, found again only where a new or vanished lexicon name may
+match (:func:`rows_holding`, :func:`scanned_again`), and triple ends as mentions; used by an add's and a delete's
+resolution (docs/delta.md, "The resolution").
 """
 
 from __future__ import annotations
@@ -50,10 +44,10 @@ def scanned_again(passages: Sequence[Passage], old: tuple[np.ndarray, np.ndarray
     if old is None:
         return scanned
     kept = ~setops.isin(old[0], np.fromiter(rescan, dtype=np.int64, count=len(rescan)))
-    return _merged(old[0][kept], old[1][kept], *scanned)
+    return merged_mentions(old[0][kept], old[1][kept], *scanned)
 
 
-def _merged(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray,
+def merged_mentions(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray,
             b_cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two lists of (row, column) entries as one in row order, the second's after the first's in a row: merged
     when both lists are in row order, else sorted stably."""
@@ -71,9 +65,9 @@ def _merged(a_rows: np.ndarray, a_cols: np.ndarray, b_rows: np.ndarray,
     return rows, cols
 
 
-def end_mentions(owner: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def end_mentions(owner: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
     """Triples' linked ends as mentions in their passages (``owner``: each triple's; ``ends``: (T, 2) entity
-    ids, -1: none), in triple order, subject first: (passage, entity) per mention, int64."""
+    ids, -1: none), in triple order, subject first: ``passage * n + entity`` per mention, int64."""
     flat = ends.ravel()
     linked = flat >= 0
-    return np.repeat(np.asarray(owner, dtype=np.int64), 2)[linked], flat[linked].astype(np.int64)
+    return np.repeat(np.asarray(owner, dtype=np.int64), 2)[linked] * n + flat[linked].astype(np.int64)

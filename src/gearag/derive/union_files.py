@@ -118,27 +118,23 @@ def edge_counts(entity_edges: dict[str, sparse.csr_matrix], ner: int | None) -> 
 
 
 def _resolution_inputs(w: IndexWriter, shards: Sequence[ShardColumns], union: UnionRows, triples: UnionTriples,
-                       tables_from: Path | None, done_shards: list[str], kept: Path | None, prior: Prior | None,
-                       write_vocab: bool = True, keep_indices: bool = True) -> ResolveInputs:
+                       tables_from: Path | None, before: Path | None, done_shards: list[str], prior: Prior,
+                       keep_state: bool) -> ResolveInputs:
     """What :func:`~gearag.derive.delta_resolve.resolve_delta` reads: besides the union's passages and triples,
-    its vocabulary of endpoint names (written; ``prior.names`` read from ``kept`` when there is one), every
-    shard's token index of texts and, for the prior's shards, their token indices of names. Every shard's
-    indices are kept for the next add (written here, hard-linked from ``tables_from`` where it has them);
-    ``keep_indices=False`` (an add onto nothing that keeps no state, which scans every text anyway): none are
-    made. An add onto nothing reads none: they are written, not held."""
-    tables = triples.tables
-    names, n_names = _vocab(kept, done_shards, "names", [s.name for s in shards], tables,
-                            w if write_vocab else None)
-    if prior is not None and kept is not None:
-        prior.names = NameStats.read(kept, n_names, spans=triples.spanned)
-    if not keep_indices:
-        assert prior is None or not prior.shards, "a resolution with a prior reads the earlier shards' indices"
+    its vocabulary of endpoint names (``prior.names`` read from ``before`` when there is one), every shard's token
+    index of texts and, for the prior's shards, their token indices of names (every shard's written for the next
+    add, hard-linked from ``tables_from`` where it has them; an add onto nothing reads none). A build that keeps no
+    state makes no index (it scans every text anyway)."""
+    names, n_names = _vocab(before, done_shards, "names", [s.name for s in shards], triples.tables,
+                            w if keep_state else None)
+    if before is not None:
+        prior.names = NameStats.read(before, n_names, spans=triples.spanned)
+    elif not keep_state:
         return ResolveInputs(union.passages, triples, names, prior)
-    name_indices = [shard_name_index(tables_from, s.name, t, w) for s, t in zip(shards, tables, strict=True)]
-    p = prior.shards if prior is not None else 0
-    onto_nothing = prior is None or not prior.new_from
+    name_indices = [shard_name_index(tables_from, s.name, t, w) for s, t in zip(shards, triples.tables, strict=True)]
     indices = [(shard_token_index(tables_from, s.name, s.texts, w), s.union_rows) for s in shards]
-    return ResolveInputs(union.passages, triples, names, prior, [] if onto_nothing else indices, name_indices[:p])
+    return ResolveInputs(union.passages, triples, names, prior, indices if prior.new_from else [],
+                         name_indices[: prior.shards])
 
 
 class UnionDelta(NamedTuple):
@@ -196,25 +192,22 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     # or the capitalisation fallback, for a generation written whole, the union's (its own numbering, apart from
     # the resolution's); a delete's from nothing. Made later, its key vocabulary too (a build's 6.7M keys at 1M
     # are not held through the resolution); beside it, the vocabulary is made here (the writer's thread).
-    graph_args = (None if deleted else base_graph, prior.new_from, keep_state or before is None)
-    made_inputs = graph_inputs() if overlap else None
-
-    def make_graph() -> tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None:
-        return triple_graph(config.graph, made_inputs if made_inputs is not None else graph_inputs(), *graph_args)
+    def make_graph(inputs: TripleInputs) -> tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None:
+        return triple_graph(config.graph, inputs, None if deleted else base_graph, prior.new_from,
+                            keep_state or before is None)
 
     def made_after() -> LayeredTripleGraph | TripleGraph:
         """The triple graph made whole (a build's, ``overlap=False``), its key statistics written with the state
         (``keep_state``)."""
-        made = make_graph()
+        made = make_graph(graph_inputs())
         assert made is not None, "a generation written whole holds its triple graph"
         if keep_state:
             made[1].write(w)
         return made[0]
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") as pool:
-        pending = pool.submit(make_graph) if overlap else None
-        inputs = _resolution_inputs(w, shards, union, triples, tables_from, done_shards, before, prior,
-                                    write_vocab=keep_state, keep_indices=keep_state or before is not None)
+        pending = pool.submit(make_graph, graph_inputs()) if overlap else None
+        inputs = _resolution_inputs(w, shards, union, triples, tables_from, before, done_shards, prior, keep_state)
         # An add's reads the text scan of the last delta add over the same base (tables_from: the previous
         # generation), if it was.
         resolved = resolve_deletion(inputs, base) if deleted else resolve_delta(
@@ -261,8 +254,17 @@ def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[Sha
     hard-linked where it has them; ``keep_state=False``: the graphs only (a build that is not growable)."""
     res = config.resolve
     started = time.perf_counter()
-    if not (res.entity_graph and res.prepared_graph):
-        return _triple_graph_alone(w, config, shards, union, tables_from, keep_state)
+    if not (res.entity_graph and res.prepared_graph):  # the triple graph alone (a query derives the rest: graph_for)
+        live = _union_triples(w, shards, union, tables_from)
+        keys, _ = _vocab(None, [], "keys", [s.name for s in shards], live.tables, w if keep_state else None)
+        made = triple_graph(config.graph, TripleInputs(live, len(union.passages), keys))
+        assert made is not None and isinstance(made[0], TripleGraph)  # no base given: whole
+        w.write_files(triple_graph_files(made[0]))
+        if keep_state:
+            made[1].write(w)
+        else:
+            _discard_state(w)
+        return made[0].n_entities, {"graph": round(time.perf_counter() - started, 3)}, {}
     base = empty_prepared([k.name for k in stored_kinds(res)])
     delta = union_delta(w, config, shards, union, None, {}, Prior.nothing(), base, None, tables_from, keep_state,
                         overlap=False)
@@ -280,24 +282,6 @@ def write_from_nothing(w: IndexWriter, config: IndexConfig, shards: Sequence[Sha
     if not keep_state:
         _discard_state(w)
     return triples.n_entities, {k: round(v, 3) for k, v in timings.items()}, {**meta, "edges": edges}
-
-
-def _triple_graph_alone(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
-                        tables_from: Path | None, keep_state: bool) -> tuple[int, dict[str, float], dict[str, Any]]:
-    """What :func:`write_from_nothing` writes for an index that stores no passage graph (``--no-entity-graph``,
-    ``--no-prepared-graph``: a query process derives it, :mod:`gearag.derive.graph_for`): the triple graph from
-    nothing, and (``keep_state``) its key vocabulary and statistics."""
-    started = time.perf_counter()
-    triples = _union_triples(w, shards, union, tables_from)
-    keys, _ = _vocab(None, [], "keys", [s.name for s in shards], triples.tables, w if keep_state else None)
-    made = triple_graph(config.graph, TripleInputs(triples, len(union.passages), keys))
-    assert made is not None and isinstance(made[0], TripleGraph)  # no base given: whole
-    w.write_files(triple_graph_files(made[0]))
-    if keep_state:
-        made[1].write(w)
-    else:
-        _discard_state(w)
-    return made[0].n_entities, {"graph": round(time.perf_counter() - started, 3)}, {}
 
 
 def _discard_state(w: IndexWriter) -> None:

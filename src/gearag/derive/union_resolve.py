@@ -1,22 +1,9 @@
 """The entity resolution's kept state and the steps an add's and a delete's deltas share (docs/delta.md).
 
-The rules are :mod:`gearag.graph.resolve`'s; the deltas are
-:mod:`gearag.derive.delta_resolve` (an add) and
-:mod:`gearag.derive.delta_delete` (a delete). This module holds what a
-generation keeps for the next one and what both deltas call:
-
-* :class:`ResolveState` (``resolve/``): the lexicon's entries and the text mentions;
-* :class:`NameStats` (``union/name_*``): per endpoint name, where it first
-  appears, its lexicon id and the lexicon names it contains;
-* :class:`Prior`: what the previous generation resolved, and how a delete
-  renumbers it (:class:`Removal`, :func:`shrunk`, the mirror of an add);
-* :func:`grown_lexicon` (the lexicon is a per-passage function: an add appends
-  its passages' entries, so ids and insertion order are a build's) and
-  :func:`endpoint_name_stats` (an add counts its own triples and scans again
-  only the names a new or vanished lexicon name can occur in).
-
-The tests' oracle ``resolve_corpus`` (one plain pass over the union) is what
-every resolution equals.
+What a generation keeps for the next (:class:`ResolveState`, :class:`NameStats`), what the previous one resolved
+(:class:`Prior`, renumbered for a delete by :func:`shrunk`), and the steps :mod:`~gearag.derive.delta_resolve` and
+:mod:`~gearag.derive.delta_delete` both take (:func:`grown_lexicon`, :func:`endpoint_name_stats`). The rules are
+:mod:`gearag.graph.resolve`'s; every resolution equals the tests' oracle ``resolve_corpus``.
 """
 
 from __future__ import annotations
@@ -136,17 +123,14 @@ class NameStats:
         self.entity = entity
 
     @classmethod
-    def grown(cls, prior: NameStats | None, n: int, spans: bool = False) -> NameStats:
-        """``prior`` (or nothing) with rows for names up to ``n`` (new rows: unseen, unscanned); ``spans``: with
+    def grown(cls, prior: NameStats, n: int, spans: bool = False) -> NameStats:
+        """``prior`` with rows for names up to ``n`` (new rows: unseen, unscanned); ``spans``: with
         :attr:`first_span`."""
-        k = len(prior.lex) if prior is not None else 0
+        k = len(prior.lex)
         first, lex = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
         first_span = np.full(n, -1, dtype=np.int64) if spans else None
         scanned = np.zeros(n, dtype=bool)
         ptr = np.zeros(n + 1, dtype=np.int64)
-        if prior is None:
-            return cls(first, lex, scanned, ptr, np.zeros(0, np.int64), np.zeros(0, np.float64),
-                       first_span=first_span)
         first[:k], lex[:k], scanned[:k] = prior.first, prior.lex, prior.scanned
         if first_span is not None and prior.first_span is not None:
             first_span[:k] = prior.first_span
@@ -289,7 +273,8 @@ class Prior:
         name."""
         state = ResolveState([], (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0)),
                              (np.zeros(0, np.int64), np.zeros(0, np.int32)))
-        return cls(state, 0, 0, NameStats.grown(None, 0))
+        empty = np.zeros(0, np.int64)
+        return cls(state, 0, 0, NameStats(empty, empty, np.zeros(0, bool), np.zeros(1, np.int64), empty, np.zeros(0)))
 
 
 class GrownLexicon(NamedTuple):
@@ -355,7 +340,7 @@ class ResolveInputs(NamedTuple):
     passages: Sequence[Passage]
     live: UnionTriples
     vocab: UnionVocab  #: the union's endpoint names (the tables' ``names``)
-    prior: Prior | None = None  #: the resolution of the union's first ``prior.new_from`` passages
+    prior: Prior  #: the resolution of the union's first ``prior.new_from`` passages
     #: Per shard: its token index of texts and shard row → union row map (-1: deleted). Read with a prior.
     indices: Sequence[tuple[TokenIndex, np.ndarray]] = ()
     #: Per shard ``prior.names`` covers: the token index of its table's names. Read with a prior.
@@ -368,11 +353,11 @@ def endpoint_name_stats(inputs: ResolveInputs, lexicon: GrownLexicon, matcher: N
     counted, ``lexicon``'s new names given their ids, and the names a new or deleted (``touched``) lexicon name
     may occur in scanned again; ``lost``: names whose first appearance a delete removed (found again here). With
     the names whose containment rows were scanned (again)."""
-    (tables, triple_keep, _, _), vocab, prior = inputs.live, inputs.vocab, inputs.prior
+    (tables, triple_keep, _, _), vocab = inputs.live, inputs.vocab
+    known, counted = inputs.prior.names, inputs.prior.shards
+    assert known is not None, "a resolution over the prior's names' statistics"
     name_ends = [t.name_ends for t in tables]
     names, ids, n_prior_names = lexicon.names, lexicon.ids, lexicon.n_prior
-    known = prior.names if prior is not None else None
-    counted = prior.shards if prior is not None and known is not None else 0
     items = vocab.items
     stats = NameStats.grown(known, len(items), spans=inputs.live.spanned)
     start = inputs.live.live_before(counted)
@@ -390,7 +375,7 @@ def endpoint_name_stats(inputs: ResolveInputs, lexicon: GrownLexicon, matcher: N
             _, span_names, slots = inputs.live.spans(vocab.remaps)
             at = np.flatnonzero(setops.isin(span_names, lost))
             first_seen(stats.first_span, span_names[at], slots[at])
-    n_known = len(known.lex) if known is not None else 0
+    n_known = len(known.lex)
     if n_known:
         held = vocab.find(names[n_prior_names:])  # names new to the lexicon that some endpoint already had
         stats.lex[held[held >= 0]] = np.flatnonzero(held >= 0) + n_prior_names
@@ -468,32 +453,31 @@ def shrunk(prior: Prior, removal: Removal, passages: Sequence[Passage]) -> tuple
     # The vanished names' spans stay in ``longest``: too long a span for a first token only costs lookups.
     state = ResolveState(names, (new_id[lk].astype(np.int32), lr, lw), (t_now[t_keep], t_name[t_keep].astype(np.int32)),
                          old.longest)
-    lost = np.zeros(0, dtype=np.int64)
     stats = prior.names
-    if stats is not None:
-        first_at = stats.first.copy()
-        has = np.flatnonzero(first_at >= 0)
-        t_new = removal.triples[first_at[has] // 2]
-        first_at[has] = np.where(t_new >= 0, 2 * t_new + first_at[has] % 2, -1)
-        lost = has[t_new < 0]
-        first_span = None
-        if stats.first_span is not None:  # a span's slot moves with its row
-            first_span = stats.first_span.copy()
-            has = np.flatnonzero(first_span >= 0)
-            row_new = removal.rows[first_span[has] // SPAN_SLOTS]
-            first_span[has] = np.where(row_new >= 0, row_new * SPAN_SLOTS + first_span[has] % SPAN_SLOTS, -1)
-            lost = setops.union(lost, has[row_new < 0])
-        lex = stats.lex.copy()
-        named = np.flatnonzero(lex >= 0)
-        lex[named] = new_id[lex[named]]
-        scanned = stats.scanned.copy()
-        scanned[named[lex[named] < 0]] = False  # was a lexicon name, is an endpoint-only name now
-        cont_name = new_id[stats.cont_name]
-        counts = np.diff(stats.cont_ptr)
-        stale = setops.unique(np.repeat(np.arange(len(counts), dtype=np.int64), counts)[cont_name < 0])
-        stats = NameStats(first_at, lex, scanned, stats.cont_ptr.copy(), cont_name, np.asarray(stats.cont_share),
-                          first_span=first_span)
-        empty = np.zeros(0, dtype=np.int64)
-        stats.rescanned(stale, np.zeros(len(stale), np.int64), empty, empty.astype(np.float64))  # emptied, then
-        stats.scanned[stale] = False  # scanned again
+    assert stats is not None, "the prior's names' statistics (the caller's)"
+    first_at = stats.first.copy()
+    has = np.flatnonzero(first_at >= 0)
+    t_new = removal.triples[first_at[has] // 2]
+    first_at[has] = np.where(t_new >= 0, 2 * t_new + first_at[has] % 2, -1)
+    lost = has[t_new < 0]
+    first_span = None
+    if stats.first_span is not None:  # a span's slot moves with its row
+        first_span = stats.first_span.copy()
+        has = np.flatnonzero(first_span >= 0)
+        row_new = removal.rows[first_span[has] // SPAN_SLOTS]
+        first_span[has] = np.where(row_new >= 0, row_new * SPAN_SLOTS + first_span[has] % SPAN_SLOTS, -1)
+        lost = setops.union(lost, has[row_new < 0])
+    lex = stats.lex.copy()
+    named = np.flatnonzero(lex >= 0)
+    lex[named] = new_id[lex[named]]
+    scanned = stats.scanned.copy()
+    scanned[named[lex[named] < 0]] = False  # was a lexicon name, is an endpoint-only name now
+    cont_name = new_id[stats.cont_name]
+    counts = np.diff(stats.cont_ptr)
+    stale = setops.unique(np.repeat(np.arange(len(counts), dtype=np.int64), counts)[cont_name < 0])
+    stats = NameStats(first_at, lex, scanned, stats.cont_ptr.copy(), cont_name, np.asarray(stats.cont_share),
+                      first_span=first_span)
+    empty = np.zeros(0, dtype=np.int64)
+    stats.rescanned(stale, np.zeros(len(stale), np.int64), empty, empty.astype(np.float64))  # emptied, then
+    stats.scanned[stale] = False  # scanned again
     return Prior(state, len(passages), prior.shards, stats), vanished, lost, new_id
