@@ -1,21 +1,12 @@
 """Per-shard endpoint tables: each triple end's normalised key, name flag and name key, computed once per shard.
 
-The whole-corpus derivation (``linkable_for`` + ``reference_triple_graph``,
-now the tests' reference in ``tests/oracles.py``) calls ``is_named`` and
-``normalise_entity`` on every triple endpoint in Python; over the union of a
-grown index that was most of a generation (49 s of a 100k add). Neither result
-depends on anything but the endpoint's text, so a generation keeps, per shard,
-an *endpoint table* (``endpoints/<shard>/``): the shard's distinct normalised
-keys (``keys.json``), each triple's subject and object key ids (``ends.npy``,
--1 for an empty key), whether each is a name (``named.npy``) and the
-resolution's name keys (``names.json``, ``name_ends.npy``); with NER mentions, also its passages' named-entity
-spans as name ids (``span_rows.npy``, ``span_names.npy``: a second stream of name occurrences, resolved like
-triple ends, whose names follow the ends' in ``names.json``). A shard's table is
-computed once, by the first generation that lists the shard, and hard-linked
-into every later one. The triple graph (:mod:`gearag.derive.triple_graph`) and
-the resolution (:mod:`gearag.derive.union_resolve`) read the union's live
-triples through them (:class:`UnionTriples`, :func:`union_ends`), numbered by
-the union's vocabularies (:mod:`gearag.derive.union_vocab`).
+``is_named`` and ``normalise_entity`` depend on an endpoint's text alone, so a generation keeps, per shard, an
+*endpoint table* (``endpoints/<shard>/``): the shard's distinct keys (``keys.json``), each triple's subject and
+object key ids (``ends.npy``, -1: an empty key), whether each is a name (``named.npy``) and the resolution's
+name keys (``names.json``, ``name_ends.npy``); with NER mentions, its passages' named-entity spans as name ids
+(``span_rows.npy``, ``span_names.npy``), whose names follow the ends' in ``names.json``. The first generation
+that lists the shard computes it, every later one hard-links it; the triple graph and the resolution read the
+union's live triples through them (:class:`UnionTriples`, :func:`union_ends`; docs/delta.md).
 """
 
 from __future__ import annotations

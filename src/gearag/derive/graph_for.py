@@ -1,15 +1,9 @@
 """The passage graph of a loaded index, whatever it stores: the one place a query process gets it from.
 
-In order: the stored prepared graph (memory-mapped) when it serves the query's
-settings; that graph's sources weighed or joined otherwise
-(:meth:`~gearag.graph.prepared.PreparedGraph.derived`); and for an index stored without a
-passage graph (``--no-entity-graph``, ``--no-prepared-graph``; an older gearag's that stores only the
-resolution's graph arrays under ``graph/``, which are not read) or one whose stored graph cannot give the
-query's settings (NER mentions turned off), the prepared graph a build of its
-passages and triples would store, derived as a build derives it
-(:func:`~gearag.derive.union_files.write_from_nothing` over the corpus as one
-shard, in a scratch directory) and read into memory, so that such an index
-ranks exactly as if it had been built with it.
+The stored prepared graph when it serves the query's settings, else its sources weighed or joined otherwise
+(:meth:`~gearag.graph.prepared.PreparedGraph.derived`); an index stored without one, or whose stored graph
+cannot give the settings (NER mentions off), gets the graph a build would store, derived as a build derives
+it (:func:`derived_prepared`), so it ranks exactly as if it had been built with it (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -67,15 +61,12 @@ def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = Non
     config = config or PassageGraphConfig()
 
     def build() -> PassageGraph:
-        stored = stored_prepared(index)  # memory-mapped: nothing corpus-sized is built per process
-        if stored is not None and stored.serves(config):
-            return PassageGraph(stored, config)
-        derived = stored.derived(config) if stored is not None else None
-        if derived is not None:  # the stored sources, weighed or joined otherwise: no graph built from the corpus
-            return PassageGraph(derived, config)
-        made = derived_prepared(index)
-        weighed = made if made.serves(config) else made.derived(config)
-        assert weighed is not None, "a graph prepared under the default settings gives every other"
-        return PassageGraph(weighed, config)
+        stored = stored_prepared(index)  # memory-mapped; its sources weighed or joined otherwise: nothing corpus-sized
+        graph = None if stored is None else stored if stored.serves(config) else stored.derived(config)
+        if graph is None:
+            made = derived_prepared(index)
+            graph = made if made.serves(config) else made.derived(config)
+        assert graph is not None, "a graph prepared under the default settings gives every other"
+        return PassageGraph(graph, config)
 
     return index.cached("passage_graph", build, variant=repr(config))

@@ -1,33 +1,12 @@
-"""The triple graph's one derivation: the hub cut and entity ids as array work, from nothing or onto a base.
+"""The triple graph's one derivation (docs/delta.md, "One derivation per artifact"): the hub cut and entity ids as
+array work over the per-shard endpoint tables (:mod:`gearag.derive.endpoints`), keys numbered by the union's
+vocabulary (:mod:`gearag.derive.union_vocab`), from nothing or onto a base.
 
-GEAR's beam search (§4.2) walks triples that share an entity. The
-whole-corpus reference (``linkable_for`` + ``reference_triple_graph``, the
-tests' oracle in ``tests/oracles.py``) takes the ``named`` fallback on the
-first 5,000 subjects and objects, cuts hubs (keys in more than
-``max_entity_share`` of the passages), numbers entities by first appearance
-(every subject, then every object) and links each triple to its ends.
-
-:func:`triple_graph` derives that from the per-shard endpoint tables
-(:mod:`gearag.derive.endpoints`), keys numbered by the union's vocabulary
-(:mod:`gearag.derive.union_vocab`). :class:`KeyStats` keeps, per key, its
-first subject and object positions and its passage count, so a generation
-that only appends shards to one that kept them counts the new shards'
-triples alone. Given that generation's triple graph too, the result is the
-base's plus a delta (:class:`~gearag.store.graph.LayeredTripleGraph`): the
-base's entity ids kept, new keys numbered after them in first-appearance
-order, the new triples appended. Where the add moves the hub cut over the
-base's keys (a key crossing the cut either way relinks or unlinks base
-triples) or flips the fallback, no delta can say it, and the whole graph is
-derived from the statistics instead, numbered as a build numbers it.
-
-A build is this over its passages as one shard from nothing
-(:func:`corpus_triple_graph`); a delete derives it from nothing over the
-stored tables (at a million passages ~9 s against ~7 s counted onto the
-statistics, on a thread beside the resolution: docs/benchmarks-log.md, "The
-triple graph: one derivation"). A compact derives nothing: the union is
-unchanged, so its generation hard-links the graph and re-keys the state
-(:mod:`gearag.derive.rekey`; where it cannot, the generation is derived as a
-build's).
+It equals the whole-corpus reference, ``linkable_for`` + ``reference_triple_graph`` in ``tests/oracles.py`` (the
+``named`` fallback, the hub cut, entities by first appearance: every subject, then every object).
+:class:`KeyStats` is what a generation keeps so that an add counts its own triples alone; onto the base's graph the
+result is the base's plus a delta (:class:`~gearag.store.graph.LayeredTripleGraph`), and where the add moves the
+hub cut over a base key or flips the fallback, the whole graph, numbered as a build numbers it.
 """
 
 from __future__ import annotations

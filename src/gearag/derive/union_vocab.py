@@ -238,9 +238,4 @@ def _stored_text(directory: Path, rel: str, raw: bytes | mmap.mmap) -> JsonStrin
 
 def common_prefix(done: Sequence[str], shards: Sequence[str]) -> int:
     """How many leading shards the lists ``done`` (a previous generation's) and ``shards`` share."""
-    n = 0
-    for a, b in zip(done, shards, strict=False):
-        if a != b:
-            break
-        n += 1
-    return n
+    return next((i for i, (a, b) in enumerate(zip(done, shards, strict=False)) if a != b), min(len(done), len(shards)))

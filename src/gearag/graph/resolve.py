@@ -48,16 +48,10 @@ passage–entity edges).
   other mentions (an edge kind of their own, :mod:`gearag.graph.edge_kinds`)
   so the graph can use them or not.
 
-Output: the passage graph's sources (the about terms, entity → passage, each
-raw with the lexicon name it goes through; the mentions, passage → entity;
-:mod:`gearag.graph.scaled`). This module holds the rules (the lexicon's
-tiers, usable keys, the containment share); the resolution of a corpus is
-derived as a delta (:func:`gearag.derive.delta_resolve.resolve_delta`): a build's over an empty
-index, an add's over the last full generation, the NER spans a second stream
-of names beside the triple ends (:mod:`gearag.derive.endpoints`). The tests'
-oracles ``resolve_corpus`` and ``span_entities``
-(``tests/oracles.py``) are the same rules as one plain pass over the corpus, its
-result as CSR arrays (``Resolution``, ``tests/prepared_oracle.py``).
+Output: the passage graph's sources (:mod:`gearag.graph.scaled`). This module holds the rules (the lexicon's
+tiers, usable keys, the containment share); the resolution is derived as a delta
+(:func:`gearag.derive.delta_resolve.resolve_delta`, docs/delta.md), and the tests' oracles (``resolve_corpus``,
+``span_entities`` in ``tests/oracles.py``) are the same rules as one plain pass over the corpus.
 """
 
 from __future__ import annotations

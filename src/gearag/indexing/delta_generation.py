@@ -1,24 +1,9 @@
 """An add written as a *delta generation*: the last full generation linked as its base, the add's delta beside it.
 
-:func:`write_delta_generation` is what ``gearag add`` writes instead of a full
-generation while the passages and shards added since the last full generation
-are within a bound (:class:`DeltaConfig`, :func:`wants_delta`; docs/delta.md,
-"The bound"). It takes the add's delta
-(:func:`~gearag.indexing.generation.generation_delta`), applies it to the base's
-prepared graph (:func:`~gearag.graph.delta_apply.apply_delta`) and writes:
-
-* ``base/``: every file of the base generation, hard-linked (its manifest
-  too), so the generation stands alone and the next add finds the base's
-  state there;
-* ``graph/prepared/``: the layered prepared graph (the base's files under ``base/``);
-* ``delta/``: the triple graph's delta (:func:`~gearag.store.graph.layered_graph_files`);
-* the new shards' endpoint tables and token indices, as a full generation keeps them.
-
-``flat``: the same delta written whole
-(:func:`~gearag.derive.union_files.write_flat`), the next add's base. Where no
-delta can say the add (docs/delta.md, "When a delta declines") it returns None
-and the caller writes a full generation
-(:func:`~gearag.indexing.generation.write_generation`).
+:func:`write_delta_generation` applies the add's delta (:func:`~gearag.indexing.generation.generation_delta`) to
+the base's prepared graph and writes it as layers over the base (:func:`_write_layers`) or, ``flat``, whole (the
+next add's base); None where no delta can say the add. When an add is written as a delta is :class:`DeltaConfig`.
+docs/delta.md has the design ("Generations", "When a delta declines", "The bound").
 """
 
 from __future__ import annotations
@@ -50,15 +35,8 @@ WRITE_MODES = ("auto", "delta", "full")
 
 @dataclass(frozen=True)
 class DeltaConfig:
-    """When an add is written as a delta generation and when in full (docs/delta.md, "The bound").
-
-    A delta add resolves every shard added since the base again (a reader then combines exactly two
-    layers), so its cost grows with the passages added since the base, while a full generation's is
-    the same whatever was added. ``auto`` writes a delta while the passages added since the base
-    (this add's included) are at most ``max_share`` of the base's and the shards added since it at
-    most ``max_shards``, else a full generation, which becomes the next base. The choice depends only
-    on passage and shard counts, so the same adds give the same generations on any machine.
-    """
+    """When an add is written as a delta generation and when in full (docs/delta.md, "The bound": the choice reads
+    only passage and shard counts)."""
 
     write: str = setting("auto", "How the add's generation is written: auto (a delta over the last full generation "
                                  "while the passages added since it are at most --delta-share of it, else in full), "
@@ -68,10 +46,8 @@ class DeltaConfig:
     max_share: float = setting(0.01, "auto writes a delta while the passages added since the last full "
                                      "generation are at most this share of its passages", name="delta_share",
                                min=0.0)
-    #: Adds of 10 passages onto 1M: each shard since the base costs a delta add ~0.023 s (7.0 s at one), a full
-    #: generation 22 s, so the mean add over a cycle is least near 32 (7.80 s; 8.04 s at 16, 7.83 s at 48;
-    #: docs/benchmarks-log.md, "A bound on the shards since the base"). Adds of 1,000 passages meet the share
-    #: bound first.
+    #: Where the mean add of 10 passages onto 1M over a cycle is least (docs/benchmarks-log.md, "A bound on the
+    #: shards since the base").
     max_shards: int = setting(32, "auto writes a delta while at most this many shards were added since the last "
                                   "full generation (this add's included)", name="delta_shards", min=1)
 

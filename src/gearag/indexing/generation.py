@@ -1,24 +1,11 @@
-"""Shards and generations of a sharded index (:mod:`gearag.store.shards`): how each is built.
+"""Shards and generations of a sharded index (:mod:`gearag.store.shards`): how each is built (docs/delta.md).
 
-A shard is built by the ordinary pipeline (:func:`~gearag.indexing.pipeline.build_index`)
-with :data:`SHARD_STAGES`: extract (with its resumable checkpoint), ner (the passages'
-named-entity spans, for an index that stores NER mentions), graph (the
-shard's passages and cleaned triples), tokens (BM25 token ids and postings,
-so BM25 never re-tokenises and needs no global model) and embed.
-
-A generation is the union of the shards minus the deleted rows, with its
-triple graph, entity resolution and prepared graph, each equal to what a
-from-scratch build computes. An add or a delete writes it as a delta over
-the last generation written whole (:func:`generation_delta`, and
-:mod:`gearag.indexing.delta_generation`, which stores it as a delta or whole).
-A compact keeps the graphs and re-keys the state to the merged shard
-(:func:`write_merged_shard`, :func:`compact_generation`). Where none of them
-can say it (a new name whose hash another has, a base an older gearag
-kept), :func:`write_generation` derives it as a build does: the
-delta over an empty index (:func:`~gearag.derive.union_files.write_from_nothing`),
-numbering entities as a build does. Per-shard tables already in the previous generation are hard-linked,
-not recomputed. A converted plain index's first generation is hard-linked
-from it (:func:`link_generation`).
+A shard is built by the ordinary pipeline with :data:`SHARD_STAGES`, the per-passage work only. A generation
+is the union of the shards minus the deleted rows: an add or a delete writes it as a delta over the last
+generation written whole (:func:`generation_delta`, :mod:`gearag.indexing.delta_generation`), a compact keeps the
+graphs and re-keys the state (:func:`write_merged_shard`, :func:`compact_generation`), and where none of them can
+say it :func:`write_generation` derives it as a build does. A converted plain index's first generation is
+hard-linked from it (:func:`link_generation`).
 """
 
 from __future__ import annotations
@@ -129,8 +116,7 @@ def write_generation(
         return found
     u = union or union_of([r.name for r in refs], shards, tombstones)
     with IndexWriter(out, overwrite=out.exists()) as w:
-        columns = shard_columns(refs, shards, u)
-        rows = UnionRows(u.passages, u.triple_keep, np.asarray(u.triples.passage))
+        columns, rows = shard_columns(u)
         tables_from = _reusable(root / GENERATIONS_DIR / previous) if previous else None
         # From nothing, as a build (the tables and indices of the shards the previous generation has hard-linked).
         n_entities, timings, meta = write_from_nothing(w, config, columns, rows, tables_from)
@@ -160,23 +146,23 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
     base = base if base is not None else load_prepared(before / GRAPH_DIR / PREPARED)
     if prior is None or base is None or (prior.removal is not None and not keep_state):
         return None
-    columns = shard_columns(refs, shards, u)
+    columns, rows = shard_columns(u)
     graph = read_triple_graph(before, done.get("counts", {}).get("entities"))
-    return union_files.union_delta(w, config, columns, UnionRows(u.passages, u.triple_keep,
-                                                                 np.asarray(u.triples.passage)),
-                                   before, done, prior, base, graph,
+    return union_files.union_delta(w, config, columns, rows, before, done, prior, base, graph,
                                    _reusable(previous) if previous is not None else None, keep_state)
 
 
-def shard_columns(refs: list[ShardRef], shards: list[Index], u: Union) -> list[ShardColumns]:
-    """What a generation reads of each shard (:class:`~gearag.derive.union_files.ShardColumns`)."""
+def shard_columns(u: Union) -> tuple[list[ShardColumns], UnionRows]:
+    """What a generation reads of each shard of ``u`` and of its live rows (as
+    :func:`~gearag.derive.union_files.corpus_as_shard` gives them for one corpus)."""
 
-    def columns(i: int, ref: ShardRef, s: Index) -> ShardColumns:
+    def columns(i: int, name: str, s: Index) -> ShardColumns:
         texts = Mapped(s.passages, attrgetter("text"))
-        return ShardColumns(ref.name, s.triples.subjects, s.triples.objects, texts, u.union_rows(PASSAGES, i),
+        return ShardColumns(name, s.triples.subjects, s.triples.objects, texts, u.union_rows(PASSAGES, i),
                             lambda: stored_ner_spans(s.path, texts))
 
-    return [columns(i, ref, s) for i, (ref, s) in enumerate(zip(refs, shards, strict=True))]
+    return ([columns(i, name, s) for i, (name, s) in enumerate(zip(u.names, u.shards, strict=True))],
+            UnionRows(u.passages, u.triple_keep, np.asarray(u.triples.passage)))
 
 
 def delta_base(generation: Path) -> Path:
@@ -277,8 +263,8 @@ def compact_generation(root: Path, ref: ShardRef, old: list[OldShard],
 
 
 def write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], config: IndexConfig,
-                       refs: list[ShardRef], counts: dict[str, int]) -> None:
-    """One shard holding the live rows of the union ``u`` of the shards at ``paths`` (``refs``): a plain index
+                       counts: dict[str, int]) -> None:
+    """One shard holding the live rows of the union ``u`` of the shards at ``paths``: a plain index
     whose graph is generation ``gdir``'s (a compact's; ``counts``: the index's)."""
     write_passages(w, u.passages)
     tt = u.triples
@@ -301,7 +287,7 @@ def write_merged_shard(w: IndexWriter, u: Union, gdir: Path, paths: list[Path], 
         toks = u.tokens(coll, paths)
         write_token_ids(w, coll, toks.vocab, toks.ids, toks.indptr)
     if keeps_ner_spans(config.resolve):  # the live rows' spans
-        w.write_jsonl(NER_SPANS, _union_spans(shard_columns(refs, list(u.shards), u), len(u.passages)))
+        w.write_jsonl(NER_SPANS, _union_spans(shard_columns(u)[0], len(u.passages)))
     first = u.shards[0].manifest
     w.commit({"config": config.to_dict(), "extractor_key": first.get("extractor_key"),
               "embedding_dim": first.get("embedding_dim"), "counts": counts,

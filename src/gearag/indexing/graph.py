@@ -62,18 +62,10 @@ def write_triples(w: IndexWriter, subjects: Sequence[str], predicates: Sequence[
 
 
 class GraphStage:
-    """Writes the passages, the cleaned triples and the triple graph.
-
-    A plain build's triple graph and entity resolution (with the optional
-    edge kinds) are an add onto an empty index
-    (:func:`~gearag.derive.union_files.write_from_nothing`): the delta every
-    ``gearag add`` and delete derives (an index that stores no passage graph:
-    its triple graph alone). With
-    ``graph.growable`` on (and an index ``gearag add`` can extend:
-    :func:`~gearag.derive.union_files.cannot_grow`) the build keeps the state
-    its first add extends. ``union=False``: the triple graph only (a shard of a
-    sharded index, whose generation makes the rest), by the same derivation.
-    """
+    """Writes the passages, the cleaned triples and the triple graph; the triple graph, resolution and optional
+    edge kinds of a plain build are an add onto an empty index (:func:`~gearag.derive.union_files.write_from_nothing`),
+    keeping the state its first add extends when ``graph.growable`` is on. ``union=False``: the triple graph only
+    (a shard's, whose generation makes the rest)."""
 
     name = "graph"
 

@@ -560,7 +560,7 @@ def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
         previous = _whole(state, u)
         with IndexWriter(shard_dir, overwrite=shard_dir.exists()) as w:
             write_merged_shard(w, u, root / GENERATIONS_DIR / previous, [root / r.rel for r in state.refs],
-                               state.config, state.refs, dict(state.manifest["counts"]))
+                               state.config, dict(state.manifest["counts"]))
         old = [OldShard(r.name, len(s.triples), u.union_rows(PASSAGES, i), u.triple_keep[i])
                for i, (r, s) in enumerate(zip(state.refs, state.shards, strict=True))]
         del u  # the generation reads the merged shard, not the old shards' rows

@@ -18,6 +18,7 @@ import orjson
 from gearag.config import ResolveConfig
 from gearag.errors import IndexFormatError
 from gearag.graph.edge_kinds import EDGE_KINDS, stored_kinds
+from gearag.graph.ner import ner_spans
 from gearag.indexing.stage import Build
 
 #: The spans' file, beside ``passages.jsonl`` (row ``i``: passage row ``i``'s span texts).
@@ -37,8 +38,6 @@ class NerStage:
     def run(self, build: Build) -> None:
         if not keeps_ner_spans(build.config.resolve):
             return
-        from gearag.graph.ner import ner_spans
-
         build.ner_spans = ner_spans([p.text for p in build.passages])
         build.writer.write_jsonl(NER_SPANS, build.ner_spans)
 
@@ -48,8 +47,6 @@ def stored_ner_spans(directory: Path, texts: Sequence[str]) -> list[list[str]]:
     when it keeps none (built before they were kept)."""
     path = directory / NER_SPANS
     if not path.exists():
-        from gearag.graph.ner import ner_spans
-
         return ner_spans(texts)
     spans = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
     if len(spans) != len(texts) or not all(isinstance(s, list) and all(isinstance(x, str) for x in s)
