@@ -160,7 +160,11 @@ class PreparedGraph:
 
     # -- persistence -------------------------------------------------------
     def files(self) -> dict[str, np.ndarray]:
-        """The arrays :meth:`open` reads; a base's and a delta's: the delta's (the section comment at the end)."""
+        """The arrays :meth:`open` reads, by file name. A base's and a delta's: the delta's alone (the base's files are
+        hard-linked under ``base/``, its ``prepared.json`` kept as ``delta.base``): per transition source its delta
+        rows (``delta_<source>_*``), which row each layered row reads there (``where_<source>``, -1: the base's
+        alone) and whether it follows the base's row or replaces it (``appends_<source>``); the names it adds; the
+        triple ends it appends; the per-node and per-entity vectors, written whole."""
         columns, about, names, ends = self.columns, self.about, self.names, self.triple_ends
         if self.delta_layout is not None:
             assert isinstance(columns, Scaled) and isinstance(names, LayeredNames) and isinstance(ends, AppendedRows)
@@ -223,7 +227,7 @@ class PreparedGraph:
         raw = isinstance(delta, dict) or meta.get("version") == PREPARED_VERSION  # as its sources, else normalised
         names = HashedNames.from_arrays(*(read(f"names_{k}.npy") for k in _NAMES))
         layout, base_meta, held = NodeLayout.plain(n_p, n_e), None, meta.get("holds_ner")
-        if isinstance(delta, dict):  # a base's and a delta's (the section comment on the files below)
+        if isinstance(delta, dict):  # a base's and a delta's (:meth:`files`)
             base = cls.open(delta["base"], lambda name: array(f"{BASE_DIR}/{name}"))
             if not (isinstance(base.columns, Scaled) and isinstance(base.about, Csr)):
                 raise ValueError("a delta's base must be kept as its sources")
@@ -358,16 +362,3 @@ def load_prepared(directory: Path, mmap: bool = True) -> PreparedGraph | None:
     into memory); None when there is none or it is of another version (the query derives its own)."""
     return read_prepared(directory, open_stored, mmap)
 
-
-# -- a base's and a delta's prepared graph as files (docs/delta.md) ------------------------------------
-#
-# A generation written as a delta keeps the base generation's prepared files
-# as they are, hard-linked under ``prepared/base/`` (with the base's own
-# ``prepared.json`` copied into the delta's, under ``delta.base``), and writes
-# beside them only what the delta holds: per source of the transition, the
-# delta's rows (``delta_<source>_*.npy``), which row each layered row reads
-# there (``where_<source>.npy``, -1: the base's alone) and whether it follows
-# the base's row or replaces it (``appends_<source>.npy``); the names the
-# delta adds; the triples' ends it appends; and the per-node and per-entity
-# vectors (column sums, degrees, dangling nodes, specificity, the scale),
-# which are small and written whole.
