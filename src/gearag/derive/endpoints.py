@@ -22,7 +22,7 @@ from gearag.data.jsonio import load_json
 from gearag.errors import GearagError, IndexFormatError
 from gearag.graph.resolve import usable_key
 from gearag.graph.trie import name_key
-from gearag.store.collection import load_array
+from gearag.store.npy import kept_arrays
 from gearag.store.rows import zip_columns
 from gearag.store.writer import IndexWriter
 from gearag.text import is_named, normalise_entity
@@ -141,14 +141,10 @@ class EndpointTable:
 
         Its strings are read on first use (:attr:`keys`, :attr:`names`).
         """
-        try:
-            ends = np.asarray(load_array(directory, "ends.npy"))
-            named = np.asarray(load_array(directory, "named.npy"))
-            name_ends = np.asarray(load_array(directory, "name_ends.npy"))
-        except (OSError, ValueError, GearagError):  # damaged: recompute the table
-            return None
-        if not all((directory / f).is_file() for f in ("keys.json", "names.json")):
-            return None
+        arrays = kept_arrays(directory, "ends.npy", "named.npy", "name_ends.npy")
+        if arrays is None or not all((directory / f).is_file() for f in ("keys.json", "names.json")):
+            return None  # damaged: the table is computed again
+        ends, named, name_ends = arrays
         for ids in (ends, name_ends):
             if ids.shape != (n_triples, 2) or ids.dtype.kind != "i" or (ids.size and int(ids.min()) < -1):
                 return None
@@ -156,12 +152,10 @@ class EndpointTable:
             return None
         stream = None
         if spans:
-            try:
-                stream = (np.asarray(load_array(directory, SPAN_FILES[0])),
-                          np.asarray(load_array(directory, SPAN_FILES[1])))
-            except (OSError, ValueError, GearagError):  # none (an index from before the stream): recompute
+            kept = kept_arrays(directory, *SPAN_FILES)
+            if kept is None:  # none (an index from before the stream): computed again
                 return None
-            rows, names = stream
+            rows, names = stream = kept[0], kept[1]
             if rows.shape != names.shape or rows.ndim != 1 or (names.size and int(names.min()) < 0):
                 return None
         return cls(None, ends, named, None, name_ends, directory, stream)

@@ -20,10 +20,9 @@ from gearag import setops
 from gearag.arrays import offsets, row_offsets
 from gearag.derive.endpoints import EndpointTable, reuse_or_compute
 from gearag.derive.union_vocab import UNION_DIR
-from gearag.errors import GearagError
 from gearag.graph.trie import tokens
 from gearag.hashing import stable_hashes
-from gearag.store.collection import load_array
+from gearag.store.npy import kept_arrays
 from gearag.store.writer import IndexWriter
 
 #: Where a generation keeps the per-shard token indices of texts (``resolve/<shard>/``).
@@ -142,10 +141,10 @@ class TokenIndex:
 
     @classmethod
     def read(cls, directory: Path, n_rows: int) -> TokenIndex | None:
-        try:
-            hashes, indptr, rows = (np.asarray(load_array(directory, name)) for name in INDEX_FILES)
-        except (OSError, ValueError, GearagError):
+        arrays = kept_arrays(directory, *INDEX_FILES)
+        if arrays is None:
             return None
+        hashes, indptr, rows = arrays
         if (len(indptr) != len(hashes) + 1 or int(indptr[-1]) != len(rows)
                 or (len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= n_rows))):
             return None

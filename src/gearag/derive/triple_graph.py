@@ -24,11 +24,10 @@ from gearag.config import GraphConfig
 from gearag.data.jsonstrings import taken
 from gearag.derive.endpoints import EndpointTable, UnionTriples, first_seen, passages_per_key, union_ends
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab
-from gearag.errors import GearagError
 from gearag.graph.hubs import NAMED_SAMPLE, hub_cap, too_few_named
 from gearag.graph.layered import AppendedRows, LayeredCsr
-from gearag.store.collection import load_array
 from gearag.store.graph import AppendedStrings, LayeredTripleGraph, TripleGraph, triple_edges
+from gearag.store.npy import kept_arrays
 from gearag.store.writer import IndexWriter
 
 #: Each union key's entity id in the triple graph (:class:`KeyStats`).
@@ -78,19 +77,18 @@ class KeyStats:
     @classmethod
     def read(cls, directory: Path, n_keys: int) -> KeyStats | None:
         try:
-            first = np.asarray(load_array(directory, f"{UNION_DIR}/key_first.npy"))
-            passages = np.asarray(load_array(directory, f"{UNION_DIR}/key_passages.npy"))
             meta = json.loads((directory / UNION_DIR / "key_meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError, GearagError):
+        except (OSError, ValueError):
             return None
-        if first.shape != (n_keys, 2) or passages.shape != (n_keys,) or not isinstance(meta, dict):
+        arrays = kept_arrays(directory, f"{UNION_DIR}/key_first.npy", f"{UNION_DIR}/key_passages.npy")
+        if arrays is None or not isinstance(meta, dict):
             return None
-        try:  # optional: an older generation has none
-            entity: np.ndarray | None = np.asarray(load_array(directory, f"{UNION_DIR}/{KEY_ENTITY}"))
-        except (OSError, ValueError, GearagError):
-            entity = None
+        first, passages = arrays
+        if first.shape != (n_keys, 2) or passages.shape != (n_keys,):
+            return None
+        entity = kept_arrays(directory, f"{UNION_DIR}/{KEY_ENTITY}")  # optional: an older generation has none
         return cls(first, passages, bool(meta.get("named_all")),
-                   entity if entity is not None and entity.shape == (n_keys,) else None)
+                   entity[0] if entity is not None and entity[0].shape == (n_keys,) else None)
 
 
 def links_all(config: GraphConfig, tables: Sequence[EndpointTable], triple_keep: Sequence[np.ndarray]) -> bool:

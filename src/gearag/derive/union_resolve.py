@@ -24,14 +24,13 @@ from gearag.data.jsonstrings import strings_at
 from gearag.derive.endpoints import SPAN_SLOTS, UnionTriples, first_seen, union_ends
 from gearag.derive.token_index import RESOLVE_DIR, TokenIndex, TokenQuery
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab
-from gearag.errors import GearagError
 from gearag.graph.resolve import (
     MIN_CONTAINED_SHARE,
     build_lexicon,
 )
 from gearag.graph.trie import NameLookup
 from gearag.model import Passage
-from gearag.store.collection import load_array
+from gearag.store.npy import kept_arrays
 from gearag.store.writer import IndexWriter
 
 STATE_FILES = ("names.json", "lex_names.npy", "lex_rows.npy", "lex_weights.npy", "text_rows.npy", "text_names.npy")
@@ -70,8 +69,10 @@ class ResolveState:
     def read(cls, directory: Path, n_passages: int) -> ResolveState | None:
         try:
             names = load_json(directory / RESOLVE_DIR / "names.json")
-            arrays = [np.asarray(load_array(directory, f"{RESOLVE_DIR}/{f}")) for f in STATE_FILES[1:]]
-        except (OSError, ValueError, GearagError):
+        except (OSError, ValueError):
+            return None
+        arrays = kept_arrays(directory, *(f"{RESOLVE_DIR}/{f}" for f in STATE_FILES[1:]))
+        if arrays is None:
             return None
         lk, lr, lw, tr, tn = arrays
         if (not isinstance(names, list) or not len(lk) == len(lr) == len(lw) or len(tr) != len(tn)
@@ -86,12 +87,10 @@ class ResolveState:
             longest = None  # not a table of spans: computed again
         lex_entity = None
         if (directory / RESOLVE_DIR / LEX_ENTITY).is_file():
-            try:
-                lex_entity = np.asarray(load_array(directory, f"{RESOLVE_DIR}/{LEX_ENTITY}"), dtype=np.int64)
-            except (OSError, ValueError, GearagError):
+            kept = kept_arrays(directory, f"{RESOLVE_DIR}/{LEX_ENTITY}")
+            if kept is None or kept[0].shape != (len(names),):
                 return None
-            if lex_entity.shape != (len(names),):
-                return None
+            lex_entity = kept[0].astype(np.int64, copy=False)
         return cls(names, (lk, lr, lw), (tr, tn), longest, lex_entity)
 
 
@@ -223,28 +222,23 @@ class NameStats:
     def read(cls, directory: Path, n_names: int, spans: bool = False) -> NameStats | None:
         """The statistics kept in ``directory`` for ``n_names`` names (``spans``: with :attr:`first_span`); None
         if absent or malformed."""
-        try:
-            arrays = [np.asarray(load_array(directory, f"{UNION_DIR}/name_{f}.npy")) for f in cls.FILES]
-        except (OSError, ValueError, GearagError):
+        arrays = kept_arrays(directory, *(f"{UNION_DIR}/name_{f}.npy" for f in cls.FILES))
+        if arrays is None:
             return None
         first, lex, scanned, ptr, name, share = arrays
         if (any(len(a) != n_names for a in (first, lex, scanned)) or len(ptr) != n_names + 1
                 or int(ptr[-1]) != len(name) or len(name) != len(share)):
             return None
-        try:  # optional: an older generation has none
-            entity: np.ndarray | None = np.asarray(load_array(directory, f"{UNION_DIR}/name_entity.npy"))
-        except (OSError, ValueError, GearagError):
-            entity = None
+        entity = kept_arrays(directory, f"{UNION_DIR}/name_entity.npy")  # optional: an older generation has none
         first_span = None
         if spans:  # required: a generation from before the span stream is derived again
-            try:
-                first_span = np.asarray(load_array(directory, f"{UNION_DIR}/name_first_span.npy"), dtype=np.int64)
-            except (OSError, ValueError, GearagError):
+            kept = kept_arrays(directory, f"{UNION_DIR}/name_first_span.npy")
+            if kept is None or len(kept[0]) != n_names:
                 return None
-            if len(first_span) != n_names:
-                return None
+            first_span = kept[0].astype(np.int64, copy=False)
         return cls(first, lex, scanned, ptr, name, share,
-                   entity=entity if entity is not None and len(entity) == n_names else None, first_span=first_span)
+                   entity=entity[0] if entity is not None and len(entity[0]) == n_names else None,
+                   first_span=first_span)
 
 
 @dataclass(frozen=True)

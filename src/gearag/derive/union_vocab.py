@@ -25,6 +25,7 @@ from gearag.data.jsonstrings import ChainedStrings, JsonStrings, strings_at
 from gearag.errors import GearagError
 from gearag.hashing import stable_hashes
 from gearag.store.collection import load_array
+from gearag.store.npy import kept_arrays
 from gearag.store.rows import map_bytes
 from gearag.store.writer import IndexWriter
 
@@ -195,14 +196,11 @@ class UnionVocab:
         except (OSError, ValueError, GearagError):
             return None
         items = ChainedStrings(parts) if chained else JsonStrings.concat(parts)
-        try:  # the sorted hashes, when stored for exactly these strings (else recomputed)
-            hashes = np.asarray(load_array(directory, f"{UNION_DIR}/{what}_hashes.npy"))
-            hash_ids = np.asarray(load_array(directory, f"{UNION_DIR}/{what}_hash_ids.npy"))
-        except (OSError, ValueError, GearagError):
+        # The sorted hashes, when stored for exactly these strings (else computed again).
+        hashed = kept_arrays(directory, f"{UNION_DIR}/{what}_hashes.npy", f"{UNION_DIR}/{what}_hash_ids.npy")
+        if hashed is None or any(len(a) != len(items) for a in hashed):
             return cls(items, remaps, spans=scanned)
-        if len(hashes) != len(items) or len(hash_ids) != len(items):
-            return cls(items, remaps, spans=scanned)
-        return cls(items, remaps, hashes, hash_ids, scanned)
+        return cls(items, remaps, hashed[0], hashed[1], scanned)
 
 
 def _file_spans(text: JsonStrings) -> np.ndarray:
@@ -218,11 +216,10 @@ def _stored_text(directory: Path, rel: str, raw: bytes | mmap.mmap) -> JsonStrin
     not this file's."""
     if not (directory / (rel + SPANS)).is_file():
         return None
-    try:
-        spans = np.asarray(load_array(directory, rel + SPANS))
-    except (OSError, ValueError, GearagError):
+    kept = kept_arrays(directory, rel + SPANS)
+    if kept is None:
         return None
-    data = np.frombuffer(raw, dtype=np.uint8)
+    spans, data = kept[0], np.frombuffer(raw, dtype=np.uint8)
     if spans.ndim != 2 or spans.shape[1] != 2 or spans.dtype != np.int64:
         return None
     if not len(spans):

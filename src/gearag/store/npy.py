@@ -19,7 +19,7 @@ from typing import IO, BinaryIO
 
 import numpy as np
 
-from gearag.errors import IndexFormatError
+from gearag.errors import GearagError, IndexFormatError
 
 #: numpy parses a ``.npy`` header with ``ast.literal_eval``. CPython 3.11 keeps the AST converter's
 #: recursion depth per interpreter, not per thread, so two threads parsing at once can fail with
@@ -113,6 +113,15 @@ def save_npy(path: Path, array: np.ndarray) -> None:
     offset, fh = _npy_writer(path, array.shape, array.dtype)
     with fh:
         _pwrite_all(fh.fileno(), array.reshape(-1).view(np.uint8).data, offset)
+
+
+def kept_arrays(root: Path, *rels: str) -> list[np.ndarray] | None:
+    """The arrays ``rels`` under ``root`` (memory-mapped, as plain arrays), None when one is missing or damaged:
+    for kept state a caller can make again instead."""
+    try:
+        return [np.asarray(load_array(root, rel)) for rel in rels]
+    except (OSError, ValueError, GearagError):
+        return None
 
 
 def load_array(root: Path, rel: str) -> np.ndarray:
