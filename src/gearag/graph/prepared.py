@@ -250,8 +250,8 @@ class PreparedGraph:
                                    bool(m["of_passages"]), bool(m["to_passages"]), float(m["weight"]))
                             for m in meta["sources"]) if raw else ()
             ends = read("triple_ends.npy")
-        columns = Scaled(layout, sources, read("scale.npy"), read("sums.npy"), read("degree.npy")) if raw \
-            else Normalised(csr("columns", False), read("dangling.npy"))
+        columns = (Scaled(layout, sources, read("scale.npy"), read("sums.npy"), read("degree.npy")) if raw
+                   else Normalised(csr("columns", False), read("dangling.npy")))
         return cls(n_p, n_e, dict(meta["settings"]), columns, read("specificity.npy"), about, ends, names,
                    _read_ner_keys(meta, read), usable if isinstance(usable, int) else None,
                    delta_layout=None if base_meta is None else layout, base_meta=base_meta,
