@@ -139,14 +139,18 @@ def resolve_deletion(inputs: ResolveInputs, base: PreparedGraph) -> ResolvedDele
     left = weight > 0  # a pair no triple holds now: dropped
     relations = Entries()
     relations.add(row[left], target[left], weight[left], sid[left])
+    del row, target, weight, sid, left
     by_name = base_terms_by_name(b_terms, prior.names, old_lex_entity, base_entity, scale, base_scale)
     dropped = holes[setops.isin(holes, np.asarray(base.names.name_ids, dtype=np.int64))]
-    row, target, weight, sid = entries_of(b_terms, cut)  # the rest of those rows: their terms over live pages
+    mention_rows = mentions.layered(b_mentions, n_p, setops.union(dead_rows, old_row[again_rows]))
+    # The rest of those rows: their terms over live pages (millions of entries at 1M: each copy let go at once).
+    row, target, weight, sid = entries_of(b_terms, cut)
     kept = keep[target]
-    delta = ResolutionDelta(NodeLayout.plain(n_p, e),
-                            mentions.layered(b_mentions, n_p, setops.union(dead_rows, old_row[again_rows])),
-                            terms.layered(b_terms, e, setops.union(touched, entity[whole]),
-                                          (row[kept], target[kept], weight[kept], sid[kept])),
+    rest = row[kept], target[kept], weight[kept], sid[kept]
+    del row, target, weight, sid, kept
+    term_rows = terms.layered(b_terms, e, setops.union(touched, entity[whole]), rest)
+    del rest
+    delta = ResolutionDelta(NodeLayout.plain(n_p, e), mention_rows, term_rows,
                             relations.layered(b_relations, e, ends_of), scale,
                             np.zeros((0, 2), dtype=np.int32), HashedNames.from_keys([], np.zeros(0, np.int64)),
                             n_usable - len(dropped), by_name,
