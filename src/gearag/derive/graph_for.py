@@ -61,9 +61,10 @@ def passage_graph_for(index: IndexStore, config: PassageGraphConfig | None = Non
     config = config or PassageGraphConfig()
 
     def build() -> PassageGraph:
-        stored = stored_prepared(index)  # memory-mapped; its sources weighed or joined otherwise: nothing corpus-sized
-        graph = None if stored is None else stored if stored.serves(config) else stored.derived(config)
-        if graph is None:
+        graph = stored = stored_prepared(index)  # memory-mapped: nothing corpus-sized is built per process
+        if stored is not None and not stored.serves(config):
+            graph = stored.derived(config)  # its sources weighed or joined otherwise (None: it cannot)
+        if graph is None:  # none stored, or one that cannot give these settings: derived as a build derives it
             made = derived_prepared(index)
             graph = made if made.serves(config) else made.derived(config)
         assert graph is not None, "a graph prepared under the default settings gives every other"
