@@ -53,11 +53,16 @@ class TripleGraphStore(Protocol):
 
 
 class Neighbours:
-    """A triple's neighbours through its ends' rows (what beam search reads): a base without state, for every
-    triple graph that has ``head``, ``tail`` and :meth:`entity_triples`."""
+    """A triple's neighbours through its ends' rows (what beam search reads), and the entity count: a base
+    without state, for every triple graph that has ``entities``, ``head``, ``tail`` and :meth:`entity_triples`."""
 
+    entities: Sequence[str]
     head: np.ndarray | AppendedRows
     tail: np.ndarray | AppendedRows
+
+    @property
+    def n_entities(self) -> int:
+        return len(self.entities)
 
     def entity_triples(self, entity: int) -> np.ndarray:
         raise NotImplementedError
@@ -98,10 +103,6 @@ class TripleGraph(Neighbours):
         indptr = csr.indptr.astype(np.int64)
         trips = csr.indices
         return cls(ids, head, tail, indptr, trips.astype(np.int32))
-
-    @property
-    def n_entities(self) -> int:
-        return len(self.entities)
 
     def entity_triples(self, entity: int) -> np.ndarray:
         """Triple ids in which ``entity`` is subject or object."""
@@ -153,10 +154,6 @@ class LayeredTripleGraph(Neighbours):
     head: AppendedRows  #: int32 per triple
     tail: AppendedRows
     postings: LayeredCsr  #: entity → triple ids
-
-    @property
-    def n_entities(self) -> int:
-        return len(self.entities)
 
     def entity_triples(self, entity: int) -> np.ndarray:
         """Triple ids in which ``entity`` is subject or object (ascending: a delta appends later triples)."""

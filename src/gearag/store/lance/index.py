@@ -82,10 +82,6 @@ class LanceTripleGraph(Neighbours):
     indptr: np.ndarray  #: int64 (E + 1,): where each entity's postings start (their counts: its degree)
     postings: LanceRows = field(compare=False)  #: entity → its triple ids, sorted
 
-    @property
-    def n_entities(self) -> int:
-        return len(self.entities)
-
     def entity_triples(self, entity: int) -> np.ndarray:
         """Triple ids in which ``entity`` is subject or object."""
         if entity < 0:
