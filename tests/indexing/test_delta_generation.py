@@ -171,14 +171,20 @@ def test_auto_writes_deltas_within_the_bound_and_a_full_generation_past_it(tmp_p
         DeltaConfig(max_shards=0)
 
 
-def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: Path, corpus) -> None:
+def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: Path, corpus, capsys) -> None:
     passages, namesakes, questions = corpus
     build_index(passages[:100], tmp_path / "full", IndexConfig.of(extractor="stub"))
     add_documents(tmp_path / "full", passages[100:130], delta=FULL_ADD)
     shutil.copytree(tmp_path / "full", tmp_path / "delta")
     add_documents(tmp_path / "full", passages[130:] + namesakes, delta=FULL_ADD)
-    add_documents(tmp_path / "delta", passages[130:] + namesakes, delta=DELTA_ADD)  # "it" becomes a hub here
+    corpus_file = tmp_path / "batch.jsonl"  # "it" becomes a hub here
+    corpus_file.write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n"
+                                   for p in passages[130:] + namesakes), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["add", str(tmp_path / "delta"), str(corpus_file), "--generation", "delta"]) == 0
     assert not isinstance(_generation(tmp_path / "delta").get(DELTA), dict)
+    # Asked for a delta, the add says why it wrote a full generation.
+    assert "full one: no delta can say this add" in " ".join(capsys.readouterr().err.split())
     _same_results(tmp_path / "delta", tmp_path / "full", questions)
 
 

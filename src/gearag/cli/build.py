@@ -336,8 +336,9 @@ _UPDATE_UNCHANGED = "the index is unchanged"
 _UPDATE_RERUN = "rerun the same command"
 
 
-def _print_update(what: str, shown: Path, built: object, started: float) -> None:
-    """The summary of an update of the index the user named ``shown`` (through a symlink: the link's name)."""
+def _print_update(what: str, shown: Path, built: object, started: float, asked_delta: bool = False) -> None:
+    """The summary of an update of the index the user named ``shown`` (through a symlink: the link's name);
+    ``asked_delta``: ``--generation delta`` was asked for (a full generation then says why)."""
     from gearag.display import safe
 
     counts = built.manifest["counts"]  # type: ignore[attr-defined]
@@ -345,7 +346,8 @@ def _print_update(what: str, shown: Path, built: object, started: float) -> None
     gen = _generation_summary(built.path, built.manifest)  # type: ignore[attr-defined]
     kind = "" if gen is None else (
         f"; its generation is a delta over the last full one ({gen['shards_since_base']} shard(s) since it)"
-        if gen["kind"] == "delta" else "; its generation is a full one")
+        if gen["kind"] == "delta" else "; its generation is a full one" + (
+            ": no delta can say this add (docs/delta.md, \"When a delta declines\")" if asked_delta else ""))
     err.print(f"{what}: {safe(shown)} now has {counts['passages']:,} passages, "
               f"{counts['triples']:,} triples, {counts['entities']:,} entities in {shards} shard(s){kind} "
               f"({time.perf_counter() - started:.1f} s)")
@@ -427,7 +429,7 @@ def add(
         err.print(line, highlight=False)
     if adding and not adding[0].passages:
         return  # nothing was added: the line above said so
-    _print_update("added", index_dir, built, started)
+    _print_update("added", index_dir, built, started, asked_delta=policy.write == "delta")
 
 
 def _skipped_line(new: NewDocuments, corpus: Path, index_dir: Path) -> str | None:
