@@ -171,7 +171,10 @@ def test_auto_writes_deltas_within_the_bound_and_a_full_generation_past_it(tmp_p
         DeltaConfig(max_shards=0)
 
 
-def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: Path, corpus, capsys) -> None:
+def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: Path, corpus, capsys,
+                                                                     monkeypatch) -> None:
+    import gearag.indexing.incremental as incremental
+
     passages, namesakes, questions = corpus
     build_index(passages[:100], tmp_path / "full", IndexConfig.of(extractor="stub"))
     add_documents(tmp_path / "full", passages[100:130], delta=FULL_ADD)
@@ -181,7 +184,13 @@ def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: P
     corpus_file.write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n"
                                    for p in passages[130:] + namesakes), encoding="utf-8")
     capsys.readouterr()
+
+    def from_nothing(*args, **kwargs):
+        raise AssertionError("the add's delta is written whole, not the union derived from nothing")
+
+    monkeypatch.setattr(incremental, "write_generation", from_nothing)
     assert main(["add", str(tmp_path / "delta"), str(corpus_file), "--generation", "delta"]) == 0
+    monkeypatch.undo()
     assert not isinstance(_generation(tmp_path / "delta").get(DELTA), dict)
     # Asked for a delta, the add says why it wrote a full generation.
     assert "full one: no delta can say this add" in " ".join(capsys.readouterr().err.split())

@@ -421,10 +421,14 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         started = time.perf_counter()
         u = union_of([r.name for r in refs], shards, state.tombstones)
         as_delta = wants_delta(delta or DeltaConfig(), root, state.generation, len(u.passages), len(refs))
-        # The add's derivation, written as a delta within the bound and whole (the next base) past it; where no
-        # delta can say the union, the union's generation is derived from the base's state instead.
+        # The add's derivation, written as a delta within the bound and whole (the next base) past it. A delta
+        # that declines (the add moved the hub cut or the capitalisation fallback) is written whole, as past the
+        # bound; where no delta can say the union at all, the union's generation is derived from nothing.
         written = write_delta_generation(root, refs, shards, state.tombstones, state.config, state.generation,
                                          u, flat=not as_delta)
+        if written is None and as_delta:
+            written = write_delta_generation(root, refs, shards, state.tombstones, state.config, state.generation,
+                                             u, flat=True)
         gname, gsha, counts = written or write_generation(root, refs, shards, state.tombstones, state.config,
                                                           state.generation, union=u)
         seconds["generation"] = round(time.perf_counter() - started, 3)
