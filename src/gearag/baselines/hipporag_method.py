@@ -39,6 +39,9 @@ from gearag.retrieve.base import top_k
 from gearag.store.interface import IndexStore
 from gearag.trace import HippoRAGTrace
 
+#: Cosines this close to an entity's best are a tie (float32 dot products of unit vectors).
+_TIE = 1e-6
+
 #: Phrase seeds listed in a trace.
 TRACE_SEEDS = 10
 
@@ -122,15 +125,29 @@ class HippoRAG(_Base):
         return query_entities_offline(question, self.config.query_entities)
 
     def link(self, entities: list[str]) -> list[tuple[str, int, float]]:
-        """Each entity's most similar phrase node: ``(entity, phrase id, cosine)``."""
+        """Each entity's most similar phrase node: ``(entity, phrase id, cosine)``.
+
+        A phrase node that is the entity itself (normalised) is its most similar under any encoder (cosine 1),
+        and is linked whatever else ties with it: a static embedder such as wordllama averages token vectors,
+        so a year's digit permutations (1952, 1925, 1592) share one vector, and the first of them in the
+        index would win. Other ties go to the first phrase in text order, so that a link does not depend on
+        the order the passages were indexed in."""
         entities = [e for e in entities if normalise_phrase(e)]
         if not entities or self.graph.n_phrases == 0:
             return []
         # Entities are normalised like the phrase nodes before embedding (HippoRAG links processed phrases).
-        vecs = np.asarray(index_embedder(self.index).encode([normalise_phrase(e) for e in entities]), dtype=np.float32)
+        keys = [normalise_phrase(e) for e in entities]
+        vecs = np.asarray(index_embedder(self.index).encode(keys), dtype=np.float32)
         sims = vecs @ self.graph.vectors.T
-        best = sims.argmax(axis=1)
-        return [(e, int(b), float(sims[i, b])) for i, (e, b) in enumerate(zip(entities, best, strict=True))]
+        table = self.graph.table
+        links = []
+        for i, (entity, key) in enumerate(zip(entities, keys, strict=True)):
+            best = table.ids.get(key)
+            if best is None:
+                tied = np.flatnonzero(sims[i] >= sims[i].max() - _TIE)
+                best = int(min(tied.tolist(), key=table.phrases.__getitem__))
+            links.append((entity, best, float(sims[i, best])))
+        return links
 
     def scores(self, question: str) -> tuple[np.ndarray, HippoRAGTrace]:
         g = self.graph
