@@ -139,13 +139,13 @@ class HippoRAG(_Base):
         keys = [normalise_phrase(e) for e in entities]
         vecs = np.asarray(index_embedder(self.index).encode(keys), dtype=np.float32)
         sims = vecs @ self.graph.vectors.T
-        table = self.graph.table
+        phrases = self.graph.table.phrases
         links = []
         for i, (entity, key) in enumerate(zip(entities, keys, strict=True)):
-            best = table.ids.get(key)
+            tied = np.flatnonzero(sims[i] >= sims[i].max() - _TIE).tolist()  # the entity's own node among them
+            best = next((j for j in tied if phrases[j] == key), None)
             if best is None:
-                tied = np.flatnonzero(sims[i] >= sims[i].max() - _TIE)
-                best = int(min(tied.tolist(), key=table.phrases.__getitem__))
+                best = min(tied, key=phrases.__getitem__)
             links.append((entity, best, float(sims[i, best])))
         return links
 

@@ -45,8 +45,6 @@ class PhraseTable:
     #: (passages × phrases) count of the passage's triples that mention the phrase
     #: (HippoRAG v1's ``docs_to_facts × facts_to_phrases``).
     passage_phrase: sparse.csr_matrix
-    #: Node id of each normalised phrase (``phrases`` inverted).
-    ids: dict[str, int]
 
     @property
     def size(self) -> int:
@@ -96,4 +94,4 @@ def phrase_table(subjects: Sequence[str], objects: Sequence[str], passage: np.nd
     data = np.ones(int(keep.sum()), dtype=np.float64)
     matrix = sparse.coo_matrix((data, (rows[keep], cols[keep])), shape=(n_passages, len(ids))).tocsr()
     matrix.sum_duplicates()
-    return PhraseTable(list(ids), subj, obj, matrix, ids)
+    return PhraseTable(list(ids), subj, obj, matrix)
