@@ -41,6 +41,9 @@ from gearag.trace import HippoRAGTrace
 
 #: Cosines this close to an entity's best are a tie (float32 dot products of unit vectors).
 _TIE = 1e-6
+#: Tied phrase nodes compared by text, the first by id: a year's digit permutations are at most 24. More ties than
+#: this mean a vector that tells no node from another, and comparing them all would be a Python loop over the table.
+_MOST_TIED = 256
 
 #: Phrase seeds listed in a trace.
 TRACE_SEEDS = 10
@@ -142,7 +145,8 @@ class HippoRAG(_Base):
         phrases = self.graph.table.phrases
         links = []
         for i, (entity, key) in enumerate(zip(entities, keys, strict=True)):
-            tied = np.flatnonzero(sims[i] >= sims[i].max() - _TIE).tolist()  # the entity's own node among them
+            # The nodes tied at the best cosine, the entity's own among them (a NaN cosine ties none: argmax's).
+            tied = np.flatnonzero(sims[i] >= sims[i].max() - _TIE)[:_MOST_TIED].tolist() or [int(sims[i].argmax())]
             best = next((j for j in tied if phrases[j] == key), None)
             if best is None:
                 best = min(tied, key=phrases.__getitem__)
