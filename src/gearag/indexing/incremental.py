@@ -424,11 +424,11 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         # The add's derivation, written as a delta within the bound and whole (the next base) past it. A delta
         # that declines (the add moved the hub cut or the capitalisation fallback) is written whole, as past the
         # bound; where no delta can say the union at all, the union's generation is derived from nothing.
-        written = write_delta_generation(root, refs, shards, state.tombstones, state.config, state.generation,
-                                         u, flat=not as_delta)
-        if written is None and as_delta:
+        for flat in (False, True) if as_delta else (True,):
             written = write_delta_generation(root, refs, shards, state.tombstones, state.config, state.generation,
-                                             u, flat=True)
+                                             u, flat=flat)
+            if written is not None:
+                break
         gname, gsha, counts = written or write_generation(root, refs, shards, state.tombstones, state.config,
                                                           state.generation, union=u)
         seconds["generation"] = round(time.perf_counter() - started, 3)
