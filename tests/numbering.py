@@ -166,5 +166,6 @@ def union_generations(monkeypatch: pytest.MonkeyPatch) -> None:
     """From now on, an add derives its generation as a build does (from nothing, or for an index that stores the
     graph arrays, from the union), numbered as a build numbers it: as where no delta can say it."""
     import gearag.indexing.incremental as incremental
+    from gearag.indexing.delta_generation import Declined
 
-    monkeypatch.setattr(incremental, "write_delta_generation", lambda *args, **kwargs: None)
+    monkeypatch.setattr(incremental, "write_delta_generation", lambda *args, **kwargs: Declined("as a build"))

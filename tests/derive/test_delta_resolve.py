@@ -206,6 +206,7 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, mo
     from gearag.store.index import Index, read_manifest
     from gearag.store.shards import GENERATIONS_DIR
     from gearag.store.writer import IndexWriter
+    from numbering import union_generations
     from oracles import index_graph_arrays
 
     use_stub_extractor(StubExtractor())
@@ -214,10 +215,9 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, mo
     config = IndexConfig.of(extractor="stub")
     build_index(passages[:100], tmp_path / "base", replace(config, graph=replace(config.graph,
                                                                                max_entity_share=hub_share)))
-    import gearag.indexing.incremental as incremental
 
     # The union's generations (full ones, numbered as a build numbers them): the brute force's reference.
-    monkeypatch.setattr(incremental, "write_delta_generation", lambda *args, **kwargs: None)
+    union_generations(monkeypatch)
     full = DeltaConfig(write="full")
     base = add_documents(tmp_path / "base", passages[100:130], delta=full)  # with the state an add extends
     shutil.copytree(tmp_path / "base", tmp_path / "union")
@@ -232,20 +232,33 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, mo
         union = add_documents(tmp_path / "union", added, delta=full)
         state = _load_state(tmp_path / "union", read_manifest(tmp_path / "union"))
         assert len(state.refs) == 3 + n_add
-        # The second add through the first's text scan (a delta generation keeps it for the next delta add).
+        previous = tmp_path / "scratch0" if n_add else None
+        expected = triple_graph_delta(base.graph, union.graph)
+        moved = hub_share < 1.0
+        assert (expected is None) == moved  # "it" became a hub: its base triples unlinked
+        if moved:  # a delta generation cannot hold that: it declines, from the add's triples, before resolving
+            with IndexWriter(tmp_path / f"declined{n_add}") as w:
+                declined = generation_delta(w, state.refs, state.shards, state.tombstones, state.config, before,
+                                            previous=previous)
+            assert declined.resolution is None and "moved the hub cut" in (declined.declined or "")
+        # The second add through the first's text scan (a delta generation keeps it for the next delta add); kept
+        # whole where the cut moved, with the union's triple graph.
         with IndexWriter(tmp_path / f"scratch{n_add}") as w:
             delta = generation_delta(w, state.refs, state.shards, state.tombstones, state.config, before,
-                                     previous=tmp_path / "scratch0" if n_add else None)
+                                     previous=previous, keep_state=moved)
             w.commit({"kind": "generation", "tables": shard_store.TABLES_VERSION})
-        assert delta is not None and TextScan.read(tmp_path / f"scratch{n_add}") is not None
+        assert moved or TextScan.read(tmp_path / f"scratch{n_add}") is not None
         got, triples = delta.resolution, delta.triples
         entity_of = entity_map(base_keys, list(index_graph_arrays(union).resolution.keys))
         want = resolution_delta_of(b, stored_prepared(union), entity_of)
         assert got is not None and want is not None
         assert_same_delta(got, want)
-        expected = triple_graph_delta(base.graph, union.graph)
-        assert (expected is None) == (hub_share < 1.0)  # "it" became a hub: its base triples unlinked
-        assert_same_triples(triples, expected)
+        if moved:
+            assert triples is not None and list(triples.entities) == list(union.graph.entities)
+            for part in ("head", "tail"):
+                np.testing.assert_array_equal(getattr(triples, part), getattr(union.graph, part), err_msg=part)
+        else:
+            assert_same_triples(triples, expected)
         layout, terms = got.layout, got.terms
         touched = np.asarray(terms.where)[: layout.base_entities] >= 0
         appended = np.asarray(terms.appends)[: layout.base_entities][touched]
@@ -254,10 +267,12 @@ def test_an_add_onto_a_generation_gives_the_union_generations_delta(tmp_path, mo
     for kept in ("union/name_entity.npy", "union/key_entity.npy"):
         (before / kept).unlink()
     with IndexWriter(tmp_path / "scratch-old") as w:
-        again = generation_delta(w, state.refs, state.shards, state.tombstones, state.config, before)
-    assert again is not None and again.resolution is not None
+        again = generation_delta(w, state.refs, state.shards, state.tombstones, state.config, before,
+                                 keep_state=moved)
+    assert again.resolution is not None
     assert_same_delta(again.resolution, want)
-    assert_same_triples(again.triples, expected)
+    if not moved:
+        assert_same_triples(again.triples, expected)
 
 
 ADDED2 = [

@@ -7,7 +7,7 @@ import pytest
 
 from gearag.config import GraphConfig
 from gearag.derive.endpoints import EndpointTable, UnionTriples
-from gearag.derive.triple_graph import KeyStats, TripleInputs, triple_graph
+from gearag.derive.triple_graph import KeyStats, TripleInputs, count_keys, triple_graph
 from gearag.derive.union_vocab import UnionVocab
 from gearag.graph import hubs
 from gearag.store.graph import LayeredTripleGraph, TripleGraph
@@ -53,7 +53,9 @@ def test_an_add_onto_a_base_appends_and_is_the_whole_graph_with_the_bases_ids() 
     base_triples = [*_corpus(12, 0, ["Alpha", "Beta", "Gamma", "Delta"]), ("Alpha", "Omega", 11)]
     added = _corpus(6, 12, ["Gamma", "Epsilon", "Alpha", "Zeta", "Eta"])
     base, prior = _whole(config, [base_triples], 12)
-    out = triple_graph(config, _inputs([base_triples, added], 18, prior=prior, counted=1), base, 12)
+    inputs = _inputs([base_triples, added], 18, prior=prior, counted=1)
+    assert count_keys(config, inputs).moved(config, 12) is None  # a delta can say it
+    out = triple_graph(config, inputs, base, 12)
     assert out is not None
     grown, stats = out
     assert isinstance(grown, LayeredTripleGraph)
@@ -86,7 +88,11 @@ def test_an_add_that_moves_the_hub_cut_over_the_base_gives_the_whole_graph_of_a_
     base, prior = _whole(config, [base_triples], 10)
     assert ("hub" in base.entities) is (move == "becomes a hub")
     inputs = _inputs([base_triples, added], n, prior=prior, counted=1)
-    assert triple_graph(config, inputs, base, 10, whole=False) is None  # no delta can say it
+    # Known from the add's triples, before either graph is made: the cut moved over one base key ("hub").
+    count = count_keys(config, inputs)
+    assert count.moved(config, 10) == "the add moved the hub cut (--max-entity-share 0.3) over 1 of the base's " \
+                                      "entity names"
+    assert triple_graph(config, inputs, base, 10, whole=False, count=count) is None  # no delta can say it
     out = triple_graph(config, inputs, base, 10)
     assert out is not None and isinstance(out[0], TripleGraph)
     want, want_stats = _whole(config, [base_triples, added], n)

@@ -4,6 +4,7 @@ decides when an add writes a full generation instead (docs/delta.md)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -149,7 +150,8 @@ def test_auto_writes_deltas_within_the_bound_and_a_full_generation_past_it(tmp_p
     assert "--generation" in capsys.readouterr().err
     assert read_manifest(tmp_path / "auto") == before
     assert main(["add", str(tmp_path / "auto"), str(corpus_file), "--delta-share", "0"]) == 0
-    assert "its generation is a full one" in " ".join(capsys.readouterr().err.split())
+    assert "its generation is a full one, because 20 passages were added since the last full generation, " \
+           "more than --delta-share 0 of its 160" in " ".join(capsys.readouterr().err.split())
     assert not isinstance(_generation(tmp_path / "auto").get(DELTA), dict)
     # The shards since the base are bounded too: many small adds stop paying for every shard at the bound.
     kinds = []
@@ -174,6 +176,8 @@ def test_auto_writes_deltas_within_the_bound_and_a_full_generation_past_it(tmp_p
 def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: Path, corpus, capsys,
                                                                      monkeypatch) -> None:
     import gearag.indexing.incremental as incremental
+    from gearag.derive import delta_resolve
+    from gearag.derive.delta_resolve import resolve_delta
 
     passages, namesakes, questions = corpus
     build_index(passages[:100], tmp_path / "full", IndexConfig.of(extractor="stub"))
@@ -188,12 +192,23 @@ def test_a_delta_add_that_moves_the_hub_cut_writes_a_full_generation(tmp_path: P
     def from_nothing(*args, **kwargs):
         raise AssertionError("the add's delta is written whole, not the union derived from nothing")
 
+    resolved = []
+
+    def resolving(*args, **kwargs):
+        resolved.append(True)
+        return resolve_delta(*args, **kwargs)
+
     monkeypatch.setattr(incremental, "write_generation", from_nothing)
+    monkeypatch.setattr(delta_resolve, "resolve_delta", resolving)
     assert main(["add", str(tmp_path / "delta"), str(corpus_file), "--generation", "delta"]) == 0
     monkeypatch.undo()
     assert not isinstance(_generation(tmp_path / "delta").get(DELTA), dict)
-    # Asked for a delta, the add says why it wrote a full generation.
-    assert "full one: no delta can say this add" in " ".join(capsys.readouterr().err.split())
+    # The add says why it wrote a full generation.
+    said = " ".join(capsys.readouterr().err.split())
+    assert re.search(r"full one, because the add moved the hub cut \(--max-entity-share 0\.005\) over [1-9]\d* of "
+                     r"the base's entity names", said)
+    assert _generation(tmp_path / "delta")["whole_because"].startswith("the add moved the hub cut")
+    assert resolved == [True]  # the delta declined before resolving: the add resolved once, written whole
     _same_results(tmp_path / "delta", tmp_path / "full", questions)
 
 

@@ -201,9 +201,10 @@ def _sirerag_fallbacks(counts: dict[str, dict[str, int]]) -> dict[str, dict[str,
 
 
 def _generation_summary(root: Path, manifest: dict) -> dict[str, object] | None:
-    """A sharded index's current generation: full, or a delta over how many of its shards (``gearag add``,
-    docs/delta.md); None where it cannot be read (``info`` reported the files already)."""
+    """A sharded index's current generation: full (where an add wrote it, why), or a delta over how many of its
+    shards (``gearag add``, docs/delta.md); None where it cannot be read (``info`` reported the files already)."""
     from gearag.errors import GearagError
+    from gearag.indexing.generation import WHOLE_BECAUSE
     from gearag.store.index import read_manifest
     from gearag.store.shards import DELTA, GENERATIONS_DIR, generation_ref
 
@@ -214,7 +215,9 @@ def _generation_summary(root: Path, manifest: dict) -> dict[str, object] | None:
         return None
     delta = gman.get(DELTA)
     if not isinstance(delta, dict):
-        return {"name": name, "kind": "full"}
+        why = gman.get(WHOLE_BECAUSE)
+        full: dict[str, object] = {"name": name, "kind": "full"}
+        return full | ({"because": why} if isinstance(why, str) else {})
     base_shards = delta.get("shards") or []
     return {"name": name, "kind": "delta", "shards_since_base": len(gman.get("shards") or []) - len(base_shards)}
 
@@ -336,9 +339,9 @@ _UPDATE_UNCHANGED = "the index is unchanged"
 _UPDATE_RERUN = "rerun the same command"
 
 
-def _print_update(what: str, shown: Path, built: object, started: float, asked_delta: bool = False) -> None:
-    """The summary of an update of the index the user named ``shown`` (through a symlink: the link's name);
-    ``asked_delta``: ``--generation delta`` was asked for (a full generation then says why)."""
+def _print_update(what: str, shown: Path, built: object, started: float) -> None:
+    """The summary of an update of the index the user named ``shown`` (through a symlink: the link's name); an
+    add's full generation says why it is not a delta."""
     from gearag.display import safe
 
     counts = built.manifest["counts"]  # type: ignore[attr-defined]
@@ -347,7 +350,7 @@ def _print_update(what: str, shown: Path, built: object, started: float, asked_d
     kind = "" if gen is None else (
         f"; its generation is a delta over the last full one ({gen['shards_since_base']} shard(s) since it)"
         if gen["kind"] == "delta" else "; its generation is a full one" + (
-            ": no delta can say this add (docs/delta.md, \"When a delta declines\")" if asked_delta else ""))
+            f", because {safe(str(gen['because']))}" if "because" in gen else ""))
     err.print(f"{what}: {safe(shown)} now has {counts['passages']:,} passages, "
               f"{counts['triples']:,} triples, {counts['entities']:,} entities in {shards} shard(s){kind} "
               f"({time.perf_counter() - started:.1f} s)")
@@ -429,7 +432,7 @@ def add(
         err.print(line, highlight=False)
     if adding and not adding[0].passages:
         return  # nothing was added: the line above said so
-    _print_update("added", index_dir, built, started, asked_delta=policy.write == "delta")
+    _print_update("added", index_dir, built, started)
 
 
 def _skipped_line(new: NewDocuments, corpus: Path, index_dir: Path) -> str | None:

@@ -147,19 +147,41 @@ def named_ends(tables: Sequence[EndpointTable], keep: Sequence[np.ndarray], name
     return np.ones_like(named) if named_all else named
 
 
-def triple_graph(config: GraphConfig, inputs: TripleInputs, base: TripleGraph | None = None, base_passages: int = 0,
-                 whole: bool = True) -> tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None:
-    """The union's triple graph (module docstring), with the key statistics after it (their entity ids the
-    graph's). Only the triples after ``inputs.counted`` shards are counted into ``inputs.prior``.
+class KeyCount(NamedTuple):
+    """The add's triples counted into the key statistics (:func:`count_keys`): what decides whether the base's
+    graph can be appended to (:meth:`moved`) before either graph is made."""
 
-    ``base``: the triple graph of the counted shards (``base_passages`` passages), which ``inputs.prior``
-    describes: the result is ``base`` plus a delta wherever the add keeps its hub cut and fallback. Else, or
-    without a base, the whole graph; None where ``whole`` is off (a delta generation cannot hold it).
-    """
+    stats: KeyStats  #: the statistics after the add (entity ids set by :func:`triple_graph`)
+    hub: np.ndarray  #: per key, whether it is a hub after the add
+    new: np.ndarray  #: (T, 2) the counted triples' key ends
+    ok: np.ndarray  #: (T, 2) which of those ends counted (names, or every end under the fallback)
+    start: int  #: the live index of the first counted triple
+    counted: int  #: how many leading shards ``prior`` had counted (0: every triple was counted here)
+    prior: KeyStats | None  #: the statistics it started from (None: none were given, or the fallback flipped)
+    named_all: bool  #: whether every endpoint counts as a name (``linkable_for``'s fallback)
+    flipped: bool  #: whether the add flipped that fallback (the given statistics are then not counted into)
+
+    def moved(self, config: GraphConfig, base_passages: int) -> str | None:
+        """Why no delta over the base (the first ``base_passages`` passages, which ``prior`` describes) can say the
+        add, in one clause for the user; None: it can."""
+        if self.prior is None:
+            return ("the add flipped the capitalisation fallback (every triple endpoint links when few are "
+                    "capitalised)" if self.flipped else "the base keeps no key statistics")
+        n_known = len(self.prior.passages)
+        moved = int(np.count_nonzero(self.hub[:n_known] != hub_keys(config, np.asarray(self.prior.passages),
+                                                                       base_passages)))
+        return (f"the add moved the hub cut (--max-entity-share {config.max_entity_share:g}) over {moved:,} of "
+                f"the base's entity names") if moved else None
+
+
+def count_keys(config: GraphConfig, inputs: TripleInputs) -> KeyCount:
+    """The triples after ``inputs.counted`` shards counted into ``inputs.prior`` (all of them where it is None or
+    the capitalisation fallback flipped): each key's first appearances and passages, and the hub cut after."""
     (tables, triple_keep, owner, _), vocab = inputs.live, inputs.keys
     named_all = links_all(config, tables, triple_keep)
     prior, counted = inputs.prior, inputs.counted
-    if prior is None or prior.named_all != named_all:
+    flipped = prior is not None and prior.named_all != named_all
+    if prior is None or flipped:
         prior, counted = None, 0
     start = inputs.live.live_before(counted)
     new = union_ends(vocab.remaps[counted:], [t.ends for t in tables[counted:]], triple_keep[counted:])
@@ -172,19 +194,37 @@ def triple_graph(config: GraphConfig, inputs: TripleInputs, base: TripleGraph | 
     for side in (0, 1):
         first_seen(stats.first[:, side], new[:, side][ok[:, side]], positions[ok[:, side]])
     stats.passages += passages_per_key(new, np.asarray(owner)[start:], ok, len(stats.passages))
-    hub = hub_keys(config, stats.passages, inputs.n_passages)
-    if base is not None and prior is not None:
-        appended = _appended(base, prior, stats, hub, new, ok, start, base_passages, config, vocab)
+    return KeyCount(stats, hub_keys(config, stats.passages, inputs.n_passages), new, ok, start, counted, prior,
+                    named_all, flipped)
+
+
+def triple_graph(config: GraphConfig, inputs: TripleInputs, base: TripleGraph | None = None, base_passages: int = 0,
+                 whole: bool = True, count: KeyCount | None = None) -> tuple[TripleGraph | LayeredTripleGraph,
+                                                                            KeyStats] | None:
+    """The union's triple graph (module docstring), with the key statistics after it (their entity ids the
+    graph's). Only the triples after ``inputs.counted`` shards are counted into ``inputs.prior`` (``count``: when
+    the caller counted them already, :func:`count_keys`).
+
+    ``base``: the triple graph of the counted shards (``base_passages`` passages), which ``inputs.prior``
+    describes: the result is ``base`` plus a delta wherever the add keeps its hub cut and fallback
+    (:meth:`KeyCount.moved`). Else, or without a base, the whole graph; None where ``whole`` is off (a delta
+    generation cannot hold it).
+    """
+    (tables, triple_keep, _, _), vocab = inputs.live, inputs.keys
+    count = count if count is not None else count_keys(config, inputs)
+    stats, hub, new, ok = count.stats, count.hub, count.new, count.ok
+    if base is not None and count.prior is not None and count.moved(config, base_passages) is None:
+        appended = _appended(base, count.prior, count, vocab)
         if appended is not None:
             return appended, stats
     if not whole:
         return None
-    if named_all and config.link_entities != "all":
+    if count.named_all and config.link_entities != "all":
         log.warning("few capitalised triple endpoints: linking every endpoint (link_entities=all)")
-    if counted:  # the counted shards' ends too: every live triple is numbered
+    if count.counted:  # the counted shards' ends too: every live triple is numbered
         new = union_ends(vocab.remaps, [t.ends for t in tables], triple_keep)
-        named = named_ends(tables, triple_keep, named_all)
-    linkable = named & (new >= 0) & ~hub[np.maximum(new, 0)]
+        ok = named_ends(tables, triple_keep, count.named_all) & (new >= 0)
+    linkable = ok & ~hub[np.maximum(new, 0)]
     order = entity_order(stats.first, hub, len(new))
     entity = np.full(len(vocab.items) + 1, -1, dtype=np.int64)
     entity[order] = np.arange(len(order))
@@ -194,15 +234,14 @@ def triple_graph(config: GraphConfig, inputs: TripleInputs, base: TripleGraph | 
     return TripleGraph.from_ids(taken(vocab.items, order), ids[:, 0], ids[:, 1]), stats
 
 
-def _appended(base: TripleGraph, prior: KeyStats, stats: KeyStats, hub: np.ndarray, new: np.ndarray,
-              ok: np.ndarray, start: int, base_passages: int, config: GraphConfig,
-              vocab: UnionVocab) -> LayeredTripleGraph | None:
-    """``base`` with the triples from ``start`` on (``new``: their key ends; ``ok``: the ends that counted)
-    appended, their new keys numbered after the base's entities (``stats.entity`` set); None where the add
-    moved the hub cut over the base's keys or the statistics are not the base's."""
+def _appended(base: TripleGraph, prior: KeyStats, count: KeyCount, vocab: UnionVocab) -> LayeredTripleGraph | None:
+    """``base`` with the counted triples appended (the add kept the hub cut over the base's keys), their new keys
+    numbered after the base's entities (``count.stats.entity`` set); None where the statistics are not the
+    base's."""
+    stats, hub, new, ok, start = count.stats, count.hub, count.new, count.ok, count.start
     n_keys, n_known, t_base = len(vocab.items), len(prior.passages), len(base.head)
-    if start != t_base or np.any(hub[:n_known] != hub_keys(config, np.asarray(prior.passages), base_passages)):
-        return None  # the cut moved over the base's keys: its triples would link otherwise
+    if start != t_base:
+        return None
     entity = np.full(n_keys + 1, -1, dtype=np.int64)  # per key, the last: -1 for -1
     if prior.entity is not None:  # kept by the base: its keys need not be ordered again
         entity[:n_known] = prior.entity

@@ -25,7 +25,7 @@ from scipy import sparse
 from gearag.config import IndexConfig
 from gearag.derive.endpoints import ENDPOINTS_DIR, EndpointTable, UnionTriples, shard_table
 from gearag.derive.token_index import RESOLVE_DIR, shard_name_index, shard_token_index
-from gearag.derive.triple_graph import KeyStats, TripleInputs, triple_graph
+from gearag.derive.triple_graph import KeyCount, KeyStats, TripleInputs, count_keys, triple_graph
 from gearag.derive.union_resolve import NameStats, Prior, ResolveInputs
 from gearag.derive.union_vocab import UNION_DIR, UnionVocab, common_prefix
 from gearag.embed.base import Embedder, make_embedder
@@ -149,6 +149,8 @@ class UnionDelta(NamedTuple):
     #: ``overlap=False``: the triple graph, made (and its key statistics written) when called, once the
     #: resolution's delta is applied and let go (``triples`` is then None).
     later: Callable[[], LayeredTripleGraph | TripleGraph] | None = None
+    #: Where a delta cannot say the change: why, as a clause for the user ("because ...").
+    declined: str | None = None
 
 
 def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColumns], union: UnionRows,
@@ -176,7 +178,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     deleted = prior.removal is not None
     kinds = stored_kinds(config.resolve)
     if before is not None and done.get("union") != UNION_VERSION:
-        return UnionDelta(None, None)
+        return UnionDelta(None, None, declined="the base generation was written by an older gearag")
     tables_from = tables_from or before
     triples = _union_triples(w, shards, union, tables_from, spans=any(k.span_mentions for k in kinds))
     done_shards = done.get("shards") or []
@@ -192,9 +194,10 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     # or the capitalisation fallback, for a generation written whole, the union's (its own numbering, apart from
     # the resolution's); a delete's from nothing. Made later, its key vocabulary too (a build's 6.7M keys at 1M
     # are not held through the resolution); beside it, the vocabulary is made here (the writer's thread).
-    def make_graph(inputs: TripleInputs) -> tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None:
+    def make_graph(inputs: TripleInputs,
+                   count: KeyCount | None = None) -> tuple[TripleGraph | LayeredTripleGraph, KeyStats] | None:
         return triple_graph(config.graph, inputs, None if deleted else base_graph, prior.new_from,
-                            keep_state or before is None)
+                            keep_state or before is None, count)
 
     def made_after() -> LayeredTripleGraph | TripleGraph:
         """The triple graph made whole (a build's, ``overlap=False``), its key statistics written with the state
@@ -206,15 +209,33 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         return made[0]
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gearag-graph") as pool:
-        pending = pool.submit(make_graph, graph_inputs()) if overlap else None
+        pending, counting = None, None
+        if overlap:
+            keyed_inputs = graph_inputs()
+            # A delta generation holds the base's triple graph plus a delta: where the add moves the hub cut (or the
+            # fallback) it cannot, and the add's own triples say so. They are counted beside the resolution's
+            # inputs; the resolution starts only where the delta can be written.
+            if not keep_state and before is not None:
+                counting = pool.submit(count_keys, config.graph, keyed_inputs)
+            else:
+                pending = pool.submit(make_graph, keyed_inputs)
         inputs = _resolution_inputs(w, shards, union, triples, tables_from, before, done_shards, prior, keep_state)
+        if counting is not None:
+            count = counting.result()
+            why = count.moved(config.graph, prior.new_from) if base_graph is not None else \
+                "the base keeps no triple graph"
+            if why is not None:
+                return UnionDelta(None, None, declined=why)
+            pending = pool.submit(make_graph, keyed_inputs, count)
         # An add's reads the text scan of the last delta add over the same base (tables_from: the previous
         # generation), if it was.
         resolved = resolve_deletion(inputs, base) if deleted else resolve_delta(
             inputs, base, TextScan.read(tables_from) if tables_from != before and before is not None else None)
         graph = pending.result() if pending is not None else None
     if resolved is None:
-        return UnionDelta(None, graph[0] if graph is not None else None)
+        return UnionDelta(None, graph[0] if graph is not None else None, declined=(
+            "the base's resolution state cannot take this change as a delta (an older gearag's, or a new "
+            "name's hash is another name's)"))
     delta, whole = resolved.delta, {}
     keyed = [k for k in kinds if k.over_keys is not None]
     state = resolved.state() if keyed or keep_state else None  # made once: an add's concatenates every text mention

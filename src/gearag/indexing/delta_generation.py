@@ -2,7 +2,8 @@
 
 :func:`write_delta_generation` applies the add's delta (:func:`~gearag.indexing.generation.generation_delta`) to
 the base's prepared graph and writes it as layers over the base (:func:`_write_layers`) or, ``flat``, whole (the
-next add's base); None where no delta can say the add. When an add is written as a delta is :class:`DeltaConfig`.
+next add's base); :class:`Declined` where no delta can say the add. When an add is written as a delta is
+:class:`DeltaConfig` (:func:`why_whole`); a full generation's manifest records why it is one (:data:`WHOLE_BECAUSE`).
 docs/delta.md has the design ("Generations", "When a delta declines", "The bound").
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,7 +22,13 @@ from gearag.errors import ConfigError, GearagError
 from gearag.graph.delta_apply import apply_delta
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
-from gearag.indexing.generation import delta_base, finished_generation, generation_delta, generation_name
+from gearag.indexing.generation import (
+    WHOLE_BECAUSE,
+    delta_base,
+    finished_generation,
+    generation_delta,
+    generation_name,
+)
 from gearag.options import setting
 from gearag.store import shards as shard_store
 from gearag.store.graph import LayeredTripleGraph, layered_graph_files
@@ -31,6 +38,15 @@ from gearag.store.writer import IndexWriter
 
 #: How ``gearag add`` writes its generation (:attr:`DeltaConfig.write`).
 WRITE_MODES = ("auto", "delta", "full")
+
+#: A generation written: its name, manifest hash and counts.
+Written = tuple[str, str, dict[str, int]]
+
+
+class Declined(NamedTuple):
+    """No delta can say the add (docs/delta.md, "When a delta declines"): why, as a clause ("because ...")."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -60,27 +76,35 @@ class DeltaConfig:
             raise ConfigError(f"--delta-shards must be a whole number of at least 1, got {self.max_shards!r}")
 
 
-def wants_delta(config: DeltaConfig, root: Path, previous: str, n_passages: int, n_shards: int) -> bool:
-    """Whether an add that leaves ``n_passages`` passages and ``n_shards`` shards (the union's) after generation
-    ``previous`` of the index at ``root`` is written as a delta: by ``config`` (:class:`DeltaConfig`; ``auto``
-    compares the passages and shards since the last full generation with its own)."""
+def why_whole(config: DeltaConfig, root: Path, previous: str, n_passages: int, n_shards: int) -> str | None:
+    """Why an add that leaves ``n_passages`` passages and ``n_shards`` shards (the union's) after generation
+    ``previous`` of the index at ``root`` is written in full, as a clause ("because ..."); None: as a delta. By
+    ``config`` (:class:`DeltaConfig`; ``auto`` compares the passages and shards since the last full generation
+    with its own)."""
     if config.write != "auto":
-        return config.write == "delta"
+        return None if config.write == "delta" else "--generation full was asked for"
     try:
         base = read_manifest(delta_base(root / GENERATIONS_DIR / previous))
         n_base, base_shards = int((base.get("counts") or {})["passages"]), len(base["shards"])
     except (GearagError, KeyError, TypeError, ValueError):
-        return False  # no readable base: the add writes one
-    return n_passages - n_base <= config.max_share * n_base and n_shards - base_shards <= config.max_shards
+        return "the last full generation cannot be read"  # the add writes one
+    since, shards_since = n_passages - n_base, n_shards - base_shards
+    if since > config.max_share * n_base:
+        return (f"{since:,} passages were added since the last full generation, more than --delta-share "
+                f"{config.max_share:g} of its {n_base:,}")
+    if shards_since > config.max_shards:
+        return (f"{shards_since} shards were added since the last full generation, more than --delta-shards "
+                f"{config.max_shards}")
+    return None
 
 
 def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
-                           config: IndexConfig, previous: str, union: Union,
-                           flat: bool = False) -> tuple[str, str, dict[str, int]] | None:
+                           config: IndexConfig, previous: str, union: Union, flat: bool = False,
+                           why: str | None = None) -> Written | Declined:
     """The generation of ``shards`` as the base of generation ``previous`` plus a delta (module docstring); its
-    name, manifest hash and counts. None: no delta can say it (the caller writes a full generation). ``flat``:
-    the same delta written as a full generation (:func:`~gearag.derive.union_files.write_flat`), the next add's
-    base."""
+    name, manifest hash and counts. :class:`Declined`: no delta can say it (the caller writes a full generation).
+    ``flat``: the same delta written as a full generation (:func:`~gearag.derive.union_files.write_flat`), the
+    next add's base; ``why``: why an add's is (recorded as :data:`WHOLE_BECAUSE`)."""
     name = generation_name(refs, tombstones) + ("" if flat else f"-{DELTA}")
     out = root / GENERATIONS_DIR / name
     found = finished_generation(root, name, refs)  # written by an interrupted run
@@ -90,19 +114,21 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
     base_dir = delta_base(previous_dir)
     base = load_prepared(base_dir / GRAPH_DIR / PREPARED)
     if base is None:
-        return None
+        return Declined("the base keeps no prepared graph")
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with IndexWriter(out, overwrite=out.exists()) as w:
         delta = generation_delta(w, refs, shards, tombstones, config, base_dir, base, union, previous_dir,
                                  keep_state=flat)
-        if delta is None or delta.resolution is None or delta.triples is None or (
+        if delta.resolution is None or delta.triples is None or (
                 not flat and not isinstance(delta.triples, LayeredTripleGraph)):
-            return None  # not committed: the writer removes what it wrote
+            # Not committed: the writer removes what it wrote.
+            return Declined(delta.declined or "the base's key statistics do not number its triple graph")
         timings["resolve"] = round(time.perf_counter() - started, 3)
         layered = apply_delta(base, delta.resolution)  # the terms by scale it reads: the resolve half's
         if layered is None:
-            return None
+            return Declined("the base's prepared graph is not one a delta extends (an edge kind it left out, or "
+                            "another layout)")
         timings["apply"] = round(time.perf_counter() - started - timings["resolve"], 3)
         counts = {"passages": len(union.passages), "triples": len(union.triples),
                   "entities": delta.triples.n_entities}
@@ -114,7 +140,8 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
             kept = _write_layers(w, base_dir, layered, delta.triples)
         timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, **kept,
-                  "tables": shard_store.TABLES_VERSION, "build_seconds": timings, "edges": delta.edges})
+                  "tables": shard_store.TABLES_VERSION, "build_seconds": timings, "edges": delta.edges}
+                 | ({WHOLE_BECAUSE: why} if why is not None else {}))
     return name, manifest_identity(out), counts
 
 

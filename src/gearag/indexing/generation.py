@@ -59,6 +59,9 @@ from gearag.store.shards import (
 )
 from gearag.store.writer import IndexWriter
 
+#: The manifest entry of an add's full generation that says why it is not a delta (a clause: "because ...").
+WHOLE_BECAUSE = "whole_because"
+
 
 class TokensStage:
     """BM25 token ids of the passages and triples (a shard keeps these instead of a BM25 model)."""
@@ -101,13 +104,14 @@ def finished_generation(root: Path, name: str, refs: list[ShardRef]) -> tuple[st
 
 def write_generation(
     root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray], config: IndexConfig,
-    previous: str | None = None, union: Union | None = None,
+    previous: str | None = None, union: Union | None = None, why: str | None = None,
 ) -> tuple[str, str, dict[str, int]]:
     """Build (or find, after an interrupted run) the generation of ``shards`` minus ``tombstones``.
 
     ``previous``: the current generation's name, whose shards' endpoint tables
     are hard-linked instead of recomputed; ``union``: the union of ``shards``
-    minus ``tombstones`` when the caller has it. Returns its name, manifest hash and counts.
+    minus ``tombstones`` when the caller has it; ``why``: why an add's generation is
+    written in full (recorded as :data:`WHOLE_BECAUSE`). Returns its name, manifest hash and counts.
     """
     name = generation_name(refs, tombstones)
     out = root / GENERATIONS_DIR / name
@@ -124,17 +128,18 @@ def write_generation(
         counts = {"passages": len(u.passages), "triples": len(u.triples), "entities": n_entities}
         w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
                   "tables": shard_store.TABLES_VERSION, "union": shard_store.UNION_VERSION, "build_seconds": timings,
-                  **meta})
+                  **meta} | ({WHOLE_BECAUSE: why} if why is not None else {}))
     return name, manifest_identity(out), counts
 
 
 def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
                      config: IndexConfig, before: Path, base: PreparedGraph | None = None,
                      union: Union | None = None, previous: Path | None = None,
-                     keep_state: bool = False) -> UnionDelta | None:
+                     keep_state: bool = False) -> UnionDelta:
     """What adding the shards after those of generation ``before`` (or deleting rows of its shards) changed in
     it, as deltas over it (:func:`~gearag.derive.union_files.union_delta`), with the per-shard tables they read
-    written into ``w``; None where neither (a delete is kept whole only), or it kept no state or prepared graph.
+    written into ``w``; declined (:attr:`~gearag.derive.union_files.UnionDelta.declined`) where neither (a delete
+    is kept whole only), or it kept no state or prepared graph.
     ``base``: ``before``'s prepared graph, when the caller has it open (the delta's rows are over its arrays, which
     :func:`~gearag.graph.delta_apply.apply_delta` checks); ``union``: the shards' union, when the caller has it;
     ``previous``: the generation the add follows (a delta one over ``before``), whose per-shard tables are
@@ -145,7 +150,8 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
     prior = _prior_resolution(_reusable(before), done, refs, shards, tombstones, u)
     base = base if base is not None else load_prepared(before / GRAPH_DIR / PREPARED)
     if prior is None or base is None or (prior.removal is not None and not keep_state):
-        return None
+        return UnionDelta(None, None, declined="the base keeps no resolution state or prepared graph to extend"
+                          if prior is None or base is None else "a delete is written whole")
     columns, rows = shard_columns(u)
     graph = read_triple_graph(before, done.get("counts", {}).get("entities"))
     return union_files.union_delta(w, config, columns, rows, before, done, prior, base, graph,
@@ -257,7 +263,7 @@ def compact_generation(root: Path, ref: ShardRef, old: list[OldShard],
                 w.link(rel, before / rel, before)  # the union's graphs, unchanged
         w.write_json(TOMBSTONES, {})
         kept = {k: v for k, v in done.items() if k not in ("format", "format_version", "gearag_version", "created",
-                                                            "files", "shards", "build_seconds")}
+                                                            "files", "shards", "build_seconds", WHOLE_BECAUSE)}
         w.commit({**kept, "shards": [ref.name]})
     return name, manifest_identity(out), dict(done["counts"])
 

@@ -45,7 +45,7 @@ from gearag.errors import ConfigError, DataError, IndexFormatError
 from gearag.extract import make_extractor
 from gearag.hashing import stable_hashes
 from gearag.indexing.bm25 import shard_tokens
-from gearag.indexing.delta_generation import DeltaConfig, wants_delta, write_delta_generation
+from gearag.indexing.delta_generation import Declined, DeltaConfig, why_whole, write_delta_generation
 from gearag.indexing.duplicates import NewDocuments, new_documents
 from gearag.indexing.generation import (
     SHARD_STAGES,
@@ -420,17 +420,19 @@ def add_documents(root: str | Path, passages: Sequence[Passage], *, options: dic
         shards = [*state.shards, shard]
         started = time.perf_counter()
         u = union_of([r.name for r in refs], shards, state.tombstones)
-        as_delta = wants_delta(delta or DeltaConfig(), root, state.generation, len(u.passages), len(refs))
+        why = why_whole(delta or DeltaConfig(), root, state.generation, len(u.passages), len(refs))
         # The add's derivation, written as a delta within the bound and whole (the next base) past it. A delta
         # that declines (the add moved the hub cut or the capitalisation fallback) is written whole, as past the
-        # bound; where no delta can say the union at all, the union's generation is derived from nothing.
-        for flat in (False, True) if as_delta else (True,):
+        # bound; where no delta can say the union at all, the union's generation is derived from nothing. The
+        # full generation records why it is one.
+        for flat in (False, True) if why is None else (True,):
             written = write_delta_generation(root, refs, shards, state.tombstones, state.config, state.generation,
-                                             u, flat=flat)
-            if written is not None:
+                                             u, flat=flat, why=why)
+            if not isinstance(written, Declined):
                 break
-        gname, gsha, counts = written or write_generation(root, refs, shards, state.tombstones, state.config,
-                                                          state.generation, union=u)
+            why = why or written.reason
+        gname, gsha, counts = written if not isinstance(written, Declined) else write_generation(
+            root, refs, shards, state.tombstones, state.config, state.generation, union=u, why=why)
         seconds["generation"] = round(time.perf_counter() - started, 3)
         if on_step:
             on_step("generation", seconds["generation"])
@@ -523,8 +525,8 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
         previous = _whole(state)
         written = write_delta_generation(root, state.refs, state.shards, tombstones, state.config, previous,
                                          u, flat=True)
-        gname, gsha, counts = written or write_generation(root, state.refs, state.shards, tombstones, state.config,
-                                                          previous, union=u)
+        gname, gsha, counts = written if not isinstance(written, Declined) else write_generation(
+            root, state.refs, state.shards, tombstones, state.config, previous, union=u)
         seconds = {"generation": round(time.perf_counter() - started, 3)}
         if on_step:
             on_step("generation", seconds["generation"])
@@ -540,7 +542,7 @@ def _whole(state: _State, union: Union | None = None) -> str:
         return state.generation
     whole = write_delta_generation(state.root, state.refs, state.shards, state.tombstones, state.config,
                                    state.generation, union or state.union(), flat=True)
-    return whole[0] if whole is not None else state.generation
+    return state.generation if isinstance(whole, Declined) else whole[0]
 
 
 def compact(root: str | Path, *, on_step: Step | None = None) -> Index:
