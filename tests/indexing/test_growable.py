@@ -26,6 +26,7 @@ from gearag.graph.prepared import stored_prepared
 from gearag.graph.scaled import Scaled
 from gearag.indexing import build_index
 from gearag.indexing.delta_generation import DeltaConfig
+from gearag.indexing.generation import NO_STATE, WHOLE_BECAUSE
 from gearag.indexing.incremental import add_documents, compact, delete_documents
 from gearag.indexing.ner import NER_SPANS
 from gearag.store import shards as shard_store
@@ -33,6 +34,10 @@ from gearag.store.index import MANIFEST, manifest_identity, read_manifest
 from gearag.store.shards import shard_key
 from numbering import assert_same_graph, flattened_generation, resolution_keys
 from oracles import reference_build
+
+
+def _generation_manifest(root: Path) -> dict:
+    return read_manifest(root / shard_store.GENERATIONS_DIR / read_manifest(root)["generation"]["name"])
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -120,8 +125,9 @@ def test_without_usable_state_the_first_add_computes_it_and_is_still_exact(
     if why == "other rules":  # a newer gearag whose tables hold something else: the build's state is not trusted
         monkeypatch.setattr(shard_store, "TABLES_VERSION", shard_store.TABLES_VERSION + 1)
     seen = spy_priors(monkeypatch)
-    grown = add_documents(root, passages[20:])
+    grown = add_documents(root, passages[20:], delta=DeltaConfig(write="delta"))
     assert seen == ([False], [True])  # derived from nothing, as a build
+    assert _generation_manifest(root)[WHOLE_BECAUSE] == NO_STATE  # asked for a delta, it says why
     assert_same_index(grown, reference_build(passages, tmp_path / "full", STUB))
 
 

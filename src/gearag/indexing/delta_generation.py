@@ -23,6 +23,7 @@ from gearag.graph.delta_apply import apply_delta
 from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
 from gearag.indexing.generation import (
+    NO_PREPARED,
     WHOLE_BECAUSE,
     delta_base,
     finished_generation,
@@ -114,7 +115,7 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
     base_dir = delta_base(previous_dir)
     base = load_prepared(base_dir / GRAPH_DIR / PREPARED)
     if base is None:
-        return Declined("the base keeps no prepared graph")
+        return Declined(NO_PREPARED)
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with IndexWriter(out, overwrite=out.exists()) as w:

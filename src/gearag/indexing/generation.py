@@ -61,6 +61,10 @@ from gearag.store.writer import IndexWriter
 
 #: The manifest entry of an add's full generation that says why it is not a delta (a clause: "because ...").
 WHOLE_BECAUSE = "whole_because"
+#: Why no delta can say an add, where the last full generation keeps no state it extends or no prepared graph.
+NO_STATE = ("the last full generation keeps no state an add extends (built with --no-growable, or by another "
+            "version of gearag)")
+NO_PREPARED = "the index stores no prepared passage graph (--no-prepared-graph or --no-entity-graph)"
 
 
 class TokensStage:
@@ -150,8 +154,8 @@ def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], 
     prior = _prior_resolution(_reusable(before), done, refs, shards, tombstones, u)
     base = base if base is not None else load_prepared(before / GRAPH_DIR / PREPARED)
     if prior is None or base is None or (prior.removal is not None and not keep_state):
-        return UnionDelta(None, None, declined="the base keeps no resolution state or prepared graph to extend"
-                          if prior is None or base is None else "a delete is written whole")
+        return UnionDelta(None, None, declined=NO_PREPARED if base is None else NO_STATE if prior is None else
+                          "a delete is written whole")
     columns, rows = shard_columns(u)
     graph = read_triple_graph(before, done.get("counts", {}).get("entities"))
     return union_files.union_delta(w, config, columns, rows, before, done, prior, base, graph,
