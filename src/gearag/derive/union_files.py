@@ -167,7 +167,8 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
     its base) where it has them. ``keep_state``: the state after the change
     (vocabularies, key and name statistics, the resolve state, in the appending numbering) is written too, for a
     generation that keeps it whole and is the next add's base (a delete always does); else the text scan, for
-    the next delta add over the same base. ``before`` None: an add onto nothing (:func:`write_from_nothing`,
+    the next delta add over the same base, and where the add moves the hub cut or the fallback the delta declines
+    (:attr:`UnionDelta.declined`) before it resolves. ``before`` None: an add onto nothing (:func:`write_from_nothing`,
     ``base`` and ``prior`` empty). ``overlap``: the triple graph is made on a second thread beside the
     resolution (an add's wall time counts); False, by ``later`` once the caller has applied and written the
     resolution's delta (a build's peak memory counts: neither step's arrays are then on top of the other's)."""
