@@ -215,6 +215,8 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         # fallback) it cannot, and the add's own triples say so. They are counted beside the resolution's inputs;
         # the resolution starts only where the delta can be written.
         if overlap and not keep_state and before is not None:
+            if base_graph is None:  # nothing to append the add's triples to
+                return UnionDelta(None, None, declined="the base keeps no triple graph")
             keyed_inputs = graph_inputs()
             counting = pool.submit(count_keys, config.graph, keyed_inputs)
         elif overlap:  # the graph's inputs held by its work item alone (let go when it is made)
@@ -222,8 +224,7 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
         inputs = _resolution_inputs(w, shards, union, triples, tables_from, before, done_shards, prior, keep_state)
         if counting is not None:
             count = counting.result()
-            why = count.moved(config.graph, prior.new_from) if base_graph is not None else \
-                "the base keeps no triple graph"
+            why = count.moved(config.graph, prior.new_from)
             if why is not None:
                 return UnionDelta(None, None, declined=why)
             pending = pool.submit(make_graph, keyed_inputs, count)
