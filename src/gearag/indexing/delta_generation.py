@@ -24,25 +24,21 @@ from gearag.graph.passage_graph import GRAPH_DIR
 from gearag.graph.prepared import PREPARED, PreparedGraph, load_prepared
 from gearag.indexing.generation import (
     NO_PREPARED,
-    WHOLE_BECAUSE,
+    Written,
+    commit_generation,
     delta_base,
     finished_generation,
     generation_delta,
     generation_name,
 )
 from gearag.options import setting
-from gearag.store import shards as shard_store
 from gearag.store.graph import LayeredTripleGraph, layered_graph_files
 from gearag.store.index import BASE_DIR, MANIFEST, Index, manifest_identity, read_manifest
-from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, TOMBSTONES, ShardRef, Union
+from gearag.store.shards import DELTA, DELTA_BASE, GENERATIONS_DIR, ShardRef, Union
 from gearag.store.writer import IndexWriter
 
 #: How ``gearag add`` writes its generation (:attr:`DeltaConfig.write`).
 WRITE_MODES = ("auto", "delta", "full")
-
-#: A generation written: its name, manifest hash and counts.
-Written = tuple[str, str, dict[str, int]]
-
 
 class Declined(NamedTuple):
     """No delta can say the add (docs/delta.md, "When a delta declines"): why, as a clause ("because ...")."""
@@ -133,16 +129,13 @@ def write_delta_generation(root: Path, refs: list[ShardRef], shards: list[Index]
         timings["apply"] = round(time.perf_counter() - started - timings["resolve"], 3)
         counts = {"passages": len(union.passages), "triples": len(union.triples),
                   "entities": delta.triples.n_entities}
-        w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         if flat:
             kept = write_flat(w, layered, delta.triples, delta.resolution.deletion)
         else:
             assert isinstance(delta.triples, LayeredTripleGraph)
             kept = _write_layers(w, base_dir, layered, delta.triples)
         timings["write"] = round(time.perf_counter() - started - timings["resolve"] - timings["apply"], 3)
-        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts, **kept,
-                  "tables": shard_store.TABLES_VERSION, "build_seconds": timings, "edges": delta.edges}
-                 | ({WHOLE_BECAUSE: why} if why is not None else {}))
+        commit_generation(w, refs, tombstones, counts, timings, {**kept, "edges": delta.edges}, why)
     return name, manifest_identity(out), counts
 
 

@@ -66,6 +66,9 @@ NO_STATE = ("the last full generation keeps no state an add extends (built with 
             "version of gearag)")
 NO_PREPARED = "the index stores no prepared passage graph (--no-prepared-graph or --no-entity-graph)"
 
+#: A generation written: its name, manifest hash and counts.
+Written = tuple[str, str, dict[str, int]]
+
 
 class TokensStage:
     """BM25 token ids of the passages and triples (a shard keeps these instead of a BM25 model)."""
@@ -89,7 +92,7 @@ def generation_name(refs: list[ShardRef], tombstones: dict[str, np.ndarray]) -> 
     return f"g-{digest.hexdigest()}"
 
 
-def finished_generation(root: Path, name: str, refs: list[ShardRef]) -> tuple[str, str, dict[str, int]] | None:
+def finished_generation(root: Path, name: str, refs: list[ShardRef]) -> Written | None:
     """Generation ``name`` of ``refs``, when an interrupted run wrote it whole (its name, manifest hash and
     counts); None: absent, damaged or of other shards (written again)."""
     out = root / GENERATIONS_DIR / name
@@ -109,7 +112,7 @@ def finished_generation(root: Path, name: str, refs: list[ShardRef]) -> tuple[st
 def write_generation(
     root: Path, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray], config: IndexConfig,
     previous: str | None = None, union: Union | None = None, why: str | None = None,
-) -> tuple[str, str, dict[str, int]]:
+) -> Written:
     """Build (or find, after an interrupted run) the generation of ``shards`` minus ``tombstones``.
 
     ``previous``: the current generation's name, whose shards' endpoint tables
@@ -128,12 +131,20 @@ def write_generation(
         tables_from = _reusable(root / GENERATIONS_DIR / previous) if previous else None
         # From nothing, as a build (the tables and indices of the shards the previous generation has hard-linked).
         n_entities, timings, meta = write_from_nothing(w, config, columns, rows, tables_from)
-        w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
         counts = {"passages": len(u.passages), "triples": len(u.triples), "entities": n_entities}
-        w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
-                  "tables": shard_store.TABLES_VERSION, "union": shard_store.UNION_VERSION, "build_seconds": timings,
-                  **meta} | ({WHOLE_BECAUSE: why} if why is not None else {}))
+        commit_generation(w, refs, tombstones, counts, timings, {"union": shard_store.UNION_VERSION, **meta}, why)
     return name, manifest_identity(out), counts
+
+
+def commit_generation(w: IndexWriter, refs: list[ShardRef], tombstones: dict[str, np.ndarray],
+                      counts: dict[str, int], timings: dict[str, float], meta: dict[str, Any],
+                      why: str | None) -> None:
+    """Write an add's or a delete's generation's tombstones and commit its manifest: ``meta`` beside the shards,
+    counts, tables' version and timings, and ``why`` it is written whole (:data:`WHOLE_BECAUSE`), where it is."""
+    w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
+    w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
+              "tables": shard_store.TABLES_VERSION, "build_seconds": timings, **meta}
+             | ({WHOLE_BECAUSE: why} if why is not None else {}))
 
 
 def generation_delta(w: IndexWriter, refs: list[ShardRef], shards: list[Index], tombstones: dict[str, np.ndarray],
@@ -245,7 +256,7 @@ def _removal(u: Union, old: dict[str, np.ndarray]) -> Removal | None:
 
 
 def compact_generation(root: Path, ref: ShardRef, old: list[OldShard],
-                       previous: str) -> tuple[str, str, dict[str, int]] | None:
+                       previous: str) -> Written | None:
     """The generation of the shard ``ref``, the merge of generation ``previous``'s shards ``old`` into one without
     their deleted rows: ``previous``'s graph files hard-linked and its state re-keyed to the one shard
     (:mod:`gearag.derive.rekey`: nothing is derived again). None: ``previous`` is not written whole with a state
