@@ -66,22 +66,3 @@ def test_an_aborted_writer_stops_its_checksum_thread(tmp_path: Path) -> None:
             w.write_array(f"a{i}.npy", np.arange(10_000))
     assert not out.exists()
     assert not any(t.name.startswith("gearag-seal") for t in threading.enumerate())
-
-
-def test_a_file_linked_within_the_build_is_stored_once_and_listed_as_written(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    with IndexWriter(out) as w:
-        w.write_array("a.npy", np.arange(1000))
-        w.link_written("sub/a_again.npy", "a.npy")
-        w.write_array("b.npy", np.arange(10))
-        w.link_written("b_again.npy", "b.npy")
-        with w.path("b.npy").open("r+b") as fh:  # changed in place after the link: both names see it
-            fh.seek(-8, os.SEEK_END)
-            fh.write(np.int64(7).tobytes())
-        w.commit({})
-    files = read_manifest(out)["files"]
-    assert (out / "a.npy").samefile(out / "sub" / "a_again.npy")
-    assert files["a.npy"] == files["sub/a_again.npy"]
-    assert files["a.npy"]["xxh3_128"] == file_digest(out / "a.npy")
-    assert np.load(out / "b_again.npy")[-1] == 7
-    assert files["b_again.npy"]["xxh3_128"] == files["b.npy"]["xxh3_128"] == file_digest(out / "b.npy")

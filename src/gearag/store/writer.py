@@ -301,16 +301,6 @@ class IndexWriter:
         if isinstance(meta, dict) and checksum.algorithm(meta) is not None:
             self._linked[rel] = (source.stat().st_ino, meta)
 
-    def link_written(self, rel: str, written: str) -> None:
-        """Hard-link ``written``, a file this build wrote (and will not change), as ``rel``: the same bytes
-        stored once, and checksummed once (its background result is for the same inode)."""
-        self.path(rel).hardlink_to(self.tmp / written)
-        future = self._sealing.get(written)
-        if future is not None:
-            self._sealing[rel] = future
-        else:
-            self._seal_later(rel)
-
     def discard(self, rel_dir: str) -> None:
         """Leave the directory ``rel_dir`` (and what this build wrote or linked into it) out of the index."""
         prefix = rel_dir.rstrip("/") + "/"
