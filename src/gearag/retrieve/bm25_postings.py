@@ -197,10 +197,6 @@ class PostingsBM25(MaxScoreTopK, RetrieverBase):
                     self._cached_bytes -= old_rows.nbytes + old_values.nbytes
         return rows, values
 
-    def document_frequency(self, token: str) -> int:
-        """Live documents containing ``token`` (a stemmed term)."""
-        return self._term(token)[0]
-
     def vocabulary(self) -> dict[str, int]:
         """Every term of the live rows with its document frequency (for checks: built on each call)."""
         df: dict[str, int] = {}

@@ -39,7 +39,7 @@ passage row):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -291,10 +291,3 @@ def with_offline_fallback(passages: Sequence[Passage], facts: Sequence[list[Prop
 
     return played_all(PROPOSITIONS.name, [list(found) for found in facts], [bool(found) for found in facts],
                       offline if fallback else None)
-
-
-def iter_fact_rows(facts_by_passage: Sequence[Sequence[Proposition]]) -> Iterator[tuple[int, Proposition]]:
-    """``(passage row, fact)`` for every fact, in document order (for the single-proposition ablations)."""
-    for row, facts in enumerate(facts_by_passage):
-        for fact in facts:
-            yield row, fact
