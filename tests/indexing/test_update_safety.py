@@ -107,7 +107,7 @@ def test_errors_are_one_line_and_write_nothing(tmp_path: Path, cli) -> None:
     assert_clean_error(cli("add", root, tmp_path / "missing.jsonl", "--embedder", "minilm"), "--embedder", "conflicts")
     ids = tmp_path / "ids.txt"
     ids.write_text("w1\nnope-1\nw2\nnope-2\n", encoding="utf-8")
-    assert_clean_error(cli("delete", root, ids), "'nope-1', 'nope-2'", "nothing deleted")
+    assert_clean_error(cli("delete", root, ids), "'nope-1', 'nope-2'", "nothing deleted", "a corpus record's `id`")
     not_index = tmp_path / "plain-dir"
     not_index.mkdir()
     for argv in (("add", not_index, conflicting), ("delete", not_index, ids), ("compact", not_index)):

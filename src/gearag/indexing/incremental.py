@@ -509,7 +509,8 @@ def delete_documents(root: str | Path, ids: Sequence[str], *, on_step: Step | No
         if unknown:
             more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
             raise DataError(f"{root}: no passage with id {', '.join(map(repr, unknown[:5]))}{more} in the index;"
-                            " nothing deleted")
+                            " nothing deleted (an id is a corpus record's `id`, or the p<n> gearag gave a record"
+                            " without one, as run files show)")
         total = (manifest.get("counts") or {}).get("passages")
         if isinstance(total, int) and len(found) >= total:
             raise DataError(f"{root}: deleting every passage would leave an empty index; nothing deleted")
