@@ -139,8 +139,8 @@ def write_generation(
 def commit_generation(w: IndexWriter, refs: list[ShardRef], tombstones: dict[str, np.ndarray],
                       counts: dict[str, int], timings: dict[str, float], meta: dict[str, Any],
                       why: str | None) -> None:
-    """Write an add's or a delete's generation's tombstones and commit its manifest: ``meta`` beside the shards,
-    counts, tables' version and timings, and ``why`` it is written whole (:data:`WHOLE_BECAUSE`), where it is."""
+    """Write a generation's tombstones and commit its manifest: its shards, counts, tables' version, timings and
+    ``meta``, and, where ``why`` is given, why an add's generation is written whole (:data:`WHOLE_BECAUSE`)."""
     w.write_json(TOMBSTONES, {k: v.tolist() for k, v in tombstones.items() if len(v)})
     w.commit({"kind": "generation", "shards": [r.name for r in refs], "counts": counts,
               "tables": shard_store.TABLES_VERSION, "build_seconds": timings, **meta}
