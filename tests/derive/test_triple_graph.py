@@ -54,7 +54,7 @@ def test_an_add_onto_a_base_appends_and_is_the_whole_graph_with_the_bases_ids() 
     added = _corpus(6, 12, ["Gamma", "Epsilon", "Alpha", "Zeta", "Eta"])
     base, prior = _whole(config, [base_triples], 12)
     inputs = _inputs([base_triples, added], 18, prior=prior, counted=1)
-    assert count_keys(config, inputs).moved(config, 12) is None  # a delta can say it
+    assert count_keys(config, inputs, 12).moved is None  # a delta can say it
     out = triple_graph(config, inputs, base, 12)
     assert out is not None
     grown, stats = out
@@ -89,9 +89,9 @@ def test_an_add_that_moves_the_hub_cut_over_the_base_gives_the_whole_graph_of_a_
     assert ("hub" in base.entities) is (move == "becomes a hub")
     inputs = _inputs([base_triples, added], n, prior=prior, counted=1)
     # Known from the add's triples, before either graph is made: the cut moved over one base key ("hub").
-    count = count_keys(config, inputs)
-    assert count.moved(config, 10) == "the add moved the hub cut (--max-entity-share 0.3) over 1 of the base's " \
-                                      "entity names"
+    count = count_keys(config, inputs, 10)
+    assert count.moved == "the add moved the hub cut (--max-entity-share 0.3) over 1 of the base's " \
+                          "entity names"
     assert triple_graph(config, inputs, base, 10, whole=False, count=count) is None  # no delta can say it
     out = triple_graph(config, inputs, base, 10)
     assert out is not None and isinstance(out[0], TripleGraph)

@@ -149,7 +149,7 @@ def named_ends(tables: Sequence[EndpointTable], keep: Sequence[np.ndarray], name
 
 class KeyCount(NamedTuple):
     """The add's triples counted into the key statistics (:func:`count_keys`): what decides whether the base's
-    graph can be appended to (:meth:`moved`) before either graph is made."""
+    graph can be appended to (:attr:`moved`) before either graph is made."""
 
     stats: KeyStats  #: the statistics after the add (entity ids set by :func:`triple_graph`)
     hub: np.ndarray  #: per key, whether it is a hub after the add
@@ -159,24 +159,28 @@ class KeyCount(NamedTuple):
     counted: int  #: how many leading shards ``prior`` had counted (0: every triple was counted here)
     prior: KeyStats | None  #: the statistics it started from (None: none were given, or the fallback flipped)
     named_all: bool  #: whether every endpoint counts as a name (``linkable_for``'s fallback)
-    flipped: bool  #: whether the add flipped that fallback (the given statistics are then not counted into)
-
-    def moved(self, config: GraphConfig, base_passages: int) -> str | None:
-        """Why no delta over the base (the first ``base_passages`` passages, which ``prior`` describes) can say the
-        add, in one clause for the user; None: it can."""
-        if self.prior is None:
-            return ("the add flipped the capitalisation fallback (every triple endpoint links when few are "
-                    "capitalised)" if self.flipped else "the base keeps no key statistics")
-        n_known = len(self.prior.passages)
-        moved = int(np.count_nonzero(self.hub[:n_known] != hub_keys(config, np.asarray(self.prior.passages),
-                                                                       base_passages)))
-        return (f"the add moved the hub cut (--max-entity-share {config.max_entity_share:g}) over {moved:,} of "
-                f"the base's entity names") if moved else None
+    #: Why no delta over the base can say the add, in one clause for the user; None: it can.
+    moved: str | None
 
 
-def count_keys(config: GraphConfig, inputs: TripleInputs) -> KeyCount:
+def _moved(config: GraphConfig, hub: np.ndarray, prior: KeyStats | None, flipped: bool,
+           base_passages: int) -> str | None:
+    """:attr:`KeyCount.moved`: the capitalisation fallback flipped, no statistics to count into, or the hub cut
+    (``hub``, after the add) moved over a key of the base (the first ``base_passages`` passages, which ``prior``
+    describes)."""
+    if prior is None:
+        return ("the add flipped the capitalisation fallback (every triple endpoint links when few are "
+                "capitalised)" if flipped else "the base keeps no key statistics")
+    n_known = len(prior.passages)
+    moved = int(np.count_nonzero(hub[:n_known] != hub_keys(config, np.asarray(prior.passages), base_passages)))
+    return (f"the add moved the hub cut (--max-entity-share {config.max_entity_share:g}) over {moved:,} of "
+            f"the base's entity names") if moved else None
+
+
+def count_keys(config: GraphConfig, inputs: TripleInputs, base_passages: int = 0) -> KeyCount:
     """The triples after ``inputs.counted`` shards counted into ``inputs.prior`` (all of them where it is None or
-    the capitalisation fallback flipped): each key's first appearances and passages, and the hub cut after."""
+    the capitalisation fallback flipped): each key's first appearances and passages, and the hub cut after;
+    ``base_passages``: the passages of the counted shards (:attr:`KeyCount.moved` compares the cut with theirs)."""
     (tables, triple_keep, owner, _), vocab = inputs.live, inputs.keys
     named_all = links_all(config, tables, triple_keep)
     prior, counted = inputs.prior, inputs.counted
@@ -194,8 +198,9 @@ def count_keys(config: GraphConfig, inputs: TripleInputs) -> KeyCount:
     for side in (0, 1):
         first_seen(stats.first[:, side], new[:, side][ok[:, side]], positions[ok[:, side]])
     stats.passages += passages_per_key(new, np.asarray(owner)[start:], ok, len(stats.passages))
-    return KeyCount(stats, hub_keys(config, stats.passages, inputs.n_passages), new, ok, start, counted, prior,
-                    named_all, flipped)
+    hub = hub_keys(config, stats.passages, inputs.n_passages)
+    return KeyCount(stats, hub, new, ok, start, counted, prior, named_all,
+                    _moved(config, hub, prior, flipped, base_passages))
 
 
 def triple_graph(config: GraphConfig, inputs: TripleInputs, base: TripleGraph | None = None, base_passages: int = 0,
@@ -207,13 +212,13 @@ def triple_graph(config: GraphConfig, inputs: TripleInputs, base: TripleGraph | 
 
     ``base``: the triple graph of the counted shards (``base_passages`` passages), which ``inputs.prior``
     describes: the result is ``base`` plus a delta wherever the add keeps its hub cut and fallback
-    (:meth:`KeyCount.moved`). Else, or without a base, the whole graph; None where ``whole`` is off (a delta
+    (:attr:`KeyCount.moved`). Else, or without a base, the whole graph; None where ``whole`` is off (a delta
     generation cannot hold it).
     """
     (tables, triple_keep, _, _), vocab = inputs.live, inputs.keys
-    count = count if count is not None else count_keys(config, inputs)
+    count = count if count is not None else count_keys(config, inputs, base_passages)
     stats, hub, new, ok = count.stats, count.hub, count.new, count.ok
-    if base is not None and count.prior is not None and count.moved(config, base_passages) is None:
+    if base is not None and count.prior is not None and count.moved is None:
         appended = _appended(base, count.prior, count, vocab)
         if appended is not None:
             return appended, stats

@@ -218,15 +218,14 @@ def union_delta(w: IndexWriter, config: IndexConfig, shards: Sequence[ShardColum
             if base_graph is None:  # nothing to append the add's triples to
                 return UnionDelta(None, None, declined="the base keeps no triple graph")
             keyed_inputs = graph_inputs()
-            counting = pool.submit(count_keys, config.graph, keyed_inputs)
+            counting = pool.submit(count_keys, config.graph, keyed_inputs, prior.new_from)
         elif overlap:  # the graph's inputs held by its work item alone (let go when it is made)
             pending = pool.submit(make_graph, graph_inputs())
         inputs = _resolution_inputs(w, shards, union, triples, tables_from, before, done_shards, prior, keep_state)
         if counting is not None:
             count = counting.result()
-            why = count.moved(config.graph, prior.new_from)
-            if why is not None:
-                return UnionDelta(None, None, declined=why)
+            if count.moved is not None:
+                return UnionDelta(None, None, declined=count.moved)
             pending = pool.submit(make_graph, keyed_inputs, count)
             del keyed_inputs, count, counting  # likewise: not held through the resolution (~0.6 GB at 1M)
         # An add's reads the text scan of the last delta add over the same base (tables_from: the previous

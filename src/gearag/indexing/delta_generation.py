@@ -40,6 +40,7 @@ from gearag.store.writer import IndexWriter
 #: How ``gearag add`` writes its generation (:attr:`DeltaConfig.write`).
 WRITE_MODES = ("auto", "delta", "full")
 
+
 class Declined(NamedTuple):
     """No delta can say the add (docs/delta.md, "When a delta declines"): why, as a clause ("because ...")."""
 
